@@ -1,0 +1,7 @@
+//! trajkit: convert AI-agent logs into standardized ADP trajectories, validate them, and export
+//! training data.
+//!
+//! The library has no command-line or terminal dependencies; the `trajkit` binary is a thin
+//! layer over it.
+
+pub mod model;

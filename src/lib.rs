@@ -4,4 +4,6 @@
 //! The library has no command-line or terminal dependencies; the `trajkit` binary is a thin
 //! layer over it.
 
+pub mod ingest;
 pub mod model;
+pub mod validate;

@@ -1,0 +1,523 @@
+//! Splitting an input stream into records without parsing them.
+//!
+//! Three layouts:
+//! - **JSON array**: the first non-blank byte is `[`; each element is a record.
+//! - **JSON documents**: a `.json` file that is not an array holds one or more JSON values
+//!   (one pretty-printed object, or several concatenated).
+//! - **JSON lines**: anything else; each non-blank line is a record.
+//!
+//! Framing only finds record boundaries (tracking strings, escapes and nesting depth without
+//! recursion, so arbitrarily deep input cannot overflow the stack); parsing happens later, in
+//! parallel. Each record carries the 1-based line on which it starts.
+
+use std::io::{self, BufRead};
+
+/// The most bytes of an oversized or unframeable record kept for the rejects file.
+pub const PREVIEW_BYTES: usize = 4096;
+
+/// How an input's records are laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// One record per non-blank line.
+    Lines,
+    /// A single JSON array of records.
+    Array,
+    /// One or more whitespace-separated JSON values.
+    Documents,
+}
+
+/// Why a frame could not be cut cleanly.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FrameError {
+    /// The record is larger than the configured limit; `bytes` holds a preview.
+    TooLarge {
+        /// The record's size in bytes.
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// The input ended inside this record.
+    Truncated,
+    /// The bytes around here do not form a JSON array or JSON values; reading this input stops.
+    Syntax(String),
+    /// Reading (or decompressing) failed; reading this input stops.
+    Read(String),
+}
+
+impl std::fmt::Display for FrameError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FrameError::TooLarge { size, limit } => write!(
+                f,
+                "record is {size} bytes, over the limit of {limit} bytes (--max-record-bytes)"
+            ),
+            FrameError::Truncated => f.write_str("input ends inside this record (truncated JSON)"),
+            FrameError::Syntax(m) => f.write_str(m),
+            FrameError::Read(m) => write!(f, "reading failed: {m}"),
+        }
+    }
+}
+
+/// One record's bytes and where it starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    /// 1-based line of the record's first byte.
+    pub line: u64,
+    /// The record's bytes (a preview only when `error` is `TooLarge`, `Syntax` or `Read`).
+    pub bytes: Vec<u8>,
+    /// Set when the record could not be framed cleanly.
+    pub error: Option<FrameError>,
+}
+
+/// Streams the frames of one input.
+pub struct Framer<R> {
+    reader: R,
+    layout: Option<Layout>,
+    documents_hint: bool,
+    line: u64,
+    max_bytes: usize,
+    done: bool,
+    emitted: u64,
+    /// Bytes consumed from the (decompressed) stream so far.
+    pub bytes_read: u64,
+}
+
+impl<R: BufRead> Framer<R> {
+    /// A framer over `reader`. `documents_hint` (the input is named `*.json`) selects the JSON
+    /// documents layout when the input is not an array.
+    pub fn new(reader: R, documents_hint: bool, max_bytes: usize) -> Self {
+        Framer {
+            reader,
+            layout: None,
+            documents_hint,
+            line: 1,
+            max_bytes,
+            done: false,
+            emitted: 0,
+            bytes_read: 0,
+        }
+    }
+
+    /// The layout, once the first record has been requested.
+    pub fn layout(&self) -> Option<Layout> {
+        self.layout
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.reader.consume(n);
+        self.bytes_read += n as u64;
+    }
+
+    /// Skips whitespace (and a UTF-8 byte-order mark at the very start), counting lines.
+    /// Returns the next byte without consuming it, or `None` at the end.
+    fn skip_blank(&mut self) -> io::Result<Option<u8>> {
+        loop {
+            let chunk = self.reader.fill_buf()?;
+            if chunk.is_empty() {
+                return Ok(None);
+            }
+            if self.bytes_read == 0 && chunk.starts_with(b"\xEF\xBB\xBF") {
+                self.consume(3);
+                continue;
+            }
+            let mut n = 0;
+            let mut lines = 0;
+            let mut found = None;
+            for &b in chunk {
+                match b {
+                    b'\n' => lines += 1,
+                    b' ' | b'\t' | b'\r' => {}
+                    other => {
+                        found = Some(other);
+                        break;
+                    }
+                }
+                n += 1;
+            }
+            self.line += lines;
+            self.consume(n);
+            if found.is_some() {
+                return Ok(found);
+            }
+        }
+    }
+
+    fn detect(&mut self) -> io::Result<Layout> {
+        let layout = match self.skip_blank()? {
+            Some(b'[') => {
+                self.consume(1);
+                Layout::Array
+            }
+            _ if self.documents_hint => Layout::Documents,
+            _ => Layout::Lines,
+        };
+        self.layout = Some(layout);
+        Ok(layout)
+    }
+
+    fn fail(&mut self, line: u64, bytes: Vec<u8>, error: FrameError) -> Option<Frame> {
+        self.done = true;
+        Some(Frame {
+            line,
+            bytes,
+            error: Some(error),
+        })
+    }
+
+    fn next_line(&mut self) -> io::Result<Option<Frame>> {
+        loop {
+            let start = self.line;
+            let mut buf = Vec::new();
+            let mut size = 0u64;
+            let mut saw_any = false;
+            loop {
+                let chunk = self.reader.fill_buf()?;
+                if chunk.is_empty() {
+                    break;
+                }
+                saw_any = true;
+                let (take, ends) = match memchr::memchr(b'\n', chunk) {
+                    Some(i) => (i, true),
+                    None => (chunk.len(), false),
+                };
+                size += take as u64;
+                if size <= self.max_bytes as u64 {
+                    buf.extend_from_slice(&chunk[..take]);
+                } else if buf.len() < PREVIEW_BYTES {
+                    let room = PREVIEW_BYTES - buf.len();
+                    buf.extend_from_slice(&chunk[..take.min(room)]);
+                }
+                self.consume(take + usize::from(ends));
+                if ends {
+                    self.line += 1;
+                    break;
+                }
+            }
+            if !saw_any {
+                return Ok(None);
+            }
+            if buf.iter().all(u8::is_ascii_whitespace) && size <= self.max_bytes as u64 {
+                continue;
+            }
+            let error = (size > self.max_bytes as u64).then(|| {
+                buf.truncate(PREVIEW_BYTES);
+                FrameError::TooLarge {
+                    size,
+                    limit: self.max_bytes as u64,
+                }
+            });
+            return Ok(Some(Frame {
+                line: start,
+                bytes: buf,
+                error,
+            }));
+        }
+    }
+
+    /// Cuts one JSON value starting at the current (non-blank) byte.
+    fn next_value(&mut self) -> io::Result<Frame> {
+        let start = self.line;
+        let mut buf = Vec::new();
+        let mut size = 0u64;
+        let mut scan = ValueScan::default();
+        loop {
+            let chunk = self.reader.fill_buf()?;
+            if chunk.is_empty() {
+                let error = if scan.scalar_started() && !scan.in_string {
+                    None
+                } else {
+                    buf.truncate(PREVIEW_BYTES);
+                    Some(FrameError::Truncated)
+                };
+                return Ok(Frame {
+                    line: start,
+                    bytes: buf,
+                    error,
+                });
+            }
+            let (used, lines, complete) = scan.feed(chunk);
+            size += used as u64;
+            if size <= self.max_bytes as u64 {
+                buf.extend_from_slice(&chunk[..used]);
+            } else if buf.len() < PREVIEW_BYTES {
+                let room = PREVIEW_BYTES - buf.len();
+                buf.extend_from_slice(&chunk[..used.min(room)]);
+            }
+            self.line += lines;
+            self.consume(used);
+            if complete {
+                let error = (size > self.max_bytes as u64).then(|| {
+                    buf.truncate(PREVIEW_BYTES);
+                    FrameError::TooLarge {
+                        size,
+                        limit: self.max_bytes as u64,
+                    }
+                });
+                return Ok(Frame {
+                    line: start,
+                    bytes: buf,
+                    error,
+                });
+            }
+        }
+    }
+
+    fn next_array_element(&mut self, first: bool) -> io::Result<Option<Frame>> {
+        let mut next = self.skip_blank()?;
+        if !first {
+            match next {
+                Some(b',') => {
+                    self.consume(1);
+                    next = self.skip_blank()?;
+                }
+                Some(b']') => return self.finish_array(),
+                Some(other) => {
+                    let line = self.line;
+                    return Ok(self.fail(
+                        line,
+                        Vec::new(),
+                        FrameError::Syntax(format!(
+                            "expected ',' or ']' after an array element, found {:?}",
+                            other as char
+                        )),
+                    ));
+                }
+                None => {
+                    let line = self.line;
+                    return Ok(self.fail(line, Vec::new(), FrameError::Truncated));
+                }
+            }
+        } else if next == Some(b']') {
+            return self.finish_array();
+        }
+        match next {
+            None => {
+                let line = self.line;
+                Ok(self.fail(line, Vec::new(), FrameError::Truncated))
+            }
+            Some(_) => {
+                let frame = self.next_value()?;
+                if frame.error == Some(FrameError::Truncated) {
+                    self.done = true;
+                }
+                Ok(Some(frame))
+            }
+        }
+    }
+
+    fn finish_array(&mut self) -> io::Result<Option<Frame>> {
+        self.consume(1);
+        self.done = true;
+        match self.skip_blank()? {
+            None => Ok(None),
+            Some(_) => {
+                let line = self.line;
+                Ok(self.fail(
+                    line,
+                    Vec::new(),
+                    FrameError::Syntax("unexpected data after the closing ']' of the JSON array".into()),
+                ))
+            }
+        }
+    }
+
+    fn next_frame(&mut self, first: bool) -> io::Result<Option<Frame>> {
+        let layout = match self.layout {
+            Some(l) => l,
+            None => self.detect()?,
+        };
+        match layout {
+            Layout::Lines => self.next_line(),
+            Layout::Array => self.next_array_element(first),
+            Layout::Documents => match self.skip_blank()? {
+                None => Ok(None),
+                Some(_) => {
+                    let frame = self.next_value()?;
+                    if frame.error == Some(FrameError::Truncated) {
+                        self.done = true;
+                    }
+                    Ok(Some(frame))
+                }
+            },
+        }
+    }
+}
+
+impl<R: BufRead> Iterator for Framer<R> {
+    type Item = Frame;
+
+    fn next(&mut self) -> Option<Frame> {
+        if self.done {
+            return None;
+        }
+        match self.next_frame(self.emitted == 0) {
+            Ok(frame) => {
+                self.emitted += u64::from(frame.is_some());
+                frame
+            }
+            Err(e) => {
+                let line = self.line;
+                self.fail(line, Vec::new(), FrameError::Read(e.to_string()))
+            }
+        }
+    }
+}
+
+/// Incremental scanner of one JSON value's extent.
+#[derive(Default)]
+struct ValueScan {
+    started: bool,
+    scalar: bool,
+    depth: u64,
+    in_string: bool,
+    escape: bool,
+}
+
+impl ValueScan {
+    fn scalar_started(&self) -> bool {
+        self.started && self.scalar
+    }
+
+    /// Consumes bytes of `chunk` belonging to the value. Returns (bytes used, newlines seen,
+    /// whether the value is complete).
+    fn feed(&mut self, chunk: &[u8]) -> (usize, u64, bool) {
+        let mut i = 0;
+        let mut lines = 0;
+        while i < chunk.len() {
+            if self.in_string {
+                if self.escape {
+                    self.escape = false;
+                    i += 1;
+                    continue;
+                }
+                match memchr::memchr2(b'"', b'\\', &chunk[i..]) {
+                    None => return (chunk.len(), lines, false),
+                    Some(j) => {
+                        i += j;
+                        if chunk[i] == b'\\' {
+                            self.escape = true;
+                        } else {
+                            self.in_string = false;
+                            if self.depth == 0 {
+                                return (i + 1, lines, true);
+                            }
+                        }
+                        i += 1;
+                    }
+                }
+                continue;
+            }
+            let b = chunk[i];
+            if !self.started {
+                self.started = true;
+                self.scalar = !matches!(b, b'{' | b'[' | b'"');
+            }
+            if self.scalar {
+                if matches!(b, b',' | b']' | b'}' | b' ' | b'\t' | b'\r' | b'\n') {
+                    return (i, lines, true);
+                }
+                i += 1;
+                continue;
+            }
+            match b {
+                b'"' => self.in_string = true,
+                b'{' | b'[' => self.depth += 1,
+                b'}' | b']' => {
+                    self.depth = self.depth.saturating_sub(1);
+                    if self.depth == 0 {
+                        return (i + 1, lines, true);
+                    }
+                }
+                b'\n' => lines += 1,
+                _ => {}
+            }
+            i += 1;
+        }
+        (chunk.len(), lines, false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frames(input: &str, documents: bool, max: usize) -> Vec<(u64, String, Option<FrameError>)> {
+        Framer::new(input.as_bytes(), documents, max)
+            .map(|f| (f.line, String::from_utf8_lossy(&f.bytes).into_owned(), f.error))
+            .collect()
+    }
+
+    #[test]
+    fn lines_skip_blanks_and_keep_line_numbers() {
+        let got = frames("{\"a\":1}\n\n  \n{\"b\":2}\r\n{\"c\"", false, 100);
+        assert_eq!(
+            got,
+            vec![
+                (1, "{\"a\":1}".into(), None),
+                (4, "{\"b\":2}\r".into(), None),
+                (5, "{\"c\"".into(), None),
+            ]
+        );
+    }
+
+    #[test]
+    fn arrays_split_elements_with_strings_and_nesting() {
+        let input = "\u{feff}[\n  {\"s\": \"a]\\\"}\", \"n\": [1, {\"x\": []}]},\n  {\"b\": 2}\n]\n";
+        let got = frames(input, true, 1000);
+        assert_eq!(
+            got,
+            vec![
+                (2, "{\"s\": \"a]\\\"}\", \"n\": [1, {\"x\": []}]}".into(), None),
+                (3, "{\"b\": 2}".into(), None),
+            ]
+        );
+    }
+
+    #[test]
+    fn empty_array_and_empty_input_have_no_records() {
+        assert!(frames("[ ]", true, 10).is_empty());
+        assert!(frames("", false, 10).is_empty());
+        assert!(frames("\n\n", true, 10).is_empty());
+    }
+
+    #[test]
+    fn truncated_array_element_is_reported() {
+        let got = frames("[{\"a\": 1}, {\"b\": [", true, 100);
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[1].2, Some(FrameError::Truncated));
+    }
+
+    #[test]
+    fn trailing_garbage_after_array_is_reported() {
+        let got = frames("[{\"a\": 1}] x", true, 100);
+        assert_eq!(got.len(), 2);
+        assert!(matches!(got[1].2, Some(FrameError::Syntax(_))));
+    }
+
+    #[test]
+    fn scalar_elements_and_documents() {
+        let got = frames("[1, true ,\"s\"]", false, 100);
+        let texts: Vec<&str> = got.iter().map(|g| g.1.as_str()).collect();
+        assert_eq!(texts, vec!["1", "true", "\"s\""]);
+        let got = frames("{\n \"a\": 1\n}\n{\"b\": 2}", true, 100);
+        assert_eq!(got[0].0, 1);
+        assert_eq!(got[1].0, 4);
+    }
+
+    #[test]
+    fn oversized_records_keep_a_preview_and_framing_goes_on() {
+        let big = "x".repeat(50);
+        let input = format!("{{\"a\":\"{big}\"}}\n{{\"b\":1}}\n");
+        let got = frames(&input, false, 20);
+        assert!(matches!(got[0].2, Some(FrameError::TooLarge { size: 58, limit: 20 })));
+        assert_eq!(got[1], (2, "{\"b\":1}".into(), None));
+    }
+
+    #[test]
+    fn deep_nesting_does_not_recurse() {
+        let deep = format!("[{}{}]", "[".repeat(100_000), "]".repeat(100_000));
+        let got = frames(&deep, false, usize::MAX);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].1.len(), 200_000);
+    }
+}

@@ -1,0 +1,41 @@
+//! Reading inputs into raw records with provenance: files or stdin, plain, gzip or zstd,
+//! JSON lines, JSON arrays or JSON documents.
+
+pub mod framing;
+pub mod open;
+
+use std::sync::Arc;
+
+pub use framing::{Frame, FrameError, Framer, Layout};
+
+/// Where a record came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Provenance {
+    /// The input path as given (`-` for stdin).
+    pub file: Arc<str>,
+    /// 1-based line on which the record starts.
+    pub line: u64,
+    /// 0-based position of the record in its input.
+    pub index: u64,
+}
+
+/// One record's bytes with its provenance, before parsing.
+#[derive(Debug, Clone)]
+pub struct RawRecord {
+    /// Where it came from.
+    pub provenance: Provenance,
+    /// The record's bytes (a preview when `error` is set).
+    pub bytes: Vec<u8>,
+    /// Set when the record could not be framed (truncated, oversized, unreadable).
+    pub error: Option<FrameError>,
+}
+
+/// True when the input name suggests JSON documents rather than JSON lines (`.json`, possibly
+/// compressed).
+pub fn is_json_document_name(path: &str) -> bool {
+    let base = path
+        .strip_suffix(".gz")
+        .or_else(|| path.strip_suffix(".zst"))
+        .unwrap_or(path);
+    base.ends_with(".json")
+}

@@ -1,0 +1,202 @@
+//! Checking one raw record as an ADP trajectory: JSON syntax, version, JSON Schema, typed
+//! decoding, semantic rules. Each stage stops the check when it fails, so one problem gives one
+//! diagnostic rather than a cascade.
+
+use jsonschema::error::ValidationErrorKind;
+use jsonschema::ValidationError;
+use serde_json::Value;
+
+use super::diagnostic::Diagnostic;
+use super::schemas::adp_validator;
+use crate::ingest::{FrameError, Provenance, RawRecord};
+use crate::model::rules::{self, escape_pointer};
+use crate::model::{AdpVersion, Trajectory};
+
+/// The result of checking one record.
+#[derive(Debug)]
+pub struct Checked {
+    /// The decoded trajectory and the version it was read as, when the record is valid.
+    pub trajectory: Option<(Trajectory, AdpVersion)>,
+    /// Every problem found (empty when valid).
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Checked {
+    fn invalid(diagnostics: Vec<Diagnostic>) -> Self {
+        Checked {
+            trajectory: None,
+            diagnostics,
+        }
+    }
+}
+
+/// Diagnoses a record that could not be framed.
+pub fn frame_diagnostic(prov: &Provenance, error: &FrameError) -> Diagnostic {
+    let rule = match error {
+        FrameError::TooLarge { .. } => "record-too-large",
+        FrameError::Truncated => "json-truncated",
+        FrameError::Syntax(_) => "json-syntax",
+        FrameError::Read(_) => "read-error",
+    };
+    Diagnostic::error(prov, None, "", rule, error.to_string())
+}
+
+/// Parses a record's bytes as JSON, or diagnoses why it is not JSON (with the line of the
+/// problem in the input file).
+pub fn parse_json(rec: &RawRecord) -> Result<Value, Box<Diagnostic>> {
+    let prov = &rec.provenance;
+    if let Some(error) = &rec.error {
+        return Err(Box::new(frame_diagnostic(prov, error)));
+    }
+    serde_json::from_slice::<Value>(&rec.bytes).map_err(|e| {
+        let text = e.to_string();
+        let what = text
+            .rsplit_once(" at line ")
+            .map_or(text.as_str(), |(w, _)| w);
+        let (rule, hint) = if what.contains("recursion limit") {
+            ("json-depth", " (nesting deeper than 128 levels)")
+        } else if what.contains("unicode") || what.contains("UTF-8") {
+            ("json-encoding", " (input must be UTF-8)")
+        } else if e.is_eof() {
+            ("json-truncated", "")
+        } else {
+            ("json-syntax", "")
+        };
+        let mut d = Diagnostic::error(
+            prov,
+            None,
+            "",
+            rule,
+            format!("{what}{hint} at column {}", e.column()),
+        );
+        d.line = prov.line + (e.line() as u64).saturating_sub(1);
+        Box::new(d)
+    })
+}
+
+/// Checks one record as an ADP trajectory of whatever version it declares.
+pub fn check_adp(rec: &RawRecord) -> Checked {
+    let value = match parse_json(rec) {
+        Ok(v) => v,
+        Err(d) => return Checked::invalid(vec![*d]),
+    };
+    check_adp_value(&rec.provenance, value)
+}
+
+/// Checks a parsed JSON value as an ADP trajectory.
+pub fn check_adp_value(prov: &Provenance, value: Value) -> Checked {
+    let Some(obj) = value.as_object() else {
+        return Checked::invalid(vec![Diagnostic::error(
+            prov,
+            None,
+            "",
+            "not-an-object",
+            format!(
+                "a trajectory must be a JSON object, found {}",
+                preview(&value)
+            ),
+        )]);
+    };
+    let record_id = obj.get("id").and_then(Value::as_str).map(str::to_owned);
+    let id = record_id.as_deref();
+    let version = match obj.get("schema_version") {
+        None => AdpVersion::Unversioned,
+        Some(Value::String(s)) => match AdpVersion::from_schema_version(Some(s)) {
+            Ok(v) => v,
+            Err(e) => {
+                return Checked::invalid(vec![Diagnostic::error(
+                    prov,
+                    id,
+                    "/schema_version",
+                    "schema-version",
+                    e.to_string(),
+                )])
+            }
+        },
+        Some(other) => {
+            return Checked::invalid(vec![Diagnostic::error(
+                prov,
+                id,
+                "/schema_version",
+                "schema-version",
+                format!(
+                    "schema_version must be a string such as \"1.5.0\", found {}",
+                    preview(other)
+                ),
+            )])
+        }
+    };
+    let validator = adp_validator(version);
+    if !validator.is_valid(&value) {
+        let diagnostics = validator
+            .iter_errors(&value)
+            .map(|e| schema_diagnostic(prov, id, version, &e))
+            .collect();
+        return Checked::invalid(diagnostics);
+    }
+    let trajectory: Trajectory = match serde_json::from_value(value) {
+        Ok(t) => t,
+        Err(e) => {
+            return Checked::invalid(vec![Diagnostic::error(
+                prov,
+                id,
+                "",
+                "model",
+                format!("passes the schema but does not decode: {e}"),
+            )])
+        }
+    };
+    let diagnostics: Vec<Diagnostic> = rules::check(&trajectory, version)
+        .into_iter()
+        .map(|v| Diagnostic::error(prov, id, v.pointer, v.rule, v.message))
+        .collect();
+    if diagnostics.is_empty() {
+        Checked {
+            trajectory: Some((trajectory, version)),
+            diagnostics,
+        }
+    } else {
+        Checked::invalid(diagnostics)
+    }
+}
+
+/// Turns a JSON Schema error into a diagnostic with a pointer to the offending key where
+/// possible and a short preview of the offending value.
+fn schema_diagnostic(
+    prov: &Provenance,
+    id: Option<&str>,
+    version: AdpVersion,
+    e: &ValidationError<'_>,
+) -> Diagnostic {
+    let mut pointer = e.instance_path().as_str().to_owned();
+    let rule = format!("schema-{}", e.kind().keyword());
+    let message = match e.kind() {
+        ValidationErrorKind::AdditionalProperties { unexpected } => {
+            if let [key] = unexpected.as_slice() {
+                pointer.push('/');
+                pointer.push_str(&escape_pointer(key));
+            }
+            format!("unknown key(s) {unexpected:?}: ADP {version} does not define them here")
+        }
+        ValidationErrorKind::Required { property } => {
+            let name = property.as_str().unwrap_or_default();
+            pointer.push('/');
+            pointer.push_str(&escape_pointer(name));
+            format!("required key {name:?} is missing")
+        }
+        _ => e.masked_with(preview(e.instance())).to_string(),
+    };
+    Diagnostic::error(prov, id, pointer, rule, message)
+}
+
+/// A short rendering of a JSON value for messages.
+pub fn preview(value: &Value) -> String {
+    const MAX: usize = 60;
+    let text = value.to_string();
+    if text.chars().count() <= MAX {
+        text
+    } else {
+        let cut: String = text.chars().take(MAX).collect();
+        format!("{cut}…")
+    }
+}

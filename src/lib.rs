@@ -4,6 +4,11 @@
 //! The library has no command-line or terminal dependencies; the `trajkit` binary is a thin
 //! layer over it.
 
+pub mod convert;
 pub mod ingest;
 pub mod model;
+pub mod output;
+pub mod pipeline;
+pub mod rejects;
+pub mod stats;
 pub mod validate;

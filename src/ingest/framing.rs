@@ -315,7 +315,9 @@ impl<R: BufRead> Framer<R> {
                 Ok(self.fail(
                     line,
                     Vec::new(),
-                    FrameError::Syntax("unexpected data after the closing ']' of the JSON array".into()),
+                    FrameError::Syntax(
+                        "unexpected data after the closing ']' of the JSON array".into(),
+                    ),
                 ))
             }
         }
@@ -443,7 +445,13 @@ mod tests {
 
     fn frames(input: &str, documents: bool, max: usize) -> Vec<(u64, String, Option<FrameError>)> {
         Framer::new(input.as_bytes(), documents, max)
-            .map(|f| (f.line, String::from_utf8_lossy(&f.bytes).into_owned(), f.error))
+            .map(|f| {
+                (
+                    f.line,
+                    String::from_utf8_lossy(&f.bytes).into_owned(),
+                    f.error,
+                )
+            })
             .collect()
     }
 
@@ -462,12 +470,17 @@ mod tests {
 
     #[test]
     fn arrays_split_elements_with_strings_and_nesting() {
-        let input = "\u{feff}[\n  {\"s\": \"a]\\\"}\", \"n\": [1, {\"x\": []}]},\n  {\"b\": 2}\n]\n";
+        let input =
+            "\u{feff}[\n  {\"s\": \"a]\\\"}\", \"n\": [1, {\"x\": []}]},\n  {\"b\": 2}\n]\n";
         let got = frames(input, true, 1000);
         assert_eq!(
             got,
             vec![
-                (2, "{\"s\": \"a]\\\"}\", \"n\": [1, {\"x\": []}]}".into(), None),
+                (
+                    2,
+                    "{\"s\": \"a]\\\"}\", \"n\": [1, {\"x\": []}]}".into(),
+                    None
+                ),
                 (3, "{\"b\": 2}".into(), None),
             ]
         );
@@ -509,7 +522,13 @@ mod tests {
         let big = "x".repeat(50);
         let input = format!("{{\"a\":\"{big}\"}}\n{{\"b\":1}}\n");
         let got = frames(&input, false, 20);
-        assert!(matches!(got[0].2, Some(FrameError::TooLarge { size: 58, limit: 20 })));
+        assert!(matches!(
+            got[0].2,
+            Some(FrameError::TooLarge {
+                size: 58,
+                limit: 20
+            })
+        ));
         assert_eq!(got[1], (2, "{\"b\":1}".into(), None));
     }
 

@@ -2,6 +2,7 @@
 //! JSON lines, JSON arrays or JSON documents.
 
 pub mod framing;
+pub mod inputs;
 pub mod open;
 
 use std::sync::Arc;

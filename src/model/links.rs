@@ -55,7 +55,9 @@ pub fn check_links(content: &[Step]) -> Vec<Violation> {
             out.push(Violation::new(
                 pointer,
                 "link-answered-twice",
-                format!("tool_call_id {id:?} is answered twice, at content indices {first} and {i}"),
+                format!(
+                    "tool_call_id {id:?} is answered twice, at content indices {first} and {i}"
+                ),
             ));
         } else {
             answered.insert(id, i);

@@ -11,7 +11,7 @@ pub mod version;
 
 pub use step::{
     ApiAction, CodeAction, ImageObservation, JsonObject, JsonObservation, MessageAction, Source,
-    Step, TextObservation, WebObservation,
+    Step, TaggedImage, TextObservation, WebObservation,
 };
 pub use trajectory::Trajectory;
 pub use version::AdpVersion;

@@ -118,7 +118,10 @@ pub fn fit(traj: &Trajectory, version: AdpVersion) -> Vec<Violation> {
         }
         if !version.has_step_extras() {
             if step.reasoning_content().is_some() {
-                refuse(format!("/content/{i}/reasoning_content"), "reasoning_content");
+                refuse(
+                    format!("/content/{i}/reasoning_content"),
+                    "reasoning_content",
+                );
             }
             if step.reward().is_some() {
                 refuse(format!("/content/{i}/reward"), "reward");

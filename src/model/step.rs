@@ -168,9 +168,9 @@ pub struct WebObservation {
     /// Page URL.
     #[serde(default)]
     pub url: Option<String>,
-    /// Screenshot.
+    /// Screenshot, written with its own `class_: "image_observation"` tag.
     #[serde(default)]
-    pub image_observation: Option<ImageObservation>,
+    pub image_observation: Option<TaggedImage>,
     /// Viewport `[width, height]`.
     #[serde(default)]
     pub viewport_size: Option<Vec<Value>>,
@@ -180,6 +180,16 @@ pub struct WebObservation {
     /// Per-step reward (ADP 1.x).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reward: Option<f64>,
+}
+
+/// An [`ImageObservation`] nested in a web observation, carrying its `class_` tag as ADP writes
+/// it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "class_")]
+pub enum TaggedImage {
+    /// The only variant.
+    #[serde(rename = "image_observation")]
+    Image(ImageObservation),
 }
 
 /// `json_observation`: a structured value received by the agent (ADP 1.x).

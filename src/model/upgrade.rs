@@ -157,7 +157,9 @@ mod tests {
 
     #[test]
     fn available_apis_is_renamed_for_1_5_and_back() {
-        let mut t = traj(json!({"schema_version": "1.2.0", "id": "t", "content": [], "available_apis": ["f"]}));
+        let mut t = traj(
+            json!({"schema_version": "1.2.0", "id": "t", "content": [], "available_apis": ["f"]}),
+        );
         assert!(upgrade(&mut t, &UpgradeOptions::default()).is_empty());
         assert_eq!(t.available_custom_tools, Some(vec!["f".to_owned()]));
         assert_eq!(t.available_apis, None);

@@ -93,7 +93,8 @@ mod tests {
             let v: Value = serde_json::from_str(s.text).expect("schema is JSON");
             assert_eq!(
                 v["$schema"], "https://json-schema.org/draft/2020-12/schema",
-                "{}", s.name
+                "{}",
+                s.name
             );
             compile(s.text, s.name);
         }

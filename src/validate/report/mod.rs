@@ -99,7 +99,11 @@ fn locus(d: &Diagnostic) -> String {
     if let Some(id) = &d.record_id {
         s.push_str(&format!("id={id:?} "));
     }
-    s.push_str(if d.pointer.is_empty() { "/" } else { &d.pointer });
+    s.push_str(if d.pointer.is_empty() {
+        "/"
+    } else {
+        &d.pointer
+    });
     s
 }
 

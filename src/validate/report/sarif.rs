@@ -29,7 +29,11 @@ impl Sarif {
 impl Reporter for Sarif {
     fn diagnostic(&mut self, d: &Diagnostic) -> io::Result<()> {
         self.rules.insert(d.rule.clone());
-        let pointer = if d.pointer.is_empty() { "/" } else { &d.pointer };
+        let pointer = if d.pointer.is_empty() {
+            "/"
+        } else {
+            &d.pointer
+        };
         self.results.push(json!({
             "ruleId": d.rule,
             "level": d.severity.as_str(),
@@ -83,6 +87,9 @@ mod tests {
             result["locations"][0]["physicalLocation"]["region"]["startLine"],
             7
         );
-        assert_eq!(v["runs"][0]["tool"]["driver"]["rules"][0]["id"], "schema-enum");
+        assert_eq!(
+            v["runs"][0]["tool"]["driver"]["rules"][0]["id"],
+            "schema-enum"
+        );
     }
 }

@@ -1,0 +1,118 @@
+//! Options and error handling shared by the subcommands.
+
+use std::fmt;
+use std::io::Write;
+use std::time::Instant;
+
+use clap::Args;
+use trajkit::ingest::inputs::expand_inputs;
+use trajkit::pipeline::{PipelineError, RunOptions};
+
+use super::progress::Bar;
+
+/// Options every command takes.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Print only errors.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// Print more (every diagnostic of `convert`, timings).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Worker threads (default: one per core).
+    #[arg(long, global = true, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Never draw progress bars (they are hidden anyway when stderr is not a terminal).
+    #[arg(long, global = true)]
+    pub no_progress: bool,
+    /// Records larger than this many bytes are rejected without being parsed.
+    #[arg(long, global = true, value_name = "BYTES", default_value_t = 256 << 20)]
+    pub max_record_bytes: usize,
+}
+
+impl GlobalArgs {
+    /// Sizes rayon's pool from `--threads`.
+    pub fn configure_threads(&self) -> Result<(), CliError> {
+        if let Some(n) = self.threads {
+            if n == 0 {
+                return Err(CliError::usage("--threads must be at least 1"));
+            }
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .build_global()
+                .map_err(|e| CliError::usage(format!("--threads: {e}")))?;
+        }
+        Ok(())
+    }
+
+    /// Runner options from the global flags.
+    pub fn run_options(&self) -> RunOptions {
+        RunOptions {
+            max_record_bytes: self.max_record_bytes,
+            ..RunOptions::default()
+        }
+    }
+
+    /// A progress bar for `inputs`, hidden when quiet, asked, or not on a terminal.
+    pub fn progress(&self, inputs: &[String], what: &'static str) -> Bar {
+        Bar::new(inputs, what, !(self.quiet || self.no_progress))
+    }
+
+    /// Prints a summary line to stderr unless quiet.
+    pub fn summary(&self, line: fmt::Arguments<'_>) {
+        if !self.quiet {
+            let _ = writeln!(std::io::stderr(), "{line}");
+        }
+    }
+}
+
+/// A failed command: its message and exit code.
+#[derive(Debug)]
+pub struct CliError {
+    /// 2 for usage errors, 3 for I/O errors.
+    pub code: u8,
+    /// What went wrong.
+    pub message: String,
+}
+
+impl CliError {
+    /// A usage error (exit 2).
+    pub fn usage(message: impl Into<String>) -> Self {
+        CliError {
+            code: 2,
+            message: message.into(),
+        }
+    }
+
+    /// An I/O error (exit 3).
+    pub fn io(message: impl fmt::Display) -> Self {
+        CliError {
+            code: 3,
+            message: message.to_string(),
+        }
+    }
+}
+
+impl From<PipelineError> for CliError {
+    fn from(e: PipelineError) -> Self {
+        CliError::io(e)
+    }
+}
+
+/// Expands the inputs (none means stdin), or fails with exit 3 naming the unreadable one.
+pub fn inputs(given: &[String]) -> Result<Vec<String>, CliError> {
+    if given.is_empty() {
+        return Ok(vec!["-".to_owned()]);
+    }
+    expand_inputs(given).map_err(CliError::io)
+}
+
+/// `N.N MB in N.NN s (N MB/s)` for summaries.
+pub fn throughput(bytes: u64, started: Instant) -> String {
+    let secs = started.elapsed().as_secs_f64();
+    let mb = bytes as f64 / 1e6;
+    format!(
+        "{mb:.1} MB in {secs:.2} s ({:.0} MB/s)",
+        if secs > 0.0 { mb / secs } else { 0.0 }
+    )
+}

@@ -1,0 +1,145 @@
+//! `trajkit convert`
+
+use std::io;
+use std::time::Instant;
+
+use clap::Args;
+use trajkit::convert::{convert_inputs, lookup, ConvertOptions};
+use trajkit::model::upgrade::{DetailsDecode, UpgradeOptions};
+use trajkit::model::AdpVersion;
+use trajkit::output::Output;
+use trajkit::rejects::RejectsWriter;
+use trajkit::validate::report::{reporter, ReportFormat, Reporter, ValidationSummary};
+use trajkit::validate::Diagnostic;
+
+use super::common::{inputs, throughput, CliError, GlobalArgs};
+
+/// Convert records into ADP trajectories, one compact JSON object per line.
+///
+/// `--from adp` reads ADP of any version (validating it in that version) and writes the version
+/// chosen by --adp-version, upgrading on the way: tool-call links are backfilled for 1.3+,
+/// available_code_languages is filled for 1.4+, available_apis becomes available_custom_tools
+/// for 1.5. Writing an older version fails, per record, where the data does not fit it.
+/// Rejected records go to --rejects with their diagnostics; exit code 1 when any was rejected.
+///
+/// Example: trajkit convert --from adp raw/*.json -o std.jsonl --rejects rejects.jsonl
+#[derive(Debug, Args)]
+pub struct ConvertArgs {
+    /// Input files or directories; none or `-` reads stdin.
+    pub inputs: Vec<String>,
+    /// Input format (see `trajkit formats`).
+    #[arg(long, default_value = "adp")]
+    pub from: String,
+    /// Output format.
+    #[arg(long, default_value = "adp")]
+    pub to: String,
+    /// ADP version to write: 1.5.0 (default), 1.4.0 ... 1.0.0, or unversioned.
+    #[arg(long, default_value = "1.5.0", value_name = "VERSION")]
+    pub adp_version: AdpVersion,
+    /// Output file (`-` for stdout). Written under a temporary name and renamed when complete.
+    #[arg(short, long, default_value = "-", value_name = "FILE")]
+    pub output: String,
+    /// Write each rejected record, with its diagnostics, to this JSON-lines file.
+    #[arg(long, value_name = "FILE")]
+    pub rejects: Option<String>,
+    /// Decode JSON-encoded strings in `details` into JSON values: a comma-separated list of
+    /// keys, or `*` for every value that holds a JSON object or array (1.1.0+ only).
+    #[arg(long, value_name = "KEYS")]
+    pub decode_details: Option<String>,
+}
+
+/// Shows the first diagnostics on stderr and counts the rest.
+struct Capped {
+    inner: Box<dyn Reporter>,
+    shown: u64,
+    limit: u64,
+}
+
+impl Reporter for Capped {
+    fn diagnostic(&mut self, d: &Diagnostic) -> io::Result<()> {
+        self.shown += 1;
+        if self.shown <= self.limit {
+            self.inner.diagnostic(d)?;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, summary: &ValidationSummary) -> io::Result<()> {
+        if self.shown > self.limit {
+            eprintln!(
+                "... and {} more diagnostics (all are in the --rejects file; -v shows them here)",
+                self.shown - self.limit
+            );
+        }
+        self.inner.finish(summary)
+    }
+}
+
+/// Runs `convert`.
+pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
+    let converter = lookup(&args.from).map_err(CliError::usage)?;
+    if args.to != "adp" {
+        return Err(CliError::usage(format!(
+            "not supported yet: --to {} (supported now: adp)",
+            args.to
+        )));
+    }
+    let decode_details = match args.decode_details.as_deref() {
+        None => DetailsDecode::None,
+        Some("*") => DetailsDecode::All,
+        Some(keys) => DetailsDecode::Keys(keys.split(',').map(str::to_owned).collect()),
+    };
+    if decode_details != DetailsDecode::None && !args.adp_version.has_free_details() {
+        return Err(CliError::usage(format!(
+            "--decode-details needs ADP 1.1.0 or later (details values are strings in {})",
+            args.adp_version
+        )));
+    }
+    let inputs = inputs(&args.inputs)?;
+    let output = Output::create(&args.output)
+        .map_err(|e| CliError::io(format!("cannot create {}: {e}", args.output)))?;
+    let rejects = args
+        .rejects
+        .as_deref()
+        .map(RejectsWriter::create)
+        .transpose()
+        .map_err(|e| CliError::io(format!("cannot create the rejects file: {e}")))?;
+    let opts = ConvertOptions {
+        upgrade: UpgradeOptions {
+            target: args.adp_version,
+            decode_details,
+        },
+        run: global.run_options(),
+    };
+    let shown = Capped {
+        inner: reporter(ReportFormat::Human, Box::new(io::stderr())),
+        shown: 0,
+        limit: match (global.quiet, global.verbose) {
+            (true, _) => 0,
+            (false, 0) => 20,
+            (false, _) => u64::MAX,
+        },
+    };
+    let started = Instant::now();
+    let bar = global.progress(&inputs, "convert");
+    let summary = convert_inputs(
+        &inputs,
+        converter,
+        &opts,
+        &bar,
+        output,
+        rejects,
+        Box::new(shown),
+    )?;
+    bar.finish();
+    global.summary(format_args!(
+        "convert: {} records in, {} written ({} trajectories, ADP {}), {} rejected; {}",
+        summary.records,
+        summary.written_records,
+        summary.trajectories,
+        args.adp_version,
+        summary.rejected,
+        throughput(bar.bytes_read(), started)
+    ));
+    Ok(u8::from(summary.rejected > 0))
+}

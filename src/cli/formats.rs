@@ -1,0 +1,20 @@
+//! `trajkit formats`
+
+use clap::Args;
+use trajkit::convert::{converters, NOT_YET_SUPPORTED};
+
+use super::common::CliError;
+
+/// List the input formats `convert --from` accepts.
+#[derive(Debug, Args)]
+pub struct FormatsArgs {}
+
+/// Runs `formats`.
+pub fn run(_args: FormatsArgs) -> Result<u8, CliError> {
+    for c in converters() {
+        println!("{:<14} {}", c.name(), c.description());
+    }
+    println!();
+    println!("not supported yet: {}", NOT_YET_SUPPORTED.join(", "));
+    Ok(0)
+}

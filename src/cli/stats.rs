@@ -1,0 +1,87 @@
+//! `trajkit stats`
+
+use std::fmt::Write as _;
+
+use clap::Args;
+use trajkit::stats::{stats_inputs, Stats};
+
+use super::common::{inputs, CliError, GlobalArgs};
+
+/// Count what ADP trajectories contain: steps by class, actions and observations, languages,
+/// functions, text sizes. Invalid records are counted, not described (see `validate`).
+///
+/// Example: trajkit stats std.jsonl --json
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// Input files or directories; none or `-` reads stdin.
+    pub inputs: Vec<String>,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// How many functions and languages to list in the table (all are in --json).
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub top: usize,
+}
+
+/// Runs `stats`.
+pub fn run(args: StatsArgs, global: &GlobalArgs) -> Result<u8, CliError> {
+    let inputs = inputs(&args.inputs)?;
+    let bar = global.progress(&inputs, "stats");
+    let stats = stats_inputs(&inputs, &global.run_options(), &bar)?;
+    bar.finish();
+    if args.json {
+        let text = serde_json::to_string_pretty(&stats).map_err(CliError::io)?;
+        println!("{text}");
+    } else {
+        print!("{}", table(&stats, args.top));
+    }
+    Ok(u8::from(stats.invalid > 0))
+}
+
+fn table(s: &Stats, top: usize) -> String {
+    let mut out = String::new();
+    let mut row = |k: &str, v: String| {
+        let _ = writeln!(out, "{k:<24} {v}");
+    };
+    row("records", s.records.to_string());
+    row("valid", s.valid.to_string());
+    row("invalid", s.invalid.to_string());
+    row(
+        "steps",
+        format!(
+            "{} (mean {:.1}, max {})",
+            s.steps, s.mean_steps, s.max_steps
+        ),
+    );
+    row("actions", s.actions.to_string());
+    row("observations", s.observations.to_string());
+    row("linked steps", s.linked_steps.to_string());
+    row(
+        "text characters",
+        format!(
+            "{} (mean {:.0}, max {})",
+            s.text_chars, s.mean_text_chars, s.max_text_chars
+        ),
+    );
+    let list = |m: &std::collections::BTreeMap<String, u64>| {
+        let mut v: Vec<(&String, &u64)> = m.iter().collect();
+        v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let shown: Vec<String> = v
+            .iter()
+            .take(top)
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        let more = v.len().saturating_sub(top);
+        if more > 0 {
+            format!("{}, ... {more} more", shown.join(", "))
+        } else {
+            shown.join(", ")
+        }
+    };
+    row("versions", list(&s.versions));
+    row("steps by class", list(&s.steps_by_class));
+    row("observation sources", list(&s.observations_by_source));
+    row("code languages", list(&s.code_languages));
+    row("functions", list(&s.functions));
+    out
+}

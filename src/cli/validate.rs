@@ -1,0 +1,91 @@
+//! `trajkit validate`
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::time::Instant;
+
+use clap::Args;
+use trajkit::rejects::RejectsWriter;
+use trajkit::validate::report::{reporter, ReportFormat};
+use trajkit::validate::run::{validate_inputs, ValidateOptions};
+
+use super::common::{inputs, throughput, CliError, GlobalArgs};
+
+/// Check ADP trajectories against the JSON Schema of their version and trajkit's semantic rules
+/// (tool-call links, code languages, available_code_languages).
+///
+/// Every problem is reported once, with file, line, record id, JSON pointer and rule. Exit code
+/// 0 when every record is valid, 1 when any is invalid.
+///
+/// Example: trajkit validate data/*.jsonl --report github --rejects bad.jsonl
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// Input files or directories (JSON lines, JSON arrays, .gz/.zst); none or `-` reads stdin.
+    pub inputs: Vec<String>,
+    /// What to validate against: `adp` (any ADP version, chosen by each record's
+    /// schema_version).
+    #[arg(long, default_value = "adp")]
+    pub schema: String,
+    /// Report format: human, json (one object per diagnostic), junit, github, sarif.
+    #[arg(long, default_value = "human")]
+    pub report: ReportFormat,
+    /// Write the report to this file instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub report_file: Option<String>,
+    /// Stop after this many errors.
+    #[arg(long, value_name = "N")]
+    pub max_errors: Option<u64>,
+    /// Write each invalid record, with its diagnostics, to this JSON-lines file.
+    #[arg(long, value_name = "FILE")]
+    pub rejects: Option<String>,
+}
+
+/// Runs `validate`.
+pub fn run(args: ValidateArgs, global: &GlobalArgs) -> Result<u8, CliError> {
+    if args.schema != "adp" {
+        return Err(CliError::usage(format!(
+            "not supported yet: --schema {} (supported now: adp)",
+            args.schema
+        )));
+    }
+    let inputs = inputs(&args.inputs)?;
+    let out: Box<dyn Write + Send> = match &args.report_file {
+        Some(path) => {
+            Box::new(BufWriter::new(File::create(path).map_err(|e| {
+                CliError::io(format!("cannot create {path}: {e}"))
+            })?))
+        }
+        None => Box::new(BufWriter::new(io::stdout())),
+    };
+    let rejects = args
+        .rejects
+        .as_deref()
+        .map(RejectsWriter::create)
+        .transpose()
+        .map_err(|e| CliError::io(format!("cannot create the rejects file: {e}")))?;
+    let opts = ValidateOptions {
+        max_errors: args.max_errors,
+        run: global.run_options(),
+    };
+    let started = Instant::now();
+    let bar = global.progress(&inputs, "validate");
+    let summary = validate_inputs(&inputs, &opts, &bar, reporter(args.report, out), rejects)?;
+    bar.finish();
+    global.summary(format_args!(
+        "validate: {} records, {} valid, {} invalid{}; {}",
+        summary.records,
+        summary.valid,
+        summary.invalid,
+        if summary.stopped_early {
+            " (stopped early: --max-errors reached)"
+        } else {
+            ""
+        },
+        throughput(bar.bytes_read(), started)
+    ));
+    Ok(if summary.invalid == 0 && !summary.stopped_early {
+        0
+    } else {
+        1
+    })
+}

@@ -1,0 +1,30 @@
+//! ADP itself as an input format (any version): the identity and upgrade path.
+
+use super::Converter;
+use crate::ingest::RawRecord;
+use crate::model::{AdpVersion, Trajectory};
+use crate::validate::{check_adp, Diagnostic};
+
+/// Reads ADP trajectories of any supported version, validating them in that version.
+pub struct Adp;
+
+impl Converter for Adp {
+    fn name(&self) -> &'static str {
+        "adp"
+    }
+
+    fn description(&self) -> &'static str {
+        "ADP standardized trajectories, unversioned or 1.0.0 to 1.5.0 (JSON lines or a JSON array)"
+    }
+
+    fn convert(
+        &self,
+        record: &RawRecord,
+    ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
+        let checked = check_adp(record);
+        checked
+            .trajectory
+            .map(|t| vec![t])
+            .ok_or(checked.diagnostics)
+    }
+}

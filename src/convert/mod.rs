@@ -1,0 +1,203 @@
+//! Converters: raw records of some format into ADP trajectories, and the `convert` runner that
+//! upgrades them to the target version and writes them as JSON lines.
+
+pub mod adp;
+
+use std::io::{self, Write};
+
+use crate::ingest::RawRecord;
+use crate::model::rules;
+use crate::model::upgrade::{upgrade, UpgradeOptions};
+use crate::model::{AdpVersion, Trajectory};
+use crate::output::Output;
+use crate::pipeline::{self, Flow, PipelineError, Progress, RunOptions, Sink};
+use crate::rejects::RejectsWriter;
+use crate::validate::report::Reporter;
+use crate::validate::Diagnostic;
+
+/// Turns raw records of one format into trajectories.
+pub trait Converter: Sync {
+    /// The name used with `--from`.
+    fn name(&self) -> &'static str;
+    /// One line about the format.
+    fn description(&self) -> &'static str;
+    /// Converts one record into trajectories, each with the ADP version it is expressed in, or
+    /// diagnoses why it cannot.
+    fn convert(&self, record: &RawRecord)
+        -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>>;
+}
+
+/// Formats on the roadmap that have no converter yet; `--from` names them in its error.
+pub const NOT_YET_SUPPORTED: &[&str] = &[
+    "atif",
+    "openai",
+    "sharegpt",
+    "swe-agent",
+    "openhands",
+    "claude-code",
+    "memabra",
+    "ralph",
+    "reflexion",
+    "ledgermind",
+];
+
+/// Every built-in converter.
+pub fn converters() -> Vec<&'static dyn Converter> {
+    vec![&adp::Adp]
+}
+
+/// The converter for `name`, or a message saying why there is none.
+pub fn lookup(name: &str) -> Result<&'static dyn Converter, String> {
+    if let Some(c) = converters().into_iter().find(|c| c.name() == name) {
+        return Ok(c);
+    }
+    let known: Vec<&str> = converters().iter().map(|c| c.name()).collect();
+    if NOT_YET_SUPPORTED.contains(&name) {
+        Err(format!(
+            "not supported yet: --from {name} (supported now: {})",
+            known.join(", ")
+        ))
+    } else {
+        Err(format!(
+            "unknown format {name:?} (supported: {}; run `trajkit formats`)",
+            known.join(", ")
+        ))
+    }
+}
+
+/// Options of [`convert_inputs`].
+#[derive(Debug, Clone, Default)]
+pub struct ConvertOptions {
+    /// The version written and what to decode on the way.
+    pub upgrade: UpgradeOptions,
+    /// Runner options.
+    pub run: RunOptions,
+}
+
+/// Counts of a conversion: `records == written_records + rejected`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConvertSummary {
+    /// Input records read.
+    pub records: u64,
+    /// Input records converted and written.
+    pub written_records: u64,
+    /// Trajectories written (a record may yield several).
+    pub trajectories: u64,
+    /// Input records rejected.
+    pub rejected: u64,
+}
+
+/// The result of converting one record.
+pub enum Converted {
+    /// Serialized JSON lines, one per trajectory.
+    Written(Vec<u8>, u64),
+    /// Why the record was rejected.
+    Rejected(Vec<Diagnostic>),
+}
+
+/// Converts one record: the format's conversion, then the upgrade to the target version and its
+/// rules, then serialization.
+pub fn convert_record(
+    converter: &dyn Converter,
+    record: &RawRecord,
+    opts: &UpgradeOptions,
+) -> Converted {
+    let trajectories = match converter.convert(record) {
+        Ok(t) => t,
+        Err(d) => return Converted::Rejected(d),
+    };
+    let prov = &record.provenance;
+    let mut out = Vec::with_capacity(record.bytes.len() + 256);
+    let count = trajectories.len() as u64;
+    for (mut traj, _) in trajectories {
+        let mut violations = upgrade(&mut traj, opts);
+        if violations.is_empty() {
+            violations = rules::check(&traj, opts.target);
+        }
+        if !violations.is_empty() {
+            let id = traj.id.clone();
+            return Converted::Rejected(
+                violations
+                    .into_iter()
+                    .map(|v| Diagnostic::error(prov, Some(&id), v.pointer, v.rule, v.message))
+                    .collect(),
+            );
+        }
+        if let Err(e) = serde_json::to_writer(&mut out, &traj) {
+            return Converted::Rejected(vec![Diagnostic::error(
+                prov,
+                Some(&traj.id),
+                "",
+                "serialize",
+                e.to_string(),
+            )]);
+        }
+        out.push(b'\n');
+    }
+    Converted::Written(out, count)
+}
+
+struct ConvertSink {
+    output: Output,
+    rejects: Option<RejectsWriter>,
+    reporter: Box<dyn Reporter>,
+    summary: ConvertSummary,
+}
+
+impl Sink for ConvertSink {
+    type Item = Converted;
+
+    fn accept(&mut self, record: RawRecord, item: Converted) -> io::Result<Flow> {
+        self.summary.records += 1;
+        match item {
+            Converted::Written(bytes, n) => {
+                self.output.write_all(&bytes)?;
+                self.summary.written_records += 1;
+                self.summary.trajectories += n;
+            }
+            Converted::Rejected(diagnostics) => {
+                self.summary.rejected += 1;
+                for d in &diagnostics {
+                    self.reporter.diagnostic(d)?;
+                }
+                if let Some(r) = &mut self.rejects {
+                    r.write(&record, "convert", &diagnostics)?;
+                }
+            }
+        }
+        Ok(Flow::Continue)
+    }
+}
+
+/// Converts every record of `inputs` with `converter`, writing trajectories to `output`,
+/// rejected records to `rejects`, and their diagnostics to `reporter`.
+pub fn convert_inputs(
+    inputs: &[String],
+    converter: &dyn Converter,
+    opts: &ConvertOptions,
+    progress: &dyn Progress,
+    output: Output,
+    rejects: Option<RejectsWriter>,
+    reporter: Box<dyn Reporter>,
+) -> Result<ConvertSummary, PipelineError> {
+    let sink = ConvertSink {
+        output,
+        rejects,
+        reporter,
+        summary: ConvertSummary::default(),
+    };
+    let mut sink = pipeline::run(
+        inputs,
+        &opts.run,
+        progress,
+        |r| convert_record(converter, r, &opts.upgrade),
+        sink,
+    )?;
+    let write = |e: io::Error| PipelineError::Write(e);
+    sink.reporter.finish(&Default::default()).map_err(write)?;
+    sink.output.finish().map_err(write)?;
+    if let Some(r) = sink.rejects {
+        r.finish().map_err(write)?;
+    }
+    Ok(sink.summary)
+}

@@ -1,0 +1,100 @@
+//! Expanding the command line's inputs: files as given, directories into their data files.
+
+use std::fs;
+use std::io;
+use std::path::Path;
+
+/// File names read from a directory input: JSON, JSON lines, optionally gzip- or zstd-compressed.
+const DATA_SUFFIXES: &[&str] = &[".json", ".jsonl", ".ndjson"];
+
+/// An input that cannot be read.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read {path}: {source}")]
+pub struct InputError {
+    /// The input.
+    pub path: String,
+    /// Why.
+    #[source]
+    pub source: io::Error,
+}
+
+fn is_data_file(name: &str) -> bool {
+    let base = name
+        .strip_suffix(".gz")
+        .or_else(|| name.strip_suffix(".zst"))
+        .unwrap_or(name);
+    DATA_SUFFIXES.iter().any(|s| base.ends_with(s))
+}
+
+/// Checks that every input exists and expands directories (recursively, in byte order of their
+/// paths, so runs are deterministic) into their data files. `-` (stdin) passes through.
+pub fn expand_inputs(inputs: &[String]) -> Result<Vec<String>, InputError> {
+    let mut out = Vec::new();
+    for input in inputs {
+        if input == "-" {
+            out.push(input.clone());
+            continue;
+        }
+        let err = |source| InputError {
+            path: input.clone(),
+            source,
+        };
+        let meta = fs::metadata(input).map_err(err)?;
+        if meta.is_dir() {
+            let mut found = Vec::new();
+            walk(Path::new(input), &mut found).map_err(err)?;
+            found.sort();
+            out.extend(found);
+        } else {
+            fs::File::open(input).map_err(err)?;
+            out.push(input.clone());
+        }
+    }
+    Ok(out)
+}
+
+fn walk(dir: &Path, found: &mut Vec<String>) -> io::Result<()> {
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let path = entry.path();
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            walk(&path, found)?;
+        } else if path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(is_data_file)
+        {
+            found.push(path.to_string_lossy().into_owned());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn directories_expand_sorted_to_data_files() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        for name in ["b.jsonl", "a.json.gz", "notes.txt", "sub/c.ndjson.zst"] {
+            let p = dir.path().join(name);
+            fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+            fs::write(p, "").expect("write");
+        }
+        let root = dir.path().to_string_lossy().into_owned();
+        let got = expand_inputs(&[root.clone(), "-".into()]).expect("expands");
+        assert_eq!(
+            got,
+            vec![
+                format!("{root}/a.json.gz"),
+                format!("{root}/b.jsonl"),
+                format!("{root}/sub/c.ndjson.zst"),
+                "-".into()
+            ]
+        );
+        let missing = expand_inputs(&[format!("{root}/nope.jsonl")]).expect_err("missing");
+        assert!(missing.to_string().contains("nope.jsonl"));
+    }
+}

@@ -1,0 +1,160 @@
+//! Output files written atomically: bytes go to a temporary file beside the target, which is
+//! renamed over the target only when complete. An interrupted run leaves no finished-looking
+//! partial file (the temporary is removed when dropped unfinished).
+
+use std::fs::{self, File};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+/// Where a command writes: stdout (`-`) or an atomically written file.
+pub enum Output {
+    /// Standard output.
+    Stdout(BufWriter<io::Stdout>),
+    /// A file being written under a temporary name.
+    File(AtomicFile),
+}
+
+impl Output {
+    /// Opens `path` for writing (`-` is stdout).
+    pub fn create(path: &str) -> io::Result<Output> {
+        if path == "-" {
+            Ok(Output::Stdout(BufWriter::with_capacity(
+                1 << 20,
+                io::stdout(),
+            )))
+        } else {
+            AtomicFile::create(Path::new(path)).map(Output::File)
+        }
+    }
+
+    /// Flushes, and for files renames the temporary to the target.
+    pub fn finish(self) -> io::Result<()> {
+        match self {
+            Output::Stdout(mut w) => w.flush(),
+            Output::File(f) => f.finish(),
+        }
+    }
+}
+
+impl Write for Output {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Output::Stdout(w) => w.write(buf),
+            Output::File(f) => f.write(buf),
+        }
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            Output::Stdout(w) => w.write_all(buf),
+            Output::File(f) => f.write_all(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Output::Stdout(w) => w.flush(),
+            Output::File(f) => f.flush(),
+        }
+    }
+}
+
+/// A file written under `NAME.tmp-PID` and renamed to `NAME` by [`AtomicFile::finish`].
+pub struct AtomicFile {
+    target: PathBuf,
+    temp: PathBuf,
+    writer: Option<BufWriter<File>>,
+}
+
+impl AtomicFile {
+    /// Creates the temporary file beside `target` (creating parent directories).
+    pub fn create(target: &Path) -> io::Result<AtomicFile> {
+        if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
+            fs::create_dir_all(parent)?;
+        }
+        let mut name = target
+            .file_name()
+            .ok_or_else(|| {
+                io::Error::new(io::ErrorKind::InvalidInput, "output path has no file name")
+            })?
+            .to_os_string();
+        name.push(format!(".tmp-{}", std::process::id()));
+        let temp = target.with_file_name(name);
+        let file = File::create(&temp)?;
+        Ok(AtomicFile {
+            target: target.to_path_buf(),
+            temp,
+            writer: Some(BufWriter::with_capacity(1 << 20, file)),
+        })
+    }
+
+    /// Flushes, syncs and renames the file into place.
+    pub fn finish(mut self) -> io::Result<()> {
+        if let Some(w) = self.writer.take() {
+            let file = w.into_inner().map_err(io::IntoInnerError::into_error)?;
+            file.sync_all()?;
+            fs::rename(&self.temp, &self.target)?;
+        }
+        Ok(())
+    }
+
+    fn writer(&mut self) -> io::Result<&mut BufWriter<File>> {
+        self.writer
+            .as_mut()
+            .ok_or_else(|| io::Error::other("output already finished"))
+    }
+}
+
+impl Write for AtomicFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.writer()?.write(buf)
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.writer()?.write_all(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.writer()?.flush()
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if self.writer.take().is_some() {
+            let _ = fs::remove_file(&self.temp);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_appears_only_when_finished() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let target = dir.path().join("sub/out.jsonl");
+        let mut f = AtomicFile::create(&target).expect("create");
+        f.write_all(b"hello\n").expect("write");
+        assert!(!target.exists());
+        f.finish().expect("finish");
+        assert_eq!(fs::read(&target).expect("read"), b"hello\n");
+        assert_eq!(
+            fs::read_dir(target.parent().expect("parent"))
+                .expect("dir")
+                .count(),
+            1
+        );
+    }
+
+    #[test]
+    fn dropped_unfinished_file_leaves_nothing() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let target = dir.path().join("out.jsonl");
+        let mut f = AtomicFile::create(&target).expect("create");
+        f.write_all(b"partial").expect("write");
+        drop(f);
+        assert_eq!(fs::read_dir(dir.path()).expect("dir").count(), 0);
+    }
+}

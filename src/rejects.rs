@@ -1,0 +1,118 @@
+//! The rejects file: every record that could not be processed, with why. Nothing is lost: a
+//! record that parses as JSON is kept as JSON, anything else as its text (or hex bytes when it
+//! is not UTF-8).
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::ingest::RawRecord;
+use crate::output::Output;
+use crate::validate::Diagnostic;
+
+/// One line of the rejects file.
+#[derive(Serialize)]
+struct RejectLine<'a> {
+    file: &'a str,
+    line: u64,
+    index: u64,
+    record_id: Option<&'a str>,
+    stage: &'a str,
+    diagnostics: Vec<RejectDiagnostic<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    record: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    raw: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    raw_hex: Option<String>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    raw_is_preview: bool,
+}
+
+#[derive(Serialize)]
+struct RejectDiagnostic<'a> {
+    line: u64,
+    pointer: &'a str,
+    rule: &'a str,
+    message: &'a str,
+    severity: &'static str,
+}
+
+/// Writes rejected records as JSON lines.
+pub struct RejectsWriter {
+    out: Output,
+    count: u64,
+}
+
+impl RejectsWriter {
+    /// Opens the rejects file (`-` is stdout).
+    pub fn create(path: &str) -> io::Result<RejectsWriter> {
+        Ok(RejectsWriter {
+            out: Output::create(path)?,
+            count: 0,
+        })
+    }
+
+    /// Records `record` as rejected at `stage` because of `diagnostics`.
+    pub fn write(
+        &mut self,
+        record: &RawRecord,
+        stage: &str,
+        diagnostics: &[Diagnostic],
+    ) -> io::Result<()> {
+        let prov = &record.provenance;
+        let preview = record.error.is_some();
+        let parsed = if preview {
+            None
+        } else {
+            serde_json::from_slice::<Value>(&record.bytes).ok()
+        };
+        let text = match &parsed {
+            Some(_) => None,
+            None => std::str::from_utf8(&record.bytes).ok(),
+        };
+        let hex = (parsed.is_none() && text.is_none()).then(|| {
+            record
+                .bytes
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        });
+        let line = RejectLine {
+            file: &prov.file,
+            line: prov.line,
+            index: prov.index,
+            record_id: diagnostics.iter().find_map(|d| d.record_id.as_deref()),
+            stage,
+            diagnostics: diagnostics
+                .iter()
+                .map(|d| RejectDiagnostic {
+                    line: d.line,
+                    pointer: &d.pointer,
+                    rule: &d.rule,
+                    message: &d.message,
+                    severity: d.severity.as_str(),
+                })
+                .collect(),
+            record: parsed,
+            raw: text,
+            raw_hex: hex,
+            raw_is_preview: preview,
+        };
+        serde_json::to_writer(&mut self.out, &line)?;
+        self.out.write_all(b"\n")?;
+        self.count += 1;
+        Ok(())
+    }
+
+    /// Rejected records written so far.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Completes the file.
+    pub fn finish(self) -> io::Result<()> {
+        self.out.finish()
+    }
+}

@@ -1,0 +1,106 @@
+//! `validate` over whole inputs: check every record, report diagnostics, keep counts.
+
+use std::io;
+use std::sync::Arc;
+
+use super::check::check_adp;
+use super::diagnostic::{Diagnostic, Severity};
+use super::report::{FileCounts, Reporter, ValidationSummary};
+use crate::ingest::RawRecord;
+use crate::pipeline::{self, Flow, PipelineError, Progress, RunOptions, Sink};
+use crate::rejects::RejectsWriter;
+
+/// Options of [`validate_inputs`].
+#[derive(Debug, Clone, Default)]
+pub struct ValidateOptions {
+    /// Stop after this many error diagnostics.
+    pub max_errors: Option<u64>,
+    /// Runner options.
+    pub run: RunOptions,
+}
+
+struct ValidateSink {
+    reporter: Box<dyn Reporter>,
+    rejects: Option<RejectsWriter>,
+    summary: ValidationSummary,
+    max_errors: Option<u64>,
+    errors: u64,
+}
+
+impl Sink for ValidateSink {
+    type Item = Vec<Diagnostic>;
+
+    fn start_input(&mut self, path: &Arc<str>) -> io::Result<()> {
+        self.summary.files.push(FileCounts {
+            file: path.clone(),
+            records: 0,
+            invalid: 0,
+        });
+        Ok(())
+    }
+
+    fn accept(&mut self, record: RawRecord, diagnostics: Vec<Diagnostic>) -> io::Result<Flow> {
+        let s = &mut self.summary;
+        s.records += 1;
+        let invalid = diagnostics.iter().any(|d| d.severity == Severity::Error);
+        if let Some(f) = s.files.last_mut() {
+            f.records += 1;
+            f.invalid += u64::from(invalid);
+        }
+        if invalid {
+            s.invalid += 1;
+        } else {
+            s.valid += 1;
+        }
+        s.diagnostics += diagnostics.len() as u64;
+        for d in &diagnostics {
+            self.reporter.diagnostic(d)?;
+        }
+        if invalid {
+            if let Some(r) = &mut self.rejects {
+                r.write(&record, "validate", &diagnostics)?;
+            }
+        }
+        self.errors += diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+            .count() as u64;
+        if self.max_errors.is_some_and(|max| self.errors >= max) {
+            self.summary.stopped_early = true;
+            return Ok(Flow::Stop);
+        }
+        Ok(Flow::Continue)
+    }
+}
+
+/// Validates every record of `inputs` as ADP, reporting each diagnostic to `reporter` and each
+/// invalid record to `rejects`.
+pub fn validate_inputs(
+    inputs: &[String],
+    opts: &ValidateOptions,
+    progress: &dyn Progress,
+    reporter: Box<dyn Reporter>,
+    rejects: Option<RejectsWriter>,
+) -> Result<ValidationSummary, PipelineError> {
+    let sink = ValidateSink {
+        reporter,
+        rejects,
+        summary: ValidationSummary::default(),
+        max_errors: opts.max_errors,
+        errors: 0,
+    };
+    let mut sink = pipeline::run(
+        inputs,
+        &opts.run,
+        progress,
+        |r| check_adp(r).diagnostics,
+        sink,
+    )?;
+    sink.reporter
+        .finish(&sink.summary)
+        .map_err(PipelineError::Write)?;
+    if let Some(r) = sink.rejects {
+        r.finish().map_err(PipelineError::Write)?;
+    }
+    Ok(sink.summary)
+}

@@ -19,7 +19,7 @@ use std::thread;
 use rayon::prelude::*;
 
 use crate::ingest::framing::Framer;
-use crate::ingest::{is_json_document_name, open, Provenance, RawRecord};
+use crate::ingest::{layout_hint, open, Provenance, RawRecord};
 
 /// Batches waiting between two stages.
 pub const QUEUE_DEPTH: usize = 2;
@@ -77,6 +77,15 @@ pub struct NoProgress;
 
 impl Progress for NoProgress {}
 
+/// Records read from one input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputCount {
+    /// The input path as given.
+    pub path: Arc<str>,
+    /// Records read from it (including ones that could not be framed).
+    pub records: u64,
+}
+
 /// A run that could not complete.
 #[derive(Debug, thiserror::Error)]
 pub enum PipelineError {
@@ -106,14 +115,15 @@ enum Processed<I> {
 }
 
 /// Runs `process` over every record of `inputs` (paths, `-` for stdin) and feeds the results to
-/// `sink` in input order. Returns the sink, so the caller can read its counters.
+/// `sink` in input order. Returns the sink, so the caller can read its counters, and the record
+/// count of each input read (an input the sink stopped in is counted up to that point).
 pub fn run<S, F>(
     inputs: &[String],
     opts: &RunOptions,
     progress: &dyn Progress,
     process: F,
     sink: S,
-) -> Result<S, PipelineError>
+) -> Result<(S, Vec<InputCount>), PipelineError>
 where
     S: Sink,
     F: Fn(&RawRecord) -> S::Item + Sync,
@@ -160,21 +170,28 @@ fn write_results<S: Sink>(
     mut sink: S,
     out_rx: Receiver<Processed<S::Item>>,
     stop: &AtomicBool,
-) -> Result<S, PipelineError> {
+) -> Result<(S, Vec<InputCount>), PipelineError> {
+    let mut counts: Vec<InputCount> = Vec::new();
     for batch in out_rx {
         match batch {
-            Processed::Start(path) => sink.start_input(&path).map_err(PipelineError::Write)?,
+            Processed::Start(path) => {
+                sink.start_input(&path).map_err(PipelineError::Write)?;
+                counts.push(InputCount { path, records: 0 });
+            }
             Processed::Records(records, items) => {
                 for (record, item) in records.into_iter().zip(items) {
+                    if let Some(c) = counts.last_mut() {
+                        c.records += 1;
+                    }
                     if sink.accept(record, item).map_err(PipelineError::Write)? == Flow::Stop {
                         stop.store(true, Ordering::Relaxed);
-                        return Ok(sink);
+                        return Ok((sink, counts));
                     }
                 }
             }
         }
     }
-    Ok(sink)
+    Ok((sink, counts))
 }
 
 fn read_inputs(
@@ -199,7 +216,7 @@ fn read_inputs(
         if tx.send(Ok(Batch::Start(file.clone()))).is_err() {
             return;
         }
-        let mut framer = Framer::new(reader, is_json_document_name(path), opts.max_record_bytes);
+        let mut framer = Framer::new(reader, layout_hint(path), opts.max_record_bytes);
         let mut batch = Vec::new();
         let mut batch_bytes = 0usize;
         let mut index = 0u64;
@@ -272,7 +289,7 @@ mod tests {
             batch_bytes: 100,
             ..Default::default()
         };
-        let sink = run(
+        let (sink, counts) = run(
             &[path.clone(), path],
             &opts,
             &NoProgress,
@@ -281,6 +298,10 @@ mod tests {
         )
         .expect("runs");
         assert_eq!(sink.0.len(), 10_000);
+        assert_eq!(
+            counts.iter().map(|c| c.records).collect::<Vec<_>>(),
+            vec![5000, 5000]
+        );
         for (i, (line, text)) in sink.0.iter().enumerate() {
             let n = i % 5000;
             assert_eq!(*line, n as u64 + 1);
@@ -296,7 +317,7 @@ mod tests {
             batch_bytes: 1000,
             ..Default::default()
         };
-        let sink = run(
+        let (sink, _) = run(
             &[path],
             &opts,
             &NoProgress,

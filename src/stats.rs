@@ -116,7 +116,7 @@ pub fn stats_inputs(
     run: &RunOptions,
     progress: &dyn Progress,
 ) -> Result<Stats, PipelineError> {
-    let sink = pipeline::run(
+    let (sink, _) = pipeline::run(
         inputs,
         run,
         progress,

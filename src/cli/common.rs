@@ -99,6 +99,15 @@ impl From<PipelineError> for CliError {
     }
 }
 
+/// Warns on stderr about inputs that held no records (unless quiet).
+pub fn warn_empty<'a>(global: &GlobalArgs, paths: impl IntoIterator<Item = &'a str>) {
+    if !global.quiet {
+        for p in paths {
+            eprintln!("trajkit: warning: {p} holds no records");
+        }
+    }
+}
+
 /// Expands the inputs (none means stdin), or fails with exit 3 naming the unreadable one.
 pub fn inputs(given: &[String]) -> Result<Vec<String>, CliError> {
     if given.is_empty() {
@@ -107,12 +116,15 @@ pub fn inputs(given: &[String]) -> Result<Vec<String>, CliError> {
     expand_inputs(given).map_err(CliError::io)
 }
 
-/// `N.N MB in N.NN s (N MB/s)` for summaries.
+/// `N.N MB in N.NN s (N MB/s)` for summaries (kB below a megabyte).
 pub fn throughput(bytes: u64, started: Instant) -> String {
     let secs = started.elapsed().as_secs_f64();
     let mb = bytes as f64 / 1e6;
-    format!(
-        "{mb:.1} MB in {secs:.2} s ({:.0} MB/s)",
-        if secs > 0.0 { mb / secs } else { 0.0 }
-    )
+    let size = if bytes < 1_000_000 {
+        format!("{:.1} kB", bytes as f64 / 1e3)
+    } else {
+        format!("{mb:.1} MB")
+    };
+    let rate = if secs > 0.0 { mb / secs } else { 0.0 };
+    format!("{size} in {secs:.2} s ({rate:.0} MB/s)")
 }

@@ -12,7 +12,7 @@ use trajkit::rejects::RejectsWriter;
 use trajkit::validate::report::{reporter, ReportFormat, Reporter, ValidationSummary};
 use trajkit::validate::Diagnostic;
 
-use super::common::{inputs, throughput, CliError, GlobalArgs};
+use super::common::{inputs, throughput, warn_empty, CliError, GlobalArgs};
 
 /// Convert records into ADP trajectories, one compact JSON object per line.
 ///
@@ -132,6 +132,7 @@ pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         Box::new(shown),
     )?;
     bar.finish();
+    warn_empty(global, summary.empty_inputs.iter().map(String::as_str));
     global.summary(format_args!(
         "convert: {} records in, {} written ({} trajectories, ADP {}), {} rejected; {}",
         summary.records,

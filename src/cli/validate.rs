@@ -9,7 +9,7 @@ use trajkit::rejects::RejectsWriter;
 use trajkit::validate::report::{reporter, ReportFormat};
 use trajkit::validate::run::{validate_inputs, ValidateOptions};
 
-use super::common::{inputs, throughput, CliError, GlobalArgs};
+use super::common::{inputs, throughput, warn_empty, CliError, GlobalArgs};
 
 /// Check ADP trajectories against the JSON Schema of their version and trajkit's semantic rules
 /// (tool-call links, code languages, available_code_languages).
@@ -71,6 +71,14 @@ pub fn run(args: ValidateArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     let bar = global.progress(&inputs, "validate");
     let summary = validate_inputs(&inputs, &opts, &bar, reporter(args.report, out), rejects)?;
     bar.finish();
+    warn_empty(
+        global,
+        summary
+            .files
+            .iter()
+            .filter(|f| f.records == 0)
+            .map(|f| f.file.as_ref()),
+    );
     global.summary(format_args!(
         "validate: {} records, {} valid, {} invalid{}; {}",
         summary.records,

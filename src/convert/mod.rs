@@ -85,6 +85,8 @@ pub struct ConvertSummary {
     pub trajectories: u64,
     /// Input records rejected.
     pub rejected: u64,
+    /// Inputs that held no records.
+    pub empty_inputs: Vec<String>,
 }
 
 /// The result of converting one record.
@@ -186,7 +188,7 @@ pub fn convert_inputs(
         reporter,
         summary: ConvertSummary::default(),
     };
-    let mut sink = pipeline::run(
+    let (mut sink, inputs_read) = pipeline::run(
         inputs,
         &opts.run,
         progress,
@@ -199,5 +201,15 @@ pub fn convert_inputs(
     if let Some(r) = sink.rejects {
         r.finish().map_err(write)?;
     }
+    sink.summary.empty_inputs = empty_inputs(&inputs_read);
     Ok(sink.summary)
+}
+
+/// The inputs of a run that held no records.
+pub fn empty_inputs(counts: &[pipeline::InputCount]) -> Vec<String> {
+    counts
+        .iter()
+        .filter(|c| c.records == 0)
+        .map(|c| c.path.to_string())
+        .collect()
 }

@@ -1,16 +1,20 @@
 //! Splitting an input stream into records without parsing them.
 //!
-//! Three layouts:
-//! - **JSON array**: the first non-blank byte is `[`; each element is a record.
+//! Three layouts, chosen from the input's name and first byte (see [`LayoutHint`]):
+//! - **JSON lines**: `.jsonl`/`.ndjson`, or a non-`.json` input not starting with `[`; each
+//!   non-blank line is a record.
+//! - **JSON array**: a `.json` or unnamed input whose first non-blank byte is `[`; each element
+//!   is a record.
 //! - **JSON documents**: a `.json` file that is not an array holds one or more JSON values
 //!   (one pretty-printed object, or several concatenated).
-//! - **JSON lines**: anything else; each non-blank line is a record.
 //!
 //! Framing only finds record boundaries (tracking strings, escapes and nesting depth without
 //! recursion, so arbitrarily deep input cannot overflow the stack); parsing happens later, in
 //! parallel. Each record carries the 1-based line on which it starts.
 
 use std::io::{self, BufRead};
+
+use super::LayoutHint;
 
 /// The most bytes of an oversized or unframeable record kept for the rejects file.
 pub const PREVIEW_BYTES: usize = 4096;
@@ -73,7 +77,7 @@ pub struct Frame {
 pub struct Framer<R> {
     reader: R,
     layout: Option<Layout>,
-    documents_hint: bool,
+    hint: LayoutHint,
     line: u64,
     max_bytes: usize,
     done: bool,
@@ -83,13 +87,12 @@ pub struct Framer<R> {
 }
 
 impl<R: BufRead> Framer<R> {
-    /// A framer over `reader`. `documents_hint` (the input is named `*.json`) selects the JSON
-    /// documents layout when the input is not an array.
-    pub fn new(reader: R, documents_hint: bool, max_bytes: usize) -> Self {
+    /// A framer over `reader`, whose name gave `hint`.
+    pub fn new(reader: R, hint: LayoutHint, max_bytes: usize) -> Self {
         Framer {
             reader,
             layout: None,
-            documents_hint,
+            hint,
             line: 1,
             max_bytes,
             done: false,
@@ -143,13 +146,14 @@ impl<R: BufRead> Framer<R> {
     }
 
     fn detect(&mut self) -> io::Result<Layout> {
-        let layout = match self.skip_blank()? {
-            Some(b'[') => {
+        let layout = match (self.hint, self.skip_blank()?) {
+            (LayoutHint::Lines, _) => Layout::Lines,
+            (_, Some(b'[')) => {
                 self.consume(1);
                 Layout::Array
             }
-            _ if self.documents_hint => Layout::Documents,
-            _ => Layout::Lines,
+            (LayoutHint::Json, _) => Layout::Documents,
+            (LayoutHint::Sniff, _) => Layout::Lines,
         };
         self.layout = Some(layout);
         Ok(layout)
@@ -443,8 +447,13 @@ impl ValueScan {
 mod tests {
     use super::*;
 
-    fn frames(input: &str, documents: bool, max: usize) -> Vec<(u64, String, Option<FrameError>)> {
-        Framer::new(input.as_bytes(), documents, max)
+    fn frames(input: &str, json: bool, max: usize) -> Vec<(u64, String, Option<FrameError>)> {
+        let hint = if json {
+            LayoutHint::Json
+        } else {
+            LayoutHint::Sniff
+        };
+        Framer::new(input.as_bytes(), hint, max)
             .map(|f| {
                 (
                     f.line,
@@ -530,6 +539,14 @@ mod tests {
             })
         ));
         assert_eq!(got[1], (2, "{\"b\":1}".into(), None));
+    }
+
+    #[test]
+    fn jsonl_names_are_lines_even_when_a_line_is_an_array() {
+        let got: Vec<Vec<u8>> = Framer::new(&b"[1]\n{}\n"[..], LayoutHint::Lines, 100)
+            .map(|f| f.bytes)
+            .collect();
+        assert_eq!(got, vec![b"[1]".to_vec(), b"{}".to_vec()]);
     }
 
     #[test]

@@ -27,7 +27,8 @@ fn is_data_file(name: &str) -> bool {
 }
 
 /// Checks that every input exists and expands directories (recursively, in byte order of their
-/// paths, so runs are deterministic) into their data files. `-` (stdin) passes through.
+/// paths, so runs are deterministic) into their data files. `-` (stdin) passes through. A
+/// directory without data files is an error.
 pub fn expand_inputs(inputs: &[String]) -> Result<Vec<String>, InputError> {
     let mut out = Vec::new();
     for input in inputs {
@@ -43,6 +44,12 @@ pub fn expand_inputs(inputs: &[String]) -> Result<Vec<String>, InputError> {
         if meta.is_dir() {
             let mut found = Vec::new();
             walk(Path::new(input), &mut found).map_err(err)?;
+            if found.is_empty() {
+                return Err(err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    "the directory holds no .json, .jsonl or .ndjson files (optionally .gz/.zst)",
+                )));
+            }
             found.sort();
             out.extend(found);
         } else {

@@ -31,12 +31,28 @@ pub struct RawRecord {
     pub error: Option<FrameError>,
 }
 
-/// True when the input name suggests JSON documents rather than JSON lines (`.json`, possibly
-/// compressed).
-pub fn is_json_document_name(path: &str) -> bool {
+/// The layout an input's name promises, before looking at its bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LayoutHint {
+    /// `*.jsonl`, `*.ndjson`: one record per line, whatever the first byte.
+    Lines,
+    /// `*.json`: a JSON array of records, or one or more JSON documents.
+    Json,
+    /// Anything else (stdin included): a JSON array if the first byte is `[`, else lines.
+    Sniff,
+}
+
+/// The layout hint for an input name (compression suffixes `.gz` and `.zst` are looked through).
+pub fn layout_hint(path: &str) -> LayoutHint {
     let base = path
         .strip_suffix(".gz")
         .or_else(|| path.strip_suffix(".zst"))
         .unwrap_or(path);
-    base.ends_with(".json")
+    if base.ends_with(".jsonl") || base.ends_with(".ndjson") {
+        LayoutHint::Lines
+    } else if base.ends_with(".json") {
+        LayoutHint::Json
+    } else {
+        LayoutHint::Sniff
+    }
 }

@@ -9,11 +9,15 @@ use std::collections::{HashMap, HashSet};
 use super::rules::Violation;
 use super::step::{Source, Step};
 
-/// Checks the link rules over `content`, returning one violation per problem.
+/// Checks the link rules over `content`, returning one violation per problem: a consequence of
+/// a problem already reported is not reported again (the answer to a duplicated action id is
+/// that duplicate's answer; a wrong id on the observation right after a tool action is reported
+/// once, as dangling, and that action counts as answered).
 pub fn check_links(content: &[Step]) -> Vec<Violation> {
     let mut out = Vec::new();
     let mut actions: HashMap<&str, usize> = HashMap::new();
     let mut answered: HashMap<&str, usize> = HashMap::new();
+    let mut duplicate_answers: HashMap<&str, usize> = HashMap::new();
     for (i, step) in content.iter().enumerate() {
         let id = step.tool_call_id();
         let next_is_observation = content.get(i + 1).is_some_and(|n| !n.is_action());
@@ -37,6 +41,7 @@ pub fn check_links(content: &[Step]) -> Vec<Violation> {
             ));
         } else if step.is_tool_action() {
             if let Some(first) = actions.get(id) {
+                *duplicate_answers.entry(id).or_default() += 1;
                 out.push(Violation::new(
                     pointer,
                     "link-duplicate",
@@ -46,19 +51,30 @@ pub fn check_links(content: &[Step]) -> Vec<Violation> {
                 actions.insert(id, i);
             }
         } else if !actions.contains_key(id) {
-            out.push(Violation::new(
-                pointer,
-                "link-dangling",
-                format!("observation at content index {i} answers tool_call_id {id:?}, which no earlier action has"),
-            ));
+            let previous = i.checked_sub(1).map(|p| (p, &content[p]));
+            let mut message = format!(
+                "observation at content index {i} answers tool_call_id {id:?}, which no earlier action has"
+            );
+            if let Some((p, action)) = previous.filter(|(_, a)| a.is_tool_action()) {
+                if let Some(expected) = action.tool_call_id() {
+                    message.push_str(&format!(
+                        " (the action before it, at content index {p}, has {expected:?})"
+                    ));
+                    answered.entry(expected).or_insert(i);
+                }
+            }
+            out.push(Violation::new(pointer, "link-dangling", message));
         } else if let Some(first) = answered.get(id) {
-            out.push(Violation::new(
-                pointer,
-                "link-answered-twice",
-                format!(
-                    "tool_call_id {id:?} is answered twice, at content indices {first} and {i}"
-                ),
-            ));
+            match duplicate_answers.get_mut(id) {
+                Some(n) if *n > 0 => *n -= 1,
+                _ => out.push(Violation::new(
+                    pointer,
+                    "link-answered-twice",
+                    format!(
+                        "tool_call_id {id:?} is answered twice, at content indices {first} and {i}"
+                    ),
+                )),
+            }
         } else {
             answered.insert(id, i);
         }
@@ -196,13 +212,25 @@ mod tests {
             api(Some("a")),
             obs(Some("a"), Source::Environment),
             api(Some("a")),
-            obs(Some("b"), Source::Environment),
+            obs(Some("a"), Source::Environment),
         ];
         assert_eq!(
             rules(&c),
+            vec![("/content/2/tool_call_id".into(), "link-duplicate")]
+        );
+
+        let c = vec![api(Some("a")), obs(Some("b"), Source::Environment)];
+        assert_eq!(
+            rules(&c),
+            vec![("/content/1/tool_call_id".into(), "link-dangling")]
+        );
+
+        let c = vec![obs(Some("b"), Source::Environment), api(Some("a"))];
+        assert_eq!(
+            rules(&c),
             vec![
-                ("/content/2/tool_call_id".into(), "link-duplicate"),
-                ("/content/3/tool_call_id".into(), "link-dangling"),
+                ("/content/0/tool_call_id".into(), "link-dangling"),
+                ("/content/1/tool_call_id".into(), "link-unanswered"),
             ]
         );
 

@@ -89,7 +89,7 @@ pub fn validate_inputs(
         max_errors: opts.max_errors,
         errors: 0,
     };
-    let mut sink = pipeline::run(
+    let (mut sink, _) = pipeline::run(
         inputs,
         &opts.run,
         progress,

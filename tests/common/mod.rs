@@ -1,0 +1,80 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+/// The `trajkit` binary, with CI-like environment (no progress bars).
+pub fn trajkit() -> Command {
+    let mut cmd = Command::cargo_bin("trajkit").expect("binary built");
+    cmd.env_remove("RUST_LOG");
+    cmd
+}
+
+/// The repository's `sample_data/`.
+pub fn sample_data() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_data")
+}
+
+/// `../shared/corpus/adp` beside the checkout (or `$TRAJKIT_SHARED/corpus/adp`). Returns `None`
+/// on a laptop without it; panics when `CI` is set, because CI always has it and a silently
+/// skipped corpus test proves nothing.
+pub fn adp_corpus() -> Option<PathBuf> {
+    let shared = std::env::var_os("TRAJKIT_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"));
+    let dir = shared.join("corpus/adp");
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!(
+            "the shared corpus is missing at {} but CI is set: corpus tests must run in CI",
+            dir.display()
+        );
+    }
+    eprintln!("skipping: no shared corpus at {}", dir.display());
+    None
+}
+
+/// The 17 `sample_std.json` files of the corpus, sorted.
+pub fn corpus_std_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("corpus dir")
+        .filter_map(|e| e.ok())
+        .map(|e| e.path().join("sample_std.json"))
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    files
+}
+
+/// Parses JSON lines.
+pub fn json_lines(bytes: &[u8]) -> Vec<Value> {
+    std::str::from_utf8(bytes)
+        .expect("utf-8 output")
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect()
+}
+
+/// A minimal valid ADP 1.5.0 trajectory with one linked tool call, for mutation tests.
+pub fn valid_v15() -> Value {
+    serde_json::json!({
+        "schema_version": "1.5.0",
+        "id": "m1",
+        "content": [
+            {"class_": "text_observation", "content": "task", "name": null, "source": "user"},
+            {"class_": "code_action", "language": "bash", "content": "ls", "description": null, "tool_call_id": "c1"},
+            {"class_": "text_observation", "content": "a.txt", "name": null, "source": "environment", "tool_call_id": "c1"},
+            {"class_": "api_action", "function": "open", "kwargs": {"path": "a.txt"}, "description": null, "tool_call_id": "c2"},
+            {"class_": "text_observation", "content": "hello", "name": null, "source": "environment", "tool_call_id": "c2"},
+            {"class_": "message_action", "content": "done", "description": null}
+        ],
+        "available_code_languages": ["bash"],
+        "details": {}
+    })
+}

@@ -1,1 +1,92 @@
-fn main() {}
+//! Per-record hot paths, measured in bytes per second on the bundled sample trajectories:
+//! checking a record (parse, schema, typed decode, rules), converting it to ADP 1.5.0, and
+//! framing a JSON-lines stream. `scripts/bench.sh` measures whole commands on 1 GiB.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use divan::counter::BytesCount;
+use divan::Bencher;
+use trajkit::convert::{adp::Adp, convert_record, Converted};
+use trajkit::ingest::{Framer, LayoutHint, Provenance, RawRecord};
+use trajkit::model::upgrade::UpgradeOptions;
+use trajkit::validate::check_adp;
+
+fn main() {
+    divan::main();
+}
+
+/// The sample trajectories as JSON lines, repeated to about 4 MB.
+fn input() -> Vec<u8> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_data/adp");
+    let mut lines: Vec<Vec<u8>> = Vec::new();
+    let mut names: Vec<_> = std::fs::read_dir(dir)
+        .expect("sample_data/adp")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    names.sort();
+    for p in names {
+        let text = std::fs::read_to_string(&p).expect("sample");
+        match serde_json::from_str::<serde_json::Value>(&text) {
+            Ok(serde_json::Value::Array(items)) => {
+                lines.extend(items.iter().map(|v| serde_json::to_vec(v).expect("json")))
+            }
+            _ => lines.extend(text.lines().map(|l| l.as_bytes().to_vec())),
+        }
+    }
+    let mut out = Vec::new();
+    while out.len() < 4 << 20 {
+        for l in &lines {
+            out.extend_from_slice(l);
+            out.push(b'\n');
+        }
+    }
+    out
+}
+
+fn records(bytes: &[u8]) -> Vec<RawRecord> {
+    let file: Arc<str> = Arc::from("bench");
+    Framer::new(bytes, LayoutHint::Lines, usize::MAX)
+        .enumerate()
+        .map(|(i, f)| RawRecord {
+            provenance: Provenance {
+                file: file.clone(),
+                line: f.line,
+                index: i as u64,
+            },
+            bytes: f.bytes,
+            error: f.error,
+        })
+        .collect()
+}
+
+#[divan::bench]
+fn frame_lines(bencher: Bencher) {
+    let bytes = input();
+    bencher
+        .counter(BytesCount::of_slice(&bytes))
+        .bench(|| Framer::new(&bytes[..], LayoutHint::Lines, usize::MAX).count());
+}
+
+#[divan::bench]
+fn check_records(bencher: Bencher) {
+    let bytes = input();
+    let recs = records(&bytes);
+    bencher.counter(BytesCount::of_slice(&bytes)).bench(|| {
+        recs.iter()
+            .filter(|r| check_adp(r).diagnostics.is_empty())
+            .count()
+    });
+}
+
+#[divan::bench]
+fn convert_records_to_1_5(bencher: Bencher) {
+    let bytes = input();
+    let recs = records(&bytes);
+    let opts = UpgradeOptions::default();
+    bencher.counter(BytesCount::of_slice(&bytes)).bench(|| {
+        recs.iter()
+            .filter(|r| matches!(convert_record(&Adp, r, &opts), Converted::Written(..)))
+            .count()
+    });
+}

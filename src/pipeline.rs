@@ -36,7 +36,7 @@ pub struct RunOptions {
 impl Default for RunOptions {
     fn default() -> Self {
         RunOptions {
-            batch_bytes: 4 << 20,
+            batch_bytes: 1 << 20,
             max_record_bytes: 256 << 20,
         }
     }

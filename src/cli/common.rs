@@ -7,6 +7,7 @@ use std::time::Instant;
 use clap::Args;
 use trajkit::ingest::inputs::expand_inputs;
 use trajkit::pipeline::{PipelineError, RunOptions};
+use trajkit::rejects::RejectsWriter;
 
 use super::progress::Bar;
 
@@ -16,7 +17,7 @@ pub struct GlobalArgs {
     /// Print only errors.
     #[arg(short, long, global = true)]
     pub quiet: bool,
-    /// Print more (every diagnostic of `convert`, timings).
+    /// Print more: every diagnostic of `convert`, not just the first 20.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
     /// Worker threads (default: one per core).
@@ -97,6 +98,13 @@ impl From<PipelineError> for CliError {
     fn from(e: PipelineError) -> Self {
         CliError::io(e)
     }
+}
+
+/// Opens the `--rejects` file when one was asked for.
+pub fn rejects_writer(path: Option<&str>) -> Result<Option<RejectsWriter>, CliError> {
+    path.map(RejectsWriter::create)
+        .transpose()
+        .map_err(|e| CliError::io(format!("cannot create the rejects file: {e}")))
 }
 
 /// Warns on stderr about inputs that held no records (unless quiet).

@@ -8,11 +8,10 @@ use trajkit::convert::{convert_inputs, lookup, ConvertOptions};
 use trajkit::model::upgrade::{DetailsDecode, UpgradeOptions};
 use trajkit::model::AdpVersion;
 use trajkit::output::Output;
-use trajkit::rejects::RejectsWriter;
 use trajkit::validate::report::{reporter, ReportFormat, Reporter, ValidationSummary};
 use trajkit::validate::Diagnostic;
 
-use super::common::{inputs, throughput, warn_empty, CliError, GlobalArgs};
+use super::common::{inputs, rejects_writer, throughput, warn_empty, CliError, GlobalArgs};
 
 /// Convert records into ADP trajectories, one compact JSON object per line.
 ///
@@ -98,12 +97,7 @@ pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     let inputs = inputs(&args.inputs)?;
     let output = Output::create(&args.output)
         .map_err(|e| CliError::io(format!("cannot create {}: {e}", args.output)))?;
-    let rejects = args
-        .rejects
-        .as_deref()
-        .map(RejectsWriter::create)
-        .transpose()
-        .map_err(|e| CliError::io(format!("cannot create the rejects file: {e}")))?;
+    let rejects = rejects_writer(args.rejects.as_deref())?;
     let opts = ConvertOptions {
         upgrade: UpgradeOptions {
             target: args.adp_version,

@@ -5,11 +5,10 @@ use std::io::{self, BufWriter, Write};
 use std::time::Instant;
 
 use clap::Args;
-use trajkit::rejects::RejectsWriter;
 use trajkit::validate::report::{reporter, ReportFormat};
 use trajkit::validate::run::{validate_inputs, ValidateOptions};
 
-use super::common::{inputs, throughput, warn_empty, CliError, GlobalArgs};
+use super::common::{inputs, rejects_writer, throughput, warn_empty, CliError, GlobalArgs};
 
 /// Check ADP trajectories against the JSON Schema of their version and trajkit's semantic rules
 /// (tool-call links, code languages, available_code_languages).
@@ -57,12 +56,7 @@ pub fn run(args: ValidateArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         }
         None => Box::new(BufWriter::new(io::stdout())),
     };
-    let rejects = args
-        .rejects
-        .as_deref()
-        .map(RejectsWriter::create)
-        .transpose()
-        .map_err(|e| CliError::io(format!("cannot create the rejects file: {e}")))?;
+    let rejects = rejects_writer(args.rejects.as_deref())?;
     let opts = ValidateOptions {
         max_errors: args.max_errors,
         run: global.run_options(),

@@ -73,6 +73,61 @@ pub struct Frame {
     pub error: Option<FrameError>,
 }
 
+/// A record's bytes as they are read: kept whole up to the size limit, then only a preview,
+/// while the full size is still counted.
+struct CappedBytes {
+    bytes: Vec<u8>,
+    size: u64,
+    limit: u64,
+}
+
+impl CappedBytes {
+    fn new(limit: usize) -> Self {
+        CappedBytes {
+            bytes: Vec::new(),
+            size: 0,
+            limit: limit as u64,
+        }
+    }
+
+    fn push(&mut self, chunk: &[u8]) {
+        self.size += chunk.len() as u64;
+        if self.size <= self.limit {
+            self.bytes.extend_from_slice(chunk);
+        } else if self.bytes.len() < PREVIEW_BYTES {
+            let room = PREVIEW_BYTES - self.bytes.len();
+            self.bytes
+                .extend_from_slice(&chunk[..chunk.len().min(room)]);
+        }
+    }
+
+    fn is_blank(&self) -> bool {
+        self.size <= self.limit && self.bytes.iter().all(u8::is_ascii_whitespace)
+    }
+
+    /// The frame starting at `line`; `TooLarge` (with a preview) when over the limit, else
+    /// `error`.
+    fn into_frame(mut self, line: u64, error: Option<FrameError>) -> Frame {
+        let error = if self.size > self.limit {
+            self.bytes.truncate(PREVIEW_BYTES);
+            Some(FrameError::TooLarge {
+                size: self.size,
+                limit: self.limit,
+            })
+        } else {
+            if error.is_some() {
+                self.bytes.truncate(PREVIEW_BYTES);
+            }
+            error
+        };
+        Frame {
+            line,
+            bytes: self.bytes,
+            error,
+        }
+    }
+}
+
 /// Streams the frames of one input.
 pub struct Framer<R> {
     reader: R,
@@ -171,8 +226,7 @@ impl<R: BufRead> Framer<R> {
     fn next_line(&mut self) -> io::Result<Option<Frame>> {
         loop {
             let start = self.line;
-            let mut buf = Vec::new();
-            let mut size = 0u64;
+            let mut record = CappedBytes::new(self.max_bytes);
             let mut saw_any = false;
             loop {
                 let chunk = self.reader.fill_buf()?;
@@ -184,13 +238,7 @@ impl<R: BufRead> Framer<R> {
                     Some(i) => (i, true),
                     None => (chunk.len(), false),
                 };
-                size += take as u64;
-                if size <= self.max_bytes as u64 {
-                    buf.extend_from_slice(&chunk[..take]);
-                } else if buf.len() < PREVIEW_BYTES {
-                    let room = PREVIEW_BYTES - buf.len();
-                    buf.extend_from_slice(&chunk[..take.min(room)]);
-                }
+                record.push(&chunk[..take]);
                 self.consume(take + usize::from(ends));
                 if ends {
                     self.line += 1;
@@ -200,68 +248,31 @@ impl<R: BufRead> Framer<R> {
             if !saw_any {
                 return Ok(None);
             }
-            if buf.iter().all(u8::is_ascii_whitespace) && size <= self.max_bytes as u64 {
+            if record.is_blank() {
                 continue;
             }
-            let error = (size > self.max_bytes as u64).then(|| {
-                buf.truncate(PREVIEW_BYTES);
-                FrameError::TooLarge {
-                    size,
-                    limit: self.max_bytes as u64,
-                }
-            });
-            return Ok(Some(Frame {
-                line: start,
-                bytes: buf,
-                error,
-            }));
+            return Ok(Some(record.into_frame(start, None)));
         }
     }
 
     /// Cuts one JSON value starting at the current (non-blank) byte.
     fn next_value(&mut self) -> io::Result<Frame> {
         let start = self.line;
-        let mut buf = Vec::new();
-        let mut size = 0u64;
+        let mut record = CappedBytes::new(self.max_bytes);
         let mut scan = ValueScan::default();
         loop {
             let chunk = self.reader.fill_buf()?;
             if chunk.is_empty() {
-                let error = if scan.scalar_started() && !scan.in_string {
-                    None
-                } else {
-                    buf.truncate(PREVIEW_BYTES);
-                    Some(FrameError::Truncated)
-                };
-                return Ok(Frame {
-                    line: start,
-                    bytes: buf,
-                    error,
-                });
+                let complete = scan.scalar_started() && !scan.in_string;
+                let error = (!complete).then_some(FrameError::Truncated);
+                return Ok(record.into_frame(start, error));
             }
             let (used, lines, complete) = scan.feed(chunk);
-            size += used as u64;
-            if size <= self.max_bytes as u64 {
-                buf.extend_from_slice(&chunk[..used]);
-            } else if buf.len() < PREVIEW_BYTES {
-                let room = PREVIEW_BYTES - buf.len();
-                buf.extend_from_slice(&chunk[..used.min(room)]);
-            }
+            record.push(&chunk[..used]);
             self.line += lines;
             self.consume(used);
             if complete {
-                let error = (size > self.max_bytes as u64).then(|| {
-                    buf.truncate(PREVIEW_BYTES);
-                    FrameError::TooLarge {
-                        size,
-                        limit: self.max_bytes as u64,
-                    }
-                });
-                return Ok(Frame {
-                    line: start,
-                    bytes: buf,
-                    error,
-                });
+                return Ok(record.into_frame(start, None));
             }
         }
     }

@@ -4,6 +4,9 @@
 //! order"). Class-specific fields are always written (as `null` when absent), as ADP's own dumps
 //! do; the link and training fields added in ADP 1.x (`reasoning_content`, `tool_call_id`,
 //! `reward`) are written only when set.
+//!
+//! Each struct repeats those shared optional fields rather than `#[serde(flatten)]`-ing them:
+//! flatten disables `deny_unknown_fields` and makes decoding buffer every step.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

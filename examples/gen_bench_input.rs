@@ -1,0 +1,94 @@
+//! Writes a large ADP JSON-lines file for benchmarks, from real trajectory shapes.
+//!
+//! Usage: `cargo run --release --example gen_bench_input -- OUT.jsonl [BYTES] [SHAPES_DIR]`
+//!
+//! The shapes are the ADP trajectories found in `SHAPES_DIR` (default `../shared/corpus/adp`,
+//! falling back to `sample_data/adp`): the records of every `*.json` or `*.jsonl` file in it,
+//! recursively, that have an `id` and a `content` list of `class_`-tagged steps. They are
+//! written in turn, each with a unique id (`<id>#<n>`), until the output reaches BYTES (default
+//! 1 GiB). The output is deterministic.
+
+use std::fs;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+    paths.sort();
+    for p in paths {
+        if p.is_dir() {
+            collect(&p, out);
+        } else if p.extension().is_some_and(|e| e == "json" || e == "jsonl") {
+            out.push(p);
+        }
+    }
+}
+
+fn shapes(dir: &Path) -> Vec<Value> {
+    let mut files = Vec::new();
+    collect(dir, &mut files);
+    let mut records = Vec::new();
+    for f in files {
+        let Ok(text) = fs::read_to_string(&f) else {
+            continue;
+        };
+        match serde_json::from_str::<Value>(&text) {
+            Ok(Value::Array(items)) => records.extend(items),
+            Ok(v @ Value::Object(_)) => records.push(v),
+            _ => records.extend(text.lines().filter_map(|l| serde_json::from_str(l).ok())),
+        }
+    }
+    records.retain(is_trajectory);
+    records
+}
+
+fn is_trajectory(r: &Value) -> bool {
+    r["id"].is_string()
+        && r["content"]
+            .as_array()
+            .is_some_and(|steps| steps.iter().all(|s| s["class_"].is_string()))
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let out_path = args
+        .first()
+        .ok_or("usage: gen_bench_input OUT.jsonl [BYTES] [SHAPES_DIR]")?;
+    let target: u64 = args.get(1).map_or(Ok(1 << 30), |s| s.parse())?;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = args
+        .get(2)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("../shared/corpus/adp"));
+    let mut records = shapes(&dir);
+    if records.is_empty() {
+        records = shapes(&root.join("sample_data/adp"));
+    }
+    if records.is_empty() {
+        return Err("no trajectory shapes found".into());
+    }
+    let mut out = BufWriter::with_capacity(1 << 20, fs::File::create(out_path)?);
+    let mut written = 0u64;
+    let mut n = 0u64;
+    while written < target {
+        let mut r = records[(n % records.len() as u64) as usize].clone();
+        let id = r["id"].as_str().unwrap_or("t").to_owned();
+        r["id"] = Value::String(format!("{id}#{n}"));
+        let line = serde_json::to_vec(&r)?;
+        out.write_all(&line)?;
+        out.write_all(b"\n")?;
+        written += line.len() as u64 + 1;
+        n += 1;
+    }
+    out.flush()?;
+    eprintln!(
+        "wrote {n} trajectories ({written} bytes) from {} shapes to {out_path}",
+        records.len()
+    );
+    Ok(())
+}

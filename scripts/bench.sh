@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Throughput and peak memory of trajkit on a generated ADP JSON-lines input.
+#
+#   scripts/bench.sh [BYTES]        (default 1 GiB; the input is cached in $BENCH_DIR)
+#
+# Prints, per command, the input size, wall time, MB/s and peak RSS (GNU time's %M).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BYTES="${1:-1073741824}"
+BENCH_DIR="${BENCH_DIR:-${TMPDIR:-/tmp}/trajkit-bench}"
+mkdir -p "$BENCH_DIR"
+INPUT="$BENCH_DIR/adp-$BYTES.jsonl"
+
+if [ ! -x /usr/bin/time ]; then
+  echo "bench.sh needs GNU time for peak memory: apt-get install time" >&2
+  exit 2
+fi
+
+cargo build --release --quiet --bin trajkit --example gen_bench_input
+if [ ! -s "$INPUT" ]; then
+  target/release/examples/gen_bench_input "$INPUT" "$BYTES"
+fi
+SIZE=$(stat -c %s "$INPUT")
+BIN=target/release/trajkit
+
+timed() {
+  # Runs "$@" with GNU time writing "%e %M" to a file, so the command's own stderr is ignored.
+  local log="$BENCH_DIR/time.log"
+  /usr/bin/time -o "$log" -f "%e %M" "$@" >/dev/null 2>&1 || true
+  cat "$log"
+}
+
+report() {
+  local name="$1"; shift
+  local line secs rss
+  line=$(timed "$@")
+  secs=${line% *}; rss=${line#* }
+  awk -v n="$name" -v b="$SIZE" -v s="$secs" -v r="$rss" 'BEGIN {
+    printf "%-28s %8.0f MB in %6.2f s  %7.0f MB/s  peak RSS %5.0f MB\n", n, b/1e6, s, (s > 0 ? b/1e6/s : 0), r/1024 }'
+}
+
+echo "trajkit $($BIN --version | awk '{print $2}') on $(nproc) cores, input $INPUT"
+report "validate" "$BIN" validate -q "$INPUT"
+report "convert --from adp" "$BIN" convert -q --from adp "$INPUT" -o "$BENCH_DIR/out.jsonl"
+report "stats" "$BIN" stats "$INPUT"
+rm -f "$BENCH_DIR/out.jsonl"

@@ -6,7 +6,8 @@ use std::time::Instant;
 
 use clap::Args;
 use trajkit::validate::report::{reporter, ReportFormat};
-use trajkit::validate::run::{validate_inputs, ValidateOptions};
+use trajkit::validate::run::{validate_inputs, Target, ValidateOptions};
+use trajkit::validate::schemas::{raw_schema, RAW_SCHEMAS};
 
 use super::common::{inputs, rejects_writer, throughput, warn_empty, CliError, GlobalArgs};
 
@@ -22,9 +23,12 @@ pub struct ValidateArgs {
     /// Input files or directories (JSON lines, JSON arrays, .gz/.zst); none or `-` reads stdin.
     pub inputs: Vec<String>,
     /// What to validate against: `adp` (any ADP version, chosen by each record's
-    /// schema_version).
+    /// schema_version), or a raw input format: memabra, reflexion.
     #[arg(long, default_value = "adp")]
     pub schema: String,
+    /// With a raw format: accept the documented drift of real files (see the README).
+    #[arg(long)]
+    pub lenient: bool,
     /// Report format: human, json (one object per diagnostic), junit, github, sarif.
     #[arg(long, default_value = "human")]
     pub report: ReportFormat,
@@ -41,12 +45,21 @@ pub struct ValidateArgs {
 
 /// Runs `validate`.
 pub fn run(args: ValidateArgs, global: &GlobalArgs) -> Result<u8, CliError> {
-    if args.schema != "adp" {
+    let target = if args.schema == "adp" {
+        Target::Adp
+    } else if raw_schema(&args.schema).is_some() {
+        Target::Raw {
+            format: args.schema.clone(),
+            lenient: args.lenient,
+        }
+    } else {
+        let known: Vec<&str> = RAW_SCHEMAS.iter().map(|s| s.format).collect();
         return Err(CliError::usage(format!(
-            "not supported yet: --schema {} (supported now: adp)",
-            args.schema
+            "no schema for {:?} (supported: adp, {})",
+            args.schema,
+            known.join(", ")
         )));
-    }
+    };
     let inputs = inputs(&args.inputs)?;
     let out: Box<dyn Write + Send> = match &args.report_file {
         Some(path) => {
@@ -58,6 +71,7 @@ pub fn run(args: ValidateArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     };
     let rejects = rejects_writer(args.rejects.as_deref())?;
     let opts = ValidateOptions {
+        target,
         max_errors: args.max_errors,
         run: global.run_options(),
     };

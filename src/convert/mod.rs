@@ -2,8 +2,11 @@
 //! upgrades them to the target version and writes them as JSON lines.
 
 pub mod adp;
+pub mod reflexion;
 
 use std::io::{self, Write};
+
+use serde_json::{json, Value};
 
 use crate::ingest::RawRecord;
 use crate::model::rules;
@@ -37,13 +40,12 @@ pub const NOT_YET_SUPPORTED: &[&str] = &[
     "claude-code",
     "memabra",
     "ralph",
-    "reflexion",
     "ledgermind",
 ];
 
 /// Every built-in converter.
 pub fn converters() -> Vec<&'static dyn Converter> {
-    vec![&adp::Adp]
+    vec![&adp::Adp, &reflexion::Reflexion]
 }
 
 /// The converter for `name`, or a message saying why there is none.
@@ -63,6 +65,17 @@ pub fn lookup(name: &str) -> Result<&'static dyn Converter, String> {
             known.join(", ")
         ))
     }
+}
+
+/// `details.source` for a trajectory converted from `record` of `format` (see
+/// `schemas/details.schema.json`).
+pub fn source_details(format: &str, record: &RawRecord, native_ids: Value) -> Value {
+    json!({
+        "format": format,
+        "file": record.provenance.file.as_ref(),
+        "line": record.provenance.line,
+        "native_ids": native_ids,
+    })
 }
 
 /// Options of [`convert_inputs`].

@@ -319,3 +319,78 @@ impl Step {
         }
     }
 }
+
+/// Constructors for the steps converters build most (ADP 1.5 shape, no link ids yet).
+impl Step {
+    /// A text observation from the user.
+    pub fn user_text(content: impl Into<String>) -> Step {
+        Step::TextObservation(TextObservation {
+            content: content.into(),
+            name: None,
+            source: Source::User,
+            tool_call_id: None,
+            reward: None,
+        })
+    }
+
+    /// A text observation from the environment (a tool result, program output), named after
+    /// what produced it.
+    pub fn environment_text(name: Option<String>, content: impl Into<String>) -> Step {
+        Step::TextObservation(TextObservation {
+            content: content.into(),
+            name,
+            source: Source::Environment,
+            tool_call_id: None,
+            reward: None,
+        })
+    }
+
+    /// A function call.
+    pub fn api(
+        function: impl Into<String>,
+        kwargs: JsonObject,
+        description: Option<String>,
+    ) -> Step {
+        Step::ApiAction(ApiAction {
+            function: function.into(),
+            kwargs,
+            description,
+            reasoning_content: None,
+            tool_call_id: None,
+            reward: None,
+        })
+    }
+
+    /// Code in `language`.
+    pub fn code(
+        language: impl Into<String>,
+        content: impl Into<String>,
+        description: Option<String>,
+    ) -> Step {
+        Step::CodeAction(CodeAction {
+            language: language.into(),
+            content: content.into(),
+            description,
+            reasoning_content: None,
+            tool_call_id: None,
+            reward: None,
+        })
+    }
+
+    /// A message from the agent.
+    pub fn message(content: impl Into<String>, description: Option<String>) -> Step {
+        Step::MessageAction(MessageAction {
+            content: content.into(),
+            description,
+            reasoning_content: None,
+            tool_call_id: None,
+            reward: None,
+        })
+    }
+
+    /// Sets the `tool_call_id` (builder style).
+    pub fn with_tool_call_id(mut self, id: impl Into<String>) -> Step {
+        *self.tool_call_id_mut() = Some(id.into());
+        self
+    }
+}

@@ -7,7 +7,7 @@ use jsonschema::ValidationError;
 use serde_json::Value;
 
 use super::diagnostic::Diagnostic;
-use super::schemas::adp_validator;
+use super::schemas::{adp_validator, raw_schema, raw_validator};
 use crate::ingest::{FrameError, Provenance, RawRecord};
 use crate::model::rules::{self, escape_pointer};
 use crate::model::{AdpVersion, Trajectory};
@@ -130,7 +130,7 @@ pub fn check_adp_value(prov: &Provenance, value: Value) -> Checked {
     if !validator.is_valid(&value) {
         let diagnostics = validator
             .iter_errors(&value)
-            .map(|e| schema_diagnostic(prov, id, version, &e))
+            .map(|e| schema_diagnostic(prov, id, &format!("ADP {version}"), &e))
             .collect();
         return Checked::invalid(diagnostics);
     }
@@ -160,12 +160,38 @@ pub fn check_adp_value(prov: &Provenance, value: Value) -> Checked {
     }
 }
 
+/// Checks one record against the JSON Schema of raw `format` (strict, or with the format's
+/// documented leniencies), returning the parsed value when it conforms.
+pub fn check_raw(rec: &RawRecord, format: &str, lenient: bool) -> Result<Value, Vec<Diagnostic>> {
+    let value = parse_json(rec).map_err(|d| vec![*d])?;
+    let prov = &rec.provenance;
+    let id_key = raw_schema(format).map_or("id", |s| s.id_key);
+    let id = value.get(id_key).and_then(Value::as_str);
+    let Some(validator) = raw_validator(format, lenient) else {
+        return Err(vec![Diagnostic::error(
+            prov,
+            id,
+            "",
+            "schema-missing",
+            format!("no schema for raw format {format:?}"),
+        )]);
+    };
+    if validator.is_valid(&value) {
+        return Ok(value);
+    }
+    let name = format!("the {format} schema");
+    Err(validator
+        .iter_errors(&value)
+        .map(|e| schema_diagnostic(prov, id, &name, &e))
+        .collect())
+}
+
 /// Turns a JSON Schema error into a diagnostic with a pointer to the offending key where
 /// possible and a short preview of the offending value.
 fn schema_diagnostic(
     prov: &Provenance,
     id: Option<&str>,
-    version: AdpVersion,
+    schema_name: &str,
     e: &ValidationError<'_>,
 ) -> Diagnostic {
     let mut pointer = e.instance_path().as_str().to_owned();
@@ -176,7 +202,7 @@ fn schema_diagnostic(
                 pointer.push('/');
                 pointer.push_str(&escape_pointer(key));
             }
-            format!("unknown key(s) {unexpected:?}: ADP {version} does not define them here")
+            format!("unknown key(s) {unexpected:?}: {schema_name} does not define them here")
         }
         ValidationErrorKind::Required { property } => {
             let name = property.as_str().unwrap_or_default();

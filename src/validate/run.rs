@@ -3,16 +3,33 @@
 use std::io;
 use std::sync::Arc;
 
-use super::check::check_adp;
+use super::check::{check_adp, check_raw};
 use super::diagnostic::{Diagnostic, Severity};
 use super::report::{FileCounts, Reporter, ValidationSummary};
 use crate::ingest::RawRecord;
 use crate::pipeline::{self, Flow, PipelineError, Progress, RunOptions, Sink};
 use crate::rejects::RejectsWriter;
 
+/// What records are validated as.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Target {
+    /// ADP trajectories of any version.
+    #[default]
+    Adp,
+    /// A raw input format with a schema in `schemas/raw/`.
+    Raw {
+        /// The format name.
+        format: String,
+        /// Apply the format's documented leniencies.
+        lenient: bool,
+    },
+}
+
 /// Options of [`validate_inputs`].
 #[derive(Debug, Clone, Default)]
 pub struct ValidateOptions {
+    /// What to validate against.
+    pub target: Target,
     /// Stop after this many error diagnostics.
     pub max_errors: Option<u64>,
     /// Runner options.
@@ -93,7 +110,12 @@ pub fn validate_inputs(
         inputs,
         &opts.run,
         progress,
-        |r| check_adp(r).diagnostics,
+        |r| match &opts.target {
+            Target::Adp => check_adp(r).diagnostics,
+            Target::Raw { format, lenient } => {
+                check_raw(r, format, *lenient).err().unwrap_or_default()
+            }
+        },
         sink,
     )?;
     sink.reporter

@@ -31,6 +31,128 @@ pub fn adp_schema_text(version: AdpVersion) -> &'static str {
     }
 }
 
+/// The title of raw-format schemas in `trajkit schema --list`.
+const RAW_TITLE: &str = "raw input format";
+
+/// A raw input format's JSON Schema: its root document, the documents the root refers to by
+/// relative `$ref`, and the leniencies `--lenient` applies for drift seen in real files.
+pub struct RawSchema {
+    /// The format name (`--schema NAME`, `--from NAME`).
+    pub format: &'static str,
+    /// The field shown as record id in diagnostics.
+    pub id_key: &'static str,
+    /// `(uri, text)` of every document; the first is the root.
+    pub documents: &'static [(&'static str, &'static str)],
+    /// What `--lenient` accepts beyond the published schema.
+    pub leniencies: &'static [Leniency],
+}
+
+/// One documented relaxation of a raw schema: `key` becomes an allowed property (with schema
+/// `schema`) of the object whose `properties` are at `pointer` in the root document.
+pub struct Leniency {
+    /// JSON pointer to a `properties` object in the root document.
+    pub pointer: &'static str,
+    /// The extra property.
+    pub key: &'static str,
+    /// Its schema (JSON text).
+    pub schema: &'static str,
+    /// Why: what real files do.
+    pub why: &'static str,
+}
+
+/// The raw formats with a schema.
+pub const RAW_SCHEMAS: &[RawSchema] = &[
+    RawSchema {
+        format: "memabra",
+        id_key: "trajectory_id",
+        documents: &[
+            (
+                "https://trajkit.invalid/schemas/raw/memabra/trajectory.schema.json",
+                include_str!("../../schemas/raw/memabra/trajectory.schema.json"),
+            ),
+            (
+                "https://trajkit.invalid/schemas/raw/memabra/event.schema.json",
+                include_str!("../../schemas/raw/memabra/event.schema.json"),
+            ),
+            (
+                "https://trajkit.invalid/schemas/raw/memabra/candidate_object.schema.json",
+                include_str!("../../schemas/raw/memabra/candidate_object.schema.json"),
+            ),
+        ],
+        leniencies: &[Leniency {
+            pointer: "/properties/decisions/items/properties",
+            key: "selected_payloads",
+            schema: "{}",
+            why: "memabra's own demo trajectories carry selected_payloads in decisions, which its schema forbids",
+        }],
+    },
+    RawSchema {
+        format: "reflexion",
+        id_key: "loop_id",
+        documents: &[(
+            "https://trajkit.invalid/schemas/raw/reflexion.schema.json",
+            include_str!("../../schemas/raw/reflexion.schema.json"),
+        )],
+        leniencies: &[],
+    },
+];
+
+/// The raw schema of `format`, if it has one.
+pub fn raw_schema(format: &str) -> Option<&'static RawSchema> {
+    RAW_SCHEMAS.iter().find(|s| s.format == format)
+}
+
+/// The compiled validator of raw `format` (strict or lenient), built on first use.
+pub fn raw_validator(format: &str, lenient: bool) -> Option<&'static Validator> {
+    static VALIDATORS: OnceLock<HashMap<(&'static str, bool), Validator>> = OnceLock::new();
+    let map = VALIDATORS.get_or_init(|| {
+        RAW_SCHEMAS
+            .iter()
+            .flat_map(|s| [(s, false), (s, true)])
+            .map(|(s, lenient)| ((s.format, lenient), compile_raw(s, lenient)))
+            .collect()
+    });
+    map.iter()
+        .find(|((f, l), _)| *f == format && *l == lenient)
+        .map(|(_, v)| v)
+}
+
+fn compile_raw(raw: &RawSchema, lenient: bool) -> Validator {
+    let parse = |uri: &str, text: &str| -> Value {
+        serde_json::from_str(text)
+            .unwrap_or_else(|e| panic!("embedded schema {uri} is not JSON: {e}"))
+    };
+    let (root_uri, root_text) = raw.documents[0];
+    let mut root = parse(root_uri, root_text);
+    if lenient {
+        for l in raw.leniencies {
+            let extra = parse(l.key, l.schema);
+            match root.pointer_mut(l.pointer).and_then(Value::as_object_mut) {
+                Some(props) => {
+                    props.insert(l.key.to_owned(), extra);
+                }
+                None => panic!("leniency pointer {} not found in {root_uri}", l.pointer),
+            }
+        }
+    }
+    let mut documents: Vec<(&str, Value)> = vec![(root_uri, root.clone())];
+    documents.extend(
+        raw.documents[1..]
+            .iter()
+            .map(|&(uri, text)| (uri, parse(uri, text))),
+    );
+    let registry = jsonschema::Registry::new()
+        .extend(documents)
+        .and_then(|r| r.prepare())
+        .unwrap_or_else(|e| panic!("embedded schemas of {} do not resolve: {e}", raw.format));
+    jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .with_registry(&registry)
+        .offline()
+        .build(&root)
+        .unwrap_or_else(|e| panic!("embedded schema {root_uri} does not compile: {e}"))
+}
+
 /// Every schema `trajkit schema` can print.
 pub fn embedded() -> Vec<EmbeddedSchema> {
     let mut out = vec![EmbeddedSchema {
@@ -38,6 +160,16 @@ pub fn embedded() -> Vec<EmbeddedSchema> {
         title: "trajkit's keys in a trajectory's details (source, outcome, reward, reflections)",
         text: include_str!("../../schemas/details.schema.json"),
     }];
+    for raw in RAW_SCHEMAS {
+        for &(uri, text) in raw.documents {
+            let file = uri.rsplit('/').next().unwrap_or(uri);
+            out.push(EmbeddedSchema {
+                name: raw_schema_name(raw.format, file),
+                title: RAW_TITLE,
+                text,
+            });
+        }
+    }
     for v in AdpVersion::ALL {
         out.push(EmbeddedSchema {
             name: adp_schema_name(v),
@@ -46,6 +178,16 @@ pub fn embedded() -> Vec<EmbeddedSchema> {
         });
     }
     out
+}
+
+/// `memabra`, `memabra/event`, `reflexion`: the root document is named after the format.
+fn raw_schema_name(format: &'static str, file: &str) -> &'static str {
+    match (format, file) {
+        ("memabra", "trajectory.schema.json") => "memabra",
+        ("memabra", "event.schema.json") => "memabra/event",
+        ("memabra", "candidate_object.schema.json") => "memabra/candidate_object",
+        (f, _) => f,
+    }
 }
 
 fn adp_schema_name(v: AdpVersion) -> &'static str {
@@ -96,10 +238,46 @@ mod tests {
                 "{}",
                 s.name
             );
-            compile(s.text, s.name);
+            if s.title != RAW_TITLE {
+                compile(s.text, s.name);
+            }
         }
         for v in AdpVersion::ALL {
             let _ = adp_validator(v);
         }
+        for raw in RAW_SCHEMAS {
+            assert!(raw_validator(raw.format, false).is_some());
+            assert!(raw_validator(raw.format, true).is_some());
+        }
+    }
+
+    #[test]
+    fn memabra_refs_resolve_and_leniency_admits_selected_payloads() {
+        let decision = serde_json::json!({
+            "step": 1, "decision_type": "call_tool", "selected_ids": ["t"], "rationale": "r",
+            "selected_payloads": [{"id": "t"}]
+        });
+        let mut traj = serde_json::json!({
+            "trajectory_id": "x",
+            "task": {"task_id": "t", "input": "i", "channel": "cli", "created_at": "2026-01-01T00:00:00Z"},
+            "context_snapshot": {"conversation_summary": "", "environment_summary": ""},
+            "candidate_sets": {"memory": [], "skill": [], "tool": [{"id": 5}]},
+            "decisions": [decision],
+            "events": [],
+            "outcome": {"status": "success", "steps": 1, "latency_ms": 3, "user_corrections": 0},
+            "reward": {"total": 1.0, "components": {"task_success": 1, "retrieval_hit": 0, "tool_error": 0, "user_correction": 0, "latency": 0, "context_cost": 0, "useful_reuse": 0}}
+        });
+        let strict = raw_validator("memabra", false).expect("memabra");
+        let lenient = raw_validator("memabra", true).expect("memabra");
+        let pointers = |v: &Validator, t: &Value| -> Vec<String> {
+            v.iter_errors(t)
+                .map(|e| e.instance_path().as_str().to_owned())
+                .collect()
+        };
+        // The candidate is checked through the relative $ref: its id must be a string.
+        assert!(pointers(strict, &traj).contains(&"/candidate_sets/tool/0".to_owned()));
+        traj["candidate_sets"]["tool"] = serde_json::json!([]);
+        assert_eq!(pointers(strict, &traj), vec!["/decisions/0".to_owned()]);
+        assert!(pointers(lenient, &traj).is_empty());
     }
 }

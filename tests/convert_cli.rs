@@ -43,7 +43,14 @@ fn output_file_is_written_whole_and_rejects_hold_what_does_not_fit() {
         {"class_": "message_action", "content": "hello", "description": null}
     ], "details": {"k": "v"}});
     let result = trajkit()
-        .args(["convert", "--adp-version", "unversioned", "-o"])
+        .args([
+            "convert",
+            "--from",
+            "adp",
+            "--adp-version",
+            "unversioned",
+            "-o",
+        ])
         .arg(&out)
         .arg("--rejects")
         .arg(&rejects)
@@ -97,7 +104,7 @@ fn decode_details_turns_json_strings_into_values_only_where_asked() {
     }});
     let run = |extra: &[&str]| -> Value {
         let out = trajkit()
-            .args(["convert", "-q"])
+            .args(["convert", "-q", "--from", "adp"])
             .args(extra)
             .arg("-")
             .write_stdin(format!("{record}\n"))
@@ -132,7 +139,7 @@ fn decode_details_turns_json_strings_into_values_only_where_asked() {
 fn stats_counts_the_sample_data() {
     let out = trajkit()
         .args(["stats", "--json"])
-        .arg(sample_data())
+        .arg(sample_data().join("adp"))
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(0));

@@ -136,7 +136,7 @@ fn corpus_converts_to_1_5_without_loss_and_validates() {
             .assert()
             .code(0);
         let again = trajkit()
-            .args(["convert", "-q", "-"])
+            .args(["convert", "-q", "--from", "adp", "-"])
             .write_stdin(bytes.clone())
             .output()
             .expect("runs");

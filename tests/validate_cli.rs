@@ -232,7 +232,7 @@ fn junit_github_and_sarif_reports_go_to_the_report_file() {
 fn sample_data_is_valid() {
     trajkit()
         .args(["validate", "-q"])
-        .arg(common::sample_data())
+        .arg(common::sample_data().join("adp"))
         .assert()
         .code(0);
 }

@@ -4,6 +4,7 @@ use std::io;
 use std::time::Instant;
 
 use clap::Args;
+use trajkit::convert::detect::{detect_input, DetectError};
 use trajkit::convert::{convert_inputs, lookup, ConvertOptions};
 use trajkit::model::upgrade::{DetailsDecode, UpgradeOptions};
 use trajkit::model::AdpVersion;
@@ -13,7 +14,8 @@ use trajkit::validate::Diagnostic;
 
 use super::common::{inputs, rejects_writer, throughput, warn_empty, CliError, GlobalArgs};
 
-/// Convert records into ADP trajectories, one compact JSON object per line.
+/// Convert records of any supported format into ADP trajectories, one compact JSON object per
+/// line. Every trajectory is validated before it is written.
 ///
 /// `--from adp` reads ADP of any version (validating it in that version) and writes the version
 /// chosen by --adp-version, upgrading on the way: tool-call links are backfilled for 1.3+,
@@ -26,8 +28,10 @@ use super::common::{inputs, rejects_writer, throughput, warn_empty, CliError, Gl
 pub struct ConvertArgs {
     /// Input files or directories; none or `-` reads stdin.
     pub inputs: Vec<String>,
-    /// Input format (see `trajkit formats`).
-    #[arg(long, default_value = "adp")]
+    /// Input format (see `trajkit formats`), or `auto`: each input's format is detected from
+    /// its first record and reported; an input no format claims, or more than one does, is
+    /// refused. Standard input needs a named format.
+    #[arg(long, default_value = "auto")]
     pub from: String,
     /// Output format.
     #[arg(long, default_value = "adp")]
@@ -76,7 +80,10 @@ impl Reporter for Capped {
 
 /// Runs `convert`.
 pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
-    let converter = lookup(&args.from).map_err(CliError::usage)?;
+    let named = match args.from.as_str() {
+        "auto" => None,
+        name => Some(lookup(name).map_err(CliError::usage)?),
+    };
     if args.to != "adp" {
         return Err(CliError::usage(format!(
             "not supported yet: --to {} (supported now: adp)",
@@ -95,6 +102,24 @@ pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         )));
     }
     let inputs = inputs(&args.inputs)?;
+    let mut plan = Vec::with_capacity(inputs.len());
+    for input in inputs {
+        let converter = match named {
+            Some(c) => c,
+            None => {
+                let c = detect_input(&input).map_err(|e| match e {
+                    DetectError::Read { .. } => CliError::io(e),
+                    _ => CliError::usage(e.to_string()),
+                })?;
+                if !global.quiet {
+                    eprintln!("trajkit: {input}: detected {}", c.name());
+                }
+                c
+            }
+        };
+        plan.push((input, converter));
+    }
+    let inputs: Vec<String> = plan.iter().map(|(p, _)| p.clone()).collect();
     let output = Output::create(&args.output)
         .map_err(|e| CliError::io(format!("cannot create {}: {e}", args.output)))?;
     let rejects = rejects_writer(args.rejects.as_deref())?;
@@ -116,15 +141,7 @@ pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     };
     let started = Instant::now();
     let bar = global.progress(&inputs, "convert");
-    let summary = convert_inputs(
-        &inputs,
-        converter,
-        &opts,
-        &bar,
-        output,
-        rejects,
-        Box::new(shown),
-    )?;
+    let summary = convert_inputs(&plan, &opts, &bar, output, rejects, Box::new(shown))?;
     bar.finish();
     warn_empty(global, summary.empty_inputs.iter().map(String::as_str));
     global.summary(format_args!(

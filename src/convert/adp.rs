@@ -1,5 +1,7 @@
 //! ADP itself as an input format (any version): the identity and upgrade path.
 
+use serde_json::Value;
+
 use super::Converter;
 use crate::ingest::RawRecord;
 use crate::model::{AdpVersion, Trajectory};
@@ -15,6 +17,13 @@ impl Converter for Adp {
 
     fn description(&self) -> &'static str {
         "ADP standardized trajectories, unversioned or 1.0.0 to 1.5.0 (JSON lines or a JSON array)"
+    }
+
+    fn sniff(&self, first: &Value) -> bool {
+        first["id"].is_string()
+            && first["content"]
+                .as_array()
+                .is_some_and(|steps| steps.iter().all(|s| s.get("class_").is_some()))
     }
 
     fn convert(

@@ -2,8 +2,11 @@
 //! upgrades them to the target version and writes them as JSON lines.
 
 pub mod adp;
+pub mod detect;
+pub mod memabra;
 pub mod reflexion;
 
+use std::collections::HashMap;
 use std::io::{self, Write};
 
 use serde_json::{json, Value};
@@ -24,6 +27,9 @@ pub trait Converter: Sync {
     fn name(&self) -> &'static str;
     /// One line about the format.
     fn description(&self) -> &'static str;
+    /// True when `first`, the first record of an input, looks like this format (for
+    /// `--from auto`). Exactly one converter may claim an input.
+    fn sniff(&self, first: &Value) -> bool;
     /// Converts one record into trajectories, each with the ADP version it is expressed in, or
     /// diagnoses why it cannot.
     fn convert(&self, record: &RawRecord)
@@ -38,14 +44,13 @@ pub const NOT_YET_SUPPORTED: &[&str] = &[
     "swe-agent",
     "openhands",
     "claude-code",
-    "memabra",
     "ralph",
     "ledgermind",
 ];
 
 /// Every built-in converter.
 pub fn converters() -> Vec<&'static dyn Converter> {
-    vec![&adp::Adp, &reflexion::Reflexion]
+    vec![&adp::Adp, &memabra::Memabra, &reflexion::Reflexion]
 }
 
 /// The converter for `name`, or a message saying why there is none.
@@ -184,11 +189,11 @@ impl Sink for ConvertSink {
     }
 }
 
-/// Converts every record of `inputs` with `converter`, writing trajectories to `output`,
-/// rejected records to `rejects`, and their diagnostics to `reporter`.
+/// Converts every record of each input with its converter (`plan` pairs inputs with
+/// converters, in order), writing trajectories to `output`, rejected records to `rejects`, and
+/// their diagnostics to `reporter`.
 pub fn convert_inputs(
-    inputs: &[String],
-    converter: &dyn Converter,
+    plan: &[(String, &'static dyn Converter)],
     opts: &ConvertOptions,
     progress: &dyn Progress,
     output: Output,
@@ -201,11 +206,23 @@ pub fn convert_inputs(
         reporter,
         summary: ConvertSummary::default(),
     };
+    let inputs: Vec<String> = plan.iter().map(|(path, _)| path.clone()).collect();
+    let by_path: HashMap<&str, &dyn Converter> =
+        plan.iter().map(|(path, c)| (path.as_str(), *c)).collect();
     let (mut sink, inputs_read) = pipeline::run(
-        inputs,
+        &inputs,
         &opts.run,
         progress,
-        |r| convert_record(converter, r, &opts.upgrade),
+        |r| match by_path.get(r.provenance.file.as_ref()) {
+            Some(converter) => convert_record(*converter, r, &opts.upgrade),
+            None => Converted::Rejected(vec![Diagnostic::error(
+                &r.provenance,
+                None,
+                "",
+                "no-converter",
+                "no converter was chosen for this input",
+            )]),
+        },
         sink,
     )?;
     let write = |e: io::Error| PipelineError::Write(e);

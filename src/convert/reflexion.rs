@@ -24,6 +24,12 @@ impl Converter for Reflexion {
         "Reflexion iteration records: actor actions, evaluator output, self-reflection (aiwg Ralph)"
     }
 
+    fn sniff(&self, first: &Value) -> bool {
+        ["loop_id", "iteration", "actor_output", "evaluator_output"]
+            .iter()
+            .all(|k| first.get(k).is_some())
+    }
+
     fn convert(
         &self,
         record: &RawRecord,

@@ -1,0 +1,127 @@
+//! `--from auto`: choosing each input's converter from its first record.
+
+use serde_json::Value;
+
+use super::{converters, Converter};
+use crate::ingest::{layout_hint, open, Framer};
+
+/// Why an input's format could not be chosen.
+#[derive(Debug, thiserror::Error)]
+pub enum DetectError {
+    /// The input could not be read.
+    #[error("cannot read {path}: {reason}")]
+    Read {
+        /// The input.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// No converter recognizes the first record.
+    #[error("cannot detect the format of {path}: its first record (line {line}) {what}; name it with --from (see `trajkit formats`)")]
+    Unknown {
+        /// The input.
+        path: String,
+        /// Line of the first record.
+        line: u64,
+        /// What the record looks like.
+        what: String,
+    },
+    /// Several converters recognize it.
+    #[error("the format of {path} is ambiguous: it looks like {candidates}; name it with --from")]
+    Ambiguous {
+        /// The input.
+        path: String,
+        /// The formats that matched.
+        candidates: String,
+    },
+}
+
+/// The converters whose `sniff` accepts `first`.
+pub fn candidates(first: &Value) -> Vec<&'static dyn Converter> {
+    converters()
+        .into_iter()
+        .filter(|c| c.sniff(first))
+        .collect()
+}
+
+/// Detects the format of the file at `path` (`-` cannot be sniffed: stdin is read once). An
+/// empty input has nothing to convert, so any converter will do; ADP is chosen.
+pub fn detect_input(path: &str) -> Result<&'static dyn Converter, DetectError> {
+    let read_err = |reason: String| DetectError::Read {
+        path: path.to_owned(),
+        reason,
+    };
+    if path == "-" {
+        return Err(read_err(
+            "standard input cannot be sniffed; name its format with --from".into(),
+        ));
+    }
+    let (reader, _) = open::open(path).map_err(|e| read_err(e.to_string()))?;
+    let mut framer = Framer::new(reader, layout_hint(path), 64 << 20);
+    let Some(frame) = framer.next() else {
+        return Ok(&super::adp::Adp);
+    };
+    let unknown = |what: String| DetectError::Unknown {
+        path: path.to_owned(),
+        line: frame.line,
+        what,
+    };
+    if let Some(e) = &frame.error {
+        return Err(unknown(format!("cannot be read ({e})")));
+    }
+    let first: Value =
+        serde_json::from_slice(&frame.bytes).map_err(|e| unknown(format!("is not JSON ({e})")))?;
+    let found = candidates(&first);
+    match found.as_slice() {
+        [one] => Ok(*one),
+        [] => {
+            let keys: Vec<&str> = first
+                .as_object()
+                .map(|o| o.keys().map(String::as_str).take(12).collect())
+                .unwrap_or_default();
+            Err(unknown(if keys.is_empty() {
+                "is not a JSON object".to_owned()
+            } else {
+                format!("has keys {keys:?}, which match no known format")
+            }))
+        }
+        many => Err(DetectError::Ambiguous {
+            path: path.to_owned(),
+            candidates: many
+                .iter()
+                .map(|c| c.name())
+                .collect::<Vec<_>>()
+                .join(" and "),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn names(v: Value) -> Vec<&'static str> {
+        candidates(&v).iter().map(|c| c.name()).collect()
+    }
+
+    #[test]
+    fn each_format_is_claimed_by_exactly_its_converter() {
+        assert_eq!(
+            names(json!({"id": "a", "content": [{"class_": "message_action", "content": "x"}]})),
+            vec!["adp"]
+        );
+        assert_eq!(
+            names(json!({"trajectory_id": "t", "task": {}, "decisions": [], "events": []})),
+            vec!["memabra"]
+        );
+        assert_eq!(
+            names(
+                json!({"loop_id": "ralph-x", "iteration": 0, "actor_output": {}, "evaluator_output": {}})
+            ),
+            vec!["reflexion"]
+        );
+        assert!(names(json!({"messages": []})).is_empty());
+        assert!(names(json!([1, 2])).is_empty());
+    }
+}

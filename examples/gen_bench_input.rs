@@ -1,12 +1,13 @@
-//! Writes a large ADP JSON-lines file for benchmarks, from real trajectory shapes.
+//! Writes a large JSON-lines file for benchmarks, from real record shapes.
 //!
 //! Usage: `cargo run --release --example gen_bench_input -- OUT.jsonl [BYTES] [SHAPES_DIR]`
 //!
-//! The shapes are the ADP trajectories found in `SHAPES_DIR` (default `../shared/corpus/adp`,
-//! falling back to `sample_data/adp`): the records of every `*.json` or `*.jsonl` file in it,
-//! recursively, that have an `id` and a `content` list of `class_`-tagged steps. They are
-//! written in turn, each with a unique id (`<id>#<n>`), until the output reaches BYTES (default
-//! 1 GiB). The output is deterministic.
+//! The shapes are the records of every `*.json` or `*.jsonl` file in `SHAPES_DIR` (default
+//! `../shared/corpus/adp`, falling back to `sample_data/adp`), recursively, that are ADP
+//! trajectories (an `id` and a `content` list of `class_`-tagged steps), memabra traces
+//! (`trajectory_id`) or Reflexion records (`loop_id`). They are written in turn, each made
+//! unique (`<id>#<n>`, `<trajectory_id>-<n>`, or iteration `n`), until the output reaches BYTES
+//! (default 1 GiB). The output is deterministic.
 
 use std::fs;
 use std::io::{BufWriter, Write};
@@ -48,10 +49,23 @@ fn shapes(dir: &Path) -> Vec<Value> {
 }
 
 fn is_trajectory(r: &Value) -> bool {
-    r["id"].is_string()
+    let adp = r["id"].is_string()
         && r["content"]
             .as_array()
-            .is_some_and(|steps| steps.iter().all(|s| s["class_"].is_string()))
+            .is_some_and(|steps| steps.iter().all(|s| s["class_"].is_string()));
+    adp || r["trajectory_id"].is_string() || r["loop_id"].is_string()
+}
+
+/// Makes copy `n` of a shape unique by its format's key.
+fn uniquify(r: &mut Value, n: u64) {
+    if let Some(id) = r["trajectory_id"].as_str().map(str::to_owned) {
+        r["trajectory_id"] = Value::String(format!("{id}-{n}"));
+    } else if r["loop_id"].is_string() {
+        r["iteration"] = Value::from(n);
+    } else {
+        let id = r["id"].as_str().unwrap_or("t").to_owned();
+        r["id"] = Value::String(format!("{id}#{n}"));
+    }
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -77,8 +91,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut n = 0u64;
     while written < target {
         let mut r = records[(n % records.len() as u64) as usize].clone();
-        let id = r["id"].as_str().unwrap_or("t").to_owned();
-        r["id"] = Value::String(format!("{id}#{n}"));
+        uniquify(&mut r, n);
         let line = serde_json::to_vec(&r)?;
         out.write_all(&line)?;
         out.write_all(b"\n")?;

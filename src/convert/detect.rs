@@ -16,6 +16,9 @@ pub enum DetectError {
         /// Why.
         reason: String,
     },
+    /// Standard input is read once, so it cannot be sniffed.
+    #[error("standard input cannot be sniffed; name its format with --from")]
+    Stdin,
     /// No converter recognizes the first record.
     #[error("cannot detect the format of {path}: its first record (line {line}) {what}; name it with --from (see `trajkit formats`)")]
     Unknown {
@@ -52,9 +55,7 @@ pub fn detect_input(path: &str) -> Result<&'static dyn Converter, DetectError> {
         reason,
     };
     if path == "-" {
-        return Err(read_err(
-            "standard input cannot be sniffed; name its format with --from".into(),
-        ));
+        return Err(DetectError::Stdin);
     }
     let (reader, _) = open::open(path).map_err(|e| read_err(e.to_string()))?;
     let mut framer = Framer::new(reader, layout_hint(path), 64 << 20);

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{json, Map, Value};
 
-use super::{source_details, Converter};
+use super::{has_keys, source_details, Converter};
 use crate::ingest::RawRecord;
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
 use crate::validate::check::check_raw;
@@ -36,9 +36,7 @@ impl Converter for Memabra {
     }
 
     fn sniff(&self, first: &Value) -> bool {
-        ["trajectory_id", "task", "decisions", "events"]
-            .iter()
-            .all(|k| first.get(k).is_some())
+        has_keys(first, &["trajectory_id", "task", "decisions", "events"])
     }
 
     fn convert(
@@ -333,15 +331,7 @@ fn to_trajectory(v: &Value, record: &RawRecord) -> Trajectory {
         v["reward"]["components"].clone(),
     );
     details.insert("memabra".into(), Value::Object(native));
-    Trajectory {
-        schema_version: None,
-        id,
-        content,
-        available_apis: None,
-        available_custom_tools: None,
-        available_code_languages: None,
-        details,
-    }
+    Trajectory::new(id, content, details)
 }
 
 /// An event as kept in `details.memabra.events`: whole when it made no step; otherwise without

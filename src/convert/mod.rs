@@ -72,6 +72,11 @@ pub fn lookup(name: &str) -> Result<&'static dyn Converter, String> {
     }
 }
 
+/// True when the JSON object `first` has every one of `keys` (the usual `sniff`).
+pub fn has_keys(first: &Value, keys: &[&str]) -> bool {
+    keys.iter().all(|k| first.get(k).is_some())
+}
+
 /// `details.source` for a trajectory converted from `record` of `format` (see
 /// `schemas/details.schema.json`).
 pub fn source_details(format: &str, record: &RawRecord, native_ids: Value) -> Value {

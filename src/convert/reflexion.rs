@@ -3,7 +3,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{source_details, Converter};
+use super::{has_keys, source_details, Converter};
 use crate::ingest::RawRecord;
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
 use crate::validate::check::check_raw;
@@ -25,9 +25,10 @@ impl Converter for Reflexion {
     }
 
     fn sniff(&self, first: &Value) -> bool {
-        ["loop_id", "iteration", "actor_output", "evaluator_output"]
-            .iter()
-            .all(|k| first.get(k).is_some())
+        has_keys(
+            first,
+            &["loop_id", "iteration", "actor_output", "evaluator_output"],
+        )
     }
 
     fn convert(
@@ -98,15 +99,7 @@ fn to_trajectory(v: &Value, record: &RawRecord) -> Trajectory {
     );
     details.insert("memory_metadata".into(), v["memory_metadata"].clone());
     details.insert("reflexion".into(), Value::Object(native_rest(v, actions)));
-    Trajectory {
-        schema_version: None,
-        id,
-        content,
-        available_apis: None,
-        available_custom_tools: None,
-        available_code_languages: None,
-        details,
-    }
+    Trajectory::new(id, content, details)
 }
 
 /// A command or test run that is only a command becomes bash; anything else an api action named

@@ -34,6 +34,20 @@ pub struct Trajectory {
 }
 
 impl Trajectory {
+    /// A trajectory as converters build it: no version yet (the upgrade sets it), no
+    /// `available_*` lists (the upgrade infers `available_code_languages`).
+    pub fn new(id: String, content: Vec<Step>, details: JsonObject) -> Trajectory {
+        Trajectory {
+            schema_version: None,
+            id,
+            content,
+            available_apis: None,
+            available_custom_tools: None,
+            available_code_languages: None,
+            details,
+        }
+    }
+
     /// Number of action steps.
     pub fn action_count(&self) -> usize {
         self.content.iter().filter(|s| s.is_action()).count()

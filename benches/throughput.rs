@@ -50,6 +50,7 @@ fn records(bytes: &[u8]) -> Vec<RawRecord> {
         .enumerate()
         .map(|(i, f)| RawRecord {
             provenance: Provenance {
+                input: file.clone(),
                 file: file.clone(),
                 line: f.line,
                 index: i as u64,

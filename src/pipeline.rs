@@ -18,8 +18,7 @@ use std::thread;
 
 use rayon::prelude::*;
 
-use crate::ingest::framing::Framer;
-use crate::ingest::{layout_hint, open, Provenance, RawRecord};
+use crate::ingest::{FramedRecords, RawRecord, RecordSource};
 
 /// Batches waiting between two stages.
 pub const QUEUE_DEPTH: usize = 2;
@@ -114,11 +113,31 @@ enum Processed<I> {
     Records(Vec<RawRecord>, Vec<I>),
 }
 
+/// Opens an input's records itself, or returns `None` for the generic JSON framing.
+pub type SourceOpener<'a> = dyn Fn(&str) -> Option<io::Result<Box<dyn RecordSource>>> + Sync + 'a;
+
+/// [`run_with_sources`] with the generic JSON framing for every input.
+pub fn run<S, F>(
+    inputs: &[String],
+    opts: &RunOptions,
+    progress: &dyn Progress,
+    process: F,
+    sink: S,
+) -> Result<(S, Vec<InputCount>), PipelineError>
+where
+    S: Sink,
+    F: Fn(&RawRecord) -> S::Item + Sync,
+{
+    run_with_sources(inputs, &|_| None, opts, progress, process, sink)
+}
+
 /// Runs `process` over every record of `inputs` (paths, `-` for stdin) and feeds the results to
 /// `sink` in input order. Returns the sink, so the caller can read its counters, and the record
 /// count of each input read (an input the sink stopped in is counted up to that point).
-pub fn run<S, F>(
+/// `sources` may open an input's records itself (directories, databases).
+pub fn run_with_sources<S, F>(
     inputs: &[String],
+    sources: &SourceOpener<'_>,
     opts: &RunOptions,
     progress: &dyn Progress,
     process: F,
@@ -132,7 +151,7 @@ where
     let (raw_tx, raw_rx) = sync_channel::<Result<Batch, PipelineError>>(QUEUE_DEPTH);
     let (out_tx, out_rx) = sync_channel::<Processed<S::Item>>(QUEUE_DEPTH);
     thread::scope(|scope| {
-        scope.spawn(|| read_inputs(inputs, opts, progress, &stop, raw_tx));
+        scope.spawn(|| read_inputs(inputs, sources, opts, progress, &stop, raw_tx));
         let writer = scope.spawn(|| write_results(sink, out_rx, &stop));
         let outcome = process_batches(raw_rx, &out_tx, progress, &process);
         drop(out_tx);
@@ -196,15 +215,19 @@ fn write_results<S: Sink>(
 
 fn read_inputs(
     inputs: &[String],
+    sources: &SourceOpener<'_>,
     opts: &RunOptions,
     progress: &dyn Progress,
     stop: &AtomicBool,
     tx: SyncSender<Result<Batch, PipelineError>>,
 ) {
     for path in inputs {
-        let file: Arc<str> = Arc::from(path.as_str());
-        let reader = match open::open(path) {
-            Ok((reader, _)) => reader,
+        let opened = sources(path).unwrap_or_else(|| {
+            FramedRecords::open(path, opts.max_record_bytes)
+                .map(|r| Box::new(r) as Box<dyn RecordSource>)
+        });
+        let mut records = match opened {
+            Ok(records) => records,
             Err(source) => {
                 let _ = tx.send(Err(PipelineError::Open {
                     path: path.clone(),
@@ -213,32 +236,21 @@ fn read_inputs(
                 return;
             }
         };
-        if tx.send(Ok(Batch::Start(file.clone()))).is_err() {
+        if tx.send(Ok(Batch::Start(Arc::from(path.as_str())))).is_err() {
             return;
         }
-        let mut framer = Framer::new(reader, layout_hint(path), opts.max_record_bytes);
         let mut batch = Vec::new();
         let mut batch_bytes = 0usize;
-        let mut index = 0u64;
         let mut reported = 0u64;
-        while let Some(frame) = framer.next() {
+        while let Some(record) = records.next() {
             if stop.load(Ordering::Relaxed) {
                 return;
             }
-            batch_bytes += frame.bytes.len() + 64;
-            batch.push(RawRecord {
-                provenance: Provenance {
-                    file: file.clone(),
-                    line: frame.line,
-                    index,
-                },
-                bytes: frame.bytes,
-                error: frame.error,
-            });
-            index += 1;
+            batch_bytes += record.bytes.len() + 64;
+            batch.push(record);
             if batch_bytes >= opts.batch_bytes {
-                progress.bytes(framer.bytes_read - reported);
-                reported = framer.bytes_read;
+                progress.bytes(records.bytes_read() - reported);
+                reported = records.bytes_read();
                 if tx
                     .send(Ok(Batch::Records(std::mem::take(&mut batch))))
                     .is_err()
@@ -248,7 +260,7 @@ fn read_inputs(
                 batch_bytes = 0;
             }
         }
-        progress.bytes(framer.bytes_read - reported);
+        progress.bytes(records.bytes_read() - reported);
         if !batch.is_empty() && tx.send(Ok(Batch::Records(batch))).is_err() {
             return;
         }

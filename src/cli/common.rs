@@ -5,7 +5,7 @@ use std::io::Write;
 use std::time::Instant;
 
 use clap::Args;
-use trajkit::ingest::inputs::expand_inputs;
+use trajkit::ingest::inputs::expand_inputs_with;
 use trajkit::pipeline::{PipelineError, RunOptions};
 use trajkit::rejects::RejectsWriter;
 
@@ -118,10 +118,18 @@ pub fn warn_empty<'a>(global: &GlobalArgs, paths: impl IntoIterator<Item = &'a s
 
 /// Expands the inputs (none means stdin), or fails with exit 3 naming the unreadable one.
 pub fn inputs(given: &[String]) -> Result<Vec<String>, CliError> {
+    inputs_with_units(given, &|_| false)
+}
+
+/// [`inputs`], keeping directories for which `is_unit` holds whole.
+pub fn inputs_with_units(
+    given: &[String],
+    is_unit: &dyn Fn(&std::path::Path) -> bool,
+) -> Result<Vec<String>, CliError> {
     if given.is_empty() {
         return Ok(vec!["-".to_owned()]);
     }
-    expand_inputs(given).map_err(CliError::io)
+    expand_inputs_with(given, is_unit).map_err(CliError::io)
 }
 
 /// `N.N MB in N.NN s (N MB/s)` for summaries (kB below a megabyte).

@@ -1,18 +1,21 @@
 //! `trajkit convert`
 
 use std::io;
+use std::path::Path;
 use std::time::Instant;
 
 use clap::Args;
 use trajkit::convert::detect::{detect_input, DetectError};
-use trajkit::convert::{convert_inputs, lookup, ConvertOptions};
+use trajkit::convert::{convert_inputs, directory_converter, lookup, ConvertOptions};
 use trajkit::model::upgrade::{DetailsDecode, UpgradeOptions};
 use trajkit::model::AdpVersion;
 use trajkit::output::Output;
 use trajkit::validate::report::{reporter, ReportFormat, Reporter, ValidationSummary};
 use trajkit::validate::Diagnostic;
 
-use super::common::{inputs, rejects_writer, throughput, warn_empty, CliError, GlobalArgs};
+use super::common::{
+    inputs_with_units, rejects_writer, throughput, warn_empty, CliError, GlobalArgs,
+};
 
 /// Convert records of any supported format into ADP trajectories, one compact JSON object per
 /// line. Every trajectory is validated before it is written.
@@ -101,22 +104,22 @@ pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
             args.adp_version
         )));
     }
-    let inputs = inputs(&args.inputs)?;
-    let mut plan = Vec::with_capacity(inputs.len());
-    for input in inputs {
-        let converter = match named {
-            Some(c) => c,
-            None => {
-                let c = detect_input(&input).map_err(|e| match e {
-                    DetectError::Read { .. } => CliError::io(e),
-                    _ => CliError::usage(e.to_string()),
-                })?;
-                if !global.quiet {
-                    eprintln!("trajkit: {input}: detected {}", c.name());
-                }
-                c
-            }
+    let claimant = |p: &Path| match named {
+        Some(c) => c.claims_directory(p).then_some(c),
+        None => directory_converter(p),
+    };
+    let mut plan = Vec::new();
+    for input in inputs_with_units(&args.inputs, &|p| claimant(p).is_some())? {
+        let converter = match (claimant(Path::new(&input)), named) {
+            (Some(c), _) | (None, Some(c)) => c,
+            (None, None) => detect_input(&input).map_err(|e| match e {
+                DetectError::Read { .. } => CliError::io(e),
+                _ => CliError::usage(e.to_string()),
+            })?,
         };
+        if named.is_none() && !global.quiet {
+            eprintln!("trajkit: {input}: detected {}", converter.name());
+        }
         plan.push((input, converter));
     }
     let inputs: Vec<String> = plan.iter().map(|(p, _)| p.clone()).collect();

@@ -4,14 +4,16 @@
 pub mod adp;
 pub mod detect;
 pub mod memabra;
+pub mod ralph;
 pub mod reflexion;
 
 use std::collections::HashMap;
 use std::io::{self, Write};
+use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::ingest::RawRecord;
+use crate::ingest::{RawRecord, RecordSource};
 use crate::model::rules;
 use crate::model::upgrade::{upgrade, UpgradeOptions};
 use crate::model::{AdpVersion, Trajectory};
@@ -30,6 +32,20 @@ pub trait Converter: Sync {
     /// True when `first`, the first record of an input, looks like this format (for
     /// `--from auto`). Exactly one converter may claim an input.
     fn sniff(&self, first: &Value) -> bool;
+    /// Opens `path` as this format's records when they are not JSON values in a stream (a
+    /// directory, a database); `None` (the default) uses the generic JSON framing.
+    fn open_source(
+        &self,
+        _path: &str,
+        _max_record_bytes: usize,
+    ) -> Option<io::Result<Box<dyn RecordSource>>> {
+        None
+    }
+    /// True when the directory `path` is one input of this format (rather than a folder of
+    /// files to read one by one).
+    fn claims_directory(&self, _path: &Path) -> bool {
+        false
+    }
     /// Converts one record into trajectories, each with the ADP version it is expressed in, or
     /// diagnoses why it cannot.
     fn convert(&self, record: &RawRecord)
@@ -44,13 +60,22 @@ pub const NOT_YET_SUPPORTED: &[&str] = &[
     "swe-agent",
     "openhands",
     "claude-code",
-    "ralph",
     "ledgermind",
 ];
 
 /// Every built-in converter.
 pub fn converters() -> Vec<&'static dyn Converter> {
-    vec![&adp::Adp, &memabra::Memabra, &reflexion::Reflexion]
+    vec![
+        &adp::Adp,
+        &memabra::Memabra,
+        &ralph::Ralph,
+        &reflexion::Reflexion,
+    ]
+}
+
+/// The converter that claims the directory `path` as one input, if any.
+pub fn directory_converter(path: &Path) -> Option<&'static dyn Converter> {
+    converters().into_iter().find(|c| c.claims_directory(path))
 }
 
 /// The converter for `name`, or a message saying why there is none.
@@ -214,11 +239,17 @@ pub fn convert_inputs(
     let inputs: Vec<String> = plan.iter().map(|(path, _)| path.clone()).collect();
     let by_path: HashMap<&str, &dyn Converter> =
         plan.iter().map(|(path, c)| (path.as_str(), *c)).collect();
-    let (mut sink, inputs_read) = pipeline::run(
+    let sources = |path: &str| {
+        by_path
+            .get(path)
+            .and_then(|c| c.open_source(path, opts.run.max_record_bytes))
+    };
+    let (mut sink, inputs_read) = pipeline::run_with_sources(
         &inputs,
+        &sources,
         &opts.run,
         progress,
-        |r| match by_path.get(r.provenance.file.as_ref()) {
+        |r| match by_path.get(r.provenance.input.as_ref()) {
             Some(converter) => convert_record(*converter, r, &opts.upgrade),
             None => Converted::Rejected(vec![Diagnostic::error(
                 &r.provenance,

@@ -30,6 +30,15 @@ fn is_data_file(name: &str) -> bool {
 /// paths, so runs are deterministic) into their data files. `-` (stdin) passes through. A
 /// directory without data files is an error.
 pub fn expand_inputs(inputs: &[String]) -> Result<Vec<String>, InputError> {
+    expand_inputs_with(inputs, &|_| false)
+}
+
+/// [`expand_inputs`], where a directory for which `is_unit` holds (given or found while
+/// walking) is kept whole as one input instead of being walked.
+pub fn expand_inputs_with(
+    inputs: &[String],
+    is_unit: &dyn Fn(&Path) -> bool,
+) -> Result<Vec<String>, InputError> {
     let mut out = Vec::new();
     for input in inputs {
         if input == "-" {
@@ -41,9 +50,11 @@ pub fn expand_inputs(inputs: &[String]) -> Result<Vec<String>, InputError> {
             source,
         };
         let meta = fs::metadata(input).map_err(err)?;
-        if meta.is_dir() {
+        if meta.is_dir() && is_unit(Path::new(input)) {
+            out.push(input.clone());
+        } else if meta.is_dir() {
             let mut found = Vec::new();
-            walk(Path::new(input), &mut found).map_err(err)?;
+            walk(Path::new(input), is_unit, &mut found).map_err(err)?;
             if found.is_empty() {
                 return Err(err(io::Error::new(
                     io::ErrorKind::NotFound,
@@ -60,13 +71,15 @@ pub fn expand_inputs(inputs: &[String]) -> Result<Vec<String>, InputError> {
     Ok(out)
 }
 
-fn walk(dir: &Path, found: &mut Vec<String>) -> io::Result<()> {
+fn walk(dir: &Path, is_unit: &dyn Fn(&Path) -> bool, found: &mut Vec<String>) -> io::Result<()> {
     for entry in fs::read_dir(dir)? {
         let entry = entry?;
         let path = entry.path();
         let kind = entry.file_type()?;
-        if kind.is_dir() {
-            walk(&path, found)?;
+        if kind.is_dir() && is_unit(&path) {
+            found.push(path.to_string_lossy().into_owned());
+        } else if kind.is_dir() {
+            walk(&path, is_unit, found)?;
         } else if path
             .file_name()
             .and_then(|n| n.to_str())
@@ -99,6 +112,16 @@ mod tests {
                 format!("{root}/b.jsonl"),
                 format!("{root}/sub/c.ndjson.zst"),
                 "-".into()
+            ]
+        );
+        let units = expand_inputs_with(std::slice::from_ref(&root), &|p| p.ends_with("sub"))
+            .expect("expands");
+        assert_eq!(
+            units,
+            vec![
+                format!("{root}/a.json.gz"),
+                format!("{root}/b.jsonl"),
+                format!("{root}/sub"),
             ]
         );
         let missing = expand_inputs(&[format!("{root}/nope.jsonl")]).expect_err("missing");

@@ -1,18 +1,78 @@
 //! Reading inputs into raw records with provenance: files or stdin, plain, gzip or zstd,
 //! JSON lines, JSON arrays or JSON documents.
 
+pub mod episodic;
 pub mod framing;
 pub mod inputs;
 pub mod open;
 
+use std::io::{self, BufRead};
 use std::sync::Arc;
 
 pub use framing::{Frame, FrameError, Framer, Layout};
 
+/// The records of one input, in order. The generic one is [`FramedRecords`]; formats whose
+/// unit is not a JSON value in a stream (a directory per attempt, sessions of a database)
+/// provide their own.
+pub trait RecordSource: Iterator<Item = RawRecord> + Send {
+    /// Input bytes consumed so far, for progress; 0 when not known.
+    fn bytes_read(&self) -> u64 {
+        0
+    }
+}
+
+/// The records of a JSON input (file or stdin): opened, decompressed and framed.
+pub struct FramedRecords {
+    framer: Framer<Box<dyn BufRead + Send>>,
+    file: Arc<str>,
+    index: u64,
+}
+
+impl FramedRecords {
+    /// Opens `path` (`-` is stdin); records larger than `max_record_bytes` are cut to a preview
+    /// and marked.
+    pub fn open(path: &str, max_record_bytes: usize) -> io::Result<FramedRecords> {
+        let (reader, _) = open::open(path)?;
+        Ok(FramedRecords {
+            framer: Framer::new(reader, layout_hint(path), max_record_bytes),
+            file: Arc::from(path),
+            index: 0,
+        })
+    }
+}
+
+impl Iterator for FramedRecords {
+    type Item = RawRecord;
+
+    fn next(&mut self) -> Option<RawRecord> {
+        let frame = self.framer.next()?;
+        let record = RawRecord {
+            provenance: Provenance {
+                input: self.file.clone(),
+                file: self.file.clone(),
+                line: frame.line,
+                index: self.index,
+            },
+            bytes: frame.bytes,
+            error: frame.error,
+        };
+        self.index += 1;
+        Some(record)
+    }
+}
+
+impl RecordSource for FramedRecords {
+    fn bytes_read(&self) -> u64 {
+        self.framer.bytes_read
+    }
+}
+
 /// Where a record came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Provenance {
-    /// The input path as given (`-` for stdin).
+    /// The input it was read from, as given (`-` for stdin).
+    pub input: Arc<str>,
+    /// The file it is in: the input itself, or a file inside an input directory.
     pub file: Arc<str>,
     /// 1-based line on which the record starts.
     pub line: u64,

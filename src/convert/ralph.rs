@@ -1,0 +1,237 @@
+//! aiwg Ralph episodic memory: one trajectory per attempt directory, read by
+//! [`crate::ingest::episodic`]. The mapping is in the README ("Ralph episodic memory").
+
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+
+use super::{source_details, Converter};
+use crate::ingest::episodic::{is_episodic_root, EpisodicRecords};
+use crate::ingest::{RawRecord, RecordSource};
+use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
+use crate::validate::check::parse_json;
+use crate::validate::Diagnostic;
+
+/// Reads Ralph episodic-memory directories.
+pub struct Ralph;
+
+/// Action fields that are the step's own or kept in details (the rest are arguments).
+const ACTION_OWN: &[&str] = &["type", "params", "reasoning", "output", "error"];
+
+impl Converter for Ralph {
+    fn name(&self) -> &'static str {
+        "ralph"
+    }
+
+    fn description(&self) -> &'static str {
+        "aiwg Ralph episodic memory: a directory tasks/task-NNN/attempts/NNN/ (one trajectory per attempt)"
+    }
+
+    fn sniff(&self, _first: &Value) -> bool {
+        false
+    }
+
+    fn claims_directory(&self, path: &Path) -> bool {
+        is_episodic_root(path)
+    }
+
+    fn open_source(
+        &self,
+        path: &str,
+        _max_record_bytes: usize,
+    ) -> Option<io::Result<Box<dyn RecordSource>>> {
+        Some(EpisodicRecords::open(path).map(|r| Box::new(r) as Box<dyn RecordSource>))
+    }
+
+    fn convert(
+        &self,
+        record: &RawRecord,
+    ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
+        let bundle = parse_json(record).map_err(|d| vec![*d])?;
+        let prov = &record.provenance;
+        if bundle["episodic_attempt"] != true {
+            return Err(vec![Diagnostic::error(
+                prov,
+                None,
+                "",
+                "not-an-attempt",
+                "not an attempt of an episodic-memory directory (use --from ralph on the directory)",
+            )]);
+        }
+        let id = trajectory_id(
+            bundle["task_id"].as_str().unwrap_or_default(),
+            bundle["attempt"].as_str().unwrap_or_default(),
+        );
+        let problems = bundle["problems"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        if !problems.is_empty() {
+            return Err(problems
+                .iter()
+                .map(|p| {
+                    let mut d = Diagnostic::error(
+                        prov,
+                        Some(&id),
+                        "",
+                        "episodic-file",
+                        p["message"].as_str().unwrap_or("unreadable"),
+                    );
+                    d.file = Arc::from(p["file"].as_str().unwrap_or_default());
+                    d.line = p["line"].as_u64().unwrap_or(1);
+                    d
+                })
+                .collect());
+        }
+        Ok(vec![(to_trajectory(&bundle, id, record), AdpVersion::V1_5)])
+    }
+}
+
+/// The trajectory id of attempt `attempt` (the directory name, e.g. `002`) of task `task_id`.
+pub fn trajectory_id(task_id: &str, attempt: &str) -> String {
+    format!("{task_id}/attempt-{attempt}")
+}
+
+/// The task statement: description, completion criteria and the attempt's plan.
+fn task_text(task: &Value, plan: Option<&str>) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(d) = task["description"].as_str() {
+        parts.push(d.to_owned());
+    }
+    if let Some(c) = task["completion_criteria"].as_str() {
+        parts.push(format!("Completion criteria: {c}"));
+    }
+    if let Some(p) = plan.filter(|p| !p.trim().is_empty()) {
+        parts.push(format!("Plan:\n{}", p.trim_end()));
+    }
+    (!parts.is_empty()).then(|| parts.join("\n\n"))
+}
+
+/// A bash action with a command becomes code; any other an api action named by its type
+/// (`read`, `write`, `edit`, `grep`, `glob`, `task`) with its params as arguments. Its output or
+/// error follows as the environment's answer.
+fn action_steps(a: &Value) -> Vec<Step> {
+    let kind = a["type"]
+        .as_str()
+        .or(a["tool"].as_str())
+        .unwrap_or("action");
+    let description = a["reasoning"].as_str().map(str::to_owned);
+    let params = a["params"].as_object().cloned().unwrap_or_default();
+    let command = params.get("command").and_then(Value::as_str);
+    let action = match command {
+        Some(c) if kind == "bash" && params.len() == 1 => Step::code("bash", c, description),
+        _ => Step::api(kind, params, description),
+    };
+    let mut steps = vec![action];
+    let output = a["output"].as_str();
+    let error = a["error"].as_str();
+    let text = match (output, error) {
+        (Some(o), Some(e)) => Some(format!("{o}\nerror: {e}")),
+        (Some(o), None) => Some(o.to_owned()),
+        (None, Some(e)) => Some(format!("error: {e}")),
+        (None, None) => None,
+    };
+    if let Some(text) = text {
+        steps.push(Step::environment_text(Some(kind.to_owned()), text));
+    }
+    steps
+}
+
+/// A reflection of `reflections.jsonl` in trajkit's reflection shape; other keys kept.
+fn reflection(r: &Value, key: &str) -> Value {
+    let mut text = Vec::new();
+    for (label, field) in [
+        ("Observation", "observation"),
+        ("Analysis", "analysis"),
+        ("Learning", "learning"),
+    ] {
+        if let Some(t) = r[field].as_str() {
+            text.push(format!("{label}: {t}"));
+        }
+    }
+    let mut out = json!({
+        "source": "ralph",
+        "key": key,
+        "iteration": r["attempt_id"],
+        "text": text.join("\n"),
+        "lessons": r["learning"].as_str().map_or(json!([]), |l| json!([l])),
+        "insights": r.get("action_items").cloned().unwrap_or(json!([])),
+        "root_cause": r["analysis"],
+    });
+    for (k, v) in r.as_object().into_iter().flatten() {
+        if !matches!(
+            k.as_str(),
+            "attempt_id" | "observation" | "analysis" | "learning" | "action_items"
+        ) {
+            out[k] = v.clone();
+        }
+    }
+    out
+}
+
+fn to_trajectory(b: &Value, id: String, record: &RawRecord) -> Trajectory {
+    let mut content = Vec::new();
+    if let Some(text) = task_text(&b["task"], b["plan"].as_str()) {
+        content.push(Step::user_text(text));
+    }
+    let actions = b["actions"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    for a in actions {
+        content.extend(action_steps(a));
+    }
+    let outcome = if b["outcome"].is_object() {
+        &b["outcome"]
+    } else {
+        &b["attempt_meta"]["outcome"]
+    };
+    let status = outcome["status"]
+        .as_str()
+        .filter(|s| matches!(*s, "success" | "failure" | "timeout"))
+        .unwrap_or("unknown");
+    let mut details = JsonObject::new();
+    details.insert(
+        "source".into(),
+        source_details(
+            "ralph",
+            record,
+            json!({"task_id": b["task_id"], "attempt": b["attempt"], "task": b["task"]["id"]}),
+        ),
+    );
+    details.insert(
+        "outcome".into(),
+        json!({"status": status, "native": outcome}),
+    );
+    let reflections: Vec<Value> = b["reflections"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| reflection(r, &id))
+        .collect();
+    if !reflections.is_empty() {
+        details.insert("reflections".into(), Value::Array(reflections));
+    }
+    let extras: Vec<Value> = actions
+        .iter()
+        .map(|a| {
+            Value::Object(
+                a.as_object()
+                    .into_iter()
+                    .flatten()
+                    .filter(|(k, _)| !ACTION_OWN.contains(&k.as_str()))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect::<Map<String, Value>>(),
+            )
+        })
+        .collect();
+    details.insert(
+        "ralph".into(),
+        json!({
+            "task": b["task"],
+            "attempt": b["attempt_meta"],
+            "outcome": b["outcome"],
+            "actions": extras,
+        }),
+    );
+    Trajectory::new(id, content, details)
+}

@@ -1,0 +1,173 @@
+//! aiwg Ralph episodic-memory directories: one trajectory per attempt, reflections attached by
+//! attempt, malformed files reported with file and line, links out of the root refused.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+
+use common::{json_lines, sample_data, trajkit};
+use serde_json::Value;
+
+/// Copies `sample_data/ralph` into a temporary directory to mutate it.
+fn copy_sample(to: &Path) {
+    fn copy(from: &Path, to: &Path) {
+        fs::create_dir_all(to).expect("mkdir");
+        for e in fs::read_dir(from).expect("read dir") {
+            let e = e.expect("entry");
+            let target = to.join(e.file_name());
+            if e.path().is_dir() {
+                copy(&e.path(), &target);
+            } else {
+                fs::copy(e.path(), target).expect("copy");
+            }
+        }
+    }
+    copy(&sample_data().join("ralph"), to);
+}
+
+fn convert(root: &Path, rejects: Option<&Path>) -> (i32, Vec<Value>, String) {
+    let mut cmd = trajkit();
+    cmd.args(["convert", "--from", "ralph"]).arg(root);
+    if let Some(r) = rejects {
+        cmd.arg("--rejects").arg(r);
+    }
+    let out = cmd.output().expect("runs");
+    (
+        out.status.code().expect("exit code"),
+        json_lines(&out.stdout),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn ids(trajectories: &[Value]) -> Vec<&str> {
+    trajectories
+        .iter()
+        .filter_map(|t| t["id"].as_str())
+        .collect()
+}
+
+#[test]
+fn sample_attempts_become_trajectories_with_their_reflections() {
+    let (code, out, stderr) = convert(&sample_data().join("ralph"), None);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        ids(&out),
+        vec![
+            "task-001/attempt-001",
+            "task-001/attempt-002",
+            "task-002/attempt-001"
+        ]
+    );
+    let first = &out[0];
+    let text = first["content"][0]["content"].as_str().expect("task text");
+    assert!(text.starts_with("Add an --json flag"), "{text}");
+    assert!(text.contains("Plan:\n1. Add the flag"), "{text}");
+    // read + output, edit + output, bash + output (with its error)
+    let classes: Vec<&str> = first["content"]
+        .as_array()
+        .expect("content")
+        .iter()
+        .filter_map(|s| s["class_"].as_str())
+        .collect();
+    assert_eq!(
+        classes,
+        vec![
+            "text_observation",
+            "api_action",
+            "text_observation",
+            "api_action",
+            "text_observation",
+            "code_action",
+            "text_observation"
+        ]
+    );
+    assert_eq!(
+        first["content"][5]["content"],
+        "pytest tests/test_report.py -q"
+    );
+    assert!(first["content"][6]["content"]
+        .as_str()
+        .is_some_and(|t| t.contains("error: AssertionError")));
+    assert_eq!(first["details"]["outcome"]["status"], "failure");
+    assert_eq!(first["details"]["outcome"]["native"]["final_quality"], 40);
+    let reflections = first["details"]["reflections"]
+        .as_array()
+        .expect("reflections");
+    assert_eq!(reflections.len(), 1);
+    assert_eq!(reflections[0]["iteration"], 1);
+    assert_eq!(reflections[0]["key"], "task-001/attempt-001");
+    assert!(reflections[0]["text"]
+        .as_str()
+        .is_some_and(|t| t.contains("Learning: Trace a new option")));
+    assert_eq!(out[1]["details"]["reflections"][0]["iteration"], 2);
+    // task-002 has no metadata, plan or outcome: still converted.
+    assert_eq!(out[2]["details"]["outcome"]["status"], "unknown");
+    assert_eq!(out[2]["content"][0]["class_"], "api_action");
+    let (_, again, _) = convert(&sample_data().join("ralph"), None);
+    assert_eq!(again, out, "stable across runs");
+}
+
+#[test]
+fn malformed_lines_are_rejected_with_file_and_line_and_the_rest_converted() {
+    let dir = tempfile::tempdir().expect("dir");
+    let root = dir.path().join("ralph");
+    copy_sample(&root);
+    let actions = root.join("tasks/task-001/attempts/002/actions.jsonl");
+    let mut text = fs::read_to_string(&actions).expect("read");
+    text.push_str("{\"type\": \"bash\", \"params\": \n");
+    fs::write(&actions, text).expect("write");
+    let reflections = root.join("tasks/task-001/reflections.jsonl");
+    let mut text = fs::read_to_string(&reflections).expect("read");
+    text.push_str("[\"not an object\"]\n");
+    fs::write(&reflections, text).expect("write");
+    let rejects = dir.path().join("rejects.jsonl");
+    let (code, out, stderr) = convert(&root, Some(&rejects));
+    assert_eq!(code, 1);
+    assert_eq!(
+        ids(&out),
+        vec!["task-001/attempt-001", "task-002/attempt-001"]
+    );
+    assert!(
+        stderr.contains("attempts/002/actions.jsonl:3: error[episodic-file]"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("reflections.jsonl:3: error[json-syntax]"),
+        "{stderr}"
+    );
+    let rejected = json_lines(&fs::read(&rejects).expect("rejects"));
+    assert_eq!(rejected.len(), 2);
+    assert_eq!(rejected[0]["raw"], "[\"not an object\"]");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_symlink_leaving_the_root_is_refused() {
+    let dir = tempfile::tempdir().expect("dir");
+    let root = dir.path().join("ralph");
+    copy_sample(&root);
+    let outside = dir.path().join("secret.json");
+    fs::write(&outside, "{\"status\": \"success\"}").expect("write");
+    let outcome = root.join("tasks/task-002/attempts/001/outcome.json");
+    std::os::unix::fs::symlink(&outside, &outcome).expect("symlink");
+    let (code, out, stderr) = convert(&root, None);
+    assert_eq!(code, 1);
+    assert_eq!(out.len(), 2);
+    assert!(stderr.contains("leaves the input root"), "{stderr}");
+}
+
+#[test]
+fn a_directory_is_detected_as_ralph_inside_a_larger_tree() {
+    let out = trajkit()
+        .args(["convert", "-o", "-"])
+        .arg(sample_data())
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("sample_data/ralph: detected ralph"),
+        "{stderr}"
+    );
+}

@@ -133,7 +133,7 @@ fn malformed_lines_are_rejected_with_file_and_line_and_the_rest_converted() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("reflections.jsonl:3: error[json-syntax]"),
+        stderr.contains("reflections.jsonl:3: error[not-an-object]"),
         "{stderr}"
     );
     let rejected = json_lines(&fs::read(&rejects).expect("rejects"));

@@ -6,7 +6,8 @@ use std::time::Instant;
 
 use clap::Args;
 use trajkit::convert::detect::{detect_input, DetectError};
-use trajkit::convert::{convert_inputs, directory_converter, lookup, ConvertOptions};
+use trajkit::convert::{convert_inputs, lookup, path_converter, ConvertOptions};
+use trajkit::ingest::ledgermind::SessionOptions;
 use trajkit::model::upgrade::{DetailsDecode, UpgradeOptions};
 use trajkit::model::AdpVersion;
 use trajkit::output::Output;
@@ -48,6 +49,10 @@ pub struct ConvertArgs {
     /// Write each rejected record, with its diagnostics, to this JSON-lines file.
     #[arg(long, value_name = "FILE")]
     pub rejects: Option<String>,
+    /// LedgerMind: an idle gap longer than this many minutes between events without a
+    /// session id starts a new session.
+    #[arg(long, default_value_t = 30, value_name = "MINUTES")]
+    pub idle_gap: i64,
     /// Decode JSON-encoded strings in `details` into JSON values: a comma-separated list of
     /// keys, or `*` for every value that holds a JSON object or array (1.1.0+ only).
     #[arg(long, value_name = "KEYS")]
@@ -105,8 +110,8 @@ pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         )));
     }
     let claimant = |p: &Path| match named {
-        Some(c) => c.claims_directory(p).then_some(c),
-        None => directory_converter(p),
+        Some(c) => c.claims_path(p).then_some(c),
+        None => path_converter(p),
     };
     let mut plan = Vec::new();
     for input in inputs_with_units(&args.inputs, &|p| claimant(p).is_some())? {
@@ -132,6 +137,9 @@ pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
             decode_details,
         },
         run: global.run_options(),
+        sessions: SessionOptions {
+            idle_gap_seconds: args.idle_gap.saturating_mul(60),
+        },
     };
     let shown = Capped {
         inner: reporter(ReportFormat::Human, Box::new(io::stderr())),

@@ -3,6 +3,7 @@
 
 pub mod adp;
 pub mod detect;
+pub mod ledgermind;
 pub mod memabra;
 pub mod ralph;
 pub mod reflexion;
@@ -13,6 +14,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
+use crate::ingest::ledgermind::SessionOptions;
 use crate::ingest::{RawRecord, RecordSource};
 use crate::model::rules;
 use crate::model::upgrade::{upgrade, UpgradeOptions};
@@ -37,13 +39,13 @@ pub trait Converter: Sync {
     fn open_source(
         &self,
         _path: &str,
-        _max_record_bytes: usize,
+        _opts: &ConvertOptions,
     ) -> Option<io::Result<Box<dyn RecordSource>>> {
         None
     }
-    /// True when the directory `path` is one input of this format (rather than a folder of
-    /// files to read one by one).
-    fn claims_directory(&self, _path: &Path) -> bool {
+    /// True when `path` is one input of this format that is not a JSON file: a directory read
+    /// as a whole (rather than a folder of files to read one by one), or a database file.
+    fn claims_path(&self, _path: &Path) -> bool {
         false
     }
     /// Converts one record into trajectories, each with the ADP version it is expressed in, or
@@ -60,22 +62,22 @@ pub const NOT_YET_SUPPORTED: &[&str] = &[
     "swe-agent",
     "openhands",
     "claude-code",
-    "ledgermind",
 ];
 
 /// Every built-in converter.
 pub fn converters() -> Vec<&'static dyn Converter> {
     vec![
         &adp::Adp,
+        &ledgermind::LedgerMind,
         &memabra::Memabra,
         &ralph::Ralph,
         &reflexion::Reflexion,
     ]
 }
 
-/// The converter that claims the directory `path` as one input, if any.
-pub fn directory_converter(path: &Path) -> Option<&'static dyn Converter> {
-    converters().into_iter().find(|c| c.claims_directory(path))
+/// The converter that claims `path` (a directory or a non-JSON file) as one input, if any.
+pub fn path_converter(path: &Path) -> Option<&'static dyn Converter> {
+    converters().into_iter().find(|c| c.claims_path(path))
 }
 
 /// The converter for `name`, or a message saying why there is none.
@@ -120,6 +122,8 @@ pub struct ConvertOptions {
     pub upgrade: UpgradeOptions,
     /// Runner options.
     pub run: RunOptions,
+    /// How event streams (LedgerMind) are cut into sessions.
+    pub sessions: SessionOptions,
 }
 
 /// Counts of a conversion: `records == written_records + rejected`.
@@ -239,11 +243,7 @@ pub fn convert_inputs(
     let inputs: Vec<String> = plan.iter().map(|(path, _)| path.clone()).collect();
     let by_path: HashMap<&str, &dyn Converter> =
         plan.iter().map(|(path, c)| (path.as_str(), *c)).collect();
-    let sources = |path: &str| {
-        by_path
-            .get(path)
-            .and_then(|c| c.open_source(path, opts.run.max_record_bytes))
-    };
+    let sources = |path: &str| by_path.get(path).and_then(|c| c.open_source(path, opts));
     let (mut sink, inputs_read) = pipeline::run_with_sources(
         &inputs,
         &sources,

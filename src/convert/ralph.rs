@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use super::{source_details, Converter};
+use super::{source_details, ConvertOptions, Converter};
 use crate::ingest::episodic::{is_episodic_root, EpisodicRecords};
 use crate::ingest::{RawRecord, RecordSource};
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
@@ -33,14 +33,14 @@ impl Converter for Ralph {
         false
     }
 
-    fn claims_directory(&self, path: &Path) -> bool {
+    fn claims_path(&self, path: &Path) -> bool {
         is_episodic_root(path)
     }
 
     fn open_source(
         &self,
         path: &str,
-        _max_record_bytes: usize,
+        _opts: &ConvertOptions,
     ) -> Option<io::Result<Box<dyn RecordSource>>> {
         Some(EpisodicRecords::open(path).map(|r| Box::new(r) as Box<dyn RecordSource>))
     }

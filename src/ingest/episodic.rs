@@ -149,7 +149,7 @@ fn read_json(dir: &Path, name: &str, root: &Path, problems: &mut Vec<Problem>) -
 struct BadLine {
     line: u64,
     text: String,
-    message: String,
+    error: FrameError,
 }
 
 /// The JSON objects of a JSON-lines file with their line numbers, and the other lines.
@@ -169,12 +169,12 @@ fn read_jsonl(path: &Path) -> (Vec<(u64, Value)>, Vec<BadLine>) {
             Ok(_) => bad.push(BadLine {
                 line: n,
                 text: String::from_utf8_lossy(line).into_owned(),
-                message: "a line must be a JSON object".to_owned(),
+                error: FrameError::Invalid("a line must be a JSON object".to_owned()),
             }),
             Err(e) => bad.push(BadLine {
                 line: n,
                 text: String::from_utf8_lossy(line).into_owned(),
-                message: format!("not valid JSON: {e}"),
+                error: FrameError::Syntax(format!("not valid JSON: {e}")),
             }),
         }
     }
@@ -284,7 +284,7 @@ fn read_task(task: &Path, ctx: &Root, out: &mut Vec<RawRecord>) {
         out.push(RawRecord {
             provenance: ctx.provenance(&reflections_path, bad.line, index),
             bytes: bad.text.into_bytes(),
-            error: Some(FrameError::Syntax(bad.message)),
+            error: Some(bad.error),
         });
     }
     for attempt in subdirs(&task.join("attempts"), root, &mut task_problems) {
@@ -338,7 +338,7 @@ fn read_task(task: &Path, ctx: &Root, out: &mut Vec<RawRecord>) {
         problems.extend(bad.into_iter().map(|b| Problem {
             file: actions_path.display().to_string(),
             line: Some(b.line),
-            message: b.message,
+            message: b.error.to_string(),
         }));
         let mut bundle = Bundle {
             episodic_attempt: true,

@@ -46,6 +46,8 @@ pub enum FrameError {
     Syntax(String),
     /// Reading (or decompressing) failed; reading this input stops.
     Read(String),
+    /// The record is JSON but not what the format's reader expects (e.g. not an object).
+    Invalid(String),
 }
 
 impl std::fmt::Display for FrameError {
@@ -58,6 +60,7 @@ impl std::fmt::Display for FrameError {
             FrameError::Truncated => f.write_str("input ends inside this record (truncated JSON)"),
             FrameError::Syntax(m) => f.write_str(m),
             FrameError::Read(m) => write!(f, "reading failed: {m}"),
+            FrameError::Invalid(m) => f.write_str(m),
         }
     }
 }

@@ -33,8 +33,8 @@ pub fn expand_inputs(inputs: &[String]) -> Result<Vec<String>, InputError> {
     expand_inputs_with(inputs, &|_| false)
 }
 
-/// [`expand_inputs`], where a directory for which `is_unit` holds (given or found while
-/// walking) is kept whole as one input instead of being walked.
+/// [`expand_inputs`], where a path for which `is_unit` holds (given, or found while walking:
+/// a directory not to walk into, or a non-JSON file such as a database) is one input.
 pub fn expand_inputs_with(
     inputs: &[String],
     is_unit: &dyn Fn(&Path) -> bool,
@@ -80,10 +80,11 @@ fn walk(dir: &Path, is_unit: &dyn Fn(&Path) -> bool, found: &mut Vec<String>) ->
             found.push(path.to_string_lossy().into_owned());
         } else if kind.is_dir() {
             walk(&path, is_unit, found)?;
-        } else if path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(is_data_file)
+        } else if is_unit(&path)
+            || path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(is_data_file)
         {
             found.push(path.to_string_lossy().into_owned());
         }

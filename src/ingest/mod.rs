@@ -4,6 +4,7 @@
 pub mod episodic;
 pub mod framing;
 pub mod inputs;
+pub mod ledgermind;
 pub mod open;
 
 use std::io::{self, BufRead};

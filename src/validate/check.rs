@@ -37,6 +37,7 @@ pub fn frame_diagnostic(prov: &Provenance, error: &FrameError) -> Diagnostic {
         FrameError::Truncated => "json-truncated",
         FrameError::Syntax(_) => "json-syntax",
         FrameError::Read(_) => "read-error",
+        FrameError::Invalid(_) => "not-an-object",
     };
     Diagnostic::error(prov, None, "", rule, error.to_string())
 }

@@ -1,0 +1,333 @@
+//! Reading LedgerMind memory events (an `episodic.db` SQLite file or JSON lines of
+//! `MemoryEvent` objects) and cutting them into sessions, one record per session.
+//!
+//! Events are ordered by timestamp, then by row id (SQLite) or line (JSON lines). An event with
+//! `context.session_id` belongs to that session, wherever it falls; the others form implicit
+//! sessions, cut at each `prompt` event and after an idle gap (default 30 minutes). Semantic
+//! events (see [`SEMANTIC_KINDS`]) are not steps: each is attached to the sessions holding the
+//! events it cites (`context` keys in [`CITATION_KEYS`]), else to the session of the event
+//! before it. The whole input is read before the first session is emitted (sessions can
+//! interleave), so memory grows with the number of events, which are small.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::Path;
+use std::sync::Arc;
+
+use chrono::{DateTime, NaiveDateTime};
+use rusqlite::{Connection, OpenFlags};
+use serde_json::{json, Value};
+
+use super::{FrameError, FramedRecords, Provenance, RawRecord, RecordSource};
+
+/// Event kinds that record knowledge rather than a step of work.
+pub const SEMANTIC_KINDS: &[&str] = &[
+    "decision",
+    "proposal",
+    "reflection_summary",
+    "reflection",
+    "insight",
+    "constraint",
+    "assumption",
+];
+
+/// `context` keys listing the ids of the events a semantic event is about.
+pub const CITATION_KEYS: &[&str] = &["event_ids", "evidence_ids", "source_event_ids", "cites"];
+
+/// How events are cut into sessions.
+#[derive(Debug, Clone, Copy)]
+pub struct SessionOptions {
+    /// A gap longer than this between two events starts a new implicit session.
+    pub idle_gap_seconds: i64,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        SessionOptions {
+            idle_gap_seconds: 30 * 60,
+        }
+    }
+}
+
+/// True when the file at `path` starts with SQLite's header.
+pub fn is_sqlite(path: &Path) -> bool {
+    let mut head = [0u8; 16];
+    File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| &head == b"SQLite format 3\0")
+}
+
+/// An event with where it came from.
+struct Event {
+    value: Value,
+    line: u64,
+}
+
+impl Event {
+    fn kind(&self) -> &str {
+        self.value["kind"].as_str().unwrap_or_default()
+    }
+
+    fn timestamp(&self) -> &str {
+        self.value["timestamp"].as_str().unwrap_or_default()
+    }
+
+    /// The event's id: its row id, else its `id` field, else `line-N`.
+    fn id(&self) -> String {
+        match &self.value["id"] {
+            Value::Number(n) => n.to_string(),
+            Value::String(s) => s.clone(),
+            _ => format!("line-{}", self.line),
+        }
+    }
+
+    fn session_id(&self) -> Option<String> {
+        match &self.value["context"]["session_id"] {
+            Value::String(s) if !s.is_empty() => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        }
+    }
+
+    fn cited(&self) -> Vec<String> {
+        CITATION_KEYS
+            .iter()
+            .filter_map(|k| self.value["context"][*k].as_array())
+            .flatten()
+            .map(|v| match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+            .collect()
+    }
+}
+
+/// Seconds since the epoch of an ISO 8601 timestamp, with or without an offset (a timestamp
+/// without one is taken as UTC).
+fn seconds(ts: &str) -> Option<i64> {
+    if let Ok(t) = DateTime::parse_from_rfc3339(ts) {
+        return Some(t.timestamp());
+    }
+    ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f"]
+        .iter()
+        .find_map(|f| NaiveDateTime::parse_from_str(ts, f).ok())
+        .map(|t| t.and_utc().timestamp())
+}
+
+/// Reads the `events` table of a SQLite file, read-only and without touching its WAL.
+fn read_sqlite(path: &Path) -> rusqlite::Result<Vec<Event>> {
+    let uri = format!("file:{}?mode=ro&immutable=1", path.display());
+    let conn = Connection::open_with_flags(
+        uri,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI,
+    )?;
+    let mut stmt = conn.prepare(
+        "SELECT id, source, kind, content, context, timestamp, status, linked_id, link_strength \
+         FROM events ORDER BY timestamp, id",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        let id: i64 = r.get(0)?;
+        let context: Option<String> = r.get(4)?;
+        let context = context
+            .as_deref()
+            .map(|c| {
+                serde_json::from_str::<Value>(c).unwrap_or_else(|_| Value::String(c.to_owned()))
+            })
+            .unwrap_or(json!({}));
+        Ok(Event {
+            value: json!({
+                "id": id,
+                "source": r.get::<_, Option<String>>(1)?,
+                "kind": r.get::<_, Option<String>>(2)?,
+                "content": r.get::<_, Option<String>>(3)?,
+                "context": context,
+                "timestamp": r.get::<_, Option<String>>(5)?,
+                "status": r.get::<_, Option<String>>(6)?,
+                "linked_id": r.get::<_, Option<String>>(7)?,
+                "link_strength": r.get::<_, Option<f64>>(8)?,
+            }),
+            line: u64::try_from(id).unwrap_or(0),
+        })
+    })?;
+    rows.collect()
+}
+
+/// The records of a LedgerMind input: one per session, then one per unreadable line.
+pub struct SessionRecords {
+    pending: std::vec::IntoIter<RawRecord>,
+}
+
+impl SessionRecords {
+    /// Reads `path` (a SQLite file, or JSON lines) and cuts it into sessions. A SQLite file
+    /// that cannot be read becomes one rejected record, so other inputs still convert.
+    pub fn open(path: &str, opts: SessionOptions, max_record_bytes: usize) -> io::Result<Self> {
+        let input: Arc<str> = Arc::from(path);
+        let mut bad = Vec::new();
+        let mut events = Vec::new();
+        if path != "-" && is_sqlite(Path::new(path)) {
+            match read_sqlite(Path::new(path)) {
+                Ok(e) => events = e,
+                Err(e) => bad.push(RawRecord {
+                    provenance: Provenance {
+                        input: input.clone(),
+                        file: input.clone(),
+                        line: 1,
+                        index: 0,
+                    },
+                    bytes: Vec::new(),
+                    error: Some(FrameError::Read(format!(
+                        "cannot read the SQLite events table: {e}"
+                    ))),
+                }),
+            }
+        } else {
+            for mut record in FramedRecords::open(path, max_record_bytes)? {
+                let parsed = match &record.error {
+                    Some(_) => None,
+                    None => serde_json::from_slice::<Value>(&record.bytes).ok(),
+                };
+                match parsed {
+                    Some(value) if value.is_object() => events.push(Event {
+                        value,
+                        line: record.provenance.line,
+                    }),
+                    Some(_) => {
+                        record.error = Some(FrameError::Invalid(
+                            "a LedgerMind event must be a JSON object".into(),
+                        ));
+                        bad.push(record);
+                    }
+                    None => bad.push(record),
+                }
+            }
+            events.sort_by(|a, b| a.timestamp().cmp(b.timestamp()).then(a.line.cmp(&b.line)));
+        }
+        let mut records = sessions(&events, opts, &input);
+        let start = records.len() as u64;
+        for (i, mut r) in bad.into_iter().enumerate() {
+            r.provenance.index = start + i as u64;
+            records.push(r);
+        }
+        Ok(SessionRecords {
+            pending: records.into_iter(),
+        })
+    }
+}
+
+struct Session<'a> {
+    key: String,
+    explicit: bool,
+    events: Vec<&'a Event>,
+    semantic: Vec<&'a Event>,
+}
+
+fn sessions(events: &[Event], opts: SessionOptions, input: &Arc<str>) -> Vec<RawRecord> {
+    let mut out: Vec<Session<'_>> = Vec::new();
+    let mut by_key: HashMap<String, usize> = HashMap::new();
+    let mut by_event: HashMap<String, usize> = HashMap::new();
+    let mut implicit: Option<usize> = None;
+    let mut last_implicit: Option<i64> = None;
+    let mut last_session: Option<usize> = None;
+    let mut semantic: Vec<(&Event, Option<usize>)> = Vec::new();
+    for e in events {
+        if SEMANTIC_KINDS.contains(&e.kind()) {
+            semantic.push((e, last_session));
+            continue;
+        }
+        let index = match e.session_id() {
+            Some(sid) => *by_key.entry(sid.clone()).or_insert_with(|| {
+                out.push(Session {
+                    key: sid,
+                    explicit: true,
+                    events: Vec::new(),
+                    semantic: Vec::new(),
+                });
+                out.len() - 1
+            }),
+            None => {
+                let now = seconds(e.timestamp());
+                let gap = match (last_implicit, now) {
+                    (Some(a), Some(b)) => b - a > opts.idle_gap_seconds,
+                    _ => false,
+                };
+                if implicit.is_none() || e.kind() == "prompt" || gap {
+                    out.push(Session {
+                        key: format!("session-{}", e.id()),
+                        explicit: false,
+                        events: Vec::new(),
+                        semantic: Vec::new(),
+                    });
+                    implicit = Some(out.len() - 1);
+                }
+                last_implicit = now.or(last_implicit);
+                implicit.unwrap_or_default()
+            }
+        };
+        out[index].events.push(e);
+        by_event.insert(e.id(), index);
+        last_session = Some(index);
+    }
+    for (e, before) in semantic {
+        let mut targets: Vec<usize> = e
+            .cited()
+            .iter()
+            .filter_map(|id| by_event.get(id).copied())
+            .collect();
+        targets.sort_unstable();
+        targets.dedup();
+        if targets.is_empty() {
+            targets.extend(before.or((!out.is_empty()).then_some(0)));
+        }
+        for t in targets {
+            out[t].semantic.push(e);
+        }
+    }
+    out.into_iter()
+        .enumerate()
+        .map(|(index, s)| {
+            let line = s.events.first().map_or(1, |e| e.line);
+            let bundle = json!({
+                "ledgermind_session": true,
+                "key": s.key,
+                "explicit": s.explicit,
+                "events": s.events.iter().map(|e| &e.value).collect::<Vec<_>>(),
+                "semantic": s.semantic.iter().map(|e| &e.value).collect::<Vec<_>>(),
+            });
+            RawRecord {
+                provenance: Provenance {
+                    input: input.clone(),
+                    file: input.clone(),
+                    line,
+                    index: index as u64,
+                },
+                bytes: serde_json::to_vec(&bundle).unwrap_or_default(),
+                error: None,
+            }
+        })
+        .collect()
+}
+
+impl Iterator for SessionRecords {
+    type Item = RawRecord;
+
+    fn next(&mut self) -> Option<RawRecord> {
+        self.pending.next()
+    }
+}
+
+impl RecordSource for SessionRecords {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_with_and_without_offsets() {
+        assert_eq!(seconds("1970-01-01T00:01:00Z"), Some(60));
+        assert_eq!(seconds("1970-01-01T00:01:00"), Some(60));
+        assert_eq!(seconds("1970-01-01 00:01:00.250"), Some(60));
+        assert_eq!(seconds("1970-01-01T01:01:00+01:00"), Some(60));
+        assert_eq!(seconds("yesterday"), None);
+    }
+}

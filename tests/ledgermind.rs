@@ -1,0 +1,183 @@
+//! LedgerMind event stores: sessions from JSON lines and from an `episodic.db` built here from
+//! SQL (LedgerMind's own files may not be redistributed), reflections attached by citation,
+//! corrupt databases and bad lines rejected while the rest converts.
+
+mod common;
+
+use std::path::Path;
+
+use common::{json_lines, sample_data, trajkit};
+use serde_json::Value;
+
+fn convert(inputs: &[&Path], extra: &[&str]) -> (i32, Vec<Value>, String) {
+    let out = trajkit()
+        .args(["convert", "--from", "ledgermind"])
+        .args(extra)
+        .args(inputs)
+        .output()
+        .expect("runs");
+    (
+        out.status.code().expect("exit code"),
+        json_lines(&out.stdout),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn sample() -> std::path::PathBuf {
+    sample_data().join("ledgermind/events.jsonl")
+}
+
+/// Builds an `episodic.db` holding the sample's events, in a shuffled row order (ids kept), so
+/// ordering must come from timestamp then id.
+fn build_db(path: &Path) {
+    let conn = rusqlite::Connection::open(path).expect("create db");
+    conn.execute_batch(
+        "CREATE TABLE events (id INTEGER PRIMARY KEY AUTOINCREMENT, source TEXT, kind TEXT, \
+         content TEXT, context TEXT, timestamp TEXT, status TEXT DEFAULT 'active', \
+         linked_id TEXT, link_strength REAL);",
+    )
+    .expect("schema");
+    let text = std::fs::read_to_string(sample()).expect("sample");
+    let mut events: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    events.reverse();
+    for e in events {
+        conn.execute(
+            "INSERT INTO events (id, source, kind, content, context, timestamp) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            rusqlite::params![
+                e["id"].as_i64(),
+                e["source"].as_str(),
+                e["kind"].as_str(),
+                e["content"].as_str(),
+                e["context"].to_string(),
+                e["timestamp"].as_str(),
+            ],
+        )
+        .expect("insert");
+    }
+}
+
+fn ids(out: &[Value]) -> Vec<&str> {
+    out.iter().filter_map(|t| t["id"].as_str()).collect()
+}
+
+#[test]
+fn json_lines_are_cut_into_sessions() {
+    let (code, out, stderr) = convert(&[&sample()], &[]);
+    assert_eq!(code, 0, "{stderr}");
+    // Derived by hand from the fixture: two interleaved explicit sessions, then implicit ones
+    // started by the first event and by a 90-minute gap (a `task` does not cut).
+    assert_eq!(ids(&out), vec!["s-1", "s-2", "session-11", "session-14"]);
+    let s1 = &out[0];
+    assert_eq!(s1["content"][1]["class_"], "code_action");
+    assert_eq!(s1["content"][1]["content"], "grep -rn timeout config/");
+    assert_eq!(
+        s1["content"][2]["tool_call_id"],
+        s1["content"][1]["tool_call_id"]
+    );
+    assert_eq!(s1["content"][3]["function"], "edit_file");
+    assert_eq!(s1["content"][5]["class_"], "message_action");
+    assert_eq!(s1["details"]["outcome"]["status"], "success");
+    let reflections = s1["details"]["reflections"]
+        .as_array()
+        .expect("reflections");
+    assert_eq!(reflections.len(), 1);
+    assert_eq!(reflections[0]["kind"], "reflection_summary");
+    assert!(out[1]["details"].get("reflections").is_none());
+    // The heartbeat is kept whole; a mapped event keeps everything but its content.
+    let events = s1["details"]["ledgermind"]["events"]
+        .as_array()
+        .expect("events");
+    let heartbeat = events
+        .iter()
+        .find(|e| e["kind"] == "heartbeat")
+        .expect("kept");
+    assert_eq!(heartbeat["content"], "alive");
+    assert!(events[0].get("content").is_none());
+    assert_eq!(events[0]["mapped"], true);
+    assert_eq!(out[2]["details"]["outcome"]["status"], "failure");
+    assert_eq!(out[2]["content"][2]["source"], "environment");
+    trajkit()
+        .args(["validate", "-q", "-"])
+        .write_stdin(out.iter().map(|t| format!("{t}\n")).collect::<String>())
+        .assert()
+        .code(0);
+}
+
+#[test]
+fn the_idle_gap_is_an_option() {
+    let (_, out, _) = convert(&[&sample()], &["--idle-gap", "120"]);
+    assert_eq!(ids(&out), vec!["s-1", "s-2", "session-11"]);
+    assert_eq!(out[2]["content"].as_array().map(Vec::len), Some(5));
+}
+
+#[test]
+fn a_sqlite_store_gives_the_same_trajectories_as_json_lines() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = dir.path().join("episodic.db");
+    build_db(&db);
+    let (code, from_db, stderr) = convert(&[&db], &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let (_, from_jsonl, _) = convert(&[&sample()], &[]);
+    assert_eq!(ids(&from_db), ids(&from_jsonl));
+    for (a, b) in from_db.iter().zip(&from_jsonl) {
+        assert_eq!(a["content"], b["content"]);
+        assert_eq!(a["details"]["outcome"], b["details"]["outcome"]);
+        assert_eq!(
+            a["details"]["reflections"].as_array().map(Vec::len),
+            b["details"]["reflections"].as_array().map(Vec::len)
+        );
+    }
+    // Auto-detection recognizes the database by its header.
+    let out = trajkit().arg("convert").arg(&db).output().expect("runs");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("detected ledgermind"));
+}
+
+#[test]
+fn a_corrupt_database_is_rejected_and_other_inputs_still_convert() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = dir.path().join("episodic.db");
+    let mut bytes = b"SQLite format 3\0".to_vec();
+    bytes.extend_from_slice(&[0xAB; 4096]);
+    std::fs::write(&db, bytes).expect("write");
+    let rejects = dir.path().join("rejects.jsonl");
+    let rejects_arg = rejects.to_string_lossy().into_owned();
+    let (code, out, stderr) = convert(&[&db, &sample()], &["--rejects", &rejects_arg]);
+    assert_eq!(code, 1);
+    assert_eq!(out.len(), 4, "{stderr}");
+    assert!(
+        stderr.contains("episodic.db:1: error[read-error]"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("cannot read the SQLite events table"),
+        "{stderr}"
+    );
+    assert_eq!(
+        json_lines(&std::fs::read(&rejects).expect("rejects")).len(),
+        1
+    );
+}
+
+#[test]
+fn a_line_that_is_not_an_object_is_rejected_with_its_line() {
+    let dir = tempfile::tempdir().expect("dir");
+    let input = dir.path().join("events.jsonl");
+    let mut text = std::fs::read_to_string(sample()).expect("sample");
+    text.push_str("[\"not\", \"an event\"]\n{broken\n");
+    std::fs::write(&input, text).expect("write");
+    let (code, out, stderr) = convert(&[&input], &[]);
+    assert_eq!(code, 1);
+    assert_eq!(out.len(), 4);
+    assert!(
+        stderr.contains("events.jsonl:16: error[not-an-object]"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("events.jsonl:17: error[json-syntax]"),
+        "{stderr}"
+    );
+}

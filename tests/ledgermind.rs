@@ -167,13 +167,13 @@ fn a_line_that_is_not_an_object_is_rejected_with_its_line() {
     let dir = tempfile::tempdir().expect("dir");
     let input = dir.path().join("events.jsonl");
     let mut text = std::fs::read_to_string(sample()).expect("sample");
-    text.push_str("[\"not\", \"an event\"]\n{broken\n");
+    text.push_str("[\"not\", \"an event\"]\n{broken\n{\"source\": \"user\", \"kind\": \"prompt\", \"content\": \"hi\"}\n");
     std::fs::write(&input, text).expect("write");
     let (code, out, stderr) = convert(&[&input], &[]);
     assert_eq!(code, 1);
     assert_eq!(out.len(), 4);
     assert!(
-        stderr.contains("events.jsonl:16: error[not-an-object]"),
+        stderr.contains("events.jsonl:16: error[invalid-record]"),
         "{stderr}"
     );
     assert!(

@@ -133,7 +133,7 @@ fn malformed_lines_are_rejected_with_file_and_line_and_the_rest_converted() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("reflections.jsonl:3: error[not-an-object]"),
+        stderr.contains("reflections.jsonl:3: error[invalid-record]"),
         "{stderr}"
     );
     let rejected = json_lines(&fs::read(&rejects).expect("rejects"));
@@ -170,4 +170,38 @@ fn a_directory_is_detected_as_ralph_inside_a_larger_tree() {
         stderr.contains("sample_data/ralph: detected ralph"),
         "{stderr}"
     );
+}
+
+#[test]
+fn ralph_files_validate_against_their_raw_schemas() {
+    let task = sample_data().join("ralph/tasks/task-001");
+    for (schema, file) in [
+        ("ralph-task", "metadata.json"),
+        ("ralph-reflection", "reflections.jsonl"),
+        ("ralph-action", "attempts/001/actions.jsonl"),
+        ("ralph-attempt", "attempts/001/attempt.json"),
+        ("ralph-outcome", "attempts/001/outcome.json"),
+    ] {
+        trajkit()
+            .args(["validate", "-q", "--schema", schema])
+            .arg(task.join(file))
+            .assert()
+            .code(0);
+    }
+    let out = trajkit()
+        .args(["validate", "--report", "json", "--schema", "ralph-attempt", "-"])
+        .write_stdin("{\"id\": 1, \"outcome\": {\"status\": \"won\"}}\n{\"type\": 3}\n")
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let diags = json_lines(&out.stdout);
+    let pointers: Vec<&str> = diags.iter().filter_map(|d| d["pointer"].as_str()).collect();
+    // The attempt's outcome is checked through the relative $ref to outcome.schema.json.
+    assert_eq!(pointers, vec!["/outcome/status"]);
+    let out = trajkit()
+        .args(["validate", "--report", "json", "--schema", "ralph-action", "-"])
+        .write_stdin("{\"type\": \"teleport\"}\n")
+        .output()
+        .expect("runs");
+    assert_eq!(json_lines(&out.stdout)[0]["pointer"], "/type");
 }

@@ -26,7 +26,7 @@ pub fn run(args: SchemaArgs) -> Result<u8, CliError> {
     let all = embedded();
     if args.list {
         for s in &all {
-            println!("{:<18} {}", s.name, s.title);
+            println!("{:<26} {}", s.name, s.title);
         }
         return Ok(0);
     }

@@ -23,7 +23,8 @@ pub struct ValidateArgs {
     /// Input files or directories (JSON lines, JSON arrays, .gz/.zst); none or `-` reads stdin.
     pub inputs: Vec<String>,
     /// What to validate against: `adp` (any ADP version, chosen by each record's
-    /// schema_version), or a raw input format: memabra, reflexion.
+    /// schema_version), or a raw input format: memabra, reflexion, ledgermind, ralph-action,
+    /// ralph-reflection, ralph-attempt, ralph-outcome, ralph-task.
     #[arg(long, default_value = "adp")]
     pub schema: String,
     /// With a raw format: accept the documented drift of real files (see the README).

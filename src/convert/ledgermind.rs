@@ -10,7 +10,7 @@ use super::{has_keys, source_details, ConvertOptions, Converter};
 use crate::ingest::ledgermind::{is_sqlite, SessionRecords};
 use crate::ingest::{RawRecord, RecordSource};
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
-use crate::validate::check::parse_json;
+use crate::validate::check::{parse_json, raw_schema_problems};
 use crate::validate::Diagnostic;
 
 /// Reads LedgerMind event stores.
@@ -45,8 +45,10 @@ impl Converter for LedgerMind {
         opts: &ConvertOptions,
     ) -> Option<io::Result<Box<dyn RecordSource>>> {
         Some(
-            SessionRecords::open(path, opts.sessions, opts.run.max_record_bytes)
-                .map(|r| Box::new(r) as Box<dyn RecordSource>),
+            SessionRecords::open(path, opts.sessions, opts.run.max_record_bytes, &|event| {
+                raw_schema_problems(event, "ledgermind", true)
+            })
+            .map(|r| Box::new(r) as Box<dyn RecordSource>),
         )
     }
 

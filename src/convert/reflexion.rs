@@ -12,9 +12,6 @@ use crate::validate::Diagnostic;
 /// Reads Reflexion records.
 pub struct Reflexion;
 
-/// Action fields that are the step's own (everything else becomes an argument).
-const ACTION_OWN: &[&str] = &["type", "description", "timestamp"];
-
 impl Converter for Reflexion {
     fn name(&self) -> &'static str {
         "reflexion"
@@ -36,7 +33,7 @@ impl Converter for Reflexion {
         record: &RawRecord,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
         let value = check_raw(record, "reflexion", true)?;
-        Ok(vec![(to_trajectory(&value, record), AdpVersion::V1_5)])
+        Ok(vec![(to_trajectory(value, record), AdpVersion::V1_5)])
     }
 }
 
@@ -45,28 +42,38 @@ pub fn trajectory_id(loop_id: &str, iteration: u64) -> String {
     format!("{loop_id}#{iteration}")
 }
 
-fn to_trajectory(v: &Value, record: &RawRecord) -> Trajectory {
-    let loop_id = v["loop_id"].as_str().unwrap_or_default();
+/// Builds the trajectory, moving the record's parts into steps and details (no copies of the
+/// large ones: diffs, outputs, the evaluator's results).
+fn to_trajectory(value: Value, record: &RawRecord) -> Trajectory {
+    let Value::Object(mut v) = value else {
+        return Trajectory::new(String::new(), Vec::new(), JsonObject::new());
+    };
+    let loop_id = v["loop_id"].as_str().unwrap_or_default().to_owned();
     let iteration = v["iteration"].as_u64().unwrap_or_default();
-    let id = trajectory_id(loop_id, iteration);
-    let actor = &v["actor_output"];
-    let evaluator = &v["evaluator_output"];
+    v.remove("loop_id");
+    v.remove("iteration");
+    let id = trajectory_id(&loop_id, iteration);
+    let mut actor = take_object(v.remove("actor_output"));
+    let evaluator = v.remove("evaluator_output").unwrap_or_default();
     let mut content = Vec::new();
-    if let Some(task) = v["task_description"].as_str() {
+    if let Some(Value::String(task)) = v.remove("task_description") {
         content.push(Step::user_text(task));
     }
-    let actions = actor["actions"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or(&[]);
-    content.extend(actions.iter().map(action_step));
+    let mut stamps = Vec::new();
+    if let Some(Value::Array(actions)) = actor.remove("actions") {
+        for action in actions {
+            let (step, stamp) = action_step(action);
+            content.push(step);
+            stamps.push(stamp);
+        }
+    }
     content.push(Step::message(
-        actor["rationale"].as_str().unwrap_or_default(),
-        actor["strategy"].as_str().map(str::to_owned),
+        take_string(actor.remove("rationale")).unwrap_or_default(),
+        take_string(actor.remove("strategy")),
     ));
     content.push(Step::environment_text(
         Some("evaluator".to_owned()),
-        render_evaluation(evaluator),
+        render_evaluation(&evaluator),
     ));
 
     let mut details = JsonObject::new();
@@ -93,34 +100,57 @@ fn to_trajectory(v: &Value, record: &RawRecord) -> Trajectory {
     if let Some(reward) = evaluator.get("reward_signal").filter(|r| r.is_number()) {
         details.insert("reward".into(), reward.clone());
     }
+    let self_reflection = v.remove("self_reflection").unwrap_or_default();
     details.insert(
         "reflections".into(),
-        json!([reflection(&v["self_reflection"], &id, iteration)]),
+        json!([reflection(self_reflection, &id, iteration)]),
     );
-    details.insert("memory_metadata".into(), v["memory_metadata"].clone());
-    details.insert("reflexion".into(), Value::Object(native_rest(v, actions)));
+    details.insert(
+        "memory_metadata".into(),
+        v.remove("memory_metadata").unwrap_or_default(),
+    );
+    // Everything else, so nothing is lost: timestamp, the structured evaluator output, actor
+    // totals, action timestamps, performance delta, notes, unknown keys.
+    let mut rest = v;
+    rest.insert("evaluator_output".into(), evaluator);
+    for (k, value) in actor {
+        rest.insert(format!("actor_{k}"), value);
+    }
+    if stamps.iter().any(|s| !s.is_null()) {
+        rest.insert("action_timestamps".into(), Value::Array(stamps));
+    }
+    details.insert("reflexion".into(), Value::Object(rest));
     Trajectory::new(id, content, details)
+}
+
+fn take_object(v: Option<Value>) -> Map<String, Value> {
+    match v {
+        Some(Value::Object(o)) => o,
+        _ => Map::new(),
+    }
+}
+
+fn take_string(v: Option<Value>) -> Option<String> {
+    match v {
+        Some(Value::String(s)) => Some(s),
+        _ => None,
+    }
 }
 
 /// A command or test run that is only a command becomes bash; anything else an api action named
 /// by its type, with every other field (file path, changes, command, unknown keys) as arguments.
-fn action_step(a: &Value) -> Step {
-    let description = a["description"].as_str().map(str::to_owned);
-    let kwargs: JsonObject = a
-        .as_object()
-        .into_iter()
-        .flatten()
-        .filter(|(k, _)| !ACTION_OWN.contains(&k.as_str()))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    let is_run = matches!(
-        a["type"].as_str(),
-        Some("command_execution" | "test_execution")
-    );
-    match a["command"].as_str() {
-        Some(command) if is_run && kwargs.len() == 1 => Step::code("bash", command, description),
-        _ => Step::api(a["type"].as_str().unwrap_or("other"), kwargs, description),
-    }
+/// Returns the step and the action's timestamp (kept in details).
+fn action_step(action: Value) -> (Step, Value) {
+    let mut a = take_object(Some(action));
+    let kind = take_string(a.remove("type")).unwrap_or_else(|| "other".to_owned());
+    let description = take_string(a.remove("description"));
+    let stamp = a.remove("timestamp").unwrap_or_default();
+    let is_run = matches!(kind.as_str(), "command_execution" | "test_execution");
+    let step = match a.get("command").and_then(Value::as_str) {
+        Some(command) if is_run && a.len() == 1 => Step::code("bash", command, description),
+        _ => Step::api(kind, a, description),
+    };
+    (step, stamp)
 }
 
 /// The evaluator's verdict, tool results, errors and metrics as text.
@@ -177,68 +207,39 @@ fn render_evaluation(e: &Value) -> String {
 }
 
 /// The self-reflection in trajkit's reflection shape (see `schemas/details.schema.json`); keys
-/// it does not normalize are copied as they are.
-fn reflection(r: &Value, key: &str, iteration: u64) -> Value {
-    const NORMALIZED: &[&str] = &[
-        "reflection_text",
-        "lessons_learned",
-        "actionable_insights",
-        "confidence",
-        "credit_assignment",
-    ];
-    let credit = &r["credit_assignment"];
-    let mut out = json!({
-        "source": "reflexion",
-        "key": key,
-        "iteration": iteration,
-        "text": r["reflection_text"],
-        "lessons": r.get("lessons_learned").cloned().unwrap_or(json!([])),
-        "insights": r.get("actionable_insights").cloned().unwrap_or(json!([])),
-        "root_cause": credit["root_cause"],
-        "failure_category": credit["failure_category"],
-        "confidence": r["confidence"],
-    });
-    for (k, v) in r.as_object().into_iter().flatten() {
-        if !NORMALIZED.contains(&k.as_str()) {
-            out[k] = v.clone();
-        }
-    }
-    for (k, v) in credit.as_object().into_iter().flatten() {
-        if !matches!(k.as_str(), "root_cause" | "failure_category") {
-            out[k] = v.clone();
-        }
-    }
-    out
-}
-
-/// Everything of the record not already in a step or in the keys above, so nothing is lost:
-/// timestamps, the structured evaluator output, totals, performance delta, notes, unknown keys.
-fn native_rest(v: &Value, actions: &[Value]) -> Map<String, Value> {
-    let mapped = [
-        "loop_id",
-        "iteration",
-        "task_description",
-        "actor_output",
-        "self_reflection",
-        "memory_metadata",
-    ];
-    let mut rest: Map<String, Value> = v
-        .as_object()
-        .into_iter()
-        .flatten()
-        .filter(|(k, _)| !mapped.contains(&k.as_str()))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    if let Some(actor) = v["actor_output"].as_object() {
-        for (k, value) in actor {
-            if !matches!(k.as_str(), "actions" | "rationale" | "strategy") {
-                rest.insert(format!("actor_{k}"), value.clone());
-            }
-        }
-    }
-    let stamps: Vec<Value> = actions.iter().map(|a| a["timestamp"].clone()).collect();
-    if stamps.iter().any(|s| !s.is_null()) {
-        rest.insert("action_timestamps".into(), Value::Array(stamps));
-    }
-    rest
+/// it does not normalize are moved over as they are.
+fn reflection(r: Value, key: &str, iteration: u64) -> Value {
+    let mut r = take_object(Some(r));
+    let mut credit = take_object(r.remove("credit_assignment"));
+    let mut out = Map::new();
+    out.insert("source".into(), json!("reflexion"));
+    out.insert("key".into(), json!(key));
+    out.insert("iteration".into(), json!(iteration));
+    out.insert(
+        "text".into(),
+        r.remove("reflection_text").unwrap_or_default(),
+    );
+    out.insert(
+        "lessons".into(),
+        r.remove("lessons_learned").unwrap_or(json!([])),
+    );
+    out.insert(
+        "insights".into(),
+        r.remove("actionable_insights").unwrap_or(json!([])),
+    );
+    out.insert(
+        "root_cause".into(),
+        credit.remove("root_cause").unwrap_or_default(),
+    );
+    out.insert(
+        "failure_category".into(),
+        credit.remove("failure_category").unwrap_or_default(),
+    );
+    out.insert(
+        "confidence".into(),
+        r.remove("confidence").unwrap_or_default(),
+    );
+    out.extend(r);
+    out.extend(credit);
+    Value::Object(out)
 }

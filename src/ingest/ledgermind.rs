@@ -35,6 +35,9 @@ pub const SEMANTIC_KINDS: &[&str] = &[
 /// `context` keys listing the ids of the events a semantic event is about.
 pub const CITATION_KEYS: &[&str] = &["event_ids", "evidence_ids", "source_event_ids", "cites"];
 
+/// Checks one event read from JSON lines; returns what is wrong with it (empty when fine).
+pub type EventCheck<'a> = &'a dyn Fn(&Value) -> Vec<String>;
+
 /// How events are cut into sessions.
 #[derive(Debug, Clone, Copy)]
 pub struct SessionOptions {
@@ -160,8 +163,14 @@ pub struct SessionRecords {
 
 impl SessionRecords {
     /// Reads `path` (a SQLite file, or JSON lines) and cuts it into sessions. A SQLite file
-    /// that cannot be read becomes one rejected record, so other inputs still convert.
-    pub fn open(path: &str, opts: SessionOptions, max_record_bytes: usize) -> io::Result<Self> {
+    /// that cannot be read becomes one rejected record, so other inputs still convert; a JSON
+    /// line that `check` finds wrong is a record of its own, rejected with its line.
+    pub fn open(
+        path: &str,
+        opts: SessionOptions,
+        max_record_bytes: usize,
+        check: EventCheck<'_>,
+    ) -> io::Result<Self> {
         let input: Arc<str> = Arc::from(path);
         let mut bad = Vec::new();
         let mut events = Vec::new();
@@ -187,15 +196,18 @@ impl SessionRecords {
                     Some(_) => None,
                     None => serde_json::from_slice::<Value>(&record.bytes).ok(),
                 };
+                let problems = match &parsed {
+                    Some(value) if value.is_object() => check(value),
+                    Some(_) => vec!["a LedgerMind event must be a JSON object".to_owned()],
+                    None => Vec::new(),
+                };
                 match parsed {
-                    Some(value) if value.is_object() => events.push(Event {
+                    Some(value) if problems.is_empty() => events.push(Event {
                         value,
                         line: record.provenance.line,
                     }),
                     Some(_) => {
-                        record.error = Some(FrameError::Invalid(
-                            "a LedgerMind event must be a JSON object".into(),
-                        ));
+                        record.error = Some(FrameError::Invalid(problems.join("; ")));
                         bad.push(record);
                     }
                     None => bad.push(record),

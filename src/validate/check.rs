@@ -37,7 +37,7 @@ pub fn frame_diagnostic(prov: &Provenance, error: &FrameError) -> Diagnostic {
         FrameError::Truncated => "json-truncated",
         FrameError::Syntax(_) => "json-syntax",
         FrameError::Read(_) => "read-error",
-        FrameError::Invalid(_) => "not-an-object",
+        FrameError::Invalid(_) => "invalid-record",
     };
     Diagnostic::error(prov, None, "", rule, error.to_string())
 }
@@ -185,6 +185,26 @@ pub fn check_raw(rec: &RawRecord, format: &str, lenient: bool) -> Result<Value, 
         .iter_errors(&value)
         .map(|e| schema_diagnostic(prov, id, &name, &e))
         .collect())
+}
+
+/// The problems of `value` under raw `format`'s schema, as `pointer: message` lines (empty
+/// when it conforms), for readers that check parts of an input before framing records.
+pub fn raw_schema_problems(value: &Value, format: &str, lenient: bool) -> Vec<String> {
+    match raw_validator(format, lenient) {
+        Some(v) if !v.is_valid(value) => v
+            .iter_errors(value)
+            .map(|e| {
+                let pointer = e.instance_path().as_str().to_owned();
+                let message = e.masked_with(preview(e.instance())).to_string();
+                format!(
+                    "{}: {message}",
+                    if pointer.is_empty() { "/" } else { &pointer }
+                )
+            })
+            .collect(),
+        Some(_) => Vec::new(),
+        None => vec![format!("no schema for raw format {format:?}")],
+    }
 }
 
 /// Turns a JSON Schema error into a diagnostic with a pointer to the offending key where

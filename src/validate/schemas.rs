@@ -10,8 +10,8 @@ use crate::model::AdpVersion;
 
 /// A schema trajkit ships: its name (as given to `trajkit schema`) and text.
 pub struct EmbeddedSchema {
-    /// Name on the command line, e.g. `adp` or `adp@1.3.0`.
-    pub name: &'static str,
+    /// Name on the command line, e.g. `adp`, `adp@1.3.0`, `memabra/event`.
+    pub name: String,
     /// What it describes.
     pub title: &'static str,
     /// The JSON text.
@@ -87,6 +87,76 @@ pub const RAW_SCHEMAS: &[RawSchema] = &[
         }],
     },
     RawSchema {
+        format: "ledgermind",
+        id_key: "id",
+        documents: &[
+            (
+                "https://trajkit.invalid/schemas/raw/ledgermind.schema.json",
+                include_str!("../../schemas/raw/ledgermind.schema.json"),
+            ),
+        ],
+        leniencies: &[],
+    },
+    RawSchema {
+        format: "ralph-action",
+        id_key: "type",
+        documents: &[
+            (
+                "https://trajkit.invalid/schemas/raw/ralph/action.schema.json",
+                include_str!("../../schemas/raw/ralph/action.schema.json"),
+            ),
+        ],
+        leniencies: &[],
+    },
+    RawSchema {
+        format: "ralph-attempt",
+        id_key: "task_id",
+        documents: &[
+            (
+                "https://trajkit.invalid/schemas/raw/ralph/attempt.schema.json",
+                include_str!("../../schemas/raw/ralph/attempt.schema.json"),
+            ),
+            (
+                "https://trajkit.invalid/schemas/raw/ralph/outcome.schema.json",
+                include_str!("../../schemas/raw/ralph/outcome.schema.json"),
+            ),
+        ],
+        leniencies: &[],
+    },
+    RawSchema {
+        format: "ralph-outcome",
+        id_key: "status",
+        documents: &[
+            (
+                "https://trajkit.invalid/schemas/raw/ralph/outcome.schema.json",
+                include_str!("../../schemas/raw/ralph/outcome.schema.json"),
+            ),
+        ],
+        leniencies: &[],
+    },
+    RawSchema {
+        format: "ralph-reflection",
+        id_key: "attempt_id",
+        documents: &[
+            (
+                "https://trajkit.invalid/schemas/raw/ralph/reflection.schema.json",
+                include_str!("../../schemas/raw/ralph/reflection.schema.json"),
+            ),
+        ],
+        leniencies: &[],
+    },
+    RawSchema {
+        format: "ralph-task",
+        id_key: "id",
+        documents: &[
+            (
+                "https://trajkit.invalid/schemas/raw/ralph/task.schema.json",
+                include_str!("../../schemas/raw/ralph/task.schema.json"),
+            ),
+        ],
+        leniencies: &[],
+    },
+    RawSchema {
         format: "reflexion",
         id_key: "loop_id",
         documents: &[(
@@ -156,15 +226,25 @@ fn compile_raw(raw: &RawSchema, lenient: bool) -> Validator {
 /// Every schema `trajkit schema` can print.
 pub fn embedded() -> Vec<EmbeddedSchema> {
     let mut out = vec![EmbeddedSchema {
-        name: "details",
+        name: "details".to_owned(),
         title: "trajkit's keys in a trajectory's details (source, outcome, reward, reflections)",
         text: include_str!("../../schemas/details.schema.json"),
     }];
+    let roots: Vec<&str> = RAW_SCHEMAS.iter().map(|r| r.documents[0].0).collect();
     for raw in RAW_SCHEMAS {
-        for &(uri, text) in raw.documents {
+        out.push(EmbeddedSchema {
+            name: raw.format.to_owned(),
+            title: RAW_TITLE,
+            text: raw.documents[0].1,
+        });
+        for &(uri, text) in &raw.documents[1..] {
+            if roots.contains(&uri) {
+                continue;
+            }
             let file = uri.rsplit('/').next().unwrap_or(uri);
+            let stem = file.strip_suffix(".schema.json").unwrap_or(file);
             out.push(EmbeddedSchema {
-                name: raw_schema_name(raw.format, file),
+                name: format!("{}/{stem}", raw.format),
                 title: RAW_TITLE,
                 text,
             });
@@ -172,22 +252,12 @@ pub fn embedded() -> Vec<EmbeddedSchema> {
     }
     for v in AdpVersion::ALL {
         out.push(EmbeddedSchema {
-            name: adp_schema_name(v),
+            name: adp_schema_name(v).to_owned(),
             title: "ADP standardized trajectory",
             text: adp_schema_text(v),
         });
     }
     out
-}
-
-/// `memabra`, `memabra/event`, `reflexion`: the root document is named after the format.
-fn raw_schema_name(format: &'static str, file: &str) -> &'static str {
-    match (format, file) {
-        ("memabra", "trajectory.schema.json") => "memabra",
-        ("memabra", "event.schema.json") => "memabra/event",
-        ("memabra", "candidate_object.schema.json") => "memabra/candidate_object",
-        (f, _) => f,
-    }
 }
 
 fn adp_schema_name(v: AdpVersion) -> &'static str {
@@ -239,7 +309,7 @@ mod tests {
                 s.name
             );
             if s.title != RAW_TITLE {
-                compile(s.text, s.name);
+                compile(s.text, &s.name);
             }
         }
         for v in AdpVersion::ALL {

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Throughput and peak memory of trajkit on a generated ADP JSON-lines input.
 #
-#   scripts/bench.sh [BYTES]        (default 1 GiB; the input is cached in $BENCH_DIR)
+#   scripts/bench.sh [BYTES]        (default 1 GiB; the inputs are cached in $BENCH_DIR)
 #
 # Prints, per command, the input size, wall time, MB/s and peak RSS (GNU time's %M).
+# ADP: BYTES of trajectories shaped like the shared corpus. Seed formats: BYTES/4 each, shaped
+# like the bundled samples (small, structure-heavy records), and for Reflexion also like the
+# real example in the shared corpus (long diffs and outputs) when it is there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BYTES="${1:-1073741824}"
@@ -36,11 +39,30 @@ report() {
   line=$(timed "$@")
   secs=${line% *}; rss=${line#* }
   awk -v n="$name" -v b="$SIZE" -v s="$secs" -v r="$rss" 'BEGIN {
-    printf "%-28s %8.0f MB in %6.2f s  %7.0f MB/s  peak RSS %5.0f MB\n", n, b/1e6, s, (s > 0 ? b/1e6/s : 0), r/1024 }'
+    printf "%-46s %8.0f MB in %6.2f s  %7.0f MB/s  peak RSS %5.0f MB\n", n, b/1e6, s, (s > 0 ? b/1e6/s : 0), r/1024 }'
 }
 
 echo "trajkit $($BIN --version | awk '{print $2}') on $(nproc) cores, input $INPUT"
 report "validate" "$BIN" validate -q "$INPUT"
 report "convert --from adp" "$BIN" convert -q --from adp "$INPUT" -o "$BENCH_DIR/out.jsonl"
 report "stats" "$BIN" stats "$INPUT"
+
+# Seed formats: generated from a directory of shapes, converted to a file.
+seed() {
+  local name="$1" format="$2" shapes="$3"
+  local input="$BENCH_DIR/$name-$((BYTES / 4)).jsonl"
+  if [ ! -s "$input" ]; then
+    target/release/examples/gen_bench_input "$input" "$((BYTES / 4))" "$shapes" 2>/dev/null
+  fi
+  SIZE=$(stat -c %s "$input")
+  report "convert --from $format ($name)" "$BIN" convert -q --from "$format" "$input" -o "$BENCH_DIR/out.jsonl"
+}
+seed memabra-samples memabra sample_data/memabra
+seed reflexion-samples reflexion sample_data/reflexion
+REAL=../shared/corpus/seeds/aiwg/examples/reflections-example-001.json
+if [ -f "$REAL" ]; then
+  mkdir -p "$BENCH_DIR/reflexion-real-shape"
+  cp "$REAL" "$BENCH_DIR/reflexion-real-shape/"
+  seed reflexion-real reflexion "$BENCH_DIR/reflexion-real-shape"
+fi
 rm -f "$BENCH_DIR/out.jsonl"

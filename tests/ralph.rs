@@ -189,7 +189,14 @@ fn ralph_files_validate_against_their_raw_schemas() {
             .code(0);
     }
     let out = trajkit()
-        .args(["validate", "--report", "json", "--schema", "ralph-attempt", "-"])
+        .args([
+            "validate",
+            "--report",
+            "json",
+            "--schema",
+            "ralph-attempt",
+            "-",
+        ])
         .write_stdin("{\"id\": 1, \"outcome\": {\"status\": \"won\"}}\n{\"type\": 3}\n")
         .output()
         .expect("runs");
@@ -199,7 +206,14 @@ fn ralph_files_validate_against_their_raw_schemas() {
     // The attempt's outcome is checked through the relative $ref to outcome.schema.json.
     assert_eq!(pointers, vec!["/outcome/status"]);
     let out = trajkit()
-        .args(["validate", "--report", "json", "--schema", "ralph-action", "-"])
+        .args([
+            "validate",
+            "--report",
+            "json",
+            "--schema",
+            "ralph-action",
+            "-",
+        ])
         .write_stdin("{\"type\": \"teleport\"}\n")
         .output()
         .expect("runs");

@@ -282,10 +282,19 @@ fn auto_detection_refuses_unknown_input_and_unsniffable_stdin() {
 fn the_whole_sample_directory_converts_with_every_format_detected() {
     let (code, out, stderr) = convert(&sample_data(), None, &[]);
     assert_eq!(code, 0, "{stderr}");
-    for format in ["adp", "ledgermind", "memabra", "ralph", "reflexion"] {
+    for format in [
+        "adp",
+        "ledgermind",
+        "memabra",
+        "openai",
+        "ralph",
+        "reflexion",
+        "sharegpt",
+    ] {
         assert!(stderr.contains(&format!("detected {format}")), "{stderr}");
     }
-    // 5 ADP + 2 memabra + 2 Reflexion + 3 Ralph attempts + 4 LedgerMind sessions.
-    assert_eq!(out.len(), 16);
+    // 5 ADP + 2 memabra + 2 Reflexion + 3 Ralph attempts + 4 LedgerMind sessions + 2 OpenAI
+    // chats + 2 ShareGPT conversations.
+    assert_eq!(out.len(), 20);
     assert_eq!(validate_adp(&out), 0);
 }

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{json, Map, Value};
 
-use super::{has_keys, source_details, Converter};
+use super::{has_keys, source_details, unlink_unanswered, Converter};
 use crate::ingest::RawRecord;
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
 use crate::validate::check::check_raw;
@@ -201,22 +201,6 @@ impl<'a> EventMapper<'a> {
                 }
             }
             _ => {}
-        }
-    }
-}
-
-/// Clears the id of a call no result answers (a memabra trace may record a call without its
-/// result); ADP forbids unanswered link ids.
-fn unlink_unanswered(content: &mut [Step]) {
-    let answered: HashSet<String> = content
-        .iter()
-        .filter(|s| !s.is_action())
-        .filter_map(|s| s.tool_call_id().map(str::to_owned))
-        .collect();
-    for step in content.iter_mut().filter(|s| s.is_tool_action()) {
-        let slot = step.tool_call_id_mut();
-        if slot.as_ref().is_some_and(|id| !answered.contains(id)) {
-            *slot = None;
         }
     }
 }

@@ -2,11 +2,14 @@
 //! upgrades them to the target version and writes them as JSON lines.
 
 pub mod adp;
+pub mod chat;
 pub mod detect;
 pub mod ledgermind;
 pub mod memabra;
+pub mod openai;
 pub mod ralph;
 pub mod reflexion;
+pub mod sharegpt;
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -18,7 +21,7 @@ use crate::ingest::ledgermind::SessionOptions;
 use crate::ingest::{RawRecord, RecordSource};
 use crate::model::rules;
 use crate::model::upgrade::{upgrade, UpgradeOptions};
-use crate::model::{AdpVersion, Trajectory};
+use crate::model::{AdpVersion, Step, Trajectory};
 use crate::output::Output;
 use crate::pipeline::{self, Flow, PipelineError, Progress, RunOptions, Sink};
 use crate::rejects::RejectsWriter;
@@ -55,14 +58,7 @@ pub trait Converter: Sync {
 }
 
 /// Formats on the roadmap that have no converter yet; `--from` names them in its error.
-pub const NOT_YET_SUPPORTED: &[&str] = &[
-    "atif",
-    "openai",
-    "sharegpt",
-    "swe-agent",
-    "openhands",
-    "claude-code",
-];
+pub const NOT_YET_SUPPORTED: &[&str] = &["atif", "swe-agent", "openhands", "claude-code"];
 
 /// Every built-in converter.
 pub fn converters() -> Vec<&'static dyn Converter> {
@@ -70,8 +66,10 @@ pub fn converters() -> Vec<&'static dyn Converter> {
         &adp::Adp,
         &ledgermind::LedgerMind,
         &memabra::Memabra,
+        &openai::OpenAi,
         &ralph::Ralph,
         &reflexion::Reflexion,
+        &sharegpt::ShareGpt,
     ]
 }
 
@@ -96,6 +94,22 @@ pub fn lookup(name: &str) -> Result<&'static dyn Converter, String> {
             "unknown format {name:?} (supported: {}; run `trajkit formats`)",
             known.join(", ")
         ))
+    }
+}
+
+/// Clears the link id of every tool action no observation answers: logs may record a call
+/// without its result, and ADP forbids unanswered ids.
+pub fn unlink_unanswered(content: &mut [Step]) {
+    let answered: std::collections::HashSet<String> = content
+        .iter()
+        .filter(|s| !s.is_action())
+        .filter_map(|s| s.tool_call_id().map(str::to_owned))
+        .collect();
+    for step in content.iter_mut().filter(|s| s.is_tool_action()) {
+        let slot = step.tool_call_id_mut();
+        if slot.as_ref().is_some_and(|id| !answered.contains(id)) {
+            *slot = None;
+        }
     }
 }
 

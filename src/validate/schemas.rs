@@ -157,6 +157,24 @@ pub const RAW_SCHEMAS: &[RawSchema] = &[
         leniencies: &[],
     },
     RawSchema {
+        format: "openai",
+        id_key: "id",
+        documents: &[(
+            "https://trajkit.invalid/schemas/raw/openai.schema.json",
+            include_str!("../../schemas/raw/openai.schema.json"),
+        )],
+        leniencies: &[],
+    },
+    RawSchema {
+        format: "sharegpt",
+        id_key: "id",
+        documents: &[(
+            "https://trajkit.invalid/schemas/raw/sharegpt.schema.json",
+            include_str!("../../schemas/raw/sharegpt.schema.json"),
+        )],
+        leniencies: &[],
+    },
+    RawSchema {
         format: "reflexion",
         id_key: "loop_id",
         documents: &[(

@@ -1,0 +1,204 @@
+//! OpenAI-style chat records (`messages` with roles, `tool_calls`, `tool_call_id`, `tools`), the
+//! lingua franca of fine-tuning data. The mapping is in the README ("OpenAI chat").
+
+use std::collections::HashMap;
+
+use serde_json::{json, Value};
+
+use super::chat::{parse_arguments, record_id, system_step, tool_names};
+use super::{source_details, unlink_unanswered, Converter};
+use crate::ingest::RawRecord;
+use crate::model::{AdpVersion, JsonObject, Source, Step, Trajectory};
+use crate::validate::check::check_raw;
+use crate::validate::Diagnostic;
+
+/// Reads OpenAI-style chat records.
+pub struct OpenAi;
+
+impl Converter for OpenAi {
+    fn name(&self) -> &'static str {
+        "openai"
+    }
+
+    fn description(&self) -> &'static str {
+        "OpenAI-style chats: messages with tool_calls / tool_call_id, optional tools"
+    }
+
+    fn sniff(&self, first: &Value) -> bool {
+        first["messages"]
+            .as_array()
+            .and_then(|m| m.first())
+            .is_some_and(|m| m.get("role").is_some())
+    }
+
+    fn convert(
+        &self,
+        record: &RawRecord,
+    ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
+        let value = check_raw(record, "openai", true)?;
+        let id = record_id(&value, record);
+        let content = steps(&value).map_err(|(pointer, message)| {
+            vec![Diagnostic::error(
+                &record.provenance,
+                Some(&id),
+                pointer,
+                "chat-structure",
+                message,
+            )]
+        })?;
+        let mut details = JsonObject::new();
+        details.insert(
+            "source".into(),
+            source_details("openai", record, json!({ "id": value.get("id") })),
+        );
+        let tools = value["tools"].as_array().cloned().unwrap_or_default();
+        if !tools.is_empty() {
+            details.insert("tools".into(), Value::Array(tools.clone()));
+        }
+        let rest: JsonObject = value
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| !matches!(k.as_str(), "messages" | "tools" | "id"))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if !rest.is_empty() {
+            details.insert("openai".into(), Value::Object(rest));
+        }
+        let mut traj = Trajectory::new(id, content, details);
+        if !tools.is_empty() {
+            traj.available_custom_tools = Some(tool_names(&tools));
+        }
+        Ok(vec![(traj, AdpVersion::V1_5)])
+    }
+}
+
+/// Text of a message's content: a string, or the text parts of a list joined by blank lines.
+fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+        _ => String::new(),
+    }
+}
+
+/// Image URLs among a message's content parts.
+fn images_of(content: &Value) -> Vec<String> {
+    content
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| {
+            p["image_url"]["url"]
+                .as_str()
+                .or(p["image_url"].as_str())
+                .map(str::to_owned)
+        })
+        .collect()
+}
+
+/// The steps of a chat, or the pointer and reason of the first message that cannot be mapped.
+fn steps(v: &Value) -> Result<Vec<Step>, (String, String)> {
+    let messages = v["messages"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    let mut out = Vec::new();
+    let mut call_names: HashMap<String, String> = HashMap::new();
+    let mut last_function: Option<String> = None;
+    for (i, m) in messages.iter().enumerate() {
+        let content = &m["content"];
+        match m["role"].as_str().unwrap_or_default() {
+            "system" | "developer" => out.push(system_step(text_of(content))),
+            "user" => {
+                let text = text_of(content);
+                if !text.is_empty() || images_of(content).is_empty() {
+                    out.push(Step::user_text(text));
+                }
+                for url in images_of(content) {
+                    out.push(Step::ImageObservation(crate::model::ImageObservation {
+                        content: url,
+                        annotations: None,
+                        source: Source::User,
+                        tool_call_id: None,
+                        reward: None,
+                    }));
+                }
+            }
+            "assistant" => {
+                let text = text_of(content);
+                let reasoning = m["reasoning_content"].as_str().map(str::to_owned);
+                let mut calls: Vec<Step> = Vec::new();
+                for (j, call) in m["tool_calls"].as_array().into_iter().flatten().enumerate() {
+                    let f = &call["function"];
+                    let name = f["name"].as_str().unwrap_or_default().to_owned();
+                    let kwargs = parse_arguments(&f["arguments"]).map_err(|e| {
+                        (
+                            format!("/messages/{i}/tool_calls/{j}/function/arguments"),
+                            e,
+                        )
+                    })?;
+                    let mut step = Step::api(&name, kwargs, None);
+                    if let Some(id) = call["id"].as_str() {
+                        call_names.insert(id.to_owned(), name.clone());
+                        step = step.with_tool_call_id(id);
+                    }
+                    calls.push(step);
+                }
+                if let Some(f) = m["function_call"].as_object() {
+                    let name = f.get("name").and_then(Value::as_str).unwrap_or_default();
+                    let kwargs = parse_arguments(f.get("arguments").unwrap_or(&Value::Null))
+                        .map_err(|e| (format!("/messages/{i}/function_call/arguments"), e))?;
+                    last_function = Some(name.to_owned());
+                    calls.push(Step::api(name, kwargs, None));
+                }
+                if calls.is_empty() {
+                    let mut step = Step::message(text, None);
+                    if let Step::MessageAction(a) = &mut step {
+                        a.reasoning_content = reasoning;
+                    }
+                    out.push(step);
+                } else {
+                    if let Some(Step::ApiAction(first)) = calls.first_mut() {
+                        first.description = (!text.is_empty()).then_some(text);
+                        first.reasoning_content = reasoning;
+                    }
+                    out.extend(calls);
+                }
+            }
+            "tool" => {
+                let id = m["tool_call_id"].as_str().unwrap_or_default();
+                let Some(name) = call_names.get(id) else {
+                    return Err((
+                        format!("/messages/{i}/tool_call_id"),
+                        format!(
+                            "tool result for call {id:?}, which no earlier assistant message made"
+                        ),
+                    ));
+                };
+                let name = m["name"]
+                    .as_str()
+                    .map_or_else(|| name.clone(), str::to_owned);
+                out.push(
+                    Step::environment_text(Some(name), text_of(content)).with_tool_call_id(id),
+                );
+            }
+            "function" => {
+                let name = m["name"]
+                    .as_str()
+                    .map(str::to_owned)
+                    .or(last_function.take());
+                out.push(Step::environment_text(name, text_of(content)));
+            }
+            other => {
+                return Err((
+                    format!("/messages/{i}/role"),
+                    format!("unknown role {other:?}"),
+                ))
+            }
+        }
+    }
+    unlink_unanswered(&mut out);
+    Ok(out)
+}

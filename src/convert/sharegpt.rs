@@ -1,0 +1,132 @@
+//! ShareGPT conversations (`conversations` of `{from, value}`), including LLaMA-Factory's
+//! `function_call` and `observation` turns and top-level `system` and `tools`. The mapping is in
+//! the README ("ShareGPT").
+
+use serde_json::{json, Value};
+
+use super::chat::{parse_arguments, record_id, system_step, tool_names};
+use super::{has_keys, source_details, Converter};
+use crate::ingest::RawRecord;
+use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
+use crate::validate::check::check_raw;
+use crate::validate::Diagnostic;
+
+/// Reads ShareGPT conversations.
+pub struct ShareGpt;
+
+impl Converter for ShareGpt {
+    fn name(&self) -> &'static str {
+        "sharegpt"
+    }
+
+    fn description(&self) -> &'static str {
+        "ShareGPT conversations of {from, value}, with LLaMA-Factory function_call/observation turns"
+    }
+
+    fn sniff(&self, first: &Value) -> bool {
+        first["conversations"]
+            .as_array()
+            .and_then(|c| c.first())
+            .is_some_and(|t| has_keys(t, &["from", "value"]))
+    }
+
+    fn convert(
+        &self,
+        record: &RawRecord,
+    ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
+        let value = check_raw(record, "sharegpt", true)?;
+        let id = record_id(&value, record);
+        let diagnostic = |pointer: String, message: String| {
+            vec![Diagnostic::error(
+                &record.provenance,
+                Some(&id),
+                pointer,
+                "chat-structure",
+                message,
+            )]
+        };
+        let tools: Vec<Value> = match &value["tools"] {
+            Value::Array(t) => t.clone(),
+            Value::String(s) if !s.trim().is_empty() => match serde_json::from_str(s) {
+                Ok(Value::Array(t)) => t,
+                _ => {
+                    return Err(diagnostic(
+                        "/tools".into(),
+                        "tools must be a JSON list of tool specs (or a string holding one)".into(),
+                    ))
+                }
+            },
+            _ => Vec::new(),
+        };
+        let mut content = Vec::new();
+        if let Some(system) = value["system"].as_str().filter(|s| !s.is_empty()) {
+            content.push(system_step(system.to_owned()));
+        }
+        let mut last_call: Option<String> = None;
+        let turns = value["conversations"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        for (i, t) in turns.iter().enumerate() {
+            let text = t["value"].as_str().unwrap_or_default().to_owned();
+            match t["from"].as_str().unwrap_or_default() {
+                "human" | "user" => content.push(Step::user_text(text)),
+                "gpt" | "assistant" => content.push(Step::message(text, None)),
+                "system" => content.push(system_step(text)),
+                "function_call" => {
+                    let calls = function_calls(&text)
+                        .map_err(|e| diagnostic(format!("/conversations/{i}/value"), e))?;
+                    for (name, kwargs) in calls {
+                        last_call = Some(name.clone());
+                        content.push(Step::api(name, kwargs, None));
+                    }
+                }
+                _ => content.push(Step::environment_text(last_call.take(), text)),
+            }
+        }
+        let mut details = JsonObject::new();
+        details.insert(
+            "source".into(),
+            source_details("sharegpt", record, json!({ "id": value.get("id") })),
+        );
+        if !tools.is_empty() {
+            details.insert("tools".into(), Value::Array(tools.clone()));
+        }
+        let rest: JsonObject = value
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| !matches!(k.as_str(), "conversations" | "tools" | "system" | "id"))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if !rest.is_empty() {
+            details.insert("sharegpt".into(), Value::Object(rest));
+        }
+        let mut traj = Trajectory::new(id, content, details);
+        if !tools.is_empty() {
+            traj.available_custom_tools = Some(tool_names(&tools));
+        }
+        Ok(vec![(traj, AdpVersion::V1_5)])
+    }
+}
+
+/// The calls of a `function_call` turn: a JSON object `{name, arguments}` or a list of them.
+fn function_calls(text: &str) -> Result<Vec<(String, JsonObject)>, String> {
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| format!("a function_call turn must hold JSON {{name, arguments}}: {e}"))?;
+    let calls = match value {
+        Value::Array(items) => items,
+        one => vec![one],
+    };
+    calls
+        .iter()
+        .map(|c| {
+            let name = c["name"]
+                .as_str()
+                .ok_or("a function call needs a \"name\"")?
+                .to_owned();
+            let kwargs = parse_arguments(c.get("arguments").unwrap_or(&Value::Null))?;
+            Ok((name, kwargs))
+        })
+        .collect()
+}

@@ -1,0 +1,229 @@
+//! OpenAI chat and ShareGPT: the bundled samples, malformed chats, and corpus raw samples of
+//! these families (toucan_1_5m must match ADP's own step structure).
+
+mod common;
+
+use std::path::Path;
+
+use common::{adp_corpus, json_lines, sample_data, trajkit};
+use serde_json::{json, Value};
+
+fn convert(input: &Path, from: Option<&str>) -> (i32, Vec<Value>, String) {
+    let mut cmd = trajkit();
+    cmd.arg("convert");
+    if let Some(f) = from {
+        cmd.args(["--from", f]);
+    }
+    let out = cmd.arg(input).output().expect("runs");
+    (
+        out.status.code().expect("exit code"),
+        json_lines(&out.stdout),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn classes(t: &Value) -> Vec<&str> {
+    t["content"]
+        .as_array()
+        .expect("content")
+        .iter()
+        .filter_map(|s| s["class_"].as_str())
+        .collect()
+}
+
+fn validate_adp(trajectories: &[Value]) -> i32 {
+    trajkit()
+        .args(["validate", "-q", "-"])
+        .write_stdin(
+            trajectories
+                .iter()
+                .map(|t| format!("{t}\n"))
+                .collect::<String>(),
+        )
+        .output()
+        .expect("runs")
+        .status
+        .code()
+        .expect("exit code")
+}
+
+#[test]
+fn openai_chats_map_parallel_calls_reasoning_images_and_tools() {
+    let (code, out, stderr) = convert(&sample_data().join("openai/chats.jsonl"), None);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("detected openai"), "{stderr}");
+    let t = &out[0];
+    assert_eq!(
+        classes(t),
+        vec![
+            "text_observation",
+            "text_observation",
+            "image_observation",
+            "api_action",
+            "api_action",
+            "text_observation",
+            "text_observation",
+            "message_action"
+        ]
+    );
+    let c = &t["content"];
+    assert_eq!(c[0]["name"], "system");
+    assert_eq!(c[2]["content"], "https://example.invalid/oslo.jpg");
+    assert_eq!(c[3]["kwargs"], json!({"city": "Oslo"}));
+    assert_eq!(c[3]["description"], "Let me check both.");
+    assert_eq!(
+        c[3]["reasoning_content"],
+        "Two independent lookups; call them in parallel."
+    );
+    assert_eq!(c[3]["tool_call_id"], "call_w");
+    // Results answer the parallel calls out of order, linked by id and named after the call.
+    assert_eq!(c[5]["tool_call_id"], "call_t");
+    assert_eq!(c[5]["name"], "get_time");
+    assert_eq!(c[6]["tool_call_id"], "call_w");
+    assert_eq!(
+        t["available_custom_tools"],
+        json!(["get_weather", "get_time"])
+    );
+    assert_eq!(t["details"]["tools"][0]["function"]["name"], "get_weather");
+    assert_eq!(t["details"]["openai"]["split"], "demo");
+    let legacy = &out[1];
+    assert_eq!(legacy["content"][1]["function"], "add");
+    assert_eq!(legacy["content"][2]["name"], "add");
+    assert_eq!(
+        legacy["content"][1]["tool_call_id"],
+        legacy["content"][2]["tool_call_id"]
+    );
+    assert_eq!(validate_adp(&out), 0);
+}
+
+#[test]
+fn sharegpt_function_calls_and_observations_become_linked_steps() {
+    let (code, out, stderr) = convert(&sample_data().join("sharegpt/conversations.json"), None);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("detected sharegpt"), "{stderr}");
+    let t = &out[0];
+    assert_eq!(
+        classes(t),
+        vec![
+            "text_observation",
+            "text_observation",
+            "api_action",
+            "text_observation",
+            "message_action"
+        ]
+    );
+    assert_eq!(
+        t["content"][2]["kwargs"],
+        json!({"q": "The Left Hand of Darkness author"})
+    );
+    assert_eq!(t["content"][3]["name"], "search");
+    assert_eq!(
+        t["content"][2]["tool_call_id"],
+        t["content"][3]["tool_call_id"]
+    );
+    assert_eq!(t["available_custom_tools"], json!(["search"]));
+    assert_eq!(classes(&out[1]), vec!["text_observation", "message_action"]);
+    assert_eq!(validate_adp(&out), 0);
+}
+
+#[test]
+fn malformed_chats_are_rejected_at_their_pointer_and_the_rest_converted() {
+    let dir = tempfile::tempdir().expect("dir");
+    let input = dir.path().join("chats.jsonl");
+    let unknown_call = json!({"id": "u", "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "tool", "tool_call_id": "ghost", "content": "?"}
+    ]});
+    let bad_arguments = json!({"id": "b", "messages": [
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{not json"}}
+        ]}
+    ]});
+    let good = json!({"id": "g", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]});
+    std::fs::write(&input, format!("{unknown_call}\n{bad_arguments}\n{good}\n")).expect("write");
+    let (code, out, stderr) = convert(&input, Some("openai"));
+    assert_eq!(code, 1);
+    assert_eq!(out.len(), 1);
+    assert!(
+        stderr.contains(":1: error[chat-structure] id=\"u\" /messages/1/tool_call_id"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            ":2: error[chat-structure] id=\"b\" /messages/0/tool_calls/0/function/arguments"
+        ),
+        "{stderr}"
+    );
+    let sharegpt = dir.path().join("sg.jsonl");
+    let bad_call = json!({"conversations": [{"from": "function_call", "value": "search(q)"}]});
+    std::fs::write(&sharegpt, format!("{bad_call}\n")).expect("write");
+    let (code, _, stderr) = convert(&sharegpt, Some("sharegpt"));
+    assert_eq!(code, 1);
+    assert!(stderr.contains("/conversations/0/value"), "{stderr}");
+}
+
+#[test]
+fn toucan_raw_sample_matches_adps_step_structure() {
+    let Some(corpus) = adp_corpus() else { return };
+    let dataset = corpus.join("toucan_1_5m");
+    let (code, out, stderr) = convert(&dataset.join("sample_raw.json"), None);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("detected openai"), "{stderr}");
+    let theirs: Vec<Value> =
+        serde_json::from_slice(&std::fs::read(dataset.join("sample_std.json")).expect("std"))
+            .expect("json");
+    assert_eq!(out.len(), theirs.len());
+    for (mine, adp) in out.iter().zip(&theirs) {
+        assert_eq!(classes(mine), classes(adp));
+        let a = mine["content"].as_array().expect("content");
+        let b = adp["content"].as_array().expect("content");
+        // ADP's toucan script strips the tool server's prefix (`exa-search-`) from tool names
+        // wherever they appear, and wraps the final answer in <finish> tags; trajkit's generic
+        // converter does neither. Everything else must be equal.
+        let (call, adp_call) = a
+            .iter()
+            .zip(b)
+            .find(|(x, _)| x["class_"] == "api_action")
+            .expect("a tool call");
+        let full = call["function"].as_str().expect("function");
+        let short = adp_call["function"].as_str().expect("function");
+        let prefix = full.strip_suffix(short).expect("a server prefix");
+        let unprefixed = |v: &Value| v.as_str().map(|t| t.replace(prefix, ""));
+        for (k, (x, y)) in a.iter().zip(b).enumerate() {
+            if x["class_"] == "api_action" {
+                assert_eq!(
+                    unprefixed(&x["function"]),
+                    unprefixed(&y["function"]),
+                    "step {k}"
+                );
+                assert_eq!(x["kwargs"], y["kwargs"], "step {k}");
+            } else if x["class_"] == "message_action" && k + 1 == a.len() {
+                let answer = y["content"].as_str().expect("text");
+                let inner = answer
+                    .trim_start_matches("<finish>")
+                    .trim_end_matches("</finish>")
+                    .trim();
+                assert_eq!(x["content"], inner, "step {k}");
+            } else {
+                assert_eq!(
+                    unprefixed(&x["content"]),
+                    unprefixed(&y["content"]),
+                    "step {k}"
+                );
+            }
+        }
+    }
+    assert_eq!(validate_adp(&out), 0);
+}
+
+#[test]
+fn sharegpt_family_corpus_samples_convert_to_valid_adp() {
+    let Some(corpus) = adp_corpus() else { return };
+    for dataset in ["eto", "llava_plus"] {
+        let (code, out, stderr) = convert(&corpus.join(dataset).join("sample_raw.json"), None);
+        assert_eq!(code, 0, "{dataset}: {stderr}");
+        assert!(stderr.contains("detected sharegpt"), "{stderr}");
+        assert!(!out.is_empty());
+        assert_eq!(validate_adp(&out), 0, "{dataset}");
+    }
+}

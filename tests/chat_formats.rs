@@ -227,3 +227,22 @@ fn sharegpt_family_corpus_samples_convert_to_valid_adp() {
         assert_eq!(validate_adp(&out), 0, "{dataset}");
     }
 }
+
+#[test]
+fn openai_family_corpus_samples_convert_to_valid_adp() {
+    let Some(corpus) = adp_corpus() else { return };
+    for dataset in [
+        "swe-gym_openhands_sampled_trajectories",
+        "mini-coder",
+        "swe-smith",
+        "code_feedback",
+    ] {
+        let input = corpus.join(dataset).join("sample_raw.json");
+        let raw: Vec<Value> =
+            serde_json::from_slice(&std::fs::read(&input).expect("raw")).expect("json");
+        let (code, out, stderr) = convert(&input, Some("openai"));
+        assert_eq!(code, 0, "{dataset}: {stderr}");
+        assert_eq!(out.len(), raw.len(), "{dataset}");
+        assert_eq!(validate_adp(&out), 0, "{dataset}");
+    }
+}

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use divan::counter::BytesCount;
 use divan::Bencher;
-use trajkit::convert::{adp::Adp, convert_record, Converted};
+use trajkit::convert::{adp::Adp, convert_record, Converted, OutputFormat};
 use trajkit::ingest::{Framer, LayoutHint, Provenance, RawRecord};
 use trajkit::model::upgrade::UpgradeOptions;
 use trajkit::validate::check_adp;
@@ -87,7 +87,12 @@ fn convert_records_to_1_5(bencher: Bencher) {
     let opts = UpgradeOptions::default();
     bencher.counter(BytesCount::of_slice(&bytes)).bench(|| {
         recs.iter()
-            .filter(|r| matches!(convert_record(&Adp, r, &opts), Converted::Written(..)))
+            .filter(|r| {
+                matches!(
+                    convert_record(&Adp, r, &opts, OutputFormat::Adp),
+                    Converted::Written(..)
+                )
+            })
             .count()
     });
 }

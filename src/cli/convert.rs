@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use clap::Args;
 use trajkit::convert::detect::{detect_input, DetectError};
-use trajkit::convert::{convert_inputs, lookup, path_converter, ConvertOptions};
+use trajkit::convert::{convert_inputs, lookup, path_converter, ConvertOptions, OutputFormat};
 use trajkit::ingest::ledgermind::SessionOptions;
 use trajkit::model::upgrade::{DetailsDecode, UpgradeOptions};
 use trajkit::model::AdpVersion;
@@ -37,7 +37,8 @@ pub struct ConvertArgs {
     /// refused. Standard input needs a named format.
     #[arg(long, default_value = "auto")]
     pub from: String,
-    /// Output format.
+    /// Output format: adp, or atif (ATIF v1.7, built from ADP 1.5.0; what ATIF has no field
+    /// for is kept in `extra.adp`, so `--from atif` gives the same ADP back).
     #[arg(long, default_value = "adp")]
     pub to: String,
     /// ADP version to write: 1.5.0 (default), 1.4.0 ... 1.0.0, or unversioned.
@@ -92,12 +93,20 @@ pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         "auto" => None,
         name => Some(lookup(name).map_err(CliError::usage)?),
     };
-    if args.to != "adp" {
-        return Err(CliError::usage(format!(
-            "not supported yet: --to {} (supported now: adp)",
-            args.to
-        )));
-    }
+    let to = match args.to.as_str() {
+        "adp" => OutputFormat::Adp,
+        "atif" if args.adp_version == AdpVersion::LATEST => OutputFormat::Atif,
+        "atif" => {
+            return Err(CliError::usage(
+                "--to atif is built from ADP 1.5.0; leave --adp-version at its default",
+            ))
+        }
+        other => {
+            return Err(CliError::usage(format!(
+                "unknown output format {other:?} (supported: adp, atif)"
+            )))
+        }
+    };
     let decode_details = match args.decode_details.as_deref() {
         None => DetailsDecode::None,
         Some("*") => DetailsDecode::All,
@@ -132,6 +141,7 @@ pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         .map_err(|e| CliError::io(format!("cannot create {}: {e}", args.output)))?;
     let rejects = rejects_writer(args.rejects.as_deref())?;
     let opts = ConvertOptions {
+        to,
         upgrade: UpgradeOptions {
             target: args.adp_version,
             decode_details,

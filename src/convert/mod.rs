@@ -2,6 +2,7 @@
 //! upgrades them to the target version and writes them as JSON lines.
 
 pub mod adp;
+pub mod atif;
 pub mod chat;
 pub mod detect;
 pub mod ledgermind;
@@ -64,6 +65,7 @@ pub const NOT_YET_SUPPORTED: &[&str] = &["atif", "swe-agent", "openhands", "clau
 pub fn converters() -> Vec<&'static dyn Converter> {
     vec![
         &adp::Adp,
+        &atif::Atif,
         &ledgermind::LedgerMind,
         &memabra::Memabra,
         &openai::OpenAi,
@@ -129,9 +131,21 @@ pub fn source_details(format: &str, record: &RawRecord, native_ids: Value) -> Va
     })
 }
 
+/// What `convert` writes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// ADP, in the version of [`UpgradeOptions::target`].
+    #[default]
+    Adp,
+    /// ATIF v1.7, built from ADP 1.5.0.
+    Atif,
+}
+
 /// Options of [`convert_inputs`].
 #[derive(Debug, Clone, Default)]
 pub struct ConvertOptions {
+    /// The output format.
+    pub to: OutputFormat,
     /// The version written and what to decode on the way.
     pub upgrade: UpgradeOptions,
     /// Runner options.
@@ -169,6 +183,7 @@ pub fn convert_record(
     converter: &dyn Converter,
     record: &RawRecord,
     opts: &UpgradeOptions,
+    to: OutputFormat,
 ) -> Converted {
     let trajectories = match converter.convert(record) {
         Ok(t) => t,
@@ -191,7 +206,11 @@ pub fn convert_record(
                     .collect(),
             );
         }
-        if let Err(e) = serde_json::to_writer(&mut out, &traj) {
+        let written = match to {
+            OutputFormat::Adp => serde_json::to_writer(&mut out, &traj),
+            OutputFormat::Atif => serde_json::to_writer(&mut out, &atif::to_atif(&traj)),
+        };
+        if let Err(e) = written {
             return Converted::Rejected(vec![Diagnostic::error(
                 prov,
                 Some(&traj.id),
@@ -264,7 +283,7 @@ pub fn convert_inputs(
         &opts.run,
         progress,
         |r| match by_path.get(r.provenance.input.as_ref()) {
-            Some(converter) => convert_record(*converter, r, &opts.upgrade),
+            Some(converter) => convert_record(*converter, r, &opts.upgrade, opts.to),
             None => Converted::Rejected(vec![Diagnostic::error(
                 &r.provenance,
                 None,

@@ -87,6 +87,15 @@ pub const RAW_SCHEMAS: &[RawSchema] = &[
         }],
     },
     RawSchema {
+        format: "atif",
+        id_key: "trajectory_id",
+        documents: &[(
+            "https://trajkit.invalid/schemas/raw/atif.schema.json",
+            include_str!("../../schemas/raw/atif.schema.json"),
+        )],
+        leniencies: &[],
+    },
+    RawSchema {
         format: "ledgermind",
         id_key: "id",
         documents: &[

@@ -4,6 +4,7 @@
 pub mod adp;
 pub mod atif;
 pub mod chat;
+pub mod claude_code;
 pub mod detect;
 pub mod ledgermind;
 pub mod memabra;
@@ -66,6 +67,7 @@ pub fn converters() -> Vec<&'static dyn Converter> {
     vec![
         &adp::Adp,
         &atif::Atif,
+        &claude_code::ClaudeCode,
         &ledgermind::LedgerMind,
         &memabra::Memabra,
         &openai::OpenAi,

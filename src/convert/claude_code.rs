@@ -1,0 +1,423 @@
+//! Claude Code sessions: one JSON-lines file per session, one trajectory per file. The main
+//! chain is followed through `parentUuid` (sidechains stay out), the lines of one assistant
+//! response (one per content block, sharing `message.id`) are merged, and `tool_use` /
+//! `tool_result` blocks are linked by id. The mapping is in the README ("Claude Code").
+
+use std::collections::{HashMap, HashSet};
+use std::io;
+
+use serde_json::{json, Value};
+
+use super::{has_keys, source_details, unlink_unanswered, ConvertOptions, Converter};
+use crate::ingest::{FrameError, FramedRecords, RawRecord, RecordSource};
+use crate::model::{AdpVersion, JsonObject, Source, Step, Trajectory};
+use crate::validate::check::parse_json;
+use crate::validate::Diagnostic;
+
+/// Reads Claude Code session files.
+pub struct ClaudeCode;
+
+impl Converter for ClaudeCode {
+    fn name(&self) -> &'static str {
+        "claude-code"
+    }
+
+    fn description(&self) -> &'static str {
+        "Claude Code session JSONL (one file per session; blocks merged, main chain followed)"
+    }
+
+    fn sniff(&self, first: &Value) -> bool {
+        first.get("type").is_some()
+            && (has_keys(first, &["sessionId"]) || has_keys(first, &["leafUuid"]))
+    }
+
+    fn open_source(
+        &self,
+        path: &str,
+        opts: &ConvertOptions,
+    ) -> Option<io::Result<Box<dyn RecordSource>>> {
+        Some(
+            SessionFile::open(path, opts.run.max_record_bytes)
+                .map(|s| Box::new(s) as Box<dyn RecordSource>),
+        )
+    }
+
+    fn convert(
+        &self,
+        record: &RawRecord,
+    ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
+        let bundle = parse_json(record).map_err(|d| vec![*d])?;
+        if bundle["claude_code_session"] != true {
+            return Err(vec![Diagnostic::error(
+                &record.provenance,
+                None,
+                "",
+                "not-a-session",
+                "not a Claude Code session (use --from claude-code on the session file)",
+            )]);
+        }
+        to_trajectory(&bundle, record).map(|t| vec![(t, AdpVersion::V1_5)])
+    }
+}
+
+/// A session file as one record (`{claude_code_session, lines: [{line, entry}]}`), followed by
+/// one record per line that is not a JSON object.
+struct SessionFile {
+    pending: std::vec::IntoIter<RawRecord>,
+}
+
+impl SessionFile {
+    fn open(path: &str, max_record_bytes: usize) -> io::Result<SessionFile> {
+        let mut lines = Vec::new();
+        let mut bad = Vec::new();
+        let mut first: Option<RawRecord> = None;
+        for mut record in FramedRecords::open(path, max_record_bytes)? {
+            let parsed = match &record.error {
+                Some(_) => None,
+                None => serde_json::from_slice::<Value>(&record.bytes).ok(),
+            };
+            match parsed {
+                Some(entry) if entry.is_object() => {
+                    lines.push(json!({"line": record.provenance.line, "entry": entry}));
+                    if first.is_none() {
+                        first = Some(record);
+                    }
+                }
+                Some(_) => {
+                    record.error = Some(FrameError::Invalid(
+                        "a session line must be a JSON object".into(),
+                    ));
+                    bad.push(record);
+                }
+                None => bad.push(record),
+            }
+        }
+        let mut records = Vec::new();
+        if let Some(mut head) = first {
+            head.bytes = serde_json::to_vec(&json!({"claude_code_session": true, "lines": lines}))
+                .unwrap_or_default();
+            head.provenance.line = 1;
+            head.provenance.index = 0;
+            records.push(head);
+        }
+        for (i, mut r) in bad.into_iter().enumerate() {
+            r.provenance.index = i as u64 + 1;
+            records.push(r);
+        }
+        Ok(SessionFile {
+            pending: records.into_iter(),
+        })
+    }
+}
+
+impl Iterator for SessionFile {
+    type Item = RawRecord;
+
+    fn next(&mut self) -> Option<RawRecord> {
+        self.pending.next()
+    }
+}
+
+impl RecordSource for SessionFile {}
+
+/// A line of the main chain.
+struct Entry<'a> {
+    line: u64,
+    value: &'a Value,
+}
+
+/// The entries of the main chain, in order: from the last non-sidechain user or assistant
+/// entry back through `parentUuid` to the root. Also returns the uuids left out.
+fn main_chain(lines: &[Value]) -> (Vec<Entry<'_>>, Vec<String>) {
+    let conversational = |v: &Value| matches!(v["type"].as_str(), Some("user" | "assistant"));
+    let by_uuid: HashMap<&str, (u64, &Value)> = lines
+        .iter()
+        .filter_map(|l| {
+            let e = &l["entry"];
+            e["uuid"]
+                .as_str()
+                .map(|u| (u, (l["line"].as_u64().unwrap_or(0), e)))
+        })
+        .collect();
+    let leaf = lines
+        .iter()
+        .rev()
+        .map(|l| &l["entry"])
+        .find(|e| conversational(e) && e["isSidechain"] != true);
+    let mut chain = Vec::new();
+    let mut seen: HashSet<&str> = HashSet::new();
+    let mut cursor = leaf.and_then(|e| e["uuid"].as_str());
+    while let Some(uuid) = cursor {
+        if !seen.insert(uuid) {
+            break;
+        }
+        let Some(&(line, value)) = by_uuid.get(uuid) else {
+            break;
+        };
+        chain.push(Entry { line, value });
+        cursor = value["parentUuid"].as_str();
+    }
+    chain.reverse();
+    let left_out = lines
+        .iter()
+        .map(|l| &l["entry"])
+        .filter(|e| conversational(e))
+        .filter_map(|e| e["uuid"].as_str())
+        .filter(|u| !seen.contains(u))
+        .map(str::to_owned)
+        .collect();
+    (
+        chain
+            .into_iter()
+            .filter(|e| conversational(e.value))
+            .collect(),
+        left_out,
+    )
+}
+
+/// Text of a `tool_result`'s content (a string, or text blocks joined by newlines).
+fn result_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// A `tool_use` block as an action: `Bash` with only a command (and its description) is bash
+/// code; anything else an api action with the input as kwargs.
+fn tool_action(block: &Value) -> Step {
+    let name = block["name"].as_str().unwrap_or_default();
+    let input = block["input"].as_object().cloned().unwrap_or_default();
+    let id = block["id"].as_str().unwrap_or_default();
+    let bash_only = name == "Bash"
+        && input.keys().all(|k| k == "command" || k == "description")
+        && input.get("command").is_some_and(Value::is_string);
+    let step = if bash_only {
+        let command = input
+            .get("command")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let description = input
+            .get("description")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        Step::code("bash", command, description)
+    } else {
+        Step::api(name, input, None)
+    };
+    step.with_tool_call_id(id)
+}
+
+fn to_trajectory(bundle: &Value, record: &RawRecord) -> Result<Trajectory, Vec<Diagnostic>> {
+    let lines = bundle["lines"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    let (chain, left_out) = main_chain(lines);
+    let session = lines
+        .iter()
+        .find_map(|l| l["entry"]["sessionId"].as_str())
+        .map(str::to_owned);
+    let id = session.clone().unwrap_or_else(|| {
+        record
+            .provenance
+            .file
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .trim_end_matches(".jsonl")
+            .to_owned()
+    });
+    let fail = |line: u64, pointer: &str, message: String| {
+        let mut d = Diagnostic::error(
+            &record.provenance,
+            Some(&id),
+            pointer,
+            "session-structure",
+            message,
+        );
+        d.line = line;
+        vec![d]
+    };
+    let mut content: Vec<Step> = Vec::new();
+    let mut tools: HashMap<String, String> = HashMap::new();
+    let mut error_results: Vec<Value> = Vec::new();
+    let mut finished_messages: HashSet<String> = HashSet::new();
+    let mut current_message: Option<String> = None;
+    let mut pending_thought: Option<String> = None;
+    let mut pending_text: Option<String> = None;
+    let flush_text =
+        |content: &mut Vec<Step>, text: &mut Option<String>, thought: &mut Option<String>| {
+            if let Some(t) = text.take() {
+                let mut m = Step::message(t, None);
+                if let Step::MessageAction(a) = &mut m {
+                    a.reasoning_content = thought.take();
+                }
+                content.push(m);
+            }
+        };
+    for e in &chain {
+        let v = e.value;
+        let message = &v["message"];
+        if v["type"] == "assistant" {
+            let mid = message["id"].as_str().map(str::to_owned);
+            if mid != current_message {
+                if let Some(prev) = current_message.take() {
+                    finished_messages.insert(prev);
+                }
+                if let Some(m) = &mid {
+                    if finished_messages.contains(m) {
+                        return Err(fail(e.line, "/message/id", format!(
+                            "blocks of assistant message {m:?} are interleaved with other messages; a response's lines must be consecutive"
+                        )));
+                    }
+                }
+                current_message = mid;
+            }
+            let blocks: Vec<Value> = match &message["content"] {
+                Value::String(s) => vec![json!({"type": "text", "text": s})],
+                Value::Array(b) => b.clone(),
+                _ => Vec::new(),
+            };
+            for b in blocks {
+                match b["type"].as_str().unwrap_or_default() {
+                    "thinking" => {
+                        let t = b["thinking"].as_str().unwrap_or_default();
+                        pending_thought = Some(match pending_thought.take() {
+                            Some(prev) => format!("{prev}\n\n{t}"),
+                            None => t.to_owned(),
+                        });
+                    }
+                    "text" => {
+                        flush_text(&mut content, &mut pending_text, &mut pending_thought);
+                        pending_text = b["text"].as_str().map(str::to_owned);
+                    }
+                    "tool_use" => {
+                        let mut step = tool_action(&b);
+                        let description = pending_text.take();
+                        match &mut step {
+                            Step::ApiAction(a) => {
+                                a.description = description;
+                                a.reasoning_content = pending_thought.take();
+                            }
+                            Step::CodeAction(c) => {
+                                if c.description.is_none() {
+                                    c.description = description;
+                                } else if let Some(d) = description {
+                                    content.push(Step::message(d, None));
+                                }
+                                c.reasoning_content = pending_thought.take();
+                            }
+                            _ => {}
+                        }
+                        tools.insert(
+                            b["id"].as_str().unwrap_or_default().to_owned(),
+                            b["name"].as_str().unwrap_or_default().to_owned(),
+                        );
+                        content.push(step);
+                    }
+                    _ => {}
+                }
+            }
+            continue;
+        }
+        flush_text(&mut content, &mut pending_text, &mut pending_thought);
+        if let Some(prev) = current_message.take() {
+            finished_messages.insert(prev);
+        }
+        match &message["content"] {
+            Value::String(s) => {
+                if v["isMeta"] == true {
+                    content.push(Step::environment_text(Some("meta".into()), s.clone()));
+                } else {
+                    content.push(Step::user_text(s.clone()));
+                }
+            }
+            Value::Array(blocks) => {
+                for (k, b) in blocks.iter().enumerate() {
+                    match b["type"].as_str().unwrap_or_default() {
+                        "tool_result" => {
+                            let call = b["tool_use_id"].as_str().unwrap_or_default();
+                            let Some(name) = tools.get(call) else {
+                                return Err(fail(e.line, &format!("/message/content/{k}/tool_use_id"), format!(
+                                    "tool_result for {call:?}, which no earlier tool_use on the main chain made"
+                                )));
+                            };
+                            if b["is_error"] == true {
+                                error_results.push(json!(call));
+                            }
+                            content.push(
+                                Step::environment_text(
+                                    Some(name.clone()),
+                                    result_text(&b["content"]),
+                                )
+                                .with_tool_call_id(call),
+                            );
+                        }
+                        "text" => {
+                            content.push(Step::user_text(b["text"].as_str().unwrap_or_default()))
+                        }
+                        "image" => {
+                            let src = &b["source"];
+                            let uri = match (src["media_type"].as_str(), src["data"].as_str()) {
+                                (Some(t), Some(d)) => format!("data:{t};base64,{d}"),
+                                _ => src["url"]
+                                    .as_str()
+                                    .or(src["path"].as_str())
+                                    .unwrap_or_default()
+                                    .to_owned(),
+                            };
+                            content.push(Step::ImageObservation(crate::model::ImageObservation {
+                                content: uri,
+                                annotations: None,
+                                source: Source::User,
+                                tool_call_id: None,
+                                reward: None,
+                            }));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    flush_text(&mut content, &mut pending_text, &mut pending_thought);
+    unlink_unanswered(&mut content);
+    let first = chain.first().map(|e| e.value).unwrap_or(&Value::Null);
+    let models: Vec<Value> = {
+        let mut m: Vec<&str> = chain
+            .iter()
+            .filter_map(|e| e.value["message"]["model"].as_str())
+            .collect();
+        m.dedup();
+        m.into_iter().map(|s| json!(s)).collect()
+    };
+    let summaries: Vec<Value> = lines
+        .iter()
+        .map(|l| &l["entry"])
+        .filter(|e| e["type"] == "summary")
+        .map(|e| e["summary"].clone())
+        .collect();
+    let mut details = JsonObject::new();
+    details.insert(
+        "source".into(),
+        source_details("claude-code", record, json!({"session_id": session})),
+    );
+    details.insert(
+        "claude_code".into(),
+        json!({
+            "cwd": first["cwd"],
+            "version": first["version"],
+            "git_branch": first["gitBranch"],
+            "models": models,
+            "summaries": summaries,
+            "error_results": error_results,
+            "main_chain_lines": chain.iter().map(|e| e.line).collect::<Vec<_>>(),
+            "left_out_uuids": left_out,
+        }),
+    );
+    Ok(Trajectory::new(id, content, details))
+}

@@ -3,58 +3,17 @@
 
 mod common;
 
-use std::path::Path;
-
-use common::{adp_corpus, json_lines, sample_data, trajkit};
+use common::{adp_corpus, convert, sample_data, step_classes, validate_adp};
 use serde_json::{json, Value};
-
-fn convert(input: &Path, from: Option<&str>) -> (i32, Vec<Value>, String) {
-    let mut cmd = trajkit();
-    cmd.arg("convert");
-    if let Some(f) = from {
-        cmd.args(["--from", f]);
-    }
-    let out = cmd.arg(input).output().expect("runs");
-    (
-        out.status.code().expect("exit code"),
-        json_lines(&out.stdout),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn classes(t: &Value) -> Vec<&str> {
-    t["content"]
-        .as_array()
-        .expect("content")
-        .iter()
-        .filter_map(|s| s["class_"].as_str())
-        .collect()
-}
-
-fn validate_adp(trajectories: &[Value]) -> i32 {
-    trajkit()
-        .args(["validate", "-q", "-"])
-        .write_stdin(
-            trajectories
-                .iter()
-                .map(|t| format!("{t}\n"))
-                .collect::<String>(),
-        )
-        .output()
-        .expect("runs")
-        .status
-        .code()
-        .expect("exit code")
-}
 
 #[test]
 fn openai_chats_map_parallel_calls_reasoning_images_and_tools() {
-    let (code, out, stderr) = convert(&sample_data().join("openai/chats.jsonl"), None);
+    let (code, out, stderr) = convert(&[&sample_data().join("openai/chats.jsonl")], None, &[]);
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("detected openai"), "{stderr}");
     let t = &out[0];
     assert_eq!(
-        classes(t),
+        step_classes(t),
         vec![
             "text_observation",
             "text_observation",
@@ -98,12 +57,16 @@ fn openai_chats_map_parallel_calls_reasoning_images_and_tools() {
 
 #[test]
 fn sharegpt_function_calls_and_observations_become_linked_steps() {
-    let (code, out, stderr) = convert(&sample_data().join("sharegpt/conversations.json"), None);
+    let (code, out, stderr) = convert(
+        &[&sample_data().join("sharegpt/conversations.json")],
+        None,
+        &[],
+    );
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("detected sharegpt"), "{stderr}");
     let t = &out[0];
     assert_eq!(
-        classes(t),
+        step_classes(t),
         vec![
             "text_observation",
             "text_observation",
@@ -122,7 +85,10 @@ fn sharegpt_function_calls_and_observations_become_linked_steps() {
         t["content"][3]["tool_call_id"]
     );
     assert_eq!(t["available_custom_tools"], json!(["search"]));
-    assert_eq!(classes(&out[1]), vec!["text_observation", "message_action"]);
+    assert_eq!(
+        step_classes(&out[1]),
+        vec!["text_observation", "message_action"]
+    );
     assert_eq!(validate_adp(&out), 0);
 }
 
@@ -141,7 +107,7 @@ fn malformed_chats_are_rejected_at_their_pointer_and_the_rest_converted() {
     ]});
     let good = json!({"id": "g", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]});
     std::fs::write(&input, format!("{unknown_call}\n{bad_arguments}\n{good}\n")).expect("write");
-    let (code, out, stderr) = convert(&input, Some("openai"));
+    let (code, out, stderr) = convert(&[&input], Some("openai"), &[]);
     assert_eq!(code, 1);
     assert_eq!(out.len(), 1);
     assert!(
@@ -157,7 +123,7 @@ fn malformed_chats_are_rejected_at_their_pointer_and_the_rest_converted() {
     let sharegpt = dir.path().join("sg.jsonl");
     let bad_call = json!({"conversations": [{"from": "function_call", "value": "search(q)"}]});
     std::fs::write(&sharegpt, format!("{bad_call}\n")).expect("write");
-    let (code, _, stderr) = convert(&sharegpt, Some("sharegpt"));
+    let (code, _, stderr) = convert(&[&sharegpt], Some("sharegpt"), &[]);
     assert_eq!(code, 1);
     assert!(stderr.contains("/conversations/0/value"), "{stderr}");
 }
@@ -166,7 +132,7 @@ fn malformed_chats_are_rejected_at_their_pointer_and_the_rest_converted() {
 fn toucan_raw_sample_matches_adps_step_structure() {
     let Some(corpus) = adp_corpus() else { return };
     let dataset = corpus.join("toucan_1_5m");
-    let (code, out, stderr) = convert(&dataset.join("sample_raw.json"), None);
+    let (code, out, stderr) = convert(&[&dataset.join("sample_raw.json")], None, &[]);
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("detected openai"), "{stderr}");
     let theirs: Vec<Value> =
@@ -174,7 +140,7 @@ fn toucan_raw_sample_matches_adps_step_structure() {
             .expect("json");
     assert_eq!(out.len(), theirs.len());
     for (mine, adp) in out.iter().zip(&theirs) {
-        assert_eq!(classes(mine), classes(adp));
+        assert_eq!(step_classes(mine), step_classes(adp));
         let a = mine["content"].as_array().expect("content");
         let b = adp["content"].as_array().expect("content");
         // ADP's toucan script strips the tool server's prefix (`exa-search-`) from tool names
@@ -220,7 +186,8 @@ fn toucan_raw_sample_matches_adps_step_structure() {
 fn sharegpt_family_corpus_samples_convert_to_valid_adp() {
     let Some(corpus) = adp_corpus() else { return };
     for dataset in ["eto", "llava_plus"] {
-        let (code, out, stderr) = convert(&corpus.join(dataset).join("sample_raw.json"), None);
+        let (code, out, stderr) =
+            convert(&[&corpus.join(dataset).join("sample_raw.json")], None, &[]);
         assert_eq!(code, 0, "{dataset}: {stderr}");
         assert!(stderr.contains("detected sharegpt"), "{stderr}");
         assert!(!out.is_empty());
@@ -240,7 +207,7 @@ fn openai_family_corpus_samples_convert_to_valid_adp() {
         let input = corpus.join(dataset).join("sample_raw.json");
         let raw: Vec<Value> =
             serde_json::from_slice(&std::fs::read(&input).expect("raw")).expect("json");
-        let (code, out, stderr) = convert(&input, Some("openai"));
+        let (code, out, stderr) = convert(&[&input], Some("openai"), &[]);
         assert_eq!(code, 0, "{dataset}: {stderr}");
         assert_eq!(out.len(), raw.len(), "{dataset}");
         assert_eq!(validate_adp(&out), 0, "{dataset}");

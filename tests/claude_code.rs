@@ -5,25 +5,11 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{json_lines, sample_data, trajkit};
+use common::{convert, sample_data, step_classes, trajkit};
 use serde_json::{json, Value};
 
 fn session_file() -> PathBuf {
     sample_data().join("claude-code/7f3c2a10-0000-4000-8000-000000000001.jsonl")
-}
-
-fn convert(input: &Path, from: Option<&str>) -> (i32, Vec<Value>, String) {
-    let mut cmd = trajkit();
-    cmd.arg("convert");
-    if let Some(f) = from {
-        cmd.args(["--from", f]);
-    }
-    let out = cmd.arg(input).output().expect("runs");
-    (
-        out.status.code().expect("exit code"),
-        json_lines(&out.stdout),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 fn sample_lines() -> Vec<Value> {
@@ -43,14 +29,14 @@ fn write_lines(dir: &Path, lines: &[Value]) -> PathBuf {
 
 #[test]
 fn a_session_becomes_one_trajectory_along_its_main_chain() {
-    let (code, out, stderr) = convert(&session_file(), None);
+    let (code, out, stderr) = convert(&[&session_file()], None, &[]);
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("detected claude-code"), "{stderr}");
     assert_eq!(out.len(), 1);
     let t = &out[0];
     assert_eq!(t["id"], "7f3c2a10-0000-4000-8000-000000000001");
     let c = t["content"].as_array().expect("content");
-    let classes: Vec<&str> = c.iter().filter_map(|s| s["class_"].as_str()).collect();
+    let classes = step_classes(t);
     // Derived by hand from the fixture: the prompt; msg_1's three lines (thinking, text, Bash
     // with its own description, so the text stays a message); its error result; the edit and
     // its result; the second test run and its result; the answer. The sidechain is left out.
@@ -95,7 +81,11 @@ fn interleaved_response_lines_are_a_clear_error() {
     // u3 (a line of msg_1) now claims to belong to another response, so msg_1's lines u2 and
     // u4 are no longer consecutive on the chain.
     lines[3]["message"]["id"] = json!("msg_other");
-    let (code, out, stderr) = convert(&write_lines(dir.path(), &lines), Some("claude-code"));
+    let (code, out, stderr) = convert(
+        &[&write_lines(dir.path(), &lines)],
+        Some("claude-code"),
+        &[],
+    );
     assert_eq!(code, 1);
     assert!(out.is_empty());
     assert!(stderr.contains(":5: error[session-structure]"), "{stderr}");
@@ -107,7 +97,11 @@ fn a_result_for_an_unknown_call_and_bad_lines_are_diagnosed() {
     let dir = tempfile::tempdir().expect("dir");
     let mut lines = sample_lines();
     lines[5]["message"]["content"][0]["tool_use_id"] = json!("toolu_ghost");
-    let (code, _, stderr) = convert(&write_lines(dir.path(), &lines), Some("claude-code"));
+    let (code, _, stderr) = convert(
+        &[&write_lines(dir.path(), &lines)],
+        Some("claude-code"),
+        &[],
+    );
     assert_eq!(code, 1);
     assert!(
         stderr.contains(":6: error[session-structure]")
@@ -116,7 +110,11 @@ fn a_result_for_an_unknown_call_and_bad_lines_are_diagnosed() {
     );
     let mut lines = sample_lines();
     lines.push(json!(["not", "an entry"]));
-    let (code, out, stderr) = convert(&write_lines(dir.path(), &lines), Some("claude-code"));
+    let (code, out, stderr) = convert(
+        &[&write_lines(dir.path(), &lines)],
+        Some("claude-code"),
+        &[],
+    );
     assert_eq!(code, 1);
     assert_eq!(out.len(), 1, "the session still converts");
     assert!(stderr.contains(":13: error[invalid-record]"), "{stderr}");

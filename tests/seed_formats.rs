@@ -3,48 +3,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use common::{json_lines, sample_data, trajkit};
+use common::{convert, json_lines, sample_data, step_classes, trajkit, validate_adp};
 use serde_json::{json, Value};
-
-/// Converts `input` with `--from FORMAT` (or auto when `None`), returning (exit code,
-/// trajectories, stderr).
-fn convert(input: &Path, from: Option<&str>, extra: &[&str]) -> (i32, Vec<Value>, String) {
-    let mut cmd = trajkit();
-    cmd.arg("convert");
-    if let Some(f) = from {
-        cmd.args(["--from", f]);
-    }
-    let out = cmd.args(extra).arg(input).output().expect("runs");
-    (
-        out.status.code().expect("exit code"),
-        json_lines(&out.stdout),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn classes(t: &Value) -> Vec<&str> {
-    t["content"]
-        .as_array()
-        .expect("content")
-        .iter()
-        .map(|s| s["class_"].as_str().expect("class_"))
-        .collect()
-}
-
-/// Validates JSON lines as ADP and returns the exit code.
-fn validate_adp(trajectories: &[Value]) -> i32 {
-    let text: String = trajectories.iter().map(|t| format!("{t}\n")).collect();
-    trajkit()
-        .args(["validate", "-q", "-"])
-        .write_stdin(text)
-        .output()
-        .expect("runs")
-        .status
-        .code()
-        .expect("exit code")
-}
 
 fn seeds() -> Option<PathBuf> {
     common::adp_corpus().map(|adp| adp.join("../seeds"))
@@ -55,7 +17,7 @@ fn real_reflexion_example_converts_to_valid_adp_with_its_reward_and_reflection()
     let Some(seeds) = seeds() else { return };
     let input = seeds.join("aiwg/examples/reflections-example-001.json");
     let raw: Value = serde_json::from_slice(&std::fs::read(&input).expect("read")).expect("json");
-    let (code, out, stderr) = convert(&input, None, &[]);
+    let (code, out, stderr) = convert(&[&input], None, &[]);
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("detected reflexion"), "{stderr}");
     assert_eq!(out.len(), 1);
@@ -99,13 +61,13 @@ fn real_reflexion_example_converts_to_valid_adp_with_its_reward_and_reflection()
         .arg(&input)
         .assert()
         .code(0);
-    let (_, again, _) = convert(&input, None, &[]);
+    let (_, again, _) = convert(&[&input], None, &[]);
     assert_eq!(again, out, "ids and content are stable across runs");
 }
 
 #[test]
 fn reflexion_samples_map_actions_rationale_and_evaluation() {
-    let (code, out, stderr) = convert(&sample_data().join("reflexion/loop.jsonl"), None, &[]);
+    let (code, out, stderr) = convert(&[&sample_data().join("reflexion/loop.jsonl")], None, &[]);
     assert_eq!(code, 0, "{stderr}");
     let ids: Vec<&str> = out.iter().filter_map(|t| t["id"].as_str()).collect();
     assert_eq!(
@@ -116,7 +78,7 @@ fn reflexion_samples_map_actions_rationale_and_evaluation() {
         ]
     );
     assert_eq!(
-        classes(&out[0]),
+        step_classes(&out[0]),
         vec![
             "text_observation",
             "api_action",
@@ -157,7 +119,7 @@ fn a_bad_reflexion_record_is_rejected_with_a_pointer_and_the_rest_converted() {
     std::fs::write(&input, format!("{good}{bad}\n[1, 2]\n")).expect("write");
     let rejects = dir.path().join("rejects.jsonl");
     let rejects_arg = rejects.to_string_lossy().into_owned();
-    let (code, out, stderr) = convert(&input, Some("reflexion"), &["--rejects", &rejects_arg]);
+    let (code, out, stderr) = convert(&[&input], Some("reflexion"), &["--rejects", &rejects_arg]);
     assert_eq!(code, 1);
     assert_eq!(out.len(), 2);
     assert!(stderr.contains(":3: error[schema-required]"), "{stderr}");
@@ -171,7 +133,7 @@ fn a_bad_reflexion_record_is_rejected_with_a_pointer_and_the_rest_converted() {
 
 #[test]
 fn memabra_events_drive_the_steps_in_timestamp_order() {
-    let (code, out, stderr) = convert(&sample_data().join("memabra/traces.jsonl"), None, &[]);
+    let (code, out, stderr) = convert(&[&sample_data().join("memabra/traces.jsonl")], None, &[]);
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("detected memabra"), "{stderr}");
     let t = &out[0];
@@ -180,7 +142,7 @@ fn memabra_events_drive_the_steps_in_timestamp_order() {
     // (recorded after its result, so reordered) and result, the user's correction, the second
     // call and result, the final answer.
     assert_eq!(
-        classes(t),
+        step_classes(t),
         vec![
             "text_observation",
             "api_action",
@@ -225,13 +187,10 @@ fn memabra_events_drive_the_steps_in_timestamp_order() {
 
 #[test]
 fn memabra_without_execution_events_falls_back_to_decisions() {
-    let (_, out, _) = convert(
-        &sample_data().join("memabra/traces.jsonl"),
-        Some("memabra"),
-        &[],
-    );
+    let input = sample_data().join("memabra/traces.jsonl");
+    let (_, out, _) = convert(&[&input], Some("memabra"), &[]);
     let t = &out[1];
-    assert_eq!(classes(t), vec!["text_observation", "message_action"]);
+    assert_eq!(step_classes(t), vec!["text_observation", "message_action"]);
     assert_eq!(t["content"][1]["content"], "Bonjour !");
     assert_eq!(
         t["details"]["memabra"]["decisions"][0]["decision_type"],
@@ -265,7 +224,7 @@ fn auto_detection_refuses_unknown_input_and_unsniffable_stdin() {
     let dir = tempfile::tempdir().expect("dir");
     let unknown = dir.path().join("chat.jsonl");
     std::fs::write(&unknown, "{\"messages\": []}\n").expect("write");
-    let (code, _, stderr) = convert(&unknown, None, &[]);
+    let (code, _, stderr) = convert(&[&unknown], None, &[]);
     assert_eq!(code, 2);
     assert!(stderr.contains("cannot detect the format of"), "{stderr}");
     assert!(stderr.contains("messages"), "{stderr}");
@@ -280,7 +239,7 @@ fn auto_detection_refuses_unknown_input_and_unsniffable_stdin() {
 
 #[test]
 fn the_whole_sample_directory_converts_with_every_format_detected() {
-    let (code, out, stderr) = convert(&sample_data(), None, &[]);
+    let (code, out, stderr) = convert(&[&sample_data()], None, &[]);
     assert_eq!(code, 0, "{stderr}");
     for format in [
         "adp",

@@ -1,9 +1,10 @@
 //! What chat-shaped formats (OpenAI chat, ShareGPT) share: ids, system turns, tool specs.
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
+use super::source_details;
 use crate::ingest::RawRecord;
-use crate::model::{JsonObject, Step};
+use crate::model::{JsonObject, Step, Trajectory};
 
 /// The record's `id` (a string or number), else `{file name}#{index}` (stable across runs).
 pub fn record_id(v: &Value, record: &RawRecord) -> String {
@@ -49,4 +50,41 @@ pub fn parse_arguments(arguments: &Value) -> Result<JsonObject, String> {
         },
         _ => Err("arguments must be a JSON object or a string holding one".to_owned()),
     }
+}
+
+/// The trajectory of a chat record of `format`: `details.source`, the tool specs in
+/// `details.tools` and their names in `available_custom_tools`, and the record's keys not in
+/// `mapped` under `details.<format>`.
+pub fn chat_trajectory(
+    format: &str,
+    record: &RawRecord,
+    value: &Value,
+    id: String,
+    content: Vec<Step>,
+    tools: Vec<Value>,
+    mapped: &[&str],
+) -> Trajectory {
+    let mut details = JsonObject::new();
+    details.insert(
+        "source".into(),
+        source_details(format, record, json!({ "id": value.get("id") })),
+    );
+    if !tools.is_empty() {
+        details.insert("tools".into(), Value::Array(tools.clone()));
+    }
+    let rest: JsonObject = value
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| k.as_str() != "id" && !mapped.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if !rest.is_empty() {
+        details.insert(format.into(), Value::Object(rest));
+    }
+    let mut traj = Trajectory::new(id, content, details);
+    if !tools.is_empty() {
+        traj.available_custom_tools = Some(tool_names(&tools));
+    }
+    traj
 }

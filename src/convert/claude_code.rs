@@ -8,10 +8,9 @@ use std::io;
 
 use serde_json::{json, Value};
 
-use super::{has_keys, source_details, unlink_unanswered, ConvertOptions, Converter};
+use super::{has_keys, parse_bundle, source_details, unlink_unanswered, ConvertOptions, Converter};
 use crate::ingest::{FrameError, FramedRecords, RawRecord, RecordSource};
 use crate::model::{AdpVersion, JsonObject, Source, Step, Trajectory};
-use crate::validate::check::parse_json;
 use crate::validate::Diagnostic;
 
 /// Reads Claude Code session files.
@@ -46,16 +45,11 @@ impl Converter for ClaudeCode {
         &self,
         record: &RawRecord,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
-        let bundle = parse_json(record).map_err(|d| vec![*d])?;
-        if bundle["claude_code_session"] != true {
-            return Err(vec![Diagnostic::error(
-                &record.provenance,
-                None,
-                "",
-                "not-a-session",
-                "not a Claude Code session (use --from claude-code on the session file)",
-            )]);
-        }
+        let bundle = parse_bundle(
+            record,
+            "claude_code_session",
+            "not a Claude Code session (use --from claude-code on the session file)",
+        )?;
         to_trajectory(&bundle, record).map(|t| vec![(t, AdpVersion::V1_5)])
     }
 }

@@ -6,11 +6,11 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::{has_keys, source_details, ConvertOptions, Converter};
+use super::{has_keys, parse_bundle, source_details, ConvertOptions, Converter};
 use crate::ingest::ledgermind::{is_sqlite, SessionRecords};
 use crate::ingest::{RawRecord, RecordSource};
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
-use crate::validate::check::{parse_json, raw_schema_problems};
+use crate::validate::check::raw_schema_problems;
 use crate::validate::Diagnostic;
 
 /// Reads LedgerMind event stores.
@@ -56,16 +56,11 @@ impl Converter for LedgerMind {
         &self,
         record: &RawRecord,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
-        let session = parse_json(record).map_err(|d| vec![*d])?;
-        if session["ledgermind_session"] != true {
-            return Err(vec![Diagnostic::error(
-                &record.provenance,
-                None,
-                "",
-                "not-a-session",
-                "not a LedgerMind session (use --from ledgermind on the events file)",
-            )]);
-        }
+        let session = parse_bundle(
+            record,
+            "ledgermind_session",
+            "not a LedgerMind session (use --from ledgermind on the events file)",
+        )?;
         Ok(vec![(to_trajectory(&session, record), AdpVersion::V1_5)])
     }
 }

@@ -117,6 +117,28 @@ pub fn unlink_unanswered(content: &mut [Step]) {
     }
 }
 
+/// Parses a record a format's own reader built (a directory attempt, a session), recognized by
+/// `marker: true`; anything else (a stray line given to the wrong converter) is diagnosed with
+/// `hint`.
+pub fn parse_bundle(
+    record: &RawRecord,
+    marker: &str,
+    hint: &str,
+) -> Result<Value, Vec<Diagnostic>> {
+    let bundle = crate::validate::check::parse_json(record).map_err(|d| vec![*d])?;
+    if bundle[marker] == true {
+        Ok(bundle)
+    } else {
+        Err(vec![Diagnostic::error(
+            &record.provenance,
+            None,
+            "",
+            "not-a-unit",
+            hint,
+        )])
+    }
+}
+
 /// True when the JSON object `first` has every one of `keys` (the usual `sniff`).
 pub fn has_keys(first: &Value, keys: &[&str]) -> bool {
     keys.iter().all(|k| first.get(k).is_some())

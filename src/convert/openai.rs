@@ -3,12 +3,12 @@
 
 use std::collections::HashMap;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use super::chat::{parse_arguments, record_id, system_step, tool_names};
-use super::{source_details, unlink_unanswered, Converter};
+use super::chat::{chat_trajectory, parse_arguments, record_id, system_step};
+use super::{unlink_unanswered, Converter};
 use crate::ingest::RawRecord;
-use crate::model::{AdpVersion, JsonObject, Source, Step, Trajectory};
+use crate::model::{AdpVersion, Source, Step, Trajectory};
 use crate::validate::check::check_raw;
 use crate::validate::Diagnostic;
 
@@ -46,29 +46,16 @@ impl Converter for OpenAi {
                 message,
             )]
         })?;
-        let mut details = JsonObject::new();
-        details.insert(
-            "source".into(),
-            source_details("openai", record, json!({ "id": value.get("id") })),
-        );
         let tools = value["tools"].as_array().cloned().unwrap_or_default();
-        if !tools.is_empty() {
-            details.insert("tools".into(), Value::Array(tools.clone()));
-        }
-        let rest: JsonObject = value
-            .as_object()
-            .into_iter()
-            .flatten()
-            .filter(|(k, _)| !matches!(k.as_str(), "messages" | "tools" | "id"))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        if !rest.is_empty() {
-            details.insert("openai".into(), Value::Object(rest));
-        }
-        let mut traj = Trajectory::new(id, content, details);
-        if !tools.is_empty() {
-            traj.available_custom_tools = Some(tool_names(&tools));
-        }
+        let traj = chat_trajectory(
+            "openai",
+            record,
+            &value,
+            id,
+            content,
+            tools,
+            &["messages", "tools"],
+        );
         Ok(vec![(traj, AdpVersion::V1_5)])
     }
 }

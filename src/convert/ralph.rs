@@ -7,11 +7,10 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use super::{source_details, ConvertOptions, Converter};
+use super::{parse_bundle, source_details, ConvertOptions, Converter};
 use crate::ingest::episodic::{is_episodic_root, EpisodicRecords};
 use crate::ingest::{RawRecord, RecordSource};
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
-use crate::validate::check::parse_json;
 use crate::validate::Diagnostic;
 
 /// Reads Ralph episodic-memory directories.
@@ -49,17 +48,12 @@ impl Converter for Ralph {
         &self,
         record: &RawRecord,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
-        let bundle = parse_json(record).map_err(|d| vec![*d])?;
+        let bundle = parse_bundle(
+            record,
+            "episodic_attempt",
+            "not an attempt of an episodic-memory directory (use --from ralph on the directory)",
+        )?;
         let prov = &record.provenance;
-        if bundle["episodic_attempt"] != true {
-            return Err(vec![Diagnostic::error(
-                prov,
-                None,
-                "",
-                "not-an-attempt",
-                "not an attempt of an episodic-memory directory (use --from ralph on the directory)",
-            )]);
-        }
         let id = trajectory_id(
             bundle["task_id"].as_str().unwrap_or_default(),
             bundle["attempt"].as_str().unwrap_or_default(),

@@ -2,10 +2,10 @@
 //! `function_call` and `observation` turns and top-level `system` and `tools`. The mapping is in
 //! the README ("ShareGPT").
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use super::chat::{parse_arguments, record_id, system_step, tool_names};
-use super::{has_keys, source_details, Converter};
+use super::chat::{chat_trajectory, parse_arguments, record_id, system_step};
+use super::{has_keys, Converter};
 use crate::ingest::RawRecord;
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
 use crate::validate::check::check_raw;
@@ -84,28 +84,8 @@ impl Converter for ShareGpt {
                 _ => content.push(Step::environment_text(last_call.take(), text)),
             }
         }
-        let mut details = JsonObject::new();
-        details.insert(
-            "source".into(),
-            source_details("sharegpt", record, json!({ "id": value.get("id") })),
-        );
-        if !tools.is_empty() {
-            details.insert("tools".into(), Value::Array(tools.clone()));
-        }
-        let rest: JsonObject = value
-            .as_object()
-            .into_iter()
-            .flatten()
-            .filter(|(k, _)| !matches!(k.as_str(), "conversations" | "tools" | "system" | "id"))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        if !rest.is_empty() {
-            details.insert("sharegpt".into(), Value::Object(rest));
-        }
-        let mut traj = Trajectory::new(id, content, details);
-        if !tools.is_empty() {
-            traj.available_custom_tools = Some(tool_names(&tools));
-        }
+        let mapped = ["conversations", "tools", "system"];
+        let traj = chat_trajectory("sharegpt", record, &value, id, content, tools, &mapped);
         Ok(vec![(traj, AdpVersion::V1_5)])
     }
 }

@@ -78,3 +78,46 @@ pub fn valid_v15() -> Value {
         "details": {}
     })
 }
+
+/// Runs `trajkit convert [--from FROM] EXTRA... INPUTS...`, returning the exit code, the
+/// trajectories written and stderr.
+pub fn convert(inputs: &[&Path], from: Option<&str>, extra: &[&str]) -> (i32, Vec<Value>, String) {
+    let mut cmd = trajkit();
+    cmd.arg("convert");
+    if let Some(f) = from {
+        cmd.args(["--from", f]);
+    }
+    let out = cmd.args(extra).args(inputs).output().expect("runs");
+    (
+        out.status.code().expect("exited with a code, not a signal"),
+        json_lines(&out.stdout),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The `class_` of each step of a trajectory.
+pub fn step_classes(t: &Value) -> Vec<&str> {
+    t["content"]
+        .as_array()
+        .expect("content")
+        .iter()
+        .filter_map(|s| s["class_"].as_str())
+        .collect()
+}
+
+/// Validates trajectories as ADP (any version); returns the exit code.
+pub fn validate_adp(trajectories: &[Value]) -> i32 {
+    trajkit()
+        .args(["validate", "-q", "-"])
+        .write_stdin(
+            trajectories
+                .iter()
+                .map(|t| format!("{t}\n"))
+                .collect::<String>(),
+        )
+        .output()
+        .expect("runs")
+        .status
+        .code()
+        .expect("exited with a code, not a signal")
+}

@@ -177,5 +177,8 @@ fn schema_and_formats_commands() {
     let out = trajkit().args(["formats"]).output().expect("runs");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.starts_with("adp "), "{text}");
-    assert!(text.contains("not supported yet: atif"), "{text}");
+    assert!(
+        text.contains("not supported yet: swe-agent, openhands"),
+        "{text}"
+    );
 }

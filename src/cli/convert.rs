@@ -27,7 +27,10 @@ use super::common::{
 /// for 1.5. Writing an older version fails, per record, where the data does not fit it.
 /// Rejected records go to --rejects with their diagnostics; exit code 1 when any was rejected.
 ///
-/// Example: trajkit convert --from adp raw/*.json -o std.jsonl --rejects rejects.jsonl
+/// Examples:
+///   trajkit convert logs/ -o std.jsonl --rejects rejects.jsonl      (formats detected)
+///   trajkit convert --from adp old.json.gz --adp-version 1.3.0 -o v13.jsonl
+///   trajkit convert std.jsonl --to atif -o trajectories.atif.jsonl
 #[derive(Debug, Args)]
 pub struct ConvertArgs {
     /// Input files or directories; none or `-` reads stdin.

@@ -58,6 +58,7 @@ impl Converter for ClaudeCode {
 /// one record per line that is not a JSON object.
 struct SessionFile {
     pending: std::vec::IntoIter<RawRecord>,
+    bytes: u64,
 }
 
 impl SessionFile {
@@ -65,7 +66,8 @@ impl SessionFile {
         let mut lines = Vec::new();
         let mut bad = Vec::new();
         let mut first: Option<RawRecord> = None;
-        for mut record in FramedRecords::open(path, max_record_bytes)? {
+        let mut framed = FramedRecords::open(path, max_record_bytes)?;
+        for mut record in framed.by_ref() {
             let parsed = match &record.error {
                 Some(_) => None,
                 None => serde_json::from_slice::<Value>(&record.bytes).ok(),
@@ -100,6 +102,7 @@ impl SessionFile {
         }
         Ok(SessionFile {
             pending: records.into_iter(),
+            bytes: framed.bytes_read(),
         })
     }
 }
@@ -112,7 +115,11 @@ impl Iterator for SessionFile {
     }
 }
 
-impl RecordSource for SessionFile {}
+impl RecordSource for SessionFile {
+    fn bytes_read(&self) -> u64 {
+        self.bytes
+    }
+}
 
 /// A line of the main chain.
 struct Entry<'a> {

@@ -60,7 +60,7 @@ pub trait Converter: Sync {
 }
 
 /// Formats on the roadmap that have no converter yet; `--from` names them in its error.
-pub const NOT_YET_SUPPORTED: &[&str] = &["atif", "swe-agent", "openhands", "claude-code"];
+pub const NOT_YET_SUPPORTED: &[&str] = &["swe-agent", "openhands"];
 
 /// Every built-in converter.
 pub fn converters() -> Vec<&'static dyn Converter> {
@@ -335,4 +335,25 @@ pub fn empty_inputs(counts: &[pipeline::InputCount]) -> Vec<String> {
         .filter(|c| c.records == 0)
         .map(|c| c.path.to_string())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_format_is_either_built_or_announced_not_both() {
+        let names: Vec<&str> = converters().iter().map(|c| c.name()).collect();
+        for name in NOT_YET_SUPPORTED {
+            assert!(
+                !names.contains(name),
+                "{name} is built but listed as not supported"
+            );
+        }
+        let mut sorted = names.clone();
+        sorted.dedup();
+        assert_eq!(sorted.len(), names.len(), "converter names are unique");
+        assert!(lookup("openhands").is_err_and(|e| e.starts_with("not supported yet")));
+        assert!(lookup("klingon").is_err_and(|e| e.starts_with("unknown format")));
+    }
 }

@@ -159,6 +159,7 @@ fn read_sqlite(path: &Path) -> rusqlite::Result<Vec<Event>> {
 /// The records of a LedgerMind input: one per session, then one per unreadable line.
 pub struct SessionRecords {
     pending: std::vec::IntoIter<RawRecord>,
+    bytes: u64,
 }
 
 impl SessionRecords {
@@ -174,7 +175,9 @@ impl SessionRecords {
         let input: Arc<str> = Arc::from(path);
         let mut bad = Vec::new();
         let mut events = Vec::new();
+        let bytes;
         if path != "-" && is_sqlite(Path::new(path)) {
+            bytes = std::fs::metadata(path).map_or(0, |m| m.len());
             match read_sqlite(Path::new(path)) {
                 Ok(e) => events = e,
                 Err(e) => bad.push(RawRecord {
@@ -191,7 +194,8 @@ impl SessionRecords {
                 }),
             }
         } else {
-            for mut record in FramedRecords::open(path, max_record_bytes)? {
+            let mut framed = FramedRecords::open(path, max_record_bytes)?;
+            for mut record in framed.by_ref() {
                 let parsed = match &record.error {
                     Some(_) => None,
                     None => serde_json::from_slice::<Value>(&record.bytes).ok(),
@@ -213,6 +217,7 @@ impl SessionRecords {
                     None => bad.push(record),
                 }
             }
+            bytes = framed.bytes_read();
             events.sort_by(|a, b| a.timestamp().cmp(b.timestamp()).then(a.line.cmp(&b.line)));
         }
         let mut records = sessions(&events, opts, &input);
@@ -223,6 +228,7 @@ impl SessionRecords {
         }
         Ok(SessionRecords {
             pending: records.into_iter(),
+            bytes,
         })
     }
 }
@@ -328,7 +334,11 @@ impl Iterator for SessionRecords {
     }
 }
 
-impl RecordSource for SessionRecords {}
+impl RecordSource for SessionRecords {
+    fn bytes_read(&self) -> u64 {
+        self.bytes
+    }
+}
 
 #[cfg(test)]
 mod tests {

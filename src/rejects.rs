@@ -42,7 +42,6 @@ struct RejectDiagnostic<'a> {
 /// Writes rejected records as JSON lines.
 pub struct RejectsWriter {
     out: Output,
-    count: u64,
 }
 
 impl RejectsWriter {
@@ -50,7 +49,6 @@ impl RejectsWriter {
     pub fn create(path: &str) -> io::Result<RejectsWriter> {
         Ok(RejectsWriter {
             out: Output::create(path)?,
-            count: 0,
         })
     }
 
@@ -101,14 +99,7 @@ impl RejectsWriter {
             raw_is_preview: preview,
         };
         serde_json::to_writer(&mut self.out, &line)?;
-        self.out.write_all(b"\n")?;
-        self.count += 1;
-        Ok(())
-    }
-
-    /// Rejected records written so far.
-    pub fn count(&self) -> u64 {
-        self.count
+        self.out.write_all(b"\n")
     }
 
     /// Completes the file.

@@ -364,7 +364,11 @@ fn from_atif(v: &Value, id: String, record: &RawRecord) -> Result<Trajectory, Ve
                         step = step.with_tool_call_id(c);
                     }
                     content.push(step);
-                    content.extend(rimages.into_iter().map(|p| image(p, Source::Environment)));
+                    content.extend(
+                        rimages
+                            .into_iter()
+                            .map(|p| Step::image(p, Source::Environment)),
+                    );
                 }
             }
             source => {
@@ -375,7 +379,7 @@ fn from_atif(v: &Value, id: String, record: &RawRecord) -> Result<Trajectory, Ve
                     if !text.is_empty() || images.is_empty() {
                         content.push(Step::user_text(text));
                     }
-                    content.extend(images.into_iter().map(|p| image(p, Source::User)));
+                    content.extend(images.into_iter().map(|p| Step::image(p, Source::User)));
                 } else {
                     content.push(Step::environment_text(Some("system".into()), text));
                 }
@@ -476,14 +480,4 @@ fn kept_in_details(key: &str, value: &Value) -> bool {
         "extra" => !value.is_null() && value.get("adp").is_none(),
         _ => !value.is_null(),
     }
-}
-
-fn image(path: String, source: Source) -> Step {
-    Step::ImageObservation(crate::model::ImageObservation {
-        content: path,
-        annotations: None,
-        source,
-        tool_call_id: None,
-        reward: None,
-    })
 }

@@ -8,8 +8,9 @@ use std::io;
 
 use serde_json::{json, Value};
 
-use super::{has_keys, parse_bundle, source_details, unlink_unanswered, ConvertOptions, Converter};
+use super::{has_keys, parse_bundle, source_details, ConvertOptions, Converter};
 use crate::ingest::{FrameError, FramedRecords, RawRecord, RecordSource};
+use crate::model::links::unlink_unanswered;
 use crate::model::{AdpVersion, JsonObject, Source, Step, Trajectory};
 use crate::validate::Diagnostic;
 
@@ -370,13 +371,7 @@ fn to_trajectory(bundle: &Value, record: &RawRecord) -> Result<Trajectory, Vec<D
                                     .unwrap_or_default()
                                     .to_owned(),
                             };
-                            content.push(Step::ImageObservation(crate::model::ImageObservation {
-                                content: uri,
-                                annotations: None,
-                                source: Source::User,
-                                tool_call_id: None,
-                                reward: None,
-                            }));
+                            content.push(Step::image(uri, Source::User));
                         }
                         _ => {}
                     }

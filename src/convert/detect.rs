@@ -57,7 +57,7 @@ pub fn detect_input(path: &str) -> Result<&'static dyn Converter, DetectError> {
     if path == "-" {
         return Err(DetectError::Stdin);
     }
-    let (reader, _) = open::open(path).map_err(|e| read_err(e.to_string()))?;
+    let reader = open::open(path).map_err(|e| read_err(e.to_string()))?;
     let mut framer = Framer::new(reader, layout_hint(path), 64 << 20);
     let Some(frame) = framer.next() else {
         return Ok(&super::adp::Adp);

@@ -6,9 +6,12 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::{has_keys, parse_bundle, source_details, ConvertOptions, Converter};
+use super::{
+    first_present, has_keys, parse_bundle, source_details, value_text, ConvertOptions, Converter,
+};
 use crate::ingest::ledgermind::{is_sqlite, SessionRecords};
 use crate::ingest::{RawRecord, RecordSource};
+use crate::model::links::unlink_unanswered;
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
 use crate::validate::check::raw_schema_problems;
 use crate::validate::Diagnostic;
@@ -65,19 +68,6 @@ impl Converter for LedgerMind {
     }
 }
 
-fn text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    }
-}
-
-fn pick<'a>(context: &'a Value, keys: &[&str]) -> Option<&'a Value> {
-    keys.iter()
-        .find_map(|k| context.get(*k).filter(|v| !v.is_null()))
-}
-
 fn to_trajectory(s: &Value, record: &RawRecord) -> Trajectory {
     let events = s["events"].as_array().map(Vec::as_slice).unwrap_or(&[]);
     let mut content = Vec::new();
@@ -87,22 +77,20 @@ fn to_trajectory(s: &Value, record: &RawRecord) -> Trajectory {
     let mut success: Option<bool> = None;
     for e in events {
         let ctx = &e["context"];
-        let body = text(&e["content"]);
-        let id = text(&e["id"]);
+        let body = value_text(&e["content"]);
+        let id = value_text(&e["id"]);
         let mut mapped = true;
         match e["kind"].as_str().unwrap_or_default() {
             "prompt" | "task" => content.push(Step::user_text(body)),
             "call" => {
-                let tool = pick(ctx, TOOL_NAME).map_or_else(|| "call".to_owned(), text);
-                let kwargs = match pick(ctx, TOOL_ARGS) {
+                let tool = first_present(ctx, TOOL_NAME)
+                    .map_or_else(|| "call".to_owned(), |(_, v)| value_text(v));
+                let kwargs = match first_present(ctx, TOOL_ARGS).map(|(_, v)| v) {
                     Some(Value::Object(args)) => args.clone(),
                     Some(other) => JsonObject::from_iter([("input".to_owned(), other.clone())]),
                     None => JsonObject::from_iter([("input".to_owned(), Value::String(body))]),
                 };
                 let call_id = format!("event-{id}");
-                if let Some((previous, _)) = open_call.take() {
-                    unlink(&mut content, &previous);
-                }
                 let command = kwargs.get("command").and_then(Value::as_str);
                 let step = match command {
                     Some(c) if kwargs.len() == 1 && matches!(tool.as_str(), "bash" | "shell") => {
@@ -135,9 +123,8 @@ fn to_trajectory(s: &Value, record: &RawRecord) -> Trajectory {
         }
         kept.push(event_rest(e, mapped));
     }
-    if let Some((call_id, _)) = open_call {
-        unlink(&mut content, &call_id);
-    }
+    // A call no result answered (the session ended, or another call came first) keeps no id.
+    unlink_unanswered(&mut content);
     let status = if failed || success == Some(false) {
         "failure"
     } else if success == Some(true) {
@@ -153,9 +140,9 @@ fn to_trajectory(s: &Value, record: &RawRecord) -> Trajectory {
         .map(|e| {
             json!({
                 "source": "ledgermind",
-                "key": text(&e["id"]),
+                "key": value_text(&e["id"]),
                 "kind": e["kind"],
-                "text": text(&e["content"]),
+                "text": value_text(&e["content"]),
                 "timestamp": e["timestamp"],
                 "context": e["context"],
             })
@@ -180,17 +167,6 @@ fn to_trajectory(s: &Value, record: &RawRecord) -> Trajectory {
     }
     details.insert("ledgermind".into(), json!({ "events": kept }));
     Trajectory::new(id, content, details)
-}
-
-/// Removes the link id of a call no result answered (ADP forbids unanswered ids).
-fn unlink(content: &mut [Step], call_id: &str) {
-    if let Some(step) = content
-        .iter_mut()
-        .rev()
-        .find(|s| s.tool_call_id() == Some(call_id))
-    {
-        *step.tool_call_id_mut() = None;
-    }
 }
 
 /// An event as kept in `details.ledgermind.events`: whole when it made no step; otherwise

@@ -6,8 +6,9 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{json, Map, Value};
 
-use super::{has_keys, source_details, unlink_unanswered, Converter};
+use super::{first_present, has_keys, source_details, value_text, Converter};
 use crate::ingest::RawRecord;
+use crate::model::links::unlink_unanswered;
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
 use crate::validate::check::check_raw;
 use crate::validate::Diagnostic;
@@ -45,20 +46,6 @@ impl Converter for Memabra {
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
         let value = check_raw(record, "memabra", true)?;
         Ok(vec![(to_trajectory(&value, record), AdpVersion::V1_5)])
-    }
-}
-
-/// The first of `keys` present in `payload`, and which key it was.
-fn pick<'a>(payload: &'a Value, keys: &[&'static str]) -> Option<(&'static str, &'a Value)> {
-    keys.iter()
-        .find_map(|&k| payload.get(k).filter(|v| !v.is_null()).map(|v| (k, v)))
-}
-
-/// A JSON value as observation text: strings as they are, anything else as compact JSON.
-fn as_text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
     }
 }
 
@@ -104,13 +91,13 @@ impl<'a> EventMapper<'a> {
         let event_id = e["event_id"].as_str().unwrap_or_default();
         match e["event_type"].as_str().unwrap_or_default() {
             "tool_called" => {
-                let name = pick(payload, TOOL_NAME);
-                let function = name.map_or_else(|| "tool".to_owned(), |(_, v)| as_text(v));
+                let name = first_present(payload, TOOL_NAME);
+                let function = name.map_or_else(|| "tool".to_owned(), |(_, v)| value_text(v));
                 let mut used = vec![];
                 if let Some((k, _)) = name {
                     used.push(k);
                 }
-                let kwargs = match pick(payload, TOOL_ARGS) {
+                let kwargs = match first_present(payload, TOOL_ARGS) {
                     Some((k, Value::Object(args))) => {
                         used.push(k);
                         args.clone()
@@ -139,8 +126,8 @@ impl<'a> EventMapper<'a> {
                         .find(|c| !self.answered.contains(*c))
                         .copied()
                 });
-                let (text, used) = match pick(payload, RESULT_TEXT) {
-                    Some((k, v)) => (as_text(v), vec![k]),
+                let (text, used) = match first_present(payload, RESULT_TEXT) {
+                    Some((k, v)) => (value_text(v), vec![k]),
                     None => (payload.to_string(), vec!["*"]),
                 };
                 let name = call.and_then(|c| self.calls.get(c).cloned());
@@ -162,22 +149,22 @@ impl<'a> EventMapper<'a> {
                 let mut used = vec![];
                 let mut kwargs = JsonObject::new();
                 let mut ids: Vec<String> = vec![];
-                if let Some((k, v)) = pick(payload, id_keys) {
+                if let Some((k, v)) = first_present(payload, id_keys) {
                     used.push(k);
                     kwargs.insert(k.to_owned(), v.clone());
                     ids = match v {
-                        Value::Array(items) => items.iter().map(as_text).collect(),
-                        other => vec![as_text(other)],
+                        Value::Array(items) => items.iter().map(value_text).collect(),
+                        other => vec![value_text(other)],
                     };
                 }
                 let id_refs: Vec<&str> = ids.iter().map(String::as_str).collect();
                 let description = self.rationale(&[decision, "composite_action"], &id_refs);
                 self.content
                     .push(Step::api(function, kwargs, description).with_tool_call_id(event_id));
-                let text = match pick(payload, text_keys) {
+                let text = match first_present(payload, text_keys) {
                     Some((k, v)) => {
                         used.push(k);
-                        as_text(v)
+                        value_text(v)
                     }
                     None => String::new(),
                 };
@@ -188,15 +175,15 @@ impl<'a> EventMapper<'a> {
                 self.consumed.insert(index, used);
             }
             "user_clarified" | "user_corrected" => {
-                if let Some((k, v)) = pick(payload, USER_TEXT) {
-                    self.content.push(Step::user_text(as_text(v)));
+                if let Some((k, v)) = first_present(payload, USER_TEXT) {
+                    self.content.push(Step::user_text(value_text(v)));
                     self.consumed.insert(index, vec![k]);
                 }
             }
             "task_completed" => {
-                if let Some((k, v)) = pick(payload, ANSWER_TEXT) {
+                if let Some((k, v)) = first_present(payload, ANSWER_TEXT) {
                     let description = self.rationale(&["direct_answer"], &[]);
-                    self.content.push(Step::message(as_text(v), description));
+                    self.content.push(Step::message(value_text(v), description));
                     self.consumed.insert(index, vec![k]);
                 }
             }

@@ -23,7 +23,7 @@ use crate::ingest::ledgermind::SessionOptions;
 use crate::ingest::{RawRecord, RecordSource};
 use crate::model::rules;
 use crate::model::upgrade::{upgrade, UpgradeOptions};
-use crate::model::{AdpVersion, Step, Trajectory};
+use crate::model::{AdpVersion, Trajectory};
 use crate::output::Output;
 use crate::pipeline::{self, Flow, PipelineError, Progress, RunOptions, Sink};
 use crate::rejects::RejectsWriter;
@@ -101,19 +101,22 @@ pub fn lookup(name: &str) -> Result<&'static dyn Converter, String> {
     }
 }
 
-/// Clears the link id of every tool action no observation answers: logs may record a call
-/// without its result, and ADP forbids unanswered ids.
-pub fn unlink_unanswered(content: &mut [Step]) {
-    let answered: std::collections::HashSet<String> = content
-        .iter()
-        .filter(|s| !s.is_action())
-        .filter_map(|s| s.tool_call_id().map(str::to_owned))
-        .collect();
-    for step in content.iter_mut().filter(|s| s.is_tool_action()) {
-        let slot = step.tool_call_id_mut();
-        if slot.as_ref().is_some_and(|id| !answered.contains(id)) {
-            *slot = None;
-        }
+/// The first of `keys` whose value in `object` is present and not null, with the key (formats
+/// whose field names vary between writers are read through lists of candidate keys).
+pub fn first_present<'a>(
+    object: &'a Value,
+    keys: &[&'static str],
+) -> Option<(&'static str, &'a Value)> {
+    keys.iter()
+        .find_map(|&k| object.get(k).filter(|v| !v.is_null()).map(|v| (k, v)))
+}
+
+/// A JSON value as text: a string as it is, null as empty, anything else as compact JSON.
+pub fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
     }
 }
 

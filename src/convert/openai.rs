@@ -6,8 +6,9 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::chat::{chat_trajectory, parse_arguments, record_id, system_step};
-use super::{unlink_unanswered, Converter};
+use super::Converter;
 use crate::ingest::RawRecord;
+use crate::model::links::unlink_unanswered;
 use crate::model::{AdpVersion, Source, Step, Trajectory};
 use crate::validate::check::check_raw;
 use crate::validate::Diagnostic;
@@ -104,13 +105,7 @@ fn steps(v: &Value) -> Result<Vec<Step>, (String, String)> {
                     out.push(Step::user_text(text));
                 }
                 for url in images_of(content) {
-                    out.push(Step::ImageObservation(crate::model::ImageObservation {
-                        content: url,
-                        annotations: None,
-                        source: Source::User,
-                        tool_call_id: None,
-                        reward: None,
-                    }));
+                    out.push(Step::image(url, Source::User));
                 }
             }
             "assistant" => {

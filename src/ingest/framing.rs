@@ -159,11 +159,6 @@ impl<R: BufRead> Framer<R> {
         }
     }
 
-    /// The layout, once the first record has been requested.
-    pub fn layout(&self) -> Option<Layout> {
-        self.layout
-    }
-
     fn consume(&mut self, n: usize) {
         self.reader.consume(n);
         self.bytes_read += n as u64;

@@ -33,7 +33,7 @@ impl FramedRecords {
     /// Opens `path` (`-` is stdin); records larger than `max_record_bytes` are cut to a preview
     /// and marked.
     pub fn open(path: &str, max_record_bytes: usize) -> io::Result<FramedRecords> {
-        let (reader, _) = open::open(path)?;
+        let reader = open::open(path)?;
         Ok(FramedRecords {
             framer: Framer::new(reader, layout_hint(path), max_record_bytes),
             file: Arc::from(path),

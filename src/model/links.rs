@@ -135,6 +135,22 @@ pub fn backfill_links(content: &mut [Step]) -> usize {
     changed
 }
 
+/// Clears the link id of every tool action no observation answers: logs may record a call
+/// without its result, and the link rules forbid unanswered ids.
+pub fn unlink_unanswered(content: &mut [Step]) {
+    let answered: HashSet<String> = content
+        .iter()
+        .filter(|s| !s.is_action())
+        .filter_map(|s| s.tool_call_id().map(str::to_owned))
+        .collect();
+    for step in content.iter_mut().filter(|s| s.is_tool_action()) {
+        let slot = step.tool_call_id_mut();
+        if slot.as_ref().is_some_and(|id| !answered.contains(id)) {
+            *slot = None;
+        }
+    }
+}
+
 fn relabel_user_result(observation: &mut Step) -> bool {
     let source = match observation {
         Step::TextObservation(o) => &mut o.source,

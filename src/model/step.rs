@@ -345,6 +345,17 @@ impl Step {
         })
     }
 
+    /// An image (a path, URL or data URI) received from `source`.
+    pub fn image(content: impl Into<String>, source: Source) -> Step {
+        Step::ImageObservation(ImageObservation {
+            content: content.into(),
+            annotations: None,
+            source,
+            tool_call_id: None,
+            reward: None,
+        })
+    }
+
     /// A function call.
     pub fn api(
         function: impl Into<String>,

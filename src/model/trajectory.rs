@@ -48,11 +48,6 @@ impl Trajectory {
         }
     }
 
-    /// Number of action steps.
-    pub fn action_count(&self) -> usize {
-        self.content.iter().filter(|s| s.is_action()).count()
-    }
-
     /// Sorted, de-duplicated languages of the code actions, or `None` when there are none.
     pub fn used_code_languages(&self) -> Option<Vec<String>> {
         let mut langs: Vec<String> = self

@@ -65,7 +65,7 @@ impl Converter for Atif {
                 )]);
             }
         }
-        from_atif(&value, id, record).map(|t| vec![(t, AdpVersion::V1_5)])
+        Ok(vec![(from_atif(&value, id, record), AdpVersion::V1_5)])
     }
 }
 
@@ -282,194 +282,223 @@ fn action(call: &Value) -> Step {
 }
 
 /// Reads an ATIF trajectory as ADP 1.5.0.
-fn from_atif(v: &Value, id: String, record: &RawRecord) -> Result<Trajectory, Vec<Diagnostic>> {
-    let mut content: Vec<Step> = Vec::new();
-    let mut call_names: HashMap<String, String> = HashMap::new();
-    let mut answered: HashSet<String> = HashSet::new();
-    let mut step_rest: Vec<Value> = Vec::new();
-    let mut excluded: Vec<usize> = Vec::new();
-    let mut unmatched: Vec<Value> = Vec::new();
+fn from_atif(v: &Value, id: String, record: &RawRecord) -> Trajectory {
+    let mut reader = Reader::default();
     for s in v["steps"].as_array().into_iter().flatten() {
-        let first = content.len();
+        reader.step(s);
+    }
+    reader.into_trajectory(v, id, record)
+}
+
+/// The state of reading one ATIF trajectory: the steps so far, and what `details.atif`
+/// collects on the way.
+#[derive(Default)]
+struct Reader {
+    content: Vec<Step>,
+    /// Call id → function name, for naming and linking results.
+    call_names: HashMap<String, String>,
+    answered: HashSet<String>,
+    step_rest: Vec<Value>,
+    excluded: Vec<usize>,
+    unmatched: Vec<Value>,
+}
+
+impl Reader {
+    fn step(&mut self, s: &Value) {
+        let first = self.content.len();
         let (text, images) = text_and_images(&s["message"]);
         match s["source"].as_str().unwrap_or_default() {
             "agent" => {
-                let calls = s["tool_calls"].as_array().map(Vec::as_slice).unwrap_or(&[]);
-                if calls.is_empty() {
-                    let native = [
-                        ("content", json!(text)),
-                        ("reasoning_content", s["reasoning_content"].clone()),
-                    ];
-                    let step = restore(&s["extra"], &native).unwrap_or_else(|| {
-                        let mut m = Step::message(text.clone(), None);
-                        if let Step::MessageAction(a) = &mut m {
-                            a.reasoning_content =
-                                s["reasoning_content"].as_str().map(str::to_owned);
-                        }
-                        m
-                    });
-                    content.push(step);
-                } else {
-                    for (k, call) in calls.iter().enumerate() {
-                        let mut step = action(call);
-                        let native_call = call["extra"].get("adp").is_none();
-                        if k == 0 && native_call {
-                            match &mut step {
-                                Step::ApiAction(a) => {
-                                    a.description = (!text.is_empty()).then(|| text.clone());
-                                    a.reasoning_content =
-                                        s["reasoning_content"].as_str().map(str::to_owned);
-                                }
-                                Step::CodeAction(c) => {
-                                    c.description = (!text.is_empty()).then(|| text.clone());
-                                    c.reasoning_content =
-                                        s["reasoning_content"].as_str().map(str::to_owned);
-                                }
-                                _ => {}
-                            }
-                        }
-                        if let Some(id) = step.tool_call_id() {
-                            call_names.insert(
-                                id.to_owned(),
-                                call["function_name"]
-                                    .as_str()
-                                    .unwrap_or_default()
-                                    .to_owned(),
-                            );
-                        }
-                        content.push(step);
-                    }
-                }
-                for r in s["observation"]["results"].as_array().into_iter().flatten() {
-                    let (rtext, rimages) = text_and_images(&r["content"]);
-                    let link = r["source_call_id"]
-                        .as_str()
-                        .filter(|c| call_names.contains_key(*c) && !answered.contains(*c))
-                        .map(str::to_owned);
-                    let native = [("content", json!(rtext)), ("tool_call_id", json!(link))];
-                    if let Some(step) = restore(&r["extra"], &native) {
-                        if let Some(c) = step.tool_call_id() {
-                            answered.insert(c.to_owned());
-                        }
-                        content.push(step);
-                        continue;
-                    }
-                    if link.is_none() && !r["source_call_id"].is_null() {
-                        unmatched.push(json!({"content_index": content.len(), "source_call_id": r["source_call_id"]}));
-                    }
-                    let name = link.as_ref().and_then(|c| call_names.get(c).cloned());
-                    let mut step = Step::environment_text(name, rtext);
-                    if let Some(c) = link {
-                        answered.insert(c.clone());
-                        step = step.with_tool_call_id(c);
-                    }
-                    content.push(step);
-                    content.extend(
-                        rimages
-                            .into_iter()
-                            .map(|p| Step::image(p, Source::Environment)),
-                    );
-                }
+                self.agent(s, text);
+                self.results(&s["observation"]["results"]);
             }
-            source => {
-                let native = [("content", json!(text))];
-                if let Some(step) = restore(&s["extra"], &native) {
-                    content.push(step);
-                } else if source == "user" {
-                    if !text.is_empty() || images.is_empty() {
-                        content.push(Step::user_text(text));
-                    }
-                    content.extend(images.into_iter().map(|p| Step::image(p, Source::User)));
-                } else {
-                    content.push(Step::environment_text(Some("system".into()), text));
-                }
-            }
+            source => self.non_agent(s, source, text, images),
         }
         if s["is_copied_context"] == true || s["llm_call_count"] == 0 {
-            excluded.extend(first..content.len());
+            self.excluded.extend(first..self.content.len());
         }
-        let mut rest: Map<String, Value> = s
-            .as_object()
-            .into_iter()
-            .flatten()
-            .filter(|(k, val)| kept_in_details(k, val))
-            .map(|(k, val)| (k.clone(), val.clone()))
-            .collect();
-        let natives = |items: &Value, keys: &[&str]| -> Vec<Value> {
-            items
-                .as_array()
+        self.step_rest.extend(native_step_details(s));
+    }
+
+    /// An agent step: a message, or one action per tool call, the first taking the step's
+    /// message and reasoning as its thought.
+    fn agent(&mut self, s: &Value, text: String) {
+        let reasoning = s["reasoning_content"].as_str().map(str::to_owned);
+        let calls = s["tool_calls"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+        if calls.is_empty() {
+            let native = [
+                ("content", json!(text)),
+                ("reasoning_content", s["reasoning_content"].clone()),
+            ];
+            let step = restore(&s["extra"], &native).unwrap_or_else(|| {
+                let mut m = Step::message(text, None);
+                m.set_thought(None, reasoning);
+                m
+            });
+            self.content.push(step);
+            return;
+        }
+        let mut thought = Some(((!text.is_empty()).then_some(text), reasoning));
+        for (k, call) in calls.iter().enumerate() {
+            let mut step = action(call);
+            if k == 0 && call["extra"].get("adp").is_none() {
+                if let Some((description, reasoning)) = thought.take() {
+                    step.set_thought(description, reasoning);
+                }
+            }
+            if let Some(id) = step.tool_call_id() {
+                let name = call["function_name"].as_str().unwrap_or_default();
+                self.call_names.insert(id.to_owned(), name.to_owned());
+            }
+            self.content.push(step);
+        }
+    }
+
+    /// A system or user step: trajkit's own from `extra.adp`, else a user message (text, then
+    /// its images) or a system text.
+    fn non_agent(&mut self, s: &Value, source: &str, text: String, images: Vec<String>) {
+        let native = [("content", json!(text))];
+        if let Some(step) = restore(&s["extra"], &native) {
+            self.content.push(step);
+        } else if source == "user" {
+            if !text.is_empty() || images.is_empty() {
+                self.content.push(Step::user_text(text));
+            }
+            self.content
+                .extend(images.into_iter().map(|p| Step::image(p, Source::User)));
+        } else {
+            self.content
+                .push(Step::environment_text(Some("system".into()), text));
+        }
+    }
+
+    /// An agent step's observation results, linked to the calls they answer.
+    fn results(&mut self, results: &Value) {
+        for r in results.as_array().into_iter().flatten() {
+            let (text, images) = text_and_images(&r["content"]);
+            let link = r["source_call_id"]
+                .as_str()
+                .filter(|c| self.call_names.contains_key(*c) && !self.answered.contains(*c))
+                .map(str::to_owned);
+            let native = [("content", json!(text)), ("tool_call_id", json!(link))];
+            if let Some(step) = restore(&r["extra"], &native) {
+                if let Some(c) = step.tool_call_id() {
+                    self.answered.insert(c.to_owned());
+                }
+                self.content.push(step);
+                continue;
+            }
+            if link.is_none() && !r["source_call_id"].is_null() {
+                self.unmatched.push(json!({
+                    "content_index": self.content.len(),
+                    "source_call_id": r["source_call_id"],
+                }));
+            }
+            let name = link.as_ref().and_then(|c| self.call_names.get(c).cloned());
+            let mut step = Step::environment_text(name, text);
+            if let Some(c) = link {
+                self.answered.insert(c.clone());
+                step = step.with_tool_call_id(c);
+            }
+            self.content.push(step);
+            self.content.extend(
+                images
+                    .into_iter()
+                    .map(|p| Step::image(p, Source::Environment)),
+            );
+        }
+    }
+
+    fn into_trajectory(self, v: &Value, id: String, record: &RawRecord) -> Trajectory {
+        let adp = &v["extra"]["adp"];
+        let mut details: JsonObject = adp["details"].as_object().cloned().unwrap_or_default();
+        if adp.is_null() {
+            details.insert(
+                "source".into(),
+                source_details(
+                    "atif",
+                    record,
+                    json!({"trajectory_id": v["trajectory_id"], "session_id": v["session_id"]}),
+                ),
+            );
+            let mut native: Map<String, Value> = v
+                .as_object()
                 .into_iter()
                 .flatten()
-                .enumerate()
-                .filter_map(|(n, item)| {
-                    let kept: Map<String, Value> = keys
-                        .iter()
-                        .filter_map(|k| {
-                            item.get(*k)
-                                .filter(|v| kept_in_details(k, v))
-                                .map(|v| ((*k).to_owned(), v.clone()))
-                        })
-                        .collect();
-                    (!kept.is_empty()).then(|| json!({"index": n, "native": kept}))
+                .filter(|(k, val)| {
+                    !val.is_null()
+                        && !matches!(k.as_str(), "steps" | "schema_version" | "trajectory_id")
                 })
-                .collect()
-        };
-        let calls = natives(&s["tool_calls"], &["extra"]);
-        if !calls.is_empty() {
-            rest.insert("tool_calls".into(), Value::Array(calls));
+                .map(|(k, val)| (k.clone(), val.clone()))
+                .collect();
+            if !self.step_rest.is_empty() {
+                native.insert("steps".into(), Value::Array(self.step_rest));
+            }
+            if !self.excluded.is_empty() {
+                native.insert("excluded_from_training".into(), json!(self.excluded));
+            }
+            if !self.unmatched.is_empty() {
+                native.insert("unmatched_results".into(), Value::Array(self.unmatched));
+            }
+            details.insert("atif".into(), Value::Object(native));
         }
-        let results = natives(
-            &s["observation"]["results"],
-            &["extra", "subagent_trajectory_ref"],
-        );
-        if !results.is_empty() {
-            rest.insert("results".into(), Value::Array(results));
-        }
-        if let Some(extra) = s["observation"].get("extra").filter(|v| !v.is_null()) {
-            rest.insert("observation_extra".into(), extra.clone());
-        }
-        if rest.len() > 1 {
-            step_rest.push(Value::Object(rest));
-        }
+        let list =
+            |key: &str| -> Option<Vec<String>> { serde_json::from_value(adp[key].clone()).ok() };
+        let mut t = Trajectory::new(id, self.content, details);
+        t.available_apis = list("available_apis");
+        t.available_custom_tools = list("available_custom_tools");
+        t.available_code_languages = list("available_code_languages");
+        t
     }
-    let adp = &v["extra"]["adp"];
-    let mut details: JsonObject = adp["details"].as_object().cloned().unwrap_or_default();
-    if adp.is_null() {
-        details.insert(
-            "source".into(),
-            source_details(
-                "atif",
-                record,
-                json!({"trajectory_id": v["trajectory_id"], "session_id": v["session_id"]}),
-            ),
-        );
-        let mut native: Map<String, Value> = v
-            .as_object()
-            .into_iter()
-            .flatten()
-            .filter(|(k, val)| {
-                !val.is_null()
-                    && !matches!(k.as_str(), "steps" | "schema_version" | "trajectory_id")
-            })
-            .map(|(k, val)| (k.clone(), val.clone()))
-            .collect();
-        if !step_rest.is_empty() {
-            native.insert("steps".into(), Value::Array(step_rest));
-        }
-        if !excluded.is_empty() {
-            native.insert("excluded_from_training".into(), json!(excluded));
-        }
-        if !unmatched.is_empty() {
-            native.insert("unmatched_results".into(), Value::Array(unmatched));
-        }
-        details.insert("atif".into(), Value::Object(native));
+}
+
+/// What `details.atif.steps` keeps of a step: its native keys the steps do not hold, and the
+/// `extra` / `subagent_trajectory_ref` of its calls and results by position; `None` when that
+/// is only its `step_id`.
+fn native_step_details(s: &Value) -> Option<Value> {
+    let mut rest: Map<String, Value> = s
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(k, val)| kept_in_details(k, val))
+        .map(|(k, val)| (k.clone(), val.clone()))
+        .collect();
+    let calls = positional_natives(&s["tool_calls"], &["extra"]);
+    if !calls.is_empty() {
+        rest.insert("tool_calls".into(), Value::Array(calls));
     }
-    let list = |key: &str| -> Option<Vec<String>> { serde_json::from_value(adp[key].clone()).ok() };
-    let mut t = Trajectory::new(id, content, details);
-    t.available_apis = list("available_apis");
-    t.available_custom_tools = list("available_custom_tools");
-    t.available_code_languages = list("available_code_languages");
-    Ok(t)
+    let results = positional_natives(
+        &s["observation"]["results"],
+        &["extra", "subagent_trajectory_ref"],
+    );
+    if !results.is_empty() {
+        rest.insert("results".into(), Value::Array(results));
+    }
+    if let Some(extra) = s["observation"].get("extra").filter(|v| !v.is_null()) {
+        rest.insert("observation_extra".into(), extra.clone());
+    }
+    (rest.len() > 1).then_some(Value::Object(rest))
+}
+
+/// `{index, native}` for each item of `items` that has any of `keys`.
+fn positional_natives(items: &Value, keys: &[&str]) -> Vec<Value> {
+    items
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .filter_map(|(n, item)| {
+            let kept: Map<String, Value> = keys
+                .iter()
+                .filter_map(|k| {
+                    item.get(*k)
+                        .filter(|v| kept_in_details(k, v))
+                        .map(|v| ((*k).to_owned(), v.clone()))
+                })
+                .collect();
+            (!kept.is_empty()).then(|| json!({"index": n, "native": kept}))
+        })
+        .collect()
 }
 
 /// Whether a native ATIF key is kept in `details.atif` (what the steps do not already hold,

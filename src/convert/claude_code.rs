@@ -254,9 +254,7 @@ fn to_trajectory(bundle: &Value, record: &RawRecord) -> Result<Trajectory, Vec<D
         |content: &mut Vec<Step>, text: &mut Option<String>, thought: &mut Option<String>| {
             if let Some(t) = text.take() {
                 let mut m = Step::message(t, None);
-                if let Step::MessageAction(a) = &mut m {
-                    a.reasoning_content = thought.take();
-                }
+                m.set_thought(None, thought.take());
                 content.push(m);
             }
         };
@@ -298,22 +296,18 @@ fn to_trajectory(bundle: &Value, record: &RawRecord) -> Result<Trajectory, Vec<D
                     }
                     "tool_use" => {
                         let mut step = tool_action(&b);
-                        let description = pending_text.take();
-                        match &mut step {
-                            Step::ApiAction(a) => {
-                                a.description = description;
-                                a.reasoning_content = pending_thought.take();
-                            }
-                            Step::CodeAction(c) => {
-                                if c.description.is_none() {
-                                    c.description = description;
-                                } else if let Some(d) = description {
+                        let mut description = pending_text.take();
+                        if let Step::CodeAction(c) = &step {
+                            // A Bash call carries its own description; the text before it
+                            // stays a message of its own.
+                            if c.description.is_some() {
+                                if let Some(d) = description.take() {
                                     content.push(Step::message(d, None));
                                 }
-                                c.reasoning_content = pending_thought.take();
+                                description = c.description.clone();
                             }
-                            _ => {}
                         }
+                        step.set_thought(description, pending_thought.take());
                         tools.insert(
                             b["id"].as_str().unwrap_or_default().to_owned(),
                             b["name"].as_str().unwrap_or_default().to_owned(),

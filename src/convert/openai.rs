@@ -137,14 +137,11 @@ fn steps(v: &Value) -> Result<Vec<Step>, (String, String)> {
                 }
                 if calls.is_empty() {
                     let mut step = Step::message(text, None);
-                    if let Step::MessageAction(a) = &mut step {
-                        a.reasoning_content = reasoning;
-                    }
+                    step.set_thought(None, reasoning);
                     out.push(step);
                 } else {
-                    if let Some(Step::ApiAction(first)) = calls.first_mut() {
-                        first.description = (!text.is_empty()).then_some(text);
-                        first.reasoning_content = reasoning;
+                    if let Some(first) = calls.first_mut() {
+                        first.set_thought((!text.is_empty()).then_some(text), reasoning);
                     }
                     out.extend(calls);
                 }

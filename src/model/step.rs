@@ -399,6 +399,19 @@ impl Step {
         })
     }
 
+    /// Sets an action's stated thought (`description`) and `reasoning_content`; observations
+    /// are left as they are.
+    pub fn set_thought(&mut self, description: Option<String>, reasoning: Option<String>) {
+        match self {
+            Step::ApiAction(a) => (a.description, a.reasoning_content) = (description, reasoning),
+            Step::CodeAction(c) => (c.description, c.reasoning_content) = (description, reasoning),
+            Step::MessageAction(m) => {
+                (m.description, m.reasoning_content) = (description, reasoning)
+            }
+            _ => {}
+        }
+    }
+
     /// Sets the `tool_call_id` (builder style).
     pub fn with_tool_call_id(mut self, id: impl Into<String>) -> Step {
         *self.tool_call_id_mut() = Some(id.into());

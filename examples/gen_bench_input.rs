@@ -2,12 +2,11 @@
 //!
 //! Usage: `cargo run --release --example gen_bench_input -- OUT.jsonl [BYTES] [SHAPES_DIR]`
 //!
-//! The shapes are the records of every `*.json` or `*.jsonl` file in `SHAPES_DIR` (default
-//! `../shared/corpus/adp`, falling back to `sample_data/adp`), recursively, that are ADP
-//! trajectories (an `id` and a `content` list of `class_`-tagged steps), memabra traces
-//! (`trajectory_id`) or Reflexion records (`loop_id`). They are written in turn, each made
-//! unique (`<id>#<n>`, `<trajectory_id>-<n>`, or iteration `n`), until the output reaches BYTES
-//! (default 1 GiB). The output is deterministic.
+//! The shapes are the records (JSON objects) of every `*.json` or `*.jsonl` file in `SHAPES_DIR`,
+//! recursively. Without `SHAPES_DIR`, they are the ADP trajectories (an `id` and a `content`
+//! list of `class_`-tagged steps) of `../shared/corpus/adp`, falling back to `sample_data/adp`.
+//! They are written in turn, each made unique (`<trajectory_id>-<n>`, Reflexion iteration `n`,
+//! or `<id>#<n>`), until the output reaches BYTES (default 1 GiB). The output is deterministic.
 
 use std::fs;
 use std::io::{BufWriter, Write};
@@ -30,7 +29,7 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-fn shapes(dir: &Path) -> Vec<Value> {
+fn shapes(dir: &Path, keep: fn(&Value) -> bool) -> Vec<Value> {
     let mut files = Vec::new();
     collect(dir, &mut files);
     let mut records = Vec::new();
@@ -44,7 +43,7 @@ fn shapes(dir: &Path) -> Vec<Value> {
             _ => records.extend(text.lines().filter_map(|l| serde_json::from_str(l).ok())),
         }
     }
-    records.retain(is_trajectory);
+    records.retain(keep);
     records
 }
 
@@ -54,6 +53,11 @@ fn is_trajectory(r: &Value) -> bool {
             .as_array()
             .is_some_and(|steps| steps.iter().all(|s| s["class_"].is_string()));
     adp || r["trajectory_id"].is_string() || r["loop_id"].is_string()
+}
+
+/// Any JSON object: a shapes directory given on the command line holds only the records wanted.
+fn is_object(r: &Value) -> bool {
+    r.is_object()
 }
 
 /// Makes copy `n` of a shape unique by its format's key.
@@ -75,13 +79,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .ok_or("usage: gen_bench_input OUT.jsonl [BYTES] [SHAPES_DIR]")?;
     let target: u64 = args.get(1).map_or(Ok(1 << 30), |s| s.parse())?;
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let dir = args
-        .get(2)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("../shared/corpus/adp"));
-    let mut records = shapes(&dir);
+    let mut records = match args.get(2) {
+        Some(dir) => shapes(&PathBuf::from(dir), is_object),
+        None => shapes(&root.join("../shared/corpus/adp"), is_trajectory),
+    };
     if records.is_empty() {
-        records = shapes(&root.join("sample_data/adp"));
+        records = shapes(&root.join("sample_data/adp"), is_trajectory);
     }
     if records.is_empty() {
         return Err("no trajectory shapes found".into());

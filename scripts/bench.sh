@@ -65,4 +65,13 @@ if [ -f "$REAL" ]; then
   cp "$REAL" "$BENCH_DIR/reflexion-real-shape/"
   seed reflexion-real reflexion "$BENCH_DIR/reflexion-real-shape"
 fi
+# Declarative converters: records shaped like the corpus samples of a few shipped specs.
+for spec in agenttuning_os codeactinstruct synatra; do
+  RAW=../shared/corpus/adp/$spec/sample_raw.json
+  if [ -f "$RAW" ]; then
+    mkdir -p "$BENCH_DIR/spec-$spec"
+    cp "$RAW" "$BENCH_DIR/spec-$spec/"
+    seed "spec-$spec" "$spec" "$BENCH_DIR/spec-$spec"
+  fi
+done
 rm -f "$BENCH_DIR/out.jsonl"

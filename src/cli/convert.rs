@@ -6,7 +6,9 @@ use std::time::Instant;
 
 use clap::Args;
 use trajkit::convert::detect::{detect_input, DetectError};
-use trajkit::convert::{convert_inputs, lookup, path_converter, ConvertOptions, OutputFormat};
+use trajkit::convert::{
+    convert_inputs, lookup, path_converter, spec, ConvertOptions, Converter, OutputFormat,
+};
 use trajkit::ingest::ledgermind::SessionOptions;
 use trajkit::model::upgrade::{DetailsDecode, UpgradeOptions};
 use trajkit::model::AdpVersion;
@@ -40,6 +42,10 @@ pub struct ConvertArgs {
     /// refused. Standard input needs a named format.
     #[arg(long, default_value = "auto")]
     pub from: String,
+    /// Convert with the declarative converter spec in this TOML file (see the README,
+    /// "Declarative converters"); the spec is checked before any data is read.
+    #[arg(long, value_name = "FILE", conflicts_with = "from")]
+    pub spec: Option<String>,
     /// Output format: adp, or atif (ATIF v1.7, built from ADP 1.5.0; what ATIF has no field
     /// for is kept in `extra.adp`, so `--from atif` gives the same ADP back).
     #[arg(long, default_value = "adp")]
@@ -92,9 +98,10 @@ impl Reporter for Capped {
 
 /// Runs `convert`.
 pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
-    let named = match args.from.as_str() {
-        "auto" => None,
-        name => Some(lookup(name).map_err(CliError::usage)?),
+    let named: Option<&'static dyn Converter> = match (&args.spec, args.from.as_str()) {
+        (Some(path), _) => Some(spec::load_file(path).map_err(spec_errors)?),
+        (None, "auto") => None,
+        (None, name) => Some(lookup(name).map_err(CliError::usage)?),
     };
     let to = match args.to.as_str() {
         "adp" => OutputFormat::Adp,
@@ -178,4 +185,13 @@ pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         throughput(bar.bytes_read(), started)
     ));
     Ok(u8::from(summary.rejected > 0))
+}
+
+/// A spec that does not load is a usage error listing every problem.
+fn spec_errors(errors: Vec<spec::SpecError>) -> CliError {
+    let lines: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+    CliError::usage(format!(
+        "the converter spec is invalid:\n{}",
+        lines.join("\n")
+    ))
 }

@@ -1,7 +1,7 @@
 //! `trajkit formats`
 
 use clap::Args;
-use trajkit::convert::{converters, NOT_YET_SUPPORTED};
+use trajkit::convert::{converters, spec, Converter, NOT_YET_SUPPORTED};
 
 use super::common::CliError;
 
@@ -13,6 +13,13 @@ pub struct FormatsArgs {}
 pub fn run(_args: FormatsArgs) -> Result<u8, CliError> {
     for c in converters() {
         println!("{:<14} {}", c.name(), c.description());
+    }
+    println!();
+    println!(
+        "declarative converters (converters/*.toml; --from NAME, or --spec FILE for your own):"
+    );
+    for c in spec::embedded() {
+        println!("{:<20} {}", c.name(), c.description());
     }
     println!();
     println!("not supported yet: {}", NOT_YET_SUPPORTED.join(", "));

@@ -5,9 +5,13 @@ use std::io::{self, BufWriter, Write};
 use std::time::Instant;
 
 use clap::Args;
-use trajkit::validate::report::{reporter, ReportFormat};
+use std::sync::Arc;
+
+use trajkit::convert::spec;
+use trajkit::validate::report::{reporter, FileCounts, ReportFormat, ValidationSummary};
 use trajkit::validate::run::{validate_inputs, Target, ValidateOptions};
 use trajkit::validate::schemas::{raw_schema, RAW_SCHEMAS};
+use trajkit::validate::{Diagnostic, Severity};
 
 use super::common::{inputs, rejects_writer, throughput, warn_empty, CliError, GlobalArgs};
 
@@ -24,7 +28,8 @@ pub struct ValidateArgs {
     pub inputs: Vec<String>,
     /// What to validate against: `adp` (any ADP version, chosen by each record's
     /// schema_version), or a raw input format: memabra, reflexion, ledgermind, ralph-action,
-    /// ralph-reflection, ralph-attempt, ralph-outcome, ralph-task.
+    /// ralph-reflection, ralph-attempt, ralph-outcome, ralph-task; or `converter-spec`: each
+    /// input is a declarative converter spec (TOML), fully loaded as `convert --spec` would.
     #[arg(long, default_value = "adp")]
     pub schema: String,
     /// With a raw format: accept the documented drift of real files (see the README).
@@ -46,6 +51,9 @@ pub struct ValidateArgs {
 
 /// Runs `validate`.
 pub fn run(args: ValidateArgs, global: &GlobalArgs) -> Result<u8, CliError> {
+    if args.schema == "converter-spec" {
+        return validate_specs(&args, global);
+    }
     let target = if args.schema == "adp" {
         Target::Adp
     } else if raw_schema(&args.schema).is_some() {
@@ -56,20 +64,13 @@ pub fn run(args: ValidateArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     } else {
         let known: Vec<&str> = RAW_SCHEMAS.iter().map(|s| s.format).collect();
         return Err(CliError::usage(format!(
-            "no schema for {:?} (supported: adp, {})",
+            "no schema for {:?} (supported: adp, converter-spec, {})",
             args.schema,
             known.join(", ")
         )));
     };
     let inputs = inputs(&args.inputs)?;
-    let out: Box<dyn Write + Send> = match &args.report_file {
-        Some(path) => {
-            Box::new(BufWriter::new(File::create(path).map_err(|e| {
-                CliError::io(format!("cannot create {path}: {e}"))
-            })?))
-        }
-        None => Box::new(BufWriter::new(io::stdout())),
-    };
+    let out = report_output(&args)?;
     let rejects = rejects_writer(args.rejects.as_deref())?;
     let opts = ValidateOptions {
         target,
@@ -105,4 +106,60 @@ pub fn run(args: ValidateArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     } else {
         1
     })
+}
+
+fn report_output(args: &ValidateArgs) -> Result<Box<dyn Write + Send>, CliError> {
+    Ok(match &args.report_file {
+        Some(path) => {
+            Box::new(BufWriter::new(File::create(path).map_err(|e| {
+                CliError::io(format!("cannot create {path}: {e}"))
+            })?))
+        }
+        None => Box::new(BufWriter::new(io::stdout())),
+    })
+}
+
+/// `validate --schema converter-spec`: loads each spec file and reports its problems.
+fn validate_specs(args: &ValidateArgs, global: &GlobalArgs) -> Result<u8, CliError> {
+    if args.inputs.is_empty() {
+        return Err(CliError::usage(
+            "--schema converter-spec needs the spec files to check",
+        ));
+    }
+    let mut report = reporter(args.report, report_output(args)?);
+    let mut summary = ValidationSummary::default();
+    let write = |e: io::Error| CliError::io(format!("cannot write the report: {e}"));
+    for (index, file) in args.inputs.iter().enumerate() {
+        let errors = spec::load_file(file).err().unwrap_or_default();
+        for e in &errors {
+            report
+                .diagnostic(&Diagnostic {
+                    file: Arc::from(e.file.as_str()),
+                    line: e.line as u64,
+                    index: index as u64,
+                    record_id: None,
+                    pointer: e.pointer.clone(),
+                    rule: "converter-spec".into(),
+                    message: e.message.clone(),
+                    severity: Severity::Error,
+                })
+                .map_err(write)?;
+        }
+        let invalid = u64::from(!errors.is_empty());
+        summary.files.push(FileCounts {
+            file: Arc::from(file.as_str()),
+            records: 1,
+            invalid,
+        });
+        summary.records += 1;
+        summary.invalid += invalid;
+        summary.valid += 1 - invalid;
+        summary.diagnostics += errors.len() as u64;
+    }
+    report.finish(&summary).map_err(write)?;
+    global.summary(format_args!(
+        "validate: {} converter specs, {} valid, {} invalid",
+        summary.records, summary.valid, summary.invalid
+    ));
+    Ok(u8::from(summary.invalid > 0))
 }

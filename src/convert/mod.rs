@@ -12,6 +12,7 @@ pub mod openai;
 pub mod ralph;
 pub mod reflexion;
 pub mod sharegpt;
+pub mod spec;
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -82,12 +83,20 @@ pub fn path_converter(path: &Path) -> Option<&'static dyn Converter> {
     converters().into_iter().find(|c| c.claims_path(path))
 }
 
-/// The converter for `name`, or a message saying why there is none.
+/// The converter for `name` (a built-in format or a shipped spec), or a message saying why there
+/// is none.
 pub fn lookup(name: &str) -> Result<&'static dyn Converter, String> {
     if let Some(c) = converters().into_iter().find(|c| c.name() == name) {
         return Ok(c);
     }
-    let known: Vec<&str> = converters().iter().map(|c| c.name()).collect();
+    if let Some(c) = spec::embedded().iter().find(|c| c.name() == name) {
+        return Ok(c);
+    }
+    let known: Vec<&str> = converters()
+        .iter()
+        .map(|c| c.name())
+        .chain(spec::embedded().iter().map(|c| c.name()))
+        .collect();
     if NOT_YET_SUPPORTED.contains(&name) {
         Err(format!(
             "not supported yet: --from {name} (supported now: {})",

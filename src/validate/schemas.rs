@@ -260,6 +260,11 @@ pub fn embedded() -> Vec<EmbeddedSchema> {
         title: "trajkit's keys in a trajectory's details (source, outcome, reward, reflections)",
         text: include_str!("../../schemas/details.schema.json"),
     }];
+    out.push(EmbeddedSchema {
+        name: "converter-spec".to_owned(),
+        title: "declarative converter spec (converters/*.toml, read as JSON)",
+        text: crate::convert::spec::SPEC_SCHEMA,
+    });
     let roots: Vec<&str> = RAW_SCHEMAS.iter().map(|r| r.documents[0].0).collect();
     for raw in RAW_SCHEMAS {
         out.push(EmbeddedSchema {

@@ -1,0 +1,501 @@
+//! Turns a decoded spec into its compiled form: regexes built, templates parsed, roles and step
+//! kinds resolved, once per spec rather than once per record.
+
+use std::collections::HashMap;
+
+use regex::Regex;
+use serde_json::{Map, Value};
+
+use super::args::ArgSyntax;
+use super::format::{RuleSpec, SpecFile};
+use super::template::Template;
+use crate::model::rules::escape_pointer;
+use crate::model::Source;
+
+/// A problem in a spec, located by JSON pointer into the spec document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpecProblem {
+    /// Where, as a JSON pointer into the spec (`/rule/2/match`).
+    pub pointer: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl SpecProblem {
+    fn new(pointer: impl Into<String>, message: impl Into<String>) -> Self {
+        SpecProblem {
+            pointer: pointer.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// A compiled spec, ready to convert records.
+#[derive(Debug)]
+pub struct CompiledSpec {
+    /// `--from` name.
+    pub name: String,
+    /// One line about the dataset.
+    pub description: String,
+    /// The id template.
+    pub id: Template,
+    /// Record-level extractions, in order.
+    pub extracts: Vec<Extract>,
+    /// Named templates rendered per record after the extractions, in order.
+    pub vars: Vec<(String, Template)>,
+    /// Where the turns come from.
+    pub turns: TurnSource,
+    /// Raw role → default for unmatched turns.
+    pub roles: HashMap<String, RoleDefault>,
+    /// Every turn must match a rule.
+    pub strict: bool,
+    /// Rules in order.
+    pub rules: Vec<Rule>,
+    /// Final-answer wrap of the last message and the marker that means "already wrapped".
+    pub finish: Option<(Template, String)>,
+    /// Details keys and their templates.
+    pub details: Vec<(String, Template)>,
+}
+
+/// A regex applied once per record.
+#[derive(Debug)]
+pub struct Extract {
+    /// The text to search.
+    pub from: Template,
+    /// The regex whose named groups become variables.
+    pub regex: Regex,
+    /// A record it does not match is rejected.
+    pub required: bool,
+    /// Where it is in the spec, for messages (`record.extract[0]`).
+    pub label: String,
+}
+
+/// Where a record's turns are.
+#[derive(Debug)]
+pub enum TurnSource {
+    /// A list at `turns`; each turn's role and text by pointer inside it.
+    List {
+        /// Pointer to the list.
+        turns: String,
+        /// Pointer to a turn's role.
+        role: String,
+        /// Pointer to a turn's text.
+        text: String,
+    },
+    /// Fixed turns, each a field of the record: `(role, pointer to text)`.
+    Fields(Vec<(String, String)>),
+}
+
+/// What a turn no rule matched becomes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RoleDefault {
+    /// A text observation from the user.
+    User,
+    /// A text observation from the environment.
+    Environment,
+    /// A message action.
+    Assistant,
+    /// Nothing.
+    Drop,
+}
+
+/// One keyword argument's value.
+#[derive(Debug)]
+pub enum KwargValue {
+    /// Text from a template.
+    Text(Template),
+    /// A constant JSON value (a number, a boolean) written in the spec.
+    Constant(Value),
+}
+
+/// A compiled rule.
+#[derive(Debug)]
+pub struct Rule {
+    /// Name for diagnostics (`rule N` when unnamed).
+    pub name: String,
+    /// Roles it applies to; all when `None`.
+    pub roles: Option<Vec<String>>,
+    /// Positions it applies to; all when `None`.
+    pub turns: Option<Vec<i64>>,
+    /// The pattern, when there is one.
+    pub regex: Option<Regex>,
+    /// Emit once per match.
+    pub each: bool,
+    /// Some template of `emit` uses a group of `regex` (else a plain match test will do).
+    pub uses_groups: bool,
+    /// Steps produced.
+    pub emit: Vec<StepTemplate>,
+}
+
+/// A step to produce, with templates for its fields.
+#[derive(Debug)]
+pub enum StepTemplate {
+    /// `text_observation`.
+    Text {
+        /// Who it is from.
+        source: Source,
+        /// The text.
+        content: Template,
+        /// The optional `name`.
+        name: Option<Template>,
+    },
+    /// `web_observation`.
+    Web {
+        /// `html`, `axtree`, `url` (absent fields are null).
+        html: Option<Template>,
+        /// Accessibility tree.
+        axtree: Option<Template>,
+        /// Page URL.
+        url: Option<Template>,
+    },
+    /// `code_action`.
+    Code {
+        /// Language (must be one of ADP's languages; checked on output).
+        language: Template,
+        /// The code.
+        content: Template,
+        /// Thought.
+        description: Option<Template>,
+    },
+    /// `api_action`.
+    Api {
+        /// Function name.
+        function: Template,
+        /// Keyword arguments.
+        kwargs: Kwargs,
+        /// Thought.
+        description: Option<Template>,
+    },
+    /// `message_action`.
+    Message {
+        /// The message.
+        content: Template,
+        /// Thought.
+        description: Option<Template>,
+    },
+}
+
+/// How an API action's keyword arguments are made.
+#[derive(Debug)]
+pub enum Kwargs {
+    /// Each argument from its own template or constant, in the spec's order.
+    Fields(Vec<(String, KwargValue)>),
+    /// Parsed from text (a template) written in some argument syntax.
+    Parsed {
+        /// The argument text.
+        from: Template,
+        /// Its syntax.
+        syntax: ArgSyntax,
+    },
+}
+
+/// Compiles `spec`, collecting every problem rather than stopping at the first.
+pub fn compile(spec: SpecFile) -> Result<CompiledSpec, Vec<SpecProblem>> {
+    let mut c = Compiler::default();
+    let mut record_groups: Vec<String> = Vec::new();
+    let mut extracts = Vec::new();
+    for (i, e) in spec.record.extract.iter().enumerate() {
+        let at = format!("/record/extract/{i}");
+        let from = c.template(&format!("{at}/from"), &e.from, &record_groups);
+        if let Some(regex) = c.regex(&format!("{at}/match"), &e.pattern) {
+            record_groups.extend(regex.capture_names().flatten().map(str::to_owned));
+            extracts.push(Extract {
+                from,
+                regex,
+                required: e.required,
+                label: format!("record.extract[{i}]"),
+            });
+        }
+    }
+    let mut vars = Vec::new();
+    for (name, text) in &spec.vars {
+        let at = format!("/vars/{}", escape_pointer(name));
+        let template = c.template(&at, text.as_str().unwrap_or_default(), &record_groups);
+        record_groups.push(name.clone());
+        vars.push((name.clone(), template));
+    }
+    let id = c.template("/record/id", &spec.record.id, &record_groups);
+    let details = spec
+        .details
+        .iter()
+        .map(|(k, v)| {
+            let at = format!("/details/{}", escape_pointer(k));
+            let text = v.as_str().unwrap_or_default();
+            (k.clone(), c.template(&at, text, &record_groups))
+        })
+        .collect();
+    let finish = spec.finish.as_ref().map(|f| {
+        let wrap = c.template("/finish/wrap", &f.wrap, &["content".to_owned()]);
+        (wrap, f.unless.clone())
+    });
+
+    let turns = match (&spec.record.turns, spec.record.fixed_turns.as_slice()) {
+        (Some(list), []) => TurnSource::List {
+            turns: list.clone(),
+            role: spec.record.role.clone().unwrap_or_else(|| "/role".into()),
+            text: spec
+                .record
+                .text
+                .clone()
+                .unwrap_or_else(|| "/content".into()),
+        },
+        (None, fixed) if !fixed.is_empty() => TurnSource::Fields(
+            fixed
+                .iter()
+                .map(|t| (t.role.clone(), t.text.clone()))
+                .collect(),
+        ),
+        _ => {
+            c.problem(
+                "/record",
+                "give either `turns` (a pointer to the list of turns) or `[[record.turn]]` \
+                 entries (turns taken from fields), not both and not neither",
+            );
+            TurnSource::Fields(Vec::new())
+        }
+    };
+
+    let mut roles = HashMap::new();
+    for (role, kind) in &spec.roles {
+        let default = match kind.as_str() {
+            Some("user") => RoleDefault::User,
+            Some("environment") => RoleDefault::Environment,
+            Some("assistant") => RoleDefault::Assistant,
+            Some("drop") => RoleDefault::Drop,
+            _ => {
+                c.problem(
+                    &format!("/roles/{}", escape_pointer(role)),
+                    "a role maps to user, environment, assistant or drop",
+                );
+                RoleDefault::Drop
+            }
+        };
+        roles.insert(role.clone(), default);
+    }
+
+    let rules = spec
+        .rules
+        .iter()
+        .enumerate()
+        .map(|(i, r)| c.rule(i, r, &record_groups))
+        .collect();
+
+    if c.problems.is_empty() {
+        Ok(CompiledSpec {
+            name: spec.name,
+            description: spec.description,
+            id,
+            extracts,
+            vars,
+            turns,
+            roles,
+            strict: spec.strict,
+            rules,
+            finish,
+            details,
+        })
+    } else {
+        Err(c.problems)
+    }
+}
+
+/// Compiles the parts of a spec, collecting problems.
+#[derive(Default)]
+struct Compiler {
+    problems: Vec<SpecProblem>,
+    /// Every capture name the templates compiled so far use, in order.
+    used: Vec<String>,
+}
+
+impl Compiler {
+    fn problem(&mut self, pointer: &str, message: impl Into<String>) {
+        self.problems.push(SpecProblem::new(pointer, message));
+    }
+
+    fn regex(&mut self, pointer: &str, pattern: &str) -> Option<Regex> {
+        Regex::new(pattern)
+            .map_err(|e| self.problem(pointer, e.to_string()))
+            .ok()
+    }
+
+    /// Parses a template whose capture placeholders must be among `groups`.
+    fn template(&mut self, pointer: &str, text: &str, groups: &[String]) -> Template {
+        let template = match Template::parse(text) {
+            Ok(t) => t,
+            Err(e) => {
+                self.problem(pointer, e.0);
+                return Template::default();
+            }
+        };
+        for name in template.captures() {
+            self.used.push(name.to_owned());
+            if !groups.iter().any(|g| g == name) {
+                self.problem(
+                    pointer,
+                    format!("uses {{{name}}}, but no pattern in scope has a group named {name:?} (groups: {groups:?})"),
+                );
+            }
+        }
+        template
+    }
+
+    fn optional(
+        &mut self,
+        step: &Map<String, Value>,
+        at: &str,
+        key: &str,
+        groups: &[String],
+    ) -> Option<Template> {
+        let text = step.get(key)?.as_str()?;
+        Some(self.template(&format!("{at}/{key}"), text, groups))
+    }
+
+    fn required(
+        &mut self,
+        step: &Map<String, Value>,
+        at: &str,
+        key: &str,
+        groups: &[String],
+    ) -> Template {
+        self.optional(step, at, key, groups).unwrap_or_default()
+    }
+
+    fn rule(&mut self, index: usize, rule: &RuleSpec, record_groups: &[String]) -> Rule {
+        let at = format!("/rule/{index}");
+        let regex = rule
+            .pattern
+            .as_deref()
+            .and_then(|p| self.regex(&format!("{at}/match"), p));
+        if rule.each && rule.pattern.is_none() {
+            self.problem(
+                &format!("{at}/each"),
+                "`each` repeats the rule per match, so the rule needs a `match` pattern",
+            );
+        }
+        let mut groups: Vec<String> = regex
+            .as_ref()
+            .map(|r| r.capture_names().flatten().map(str::to_owned).collect())
+            .unwrap_or_default();
+        groups.extend(record_groups.iter().cloned());
+        let strings = |v: &Option<Value>| -> Option<Vec<String>> {
+            v.as_ref().map(|v| match v {
+                Value::Array(items) => items
+                    .iter()
+                    .filter_map(|s| s.as_str().map(str::to_owned))
+                    .collect(),
+                other => other.as_str().map(str::to_owned).into_iter().collect(),
+            })
+        };
+        let turns = rule.turn.as_ref().map(|v| match v {
+            Value::Array(items) => items.iter().filter_map(Value::as_i64).collect(),
+            other => other.as_i64().into_iter().collect(),
+        });
+        let regex_groups = groups.len() - record_groups.len();
+        let used_before = self.used.len();
+        let emit = rule
+            .emit
+            .iter()
+            .enumerate()
+            .filter_map(|(j, step)| self.step(&format!("{at}/emit/{j}"), step, &groups))
+            .collect();
+        let uses_groups = self.used[used_before..]
+            .iter()
+            .any(|name| groups[..regex_groups].contains(name));
+        Rule {
+            uses_groups,
+            name: rule.name.clone().unwrap_or_else(|| format!("rule {index}")),
+            roles: strings(&rule.role),
+            turns,
+            regex,
+            each: rule.each,
+            emit,
+        }
+    }
+
+    fn step(
+        &mut self,
+        at: &str,
+        step: &Map<String, Value>,
+        groups: &[String],
+    ) -> Option<StepTemplate> {
+        let class = step
+            .get("class")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        Some(match class {
+            "text_observation" => StepTemplate::Text {
+                source: match step.get("source").and_then(Value::as_str) {
+                    Some("environment") => Source::Environment,
+                    Some("agent") => Source::Agent,
+                    _ => Source::User,
+                },
+                content: self.required(step, at, "content", groups),
+                name: self.optional(step, at, "name", groups),
+            },
+            "web_observation" => StepTemplate::Web {
+                html: self.optional(step, at, "html", groups),
+                axtree: self.optional(step, at, "axtree", groups),
+                url: self.optional(step, at, "url", groups),
+            },
+            "code_action" => StepTemplate::Code {
+                language: self.required(step, at, "language", groups),
+                content: self.required(step, at, "content", groups),
+                description: self.optional(step, at, "description", groups),
+            },
+            "api_action" => StepTemplate::Api {
+                function: self.required(step, at, "function", groups),
+                kwargs: self.kwargs(step, at, groups),
+                description: self.optional(step, at, "description", groups),
+            },
+            "message_action" => StepTemplate::Message {
+                content: self.required(step, at, "content", groups),
+                description: self.optional(step, at, "description", groups),
+            },
+            other => {
+                self.problem(
+                    &format!("{at}/class"),
+                    format!(
+                        "unknown step class {other:?} (text_observation, web_observation, \
+                         code_action, api_action, message_action)"
+                    ),
+                );
+                return None;
+            }
+        })
+    }
+
+    fn kwargs(&mut self, step: &Map<String, Value>, at: &str, groups: &[String]) -> Kwargs {
+        if step.contains_key("args") {
+            let syntax = match step.get("args_syntax").and_then(Value::as_str) {
+                None => ArgSyntax::default(),
+                Some(text) => ArgSyntax::parse(text).unwrap_or_else(|e| {
+                    self.problem(&format!("{at}/args_syntax"), e);
+                    ArgSyntax::default()
+                }),
+            };
+            return Kwargs::Parsed {
+                from: self.required(step, at, "args", groups),
+                syntax,
+            };
+        }
+        let Some(Value::Object(fields)) = step.get("kwargs") else {
+            return Kwargs::Fields(Vec::new());
+        };
+        Kwargs::Fields(
+            fields
+                .iter()
+                .map(|(k, v)| {
+                    let value = match v {
+                        Value::String(text) => KwargValue::Text(self.template(
+                            &format!("{at}/kwargs/{}", escape_pointer(k)),
+                            text,
+                            groups,
+                        )),
+                        other => KwargValue::Constant(other.clone()),
+                    };
+                    (k.clone(), value)
+                })
+                .collect(),
+        )
+    }
+}

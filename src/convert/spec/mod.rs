@@ -1,0 +1,225 @@
+//! Declarative converters: a raw format described in a TOML spec (`converters/*.toml`) instead
+//! of Rust code. The README's "Declarative converters" section is the reference.
+//!
+//! Loading a spec goes TOML → JSON (remembering lines) → the converter-spec JSON Schema →
+//! typed decode → compile (regexes, templates). Every problem names the spec file, line and
+//! key, and is found before any data is read. Compiled specs are shared by all threads.
+//!
+//! Specs are chosen explicitly (`--from NAME`, `--spec FILE`), never auto-detected: several
+//! datasets share one record shape (`{id, conversations}`) and differ only in the text of
+//! their turns.
+
+mod apply;
+mod args;
+mod compile;
+mod format;
+mod located;
+mod template;
+
+use std::fmt;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+use super::{source_details, Converter};
+use crate::ingest::RawRecord;
+use crate::model::{AdpVersion, Trajectory};
+use crate::validate::check::{parse_json, preview};
+use crate::validate::Diagnostic;
+use compile::CompiledSpec;
+use located::LocatedDoc;
+
+/// The converter-spec JSON Schema.
+pub const SPEC_SCHEMA: &str = include_str!("../../../schemas/converter-spec.schema.json");
+
+/// `(file name, text)` of a spec in `converters/`.
+macro_rules! embed {
+    ($name:literal) => {
+        (
+            concat!($name, ".toml"),
+            include_str!(concat!("../../../converters/", $name, ".toml")),
+        )
+    };
+}
+
+/// The specs shipped in `converters/`, embedded in the binary: `(file name, text)`.
+pub const EMBEDDED: &[(&str, &str)] = &[
+    embed!("agenttuning_db"),
+    embed!("agenttuning_os"),
+    embed!("agenttuning_webshop"),
+    embed!("code_feedback"),
+    embed!("codeactinstruct"),
+    embed!("eto"),
+    embed!("mini-coder"),
+    embed!("orca_agentinstruct"),
+    embed!("synatra"),
+];
+
+/// A problem in a spec file, located by line and key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpecError {
+    /// The spec file as given.
+    pub file: String,
+    /// 1-based line.
+    pub line: usize,
+    /// JSON pointer to the key (`/rule/2/match`); empty for the whole file.
+    pub pointer: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for SpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let key = self.pointer.trim_start_matches('/').replace('/', ".");
+        if key.is_empty() {
+            write!(f, "{}:{}: {}", self.file, self.line, self.message)
+        } else {
+            write!(f, "{}:{}: {key}: {}", self.file, self.line, self.message)
+        }
+    }
+}
+
+/// A converter defined by a spec.
+#[derive(Debug)]
+pub struct SpecConverter {
+    spec: CompiledSpec,
+    /// `--from` name; leaked once per loaded spec so it can be `'static` like built-in names.
+    name: &'static str,
+    description: &'static str,
+}
+
+/// Loads and compiles the spec in `text` (read from `file`), or says everything wrong with it.
+pub fn load(file: &str, text: &str) -> Result<SpecConverter, Vec<SpecError>> {
+    let doc = LocatedDoc::parse(text).map_err(|e| {
+        vec![SpecError {
+            file: file.to_owned(),
+            line: e.line,
+            pointer: String::new(),
+            message: e.message,
+        }]
+    })?;
+    let located = |pointer: String, message: String| SpecError {
+        file: file.to_owned(),
+        line: doc.line(&pointer),
+        pointer,
+        message,
+    };
+    let schema = spec_validator();
+    if !schema.is_valid(&doc.value) {
+        return Err(schema
+            .iter_errors(&doc.value)
+            .map(|e| {
+                let pointer = e.instance_path().as_str().to_owned();
+                located(pointer, e.masked_with(preview(e.instance())).to_string())
+            })
+            .collect());
+    }
+    let spec: format::SpecFile = serde_json::from_value(doc.value.clone())
+        .map_err(|e| vec![located(String::new(), e.to_string())])?;
+    let spec = compile::compile(spec).map_err(|problems| {
+        problems
+            .into_iter()
+            .map(|p| located(p.pointer, p.message))
+            .collect::<Vec<_>>()
+    })?;
+    Ok(SpecConverter {
+        name: Box::leak(spec.name.clone().into_boxed_str()),
+        description: Box::leak(spec.description.clone().into_boxed_str()),
+        spec,
+    })
+}
+
+/// Loads the spec file at `path`; the converter lives for the rest of the process.
+pub fn load_file(path: &str) -> Result<&'static SpecConverter, Vec<SpecError>> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        vec![SpecError {
+            file: path.to_owned(),
+            line: 1,
+            pointer: String::new(),
+            message: format!("cannot read: {e}"),
+        }]
+    })?;
+    load(path, &text).map(|c| &*Box::leak(Box::new(c)))
+}
+
+/// The specs shipped with trajkit, compiled on first use.
+pub fn embedded() -> &'static [SpecConverter] {
+    static SPECS: OnceLock<Vec<SpecConverter>> = OnceLock::new();
+    SPECS.get_or_init(|| {
+        EMBEDDED
+            .iter()
+            .map(|(file, text)| {
+                // ok: shipped specs are compiled by the tests (`shipped_specs_load`)
+                load(&format!("converters/{file}"), text).unwrap_or_else(|errors| {
+                    panic!("shipped spec {file} does not load: {errors:?}")
+                })
+            })
+            .collect()
+    })
+}
+
+fn spec_validator() -> &'static jsonschema::Validator {
+    static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
+    VALIDATOR.get_or_init(|| {
+        // ok: the schema is compiled in and exercised by every spec test
+        let schema: Value = serde_json::from_str(SPEC_SCHEMA)
+            .unwrap_or_else(|e| panic!("embedded converter-spec schema is not JSON: {e}"));
+        jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .build(&schema)
+            .unwrap_or_else(|e| panic!("embedded converter-spec schema does not compile: {e}"))
+    })
+}
+
+impl Converter for SpecConverter {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn description(&self) -> &'static str {
+        self.description
+    }
+
+    fn sniff(&self, _first: &Value) -> bool {
+        false
+    }
+
+    fn convert(
+        &self,
+        record: &RawRecord,
+    ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
+        let value = parse_json(record).map_err(|d| vec![*d])?;
+        let prov = &record.provenance;
+        let converted = self.spec.apply(&value, prov.index).map_err(|problems| {
+            problems
+                .into_iter()
+                .map(|(pointer, message)| {
+                    Diagnostic::error(prov, None, pointer, "spec-convert", message)
+                })
+                .collect::<Vec<_>>()
+        })?;
+        let mut details = converted.details;
+        details.insert(
+            "source".into(),
+            source_details(self.name, record, Value::Object(Default::default())),
+        );
+        let trajectory = Trajectory::new(converted.id, converted.steps, details);
+        Ok(vec![(trajectory, AdpVersion::V1_5)])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shipped_specs_load() {
+        assert_eq!(embedded().len(), EMBEDDED.len());
+        let mut names: Vec<&str> = embedded().iter().map(|c| c.name()).collect();
+        for (file, _) in EMBEDDED {
+            assert!(names.contains(&file.trim_end_matches(".toml")), "{file}");
+        }
+        names.dedup();
+        assert_eq!(names.len(), EMBEDDED.len());
+    }
+}

@@ -1,0 +1,372 @@
+//! Text templates of converter specs: literal text with `{placeholder}`s, parsed once when the
+//! spec is loaded.
+//!
+//! A placeholder names a capture group of the rule's regex (`{code}`), a built-in (`{$text}`
+//! the turn's text, `{$role}` its role, `{$turn}` its 0-based index, `{$record}` the record's
+//! 0-based index in its input), or a field of the record by JSON pointer (`{/id}`), and may
+//! end in filters: `{code|trim}`. `{{` and `}}` are literal braces.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use regex::Regex;
+use serde_json::Value;
+
+/// What a placeholder refers to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Var {
+    /// A named capture group of the rule's regex.
+    Capture(String),
+    /// The whole text of the turn.
+    Text,
+    /// The turn's role.
+    Role,
+    /// The turn's 0-based position in the record.
+    Turn,
+    /// The record's 0-based position in its input.
+    Record,
+    /// A value of the record, by JSON pointer.
+    Field(String),
+}
+
+/// A transformation applied to a placeholder's value. Filters apply to values that are present;
+/// only `default` gives a missing value one.
+#[derive(Debug, Clone)]
+pub enum Filter {
+    /// `trim`: remove leading and trailing whitespace.
+    Trim,
+    /// `lower`: lower-case.
+    Lower,
+    /// `json`: encode as a JSON string literal, quotes included.
+    Json,
+    /// `prepend("s")`: put text before the value.
+    Prepend(String),
+    /// `append("s")`: put text after the value.
+    Append(String),
+    /// `replace("from", "to")`: replace every occurrence of a literal text.
+    Replace(String, String),
+    /// `sub("regex", "replacement")`: replace every match of a regular expression; the
+    /// replacement may use `$1` / `${name}`.
+    Sub(Regex, String),
+    /// `default("s")`: the value to use when there is none.
+    Default(String),
+}
+
+impl PartialEq for Filter {
+    fn eq(&self, other: &Self) -> bool {
+        format!("{self:?}") == format!("{other:?}")
+    }
+}
+
+impl Eq for Filter {}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Part {
+    Literal(String),
+    Placeholder(Var, Vec<Filter>),
+}
+
+/// A parsed template (the default is the empty template).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Template {
+    parts: Vec<Part>,
+}
+
+/// Where placeholder values come from when a template is rendered.
+pub trait Scope {
+    /// The value of `var`, or `None` when it has none (a capture group that did not take part in
+    /// the match, a missing field).
+    fn get(&self, var: &Var) -> Option<Cow<'_, str>>;
+}
+
+/// Why a template does not parse.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TemplateError(pub String);
+
+impl fmt::Display for TemplateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Template {
+    /// Parses `text`.
+    pub fn parse(text: &str) -> Result<Self, TemplateError> {
+        let mut parts = Vec::new();
+        let mut literal = String::new();
+        let mut rest = text;
+        while let Some(i) = rest.find(['{', '}']) {
+            literal.push_str(&rest[..i]);
+            let brace = &rest[i..i + 1];
+            if rest[i + 1..].starts_with(brace) {
+                literal.push_str(brace);
+                rest = &rest[i + 2..];
+                continue;
+            }
+            let at = text.len() - rest.len() + i;
+            if brace == "}" {
+                return Err(TemplateError(format!(
+                    "unmatched }} at byte {at} (write }}}} for a literal brace)"
+                )));
+            }
+            let inner = &rest[i + 1..];
+            let end = split_outside_strings(inner, '}')
+                .first()
+                .copied()
+                .filter(|&e| e < inner.len());
+            let Some(end) = end else {
+                return Err(TemplateError(format!(
+                    "unclosed placeholder at byte {at} (write {{{{ for a literal brace)"
+                )));
+            };
+            if !literal.is_empty() {
+                parts.push(Part::Literal(std::mem::take(&mut literal)));
+            }
+            let (var, filters) = parse_placeholder(&inner[..end])?;
+            parts.push(Part::Placeholder(var, filters));
+            rest = &inner[end + 1..];
+        }
+        literal.push_str(rest);
+        if !literal.is_empty() {
+            parts.push(Part::Literal(literal));
+        }
+        Ok(Template { parts })
+    }
+
+    /// The JSON pointer when the template is exactly one record field without filters (such a
+    /// template copies the field's JSON value where a value, not text, is wanted).
+    pub fn as_field(&self) -> Option<&str> {
+        match self.parts.as_slice() {
+            [Part::Placeholder(Var::Field(p), filters)] if filters.is_empty() => Some(p),
+            _ => None,
+        }
+    }
+
+    /// The capture groups the template uses.
+    pub fn captures(&self) -> impl Iterator<Item = &str> {
+        self.parts.iter().filter_map(|p| match p {
+            Part::Placeholder(Var::Capture(name), _) => Some(name.as_str()),
+            _ => None,
+        })
+    }
+
+    /// Renders the template. A template that is a single placeholder whose value is missing
+    /// renders as `None` (so an optional capture becomes `null`); elsewhere a missing value is
+    /// empty text.
+    pub fn render(&self, scope: &dyn Scope) -> Option<String> {
+        if let [Part::Placeholder(var, filters)] = self.parts.as_slice() {
+            return apply(scope.get(var), filters);
+        }
+        let mut out = String::new();
+        for part in &self.parts {
+            match part {
+                Part::Literal(s) => out.push_str(s),
+                Part::Placeholder(var, filters) => {
+                    if let Some(v) = apply(scope.get(var), filters) {
+                        out.push_str(&v);
+                    }
+                }
+            }
+        }
+        Some(out)
+    }
+}
+
+fn apply(value: Option<Cow<'_, str>>, filters: &[Filter]) -> Option<String> {
+    let mut value = value.map(Cow::into_owned);
+    for f in filters {
+        value = match (f, value) {
+            (Filter::Default(d), None) => Some(d.clone()),
+            (_, None) => None,
+            (Filter::Default(_), Some(v)) => Some(v),
+            (Filter::Trim, Some(v)) => Some(v.trim().to_owned()),
+            (Filter::Lower, Some(v)) => Some(v.to_lowercase()),
+            (Filter::Json, Some(v)) => Some(Value::String(v).to_string()),
+            (Filter::Prepend(p), Some(v)) => Some(format!("{p}{v}")),
+            (Filter::Append(a), Some(v)) => Some(v + a),
+            (Filter::Replace(from, to), Some(v)) => Some(v.replace(from.as_str(), to)),
+            (Filter::Sub(re, to), Some(v)) => Some(re.replace_all(&v, to.as_str()).into_owned()),
+        };
+    }
+    value
+}
+
+/// Byte offsets of `sep` in `text` outside double-quoted strings (with backslash escapes), then
+/// `text.len()`.
+fn split_outside_strings(text: &str, sep: char) -> Vec<usize> {
+    let mut cuts = Vec::new();
+    let (mut in_string, mut escaped) = (false, false);
+    for (i, c) in text.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if in_string => escaped = true,
+            '"' => in_string = !in_string,
+            c if c == sep && !in_string => cuts.push(i),
+            _ => {}
+        }
+    }
+    cuts.push(text.len());
+    cuts
+}
+
+fn parse_placeholder(inner: &str) -> Result<(Var, Vec<Filter>), TemplateError> {
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    for cut in split_outside_strings(inner, '|') {
+        pieces.push(inner[start..cut].trim());
+        start = cut + 1;
+    }
+    let name = pieces[0];
+    let var = match name {
+        "$text" => Var::Text,
+        "$role" => Var::Role,
+        "$turn" => Var::Turn,
+        "$record" => Var::Record,
+        p if p.starts_with('/') => Var::Field(p.to_owned()),
+        n if !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => {
+            Var::Capture(n.to_owned())
+        }
+        other => {
+            return Err(TemplateError(format!(
+                "unknown placeholder {{{other}}}: use a capture group name, $text, $role, \
+                 $turn, $record, or a JSON pointer such as /id"
+            )))
+        }
+    };
+    let filters = pieces[1..]
+        .iter()
+        .map(|f| parse_filter(f, inner))
+        .collect::<Result<_, _>>()?;
+    Ok((var, filters))
+}
+
+fn parse_filter(text: &str, placeholder: &str) -> Result<Filter, TemplateError> {
+    let bad = |why: String| TemplateError(format!("{why} in {{{placeholder}}}"));
+    let (name, args) = match text.split_once('(') {
+        Some((name, rest)) => {
+            let args = rest
+                .strip_suffix(')')
+                .ok_or_else(|| bad(format!("filter {text:?} lacks its closing parenthesis")))?;
+            let args: Vec<String> = serde_json::from_str(&format!("[{args}]")).map_err(|_| {
+                bad(format!(
+                    "the arguments of {name} must be double-quoted strings, as in {name}(\"x\")"
+                ))
+            })?;
+            (name.trim(), args)
+        }
+        None => (text, Vec::new()),
+    };
+    let found = args.len();
+    let arity = |n: usize| -> Result<(), TemplateError> {
+        if found == n {
+            Ok(())
+        } else {
+            Err(bad(format!("{name} takes {n} argument(s), found {found}")))
+        }
+    };
+    let mut args = args.into_iter();
+    let mut arg = || args.next().unwrap_or_default();
+    Ok(match name {
+        "trim" => arity(0).map(|_| Filter::Trim)?,
+        "lower" => arity(0).map(|_| Filter::Lower)?,
+        "json" => arity(0).map(|_| Filter::Json)?,
+        "prepend" => arity(1).map(|_| Filter::Prepend(arg()))?,
+        "append" => arity(1).map(|_| Filter::Append(arg()))?,
+        "default" => arity(1).map(|_| Filter::Default(arg()))?,
+        "replace" => arity(2).map(|_| Filter::Replace(arg(), arg()))?,
+        "sub" => {
+            arity(2)?;
+            let pattern = arg();
+            let re = Regex::new(&pattern).map_err(|e| bad(format!("sub: {e}")))?;
+            Filter::Sub(re, arg())
+        }
+        other => {
+            return Err(bad(format!(
+                "unknown filter {other:?} (filters: trim, lower, json, prepend, append, default, \
+                 replace, sub)"
+            )))
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    struct Vars(HashMap<&'static str, &'static str>);
+
+    impl Scope for Vars {
+        fn get(&self, var: &Var) -> Option<Cow<'_, str>> {
+            match var {
+                Var::Capture(n) => self.0.get(n.as_str()).map(|v| Cow::Borrowed(*v)),
+                Var::Text => Some(Cow::Borrowed("the text")),
+                _ => None,
+            }
+        }
+    }
+
+    fn render(template: &str) -> Option<String> {
+        let vars = Vars(HashMap::from([("a", " x "), ("q", "say \"hi\"")]));
+        Template::parse(template).unwrap().render(&vars)
+    }
+
+    #[test]
+    fn placeholders_filters_and_escapes() {
+        assert_eq!(
+            render("<solution>{a}</solution>").unwrap(),
+            "<solution> x </solution>"
+        );
+        assert_eq!(render("{a|trim}!").unwrap(), "x!");
+        assert_eq!(render("{q|json}").unwrap(), r#""say \"hi\"""#);
+        assert_eq!(render("{{literal}} {$text}").unwrap(), "{literal} the text");
+        assert_eq!(render("é{a}ü").unwrap(), "é x ü");
+        assert_eq!(
+            render(r#"{a|trim|prepend("<s> ")|append(" </s>")}"#).unwrap(),
+            "<s> x </s>"
+        );
+        assert_eq!(render(r#"{q|replace("\"", "'")}"#).unwrap(), "say 'hi'");
+        assert_eq!(
+            render(r#"{q|sub("(\\w+) \"(\\w+)\"", "$2 $1")}"#).unwrap(),
+            "hi say"
+        );
+        assert_eq!(render(r#"{q|replace("}", "|")}"#).unwrap(), "say \"hi\"");
+    }
+
+    #[test]
+    fn filters_skip_missing_values_except_default() {
+        assert_eq!(render(r#"[{missing|append(".\n")}]"#).unwrap(), "[]");
+        assert_eq!(render(r#"{missing|default("")}"#).unwrap(), "");
+        assert_eq!(render(r#"{a|default("z")|trim}"#).unwrap(), "x");
+    }
+
+    #[test]
+    fn a_lone_missing_value_is_null_elsewhere_empty() {
+        assert_eq!(render("{missing}"), None);
+        assert_eq!(render("[{missing}]").unwrap(), "[]");
+        assert_eq!(render("").unwrap(), "");
+    }
+
+    #[test]
+    fn bad_templates_say_why() {
+        for (t, needle) in [
+            ("{a", "unclosed"),
+            ("a}", "unmatched"),
+            ("{a b}", "unknown placeholder"),
+            ("{a|upper}", "unknown filter"),
+            ("{a|append(x)}", "double-quoted"),
+            ("{a|replace(\"x\")}", "takes 2"),
+            ("{a|sub(\"(\", \"\")}", "sub:"),
+        ] {
+            let e = Template::parse(t).unwrap_err();
+            assert!(e.0.contains(needle), "{t}: {e}");
+        }
+        assert_eq!(
+            Template::parse("{x}{y|trim}")
+                .unwrap()
+                .captures()
+                .collect::<Vec<_>>(),
+            ["x", "y"]
+        );
+    }
+}

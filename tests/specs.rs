@@ -1,0 +1,448 @@
+//! Declarative converters: each shipped spec against ADP's own output for its corpus dataset,
+//! and the spec language's error handling.
+
+mod common;
+
+use std::path::Path;
+
+use common::{adp_corpus, convert, json_lines, trajkit, validate_adp};
+use serde_json::Value;
+
+/// A difference from ADP's `sample_std.json` that a spec makes on purpose; each is explained in
+/// the spec's header comment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Documented {
+    /// Environment output ADP labels `source: "user"` is labelled `environment`.
+    EnvironmentSource,
+    /// ADP appends this many randomly chosen, fabricated closing steps; the spec does not.
+    NoRandomClosing(usize),
+    /// A turn with several code blocks becomes the last block (the one that was run), not the
+    /// first: code actions may differ in content and description.
+    LastCodeBlock,
+}
+
+/// Shipped specs, the corpus dataset each reproduces, and its documented differences.
+const SPECS: &[(&str, &[Documented])] = &[
+    ("agenttuning_os", &[]),
+    ("agenttuning_db", &[]),
+    (
+        "agenttuning_webshop",
+        &[
+            Documented::EnvironmentSource,
+            Documented::NoRandomClosing(2),
+        ],
+    ),
+    (
+        "code_feedback",
+        &[Documented::NoRandomClosing(2), Documented::LastCodeBlock],
+    ),
+    ("codeactinstruct", &[Documented::EnvironmentSource]),
+    ("eto", &[Documented::EnvironmentSource]),
+    ("mini-coder", &[Documented::NoRandomClosing(2)]),
+    ("orca_agentinstruct", &[]),
+    ("synatra", &[]),
+];
+
+/// The step fields compared with ADP's output.
+const FIELDS: &[&str] = &[
+    "content",
+    "description",
+    "language",
+    "function",
+    "kwargs",
+    "html",
+    "axtree",
+    "url",
+];
+
+/// Compares one of our trajectories with ADP's; returns undocumented differences and the
+/// number of documented ones.
+fn compare(ours: &Value, adp: &Value, documented: &[Documented]) -> (Vec<String>, usize) {
+    let mut problems = Vec::new();
+    let mut expected = 0;
+    let ours_steps = ours["content"].as_array().expect("content");
+    let mut adp_steps: &[Value] = adp["content"].as_array().expect("content");
+    for d in documented {
+        if let Documented::NoRandomClosing(n) = *d {
+            if adp_steps.len() == ours_steps.len() + n {
+                adp_steps = &adp_steps[..ours_steps.len()];
+                expected += 1;
+            }
+        }
+    }
+    let classes = |steps: &[Value]| -> Vec<String> {
+        steps
+            .iter()
+            .map(|s| s["class_"].as_str().unwrap_or("?").to_owned())
+            .collect()
+    };
+    if classes(ours_steps) != classes(adp_steps) {
+        problems.push(format!(
+            "step classes: ours {:?}, ADP {:?}",
+            classes(ours_steps),
+            classes(adp_steps)
+        ));
+        return (problems, expected);
+    }
+    for (i, (a, b)) in ours_steps.iter().zip(adp_steps).enumerate() {
+        let code = a["class_"] == "code_action";
+        for field in FIELDS {
+            if a.get(*field) == b.get(*field) {
+                continue;
+            }
+            if code
+                && ["content", "description"].contains(field)
+                && documented.contains(&Documented::LastCodeBlock)
+            {
+                expected += 1;
+            } else {
+                problems.push(format!(
+                    "step {i} {field}: ours {}, ADP {}",
+                    a.get(*field).unwrap_or(&Value::Null),
+                    b.get(*field).unwrap_or(&Value::Null)
+                ));
+            }
+        }
+        match (a.get("source"), b.get("source")) {
+            (x, y) if x == y => {}
+            (Some(x), Some(y))
+                if x == "environment"
+                    && y == "user"
+                    && documented.contains(&Documented::EnvironmentSource) =>
+            {
+                expected += 1
+            }
+            (x, y) => problems.push(format!("step {i} source: ours {x:?}, ADP {y:?}")),
+        }
+    }
+    let mut details = ours["details"].as_object().cloned().unwrap_or_default();
+    details.remove("source");
+    if Value::Object(details.clone()) != adp["details"] {
+        problems.push(format!(
+            "details: ours {}, ADP {}",
+            Value::Object(details),
+            adp["details"]
+        ));
+    }
+    (problems, expected)
+}
+
+#[test]
+fn shipped_specs_reproduce_adp_output() {
+    let Some(corpus) = adp_corpus() else { return };
+    let mut report = Vec::new();
+    let mut failures = Vec::new();
+    for (name, documented) in SPECS {
+        let dir = corpus.join(name);
+        let (code, ours, stderr) = convert(
+            &[&dir.join("sample_raw.json")],
+            Some(name),
+            &["--adp-version", "1.2.0"],
+        );
+        assert_eq!(code, 0, "{name}: {stderr}");
+        let adp: Vec<Value> = serde_json::from_slice(
+            &std::fs::read(dir.join("sample_std.json")).expect("sample_std"),
+        )
+        .expect("sample_std is JSON");
+        let (mut identical, mut documented_only) = (0, 0);
+        for expected in &adp {
+            let id = &expected["id"];
+            let Some(mine) = ours.iter().find(|t| &t["id"] == id) else {
+                failures.push(format!("{name} {id}: missing from our output"));
+                continue;
+            };
+            let (problems, known) = compare(mine, expected, documented);
+            match (problems.is_empty(), known) {
+                (true, 0) => identical += 1,
+                (true, _) => documented_only += 1,
+                (false, _) => failures.extend(problems.iter().map(|p| format!("{name} {id}: {p}"))),
+            }
+        }
+        assert_eq!(ours.len(), adp.len(), "{name}: one trajectory per record");
+        report.push(format!(
+            "{name:<22} {identical}/{} identical, {documented_only} differ only as documented {documented:?}",
+            adp.len()
+        ));
+    }
+    eprintln!(
+        "agreement with ADP's sample_std.json:\n  {}",
+        report.join("\n  ")
+    );
+    assert!(
+        failures.is_empty(),
+        "undocumented differences:\n{}",
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn shipped_specs_write_valid_adp_1_5() {
+    let Some(corpus) = adp_corpus() else { return };
+    for (name, _) in SPECS {
+        let raw = corpus.join(name).join("sample_raw.json");
+        let (code, ours, stderr) = convert(&[&raw], Some(name), &[]);
+        assert_eq!(code, 0, "{name}: {stderr}");
+        assert!(!ours.is_empty());
+        assert_eq!(validate_adp(&ours), 0, "{name}: output validates");
+        assert!(ours
+            .iter()
+            .all(|t| t["details"]["source"]["format"] == *name));
+    }
+}
+
+#[test]
+fn every_shipped_spec_is_tested_and_passes_its_schema() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("converters");
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .expect("converters/")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    for file in &files {
+        let stem = file.trim_end_matches(".toml");
+        assert!(
+            SPECS.iter().any(|(n, _)| *n == stem),
+            "{file} has no agreement test"
+        );
+        let path = dir.join(file);
+        trajkit()
+            .args(["validate", "--schema", "converter-spec"])
+            .arg(&path)
+            .assert()
+            .success();
+        let text = std::fs::read_to_string(&path).expect("spec");
+        let lines = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .count();
+        assert!(
+            lines <= 75,
+            "{file} has {lines} lines besides comments; keep specs short"
+        );
+    }
+    let listed = trajkit().arg("formats").output().expect("runs");
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    for (name, _) in SPECS {
+        assert!(listed.contains(name), "`trajkit formats` lists {name}");
+    }
+}
+
+/// Writes `spec` to a temporary file and converts `records` (JSON lines) with it.
+fn convert_with_spec(spec: &str, records: &str) -> (i32, Vec<Value>, String, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec_path = dir.path().join("my.toml");
+    let input = dir.path().join("in.jsonl");
+    let rejects = dir.path().join("rejects.jsonl");
+    std::fs::write(&spec_path, spec).expect("write spec");
+    std::fs::write(&input, records).expect("write input");
+    let out = trajkit()
+        .arg("convert")
+        .arg("--spec")
+        .arg(&spec_path)
+        .arg(&input)
+        .arg("--rejects")
+        .arg(&rejects)
+        .output()
+        .expect("runs");
+    (
+        out.status.code().expect("exit code"),
+        json_lines(&out.stdout),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        std::fs::read_to_string(&rejects).unwrap_or_default(),
+    )
+}
+
+const TINY: &str = r#"
+name = "tiny"
+description = "test spec"
+strict = true
+
+[record]
+id = "{/id}"
+turns = "/turns"
+role = "/who"
+text = "/say"
+
+[roles]
+human = "user"
+bot = "assistant"
+system = "drop"
+
+[[rule]]
+role = "bot"
+match = '^run: (?P<code>.*)$'
+emit = [{ class = "code_action", language = "bash", content = "{code}" }]
+
+[[rule]]
+role = "bot"
+match = '^(?P<fn>search|open)\((?P<args>.*)\)$'
+emit = [{ class = "api_action", function = "{fn}", args = "{args}", args_syntax = "python:query" }]
+
+[[rule]]
+role = "human"
+match = '^out: (?P<out>.*)'
+emit = [{ class = "text_observation", source = "environment", content = "{out}" }]
+
+[[rule]]
+role = "human"
+emit = [{ class = "text_observation", content = "{$text|trim}" }]
+
+[[rule]]
+role = "bot"
+match = '^answer: (?P<a>.*)'
+emit = [{ class = "message_action", content = "{a}" }]
+
+[finish]
+wrap = "<finish> {content} </finish>"
+
+[details]
+split = "{/meta/split}"
+"#;
+
+#[test]
+fn a_spec_turns_text_into_steps() {
+    let record = r#"{"id": "t1", "meta": {"split": "dev"}, "turns": [
+        {"who": "system", "say": "be brief"},
+        {"who": "human", "say": "  count files  "},
+        {"who": "bot", "say": "run: ls | wc -l"},
+        {"who": "human", "say": "out: 3"},
+        {"who": "bot", "say": "search(\"files\", limit=2)"},
+        {"who": "human", "say": "out: a b c"},
+        {"who": "bot", "say": "answer: 3"}]}"#;
+    let (code, out, stderr, _) = convert_with_spec(TINY, &record.replace('\n', " "));
+    assert_eq!(code, 0, "{stderr}");
+    let t = &out[0];
+    assert_eq!(t["id"], "t1");
+    assert_eq!(t["details"]["split"], "dev");
+    let steps = t["content"].as_array().unwrap();
+    assert_eq!(
+        common::step_classes(t),
+        [
+            "text_observation",
+            "code_action",
+            "text_observation",
+            "api_action",
+            "text_observation",
+            "message_action"
+        ]
+    );
+    assert_eq!(
+        steps[0]["content"], "count files",
+        "trim filter; system turn dropped"
+    );
+    assert_eq!(steps[1]["content"], "ls | wc -l");
+    assert_eq!(steps[2]["source"], "environment");
+    assert_eq!(steps[2]["content"], "3");
+    assert_eq!(steps[3]["function"], "search");
+    assert_eq!(
+        steps[3]["kwargs"],
+        serde_json::json!({"query": "files", "limit": 2})
+    );
+    assert_eq!(steps[5]["content"], "<finish> 3 </finish>");
+    // ADP 1.5: the tool actions are linked to the observations that answer them.
+    assert_eq!(steps[1]["tool_call_id"], steps[2]["tool_call_id"]);
+    assert!(steps[1]["tool_call_id"].is_string());
+}
+
+#[test]
+fn strict_specs_reject_unmatched_turns_and_unknown_roles_with_the_pointer() {
+    let records = [
+        r#"{"id": "a", "turns": [{"who": "human", "say": "hi"}, {"who": "bot", "say": "???"}]}"#,
+        r#"{"id": "b", "turns": [{"who": "robot", "say": "hi"}]}"#,
+        r#"{"id": "c", "turns": {"who": "human"}}"#,
+        r#"{"id": "d", "turns": [{"who": "human", "say": "ok"}, {"who": "bot", "say": "answer: ok"}]}"#,
+    ];
+    let (code, out, stderr, rejects) = convert_with_spec(TINY, &records.join("\n"));
+    assert_eq!(code, 1, "rejections exit 1");
+    assert_eq!(out.len(), 1, "the good record is still written");
+    assert_eq!(out[0]["id"], "d");
+    let rejects = json_lines(rejects.as_bytes());
+    assert_eq!(rejects.len(), 3, "every bad record is in the rejects file");
+    let all = serde_json::to_string(&rejects).unwrap();
+    for needle in [
+        "/turns/1/say",
+        "no rule matches turn 1",
+        "role \\\"robot\\\" is not declared",
+        "expected the list of turns",
+    ] {
+        assert!(all.contains(needle), "{needle} in {all}");
+    }
+    assert!(stderr.contains("in.jsonl:1"), "{stderr}");
+}
+
+#[test]
+fn a_bad_spec_is_refused_before_any_data_is_read_naming_line_and_key() {
+    let bad = TINY.replace("'^run: (?P<code>.*)$'", "'^run: (?P<code>.*$'");
+    let regex_line = bad.lines().position(|l| l.contains("^run:")).unwrap() + 1;
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("bad.toml");
+    std::fs::write(&spec, &bad).unwrap();
+    let out = trajkit()
+        .arg("convert")
+        .arg("--spec")
+        .arg(&spec)
+        .arg(dir.path().join("does-not-exist.jsonl"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "a bad spec is a usage error");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("bad.toml:{regex_line}: rule.0.match")),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("does-not-exist"),
+        "no data was read: {stderr}"
+    );
+
+    for (broken, needle) in [
+        (
+            TINY.replace("{code}", "{cod}"),
+            "no pattern in scope has a group named \"cod\"",
+        ),
+        (TINY.replace("strict = true", "strict = \"yes\""), "/strict"),
+        (
+            TINY.replace("class = \"code_action\"", "class = \"code\""),
+            "/rule/0/emit/0/class",
+        ),
+        (TINY.replace("[finish]", "[finnish]"), "finnish"),
+        (
+            TINY.replace("id = \"{/id}\"", "id = \"{/id\""),
+            "/record/id: unclosed placeholder",
+        ),
+        ("name = [".to_owned(), "bad.toml:1:"),
+    ] {
+        std::fs::write(&spec, &broken).unwrap();
+        let out = trajkit()
+            .args(["validate", "--schema", "converter-spec"])
+            .arg(&spec)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{needle}");
+        let report = String::from_utf8_lossy(&out.stdout);
+        assert!(report.contains(needle), "{needle} in {report}");
+    }
+}
+
+#[test]
+fn the_readme_walkthrough_spec_does_what_the_readme_says() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/spec-example");
+    let (code, out, stderr) = convert(
+        &[&dir.join("tickets.jsonl")],
+        None,
+        &["--spec", dir.join("ticketbot.toml").to_str().unwrap()],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let expected: Vec<Value> = json_lines(&std::fs::read(dir.join("expected.jsonl")).unwrap());
+    let strip = |t: &Value| {
+        let mut t = t.clone();
+        t["details"].as_object_mut().unwrap().remove("source");
+        t
+    };
+    assert_eq!(
+        out.iter().map(strip).collect::<Vec<_>>(),
+        expected,
+        "README example output (details.source aside)"
+    );
+}

@@ -1,6 +1,6 @@
 //! Per-record hot paths, measured in bytes per second on the bundled sample trajectories:
-//! checking a record (parse, schema, typed decode, rules), converting it to ADP 1.5.0, and
-//! framing a JSON-lines stream. `scripts/bench.sh` measures whole commands on 1 GiB.
+//! checking a record (parse, schema, typed decode, rules), converting it to ADP 1.5.0 (from ADP,
+//! and with a declarative spec), and framing a JSON-lines stream. `scripts/bench.sh` measures whole commands on 1 GiB.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -90,6 +90,29 @@ fn convert_records_to_1_5(bencher: Bencher) {
             .filter(|r| {
                 matches!(
                     convert_record(&Adp, r, &opts, OutputFormat::Adp),
+                    Converted::Written(..)
+                )
+            })
+            .count()
+    });
+}
+
+/// The README's declarative-converter example (`docs/spec-example`), repeated to about 4 MB,
+/// converted with its spec: the regex rules, templates and argument parsing per turn.
+#[divan::bench]
+fn convert_records_with_spec(bencher: Bencher) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/spec-example");
+    let spec_text = std::fs::read_to_string(dir.join("ticketbot.toml")).expect("spec");
+    let spec = trajkit::convert::spec::load("ticketbot.toml", &spec_text).expect("spec loads");
+    let line = std::fs::read(dir.join("tickets.jsonl")).expect("tickets");
+    let bytes = line.repeat((4 << 20) / line.len() + 1);
+    let recs = records(&bytes);
+    let opts = UpgradeOptions::default();
+    bencher.counter(BytesCount::of_slice(&bytes)).bench(|| {
+        recs.iter()
+            .filter(|r| {
+                matches!(
+                    convert_record(&spec, r, &opts, OutputFormat::Adp),
                     Converted::Written(..)
                 )
             })

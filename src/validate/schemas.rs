@@ -322,7 +322,7 @@ pub fn adp_validator(version: AdpVersion) -> &'static Validator {
 
 /// Compiles an embedded schema. The schemas are part of the binary and covered by tests, so a
 /// failure here is a build defect, not a user error.
-fn compile(text: &str, name: &str) -> Validator {
+pub(crate) fn compile(text: &str, name: &str) -> Validator {
     // ok: compiled-in schema text (this and the build below), covered by the tests
     let schema: Value = serde_json::from_str(text)
         .unwrap_or_else(|e| panic!("embedded schema {name} is not JSON: {e}"));

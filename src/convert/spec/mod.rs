@@ -25,6 +25,7 @@ use super::{source_details, Converter};
 use crate::ingest::RawRecord;
 use crate::model::{AdpVersion, Trajectory};
 use crate::validate::check::{parse_json, preview};
+use crate::validate::schemas::compile;
 use crate::validate::Diagnostic;
 use compile::CompiledSpec;
 use located::LocatedDoc;
@@ -160,15 +161,7 @@ pub fn embedded() -> &'static [SpecConverter] {
 
 fn spec_validator() -> &'static jsonschema::Validator {
     static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
-    VALIDATOR.get_or_init(|| {
-        // ok: the schema is compiled in and exercised by every spec test
-        let schema: Value = serde_json::from_str(SPEC_SCHEMA)
-            .unwrap_or_else(|e| panic!("embedded converter-spec schema is not JSON: {e}"));
-        jsonschema::options()
-            .with_draft(jsonschema::Draft::Draft202012)
-            .build(&schema)
-            .unwrap_or_else(|e| panic!("embedded converter-spec schema does not compile: {e}"))
-    })
+    VALIDATOR.get_or_init(|| compile(SPEC_SCHEMA, "converter-spec"))
 }
 
 impl Converter for SpecConverter {

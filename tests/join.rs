@@ -70,6 +70,21 @@ fn write_jsonl(path: &Path, values: &[Value]) {
     fs::write(path, text).expect("write");
 }
 
+/// Checks every trajectory's `details` against `schemas/details.schema.json`, the documented
+/// contract of what trajkit attaches.
+fn assert_details_fit(out: &[Value]) {
+    let schema: Value = serde_json::from_str(include_str!("../schemas/details.schema.json"))
+        .expect("details schema is JSON");
+    let validator = jsonschema::validator_for(&schema).expect("details schema compiles");
+    for t in out {
+        let errors: Vec<String> = validator
+            .iter_errors(&t["details"])
+            .map(|e| format!("{} at {}", e, e.instance_path()))
+            .collect();
+        assert!(errors.is_empty(), "{}: {errors:?}", t["id"]);
+    }
+}
+
 fn by_id<'a>(out: &'a [Value], id: &str) -> &'a Value {
     out.iter()
         .find(|t| t["id"] == id)
@@ -183,6 +198,7 @@ fn reflexion_records_join_onto_trajectories_of_the_same_loop_with_a_memory_windo
     assert_eq!(side_file(&run.summary, &side)["matched"], 4);
     assert_eq!(run.summary["side_orphans"], 0);
     assert_eq!(validate_adp(&run.out), 0);
+    assert_details_fit(&run.out);
 
     // Joining onto the converted trajectories themselves changes nothing but the window: the
     // same reflection is not added twice and equal rewards are no conflict.
@@ -309,6 +325,7 @@ fn ralph_reflections_join_onto_ralph_attempts() {
     assert_eq!(run.summary["unmatched_kept"], 1);
     assert_eq!(side_file(&run.summary, &side)["records"], lines.len());
     assert_eq!(side_file(&run.summary, &side)["orphans"], 0);
+    assert_details_fit(&run.out);
     // The same reflections the converter attaches when reflections.jsonl is in place.
     let (code, full, stderr) = common::convert(&[&sample_data().join("ralph")], Some("ralph"), &[]);
     assert_eq!(code, 0, "{stderr}");
@@ -393,6 +410,7 @@ fn generic_rewards_join_onto_adp_corpus_trajectories_by_id() {
     assert!(run.stderr.contains(&orphan), "{}", run.stderr);
     assert!(run.stderr.contains("no-such-instance"), "{}", run.stderr);
     assert_eq!(validate_adp(&run.out), 0);
+    assert_details_fit(&run.out);
 
     // Same bytes whatever the thread count.
     let bytes = |threads: &str| {
@@ -462,6 +480,51 @@ fn ledgermind_reflection_events_join_onto_sessions() {
         "{}",
         run.stderr
     );
+    assert_details_fit(&run.out);
+}
+
+#[test]
+fn memabra_rewards_join_onto_trajectories_by_trajectory_id() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let side = sample_data().join("memabra/traces.jsonl");
+    let traces = read_jsonl(&side);
+    let converted = dir.path().join("converted.jsonl");
+    convert_to(&[&side], &converted);
+    let mut bare = read_jsonl(&converted);
+    for t in &mut bare {
+        let d = t["details"].as_object_mut().expect("details");
+        for k in ["reward", "reward_components", "outcome"] {
+            d.remove(k);
+        }
+    }
+    let input = dir.path().join("bare.jsonl");
+    write_jsonl(&input, &bare);
+    let run = join(
+        &[&input],
+        &[
+            "--rewards",
+            side.to_str().expect("utf-8"),
+            "--rewards-from",
+            "memabra",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    for trace in &traces {
+        let t = by_id(&run.out, trace["trajectory_id"].as_str().expect("id"));
+        assert_eq!(t["details"]["reward"], trace["reward"]["total"]);
+        assert_eq!(
+            t["details"]["reward_components"],
+            trace["reward"]["components"]
+        );
+        assert_eq!(
+            t["details"]["outcome"]["status"],
+            trace["outcome"]["status"]
+        );
+        assert_eq!(t["details"]["outcome"]["native"], trace["outcome"]);
+    }
+    assert_eq!(run.summary["matched"], traces.len());
+    assert_eq!(run.summary["side_matched"], traces.len());
+    assert_details_fit(&run.out);
 }
 
 /// `sample_data/adp/v1.5.jsonl` (sample-py-1 has reward 1.0 and outcome success, sample-api-1

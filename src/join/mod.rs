@@ -15,7 +15,6 @@ pub mod key;
 pub mod policy;
 pub mod spec;
 
-use std::collections::HashMap;
 use std::io::{self, Write};
 
 use serde::Serialize;
@@ -209,33 +208,8 @@ pub fn join_inputs(
         sink,
     )?;
     let write = |e: io::Error| PipelineError::Write(e);
-    let orphans = orphans(join, &sink.used);
     let policy = opts.orphans.unwrap_or(Orphans::Report);
-    let severity = match policy {
-        Orphans::Report => Severity::Warning,
-        Orphans::Reject => Severity::Error,
-    };
-    let diagnostics: Vec<(u32, Diagnostic)> = orphans
-        .iter()
-        .map(|(r, key)| {
-            let mut d = Diagnostic::error(
-                &join.index.provenance(*r),
-                None,
-                "",
-                "join-orphan",
-                format!("no trajectory matched this side record (key {key:?})"),
-            );
-            d.severity = severity;
-            (*r, d)
-        })
-        .collect();
-    for (_, d) in &diagnostics {
-        sink.reporter.diagnostic(d).map_err(write)?;
-    }
-    if let (Orphans::Reject, Some(rejects)) = (policy, sink.rejects.as_mut()) {
-        write_orphan_rejects(join, &diagnostics, opts.run.max_record_bytes, rejects)
-            .map_err(write)?;
-    }
+    report_orphans(join, &mut sink, policy, opts.run.max_record_bytes).map_err(write)?;
     sink.reporter.finish(&Default::default()).map_err(write)?;
     sink.output.finish().map_err(write)?;
     if let Some(r) = sink.rejects {
@@ -247,59 +221,96 @@ pub fn join_inputs(
     Ok(summary)
 }
 
-/// The side records no trajectory used, in file order, each with its (smallest) key.
-fn orphans(join: &Join, used: &[bool]) -> Vec<(u32, String)> {
+/// Reports each side record no trajectory used (an orphan), in file order: as a warning under
+/// [`Orphans::Report`]; as an error, written with the record to the rejects file, under
+/// [`Orphans::Reject`] (the side files are read again for that: the index keeps only what
+/// records attach, not the records).
+fn report_orphans(
+    join: &Join,
+    sink: &mut JoinSink,
+    policy: Orphans,
+    max_record_bytes: usize,
+) -> io::Result<()> {
     let idx = &join.index;
-    let mut keys: HashMap<u32, &str> = HashMap::new();
+    let orphans: Vec<u32> = (0..idx.records.len())
+        .filter(|&r| idx.live[r] && !sink.used[r])
+        .map(|r| r as u32)
+        .collect();
+    if orphans.is_empty() {
+        return Ok(());
+    }
+    // The smallest key of each orphan, for the message (deterministic when a record has several).
+    let mut key_of: Vec<Option<&str>> = vec![None; idx.records.len()];
     for si in &idx.sets {
         for (k, p) in &si.keys {
             for &r in p.as_slice() {
-                if !used[r as usize] {
-                    let e = keys.entry(r).or_insert(k);
-                    if k.as_ref() < *e {
-                        *e = k;
-                    }
+                let slot = &mut key_of[r as usize];
+                if slot.is_none_or(|old| k.as_ref() < old) {
+                    *slot = Some(k);
                 }
             }
         }
     }
-    let mut out: Vec<(u32, String)> = keys.into_iter().map(|(r, k)| (r, k.to_owned())).collect();
-    out.sort_unstable();
-    out
-}
-
-/// Writes each orphan side record to the rejects file, reading its side file again (the index
-/// keeps only what records attach, not the records).
-fn write_orphan_rejects(
-    join: &Join,
-    diagnostics: &[(u32, Diagnostic)],
-    max_record_bytes: usize,
-    rejects: &mut RejectsWriter,
-) -> io::Result<()> {
-    let idx = &join.index;
-    let mut by_file: Vec<Vec<(u64, &Diagnostic)>> = vec![Vec::new(); idx.files.len()];
-    for (r, d) in diagnostics {
-        let rec = &idx.records[*r as usize];
-        by_file[rec.file as usize].push((rec.index, d));
-    }
-    for (f, wanted) in by_file.iter().enumerate() {
-        if wanted.is_empty() {
+    let diagnostic = |r: u32| {
+        let mut d = Diagnostic::error(
+            &idx.provenance(r),
+            None,
+            "",
+            "join-orphan",
+            format!(
+                "no trajectory matched this {} record (key {:?})",
+                idx.sets[idx.records[r as usize].set as usize].name,
+                key_of[r as usize].unwrap_or_default()
+            ),
+        );
+        if policy == Orphans::Report {
+            d.severity = Severity::Warning;
+        }
+        d
+    };
+    let Some(rejects) = sink.rejects.as_mut().filter(|_| policy == Orphans::Reject) else {
+        for &r in &orphans {
+            sink.reporter.diagnostic(&diagnostic(r))?;
+        }
+        return Ok(());
+    };
+    let mut next = orphans.iter().peekable();
+    for (f, file) in idx.files.iter().enumerate() {
+        if next.peek().is_none() {
+            break;
+        }
+        if next
+            .peek()
+            .is_some_and(|&&r| idx.records[r as usize].file as usize != f)
+        {
             continue;
         }
-        let mut next = wanted.iter().peekable();
-        for raw in FramedRecords::open(&idx.files[f].path, max_record_bytes)? {
-            while let Some((index, d)) = next.peek() {
-                if *index > raw.provenance.index {
+        for raw in FramedRecords::open(&file.path, max_record_bytes)? {
+            while let Some(&&r) = next.peek() {
+                let rec = &idx.records[r as usize];
+                if rec.file as usize != f || rec.index > raw.provenance.index {
                     break;
                 }
-                if *index == raw.provenance.index {
-                    rejects.write(&raw, "join", std::slice::from_ref(*d))?;
+                if rec.index == raw.provenance.index {
+                    let d = diagnostic(r);
+                    sink.reporter.diagnostic(&d)?;
+                    rejects.write(&raw, "join", std::slice::from_ref(&d))?;
                 }
                 next.next();
             }
-            if next.peek().is_none() {
+            if next
+                .peek()
+                .is_none_or(|&&r| idx.records[r as usize].file as usize != f)
+            {
                 break;
             }
+        }
+        // Records the second reading did not find again (the file changed meanwhile).
+        while next
+            .peek()
+            .is_some_and(|&&r| idx.records[r as usize].file as usize == f)
+        {
+            next.next();
         }
     }
     Ok(())

@@ -5,7 +5,7 @@ use serde_json::{Map, Number, Value};
 
 use super::index::SideIndex;
 use super::policy::{Conflicts, Unmatched};
-use super::spec::{iteration, Attach};
+use super::spec::iteration;
 use crate::ingest::Provenance;
 use crate::model::Trajectory;
 use crate::validate::Diagnostic;
@@ -78,9 +78,7 @@ impl Join {
                 match e.eval(traj) {
                     Ok(keys) => {
                         for k in keys {
-                            if let Some(p) = si.keys.get(k.as_str()) {
-                                matched.extend_from_slice(p.as_slice());
-                            }
+                            matched.extend_from_slice(si.get(&k));
                             if tried.len() < 8 {
                                 tried.push(format!("{e} = {k:?}"));
                             }
@@ -166,19 +164,18 @@ impl Join {
                     r,
                 );
             }
-            let Some(a) = rec.rest.as_deref() else {
-                continue;
-            };
-            merge.components(&mut components, &mut component_origin, a, r);
-            if let Some(o) = &a.outcome {
-                merge.slot("/details/outcome", "outcome", &mut outcome, o.clone(), r);
+            if let Some(c) = idx.components(rec) {
+                merge.components(&mut components, &mut component_origin, &c, r);
             }
-            if let Some(x) = &a.reflection {
+            if let Some(o) = &rec.outcome {
+                merge.slot("/details/outcome", "outcome", &mut outcome, o.to_value(), r);
+            }
+            if let Some(x) = rec.reflection() {
                 if !reflections.contains(x) {
                     reflections.push(x.clone());
                 }
             }
-            for &(step, value) in &a.step_rewards {
+            for &(step, value) in rec.step_rewards() {
                 if step >= steps {
                     merge.problems.push(merge.diagnostic(
                         &format!("/content/{step}"),
@@ -220,7 +217,7 @@ impl Join {
         if !prior.is_empty() {
             let priors: Vec<Value> = prior
                 .iter()
-                .filter_map(|&r| idx.records[r as usize].rest.as_ref()?.reflection.clone())
+                .filter_map(|&r| idx.records[r as usize].reflection().cloned())
                 .collect();
             d.insert("prior_reflections".into(), Value::Array(priors));
             used.extend(prior);
@@ -347,10 +344,9 @@ impl Merge<'_> {
         &mut self,
         components: &mut Map<String, Value>,
         origins: &mut Vec<(String, Origin)>,
-        a: &Attach,
+        c: &Map<String, Value>,
         r: u32,
     ) {
-        let Some(c) = &a.components else { return };
         for (name, v) in c {
             let mut slot = components.get(name).map(|old| {
                 let o = origins

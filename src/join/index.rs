@@ -2,21 +2,24 @@
 //! trajectories (a million rewards take about 100 MB here); only what a record attaches is kept,
 //! not the record.
 
-use std::collections::HashMap;
 use std::io;
 use std::sync::Arc;
 
+use foldhash::HashMap;
 use rayon::prelude::*;
-use serde_json::Number;
+use serde_json::{Map, Number, Value};
 
 use super::policy::Duplicates;
-use super::spec::{Attach, Extracted, SideSpec};
+use super::spec::{Extracted, Outcome, SideSpec, OUTCOMES};
 use crate::ingest::{FramedRecords, Provenance, RawRecord};
 use crate::validate::check::parse_json;
 use crate::validate::Diagnostic;
 
 /// Side records read in parallel per batch of this many.
 const BATCH: usize = 8192;
+
+/// One side record read: what it attaches, nothing (not attachable), or why not.
+type Read = Result<Option<Extracted>, Box<Diagnostic>>;
 
 /// One set of side files read the same way (`--reflections` or `--rewards`).
 #[derive(Debug, Clone)]
@@ -42,7 +45,8 @@ pub struct SideFile {
     pub skipped: u64,
 }
 
-/// One indexed side record.
+/// One indexed side record: what it attaches, stored compactly (a million reward records with
+/// an outcome and components take about 150 MB).
 #[derive(Debug)]
 pub(crate) struct SideRecord {
     pub file: u32,
@@ -50,32 +54,106 @@ pub(crate) struct SideRecord {
     pub line: u64,
     pub index: u64,
     pub reward: Option<Number>,
-    /// Everything but the reward, when there is anything (most reward files have none).
-    pub rest: Option<Box<Attach>>,
+    /// Reward components: (interned name, value), in record order.
+    pub components: Option<Box<[(u32, Number)]>>,
+    pub outcome: Option<StoredOutcome>,
+    /// The reflection and step rewards, when there are any.
+    pub rest: Option<Box<Rest>>,
     /// Group id and iteration for the memory window.
     pub window: Option<(u32, i64)>,
 }
 
-/// The records of one key: usually one.
+/// The rarer parts of what a record attaches.
 #[derive(Debug)]
-pub(crate) enum Postings {
-    One(u32),
-    Many(Vec<u32>),
+pub(crate) struct Rest {
+    pub reflection: Option<Value>,
+    pub step_rewards: Vec<(usize, f64)>,
 }
 
-impl Postings {
-    pub fn as_slice(&self) -> &[u32] {
-        match self {
-            Postings::One(r) => std::slice::from_ref(r),
-            Postings::Many(v) => v,
+impl SideRecord {
+    pub fn reflection(&self) -> Option<&Value> {
+        self.rest.as_ref()?.reflection.as_ref()
+    }
+
+    pub fn step_rewards(&self) -> &[(usize, f64)] {
+        self.rest.as_ref().map_or(&[], |r| &r.step_rewards)
+    }
+}
+
+/// An outcome without a JSON map per record for the generic form.
+#[derive(Debug)]
+pub(crate) enum StoredOutcome {
+    Compact { status: u8, native: Option<bool> },
+    Full(Box<Value>),
+}
+
+impl StoredOutcome {
+    fn new(o: Outcome) -> StoredOutcome {
+        match o {
+            Outcome::Status { status, native } => StoredOutcome::Compact {
+                status: OUTCOMES.iter().position(|s| *s == status).unwrap_or(4) as u8,
+                native,
+            },
+            Outcome::Value(v) => StoredOutcome::Full(Box::new(v)),
         }
     }
 
-    fn push(&mut self, r: u32) {
+    /// The outcome as JSON.
+    pub fn to_value(&self) -> Value {
         match self {
-            Postings::One(first) => *self = Postings::Many(vec![*first, r]),
-            Postings::Many(v) => v.push(r),
+            StoredOutcome::Compact { status, native } => Outcome::Status {
+                status: OUTCOMES.get(*status as usize).copied().unwrap_or("unknown"),
+                native: *native,
+            }
+            .to_value(),
+            StoredOutcome::Full(v) => (**v).clone(),
         }
+    }
+}
+
+/// A key's records: one record number, or (high bit set) an index into [`SetIndex::multi`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Postings(u32);
+
+const MULTI: u32 = 1 << 31;
+
+impl SetIndex {
+    /// The records of the key `key` (empty when none).
+    pub fn get(&self, key: &str) -> &[u32] {
+        self.keys.get(key).map_or(&[], |p| self.records(p))
+    }
+
+    /// The records of a postings entry.
+    pub fn records<'a>(&'a self, p: &'a Postings) -> &'a [u32] {
+        if p.0 & MULTI == 0 {
+            std::slice::from_ref(&p.0)
+        } else {
+            self.multi
+                .get((p.0 & !MULTI) as usize)
+                .map_or(&[], Vec::as_slice)
+        }
+    }
+
+    fn push(&mut self, key: String, r: u32) -> Result<(), IndexError> {
+        match self.keys.get_mut(key.as_str()) {
+            None => {
+                self.keys.insert(key.into_boxed_str(), Postings(r));
+            }
+            Some(p) if p.0 & MULTI == 0 => {
+                let m = u32::try_from(self.multi.len())
+                    .ok()
+                    .filter(|m| m & MULTI == 0)
+                    .ok_or(IndexError::TooMany)?;
+                self.multi.push(vec![p.0, r]);
+                *p = Postings(m | MULTI);
+            }
+            Some(p) => {
+                if let Some(v) = self.multi.get_mut((p.0 & !MULTI) as usize) {
+                    v.push(r);
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -83,8 +161,10 @@ impl Postings {
 #[derive(Debug)]
 pub(crate) struct SetIndex {
     pub name: String,
-    pub spec: SideSpec,
+    pub spec: Arc<SideSpec>,
     pub keys: HashMap<Box<str>, Postings>,
+    /// Records of keys that have several.
+    pub multi: Vec<Vec<u32>>,
     pub groups: HashMap<String, u32>,
     /// Per group: (iteration, record) of the records with a reflection, sorted.
     pub window: Vec<Vec<(i64, u32)>>,
@@ -98,6 +178,9 @@ pub struct SideIndex {
     pub(crate) files: Vec<SideFile>,
     pub(crate) records: Vec<SideRecord>,
     pub(crate) sets: Vec<SetIndex>,
+    /// Interned reward-component names.
+    pub(crate) component_names: Vec<Box<str>>,
+    component_ids: HashMap<Box<str>, u32>,
     /// False for records every key of which was superseded by a duplicate.
     pub(crate) live: Vec<bool>,
 }
@@ -132,6 +215,8 @@ impl SideIndex {
             files: Vec::new(),
             records: Vec::new(),
             sets: Vec::new(),
+            component_names: Vec::new(),
+            component_ids: HashMap::default(),
             live: Vec::new(),
         };
         let mut problems = Vec::new();
@@ -139,14 +224,15 @@ impl SideIndex {
             let s16 = u16::try_from(s).map_err(|_| IndexError::TooMany)?;
             let mut si = SetIndex {
                 name: set.name.clone(),
-                spec: set.spec,
-                keys: HashMap::new(),
-                groups: HashMap::new(),
+                spec: Arc::new(set.spec),
+                keys: HashMap::default(),
+                multi: Vec::new(),
+                groups: HashMap::default(),
                 window: Vec::new(),
                 superseded: 0,
             };
             for path in &set.files {
-                let framed = FramedRecords::open(path, max_record_bytes).map_err(|source| {
+                let mut framed = FramedRecords::open(path, max_record_bytes).map_err(|source| {
                     IndexError::Open {
                         path: path.clone(),
                         source,
@@ -159,20 +245,43 @@ impl SideIndex {
                     records: 0,
                     skipped: 0,
                 };
-                let mut framed = framed.peekable();
-                while framed.peek().is_some() {
+                let spec = Arc::clone(&si.spec);
+                let mut pending: Option<(Vec<RawRecord>, Vec<Read>)> = None;
+                let mut first = true;
+                loop {
                     let batch: Vec<RawRecord> = framed.by_ref().take(BATCH).collect();
-                    let read: Vec<Result<Option<Extracted>, Box<Diagnostic>>> = batch
-                        .par_iter()
-                        .map(|r| read_record(&si.spec, r, path))
-                        .collect();
-                    for (raw, result) in batch.iter().zip(read) {
-                        sf.records += 1;
-                        match result {
-                            Err(d) => problems.push(*d),
-                            Ok(None) => sf.skipped += 1,
-                            Ok(Some(x)) => index.add(&mut si, s16, file, raw, x)?,
-                        }
+                    if batch.is_empty() && pending.is_none() {
+                        break;
+                    }
+                    if std::mem::take(&mut first) {
+                        index.reserve(&mut si, path, &batch);
+                    }
+                    // Parse this batch while the previous one is added to the index.
+                    let (read, added) = rayon::join(
+                        || -> Vec<Read> {
+                            batch
+                                .par_iter()
+                                .map(|r| read_record(&spec, r, path))
+                                .collect()
+                        },
+                        || -> Result<(), IndexError> {
+                            let Some((raws, reads)) = pending.take() else {
+                                return Ok(());
+                            };
+                            for (raw, result) in raws.iter().zip(reads) {
+                                sf.records += 1;
+                                match result {
+                                    Err(d) => problems.push(*d),
+                                    Ok(None) => sf.skipped += 1,
+                                    Ok(Some(x)) => index.add(&mut si, s16, file, raw, x)?,
+                                }
+                            }
+                            Ok(())
+                        },
+                    );
+                    added?;
+                    if !batch.is_empty() {
+                        pending = Some((batch, read));
                     }
                 }
                 index.files.push(sf);
@@ -180,7 +289,7 @@ impl SideIndex {
             if duplicates == Duplicates::Error {
                 problems.extend(index.duplicate_diagnostics(&si));
             } else {
-                si.superseded = apply_duplicates(&mut si.keys, duplicates);
+                si.superseded = apply_duplicates(&mut si, duplicates);
             }
             index.sets.push(si);
         }
@@ -199,32 +308,86 @@ impl SideIndex {
         raw: &RawRecord,
         x: Extracted,
     ) -> Result<(), IndexError> {
-        let id = u32::try_from(self.records.len()).map_err(|_| IndexError::TooMany)?;
+        let id = u32::try_from(self.records.len())
+            .ok()
+            .filter(|id| id & MULTI == 0)
+            .ok_or(IndexError::TooMany)?;
         for key in x.keys {
-            match si.keys.get_mut(key.as_str()) {
-                Some(p) => p.push(id),
-                None => {
-                    si.keys.insert(key.into_boxed_str(), Postings::One(id));
-                }
-            }
+            si.push(key, id)?;
         }
-        let mut attach = x.attach;
-        let reward = attach.reward.take();
+        let a = x.attach;
+        let components = match a.components {
+            Some(c) => {
+                let mut out = Vec::with_capacity(c.len());
+                for (name, n) in c {
+                    out.push((self.intern(name)?, n));
+                }
+                Some(out.into_boxed_slice())
+            }
+            None => None,
+        };
         let window = x.window.map(|(group, iteration)| {
             let next = si.groups.len() as u32;
             let g = *si.groups.entry(group).or_insert(next);
             (g, iteration)
+        });
+        let rest = (a.reflection.is_some() || !a.step_rewards.is_empty()).then(|| {
+            Box::new(Rest {
+                reflection: a.reflection,
+                step_rewards: a.step_rewards,
+            })
         });
         self.records.push(SideRecord {
             file,
             set,
             line: raw.provenance.line,
             index: raw.provenance.index,
-            reward,
-            rest: (attach != Attach::default()).then(|| Box::new(attach)),
+            reward: a.reward,
+            components,
+            outcome: a.outcome.map(StoredOutcome::new),
+            rest,
             window,
         });
         Ok(())
+    }
+
+    /// Reserves room for the records of `path` estimated from its size and the first batch, so
+    /// that the index does not grow by doubling (copies and page faults) on large side files.
+    fn reserve(&mut self, si: &mut SetIndex, path: &str, first: &[RawRecord]) {
+        if first.is_empty() || path.ends_with(".gz") || path.ends_with(".zst") {
+            return;
+        }
+        let Ok(len) = std::fs::metadata(path).map(|m| m.len()) else {
+            return;
+        };
+        let bytes: usize = first.iter().map(|r| r.bytes.len() + 1).sum();
+        let per_record = (bytes / first.len()).max(1) as u64;
+        let estimate = (len / per_record).min(1 << 26) as usize;
+        self.records.reserve(estimate);
+        si.keys.reserve(estimate);
+    }
+
+    fn intern(&mut self, name: String) -> Result<u32, IndexError> {
+        if let Some(&id) = self.component_ids.get(name.as_str()) {
+            return Ok(id);
+        }
+        let id = u32::try_from(self.component_names.len()).map_err(|_| IndexError::TooMany)?;
+        self.component_names.push(name.clone().into_boxed_str());
+        self.component_ids.insert(name.into_boxed_str(), id);
+        Ok(id)
+    }
+
+    /// The reward components of record `rec`, as JSON.
+    pub(crate) fn components(&self, rec: &SideRecord) -> Option<Map<String, Value>> {
+        let c = rec.components.as_ref()?;
+        Some(
+            c.iter()
+                .map(|(name, n)| {
+                    let name = self.component_names.get(*name as usize).map_or("", |n| n);
+                    (name.to_owned(), Value::Number(n.clone()))
+                })
+                .collect(),
+        )
     }
 
     fn duplicate_diagnostics(&self, si: &SetIndex) -> Vec<Diagnostic> {
@@ -232,7 +395,7 @@ impl SideIndex {
         let mut dups: Vec<(&str, &[u32])> = si
             .keys
             .iter()
-            .map(|(k, p)| (k.as_ref(), p.as_slice()))
+            .map(|(k, p)| (k.as_ref(), si.records(p)))
             .filter(|(_, p)| p.len() > 1)
             .collect();
         dups.sort_by_key(|(_, p)| p[1]);
@@ -259,7 +422,7 @@ impl SideIndex {
         self.live = vec![false; self.records.len()];
         for si in &self.sets {
             for p in si.keys.values() {
-                for &r in p.as_slice() {
+                for &r in si.records(p) {
                     self.live[r as usize] = true;
                 }
             }
@@ -268,7 +431,7 @@ impl SideIndex {
             si.window = vec![Vec::new(); si.groups.len()];
         }
         for (r, rec) in self.records.iter().enumerate() {
-            let has_reflection = rec.rest.as_ref().is_some_and(|a| a.reflection.is_some());
+            let has_reflection = rec.reflection().is_some();
             if let (Some((g, it)), true, true) = (rec.window, has_reflection, self.live[r]) {
                 if let Some(w) = self.sets[rec.set as usize].window.get_mut(g as usize) {
                     w.push((it, r as u32));
@@ -339,18 +502,24 @@ fn read_record(
 }
 
 /// Keeps the first or last record of each key; returns how many postings were removed.
-fn apply_duplicates(keys: &mut HashMap<Box<str>, Postings>, policy: Duplicates) -> u64 {
+fn apply_duplicates(si: &mut SetIndex, policy: Duplicates) -> u64 {
     let mut removed = 0u64;
-    for p in keys.values_mut() {
-        if let Postings::Many(v) = p {
-            let keep = match policy {
-                Duplicates::First => v[0],
-                Duplicates::Last => v[v.len() - 1],
-                Duplicates::All | Duplicates::Error => continue,
-            };
-            removed += v.len() as u64 - 1;
-            *p = Postings::One(keep);
+    for p in si.keys.values_mut() {
+        if p.0 & MULTI == 0 {
+            continue;
         }
+        let Some(v) = si.multi.get((p.0 & !MULTI) as usize) else {
+            continue;
+        };
+        let keep = match (policy, v.first(), v.last()) {
+            (Duplicates::First, Some(&r), _) | (Duplicates::Last, _, Some(&r)) => r,
+            _ => continue,
+        };
+        removed += v.len() as u64 - 1;
+        *p = Postings(keep);
+    }
+    if matches!(policy, Duplicates::First | Duplicates::Last) {
+        si.multi = Vec::new();
     }
     removed
 }

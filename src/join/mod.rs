@@ -243,7 +243,7 @@ fn report_orphans(
     let mut key_of: Vec<Option<&str>> = vec![None; idx.records.len()];
     for si in &idx.sets {
         for (k, p) in &si.keys {
-            for &r in p.as_slice() {
+            for &r in si.records(p) {
                 let slot = &mut key_of[r as usize];
                 if slot.is_none_or(|old| k.as_ref() < old) {
                     *slot = Some(k);

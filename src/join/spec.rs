@@ -187,6 +187,14 @@ impl SideSpec {
                 preset.name()
             ));
         }
+        let pointer = |p: Option<String>| p.map(|p| to_pointer(&p));
+        let generic = GenericFields {
+            reward: pointer(generic.reward),
+            components: pointer(generic.components),
+            outcome: pointer(generic.outcome),
+            step_rewards: pointer(generic.step_rewards),
+            text: pointer(generic.text),
+        };
         Ok(SideSpec {
             preset,
             keys: key.map_or(keys, |k| vec![k]),
@@ -246,7 +254,9 @@ impl SideSpec {
                 };
                 Attach {
                     reward: reflexion::reward(evaluator).and_then(|r| r.as_number().cloned()),
-                    outcome: evaluator.is_object().then(|| reflexion::outcome(evaluator)),
+                    outcome: evaluator
+                        .is_object()
+                        .then(|| Outcome::Value(reflexion::outcome(evaluator))),
                     reflection,
                     ..Attach::default()
                 }
@@ -263,7 +273,7 @@ impl SideSpec {
                 },
                 outcome: record["outcome"]
                     .is_object()
-                    .then(|| memabra::outcome(&record)),
+                    .then(|| Outcome::Value(memabra::outcome(&record))),
                 ..Attach::default()
             },
             Preset::LedgerMind => Attach {
@@ -312,16 +322,20 @@ impl SideSpec {
 
     fn generic_attach(&self, record: &Value, key: &str) -> Result<Attach, String> {
         let g = &self.generic;
-        let get = |path: &Option<String>| -> Result<Option<(String, &Value)>, String> {
-            let Some(path) = path else { return Ok(None) };
-            let pointer = to_pointer(path);
-            match record.pointer(&pointer) {
+        fn get<'a>(
+            record: &'a Value,
+            pointer: &'a Option<String>,
+        ) -> Result<Option<(&'a str, &'a Value)>, String> {
+            let Some(pointer) = pointer else {
+                return Ok(None);
+            };
+            match lookup(record, pointer) {
                 Some(v) => Ok(Some((pointer, v))),
                 None => Err(format!("value {pointer}: missing")),
             }
-        };
+        }
         let mut out = Attach::default();
-        if let Some((p, v)) = get(&g.reward)? {
+        if let Some((p, v)) = get(record, &g.reward)? {
             out.reward = Some(match v {
                 Value::Number(n) => n.clone(),
                 Value::Bool(b) => Number::from_f64(if *b { 1.0 } else { 0.0 })
@@ -334,9 +348,9 @@ impl SideSpec {
                 }
             });
         }
-        if let Some((p, v)) = get(&g.components)? {
+        if let Some((p, v)) = get(record, &g.components)? {
             match v {
-                Value::Object(c) => out.components = Some(numbers(c, &p)?),
+                Value::Object(c) => out.components = Some(numbers(c, p)?),
                 other => {
                     return Err(format!(
                         "value {p}: is {}; reward components are an object of numbers",
@@ -345,11 +359,20 @@ impl SideSpec {
                 }
             }
         }
-        if let Some((p, v)) = get(&g.outcome)? {
-            let status = match v {
-                Value::Bool(true) => "success",
-                Value::Bool(false) => "failure",
-                Value::String(s) if OUTCOMES.contains(&s.as_str()) => s.as_str(),
+        if let Some((p, v)) = get(record, &g.outcome)? {
+            out.outcome = Some(match v {
+                Value::Bool(b) => Outcome::Status {
+                    status: if *b { "success" } else { "failure" },
+                    native: Some(*b),
+                },
+                Value::String(s) if OUTCOMES.contains(&s.as_str()) => Outcome::Status {
+                    status: OUTCOMES
+                        .iter()
+                        .find(|o| **o == s.as_str())
+                        .copied()
+                        .unwrap_or("unknown"),
+                    native: None,
+                },
                 other => {
                     return Err(format!(
                         "value {p}: is {}; an outcome is a boolean or one of {}",
@@ -357,13 +380,12 @@ impl SideSpec {
                         OUTCOMES.join(", ")
                     ))
                 }
-            };
-            out.outcome = Some(json!({"status": status, "native": v}));
+            });
         }
-        if let Some((p, v)) = get(&g.step_rewards)? {
-            out.step_rewards = step_rewards(v, &p)?;
+        if let Some((p, v)) = get(record, &g.step_rewards)? {
+            out.step_rewards = step_rewards(v, p)?;
         }
-        if let Some((p, v)) = get(&g.text)? {
+        if let Some((p, v)) = get(record, &g.text)? {
             let Value::String(text) = v else {
                 return Err(format!(
                     "value {p}: is {}; a reflection text is a string",
@@ -385,6 +407,23 @@ pub const OUTCOMES: &[&str] = &[
     "unknown",
 ];
 
+/// The value at a JSON pointer, like [`Value::pointer`] without allocating for tokens that hold
+/// no escape (this runs for every field of every side record).
+fn lookup<'a>(record: &'a Value, pointer: &str) -> Option<&'a Value> {
+    if pointer.contains('~') {
+        return record.pointer(pointer);
+    }
+    let mut v = record;
+    for token in pointer.split('/').skip(1) {
+        v = match v {
+            Value::Object(o) => o.get(token)?,
+            Value::Array(a) => a.get(token.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+    }
+    Some(v)
+}
+
 /// `a.b` → `/a/b`; a pointer stays as it is.
 fn to_pointer(path: &str) -> String {
     if path.starts_with('/') {
@@ -394,16 +433,16 @@ fn to_pointer(path: &str) -> String {
     }
 }
 
-fn numbers(c: &Map<String, Value>, at: &str) -> Result<Map<String, Value>, String> {
-    for (name, v) in c {
-        if !v.is_number() {
-            return Err(format!(
+fn numbers(c: &Map<String, Value>, at: &str) -> Result<Vec<(String, Number)>, String> {
+    c.iter()
+        .map(|(name, v)| match v {
+            Value::Number(n) => Ok((name.clone(), n.clone())),
+            other => Err(format!(
                 "value {at}/{name}: is {}; reward components are numbers",
-                kind(v)
-            ));
-        }
-    }
-    Ok(c.clone())
+                kind(other)
+            )),
+        })
+        .collect()
 }
 
 fn step_rewards(v: &Value, at: &str) -> Result<Vec<(usize, f64)>, String> {
@@ -453,14 +492,43 @@ pub fn iteration(e: &KeyExpr, record: &dyn super::key::Fields) -> Result<i64, St
 pub struct Attach {
     /// `details.reward`.
     pub reward: Option<Number>,
-    /// `details.reward_components`.
-    pub components: Option<Map<String, Value>>,
+    /// `details.reward_components`: (name, value) in record order.
+    pub components: Option<Vec<(String, Number)>>,
     /// `details.outcome`.
-    pub outcome: Option<Value>,
+    pub outcome: Option<Outcome>,
     /// One entry of `details.reflections`.
     pub reflection: Option<Value>,
     /// `(step index, reward)` for the steps' `reward`.
     pub step_rewards: Vec<(usize, f64)>,
+}
+
+/// The outcome a side record gives.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// `{"status": status, "native": …}` from a generic file: native is the boolean read, or
+    /// (`None`) the status string itself.
+    Status {
+        /// One of [`OUTCOMES`].
+        status: &'static str,
+        /// The boolean the status was read from.
+        native: Option<bool>,
+    },
+    /// A whole `details.outcome` object, as a preset's converter builds it.
+    Value(Value),
+}
+
+impl Outcome {
+    /// The `details.outcome` value.
+    pub fn to_value(&self) -> Value {
+        match self {
+            Outcome::Status { status, native } => {
+                let native =
+                    native.map_or_else(|| Value::String((*status).to_owned()), Value::Bool);
+                json!({"status": status, "native": native})
+            }
+            Outcome::Value(v) => v.clone(),
+        }
+    }
 }
 
 /// A side record, read.
@@ -531,7 +599,10 @@ mod tests {
             .expect("reads")
             .expect("attaches");
         assert_eq!(x.attach.reward, Number::from_f64(1.0));
-        assert_eq!(x.attach.outcome.expect("outcome")["status"], "success");
+        assert_eq!(
+            x.attach.outcome.expect("outcome").to_value()["status"],
+            "success"
+        );
         let e = s
             .extract(json!({"instance_id": "a", "resolved": "yes"}), "f")
             .unwrap_err();

@@ -217,6 +217,11 @@ pub fn run(args: JoinArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         },
         run: global.run_options(),
         orphans: Some(args.orphans),
+        orphan_diagnostics: match (global.quiet, global.verbose) {
+            (true, _) => Some(0),
+            (false, 0) => Some(20),
+            (false, _) => None,
+        },
     };
     let bar = global.progress(&inputs, "join");
     let summary = join_inputs(

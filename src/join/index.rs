@@ -6,17 +6,14 @@ use std::io;
 use std::sync::Arc;
 
 use foldhash::HashMap;
-use rayon::prelude::*;
 use serde_json::{Map, Number, Value};
 
 use super::policy::Duplicates;
 use super::spec::{Extracted, Outcome, SideSpec, OUTCOMES};
-use crate::ingest::{FramedRecords, Provenance, RawRecord};
+use crate::ingest::{Provenance, RawRecord};
+use crate::pipeline::{self, Flow, NoProgress, PipelineError, RunOptions, Sink};
 use crate::validate::check::parse_json;
 use crate::validate::Diagnostic;
-
-/// Side records read in parallel per batch of this many.
-const BATCH: usize = 8192;
 
 /// One side record read: what it attaches, nothing (not attachable), or why not.
 type Read = Result<Option<Extracted>, Box<Diagnostic>>;
@@ -220,72 +217,50 @@ impl SideIndex {
             live: Vec::new(),
         };
         let mut problems = Vec::new();
+        let opts = RunOptions {
+            max_record_bytes,
+            ..RunOptions::default()
+        };
         for (s, set) in sets.into_iter().enumerate() {
-            let s16 = u16::try_from(s).map_err(|_| IndexError::TooMany)?;
-            let mut si = SetIndex {
-                name: set.name.clone(),
-                spec: Arc::new(set.spec),
-                keys: HashMap::default(),
-                multi: Vec::new(),
-                groups: HashMap::default(),
-                window: Vec::new(),
-                superseded: 0,
+            let set_no = u16::try_from(s).map_err(|_| IndexError::TooMany)?;
+            let spec = Arc::new(set.spec);
+            let sink = IndexSink {
+                si: SetIndex {
+                    name: set.name.clone(),
+                    spec: Arc::clone(&spec),
+                    keys: HashMap::default(),
+                    multi: Vec::new(),
+                    groups: HashMap::default(),
+                    window: Vec::new(),
+                    superseded: 0,
+                },
+                index,
+                set: set_no,
+                problems,
+                error: None,
+                seen_bytes: 0,
             };
-            for path in &set.files {
-                let mut framed = FramedRecords::open(path, max_record_bytes).map_err(|source| {
-                    IndexError::Open {
-                        path: path.clone(),
-                        source,
-                    }
-                })?;
-                let file = u32::try_from(index.files.len()).map_err(|_| IndexError::TooMany)?;
-                let mut sf = SideFile {
-                    path: Arc::from(path.as_str()),
-                    set: set.name.clone(),
-                    records: 0,
-                    skipped: 0,
-                };
-                let spec = Arc::clone(&si.spec);
-                let mut pending: Option<(Vec<RawRecord>, Vec<Read>)> = None;
-                let mut first = true;
-                loop {
-                    let batch: Vec<RawRecord> = framed.by_ref().take(BATCH).collect();
-                    if batch.is_empty() && pending.is_none() {
-                        break;
-                    }
-                    if std::mem::take(&mut first) {
-                        index.reserve(&mut si, path, &batch);
-                    }
-                    // Parse this batch while the previous one is added to the index.
-                    let (read, added) = rayon::join(
-                        || -> Vec<Read> {
-                            batch
-                                .par_iter()
-                                .map(|r| read_record(&spec, r, path))
-                                .collect()
-                        },
-                        || -> Result<(), IndexError> {
-                            let Some((raws, reads)) = pending.take() else {
-                                return Ok(());
-                            };
-                            for (raw, result) in raws.iter().zip(reads) {
-                                sf.records += 1;
-                                match result {
-                                    Err(d) => problems.push(*d),
-                                    Ok(None) => sf.skipped += 1,
-                                    Ok(Some(x)) => index.add(&mut si, s16, file, raw, x)?,
-                                }
-                            }
-                            Ok(())
-                        },
-                    );
-                    added?;
-                    if !batch.is_empty() {
-                        pending = Some((batch, read));
-                    }
-                }
-                index.files.push(sf);
+            // The pipeline frames, parses in parallel and indexes in order, all at once.
+            let (sink, _) = pipeline::run(
+                &set.files,
+                &opts,
+                &NoProgress,
+                |r| read_record(&spec, r),
+                sink,
+            )
+            .map_err(|e| match e {
+                PipelineError::Open { path, source } => IndexError::Open { path, source },
+                PipelineError::Write(e) => IndexError::Open {
+                    path: set.files.join(", "),
+                    source: e,
+                },
+            })?;
+            if let Some(e) = sink.error {
+                return Err(e);
             }
+            let mut si = sink.si;
+            index = sink.index;
+            problems = sink.problems;
             if duplicates == Duplicates::Error {
                 problems.extend(index.duplicate_diagnostics(&si));
             } else {
@@ -351,18 +326,21 @@ impl SideIndex {
         Ok(())
     }
 
-    /// Reserves room for the records of `path` estimated from its size and the first batch, so
-    /// that the index does not grow by doubling (copies and page faults) on large side files.
-    fn reserve(&mut self, si: &mut SetIndex, path: &str, first: &[RawRecord]) {
-        if first.is_empty() || path.ends_with(".gz") || path.ends_with(".zst") {
+    /// Reserves room for the rest of the current file's records, estimated from its size and the
+    /// `records` read so far (`bytes` of them), so that the index does not grow by doubling
+    /// (copies and page faults) on a large side file. Compressed files and stdin are not
+    /// estimated.
+    fn reserve(&mut self, si: &mut SetIndex, bytes: u64, records: u64) {
+        let Some(f) = self.files.last() else { return };
+        let path: &str = &f.path;
+        if path == "-" || path.ends_with(".gz") || path.ends_with(".zst") {
             return;
         }
         let Ok(len) = std::fs::metadata(path).map(|m| m.len()) else {
             return;
         };
-        let bytes: usize = first.iter().map(|r| r.bytes.len() + 1).sum();
-        let per_record = (bytes / first.len()).max(1) as u64;
-        let estimate = (len / per_record).min(1 << 26) as usize;
+        let per_record = (bytes / records.max(1)).max(1);
+        let estimate = (len / per_record).saturating_sub(records).min(1 << 26) as usize;
         self.records.reserve(estimate);
         si.keys.reserve(estimate);
     }
@@ -484,13 +462,9 @@ impl SideIndex {
     }
 }
 
-fn read_record(
-    spec: &SideSpec,
-    raw: &RawRecord,
-    path: &str,
-) -> Result<Option<Extracted>, Box<Diagnostic>> {
+fn read_record(spec: &SideSpec, raw: &RawRecord) -> Read {
     let value = parse_json(raw)?;
-    spec.extract(value, path).map_err(|m| {
+    spec.extract(value, &raw.provenance.file).map_err(|m| {
         Box::new(Diagnostic::error(
             &raw.provenance,
             None,
@@ -499,6 +473,62 @@ fn read_record(
             m,
         ))
     })
+}
+
+/// Indexes the records of one side set as the pipeline hands them over, in input order.
+struct IndexSink {
+    index: SideIndex,
+    si: SetIndex,
+    set: u16,
+    problems: Vec<Diagnostic>,
+    error: Option<IndexError>,
+    /// Bytes of the current file's records so far, to estimate how many it holds.
+    seen_bytes: u64,
+}
+
+/// Records of a file after which the index reserves room for the rest.
+const ESTIMATE_AFTER: u64 = 1000;
+
+impl Sink for IndexSink {
+    type Item = Read;
+
+    fn start_input(&mut self, path: &Arc<str>) -> io::Result<()> {
+        self.index.files.push(SideFile {
+            path: Arc::clone(path),
+            set: self.si.name.clone(),
+            records: 0,
+            skipped: 0,
+        });
+        self.seen_bytes = 0;
+        Ok(())
+    }
+
+    fn accept(&mut self, record: RawRecord, item: Read) -> io::Result<Flow> {
+        let Some(file) = self.index.files.len().checked_sub(1) else {
+            return Ok(Flow::Continue);
+        };
+        let sf = &mut self.index.files[file];
+        sf.records += 1;
+        let records = sf.records;
+        self.seen_bytes += record.bytes.len() as u64 + 1;
+        if records == ESTIMATE_AFTER {
+            self.index.reserve(&mut self.si, self.seen_bytes, records);
+        }
+        match item {
+            Err(d) => self.problems.push(*d),
+            Ok(None) => self.index.files[file].skipped += 1,
+            Ok(Some(x)) => {
+                if let Err(e) = self
+                    .index
+                    .add(&mut self.si, self.set, file as u32, &record, x)
+                {
+                    self.error = Some(e);
+                    return Ok(Flow::Stop);
+                }
+            }
+        }
+        Ok(Flow::Continue)
+    }
 }
 
 /// Keeps the first or last record of each key; returns how many postings were removed.

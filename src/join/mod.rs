@@ -45,6 +45,9 @@ pub struct JoinRunOptions {
     pub run: RunOptions,
     /// What happens to side records no trajectory matched.
     pub orphans: Option<Orphans>,
+    /// At most this many orphans are reported to the reporter (`None`: all); the summary counts
+    /// them all, and under [`Orphans::Reject`] the rejects file has them all.
+    pub orphan_diagnostics: Option<u64>,
 }
 
 /// Counts of one side file.
@@ -209,7 +212,7 @@ pub fn join_inputs(
     )?;
     let write = |e: io::Error| PipelineError::Write(e);
     let policy = opts.orphans.unwrap_or(Orphans::Report);
-    report_orphans(join, &mut sink, policy, opts.run.max_record_bytes).map_err(write)?;
+    report_orphans(join, &mut sink, policy, opts).map_err(write)?;
     sink.reporter.finish(&Default::default()).map_err(write)?;
     sink.output.finish().map_err(write)?;
     if let Some(r) = sink.rejects {
@@ -229,12 +232,18 @@ fn report_orphans(
     join: &Join,
     sink: &mut JoinSink,
     policy: Orphans,
-    max_record_bytes: usize,
+    opts: &JoinRunOptions,
 ) -> io::Result<()> {
     let idx = &join.index;
+    let rejecting = policy == Orphans::Reject && sink.rejects.is_some();
+    let limit = match (rejecting, opts.orphan_diagnostics) {
+        (false, Some(n)) => usize::try_from(n).unwrap_or(usize::MAX),
+        _ => usize::MAX,
+    };
     let orphans: Vec<u32> = (0..idx.records.len())
         .filter(|&r| idx.live[r] && !sink.used[r])
         .map(|r| r as u32)
+        .take(limit)
         .collect();
     if orphans.is_empty() {
         return Ok(());
@@ -244,6 +253,9 @@ fn report_orphans(
     for si in &idx.sets {
         for (k, p) in &si.keys {
             for &r in si.records(p) {
+                if sink.used[r as usize] {
+                    continue;
+                }
                 let slot = &mut key_of[r as usize];
                 if slot.is_none_or(|old| k.as_ref() < old) {
                     *slot = Some(k);
@@ -285,7 +297,7 @@ fn report_orphans(
         {
             continue;
         }
-        for raw in FramedRecords::open(&file.path, max_record_bytes)? {
+        for raw in FramedRecords::open(&file.path, opts.run.max_record_bytes)? {
             while let Some(&&r) = next.peek() {
                 let rec = &idx.records[r as usize];
                 if rec.file as usize != f || rec.index > raw.provenance.index {

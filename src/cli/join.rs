@@ -29,12 +29,8 @@ use super::common::{inputs, rejects_writer, throughput, warn_empty, Capped, CliE
 /// Keys: a JSON pointer (`/instance_id`), a field path (`details.source.native_ids.loop_id`) or
 /// a template (`{task}#{n:03}`); `:0N` pads integers, `:lower`/`:upper` change case. Nothing
 /// else is converted.
-///
-/// Examples:
-///   trajkit join std.jsonl --reflections loop.jsonl --reflections-from reflexion --memory-window 3 -o joined.jsonl
-///   trajkit join corpus.jsonl --rewards eval.jsonl --key /instance_id --value /resolved --outcome /resolved -o out.jsonl
-///   trajkit join ralph.jsonl --reflections mem/tasks/*/reflections.jsonl --reflections-from ralph -o out.jsonl
 #[derive(Debug, Args)]
+#[command(after_help = EXAMPLES)]
 pub struct JoinArgs {
     /// ADP trajectory files or directories; none or `-` reads stdin.
     pub inputs: Vec<String>,
@@ -111,6 +107,15 @@ pub struct JoinArgs {
     #[arg(long, value_name = "FILE")]
     pub summary_json: Option<String>,
 }
+
+/// Shown after the options (kept out of the doc comment, which clap re-wraps).
+const EXAMPLES: &str = "Examples:
+  trajkit join std.jsonl --reflections loop.jsonl --reflections-from reflexion \\
+      --memory-window 3 -o joined.jsonl
+  trajkit join corpus.jsonl --rewards eval.jsonl --key /instance_id \\
+      --value /resolved --outcome /resolved -o out.jsonl
+  trajkit join attempts.jsonl --reflections mem/tasks/*/reflections.jsonl \\
+      --reflections-from ralph -o out.jsonl";
 
 fn side_set(
     name: &str,

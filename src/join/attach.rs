@@ -72,6 +72,8 @@ impl Join {
     ) -> Result<Applied, Vec<Diagnostic>> {
         let idx = &self.index;
         let mut matched: Vec<u32> = Vec::new();
+        // The keys tried, for the diagnostic of an unmatched trajectory that is rejected.
+        let explain = self.policies.unmatched == Unmatched::Reject;
         let mut tried: Vec<String> = Vec::new();
         for si in &idx.sets {
             for e in &si.spec.trajectory_keys {
@@ -79,7 +81,7 @@ impl Join {
                     Ok(keys) => {
                         for k in keys {
                             matched.extend_from_slice(si.get(&k));
-                            if tried.len() < 8 {
+                            if explain && tried.len() < 8 {
                                 tried.push(format!("{e} = {k:?}"));
                             }
                         }

@@ -376,7 +376,7 @@ impl SideIndex {
             .map(|(k, p)| (k.as_ref(), si.records(p)))
             .filter(|(_, p)| p.len() > 1)
             .collect();
-        dups.sort_by_key(|(_, p)| p[1]);
+        dups.sort_by_key(|&(k, p)| (p[1], k));
         for (key, postings) in dups {
             let first = self.place(postings[0]);
             for &r in &postings[1..] {

@@ -253,6 +253,30 @@ fn memory_window_reaches_an_iteration_without_its_own_record() {
         run.summary["matched"], 2,
         "iterations 2 and 3 have no record of their own"
     );
+
+    // Ω = 1 counts iterations that have reflections: iteration 3 gets iteration 1's.
+    let run = join(
+        &[&converted],
+        &[
+            "--reflections",
+            side.to_str().expect("utf-8"),
+            "--reflections-from",
+            "reflexion",
+            "--memory-window",
+            "1",
+        ],
+    );
+    let prior = &by_id(&run.out, &id)["details"]["prior_reflections"];
+    assert_eq!(prior.as_array().map(Vec::len), Some(1));
+    assert_eq!(
+        prior[0]["text"],
+        records[1]["self_reflection"]["reflection_text"]
+    );
+    // Iteration 0 has nothing before it.
+    let first = format!("{}#0", records[0]["loop_id"].as_str().expect("loop_id"));
+    assert!(by_id(&run.out, &first)["details"]
+        .get("prior_reflections")
+        .is_none());
 }
 
 /// The bundled Ralph directory, with the task's reflections.jsonl moved to a side directory
@@ -832,6 +856,12 @@ fn bad_side_input_is_a_clear_error_never_a_panic() {
     assert_eq!(no_value.code, 2, "{}", no_value.stderr);
     let nothing = join(&[&sample_data().join("adp/v1.5.jsonl")], &[]);
     assert_eq!(nothing.code, 2, "{}", nothing.stderr);
+    let both_stdin = join(
+        &[],
+        &["--rewards", "-", "--key", "/id", "--value", "/reward"],
+    );
+    assert_eq!(both_stdin.code, 2, "{}", both_stdin.stderr);
+    assert!(both_stdin.stderr.contains("stdin"), "{}", both_stdin.stderr);
 }
 
 #[test]

@@ -184,6 +184,18 @@ pub fn run(args: JoinArgs, global: &GlobalArgs) -> Result<u8, CliError> {
             "nothing to join: give --reflections FILE... and/or --rewards FILE...",
         ));
     }
+    let inputs = inputs(&args.inputs)?;
+    let side_stdin = args
+        .reflections
+        .iter()
+        .chain(&args.rewards)
+        .filter(|f| *f == "-")
+        .count();
+    if side_stdin + usize::from(inputs.iter().any(|i| i == "-")) > 1 {
+        return Err(CliError::usage(
+            "stdin (`-`) can be read once: give the trajectories or one side file on stdin, not several",
+        ));
+    }
     let started = Instant::now();
     let index = match SideIndex::build(sets, args.duplicates, global.max_record_bytes) {
         Ok(i) => i,
@@ -211,7 +223,6 @@ pub fn run(args: JoinArgs, global: &GlobalArgs) -> Result<u8, CliError> {
             memory_window: args.memory_window,
         },
     };
-    let inputs = inputs(&args.inputs)?;
     let output = Output::create(&args.output)
         .map_err(|e| CliError::io(format!("cannot create {}: {e}", args.output)))?;
     let rejects = rejects_writer(args.rejects.as_deref())?;

@@ -551,6 +551,24 @@ mod tests {
     }
 
     #[test]
+    fn every_preset_has_side_and_trajectory_keys() {
+        for p in Preset::ALL {
+            if p == Preset::Generic {
+                continue;
+            }
+            let s = spec(p);
+            assert!(
+                !s.keys.is_empty() && !s.trajectory_keys.is_empty(),
+                "{}",
+                p.name()
+            );
+            assert_eq!(p.name().parse::<Preset>(), Ok(p));
+        }
+        assert_eq!(spec(Preset::LedgerMind).keys.len(), 1 + CITATION_KEYS.len());
+        assert!("klingon".parse::<Preset>().is_err());
+    }
+
+    #[test]
     fn ralph_reads_the_task_from_the_directory_and_pads_the_attempt() {
         let r = json!({"attempt_id": 2, "observation": "o", "learning": "l"});
         let x = spec(Preset::Ralph)

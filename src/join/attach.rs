@@ -86,7 +86,8 @@ impl Join {
                             }
                         }
                     }
-                    Err(err) => tried.push(format!("{e}: {err}")),
+                    Err(err) if explain => tried.push(format!("{e}: {err}")),
+                    Err(_) => {}
                 }
             }
         }

@@ -2,11 +2,15 @@
 # Throughput and peak memory of trajkit on a generated ADP JSON-lines input.
 #
 #   scripts/bench.sh [BYTES]        (default 1 GiB; the inputs are cached in $BENCH_DIR)
+#   BENCH_ONLY=join scripts/bench.sh [BYTES]    (only the join case)
 #
 # Prints, per command, the input size, wall time, MB/s and peak RSS (GNU time's %M).
 # ADP: BYTES of trajectories shaped like the shared corpus. Seed formats: BYTES/4 each, shaped
 # like the bundled samples (small, structure-heavy records), and for Reflexion also like the
 # real example in the shared corpus (long diffs and outputs) when it is there.
+# join: the ADP input joined with a 1,000,000-record rewards JSON-lines file (one record per
+# trajectory of the input, the rest for ids not in it); MB/s is of trajectory input, and the
+# time includes indexing the rewards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BYTES="${1:-1073741824}"
@@ -19,12 +23,14 @@ if [ ! -x /usr/bin/time ]; then
   exit 2
 fi
 
-cargo build --release --quiet --bin trajkit --example gen_bench_input
+BENCH_ONLY="${BENCH_ONLY:-all}"
+TARGET="${CARGO_TARGET_DIR:-target}"
+cargo build --release --quiet --bin trajkit --example gen_bench_input --example gen_bench_rewards
 if [ ! -s "$INPUT" ]; then
-  target/release/examples/gen_bench_input "$INPUT" "$BYTES"
+  "$TARGET"/release/examples/gen_bench_input "$INPUT" "$BYTES"
 fi
-SIZE=$(stat -c %s "$INPUT")
-BIN=target/release/trajkit
+SIZE=$(stat -L -c %s "$INPUT")
+BIN="$TARGET/release/trajkit"
 
 timed() {
   # Runs "$@" with GNU time writing "%e %M" to a file, so the command's own stderr is ignored.
@@ -43,6 +49,18 @@ report() {
 }
 
 echo "trajkit $($BIN --version | awk '{print $2}') on $(nproc) cores, input $INPUT"
+
+REWARDS="$BENCH_DIR/rewards-$BYTES-1000000.jsonl"
+if [ ! -s "$REWARDS" ]; then
+  "$TARGET"/release/examples/gen_bench_rewards "$INPUT" "$REWARDS" 1000000 2>/dev/null
+fi
+report "join --rewards (1M records, generic)" "$BIN" join -q "$INPUT" --rewards "$REWARDS" \
+  --key /id --value /reward --outcome /resolved --components /components -o "$BENCH_DIR/out.jsonl"
+if [ "$BENCH_ONLY" = join ]; then
+  rm -f "$BENCH_DIR/out.jsonl"
+  exit 0
+fi
+
 report "validate" "$BIN" validate -q "$INPUT"
 report "convert --from adp" "$BIN" convert -q --from adp "$INPUT" -o "$BENCH_DIR/out.jsonl"
 report "stats" "$BIN" stats "$INPUT"
@@ -52,9 +70,9 @@ seed() {
   local name="$1" format="$2" shapes="$3"
   local input="$BENCH_DIR/$name-$((BYTES / 4)).jsonl"
   if [ ! -s "$input" ]; then
-    target/release/examples/gen_bench_input "$input" "$((BYTES / 4))" "$shapes" 2>/dev/null
+    "$TARGET"/release/examples/gen_bench_input "$input" "$((BYTES / 4))" "$shapes" 2>/dev/null
   fi
-  SIZE=$(stat -c %s "$input")
+  SIZE=$(stat -L -c %s "$input")
   report "convert --from $format ($name)" "$BIN" convert -q --from "$format" "$input" -o "$BENCH_DIR/out.jsonl"
 }
 seed memabra-samples memabra sample_data/memabra

@@ -6,6 +6,7 @@
 
 pub mod convert;
 pub mod ingest;
+pub mod join;
 pub mod model;
 pub mod output;
 pub mod pipeline;

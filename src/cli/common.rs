@@ -1,13 +1,15 @@
 //! Options and error handling shared by the subcommands.
 
 use std::fmt;
-use std::io::Write;
+use std::io::{self, Write};
 use std::time::Instant;
 
 use clap::Args;
 use trajkit::ingest::inputs::expand_inputs_with;
 use trajkit::pipeline::{PipelineError, RunOptions};
 use trajkit::rejects::RejectsWriter;
+use trajkit::validate::report::{reporter, ReportFormat, Reporter, ValidationSummary};
+use trajkit::validate::Diagnostic;
 
 use super::progress::Bar;
 
@@ -143,4 +145,46 @@ pub fn throughput(bytes: u64, started: Instant) -> String {
     };
     let rate = if secs > 0.0 { mb / secs } else { 0.0 };
     format!("{size} in {secs:.2} s ({rate:.0} MB/s)")
+}
+
+/// Shows the first diagnostics on stderr and counts the rest.
+pub struct Capped {
+    inner: Box<dyn Reporter>,
+    shown: u64,
+    limit: u64,
+}
+
+impl Capped {
+    /// Human diagnostics on stderr: none when quiet, the first 20, or all with `-v`.
+    pub fn stderr(global: &GlobalArgs) -> Capped {
+        Capped {
+            inner: reporter(ReportFormat::Human, Box::new(io::stderr())),
+            shown: 0,
+            limit: match (global.quiet, global.verbose) {
+                (true, _) => 0,
+                (false, 0) => 20,
+                (false, _) => u64::MAX,
+            },
+        }
+    }
+}
+
+impl Reporter for Capped {
+    fn diagnostic(&mut self, d: &Diagnostic) -> io::Result<()> {
+        self.shown += 1;
+        if self.shown <= self.limit {
+            self.inner.diagnostic(d)?;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, summary: &ValidationSummary) -> io::Result<()> {
+        if self.shown > self.limit {
+            eprintln!(
+                "... and {} more diagnostics (-v shows them all here; rejected records are in the --rejects file)",
+                self.shown - self.limit
+            );
+        }
+        self.inner.finish(summary)
+    }
 }

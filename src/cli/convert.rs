@@ -1,6 +1,5 @@
 //! `trajkit convert`
 
-use std::io;
 use std::path::Path;
 use std::time::Instant;
 
@@ -13,11 +12,9 @@ use trajkit::ingest::ledgermind::SessionOptions;
 use trajkit::model::upgrade::{DetailsDecode, UpgradeOptions};
 use trajkit::model::AdpVersion;
 use trajkit::output::Output;
-use trajkit::validate::report::{reporter, ReportFormat, Reporter, ValidationSummary};
-use trajkit::validate::Diagnostic;
 
 use super::common::{
-    inputs_with_units, rejects_writer, throughput, warn_empty, CliError, GlobalArgs,
+    inputs_with_units, rejects_writer, throughput, warn_empty, Capped, CliError, GlobalArgs,
 };
 
 /// Convert records of any supported format into ADP trajectories, one compact JSON object per
@@ -67,33 +64,6 @@ pub struct ConvertArgs {
     /// keys, or `*` for every value that holds a JSON object or array (1.1.0+ only).
     #[arg(long, value_name = "KEYS")]
     pub decode_details: Option<String>,
-}
-
-/// Shows the first diagnostics on stderr and counts the rest.
-struct Capped {
-    inner: Box<dyn Reporter>,
-    shown: u64,
-    limit: u64,
-}
-
-impl Reporter for Capped {
-    fn diagnostic(&mut self, d: &Diagnostic) -> io::Result<()> {
-        self.shown += 1;
-        if self.shown <= self.limit {
-            self.inner.diagnostic(d)?;
-        }
-        Ok(())
-    }
-
-    fn finish(&mut self, summary: &ValidationSummary) -> io::Result<()> {
-        if self.shown > self.limit {
-            eprintln!(
-                "... and {} more diagnostics (all are in the --rejects file; -v shows them here)",
-                self.shown - self.limit
-            );
-        }
-        self.inner.finish(summary)
-    }
 }
 
 /// Runs `convert`.
@@ -161,15 +131,7 @@ pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
             idle_gap_seconds: args.idle_gap.saturating_mul(60),
         },
     };
-    let shown = Capped {
-        inner: reporter(ReportFormat::Human, Box::new(io::stderr())),
-        shown: 0,
-        limit: match (global.quiet, global.verbose) {
-            (true, _) => 0,
-            (false, 0) => 20,
-            (false, _) => u64::MAX,
-        },
-    };
+    let shown = Capped::stderr(global);
     let started = Instant::now();
     let bar = global.progress(&inputs, "convert");
     let summary = convert_inputs(&plan, &opts, &bar, output, rejects, Box::new(shown))?;

@@ -3,6 +3,7 @@
 mod common;
 mod convert;
 mod formats;
+mod join;
 mod progress;
 mod schema;
 mod stats;
@@ -35,6 +36,7 @@ pub struct Cli {
 enum Command {
     Validate(validate::ValidateArgs),
     Convert(convert::ConvertArgs),
+    Join(Box<join::JoinArgs>),
     Stats(stats::StatsArgs),
     Schema(schema::SchemaArgs),
     Formats(formats::FormatsArgs),
@@ -47,6 +49,7 @@ impl Cli {
         match self.command {
             Command::Validate(a) => validate::run(a, &self.global),
             Command::Convert(a) => convert::run(a, &self.global),
+            Command::Join(a) => join::run(*a, &self.global),
             Command::Stats(a) => stats::run(a, &self.global),
             Command::Schema(a) => schema::run(a),
             Command::Formats(a) => formats::run(a),

@@ -137,16 +137,7 @@ fn to_trajectory(s: &Value, record: &RawRecord) -> Trajectory {
         .as_array()
         .into_iter()
         .flatten()
-        .map(|e| {
-            json!({
-                "source": "ledgermind",
-                "key": value_text(&e["id"]),
-                "kind": e["kind"],
-                "text": value_text(&e["content"]),
-                "timestamp": e["timestamp"],
-                "context": e["context"],
-            })
-        })
+        .map(reflection)
         .collect();
     let mut details = JsonObject::new();
     details.insert(
@@ -167,6 +158,19 @@ fn to_trajectory(s: &Value, record: &RawRecord) -> Trajectory {
     }
     details.insert("ledgermind".into(), json!({ "events": kept }));
     Trajectory::new(id, content, details)
+}
+
+/// A semantic event (a reflection, decision, proposal, ...) in trajkit's reflection shape (also
+/// used by `join`'s ledgermind preset).
+pub(crate) fn reflection(e: &Value) -> Value {
+    json!({
+        "source": "ledgermind",
+        "key": value_text(&e["id"]),
+        "kind": e["kind"],
+        "text": value_text(&e["content"]),
+        "timestamp": e["timestamp"],
+        "context": e["context"],
+    })
 }
 
 /// An event as kept in `details.ledgermind.events`: whole when it made no step; otherwise

@@ -292,10 +292,7 @@ fn to_trajectory(v: &Value, record: &RawRecord) -> Trajectory {
             json!({"trajectory_id": id, "task_id": task["task_id"]}),
         ),
     );
-    details.insert(
-        "outcome".into(),
-        json!({"status": v["outcome"]["status"], "native": v["outcome"]}),
-    );
+    details.insert("outcome".into(), outcome(v));
     details.insert("reward".into(), v["reward"]["total"].clone());
     details.insert(
         "reward_components".into(),
@@ -303,6 +300,12 @@ fn to_trajectory(v: &Value, record: &RawRecord) -> Trajectory {
     );
     details.insert("memabra".into(), Value::Object(native));
     Trajectory::new(id, content, details)
+}
+
+/// `details.outcome` of a trace: its `outcome.status`, and the outcome as `native` (also used by
+/// `join`'s memabra preset).
+pub(crate) fn outcome(trace: &Value) -> Value {
+    json!({"status": trace["outcome"]["status"], "native": trace["outcome"]})
 }
 
 /// An event as kept in `details.memabra.events`: whole when it made no step; otherwise without

@@ -21,7 +21,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use crate::ingest::ledgermind::SessionOptions;
-use crate::ingest::{RawRecord, RecordSource};
+use crate::ingest::{Provenance, RawRecord, RecordSource};
 use crate::model::rules;
 use crate::model::upgrade::{upgrade, UpgradeOptions};
 use crate::model::{AdpVersion, Trajectory};
@@ -229,35 +229,60 @@ pub fn convert_record(
     let mut out = Vec::with_capacity(record.bytes.len() + 256);
     let count = trajectories.len() as u64;
     for (mut traj, _) in trajectories {
-        let mut violations = upgrade(&mut traj, opts);
-        if violations.is_empty() {
-            violations = rules::check(&traj, opts.target);
+        if let Err(d) = upgrade_checked(&mut traj, prov, opts) {
+            return Converted::Rejected(d);
         }
-        if !violations.is_empty() {
-            let id = traj.id.clone();
-            return Converted::Rejected(
-                violations
-                    .into_iter()
-                    .map(|v| Diagnostic::error(prov, Some(&id), v.pointer, v.rule, v.message))
-                    .collect(),
-            );
+        if let Err(d) = write_line(&mut out, &traj, to, prov) {
+            return Converted::Rejected(vec![*d]);
         }
-        let written = match to {
-            OutputFormat::Adp => serde_json::to_writer(&mut out, &traj),
-            OutputFormat::Atif => serde_json::to_writer(&mut out, &atif::to_atif(&traj)),
-        };
-        if let Err(e) = written {
-            return Converted::Rejected(vec![Diagnostic::error(
-                prov,
-                Some(&traj.id),
-                "",
-                "serialize",
-                e.to_string(),
-            )]);
-        }
-        out.push(b'\n');
     }
     Converted::Written(out, count)
+}
+
+/// Upgrades `traj` to `opts.target` and checks the semantic rules of that version; the
+/// diagnostics say why it cannot be written.
+pub fn upgrade_checked(
+    traj: &mut Trajectory,
+    prov: &Provenance,
+    opts: &UpgradeOptions,
+) -> Result<(), Vec<Diagnostic>> {
+    let mut violations = upgrade(traj, opts);
+    if violations.is_empty() {
+        violations = rules::check(traj, opts.target);
+    }
+    if violations.is_empty() {
+        return Ok(());
+    }
+    Err(violations
+        .into_iter()
+        .map(|v| Diagnostic::error(prov, Some(&traj.id), v.pointer, v.rule, v.message))
+        .collect())
+}
+
+/// Appends `traj` to `out` as one JSON line in the output format `to`.
+pub fn write_line(
+    out: &mut Vec<u8>,
+    traj: &Trajectory,
+    to: OutputFormat,
+    prov: &Provenance,
+) -> Result<(), Box<Diagnostic>> {
+    let written = match to {
+        OutputFormat::Adp => serde_json::to_writer(&mut *out, traj),
+        OutputFormat::Atif => serde_json::to_writer(&mut *out, &atif::to_atif(traj)),
+    };
+    match written {
+        Ok(()) => {
+            out.push(b'\n');
+            Ok(())
+        }
+        Err(e) => Err(Box::new(Diagnostic::error(
+            prov,
+            Some(&traj.id),
+            "",
+            "serialize",
+            e.to_string(),
+        ))),
+    }
 }
 
 struct ConvertSink {

@@ -133,8 +133,9 @@ fn action_steps(a: &Value) -> Vec<Step> {
     steps
 }
 
-/// A reflection of `reflections.jsonl` in trajkit's reflection shape; other keys kept.
-fn reflection(r: &Value, key: &str) -> Value {
+/// A reflection of `reflections.jsonl` in trajkit's reflection shape; other keys kept (also
+/// used by `join`'s ralph preset).
+pub(crate) fn reflection(r: &Value, key: &str) -> Value {
     let mut text = Vec::new();
     for (label, field) in [
         ("Observation", "observation"),

@@ -85,19 +85,8 @@ fn to_trajectory(value: Value, record: &RawRecord) -> Trajectory {
             json!({"loop_id": loop_id, "iteration": iteration}),
         ),
     );
-    let status = if evaluator["passed"].as_bool() == Some(true) {
-        "success"
-    } else {
-        "failure"
-    };
-    details.insert(
-        "outcome".into(),
-        json!({"status": status, "native": {
-            "passed": evaluator["passed"],
-            "verification_type": evaluator["verification_type"],
-        }}),
-    );
-    if let Some(reward) = evaluator.get("reward_signal").filter(|r| r.is_number()) {
+    details.insert("outcome".into(), outcome(&evaluator));
+    if let Some(reward) = reward(&evaluator) {
         details.insert("reward".into(), reward.clone());
     }
     let self_reflection = v.remove("self_reflection").unwrap_or_default();
@@ -206,9 +195,28 @@ fn render_evaluation(e: &Value) -> String {
     out
 }
 
+/// `details.outcome` from an evaluator output: `success` when `passed` is true, else `failure`
+/// (also used by `join`'s reflexion preset).
+pub(crate) fn outcome(evaluator: &Value) -> Value {
+    let status = if evaluator["passed"].as_bool() == Some(true) {
+        "success"
+    } else {
+        "failure"
+    };
+    json!({"status": status, "native": {
+        "passed": evaluator["passed"],
+        "verification_type": evaluator["verification_type"],
+    }})
+}
+
+/// The evaluator's `reward_signal`, when it is a number.
+pub(crate) fn reward(evaluator: &Value) -> Option<&Value> {
+    evaluator.get("reward_signal").filter(|r| r.is_number())
+}
+
 /// The self-reflection in trajkit's reflection shape (see `schemas/details.schema.json`); keys
-/// it does not normalize are moved over as they are.
-fn reflection(r: Value, key: &str, iteration: u64) -> Value {
+/// it does not normalize are moved over as they are (also used by `join`'s reflexion preset).
+pub(crate) fn reflection(r: Value, key: &str, iteration: u64) -> Value {
     let mut r = take_object(Some(r));
     let mut credit = take_object(r.remove("credit_assignment"));
     let mut out = Map::new();

@@ -280,6 +280,19 @@ impl Step {
         }
     }
 
+    /// Mutable access to the per-step `reward` slot.
+    pub fn reward_mut(&mut self) -> &mut Option<f64> {
+        match self {
+            Step::ApiAction(s) => &mut s.reward,
+            Step::CodeAction(s) => &mut s.reward,
+            Step::MessageAction(s) => &mut s.reward,
+            Step::TextObservation(s) => &mut s.reward,
+            Step::ImageObservation(s) => &mut s.reward,
+            Step::WebObservation(s) => &mut s.reward,
+            Step::JsonObservation(s) => &mut s.reward,
+        }
+    }
+
     /// The `reasoning_content` of an action, if any.
     pub fn reasoning_content(&self) -> Option<&str> {
         match self {

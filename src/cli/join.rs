@@ -1,0 +1,292 @@
+//! `trajkit join`
+
+use std::time::Instant;
+
+use clap::Args;
+use trajkit::join::{
+    join_inputs, Conflicts, Duplicates, GenericFields, IndexError, Join, JoinPolicies,
+    JoinRunOptions, JoinSummary, KeyExpr, Orphans, Preset, SideIndex, SideSet, SideSpec, Unmatched,
+};
+use trajkit::model::upgrade::UpgradeOptions;
+use trajkit::model::AdpVersion;
+use trajkit::output::Output;
+use trajkit::validate::report::Reporter;
+
+use super::common::{inputs, rejects_writer, throughput, warn_empty, Capped, CliError, GlobalArgs};
+
+/// Attach reflections and rewards from side files to ADP trajectories, by declared keys.
+///
+/// Trajectories (ADP of any version, like `convert --from adp`) stream through; the side files
+/// are read into memory first. What is attached goes into `details` (`reward`,
+/// `reward_components`, `outcome`, `reflections`, `prior_reflections`) and the steps' `reward`;
+/// see `trajkit schema details`.
+///
+/// Side formats (--reflections-from / --rewards-from): reflexion (key `{loop_id}#{iteration}`),
+/// ralph (`reflections.jsonl` lines, key `{task_id}/attempt-{attempt_id:03}`, the task from the
+/// file's directory), memabra (`/trajectory_id`), ledgermind (semantic events, by session id and
+/// cited event ids), generic (--key and --value/--components/--outcome/--step-rewards/--text).
+///
+/// Keys: a JSON pointer (`/instance_id`), a field path (`details.source.native_ids.loop_id`) or
+/// a template (`{task}#{n:03}`); `:0N` pads integers, `:lower`/`:upper` change case. Nothing
+/// else is converted.
+#[derive(Debug, Args)]
+#[command(after_help = EXAMPLES)]
+pub struct JoinArgs {
+    /// ADP trajectory files or directories; none or `-` reads stdin.
+    pub inputs: Vec<String>,
+    /// Side files of reflections (JSON lines or a JSON array; .gz/.zst read).
+    #[arg(long, num_args = 1.., value_name = "FILE")]
+    pub reflections: Vec<String>,
+    /// Format of the --reflections files.
+    #[arg(long, default_value = "generic", value_name = "FORMAT")]
+    pub reflections_from: Preset,
+    /// Side files of rewards.
+    #[arg(long, num_args = 1.., value_name = "FILE")]
+    pub rewards: Vec<String>,
+    /// Format of the --rewards files.
+    #[arg(long, default_value = "generic", value_name = "FORMAT")]
+    pub rewards_from: Preset,
+    /// Key of a generic side record (pointer, field path or template).
+    #[arg(long, value_name = "EXPR")]
+    pub key: Option<KeyExpr>,
+    /// Key of a --reflections record, instead of its format's (or --key).
+    #[arg(long, value_name = "EXPR")]
+    pub reflections_key: Option<KeyExpr>,
+    /// Key of a --rewards record, instead of its format's (or --key).
+    #[arg(long, value_name = "EXPR")]
+    pub rewards_key: Option<KeyExpr>,
+    /// Key of a trajectory: `id` (the default for every format but ledgermind), a details
+    /// path (`/details/source/native_ids/task_id`) or a template.
+    #[arg(long, value_name = "EXPR")]
+    pub trajectory_key: Option<KeyExpr>,
+    /// Generic: the reward (a number, or a boolean read as 1.0 / 0.0).
+    #[arg(long, value_name = "POINTER")]
+    pub value: Option<String>,
+    /// Generic: reward components (an object of numbers).
+    #[arg(long, value_name = "POINTER")]
+    pub components: Option<String>,
+    /// Generic: the outcome (success, partial_success, failure, timeout, unknown, or a
+    /// boolean read as success / failure).
+    #[arg(long, value_name = "POINTER")]
+    pub outcome: Option<String>,
+    /// Generic: per-step rewards (a list with a number or null per step, or of
+    /// {"step": i, "reward": r}).
+    #[arg(long, value_name = "POINTER")]
+    pub step_rewards: Option<String>,
+    /// Generic: a reflection's text.
+    #[arg(long, value_name = "POINTER")]
+    pub text: Option<String>,
+    /// Attach the reflections of the previous N iterations of the same loop as
+    /// `details.prior_reflections` (reflexion and ralph side files).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub memory_window: usize,
+    /// A trajectory no side record matches: keep, drop or reject.
+    #[arg(long, default_value = "keep", value_name = "POLICY")]
+    pub unmatched: Unmatched,
+    /// A side record no trajectory matches: report (warnings) or reject (to --rejects, exit 1).
+    #[arg(long, default_value = "report", value_name = "POLICY")]
+    pub orphans: Orphans,
+    /// Several side records with one key: first, last, all, or error.
+    #[arg(long, default_value = "all", value_name = "POLICY")]
+    pub duplicates: Duplicates,
+    /// Two different values for one reward, component, outcome or step reward: error (reject
+    /// the trajectory), keep (the value already there) or replace.
+    #[arg(long, default_value = "error", value_name = "POLICY")]
+    pub conflicts: Conflicts,
+    /// ADP version to write: 1.5.0 (default) down to 1.1.0 (older versions hold no JSON in
+    /// details).
+    #[arg(long, default_value = "1.5.0", value_name = "VERSION")]
+    pub adp_version: AdpVersion,
+    /// Output file (`-` for stdout). Written under a temporary name and renamed when complete.
+    #[arg(short, long, default_value = "-", value_name = "FILE")]
+    pub output: String,
+    /// Write rejected trajectories (and orphans under --orphans reject) to this JSON-lines file.
+    #[arg(long, value_name = "FILE")]
+    pub rejects: Option<String>,
+    /// Write the summary as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub summary_json: Option<String>,
+}
+
+/// Shown after the options (kept out of the doc comment, which clap re-wraps).
+const EXAMPLES: &str = "Examples:
+  trajkit join std.jsonl --reflections loop.jsonl --reflections-from reflexion \\
+      --memory-window 3 -o joined.jsonl
+  trajkit join corpus.jsonl --rewards eval.jsonl --key /instance_id \\
+      --value /resolved --outcome /resolved -o out.jsonl
+  trajkit join attempts.jsonl --reflections mem/tasks/*/reflections.jsonl \\
+      --reflections-from ralph -o out.jsonl";
+
+fn side_set(
+    name: &str,
+    files: &[String],
+    preset: Preset,
+    key: Option<&KeyExpr>,
+    args: &JoinArgs,
+) -> Result<Option<SideSet>, CliError> {
+    if files.is_empty() {
+        return Ok(None);
+    }
+    let generic = if preset == Preset::Generic {
+        GenericFields {
+            reward: args.value.clone(),
+            components: args.components.clone(),
+            outcome: args.outcome.clone(),
+            step_rewards: args.step_rewards.clone(),
+            text: args.text.clone(),
+        }
+    } else {
+        GenericFields::default()
+    };
+    let key = key.or(if preset == Preset::Generic {
+        args.key.as_ref()
+    } else {
+        None
+    });
+    let spec = SideSpec::new(preset, key.cloned(), args.trajectory_key.clone(), generic)
+        .map_err(|e| CliError::usage(format!("--{name}: {e}")))?;
+    Ok(Some(SideSet {
+        name: name.to_owned(),
+        spec,
+        files: files.to_vec(),
+    }))
+}
+
+/// Runs `join`.
+pub fn run(args: JoinArgs, global: &GlobalArgs) -> Result<u8, CliError> {
+    if !args.adp_version.has_free_details() {
+        return Err(CliError::usage(format!(
+            "join writes JSON values into details, which ADP {} cannot hold; use 1.1.0 or later",
+            args.adp_version
+        )));
+    }
+    let sets: Vec<SideSet> = [
+        side_set(
+            "reflections",
+            &args.reflections,
+            args.reflections_from,
+            args.reflections_key.as_ref(),
+            &args,
+        )?,
+        side_set(
+            "rewards",
+            &args.rewards,
+            args.rewards_from,
+            args.rewards_key.as_ref(),
+            &args,
+        )?,
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if sets.is_empty() {
+        return Err(CliError::usage(
+            "nothing to join: give --reflections FILE... and/or --rewards FILE...",
+        ));
+    }
+    let inputs = inputs(&args.inputs)?;
+    let side_stdin = args
+        .reflections
+        .iter()
+        .chain(&args.rewards)
+        .filter(|f| *f == "-")
+        .count();
+    if side_stdin + usize::from(inputs.iter().any(|i| i == "-")) > 1 {
+        return Err(CliError::usage(
+            "stdin (`-`) can be read once: give the trajectories or one side file on stdin, not several",
+        ));
+    }
+    let started = Instant::now();
+    let index = match SideIndex::build(sets, args.duplicates, global.max_record_bytes) {
+        Ok(i) => i,
+        Err(IndexError::Invalid(problems)) => {
+            let mut shown = Capped::stderr(global);
+            for d in &problems {
+                shown.diagnostic(d).map_err(CliError::io)?;
+            }
+            shown.finish(&Default::default()).map_err(CliError::io)?;
+            return Err(CliError {
+                code: 1,
+                message: format!(
+                    "{} problem(s) in the side files (listed above); nothing was written",
+                    problems.len()
+                ),
+            });
+        }
+        Err(e) => return Err(CliError::io(e)),
+    };
+    let join = Join {
+        index,
+        policies: JoinPolicies {
+            unmatched: args.unmatched,
+            conflicts: args.conflicts,
+            memory_window: args.memory_window,
+        },
+    };
+    let output = Output::create(&args.output)
+        .map_err(|e| CliError::io(format!("cannot create {}: {e}", args.output)))?;
+    let rejects = rejects_writer(args.rejects.as_deref())?;
+    let opts = JoinRunOptions {
+        upgrade: UpgradeOptions {
+            target: args.adp_version,
+            ..UpgradeOptions::default()
+        },
+        run: global.run_options(),
+        orphans: Some(args.orphans),
+        orphan_diagnostics: match (global.quiet, global.verbose) {
+            (true, _) => Some(0),
+            (false, 0) => Some(20),
+            (false, _) => None,
+        },
+    };
+    let bar = global.progress(&inputs, "join");
+    let summary = join_inputs(
+        &inputs,
+        &join,
+        &opts,
+        &bar,
+        output,
+        rejects,
+        Box::new(Capped::stderr(global)),
+    )?;
+    bar.finish();
+    warn_empty(global, summary.empty_inputs.iter().map(String::as_str));
+    print_summary(global, &summary, &throughput(bar.bytes_read(), started));
+    if let Some(path) = &args.summary_json {
+        write_summary(path, &summary)?;
+    }
+    let orphans_rejected = args.orphans == Orphans::Reject && summary.side_orphans > 0;
+    Ok(u8::from(summary.rejected > 0 || orphans_rejected))
+}
+
+fn print_summary(global: &GlobalArgs, s: &JoinSummary, speed: &str) {
+    global.summary(format_args!(
+        "join: {} trajectories in, {} written ({} matched, {} unmatched), {} dropped, {} rejected; {}",
+        s.records, s.written_records, s.matched, s.unmatched_kept, s.dropped, s.rejected, speed
+    ));
+    for f in &s.side_files {
+        let superseded = if f.superseded > 0 {
+            format!(", {} superseded by duplicates", f.superseded)
+        } else {
+            String::new()
+        };
+        let skipped = if f.skipped > 0 {
+            format!(", {} skipped (not attachable)", f.skipped)
+        } else {
+            String::new()
+        };
+        global.summary(format_args!(
+            "join: {} {}: {} records, {} matched, {} orphans{superseded}{skipped}",
+            f.set, f.file, f.records, f.matched, f.orphans
+        ));
+    }
+}
+
+fn write_summary(path: &str, summary: &JoinSummary) -> Result<(), CliError> {
+    let mut out =
+        Output::create(path).map_err(|e| CliError::io(format!("cannot create {path}: {e}")))?;
+    let io = |e: std::io::Error| CliError::io(format!("cannot write {path}: {e}"));
+    serde_json::to_writer_pretty(&mut out, summary).map_err(|e| io(e.into()))?;
+    std::io::Write::write_all(&mut out, b"\n").map_err(io)?;
+    out.finish().map_err(io)
+}

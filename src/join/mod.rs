@@ -1,0 +1,358 @@
+//! Join: attach reflections and rewards from side files to trajectories, by declared keys.
+//!
+//! - [`key`]: key expressions (pointers, field paths, templates with explicit formatting);
+//! - [`spec`]: side-file formats (presets and `generic`) and what a record attaches;
+//! - [`index`]: the side records in memory, by key, with the duplicate policy applied;
+//! - [`attach`]: [`Join::apply`], the join of one trajectory (the stage `run` pipelines use);
+//! - [`policy`]: unmatched, orphan, duplicate and conflict policies.
+//!
+//! [`join_inputs`] streams ADP trajectories (any version) through the pipeline, joins each one
+//! and writes it in the target version.
+
+pub mod attach;
+pub mod index;
+pub mod key;
+pub mod policy;
+pub mod spec;
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+pub use attach::{Applied, Join, JoinPolicies};
+pub use index::{IndexError, SideFile, SideIndex, SideSet};
+pub use key::KeyExpr;
+pub use policy::{Conflicts, Duplicates, Orphans, Unmatched};
+pub use spec::{GenericFields, Preset, SideSpec};
+
+use crate::convert::{
+    adp::Adp, empty_inputs, upgrade_checked, write_line, Converter, OutputFormat,
+};
+use crate::ingest::{FramedRecords, RawRecord};
+use crate::model::upgrade::UpgradeOptions;
+use crate::output::Output;
+use crate::pipeline::{self, Flow, PipelineError, Progress, RunOptions, Sink};
+use crate::rejects::RejectsWriter;
+use crate::validate::report::Reporter;
+use crate::validate::{Diagnostic, Severity};
+
+/// Options of [`join_inputs`] beyond the join itself.
+#[derive(Debug, Clone, Default)]
+pub struct JoinRunOptions {
+    /// The ADP version written (1.1.0 or later: the join writes JSON values into `details`).
+    pub upgrade: UpgradeOptions,
+    /// Runner options.
+    pub run: RunOptions,
+    /// What happens to side records no trajectory matched.
+    pub orphans: Option<Orphans>,
+    /// At most this many orphans are reported to the reporter (`None`: all); the summary counts
+    /// them all, and under [`Orphans::Reject`] the rejects file has them all.
+    pub orphan_diagnostics: Option<u64>,
+}
+
+/// Counts of one side file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct SideFileSummary {
+    /// The path as given.
+    pub file: String,
+    /// `reflections` or `rewards`.
+    pub set: String,
+    /// Records read.
+    pub records: u64,
+    /// Records the format does not attach (LedgerMind step events).
+    pub skipped: u64,
+    /// Records attached to at least one trajectory.
+    pub matched: u64,
+    /// Records attached to none.
+    pub orphans: u64,
+    /// Records every key of which a duplicate superseded (`--duplicates first|last`).
+    pub superseded: u64,
+}
+
+/// Counts of a join: `records == written_records + dropped + rejected`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct JoinSummary {
+    /// Trajectory records read.
+    pub records: u64,
+    /// Records written.
+    pub written_records: u64,
+    /// Written trajectories a side record matched.
+    pub matched: u64,
+    /// Written trajectories no side record matched (`--unmatched keep`).
+    pub unmatched_kept: u64,
+    /// Trajectories not written because nothing matched (`--unmatched drop`).
+    pub dropped: u64,
+    /// Records rejected (invalid ADP, conflicts, `--unmatched reject`).
+    pub rejected: u64,
+    /// Side records indexed (read, less skipped ones).
+    pub side_records: u64,
+    /// Side records attached to at least one trajectory.
+    pub side_matched: u64,
+    /// Side records attached to none.
+    pub side_orphans: u64,
+    /// Per side file.
+    pub side_files: Vec<SideFileSummary>,
+    /// Trajectory inputs that held no records.
+    pub empty_inputs: Vec<String>,
+}
+
+/// What the join made of one trajectory record.
+pub enum Joined {
+    /// Written: the JSON line, whether a side record matched, the side records used.
+    Written(Vec<u8>, bool, Vec<u32>),
+    /// Not written (`--unmatched drop`).
+    Dropped,
+    /// Rejected, with why.
+    Rejected(Vec<Diagnostic>),
+}
+
+/// Reads one ADP record (any version), upgrades it to `opts.target`, joins it, serializes it.
+pub fn join_record(join: &Join, record: &RawRecord, opts: &UpgradeOptions) -> Joined {
+    let trajectories = match Adp.convert(record) {
+        Ok(t) => t,
+        Err(d) => return Joined::Rejected(d),
+    };
+    let prov = &record.provenance;
+    let mut out = Vec::with_capacity(record.bytes.len() + 256);
+    let mut matched = false;
+    let mut used = Vec::new();
+    for (mut traj, _) in trajectories {
+        if let Err(d) = upgrade_checked(&mut traj, prov, opts) {
+            return Joined::Rejected(d);
+        }
+        let applied = match join.apply(&mut traj, prov) {
+            Ok(a) => a,
+            Err(d) => return Joined::Rejected(d),
+        };
+        if !applied.keep {
+            continue;
+        }
+        matched |= applied.matched;
+        used.extend(applied.used);
+        if let Err(d) = write_line(&mut out, &traj, OutputFormat::Adp, prov) {
+            return Joined::Rejected(vec![*d]);
+        }
+    }
+    if out.is_empty() {
+        Joined::Dropped
+    } else {
+        Joined::Written(out, matched, used)
+    }
+}
+
+struct JoinSink {
+    output: Output,
+    rejects: Option<RejectsWriter>,
+    reporter: Box<dyn Reporter>,
+    summary: JoinSummary,
+    used: Vec<bool>,
+}
+
+impl Sink for JoinSink {
+    type Item = Joined;
+
+    fn accept(&mut self, record: RawRecord, item: Joined) -> io::Result<Flow> {
+        self.summary.records += 1;
+        match item {
+            Joined::Written(bytes, matched, used) => {
+                self.output.write_all(&bytes)?;
+                self.summary.written_records += 1;
+                if matched {
+                    self.summary.matched += 1;
+                } else {
+                    self.summary.unmatched_kept += 1;
+                }
+                for r in used {
+                    if let Some(u) = self.used.get_mut(r as usize) {
+                        *u = true;
+                    }
+                }
+            }
+            Joined::Dropped => self.summary.dropped += 1,
+            Joined::Rejected(diagnostics) => {
+                self.summary.rejected += 1;
+                for d in &diagnostics {
+                    self.reporter.diagnostic(d)?;
+                }
+                if let Some(r) = &mut self.rejects {
+                    r.write(&record, "join", &diagnostics)?;
+                }
+            }
+        }
+        Ok(Flow::Continue)
+    }
+}
+
+/// Joins every trajectory of `inputs` (ADP, any version) with `join`, writing them to
+/// `output`, rejected records to `rejects` and diagnostics to `reporter`. Side records no
+/// trajectory matched are reported through `reporter` (as warnings under
+/// [`Orphans::Report`], as errors written to `rejects` under [`Orphans::Reject`]).
+pub fn join_inputs(
+    inputs: &[String],
+    join: &Join,
+    opts: &JoinRunOptions,
+    progress: &dyn Progress,
+    output: Output,
+    rejects: Option<RejectsWriter>,
+    reporter: Box<dyn Reporter>,
+) -> Result<JoinSummary, PipelineError> {
+    let sink = JoinSink {
+        output,
+        rejects,
+        reporter,
+        summary: JoinSummary::default(),
+        used: vec![false; join.index.len()],
+    };
+    let (mut sink, inputs_read) = pipeline::run(
+        inputs,
+        &opts.run,
+        progress,
+        |r| join_record(join, r, &opts.upgrade),
+        sink,
+    )?;
+    let write = |e: io::Error| PipelineError::Write(e);
+    let policy = opts.orphans.unwrap_or(Orphans::Report);
+    report_orphans(join, &mut sink, policy, opts).map_err(write)?;
+    sink.reporter.finish(&Default::default()).map_err(write)?;
+    sink.output.finish().map_err(write)?;
+    if let Some(r) = sink.rejects {
+        r.finish().map_err(write)?;
+    }
+    let mut summary = sink.summary;
+    summary.empty_inputs = empty_inputs(&inputs_read);
+    summarize_side(join, &sink.used, &mut summary);
+    Ok(summary)
+}
+
+/// Reports each side record no trajectory used (an orphan), in file order: as a warning under
+/// [`Orphans::Report`]; as an error, written with the record to the rejects file, under
+/// [`Orphans::Reject`] (the side files are read again for that: the index keeps only what
+/// records attach, not the records).
+fn report_orphans(
+    join: &Join,
+    sink: &mut JoinSink,
+    policy: Orphans,
+    opts: &JoinRunOptions,
+) -> io::Result<()> {
+    let idx = &join.index;
+    let rejecting = policy == Orphans::Reject && sink.rejects.is_some();
+    let limit = match (rejecting, opts.orphan_diagnostics) {
+        (false, Some(n)) => usize::try_from(n).unwrap_or(usize::MAX),
+        _ => usize::MAX,
+    };
+    let orphans: Vec<u32> = (0..idx.records.len())
+        .filter(|&r| idx.live[r] && !sink.used[r])
+        .map(|r| r as u32)
+        .take(limit)
+        .collect();
+    if orphans.is_empty() {
+        return Ok(());
+    }
+    // The smallest key of each orphan, for the message (deterministic when a record has several).
+    let mut key_of: Vec<Option<&str>> = vec![None; idx.records.len()];
+    for si in &idx.sets {
+        for (k, p) in &si.keys {
+            for &r in si.records(p) {
+                if sink.used[r as usize] {
+                    continue;
+                }
+                let slot = &mut key_of[r as usize];
+                if slot.is_none_or(|old| k.as_ref() < old) {
+                    *slot = Some(k);
+                }
+            }
+        }
+    }
+    let diagnostic = |r: u32| {
+        let mut d = Diagnostic::error(
+            &idx.provenance(r),
+            None,
+            "",
+            "join-orphan",
+            format!(
+                "no trajectory matched this {} record (key {:?})",
+                idx.sets[idx.records[r as usize].set as usize].name,
+                key_of[r as usize].unwrap_or_default()
+            ),
+        );
+        if policy == Orphans::Report {
+            d.severity = Severity::Warning;
+        }
+        d
+    };
+    let Some(rejects) = sink.rejects.as_mut().filter(|_| policy == Orphans::Reject) else {
+        for &r in &orphans {
+            sink.reporter.diagnostic(&diagnostic(r))?;
+        }
+        return Ok(());
+    };
+    let mut next = orphans.iter().peekable();
+    for (f, file) in idx.files.iter().enumerate() {
+        if next.peek().is_none() {
+            break;
+        }
+        if next
+            .peek()
+            .is_some_and(|&&r| idx.records[r as usize].file as usize != f)
+        {
+            continue;
+        }
+        for raw in FramedRecords::open(&file.path, opts.run.max_record_bytes)? {
+            while let Some(&&r) = next.peek() {
+                let rec = &idx.records[r as usize];
+                if rec.file as usize != f || rec.index > raw.provenance.index {
+                    break;
+                }
+                if rec.index == raw.provenance.index {
+                    let d = diagnostic(r);
+                    sink.reporter.diagnostic(&d)?;
+                    rejects.write(&raw, "join", std::slice::from_ref(&d))?;
+                }
+                next.next();
+            }
+            if next
+                .peek()
+                .is_none_or(|&&r| idx.records[r as usize].file as usize != f)
+            {
+                break;
+            }
+        }
+        // Records the second reading did not find again (the file changed meanwhile).
+        while next
+            .peek()
+            .is_some_and(|&&r| idx.records[r as usize].file as usize == f)
+        {
+            next.next();
+        }
+    }
+    Ok(())
+}
+
+fn summarize_side(join: &Join, used: &[bool], summary: &mut JoinSummary) {
+    let idx = &join.index;
+    let mut files: Vec<SideFileSummary> = idx
+        .files
+        .iter()
+        .map(|f| SideFileSummary {
+            file: f.path.to_string(),
+            set: f.set.clone(),
+            records: f.records,
+            skipped: f.skipped,
+            ..SideFileSummary::default()
+        })
+        .collect();
+    for (r, rec) in idx.records.iter().enumerate() {
+        let s = &mut files[rec.file as usize];
+        if used[r] {
+            s.matched += 1;
+        } else if idx.live[r] {
+            s.orphans += 1;
+        } else {
+            s.superseded += 1;
+        }
+    }
+    summary.side_records = idx.records.len() as u64;
+    summary.side_matched = files.iter().map(|f| f.matched).sum();
+    summary.side_orphans = files.iter().map(|f| f.orphans).sum();
+    summary.side_files = files;
+}

@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use regex::Captures;
+use regex::{Captures, Regex};
 use serde_json::{Map, Value};
 
 use super::compile::{
@@ -124,8 +124,15 @@ impl CompiledSpec {
         };
         for extract in &self.extracts {
             let text = extract.from.render(&scope).unwrap_or_default();
-            match extract.regex.captures(&text) {
-                Some(caps) => {
+            // Without named groups the extract is only a test, and a match test is cheaper.
+            let matched = if extract.regex.captures_len() == 1 {
+                extract.regex.is_match(&text).then_some(None)
+            } else {
+                first_or_last(&extract.regex, &text, extract.last).map(Some)
+            };
+            match matched {
+                Some(None) => {}
+                Some(Some(caps)) => {
                     for name in extract.regex.capture_names().flatten() {
                         if let Some(m) = caps.name(name) {
                             scope.vars.insert(name, m.as_str().to_owned());
@@ -284,7 +291,9 @@ impl CompiledSpec {
                     }
                     Vec::new()
                 }
-                Some(re) => re.captures(turn.text).into_iter().collect(),
+                Some(re) => first_or_last(re, turn.text, rule.last)
+                    .into_iter()
+                    .collect(),
             };
             if rule.regex.is_some() && matches.is_empty() && rule.uses_groups {
                 continue;
@@ -336,6 +345,17 @@ impl CompiledSpec {
             RoleDefault::Assistant => vec![Step::message(text, None)],
             RoleDefault::Drop => Vec::new(),
         })
+    }
+}
+
+/// The captures of the first match of `re` in `text`, or of the last when `last`. The last is
+/// found with a match-only scan, so capture groups are resolved once, on that match.
+fn first_or_last<'t>(re: &Regex, text: &'t str, last: bool) -> Option<Captures<'t>> {
+    if last {
+        let m = re.find_iter(text).last()?;
+        re.captures_at(text, m.start())
+    } else {
+        re.captures(text)
     }
 }
 

@@ -66,6 +66,8 @@ pub struct Extract {
     pub regex: Regex,
     /// A record it does not match is rejected.
     pub required: bool,
+    /// Use the last match rather than the first.
+    pub last: bool,
     /// Where it is in the spec, for messages (`record.extract[0]`).
     pub label: String,
 }
@@ -121,6 +123,8 @@ pub struct Rule {
     pub regex: Option<Regex>,
     /// Emit once per match.
     pub each: bool,
+    /// Use the last match rather than the first.
+    pub last: bool,
     /// Some template of `emit` uses a group of `regex` (else a plain match test will do).
     pub uses_groups: bool,
     /// Steps produced.
@@ -203,6 +207,7 @@ pub fn compile(spec: SpecFile) -> Result<CompiledSpec, Vec<SpecProblem>> {
                 from,
                 regex,
                 required: e.required,
+                last: e.last,
                 label: format!("record.extract[{i}]"),
             });
         }
@@ -366,6 +371,12 @@ impl Compiler {
             .pattern
             .as_deref()
             .and_then(|p| self.regex(&format!("{at}/match"), p));
+        if rule.each && rule.last {
+            self.problem(
+                &format!("{at}/last"),
+                "`each` and `last` exclude each other: every match, or the last one",
+            );
+        }
         if rule.each && rule.pattern.is_none() {
             self.problem(
                 &format!("{at}/each"),
@@ -408,6 +419,7 @@ impl Compiler {
             turns,
             regex,
             each: rule.each,
+            last: rule.last,
             emit,
         }
     }

@@ -72,6 +72,9 @@ pub struct ExtractSpec {
     /// A record the regex does not match is rejected.
     #[serde(default)]
     pub required: bool,
+    /// Use the last match rather than the first.
+    #[serde(default)]
+    pub last: bool,
 }
 
 /// One turn taken from a field of the record.
@@ -103,6 +106,9 @@ pub struct RuleSpec {
     /// Emit once per non-overlapping match instead of once per turn.
     #[serde(default)]
     pub each: bool,
+    /// Use the last match rather than the first.
+    #[serde(default)]
+    pub last: bool,
     /// Steps the rule produces; an empty list drops the turn.
     pub emit: Vec<Map<String, Value>>,
 }

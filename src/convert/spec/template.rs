@@ -50,6 +50,14 @@ pub enum Filter {
     Sub(Regex, String),
     /// `default("s")`: the value to use when there is none.
     Default(String),
+    /// `after("s")`: the text after the first `s`; missing when there is no `s`.
+    After(String),
+    /// `after_last("s")`: the text after the last `s`.
+    AfterLast(String),
+    /// `before("s")`: the text before the first `s`.
+    Before(String),
+    /// `before_last("s")`: the text before the last `s`.
+    BeforeLast(String),
 }
 
 impl PartialEq for Filter {
@@ -186,6 +194,12 @@ fn apply(value: Option<Cow<'_, str>>, filters: &[Filter]) -> Option<String> {
             (Filter::Append(a), Some(v)) => Some(v + a),
             (Filter::Replace(from, to), Some(v)) => Some(v.replace(from.as_str(), to)),
             (Filter::Sub(re, to), Some(v)) => Some(re.replace_all(&v, to.as_str()).into_owned()),
+            (Filter::After(d), Some(v)) => v.find(d.as_str()).map(|i| v[i + d.len()..].to_owned()),
+            (Filter::AfterLast(d), Some(v)) => {
+                v.rfind(d.as_str()).map(|i| v[i + d.len()..].to_owned())
+            }
+            (Filter::Before(d), Some(v)) => v.find(d.as_str()).map(|i| v[..i].to_owned()),
+            (Filter::BeforeLast(d), Some(v)) => v.rfind(d.as_str()).map(|i| v[..i].to_owned()),
         };
     }
     value
@@ -273,6 +287,10 @@ fn parse_filter(text: &str, placeholder: &str) -> Result<Filter, TemplateError> 
         "prepend" => arity(1).map(|_| Filter::Prepend(arg()))?,
         "append" => arity(1).map(|_| Filter::Append(arg()))?,
         "default" => arity(1).map(|_| Filter::Default(arg()))?,
+        "after" => arity(1).map(|_| Filter::After(arg()))?,
+        "after_last" => arity(1).map(|_| Filter::AfterLast(arg()))?,
+        "before" => arity(1).map(|_| Filter::Before(arg()))?,
+        "before_last" => arity(1).map(|_| Filter::BeforeLast(arg()))?,
         "replace" => arity(2).map(|_| Filter::Replace(arg(), arg()))?,
         "sub" => {
             arity(2)?;
@@ -283,7 +301,7 @@ fn parse_filter(text: &str, placeholder: &str) -> Result<Filter, TemplateError> 
         other => {
             return Err(bad(format!(
                 "unknown filter {other:?} (filters: trim, lower, json, prepend, append, default, \
-                 replace, sub)"
+                 replace, sub, after, after_last, before, before_last)"
             )))
         }
     })
@@ -331,6 +349,27 @@ mod tests {
             "hi say"
         );
         assert_eq!(render(r#"{q|replace("}", "|")}"#).unwrap(), "say \"hi\"");
+    }
+
+    #[test]
+    fn after_and_before_cut_at_literal_text() {
+        let vars = Vars(HashMap::from([("t", "Think: a\n\nAct: b\n\nAct: c")]));
+        let render = |t: &str| Template::parse(t).unwrap().render(&vars);
+        assert_eq!(
+            render(r#"{t|after("Think: ")|before("\n\nAct: ")}"#).unwrap(),
+            "a"
+        );
+        assert_eq!(
+            render(r#"{t|before_last("\n\nAct: ")}"#).unwrap(),
+            "Think: a\n\nAct: b"
+        );
+        assert_eq!(render(r#"{t|after_last("Act: ")}"#).unwrap(), "c");
+        assert_eq!(
+            render(r#"{t|after("nowhere")}"#),
+            None,
+            "absent delimiter: missing"
+        );
+        assert_eq!(render(r#"[{t|before("nowhere")}]"#).unwrap(), "[]");
     }
 
     #[test]

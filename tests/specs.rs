@@ -505,3 +505,29 @@ tag = "{tag}"
     assert_eq!(steps[2]["content"], "pwd");
     assert_eq!(steps[2]["description"], "release-22");
 }
+
+#[test]
+fn a_leading_turn_folds_into_the_next_by_pointer() {
+    let spec = r#"
+name = "fold"
+description = "test spec"
+[record]
+id = "{/id}"
+turns = "/conversations"
+[roles]
+system = "user"
+user = "user"
+[[rule]]
+turn = 0
+emit = []
+[[rule]]
+turn = 1
+emit = [{ class = "text_observation", content = "{/conversations/0/content}\n\n{$text}" }]
+"#;
+    let record = r#"{"id": "f", "conversations": [{"role": "system", "content": "Be terse."}, {"role": "user", "content": "Hi"}]}"#;
+    let (code, out, stderr, _) = convert_with_spec(spec, record);
+    assert_eq!(code, 0, "{stderr}");
+    let steps = out[0]["content"].as_array().unwrap();
+    assert_eq!(steps.len(), 1);
+    assert_eq!(steps[0]["content"], "Be terse.\n\nHi");
+}

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::ingest::RawRecord;
 use crate::output::Output;
+use crate::validate::report::Reporter;
 use crate::validate::Diagnostic;
 
 /// One line of the rejects file.
@@ -42,6 +43,24 @@ struct RejectDiagnostic<'a> {
 /// Writes rejected records as JSON lines.
 pub struct RejectsWriter {
     out: Output,
+}
+
+/// Reports a rejected record: its diagnostics to `reporter`, and the record with them to
+/// `rejects` when there is a rejects file.
+pub fn reject(
+    reporter: &mut dyn Reporter,
+    rejects: Option<&mut RejectsWriter>,
+    record: &RawRecord,
+    stage: &str,
+    diagnostics: &[Diagnostic],
+) -> io::Result<()> {
+    for d in diagnostics {
+        reporter.diagnostic(d)?;
+    }
+    match rejects {
+        Some(r) => r.write(record, stage, diagnostics),
+        None => Ok(()),
+    }
 }
 
 impl RejectsWriter {

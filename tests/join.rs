@@ -61,6 +61,23 @@ fn convert_to(inputs: &[&Path], to: &Path) {
     );
 }
 
+/// Converts `side` into `dir/converted.jsonl`, writes it again to `dir/bare.jsonl` without the
+/// `details` keys `strip`, and returns the latter's path.
+fn converted_without(side: &Path, dir: &Path, strip: &[&str]) -> std::path::PathBuf {
+    let converted = dir.join("converted.jsonl");
+    convert_to(&[side], &converted);
+    let mut bare = read_jsonl(&converted);
+    for t in &mut bare {
+        let d = t["details"].as_object_mut().expect("details");
+        for k in strip {
+            d.remove(*k);
+        }
+    }
+    let input = dir.join("bare.jsonl");
+    write_jsonl(&input, &bare);
+    input
+}
+
 fn read_jsonl(path: &Path) -> Vec<Value> {
     json_lines(&fs::read(path).expect("read"))
 }
@@ -123,18 +140,9 @@ fn reflexion_loop(dir: &Path) -> (PathBuf, Vec<Value>) {
 fn reflexion_records_join_onto_trajectories_of_the_same_loop_with_a_memory_window() {
     let dir = tempfile::tempdir().expect("temp dir");
     let (side, records) = reflexion_loop(dir.path());
-    let converted = dir.path().join("converted.jsonl");
-    convert_to(&[&side], &converted);
     // Strip what the converter attached, so that the join has to put it back.
-    let mut bare = read_jsonl(&converted);
-    for t in &mut bare {
-        let d = t["details"].as_object_mut().expect("details");
-        for k in ["reward", "outcome", "reflections"] {
-            d.remove(k);
-        }
-    }
-    let input = dir.path().join("bare.jsonl");
-    write_jsonl(&input, &bare);
+    let input = converted_without(&side, dir.path(), &["reward", "outcome", "reflections"]);
+    let converted = dir.path().join("converted.jsonl");
 
     let run = join(
         &[&input],
@@ -512,17 +520,11 @@ fn memabra_rewards_join_onto_trajectories_by_trajectory_id() {
     let dir = tempfile::tempdir().expect("temp dir");
     let side = sample_data().join("memabra/traces.jsonl");
     let traces = read_jsonl(&side);
-    let converted = dir.path().join("converted.jsonl");
-    convert_to(&[&side], &converted);
-    let mut bare = read_jsonl(&converted);
-    for t in &mut bare {
-        let d = t["details"].as_object_mut().expect("details");
-        for k in ["reward", "reward_components", "outcome"] {
-            d.remove(k);
-        }
-    }
-    let input = dir.path().join("bare.jsonl");
-    write_jsonl(&input, &bare);
+    let input = converted_without(
+        &side,
+        dir.path(),
+        &["reward", "reward_components", "outcome"],
+    );
     let run = join(
         &[&input],
         &[

@@ -27,7 +27,7 @@ use crate::model::upgrade::{upgrade, UpgradeOptions};
 use crate::model::{AdpVersion, Trajectory};
 use crate::output::Output;
 use crate::pipeline::{self, Flow, PipelineError, Progress, RunOptions, Sink};
-use crate::rejects::RejectsWriter;
+use crate::rejects::{reject, RejectsWriter};
 use crate::validate::report::Reporter;
 use crate::validate::Diagnostic;
 
@@ -305,12 +305,13 @@ impl Sink for ConvertSink {
             }
             Converted::Rejected(diagnostics) => {
                 self.summary.rejected += 1;
-                for d in &diagnostics {
-                    self.reporter.diagnostic(d)?;
-                }
-                if let Some(r) = &mut self.rejects {
-                    r.write(&record, "convert", &diagnostics)?;
-                }
+                reject(
+                    self.reporter.as_mut(),
+                    self.rejects.as_mut(),
+                    &record,
+                    "convert",
+                    &diagnostics,
+                )?;
             }
         }
         Ok(Flow::Continue)

@@ -32,7 +32,7 @@ use crate::ingest::{FramedRecords, RawRecord};
 use crate::model::upgrade::UpgradeOptions;
 use crate::output::Output;
 use crate::pipeline::{self, Flow, PipelineError, Progress, RunOptions, Sink};
-use crate::rejects::RejectsWriter;
+use crate::rejects::{reject, RejectsWriter};
 use crate::validate::report::Reporter;
 use crate::validate::{Diagnostic, Severity};
 
@@ -171,12 +171,13 @@ impl Sink for JoinSink {
             Joined::Dropped => self.summary.dropped += 1,
             Joined::Rejected(diagnostics) => {
                 self.summary.rejected += 1;
-                for d in &diagnostics {
-                    self.reporter.diagnostic(d)?;
-                }
-                if let Some(r) = &mut self.rejects {
-                    r.write(&record, "join", &diagnostics)?;
-                }
+                reject(
+                    self.reporter.as_mut(),
+                    self.rejects.as_mut(),
+                    &record,
+                    "join",
+                    &diagnostics,
+                )?;
             }
         }
         Ok(Flow::Continue)

@@ -212,7 +212,15 @@ mod tests {
         for (file, _) in EMBEDDED {
             assert!(names.contains(&file.trim_end_matches(".toml")), "{file}");
         }
+        names.sort_unstable();
         names.dedup();
-        assert_eq!(names.len(), EMBEDDED.len());
+        assert_eq!(names.len(), EMBEDDED.len(), "spec names are unique");
+        for builtin in crate::convert::converters() {
+            assert!(
+                !names.contains(&builtin.name()),
+                "{} is both a built-in format and a spec",
+                builtin.name()
+            );
+        }
     }
 }

@@ -154,6 +154,8 @@ pub fn build(traj: Trajectory, opts: &MapOptions) -> Result<Conversation, Untrai
     // Calls of the last assistant turn not answered yet: (id, name, content index).
     let mut pending: Vec<(String, String, usize)> = Vec::new();
     let mut current: Option<(AssistantTurn, usize, bool)> = None;
+    // User input arrived while calls were waiting: their results can no longer follow them.
+    let mut interrupted = false;
     for (i, step) in traj.content.into_iter().enumerate() {
         if step.is_action() {
             let (turn, _, finish) = match &mut current {
@@ -162,6 +164,7 @@ pub fn build(traj: Trajectory, opts: &MapOptions) -> Result<Conversation, Untrai
                     if let Some(p) = pending.first() {
                         return Err(unanswered(p));
                     }
+                    interrupted = false;
                     current.insert((AssistantTurn::default(), i, false))
                 }
             };
@@ -174,6 +177,7 @@ pub fn build(traj: Trajectory, opts: &MapOptions) -> Result<Conversation, Untrai
         let id = step.tool_call_id().map(str::to_owned);
         match id {
             Some(id) => match pending.iter().position(|p| p.0 == id) {
+                Some(k) if interrupted => return Err(unanswered(&pending[k])),
                 Some(k) => {
                     let (id, name, _) = pending.remove(k);
                     turns.push(Turn::Tool(ToolResult {
@@ -193,9 +197,7 @@ pub fn build(traj: Trajectory, opts: &MapOptions) -> Result<Conversation, Untrai
                 }
             },
             None => {
-                if let Some(p) = pending.first() {
-                    return Err(unanswered(p));
-                }
+                interrupted |= !pending.is_empty();
                 let text = render_observation(step);
                 match turns.last_mut() {
                     Some(Turn::User(prev)) => {
@@ -477,6 +479,19 @@ mod tests {
             {"class_": "text_observation", "content": "go", "source": "user"},
             {"class_": "api_action", "function": "stop", "kwargs": {"answer": "x"}, "description": null},
             {"class_": "text_observation", "content": "ok", "source": "user"}
+        ]));
+        let c = build(t, &opts()).expect("trainable");
+        assert_eq!(c.turns.len(), 2);
+    }
+
+    #[test]
+    fn calls_of_the_final_turn_may_be_followed_by_feedback() {
+        let t = traj(json!([
+            {"class_": "text_observation", "content": "fix it", "source": "user"},
+            {"class_": "api_action", "function": "edit", "kwargs": {}, "description": null},
+            {"class_": "code_action", "language": "bash", "content": "pytest", "description": null},
+            {"class_": "message_action", "content": "Done.", "description": null},
+            {"class_": "text_observation", "content": "tests fail", "source": "environment"}
         ]));
         let c = build(t, &opts()).expect("trainable");
         assert_eq!(c.turns.len(), 2);

@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::conversation::{Conversation, Turn};
-use super::openai::Tool;
+use super::openai::{Tool, ToolCall};
 use super::{visible, SftOptions, Thoughts};
 use crate::model::JsonObject;
 
@@ -29,24 +29,11 @@ struct Message<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     reasoning_content: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    tool_calls: Option<Vec<ToolCall<'a>>>,
+    tool_calls: Option<Vec<ToolCall<'a, &'a JsonObject>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_call_id: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     name: Option<&'a str>,
-}
-
-#[derive(Serialize)]
-struct ToolCall<'a> {
-    id: &'a str,
-    r#type: &'static str,
-    function: Function<'a>,
-}
-
-#[derive(Serialize)]
-struct Function<'a> {
-    name: &'a str,
-    arguments: &'a JsonObject,
 }
 
 /// Writes `conv` as one record (no trailing newline, no id).
@@ -76,14 +63,7 @@ pub fn render(
                 tool_calls: (!a.calls.is_empty()).then(|| {
                     a.calls
                         .iter()
-                        .map(|c| ToolCall {
-                            id: &c.id,
-                            r#type: "function",
-                            function: Function {
-                                name: &c.name,
-                                arguments: &c.arguments,
-                            },
-                        })
+                        .map(|c| ToolCall::new(&c.id, &c.name, &c.arguments))
                         .collect()
                 }),
                 tool_call_id: None,

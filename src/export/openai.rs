@@ -27,7 +27,7 @@ struct Message<'a> {
     role: &'static str,
     content: Option<Cow<'a, str>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    tool_calls: Option<Vec<ToolCall<'a>>>,
+    tool_calls: Option<Vec<ToolCall<'a, String>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_call_id: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -51,17 +51,30 @@ impl<'a> Tool<'a> {
     }
 }
 
+/// A tool call as OpenAI and chat templates write it; `A` is the arguments' form (a JSON
+/// string here, an object for hf).
 #[derive(Serialize)]
-struct ToolCall<'a> {
+pub struct ToolCall<'a, A> {
     id: &'a str,
     r#type: &'static str,
-    function: Function<'a>,
+    function: Function<'a, A>,
 }
 
 #[derive(Serialize)]
-struct Function<'a> {
+struct Function<'a, A> {
     name: &'a str,
-    arguments: String,
+    arguments: A,
+}
+
+impl<'a, A> ToolCall<'a, A> {
+    /// The call `id` of `name` with `arguments`.
+    pub fn new(id: &'a str, name: &'a str, arguments: A) -> Self {
+        ToolCall {
+            id,
+            r#type: "function",
+            function: Function { name, arguments },
+        }
+    }
 }
 
 /// Writes `conv` as one OpenAI record (no trailing newline).
@@ -92,14 +105,11 @@ pub fn render(
                     None
                 } else {
                     let calls = a.calls.iter().map(|c| {
-                        Ok(ToolCall {
-                            id: &c.id,
-                            r#type: "function",
-                            function: Function {
-                                name: &c.name,
-                                arguments: serde_json::to_string(&c.arguments)?,
-                            },
-                        })
+                        Ok(ToolCall::new(
+                            &c.id,
+                            &c.name,
+                            serde_json::to_string(&c.arguments)?,
+                        ))
                     });
                     Some(calls.collect::<serde_json::Result<Vec<_>>>()?)
                 };

@@ -3,6 +3,7 @@
 #
 #   scripts/bench.sh [BYTES]        (default 1 GiB; the inputs are cached in $BENCH_DIR)
 #   BENCH_ONLY=join scripts/bench.sh [BYTES]    (only the join case)
+#   BENCH_ONLY=export scripts/bench.sh [BYTES]  (only the export cases)
 #
 # Prints, per command, the input size, wall time, MB/s and peak RSS (GNU time's %M).
 # ADP: BYTES of trajectories shaped like the shared corpus. Seed formats: BYTES/4 each, shaped
@@ -36,7 +37,7 @@ timed() {
   # Runs "$@" with GNU time writing "%e %M" to a file, so the command's own stderr is ignored.
   local log="$BENCH_DIR/time.log"
   /usr/bin/time -o "$log" -f "%e %M" "$@" >/dev/null 2>&1 || true
-  cat "$log"
+  tail -n 1 "$log"   # GNU time writes "Command exited with non-zero status N" first on failure
 }
 
 report() {
@@ -49,6 +50,22 @@ report() {
 }
 
 echo "trajkit $($BIN --version | awk '{print $2}') on $(nproc) cores, input $INPUT"
+
+# export: SFT JSON lines from the ADP input, 2 splits, 500 MB shards (MB/s of ADP input).
+if [ "$BENCH_ONLY" = all ] || [ "$BENCH_ONLY" = export ]; then
+  for to in openai hf sharegpt; do
+    rm -rf "$BENCH_DIR/export"
+    report "export --to $to --split train=0.98,validation=0.02" "$BIN" export -q "$INPUT" \
+      --to "$to" --split train=0.98,validation=0.02 -o "$BENCH_DIR/export"
+  done
+  rm -rf "$BENCH_DIR/export"
+  report "export --to openai --compress zstd --dedup" "$BIN" export -q "$INPUT" \
+    --to openai --compress zstd --dedup -o "$BENCH_DIR/export"
+  rm -rf "$BENCH_DIR/export"
+  if [ "$BENCH_ONLY" = export ]; then
+    exit 0
+  fi
+fi
 
 REWARDS="$BENCH_DIR/rewards-$BYTES-1000000.jsonl"
 if [ ! -s "$REWARDS" ]; then

@@ -5,6 +5,7 @@
 //! layer over it.
 
 pub mod convert;
+pub mod export;
 pub mod ingest;
 pub mod join;
 pub mod model;

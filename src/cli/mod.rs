@@ -2,6 +2,7 @@
 
 mod common;
 mod convert;
+mod export;
 mod formats;
 mod join;
 mod progress;
@@ -37,6 +38,7 @@ enum Command {
     Validate(validate::ValidateArgs),
     Convert(convert::ConvertArgs),
     Join(Box<join::JoinArgs>),
+    Export(Box<export::ExportArgs>),
     Stats(stats::StatsArgs),
     Schema(schema::SchemaArgs),
     Formats(formats::FormatsArgs),
@@ -50,6 +52,7 @@ impl Cli {
             Command::Validate(a) => validate::run(a, &self.global),
             Command::Convert(a) => convert::run(a, &self.global),
             Command::Join(a) => join::run(*a, &self.global),
+            Command::Export(a) => export::run(*a, &self.global),
             Command::Stats(a) => stats::run(a, &self.global),
             Command::Schema(a) => schema::run(a),
             Command::Formats(a) => formats::run(a),

@@ -1,9 +1,9 @@
 //! The join's policies: what happens to unmatched trajectories, side records no trajectory
 //! matched, duplicate keys and conflicting values.
 
-use std::str::FromStr;
-
-/// Defines a policy enum with its command-line names.
+/// Defines an enum of command-line choices with their names (`name()`, `FromStr`); `$what`
+/// names the choice in the error for an unknown name. Used by the join's policies and by
+/// export's options.
 macro_rules! policy {
     ($(#[$doc:meta])* $name:ident, $what:literal { $($(#[$vdoc:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
         $(#[$doc])*
@@ -21,13 +21,13 @@ macro_rules! policy {
             }
         }
 
-        impl FromStr for $name {
+        impl std::str::FromStr for $name {
             type Err = String;
             fn from_str(s: &str) -> Result<Self, String> {
                 match s {
                     $($text => Ok($name::$variant),)+
                     other => Err(format!(
-                        concat!("unknown ", $what, " policy {:?} (known: {})"),
+                        concat!("unknown ", $what, " {:?} (known: {})"),
                         other,
                         [$($text),+].join(", ")
                     )),
@@ -37,9 +37,11 @@ macro_rules! policy {
     };
 }
 
+pub(crate) use policy as choice;
+
 policy!(
     /// A trajectory that no side record matches.
-    Unmatched, "unmatched" {
+    Unmatched, "unmatched policy" {
         /// Written unchanged (the default).
         Keep = "keep",
         /// Not written; counted as filtered.
@@ -51,7 +53,7 @@ policy!(
 
 policy!(
     /// A side record that no trajectory matched (an orphan).
-    Orphans, "orphan" {
+    Orphans, "orphan policy" {
         /// Counted in the summary, the first ones shown as warnings (the default).
         Report = "report",
         /// Written to the rejects file, and the exit code is 1.
@@ -61,7 +63,7 @@ policy!(
 
 policy!(
     /// Several records of one side set with the same key.
-    Duplicates, "duplicate" {
+    Duplicates, "duplicate policy" {
         /// Keep the first (in file order); the others are superseded.
         First = "first",
         /// Keep the last.
@@ -77,7 +79,7 @@ policy!(
 policy!(
     /// Two different values for one slot (a reward, a reward component, the outcome, a step's
     /// reward): from two side records, or from a side record and the trajectory itself.
-    Conflicts, "conflict" {
+    Conflicts, "conflict policy" {
         /// Reject the trajectory with a `join-conflict` diagnostic naming both origins (the
         /// default).
         Error = "error",

@@ -1,0 +1,242 @@
+//! `trajkit export`
+
+use std::path::Path;
+use std::time::Instant;
+
+use clap::Args;
+use serde_json::json;
+use trajkit::export::conversation::{DescriptionAs, MapOptions};
+use trajkit::export::shard::ShardOptions;
+use trajkit::export::split::Splits;
+use trajkit::export::tools::{CodeTools, ToolCatalog};
+use trajkit::export::{
+    export_inputs, ExportError, ExportOptions, ExportSummary, Filters, SftOptions, Target,
+    Thoughts, TrainOn,
+};
+use trajkit::model::upgrade::UpgradeOptions;
+
+use super::common::{inputs, rejects_writer, throughput, warn_empty, Capped, CliError, GlobalArgs};
+
+/// Export ADP trajectories as training data: SFT JSON lines (openai, hf, sharegpt) or ADP,
+/// sharded and split, with manifest.json and a dataset card.
+///
+/// Input: ADP of any version (like `convert --from adp`), upgraded to 1.5.0 and checked.
+/// Output in DIR: data/{split}-{i:05}-of-{n:05}.jsonl[.zst], manifest.json (files, rows,
+/// bytes, sha256, options, counts) and README.md (Hugging Face `configs` front matter).
+/// Trajectories that cannot train (no assistant turn, a tool call left unanswered before the
+/// conversation goes on, an empty turn) are rejected with a reason. See the README, "Export".
+#[derive(Debug, Args)]
+#[command(after_help = EXAMPLES)]
+pub struct ExportArgs {
+    /// ADP trajectory files or directories; none or `-` reads stdin.
+    pub inputs: Vec<String>,
+    /// Target: openai, hf, sharegpt, adp (parquet is not built yet).
+    #[arg(long, value_name = "TARGET")]
+    pub to: Target,
+    /// Output directory.
+    #[arg(short, long, value_name = "DIR")]
+    pub output: String,
+    /// Where thoughts (reasoning_content) go: content, reasoning (hf only), think (inline
+    /// <think>), drop. Default: reasoning for hf, think otherwise.
+    #[arg(long, value_name = "WHERE")]
+    pub thoughts: Option<Thoughts>,
+    /// Where action descriptions go: text (the assistant's visible text), thought, drop.
+    #[arg(long, default_value = "text", value_name = "WHERE")]
+    pub description_as: DescriptionAs,
+    /// openai: `last` writes weight 1 on the last assistant message and 0 on the others.
+    #[arg(long, default_value = "all", value_name = "WHICH")]
+    pub train_on: TrainOn,
+    /// Map a code language to a tool: LANG=TOOL[:ARG] (ARG default `code`; LANG `*` for all
+    /// others, whose calls also carry `language`). Defaults: bash/shell/sh=bash:command,
+    /// python=python:code, *=execute_code:code.
+    #[arg(long, value_name = "LANG=TOOL[:ARG]")]
+    pub code_tool: Vec<String>,
+    /// Tool specs (a JSON array of OpenAI tools or {name, description, parameters}) used by
+    /// name instead of inferring them.
+    #[arg(long, value_name = "FILE")]
+    pub tools: Option<String>,
+    /// System prompt, from a text file.
+    #[arg(long, value_name = "FILE")]
+    pub system_prompt: Option<String>,
+    /// Append details.prior_reflections (from `join --memory-window`) to the system prompt.
+    #[arg(long)]
+    pub inject_reflections: bool,
+    /// Splits by a stable hash of the id, e.g. train=0.98,validation=0.02 (default: all train).
+    #[arg(long, value_name = "NAME=FRACTION,...")]
+    pub split: Option<String>,
+    /// At most N rows per shard.
+    #[arg(long, value_name = "N")]
+    pub shard_rows: Option<u64>,
+    /// At most N bytes of JSON lines per shard (before compression; default 500000000).
+    #[arg(long, value_name = "N")]
+    pub shard_bytes: Option<u64>,
+    /// Compress shards: zstd.
+    #[arg(long, value_name = "CODEC", value_parser = ["zstd"])]
+    pub compress: Option<String>,
+    /// Keep trajectories whose details.reward is at least R.
+    #[arg(long, value_name = "R")]
+    pub min_reward: Option<f64>,
+    /// Keep trajectories whose details.outcome status is this (repeatable).
+    #[arg(long, value_name = "STATUS")]
+    pub outcome: Vec<String>,
+    /// Keep trajectories of at most N steps.
+    #[arg(long, value_name = "N")]
+    pub max_steps: Option<usize>,
+    /// Keep trajectories of at most N characters of free text.
+    #[arg(long, value_name = "N")]
+    pub max_chars: Option<usize>,
+    /// Drop rows whose content (without the id) was already written.
+    #[arg(long)]
+    pub dedup: bool,
+    /// Replace an earlier export in DIR.
+    #[arg(long)]
+    pub force: bool,
+    /// Write rejected trajectories to this JSON-lines file.
+    #[arg(long, value_name = "FILE")]
+    pub rejects: Option<String>,
+}
+
+/// Shown after the options (kept out of the doc comment, which clap re-wraps).
+const EXAMPLES: &str = "Examples:
+  trajkit export out/trajectories.jsonl --to openai -o sft/ --rejects sft-rejects.jsonl
+  trajkit export joined.jsonl --to hf --split train=0.98,validation=0.02 \\
+      --outcome success --dedup --compress zstd -o hf/
+  trajkit export joined.jsonl --to sharegpt --system-prompt prompt.txt \\
+      --inject-reflections -o llamafactory/";
+
+fn read_text(path: &str, what: &str) -> Result<String, CliError> {
+    std::fs::read_to_string(path)
+        .map_err(|e| CliError::io(format!("cannot read {what} {path}: {e}")))
+}
+
+/// Runs `export`.
+pub fn run(args: ExportArgs, global: &GlobalArgs) -> Result<u8, CliError> {
+    if args.to == Target::Parquet {
+        return Err(CliError::usage(
+            "not supported yet: --to parquet (supported now: openai, hf, sharegpt, adp)",
+        ));
+    }
+    let thoughts = args.thoughts.unwrap_or(args.to.default_thoughts());
+    if thoughts == Thoughts::Reasoning && args.to != Target::Hf {
+        return Err(CliError::usage(
+            "--thoughts reasoning needs --to hf (openai and sharegpt have no reasoning field)",
+        ));
+    }
+    if args.train_on == TrainOn::Last && args.to != Target::Openai {
+        return Err(CliError::usage(
+            "--train-on last needs --to openai (weight)",
+        ));
+    }
+    let mut code_tools = CodeTools::default();
+    for m in &args.code_tool {
+        code_tools.set(m).map_err(CliError::usage)?;
+    }
+    let catalog = match &args.tools {
+        Some(path) => ToolCatalog::parse(&read_text(path, "--tools")?)
+            .map_err(|e| CliError::usage(format!("--tools {path}: {e}")))?,
+        None => ToolCatalog::default(),
+    };
+    let system_prompt = args
+        .system_prompt
+        .as_deref()
+        .map(|p| read_text(p, "--system-prompt"))
+        .transpose()?;
+    let splits = match &args.split {
+        Some(s) => Splits::parse(s).map_err(CliError::usage)?,
+        None => Splits::default(),
+    };
+    if args.shard_rows == Some(0) || args.shard_bytes == Some(0) {
+        return Err(CliError::usage(
+            "--shard-rows and --shard-bytes must be at least 1",
+        ));
+    }
+    let shards = ShardOptions {
+        rows: args.shard_rows,
+        bytes: Some(args.shard_bytes.unwrap_or(500_000_000)),
+        zstd: args.compress.as_ref().map(|_| 3),
+    };
+    let filters = Filters {
+        min_reward: args.min_reward,
+        outcome: args.outcome.clone(),
+        max_steps: args.max_steps,
+        max_chars: args.max_chars,
+    };
+    let inputs = inputs(&args.inputs)?;
+    let recorded_options = json!({
+        "inputs": inputs,
+        "to": args.to.name(),
+        "thoughts": thoughts.name(),
+        "description_as": args.description_as.name(),
+        "train_on": args.train_on.name(),
+        "code_tool": args.code_tool,
+        "tools": args.tools,
+        "system_prompt": args.system_prompt,
+        "inject_reflections": args.inject_reflections,
+        "split": args.split.as_deref().unwrap_or("train=1"),
+        "shard_rows": shards.rows,
+        "shard_bytes": shards.bytes,
+        "compress": args.compress,
+        "filters": filters,
+        "dedup": args.dedup,
+    });
+    let opts = ExportOptions {
+        target: args.to,
+        sft: SftOptions {
+            thoughts,
+            train_on: args.train_on,
+            map: MapOptions {
+                code_tools,
+                description: args.description_as,
+                keep_thoughts: thoughts != Thoughts::Drop,
+                system_prompt,
+                inject_reflections: args.inject_reflections,
+            },
+            catalog,
+        },
+        splits,
+        shards,
+        filters,
+        dedup: args.dedup,
+        force: args.force,
+        recorded_options,
+        upgrade: UpgradeOptions::default(),
+        run: global.run_options(),
+    };
+    let rejects = rejects_writer(args.rejects.as_deref())?;
+    let started = Instant::now();
+    let bar = global.progress(&inputs, "export");
+    let summary = export_inputs(
+        &inputs,
+        Path::new(&args.output),
+        &opts,
+        &bar,
+        rejects,
+        Box::new(Capped::stderr(global)),
+    )
+    .map_err(|e| match e {
+        ExportError::Exists(_) => CliError::usage(e.to_string()),
+        other => CliError::io(other),
+    })?;
+    bar.finish();
+    warn_empty(global, summary.empty_inputs.iter().map(String::as_str));
+    print_summary(
+        global,
+        &args,
+        &summary,
+        &throughput(bar.bytes_read(), started),
+    );
+    Ok(u8::from(summary.rejected > 0))
+}
+
+fn print_summary(global: &GlobalArgs, args: &ExportArgs, s: &ExportSummary, speed: &str) {
+    global.summary(format_args!(
+        "export --to {}: {} trajectories in, {} written, {} filtered, {} rejected -> {}; {}",
+        args.to.name(),
+        s.records_in,
+        s.written,
+        s.filtered,
+        s.rejected,
+        args.output,
+        speed
+    ));
+}

@@ -1,0 +1,90 @@
+//! `--to hf`: records for TRL / transformers chat templates (and axolotl's `chat_template`).
+//!
+//! `{"id", "messages": [...], "tools": [...]}`: assistant messages carry `content` (a string,
+//! `""` when they only call tools), `reasoning_content` when they have a thought (with
+//! `--thoughts reasoning`, the default here) and `tool_calls: [{id, type: "function",
+//! function: {name, arguments}}]` with `arguments` a JSON object; tool messages carry
+//! `tool_call_id` and `name`.
+
+use std::borrow::Cow;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::conversation::{Conversation, Turn};
+use super::openai::{Tool, ToolCall};
+use super::{visible, SftOptions, Thoughts};
+use crate::model::JsonObject;
+
+#[derive(Serialize)]
+struct Record<'a> {
+    messages: Vec<Message<'a>>,
+    tools: Vec<Tool<'a>>,
+}
+
+#[derive(Serialize)]
+struct Message<'a> {
+    role: &'static str,
+    content: Cow<'a, str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_calls: Option<Vec<ToolCall<'a, &'a JsonObject>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+}
+
+/// Writes `conv` as one record (no trailing newline, no id).
+pub fn render(
+    conv: &Conversation,
+    tools: &[Value],
+    opts: &SftOptions,
+    out: &mut Vec<u8>,
+) -> serde_json::Result<()> {
+    let mut messages = Vec::with_capacity(conv.turns.len() + 1);
+    if let Some(s) = &conv.system {
+        messages.push(plain("system", s));
+    }
+    for turn in &conv.turns {
+        messages.push(match turn {
+            Turn::User(text) => plain("user", text),
+            Turn::Tool(r) => Message {
+                tool_call_id: Some(&r.id),
+                name: Some(&r.name),
+                ..plain("tool", &r.content)
+            },
+            Turn::Assistant(a) => Message {
+                role: "assistant",
+                content: visible(&a.text, &a.thought, opts.thoughts),
+                reasoning_content: (opts.thoughts == Thoughts::Reasoning && !a.thought.is_empty())
+                    .then_some(a.thought.as_str()),
+                tool_calls: (!a.calls.is_empty()).then(|| {
+                    a.calls
+                        .iter()
+                        .map(|c| ToolCall::new(&c.id, &c.name, &c.arguments))
+                        .collect()
+                }),
+                tool_call_id: None,
+                name: None,
+            },
+        });
+    }
+    let record = Record {
+        messages,
+        tools: tools.iter().map(Tool::new).collect(),
+    };
+    serde_json::to_writer(out, &record)
+}
+
+fn plain<'a>(role: &'static str, content: &'a str) -> Message<'a> {
+    Message {
+        role,
+        content: Cow::Borrowed(content),
+        reasoning_content: None,
+        tool_calls: None,
+        tool_call_id: None,
+        name: None,
+    }
+}

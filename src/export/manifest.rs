@@ -1,0 +1,116 @@
+//! `manifest.json` and the dataset card `README.md` of an export directory.
+//!
+//! Both are deterministic: no timestamps or host names, so the same input and options give
+//! the same bytes.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::shard::ShardFile;
+use super::ExportSummary;
+
+/// What `manifest.json` holds.
+#[derive(Debug, Serialize)]
+pub struct Manifest<'a> {
+    /// trajkit's version.
+    pub trajkit_version: &'static str,
+    /// The target (`openai`, `hf`, `sharegpt`, `adp`).
+    pub target: &'a str,
+    /// The options of the run, as given.
+    pub options: &'a Value,
+    /// Counts: `in == written + filtered + rejected`.
+    pub counts: &'a ExportSummary,
+    /// Rows and bytes per split, in the order of `--split`.
+    pub splits: Vec<SplitEntry>,
+    /// Every data file.
+    pub files: &'a [ShardFile],
+}
+
+/// Totals of one split.
+#[derive(Debug, Serialize)]
+pub struct SplitEntry {
+    /// The split name.
+    pub name: String,
+    /// Rows.
+    pub rows: u64,
+    /// Bytes of its files.
+    pub bytes: u64,
+    /// Number of files.
+    pub files: usize,
+}
+
+impl<'a> Manifest<'a> {
+    /// The manifest of `files`, with every split of `split_names` listed (empty ones too).
+    pub fn new(
+        target: &'a str,
+        options: &'a Value,
+        counts: &'a ExportSummary,
+        split_names: &[String],
+        files: &'a [ShardFile],
+    ) -> Self {
+        let splits = split_names
+            .iter()
+            .map(|name| {
+                let of: Vec<&ShardFile> = files.iter().filter(|f| &f.split == name).collect();
+                SplitEntry {
+                    name: name.clone(),
+                    rows: of.iter().map(|f| f.rows).sum(),
+                    bytes: of.iter().map(|f| f.bytes).sum(),
+                    files: of.len(),
+                }
+            })
+            .collect();
+        Manifest {
+            trajkit_version: env!("CARGO_PKG_VERSION"),
+            target,
+            options,
+            counts,
+            splits,
+            files,
+        }
+    }
+
+    /// The dataset card: Hugging Face front matter (`configs` with one `data_files` pattern
+    /// per non-empty split), then what the rows are and how they were made.
+    pub fn card(&self, shape: &str) -> String {
+        let mut out = String::from("---\nconfigs:\n- config_name: default\n  data_files:\n");
+        for s in self.splits.iter().filter(|s| s.files > 0) {
+            out.push_str(&format!(
+                "  - split: {}\n    path: \"data/{}-*\"\n",
+                s.name, s.name
+            ));
+        }
+        out.push_str("---\n\n");
+        out.push_str(&format!(
+            "# Agent trajectories ({} format)\n\nExported by trajkit {} from ADP trajectories \
+             with `trajkit export --to {}`. `manifest.json` lists every file with its rows, \
+             bytes and SHA-256, and the options of the run.\n\n",
+            self.target, self.trajkit_version, self.target
+        ));
+        out.push_str("## Rows\n\n");
+        out.push_str(shape);
+        out.push_str("\n\n## Splits\n\n| split | rows | files | bytes |\n|---|---|---|---|\n");
+        for s in &self.splits {
+            out.push_str(&format!(
+                "| {} | {} | {} | {} |\n",
+                s.name, s.rows, s.files, s.bytes
+            ));
+        }
+        let c = self.counts;
+        out.push_str(&format!(
+            "\n## Counts\n\n{} trajectories read: {} written, {} filtered ({} by reward, {} by \
+             outcome, {} by steps, {} by characters, {} duplicates), {} rejected as \
+             untrainable or invalid.\n",
+            c.records_in,
+            c.written,
+            c.filtered,
+            c.filtered_by.min_reward,
+            c.filtered_by.outcome,
+            c.filtered_by.max_steps,
+            c.filtered_by.max_chars,
+            c.filtered_by.duplicate,
+            c.rejected
+        ));
+        out
+    }
+}

@@ -1,0 +1,561 @@
+//! Export: ADP trajectories into training datasets, as sharded, split JSON lines with a
+//! manifest and a dataset card.
+//!
+//! - [`conversation`]: a trajectory as a target-independent conversation (the mapping rules,
+//!   and why a trajectory cannot train);
+//! - [`openai`], [`hf`], [`sharegpt`]: the SFT targets, one file each (`adp` writes the
+//!   upgraded trajectories themselves);
+//! - [`tools`]: code actions as tool calls, tool specs from `--tools` or inferred;
+//! - [`split`]: the stable split hash; [`shard`]: shard files; [`manifest`]: `manifest.json`
+//!   and the card.
+//!
+//! [`export_inputs`] streams the input through the pipeline: each record is parsed as ADP
+//! (any version, like `convert --from adp`), upgraded to 1.5.0 and checked, filtered, rendered
+//! and assigned its split in parallel; the ordered writer drops duplicates and writes shards,
+//! so the output bytes do not depend on the thread count.
+
+pub mod conversation;
+pub mod hf;
+pub mod manifest;
+pub mod openai;
+pub mod shard;
+pub mod sharegpt;
+pub mod split;
+pub mod tools;
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use self::conversation::{MapOptions, Untrainable};
+use self::manifest::Manifest;
+use self::shard::{ShardFile, ShardOptions, ShardSet};
+use self::split::Splits;
+use self::tools::{tool_specs, ToolCatalog};
+use crate::convert::{adp::Adp, empty_inputs, upgrade_checked, Converter};
+use crate::ingest::RawRecord;
+use crate::join::policy::choice;
+use crate::model::upgrade::UpgradeOptions;
+use crate::model::Trajectory;
+use crate::output::Output;
+use crate::pipeline::{self, Flow, PipelineError, Progress, RunOptions, Sink};
+use crate::rejects::{reject, RejectsWriter};
+use crate::validate::report::Reporter;
+use crate::validate::Diagnostic;
+
+choice!(
+    /// What `export` writes.
+    Target, "export target" {
+        /// OpenAI chat fine-tuning JSONL.
+        Openai = "openai",
+        /// Hugging Face chat-template messages (TRL, transformers, axolotl).
+        Hf = "hf",
+        /// LLaMA-Factory ShareGPT.
+        Sharegpt = "sharegpt",
+        /// ADP 1.5.0 trajectories.
+        Adp = "adp",
+        /// Parquet (not built yet).
+        Parquet = "parquet",
+    }
+);
+
+impl Target {
+    /// Where thoughts go unless `--thoughts` says otherwise.
+    pub fn default_thoughts(self) -> Thoughts {
+        match self {
+            Target::Hf => Thoughts::Reasoning,
+            _ => Thoughts::Think,
+        }
+    }
+
+    /// The row shape, for the dataset card.
+    fn shape(self) -> &'static str {
+        match self {
+            Target::Openai => "Each row is an OpenAI chat fine-tuning record: `messages` (system, user, assistant with `tool_calls` whose `arguments` are JSON strings, tool with `tool_call_id`; optional `weight`), `tools` (function specs) and `parallel_tool_calls`.",
+            Target::Hf => "Each row has `id`, `messages` for chat templates (assistant `tool_calls` with `arguments` as objects, thoughts in `reasoning_content`, tool messages with `tool_call_id` and `name`) and `tools` (function specs).",
+            Target::Sharegpt => "Each row is LLaMA-Factory ShareGPT: `id`, `conversations` of `{from, value}` (human/observation at odd positions, gpt/function_call at even ones), `system` and `tools` (a JSON string).",
+            Target::Adp | Target::Parquet => "Each row is an ADP 1.5.0 trajectory (`schema_version`, `id`, `content`, `details`, ...).",
+        }
+    }
+}
+
+choice!(
+    /// Where an assistant turn's thought (`reasoning_content`, and descriptions with
+    /// `--description-as thought`) goes.
+    Thoughts, "thought placement" {
+        /// Before the text, as plain text.
+        Content = "content",
+        /// In `reasoning_content` (hf only).
+        Reasoning = "reasoning",
+        /// Before the text, as `<think>\n…\n</think>\n\n`.
+        Think = "think",
+        /// Nowhere.
+        Drop = "drop",
+    }
+);
+
+choice!(
+    /// Which assistant messages train (`weight`, openai only).
+    TrainOn, "--train-on value" {
+        /// All of them (no `weight` written).
+        All = "all",
+        /// Only the last one (`weight` 1 on it, 0 on the others).
+        Last = "last",
+    }
+);
+
+/// Options of the SFT targets.
+#[derive(Debug, Clone)]
+pub struct SftOptions {
+    /// Where thoughts go.
+    pub thoughts: Thoughts,
+    /// `weight` on assistant messages (openai).
+    pub train_on: TrainOn,
+    /// The mapping from trajectories to conversations.
+    pub map: MapOptions,
+    /// Tool specs by name (`--tools`).
+    pub catalog: ToolCatalog,
+}
+
+/// An assistant turn's text with its thought placed: before it (plain or in `<think>`), or
+/// not at all.
+pub fn visible<'a>(text: &'a str, thought: &'a str, placement: Thoughts) -> Cow<'a, str> {
+    if thought.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let sep = if text.is_empty() { "" } else { "\n\n" };
+    match placement {
+        Thoughts::Reasoning | Thoughts::Drop => Cow::Borrowed(text),
+        Thoughts::Content => Cow::Owned(format!("{thought}{sep}{text}")),
+        Thoughts::Think => Cow::Owned(format!("<think>\n{thought}\n</think>\n\n{text}")),
+    }
+}
+
+/// Which trajectories are written.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Filters {
+    /// `details.reward` at least this (trajectories without a reward are filtered).
+    pub min_reward: Option<f64>,
+    /// `details.outcome.status` one of these.
+    pub outcome: Vec<String>,
+    /// At most this many steps.
+    pub max_steps: Option<usize>,
+    /// At most this many characters of free text (contents, code, pages, thoughts).
+    pub max_chars: Option<usize>,
+}
+
+/// Why a trajectory was filtered out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Filtered {
+    /// `--min-reward`.
+    MinReward,
+    /// `--outcome`.
+    Outcome,
+    /// `--max-steps`.
+    MaxSteps,
+    /// `--max-chars`.
+    MaxChars,
+    /// `--dedup`.
+    Duplicate,
+}
+
+impl Filters {
+    /// The first filter `traj` fails, if any.
+    pub fn check(&self, traj: &Trajectory) -> Option<Filtered> {
+        if let Some(min) = self.min_reward {
+            let reward = traj.details.get("reward").and_then(Value::as_f64);
+            if reward.is_none_or(|r| r < min) {
+                return Some(Filtered::MinReward);
+            }
+        }
+        if !self.outcome.is_empty() {
+            let status = traj.details.get("outcome").and_then(|o| match o {
+                Value::String(s) => Some(s.as_str()),
+                other => other.get("status").and_then(Value::as_str),
+            });
+            if status.is_none_or(|s| !self.outcome.iter().any(|o| o == s)) {
+                return Some(Filtered::Outcome);
+            }
+        }
+        if self.max_steps.is_some_and(|m| traj.content.len() > m) {
+            return Some(Filtered::MaxSteps);
+        }
+        if let Some(m) = self.max_chars {
+            let chars: usize = traj.content.iter().map(|s| s.text_chars()).sum();
+            if chars > m {
+                return Some(Filtered::MaxChars);
+            }
+        }
+        None
+    }
+}
+
+/// Options of [`export_inputs`].
+#[derive(Debug, Clone)]
+pub struct ExportOptions {
+    /// The target.
+    pub target: Target,
+    /// SFT options (ignored by `adp`).
+    pub sft: SftOptions,
+    /// Splits.
+    pub splits: Splits,
+    /// Shards.
+    pub shards: ShardOptions,
+    /// Filters.
+    pub filters: Filters,
+    /// Drop rows whose content (the row without its id) was already written.
+    pub dedup: bool,
+    /// Replace the data files and manifest of an earlier export in the directory.
+    pub force: bool,
+    /// Recorded in the manifest as the run's options.
+    pub recorded_options: Value,
+    /// The ADP version read into (1.5.0).
+    pub upgrade: UpgradeOptions,
+    /// Runner options.
+    pub run: RunOptions,
+}
+
+/// Filter counts.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct FilteredBy {
+    /// `--min-reward`.
+    pub min_reward: u64,
+    /// `--outcome`.
+    pub outcome: u64,
+    /// `--max-steps`.
+    pub max_steps: u64,
+    /// `--max-chars`.
+    pub max_chars: u64,
+    /// `--dedup`.
+    pub duplicate: u64,
+}
+
+/// Counts of an export: `records_in == written + filtered + rejected` (trajectories; a record
+/// that does not parse counts as one).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ExportSummary {
+    /// Trajectories read.
+    #[serde(rename = "in")]
+    pub records_in: u64,
+    /// Rows written.
+    pub written: u64,
+    /// Trajectories filtered out.
+    pub filtered: u64,
+    /// By which filter.
+    pub filtered_by: FilteredBy,
+    /// Trajectories rejected (invalid ADP, untrainable).
+    pub rejected: u64,
+    /// Inputs that held no records.
+    #[serde(skip)]
+    pub empty_inputs: Vec<String>,
+}
+
+/// What export made of one trajectory.
+pub enum Outcome {
+    /// A row: its split, the JSON line, and with `--dedup` its content hash.
+    Row(usize, Vec<u8>, Option<[u8; 16]>),
+    /// Filtered out.
+    Filtered(Filtered),
+    /// Rejected.
+    Rejected(Vec<Diagnostic>),
+}
+
+/// Exports one ADP record (any version): parse, upgrade, filter, render, split.
+pub fn export_record(record: &RawRecord, opts: &ExportOptions) -> Vec<Outcome> {
+    let trajectories = match Adp.convert(record) {
+        Ok(t) => t,
+        Err(d) => return vec![Outcome::Rejected(d)],
+    };
+    let prov = &record.provenance;
+    trajectories
+        .into_iter()
+        .map(|(mut traj, _)| {
+            if let Err(d) = upgrade_checked(&mut traj, prov, &opts.upgrade) {
+                return Outcome::Rejected(d);
+            }
+            if let Some(f) = opts.filters.check(&traj) {
+                return Outcome::Filtered(f);
+            }
+            let id = traj.id.clone();
+            let split = opts.splits.assign(&id);
+            let diagnose = |rule: &str, pointer: &str, message: String| {
+                Outcome::Rejected(vec![Diagnostic::error(
+                    prov,
+                    Some(&id),
+                    pointer,
+                    rule,
+                    message,
+                )])
+            };
+            match render(traj, opts) {
+                Ok((body, with_id)) => {
+                    let hash = opts.dedup.then(|| {
+                        let mut h = [0u8; 16];
+                        h.copy_from_slice(&Sha256::digest(&body)[..16]);
+                        h
+                    });
+                    Outcome::Row(split, line(&id, body, with_id), hash)
+                }
+                Err(RenderError::Untrainable(u)) => diagnose(u.rule, &u.pointer, u.message),
+                Err(RenderError::Json(e)) => diagnose("serialize", "", e.to_string()),
+            }
+        })
+        .collect()
+}
+
+enum RenderError {
+    Untrainable(Untrainable),
+    Json(serde_json::Error),
+}
+
+impl From<serde_json::Error> for RenderError {
+    fn from(e: serde_json::Error) -> Self {
+        RenderError::Json(e)
+    }
+}
+
+/// The record body (a JSON object without the id) and whether the row carries the id.
+fn render(traj: Trajectory, opts: &ExportOptions) -> Result<(Vec<u8>, bool), RenderError> {
+    let mut body = Vec::with_capacity(4096);
+    if matches!(opts.target, Target::Adp | Target::Parquet) {
+        serde_json::to_writer(&mut body, &traj)?;
+        return Ok((body, false));
+    }
+    let available = traj.available_custom_tools.clone().unwrap_or_default();
+    let sft = &opts.sft;
+    let conv = conversation::build(traj, &sft.map).map_err(RenderError::Untrainable)?;
+    let tools = tool_specs(&conv, &available, &sft.map.code_tools, &sft.catalog);
+    match opts.target {
+        Target::Openai => openai::render(&conv, &tools, sft, &mut body)?,
+        Target::Hf => hf::render(&conv, &tools, sft, &mut body)?,
+        _ => sharegpt::render(&conv, &tools, sft, &mut body).map_err(|e| match e {
+            sharegpt::Error::Untrainable(u) => RenderError::Untrainable(u),
+            sharegpt::Error::Json(e) => RenderError::Json(e),
+        })?,
+    }
+    Ok((body, opts.target != Target::Openai))
+}
+
+/// The JSON line of a row: `{"id":…,` before the body's members when `with_id`.
+fn line(id: &str, body: Vec<u8>, with_id: bool) -> Vec<u8> {
+    let mut out = if with_id {
+        let mut out = Vec::with_capacity(body.len() + id.len() + 16);
+        out.extend_from_slice(b"{\"id\":");
+        // A string always serializes.
+        let _ = serde_json::to_writer(&mut out, id);
+        if body.len() > 2 {
+            out.push(b',');
+        }
+        out.extend_from_slice(body.get(1..).unwrap_or_default());
+        out
+    } else {
+        body
+    };
+    out.push(b'\n');
+    out
+}
+
+struct ExportSink {
+    shards: Vec<ShardSet>,
+    seen: HashSet<[u8; 16]>,
+    rejects: Option<RejectsWriter>,
+    reporter: Box<dyn Reporter>,
+    summary: ExportSummary,
+}
+
+impl Sink for ExportSink {
+    type Item = Vec<Outcome>;
+
+    fn accept(&mut self, record: RawRecord, items: Vec<Outcome>) -> io::Result<Flow> {
+        for item in items {
+            self.summary.records_in += 1;
+            let by = &mut self.summary.filtered_by;
+            match item {
+                Outcome::Row(split, bytes, hash) => {
+                    if hash.is_some_and(|h| !self.seen.insert(h)) {
+                        by.duplicate += 1;
+                        self.summary.filtered += 1;
+                        continue;
+                    }
+                    if let Some(s) = self.shards.get_mut(split) {
+                        s.write(&bytes)?;
+                    }
+                    self.summary.written += 1;
+                }
+                Outcome::Filtered(f) => {
+                    *match f {
+                        Filtered::MinReward => &mut by.min_reward,
+                        Filtered::Outcome => &mut by.outcome,
+                        Filtered::MaxSteps => &mut by.max_steps,
+                        Filtered::MaxChars => &mut by.max_chars,
+                        Filtered::Duplicate => &mut by.duplicate,
+                    } += 1;
+                    self.summary.filtered += 1;
+                }
+                Outcome::Rejected(diagnostics) => {
+                    self.summary.rejected += 1;
+                    reject(
+                        self.reporter.as_mut(),
+                        self.rejects.as_mut(),
+                        &record,
+                        "export",
+                        &diagnostics,
+                    )?;
+                }
+            }
+        }
+        Ok(Flow::Continue)
+    }
+}
+
+/// Why an export could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    /// The directory holds an earlier export and `force` is off.
+    #[error(
+        "{0} already holds an export (manifest.json or data files); pass --force to replace it"
+    )]
+    Exists(String),
+    /// The run failed.
+    #[error(transparent)]
+    Pipeline(#[from] PipelineError),
+    /// Creating or finishing the outputs failed.
+    #[error("cannot write the export in {dir}: {source}")]
+    Io {
+        /// The output directory.
+        dir: String,
+        /// Why.
+        source: io::Error,
+    },
+}
+
+fn earlier_shards(data: &Path) -> io::Result<Vec<PathBuf>> {
+    if !data.is_dir() {
+        return Ok(Vec::new());
+    }
+    let mut found = Vec::new();
+    for entry in fs::read_dir(data)? {
+        let path = entry?.path();
+        if path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(shard::is_shard_name)
+        {
+            found.push(path);
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// Exports every trajectory of `inputs` to `dir`: `data/{split}-{i:05}-of-{n:05}.jsonl[.zst]`,
+/// `manifest.json` and `README.md`. Rejected records go to `rejects` and their diagnostics to
+/// `reporter`. Nothing in `dir` looks finished until the whole run succeeded.
+pub fn export_inputs(
+    inputs: &[String],
+    dir: &Path,
+    opts: &ExportOptions,
+    progress: &dyn Progress,
+    rejects: Option<RejectsWriter>,
+    reporter: Box<dyn Reporter>,
+) -> Result<ExportSummary, ExportError> {
+    let io_err = |source: io::Error| ExportError::Io {
+        dir: dir.display().to_string(),
+        source,
+    };
+    let data = dir.join("data");
+    let earlier = earlier_shards(&data).map_err(io_err)?;
+    if !opts.force && (!earlier.is_empty() || dir.join("manifest.json").exists()) {
+        return Err(ExportError::Exists(dir.display().to_string()));
+    }
+    fs::create_dir_all(&data).map_err(io_err)?;
+    let sink = ExportSink {
+        shards: opts
+            .splits
+            .names()
+            .iter()
+            .map(|s| ShardSet::new(&data, s, &opts.shards))
+            .collect(),
+        seen: HashSet::new(),
+        rejects,
+        reporter,
+        summary: ExportSummary::default(),
+    };
+    let (mut sink, inputs_read) = pipeline::run(
+        inputs,
+        &opts.run,
+        progress,
+        |r| export_record(r, opts),
+        sink,
+    )?;
+    sink.reporter.finish(&Default::default()).map_err(io_err)?;
+    if let Some(r) = sink.rejects.take() {
+        r.finish().map_err(io_err)?;
+    }
+    for s in &mut sink.shards {
+        s.finish().map_err(io_err)?;
+    }
+    for old in &earlier {
+        fs::remove_file(old).map_err(io_err)?;
+    }
+    let mut files: Vec<ShardFile> = Vec::new();
+    for s in sink.shards.drain(..) {
+        files.extend(s.commit().map_err(io_err)?);
+    }
+    let mut summary = std::mem::take(&mut sink.summary);
+    summary.empty_inputs = empty_inputs(&inputs_read);
+    let manifest = Manifest::new(
+        opts.target.name(),
+        &opts.recorded_options,
+        &summary,
+        opts.splits.names(),
+        &files,
+    );
+    write_file(&dir.join("manifest.json"), |out| {
+        serde_json::to_writer_pretty(&mut *out, &manifest)?;
+        out.write_all(b"\n")
+    })
+    .map_err(io_err)?;
+    let card = manifest.card(opts.target.shape());
+    write_file(&dir.join("README.md"), |out| out.write_all(card.as_bytes())).map_err(io_err)?;
+    Ok(summary)
+}
+
+fn write_file(path: &Path, write: impl FnOnce(&mut Output) -> io::Result<()>) -> io::Result<()> {
+    let mut out = Output::create(&path.to_string_lossy())?;
+    write(&mut out)?;
+    out.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thoughts_are_placed() {
+        assert_eq!(
+            visible("a", "t", Thoughts::Think),
+            "<think>\nt\n</think>\n\na"
+        );
+        assert_eq!(visible("a", "t", Thoughts::Content), "t\n\na");
+        assert_eq!(visible("", "t", Thoughts::Content), "t");
+        assert_eq!(visible("a", "t", Thoughts::Reasoning), "a");
+        assert_eq!(visible("a", "", Thoughts::Think), "a");
+    }
+
+    #[test]
+    fn the_id_goes_first_in_the_line() {
+        assert_eq!(
+            line("x\"", b"{\"a\":1}".to_vec(), true),
+            b"{\"id\":\"x\\\"\",\"a\":1}\n"
+        );
+        assert_eq!(line("x", b"{}".to_vec(), true), b"{\"id\":\"x\"}\n");
+        assert_eq!(line("x", b"{\"a\":1}".to_vec(), false), b"{\"a\":1}\n");
+    }
+}

@@ -1,0 +1,326 @@
+//! Tools: how code actions become tool calls ([`CodeTools`]), and the tool specs a record
+//! lists ([`ToolCatalog`], [`tool_specs`]).
+//!
+//! Specs come, by tool name, from `--tools FILE` (dataset metadata) when it has the tool; a
+//! code tool gets its fixed schema; any other tool's schema is inferred from the arguments of
+//! its calls **in the same trajectory** (one pass, bounded memory, deterministic; a tool
+//! called with different argument shapes in different records gets different inferred specs,
+//! which `--tools` fixes). Names in `available_custom_tools` that are never called and have
+//! no spec get an empty object schema.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::{json, Map, Value};
+
+use super::conversation::Conversation;
+use crate::model::JsonObject;
+
+/// The tool a code language is mapped to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeTool {
+    /// Tool name.
+    pub name: String,
+    /// The argument holding the code.
+    pub arg: String,
+    /// True when the call also has a `language` argument (the fallback tool).
+    pub with_language: bool,
+}
+
+/// Code languages → tools. Defaults: `bash`/`shell`/`sh` → `bash {command}`, `python` →
+/// `python {code}`, anything else → `execute_code {language, code}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeTools {
+    by_language: Vec<(String, CodeTool)>,
+    fallback: CodeTool,
+}
+
+impl Default for CodeTools {
+    fn default() -> Self {
+        let tool = |name: &str, arg: &str| CodeTool {
+            name: name.into(),
+            arg: arg.into(),
+            with_language: false,
+        };
+        CodeTools {
+            by_language: vec![
+                ("bash".into(), tool("bash", "command")),
+                ("shell".into(), tool("bash", "command")),
+                ("sh".into(), tool("bash", "command")),
+                ("python".into(), tool("python", "code")),
+            ],
+            fallback: CodeTool {
+                name: "execute_code".into(),
+                arg: "code".into(),
+                with_language: true,
+            },
+        }
+    }
+}
+
+impl CodeTools {
+    /// Applies one `--code-tool LANG=TOOL[:ARG]` (ARG defaults to `code`; LANG `*` sets the
+    /// fallback, whose calls also carry `language`).
+    pub fn set(&mut self, mapping: &str) -> Result<(), String> {
+        let (lang, tool) = mapping
+            .split_once('=')
+            .ok_or_else(|| format!("--code-tool {mapping:?}: expected LANG=TOOL[:ARG]"))?;
+        let (name, arg) = tool.split_once(':').unwrap_or((tool, "code"));
+        if lang.is_empty() || name.is_empty() || arg.is_empty() || arg == "language" {
+            return Err(format!(
+                "--code-tool {mapping:?}: expected LANG=TOOL[:ARG] with non-empty parts (ARG not `language`)"
+            ));
+        }
+        let tool = CodeTool {
+            name: name.into(),
+            arg: arg.into(),
+            with_language: lang == "*",
+        };
+        if lang == "*" {
+            self.fallback = tool;
+        } else {
+            self.by_language.retain(|(l, _)| l != lang);
+            self.by_language.push((lang.into(), tool));
+        }
+        Ok(())
+    }
+
+    fn tool(&self, language: &str) -> &CodeTool {
+        self.by_language
+            .iter()
+            .find(|(l, _)| l == language)
+            .map_or(&self.fallback, |(_, t)| t)
+    }
+
+    /// The tool name and arguments of code `content` in `language`.
+    pub fn call(&self, language: &str, content: String) -> (String, JsonObject) {
+        let tool = self.tool(language);
+        let mut args = Map::new();
+        if tool.with_language {
+            args.insert("language".into(), Value::String(language.into()));
+        }
+        args.insert(tool.arg.clone(), Value::String(content));
+        (tool.name.clone(), args)
+    }
+
+    /// The fixed spec of the code tool called `name`, if one is.
+    fn spec(&self, name: &str) -> Option<Value> {
+        let tool = std::iter::once(&self.fallback)
+            .chain(self.by_language.iter().map(|(_, t)| t))
+            .find(|t| t.name == name)?;
+        let mut props = Map::new();
+        let mut required = Vec::new();
+        if tool.with_language {
+            props.insert(
+                "language".into(),
+                json!({"type": "string", "description": "The programming language of the code."}),
+            );
+            required.push(json!("language"));
+        }
+        props.insert(
+            tool.arg.clone(),
+            json!({"type": "string", "description": "The code to run."}),
+        );
+        required.push(Value::String(tool.arg.clone()));
+        let what = if tool.with_language {
+            "Run code in the given language and return its output.".to_owned()
+        } else {
+            let langs: Vec<&str> = self
+                .by_language
+                .iter()
+                .filter(|(_, t)| t.name == name)
+                .map(|(l, _)| l.as_str())
+                .collect();
+            format!("Run {} code and return its output.", langs.join("/"))
+        };
+        Some(json!({
+            "name": name,
+            "description": what,
+            "parameters": {"type": "object", "properties": props, "required": required},
+        }))
+    }
+}
+
+/// Tool specs by name, from `--tools FILE`: a JSON array of OpenAI-style tools
+/// (`{"type": "function", "function": {name, description, parameters}}`) or bare functions
+/// (`{name, description, parameters}`).
+#[derive(Debug, Clone, Default)]
+pub struct ToolCatalog {
+    specs: HashMap<String, Value>,
+}
+
+impl ToolCatalog {
+    /// Reads a catalog from JSON text.
+    pub fn parse(text: &str) -> Result<ToolCatalog, String> {
+        let value: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let Value::Array(items) = value else {
+            return Err("expected a JSON array of tool specs".into());
+        };
+        let mut specs = HashMap::new();
+        for (i, item) in items.into_iter().enumerate() {
+            let function = match item.get("function") {
+                Some(f) if item.get("type").and_then(Value::as_str) == Some("function") => {
+                    f.clone()
+                }
+                _ => item,
+            };
+            let Some(name) = function.get("name").and_then(Value::as_str) else {
+                return Err(format!("tool {i} has no string \"name\""));
+            };
+            if !function.get("parameters").is_none_or(Value::is_object) {
+                return Err(format!("tool {name:?}: \"parameters\" is not an object"));
+            }
+            specs.insert(name.to_owned(), function);
+        }
+        Ok(ToolCatalog { specs })
+    }
+
+    /// Number of specs.
+    pub fn len(&self) -> usize {
+        self.specs.len()
+    }
+
+    /// True when the catalog has no spec.
+    pub fn is_empty(&self) -> bool {
+        self.specs.is_empty()
+    }
+}
+
+/// The function specs (`{name, description?, parameters}`) of the tools `conv` calls and of
+/// `available` (a trajectory's `available_custom_tools`), sorted by name.
+pub fn tool_specs(
+    conv: &Conversation,
+    available: &[String],
+    code: &CodeTools,
+    catalog: &ToolCatalog,
+) -> Vec<Value> {
+    let mut by_name: BTreeMap<&str, Vec<&JsonObject>> = BTreeMap::new();
+    for call in conv.calls() {
+        by_name.entry(&call.name).or_default().push(&call.arguments);
+    }
+    for name in available {
+        by_name.entry(name).or_default();
+    }
+    by_name
+        .into_iter()
+        .map(|(name, calls)| {
+            if let Some(spec) = catalog.specs.get(name) {
+                return spec.clone();
+            }
+            if let Some(spec) = code.spec(name) {
+                return spec;
+            }
+            json!({"name": name, "parameters": infer_schema(&calls)})
+        })
+        .collect()
+}
+
+/// The JSON Schema of an object inferred from `calls`' arguments: each key's types (sorted;
+/// one type as a string, several as a list), `required` the keys present in every call, keys
+/// in first-seen order.
+pub fn infer_schema(calls: &[&JsonObject]) -> Value {
+    let mut keys: Vec<(&str, Vec<&'static str>, usize)> = Vec::new();
+    for args in calls {
+        for (k, v) in args.iter() {
+            let t = json_type(v);
+            match keys.iter_mut().find(|(name, _, _)| name == k) {
+                Some((_, types, n)) => {
+                    *n += 1;
+                    if !types.contains(&t) {
+                        types.push(t);
+                    }
+                }
+                None => keys.push((k, vec![t], 1)),
+            }
+        }
+    }
+    let mut props = Map::new();
+    let mut required = Vec::new();
+    for (k, mut types, n) in keys {
+        types.sort_unstable();
+        let t = match types.as_slice() {
+            [one] => json!(one),
+            _ => json!(types),
+        };
+        props.insert(k.to_owned(), json!({"type": t}));
+        if n == calls.len() {
+            required.push(Value::String(k.to_owned()));
+        }
+    }
+    json!({"type": "object", "properties": props, "required": required})
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obj(v: Value) -> JsonObject {
+        match v {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        }
+    }
+
+    #[test]
+    fn code_languages_map_to_configurable_tools() {
+        let mut t = CodeTools::default();
+        assert_eq!(
+            t.call("bash", "ls".into()),
+            ("bash".into(), obj(json!({"command": "ls"})))
+        );
+        assert_eq!(
+            t.call("python", "1".into()),
+            ("python".into(), obj(json!({"code": "1"})))
+        );
+        assert_eq!(
+            t.call("r", "x".into()),
+            (
+                "execute_code".into(),
+                obj(json!({"language": "r", "code": "x"}))
+            )
+        );
+        t.set("python=ipython:cell").expect("valid");
+        t.set("*=run").expect("valid");
+        assert_eq!(
+            t.call("python", "1".into()),
+            ("ipython".into(), obj(json!({"cell": "1"})))
+        );
+        assert_eq!(t.call("r", "x".into()).0, "run");
+        assert!(t.set("python").is_err());
+        assert!(t.set("*=run:language").is_err());
+    }
+
+    #[test]
+    fn schemas_are_inferred_from_the_calls() {
+        let a = obj(json!({"q": "x", "n": 5}));
+        let b = obj(json!({"q": "y", "n": 2.5, "flag": true}));
+        assert_eq!(
+            infer_schema(&[&a, &b]),
+            json!({"type": "object", "properties": {
+                "q": {"type": "string"}, "n": {"type": ["integer", "number"]}, "flag": {"type": "boolean"}
+            }, "required": ["q", "n"]})
+        );
+    }
+
+    #[test]
+    fn catalog_reads_both_spec_shapes() {
+        let c = ToolCatalog::parse(
+            r#"[{"type":"function","function":{"name":"a","parameters":{"type":"object"}}},{"name":"b"}]"#,
+        )
+        .expect("valid");
+        assert_eq!(c.len(), 2);
+        assert!(ToolCatalog::parse(r#"[{"description":"no name"}]"#).is_err());
+        assert!(ToolCatalog::parse("{}").is_err());
+    }
+}

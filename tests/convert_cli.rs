@@ -182,3 +182,26 @@ fn schema_and_formats_commands() {
         "{text}"
     );
 }
+
+#[test]
+fn quiet_means_nothing_on_stderr_even_with_many_rejects() {
+    let bad: String = (0..30).map(|i| format!("{{\"id\": \"b{i}\"}}\n")).collect();
+    let out = trajkit()
+        .args(["-q", "convert", "--from", "adp", "-"])
+        .write_stdin(bad.clone())
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(1), "every record is rejected");
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = trajkit()
+        .args(["convert", "--from", "adp", "-"])
+        .write_stdin(bad)
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("... and 10 more diagnostics"), "{stderr}");
+}

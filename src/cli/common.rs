@@ -179,7 +179,8 @@ impl Reporter for Capped {
     }
 
     fn finish(&mut self, summary: &ValidationSummary) -> io::Result<()> {
-        if self.shown > self.limit {
+        // A limit of 0 is `-q`: nothing on stderr, not even the count.
+        if self.limit > 0 && self.shown > self.limit {
             eprintln!(
                 "... and {} more diagnostics (-v shows them all here; rejected records are in the --rejects file)",
                 self.shown - self.limit

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use divan::counter::BytesCount;
 use divan::Bencher;
-use trajkit::convert::{adp::Adp, convert_record, Converted, OutputFormat};
+use trajkit::convert::{adp::Adp, convert_record, Converted, Converter, OutputFormat};
 use trajkit::ingest::{Framer, LayoutHint, Provenance, RawRecord};
 use trajkit::model::upgrade::UpgradeOptions;
 use trajkit::validate::check_adp;
@@ -82,14 +82,18 @@ fn check_records(bencher: Bencher) {
 
 #[divan::bench]
 fn convert_records_to_1_5(bencher: Bencher) {
-    let bytes = input();
-    let recs = records(&bytes);
+    bench_convert(bencher, &Adp, &input());
+}
+
+/// Converts every record of `bytes` (JSON lines) with `converter` to ADP 1.5.0.
+fn bench_convert(bencher: Bencher, converter: &dyn Converter, bytes: &[u8]) {
+    let recs = records(bytes);
     let opts = UpgradeOptions::default();
-    bencher.counter(BytesCount::of_slice(&bytes)).bench(|| {
+    bencher.counter(BytesCount::of_slice(bytes)).bench(|| {
         recs.iter()
             .filter(|r| {
                 matches!(
-                    convert_record(&Adp, r, &opts, OutputFormat::Adp),
+                    convert_record(converter, r, &opts, OutputFormat::Adp),
                     Converted::Written(..)
                 )
             })
@@ -106,16 +110,5 @@ fn convert_records_with_spec(bencher: Bencher) {
     let spec = trajkit::convert::spec::load("ticketbot.toml", &spec_text).expect("spec loads");
     let line = std::fs::read(dir.join("tickets.jsonl")).expect("tickets");
     let bytes = line.repeat((4 << 20) / line.len() + 1);
-    let recs = records(&bytes);
-    let opts = UpgradeOptions::default();
-    bencher.counter(BytesCount::of_slice(&bytes)).bench(|| {
-        recs.iter()
-            .filter(|r| {
-                matches!(
-                    convert_record(&spec, r, &opts, OutputFormat::Adp),
-                    Converted::Written(..)
-                )
-            })
-            .count()
-    });
+    bench_convert(bencher, &spec, &bytes);
 }

@@ -91,7 +91,7 @@ pub struct SpecConverter {
 
 /// Loads and compiles the spec in `text` (read from `file`), or says everything wrong with it.
 pub fn load(file: &str, text: &str) -> Result<SpecConverter, Vec<SpecError>> {
-    let doc = LocatedDoc::parse(text).map_err(|e| {
+    let mut doc = LocatedDoc::parse(text).map_err(|e| {
         vec![SpecError {
             file: file.to_owned(),
             line: e.line,
@@ -99,6 +99,7 @@ pub fn load(file: &str, text: &str) -> Result<SpecConverter, Vec<SpecError>> {
             message: e.message,
         }]
     })?;
+    let value = std::mem::take(&mut doc.value);
     let located = |pointer: String, message: String| SpecError {
         file: file.to_owned(),
         line: doc.line(&pointer),
@@ -106,17 +107,17 @@ pub fn load(file: &str, text: &str) -> Result<SpecConverter, Vec<SpecError>> {
         message,
     };
     let schema = spec_validator();
-    if !schema.is_valid(&doc.value) {
+    if !schema.is_valid(&value) {
         return Err(schema
-            .iter_errors(&doc.value)
+            .iter_errors(&value)
             .map(|e| {
                 let pointer = e.instance_path().as_str().to_owned();
                 located(pointer, e.masked_with(preview(e.instance())).to_string())
             })
             .collect());
     }
-    let spec: format::SpecFile = serde_json::from_value(doc.value.clone())
-        .map_err(|e| vec![located(String::new(), e.to_string())])?;
+    let spec: format::SpecFile =
+        serde_json::from_value(value).map_err(|e| vec![located(String::new(), e.to_string())])?;
     let spec = compile::compile(spec).map_err(|problems| {
         problems
             .into_iter()

@@ -7,7 +7,7 @@ mod common;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use common::{adp_corpus, corpus_std_files, json_lines, sample_data, trajkit};
+use common::{adp_corpus, converted_samples, corpus_std_files, json_lines, trajkit};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
@@ -201,20 +201,7 @@ fn rejects(path: &Path) -> Vec<(String, String)> {
 fn every_corpus_dataset_and_the_samples_export_to_each_sft_target() {
     let Some(corpus) = adp_corpus() else { return };
     let tmp = tempfile::tempdir().expect("temp dir");
-    let samples = tmp.path().join("samples.jsonl");
-    let out = trajkit()
-        .args(["convert", "-q"])
-        .arg(sample_data())
-        .arg("-o")
-        .arg(&samples)
-        .output()
-        .expect("runs");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let samples = converted_samples(tmp.path());
     let mut inputs = corpus_std_files(&corpus);
     assert_eq!(inputs.len(), 17);
     inputs.push(samples);
@@ -522,15 +509,9 @@ fn manifest_checksums_match_and_bytes_do_not_depend_on_threads() {
 }
 
 #[test]
-fn parquet_is_announced_and_an_earlier_export_is_kept_without_force() {
+fn an_earlier_export_is_kept_without_force() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let dir = tmp.path().join("out");
-    let (code, stderr) = export(&[&fixture()], "parquet", &dir, &[]);
-    assert_eq!(code, 2);
-    assert!(
-        stderr.contains("not supported yet: --to parquet"),
-        "{stderr}"
-    );
     assert_eq!(export(&[&fixture()], "openai", &dir, &["-q"]).0, 1);
     let (code, stderr) = export(&[&fixture()], "openai", &dir, &["-q"]);
     assert_eq!(code, 2, "{stderr}");

@@ -6,6 +6,7 @@ use std::time::Instant;
 use clap::Args;
 use serde_json::json;
 use trajkit::export::conversation::{DescriptionAs, MapOptions};
+use trajkit::export::parquet::ParquetConfig;
 use trajkit::export::shard::ShardOptions;
 use trajkit::export::split::Splits;
 use trajkit::export::tools::{CodeTools, ToolCatalog};
@@ -30,7 +31,7 @@ use super::common::{inputs, rejects_writer, throughput, warn_empty, Capped, CliE
 pub struct ExportArgs {
     /// ADP trajectory files or directories; none or `-` reads stdin.
     pub inputs: Vec<String>,
-    /// Target: openai, hf, sharegpt, adp (parquet is not built yet).
+    /// Target: parquet, openai, hf, sharegpt, adp.
     #[arg(long, value_name = "TARGET")]
     pub to: Target,
     /// Output directory.
@@ -67,12 +68,21 @@ pub struct ExportArgs {
     /// At most N rows per shard.
     #[arg(long, value_name = "N")]
     pub shard_rows: Option<u64>,
-    /// At most N bytes of JSON lines per shard (before compression; default 500000000).
+    /// At most N bytes of row data per shard (JSON lines, or Parquet column values; before
+    /// compression; default 500000000).
     #[arg(long, value_name = "N")]
     pub shard_bytes: Option<u64>,
-    /// Compress shards: zstd.
+    /// Parquet: a row group ends before the row that would take its data past N bytes
+    /// (before encoding and compression).
+    #[arg(long, default_value_t = 100_000_000, value_name = "N")]
+    pub row_group_bytes: u64,
+    /// Compress JSON-lines shards: zstd (Parquet pages are always zstd-compressed).
     #[arg(long, value_name = "CODEC", value_parser = ["zstd"])]
     pub compress: Option<String>,
+    /// zstd level of Parquet pages and of `--compress zstd` shards (1-22).
+    #[arg(long, default_value_t = 3, value_name = "LEVEL",
+          value_parser = clap::value_parser!(i32).range(1..=22))]
+    pub zstd_level: i32,
     /// Keep trajectories whose details.reward is at least R.
     #[arg(long, value_name = "R")]
     pub min_reward: Option<f64>,
@@ -111,11 +121,6 @@ fn read_text(path: &str, what: &str) -> Result<String, CliError> {
 
 /// Runs `export`.
 pub fn run(args: ExportArgs, global: &GlobalArgs) -> Result<u8, CliError> {
-    if args.to == Target::Parquet {
-        return Err(CliError::usage(
-            "not supported yet: --to parquet (supported now: openai, hf, sharegpt, adp)",
-        ));
-    }
     let thoughts = args.thoughts.unwrap_or(args.to.default_thoughts());
     if thoughts == Thoughts::Reasoning && args.to != Target::Hf {
         return Err(CliError::usage(
@@ -145,15 +150,15 @@ pub fn run(args: ExportArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         Some(s) => Splits::parse(s).map_err(CliError::usage)?,
         None => Splits::default(),
     };
-    if args.shard_rows == Some(0) || args.shard_bytes == Some(0) {
+    if args.shard_rows == Some(0) || args.shard_bytes == Some(0) || args.row_group_bytes == 0 {
         return Err(CliError::usage(
-            "--shard-rows and --shard-bytes must be at least 1",
+            "--shard-rows, --shard-bytes and --row-group-bytes must be at least 1",
         ));
     }
     let shards = ShardOptions {
         rows: args.shard_rows,
         bytes: Some(args.shard_bytes.unwrap_or(500_000_000)),
-        zstd: args.compress.as_ref().map(|_| 3),
+        zstd: args.compress.as_ref().map(|_| args.zstd_level),
     };
     let filters = Filters {
         min_reward: args.min_reward,
@@ -162,8 +167,7 @@ pub fn run(args: ExportArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         max_chars: args.max_chars,
     };
     let inputs = inputs(&args.inputs)?;
-    let recorded_options = json!({
-        "inputs": inputs,
+    let mut recorded_options = json!({
         "to": args.to.name(),
         "thoughts": thoughts.name(),
         "description_as": args.description_as.name(),
@@ -175,10 +179,23 @@ pub fn run(args: ExportArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         "split": args.split.as_deref().unwrap_or("train=1"),
         "shard_rows": shards.rows,
         "shard_bytes": shards.bytes,
+        "row_group_bytes": args.row_group_bytes,
         "compress": args.compress,
+        "zstd_level": args.zstd_level,
         "filters": filters,
         "dedup": args.dedup,
     });
+    // The Parquet files carry the options that shape them, but not the input paths: the same
+    // trajectories read from elsewhere give the same bytes.
+    let parquet = ParquetConfig {
+        row_group_bytes: args.row_group_bytes,
+        zstd_level: args.zstd_level,
+        metadata: vec![
+            ("trajkit.version".into(), env!("CARGO_PKG_VERSION").into()),
+            ("trajkit.options".into(), recorded_options.to_string()),
+        ],
+    };
+    recorded_options["inputs"] = json!(inputs);
     let opts = ExportOptions {
         target: args.to,
         sft: SftOptions {
@@ -195,6 +212,7 @@ pub fn run(args: ExportArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         },
         splits,
         shards,
+        parquet,
         filters,
         dedup: args.dedup,
         force: args.force,

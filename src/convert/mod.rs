@@ -9,6 +9,7 @@ pub mod detect;
 pub mod ledgermind;
 pub mod memabra;
 pub mod openai;
+pub mod parquet;
 pub mod ralph;
 pub mod reflexion;
 pub mod sharegpt;
@@ -72,6 +73,7 @@ pub fn converters() -> Vec<&'static dyn Converter> {
         &ledgermind::LedgerMind,
         &memabra::Memabra,
         &openai::OpenAi,
+        &parquet::Parquet,
         &ralph::Ralph,
         &reflexion::Reflexion,
         &sharegpt::ShareGpt,

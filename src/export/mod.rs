@@ -18,6 +18,7 @@ pub mod conversation;
 pub mod hf;
 pub mod manifest;
 pub mod openai;
+pub mod parquet;
 pub mod shard;
 pub mod sharegpt;
 pub mod split;
@@ -35,7 +36,8 @@ use sha2::{Digest, Sha256};
 
 use self::conversation::{MapOptions, Untrainable};
 use self::manifest::Manifest;
-use self::shard::{ShardFile, ShardOptions, ShardSet};
+use self::parquet::{ParquetConfig, ParquetShard};
+use self::shard::{JsonLines, ShardFile, ShardOptions, ShardSet, ShardWriter};
 use self::split::Splits;
 use self::tools::{tool_specs, ToolCatalog};
 use crate::convert::{adp::Adp, empty_inputs, upgrade_checked, Converter};
@@ -44,7 +46,7 @@ use crate::join::policy::choice;
 use crate::model::upgrade::UpgradeOptions;
 use crate::model::Trajectory;
 use crate::output::Output;
-use crate::pipeline::{self, Flow, PipelineError, Progress, RunOptions, Sink};
+use crate::pipeline::{self, Flow, InputCount, PipelineError, Progress, RunOptions, Sink};
 use crate::rejects::{reject, RejectsWriter};
 use crate::validate::report::Reporter;
 use crate::validate::Diagnostic;
@@ -60,7 +62,7 @@ choice!(
         Sharegpt = "sharegpt",
         /// ADP 1.5.0 trajectories.
         Adp = "adp",
-        /// Parquet (not built yet).
+        /// Parquet, one row per ADP 1.5.0 trajectory.
         Parquet = "parquet",
     }
 );
@@ -80,7 +82,8 @@ impl Target {
             Target::Openai => "Each row is an OpenAI chat fine-tuning record: `messages` (system, user, assistant with `tool_calls` whose `arguments` are JSON strings, tool with `tool_call_id`; optional `weight`), `tools` (function specs) and `parallel_tool_calls`.",
             Target::Hf => "Each row has `id`, `messages` for chat templates (assistant `tool_calls` with `arguments` as objects, thoughts in `reasoning_content`, tool messages with `tool_call_id` and `name`) and `tools` (function specs).",
             Target::Sharegpt => "Each row is LLaMA-Factory ShareGPT: `id`, `conversations` of `{from, value}` (human/observation at odd positions, gpt/function_call at even ones), `system` and `tools` (a JSON string).",
-            Target::Adp | Target::Parquet => "Each row is an ADP 1.5.0 trajectory (`schema_version`, `id`, `content`, `details`, ...).",
+            Target::Adp => "Each row is an ADP 1.5.0 trajectory (`schema_version`, `id`, `content`, `details`, ...).",
+            Target::Parquet => "Each row is one ADP 1.5.0 trajectory: `id`, `schema_version`, columns derived from `details` (`source_format`, `outcome`, `reward`, `reward_components`, `reflections`), counts (`num_steps`, `num_actions`, `num_observations`, `num_chars`), `available_custom_tools`, `available_code_languages`, `steps` (a list of structs tagged by `class`; kwargs, JSON content and other free-form values as JSON text) and `details` (JSON text). `trajkit convert --from parquet` turns the files back into ADP JSON lines.",
         }
     }
 }
@@ -207,6 +210,8 @@ pub struct ExportOptions {
     pub splits: Splits,
     /// Shards.
     pub shards: ShardOptions,
+    /// Parquet files (`--to parquet`).
+    pub parquet: ParquetConfig,
     /// Filters.
     pub filters: Filters,
     /// Drop rows whose content (the row without its id) was already written.
@@ -256,18 +261,50 @@ pub struct ExportSummary {
     pub empty_inputs: Vec<String>,
 }
 
+/// A row of the target, ready for the writer.
+pub struct Encoded<R> {
+    /// The row.
+    pub row: R,
+    /// Its bytes of data (what shards are cut by).
+    pub len: u64,
+    /// With `--dedup`, the hash of its content without the id.
+    pub hash: Option<[u8; 16]>,
+}
+
 /// What export made of one trajectory.
-pub enum Outcome {
-    /// A row: its split, the JSON line, and with `--dedup` its content hash.
-    Row(usize, Vec<u8>, Option<[u8; 16]>),
+pub enum Outcome<R> {
+    /// A row, and its split.
+    Row(usize, Encoded<R>),
     /// Filtered out.
     Filtered(Filtered),
     /// Rejected.
     Rejected(Vec<Diagnostic>),
 }
 
-/// Exports one ADP record (any version): parse, upgrade, filter, render, split.
-pub fn export_record(record: &RawRecord, opts: &ExportOptions) -> Vec<Outcome> {
+/// Why a trajectory could not be encoded.
+pub enum RenderError {
+    /// It cannot train.
+    Untrainable(Untrainable),
+    /// A value did not serialize.
+    Json(serde_json::Error),
+}
+
+impl From<serde_json::Error> for RenderError {
+    fn from(e: serde_json::Error) -> Self {
+        RenderError::Json(e)
+    }
+}
+
+/// Turns an accepted trajectory into a row of the target.
+pub type Encoder<R> = dyn Fn(Trajectory, &ExportOptions) -> Result<Encoded<R>, RenderError> + Sync;
+
+/// Exports one ADP record (any version): parse, upgrade, filter, then `encode`, and assign
+/// the split.
+pub fn export_record<R>(
+    record: &RawRecord,
+    opts: &ExportOptions,
+    encode: &Encoder<R>,
+) -> Vec<Outcome<R>> {
     let trajectories = match Adp.convert(record) {
         Ok(t) => t,
         Err(d) => return vec![Outcome::Rejected(d)],
@@ -293,15 +330,8 @@ pub fn export_record(record: &RawRecord, opts: &ExportOptions) -> Vec<Outcome> {
                     message,
                 )])
             };
-            match render(traj, opts) {
-                Ok((body, with_id)) => {
-                    let hash = opts.dedup.then(|| {
-                        let mut h = [0u8; 16];
-                        h.copy_from_slice(&Sha256::digest(&body)[..16]);
-                        h
-                    });
-                    Outcome::Row(split, line(&id, body, with_id), hash)
-                }
+            match encode(traj, opts) {
+                Ok(row) => Outcome::Row(split, row),
                 Err(RenderError::Untrainable(u)) => diagnose(u.rule, &u.pointer, u.message),
                 Err(RenderError::Json(e)) => diagnose("serialize", "", e.to_string()),
             }
@@ -309,24 +339,60 @@ pub fn export_record(record: &RawRecord, opts: &ExportOptions) -> Vec<Outcome> {
         .collect()
 }
 
-enum RenderError {
-    Untrainable(Untrainable),
-    Json(serde_json::Error),
+fn content_hash(body: &[u8]) -> [u8; 16] {
+    let mut h = [0u8; 16];
+    h.copy_from_slice(&Sha256::digest(body)[..16]);
+    h
 }
 
-impl From<serde_json::Error> for RenderError {
-    fn from(e: serde_json::Error) -> Self {
-        RenderError::Json(e)
-    }
+/// The `--dedup` hash of a trajectory: of its JSON with the id left out.
+fn trajectory_hash(traj: &mut Trajectory) -> Result<[u8; 16], serde_json::Error> {
+    let id = std::mem::take(&mut traj.id);
+    let body = serde_json::to_vec(&*traj);
+    traj.id = id;
+    Ok(content_hash(&body?))
 }
 
-/// The record body (a JSON object without the id) and whether the row carries the id.
-fn render(traj: Trajectory, opts: &ExportOptions) -> Result<(Vec<u8>, bool), RenderError> {
+/// Encodes a JSON-lines row: an SFT record, or the trajectory itself for `adp`.
+fn encode_line(
+    mut traj: Trajectory,
+    opts: &ExportOptions,
+) -> Result<Encoded<Vec<u8>>, RenderError> {
+    let id = traj.id.clone();
+    let (body, with_id, hash) = if opts.target == Target::Adp {
+        let hash = opts.dedup.then(|| trajectory_hash(&mut traj)).transpose()?;
+        (serde_json::to_vec(&traj)?, false, hash)
+    } else {
+        let body = render_sft(traj, opts)?;
+        let hash = opts.dedup.then(|| content_hash(&body));
+        // OpenAI's format has no id key; the others carry it first.
+        (body, opts.target != Target::Openai, hash)
+    };
+    let row = line(&id, body, with_id);
+    Ok(Encoded {
+        len: row.len() as u64,
+        row,
+        hash,
+    })
+}
+
+/// Encodes a Parquet row.
+fn encode_parquet(
+    mut traj: Trajectory,
+    opts: &ExportOptions,
+) -> Result<Encoded<parquet::Row>, RenderError> {
+    let hash = opts.dedup.then(|| trajectory_hash(&mut traj)).transpose()?;
+    let row = parquet::Row::new(traj)?;
+    Ok(Encoded {
+        len: row.bytes,
+        row,
+        hash,
+    })
+}
+
+/// An SFT record body (a JSON object without the id).
+fn render_sft(traj: Trajectory, opts: &ExportOptions) -> Result<Vec<u8>, RenderError> {
     let mut body = Vec::with_capacity(4096);
-    if matches!(opts.target, Target::Adp | Target::Parquet) {
-        serde_json::to_writer(&mut body, &traj)?;
-        return Ok((body, false));
-    }
     let available = traj.available_custom_tools.clone().unwrap_or_default();
     let sft = &opts.sft;
     let conv = conversation::build(traj, &sft.map).map_err(RenderError::Untrainable)?;
@@ -339,7 +405,7 @@ fn render(traj: Trajectory, opts: &ExportOptions) -> Result<(Vec<u8>, bool), Ren
             sharegpt::Error::Json(e) => RenderError::Json(e),
         })?,
     }
-    Ok((body, opts.target != Target::Openai))
+    Ok(body)
 }
 
 /// The JSON line of a row: `{"id":…,` before the body's members when `with_id`.
@@ -361,30 +427,30 @@ fn line(id: &str, body: Vec<u8>, with_id: bool) -> Vec<u8> {
     out
 }
 
-struct ExportSink {
-    shards: Vec<ShardSet>,
+struct ExportSink<W: ShardWriter> {
+    shards: Vec<ShardSet<W>>,
     seen: HashSet<[u8; 16]>,
     rejects: Option<RejectsWriter>,
     reporter: Box<dyn Reporter>,
     summary: ExportSummary,
 }
 
-impl Sink for ExportSink {
-    type Item = Vec<Outcome>;
+impl<W: ShardWriter> Sink for ExportSink<W> {
+    type Item = Vec<Outcome<W::Row>>;
 
-    fn accept(&mut self, record: RawRecord, items: Vec<Outcome>) -> io::Result<Flow> {
+    fn accept(&mut self, record: RawRecord, items: Self::Item) -> io::Result<Flow> {
         for item in items {
             self.summary.records_in += 1;
             let by = &mut self.summary.filtered_by;
             match item {
-                Outcome::Row(split, bytes, hash) => {
-                    if hash.is_some_and(|h| !self.seen.insert(h)) {
+                Outcome::Row(split, encoded) => {
+                    if encoded.hash.is_some_and(|h| !self.seen.insert(h)) {
                         by.duplicate += 1;
                         self.summary.filtered += 1;
                         continue;
                     }
                     if let Some(s) = self.shards.get_mut(split) {
-                        s.write(&bytes)?;
+                        s.write(encoded.row, encoded.len)?;
                     }
                     self.summary.written += 1;
                 }
@@ -454,6 +520,71 @@ fn earlier_shards(data: &Path) -> io::Result<Vec<PathBuf>> {
     Ok(found)
 }
 
+enum RunError {
+    Pipeline(PipelineError),
+    Io(io::Error),
+}
+
+/// One export run's inputs and outputs, before the writer is chosen.
+struct Run<'a> {
+    inputs: &'a [String],
+    data: &'a Path,
+    earlier: &'a [PathBuf],
+    opts: &'a ExportOptions,
+    progress: &'a dyn Progress,
+    rejects: Option<RejectsWriter>,
+    reporter: Box<dyn Reporter>,
+}
+
+impl Run<'_> {
+    /// Streams the inputs into shards written by `W`; once everything is written, replaces
+    /// the `earlier` shards with the new ones.
+    fn write<W: ShardWriter>(
+        self,
+        config: &W::Config,
+        encode: &Encoder<W::Row>,
+    ) -> Result<(ExportSummary, Vec<ShardFile>, Vec<InputCount>), RunError> {
+        let opts = self.opts;
+        let sink = ExportSink::<W> {
+            shards: opts
+                .splits
+                .names()
+                .iter()
+                .map(|s| ShardSet::new(self.data, s, &opts.shards, config))
+                .collect(),
+            seen: HashSet::new(),
+            rejects: self.rejects,
+            reporter: self.reporter,
+            summary: ExportSummary::default(),
+        };
+        let (mut sink, inputs_read) = pipeline::run(
+            self.inputs,
+            &opts.run,
+            self.progress,
+            |r| export_record(r, opts, encode),
+            sink,
+        )
+        .map_err(RunError::Pipeline)?;
+        sink.reporter
+            .finish(&Default::default())
+            .map_err(RunError::Io)?;
+        if let Some(r) = sink.rejects.take() {
+            r.finish().map_err(RunError::Io)?;
+        }
+        for s in &mut sink.shards {
+            s.finish().map_err(RunError::Io)?;
+        }
+        for old in self.earlier {
+            fs::remove_file(old).map_err(RunError::Io)?;
+        }
+        let mut files: Vec<ShardFile> = Vec::new();
+        for s in sink.shards.drain(..) {
+            files.extend(s.commit().map_err(RunError::Io)?);
+        }
+        Ok((std::mem::take(&mut sink.summary), files, inputs_read))
+    }
+}
+
 /// Exports every trajectory of `inputs` to `dir`: `data/{split}-{i:05}-of-{n:05}.jsonl[.zst]`,
 /// `manifest.json` and `README.md`. Rejected records go to `rejects` and their diagnostics to
 /// `reporter`. Nothing in `dir` looks finished until the whole run succeeded.
@@ -475,40 +606,23 @@ pub fn export_inputs(
         return Err(ExportError::Exists(dir.display().to_string()));
     }
     fs::create_dir_all(&data).map_err(io_err)?;
-    let sink = ExportSink {
-        shards: opts
-            .splits
-            .names()
-            .iter()
-            .map(|s| ShardSet::new(&data, s, &opts.shards))
-            .collect(),
-        seen: HashSet::new(),
+    let run = Run {
+        inputs,
+        data: &data,
+        earlier: &earlier,
+        opts,
+        progress,
         rejects,
         reporter,
-        summary: ExportSummary::default(),
     };
-    let (mut sink, inputs_read) = pipeline::run(
-        inputs,
-        &opts.run,
-        progress,
-        |r| export_record(r, opts),
-        sink,
-    )?;
-    sink.reporter.finish(&Default::default()).map_err(io_err)?;
-    if let Some(r) = sink.rejects.take() {
-        r.finish().map_err(io_err)?;
+    let (mut summary, files, inputs_read) = match opts.target {
+        Target::Parquet => run.write::<ParquetShard>(&opts.parquet, &encode_parquet),
+        _ => run.write::<JsonLines>(&opts.shards.zstd, &encode_line),
     }
-    for s in &mut sink.shards {
-        s.finish().map_err(io_err)?;
-    }
-    for old in &earlier {
-        fs::remove_file(old).map_err(io_err)?;
-    }
-    let mut files: Vec<ShardFile> = Vec::new();
-    for s in sink.shards.drain(..) {
-        files.extend(s.commit().map_err(io_err)?);
-    }
-    let mut summary = std::mem::take(&mut sink.summary);
+    .map_err(|e| match e {
+        RunError::Pipeline(p) => ExportError::Pipeline(p),
+        RunError::Io(e) => io_err(e),
+    })?;
     summary.empty_inputs = empty_inputs(&inputs_read);
     let manifest = Manifest::new(
         opts.target.name(),

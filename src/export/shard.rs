@@ -1,9 +1,10 @@
-//! Shards: a split's rows cut into files by rows or bytes, optionally zstd-compressed, with
-//! their SHA-256 computed while writing.
+//! Shards: a split's rows cut into files by rows or bytes, with their SHA-256 computed while
+//! writing. What a file holds is up to a [`ShardWriter`]: JSON lines (optionally
+//! zstd-compressed, [`JsonLines`]) or Parquet ([`super::parquet::ParquetShard`]).
 //!
 //! The number of shards is known only at the end, so shards are written as
-//! `data/.{split}-{i:05}.partial` and renamed to `data/{split}-{i:05}-of-{n:05}.jsonl[.zst]`
-//! by [`ShardSet::commit`] once the whole run succeeded; the hidden partial names match no
+//! `data/.{split}-{i:05}.partial` and renamed to `data/{split}-{i:05}-of-{n:05}.{ext}` by
+//! [`ShardSet::commit`] once the whole run succeeded; the hidden partial names match no
 //! `data_files` pattern, and a run that fails removes them.
 
 use std::fs::{self, File};
@@ -18,10 +19,10 @@ use sha2::{Digest, Sha256};
 pub struct ShardOptions {
     /// At most this many rows per shard.
     pub rows: Option<u64>,
-    /// At most this many bytes of JSON lines (before compression) per shard; a single larger
-    /// row gets a shard of its own.
+    /// At most this many bytes of row data (JSON lines, or Parquet's column values) before
+    /// compression per shard; a single larger row gets a shard of its own.
     pub bytes: Option<u64>,
-    /// zstd level, when compressing.
+    /// zstd level, when compressing JSON lines.
     pub zstd: Option<i32>,
 }
 
@@ -32,24 +33,24 @@ pub struct ShardFile {
     pub path: String,
     /// The split.
     pub split: String,
-    /// Rows (JSON lines).
+    /// Rows.
     pub rows: u64,
     /// Bytes of the file as written (compressed when compressed).
     pub bytes: u64,
-    /// Bytes of JSON lines before compression.
+    /// Bytes of row data before compression.
     pub uncompressed_bytes: u64,
     /// SHA-256 of the file, lower-case hex.
     pub sha256: String,
 }
 
-/// A writer that hashes and counts what passes through.
-struct Hashing<W> {
-    inner: W,
+/// A shard file being written: hashes and counts what passes through.
+pub struct HashingFile {
+    inner: BufWriter<File>,
     hasher: Sha256,
     bytes: u64,
 }
 
-impl<W: Write> Write for Hashing<W> {
+impl Write for HashingFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let n = self.inner.write(buf)?;
         self.hasher.update(&buf[..n]);
@@ -61,13 +62,66 @@ impl<W: Write> Write for Hashing<W> {
     }
 }
 
-enum Sink {
-    Plain(Hashing<BufWriter<File>>),
-    Zstd(zstd::stream::write::Encoder<'static, Hashing<BufWriter<File>>>),
+/// Writes the rows of one shard file.
+pub trait ShardWriter: Sized + Send {
+    /// One row.
+    type Row: Send;
+    /// What every file of a set shares (compression, metadata).
+    type Config: Clone + Send;
+    /// The file name extension (`jsonl`, `jsonl.zst`, `parquet`).
+    fn extension(config: &Self::Config) -> &'static str;
+    /// Starts a file.
+    fn start(file: HashingFile, config: &Self::Config) -> io::Result<Self>;
+    /// Appends a row of `len` bytes of data.
+    fn write(&mut self, row: Self::Row, len: u64) -> io::Result<()>;
+    /// Completes the file and hands it back.
+    fn finish(self) -> io::Result<HashingFile>;
 }
 
-struct Open {
-    sink: Sink,
+/// JSON lines, plain or zstd-compressed at the configured level.
+pub enum JsonLines {
+    /// Uncompressed.
+    Plain(HashingFile),
+    /// zstd.
+    Zstd(zstd::stream::write::Encoder<'static, HashingFile>),
+}
+
+impl ShardWriter for JsonLines {
+    type Row = Vec<u8>;
+    type Config = Option<i32>;
+
+    fn extension(zstd: &Option<i32>) -> &'static str {
+        if zstd.is_some() {
+            "jsonl.zst"
+        } else {
+            "jsonl"
+        }
+    }
+
+    fn start(file: HashingFile, zstd: &Option<i32>) -> io::Result<Self> {
+        Ok(match zstd {
+            Some(level) => JsonLines::Zstd(zstd::stream::write::Encoder::new(file, *level)?),
+            None => JsonLines::Plain(file),
+        })
+    }
+
+    fn write(&mut self, line: Vec<u8>, _len: u64) -> io::Result<()> {
+        match self {
+            JsonLines::Plain(w) => w.write_all(&line),
+            JsonLines::Zstd(w) => w.write_all(&line),
+        }
+    }
+
+    fn finish(self) -> io::Result<HashingFile> {
+        match self {
+            JsonLines::Plain(w) => Ok(w),
+            JsonLines::Zstd(w) => w.finish(),
+        }
+    }
+}
+
+struct Open<W> {
+    writer: W,
     temp: PathBuf,
     rows: u64,
     uncompressed: u64,
@@ -82,22 +136,24 @@ struct Closed {
 }
 
 /// The shards of one split being written.
-pub struct ShardSet {
+pub struct ShardSet<W: ShardWriter> {
     dir: PathBuf,
     split: String,
     opts: ShardOptions,
-    open: Option<Open>,
+    config: W::Config,
+    open: Option<Open<W>>,
     closed: Vec<Closed>,
     committed: bool,
 }
 
-impl ShardSet {
+impl<W: ShardWriter> ShardSet<W> {
     /// Shards of `split` under `dir` (the `data/` directory, which must exist).
-    pub fn new(dir: &Path, split: &str, opts: &ShardOptions) -> ShardSet {
+    pub fn new(dir: &Path, split: &str, opts: &ShardOptions, config: &W::Config) -> Self {
         ShardSet {
             dir: dir.to_owned(),
             split: split.to_owned(),
             opts: opts.clone(),
+            config: config.clone(),
             open: None,
             closed: Vec::new(),
             committed: false,
@@ -109,9 +165,8 @@ impl ShardSet {
         self.closed.iter().map(|c| c.rows).sum::<u64>() + self.open.as_ref().map_or(0, |o| o.rows)
     }
 
-    /// Appends one JSON line (with its newline).
-    pub fn write(&mut self, line: &[u8]) -> io::Result<()> {
-        let len = line.len() as u64;
+    /// Appends one row of `len` bytes of data (for JSON lines, the line with its newline).
+    pub fn write(&mut self, row: W::Row, len: u64) -> io::Result<()> {
         let full = self.open.as_ref().is_some_and(|o| {
             o.rows > 0
                 && (self.opts.rows.is_some_and(|r| o.rows >= r)
@@ -127,30 +182,23 @@ impl ShardSet {
                 self.open.insert(o)
             }
         };
-        match &mut open.sink {
-            Sink::Plain(w) => w.write_all(line)?,
-            Sink::Zstd(w) => w.write_all(line)?,
-        }
+        open.writer.write(row, len)?;
         open.rows += 1;
         open.uncompressed += len;
         Ok(())
     }
 
-    fn start(&self) -> io::Result<Open> {
+    fn start(&self) -> io::Result<Open<W>> {
         let temp = self
             .dir
             .join(format!(".{}-{:05}.partial", self.split, self.closed.len()));
-        let file = Hashing {
+        let file = HashingFile {
             inner: BufWriter::with_capacity(1 << 20, File::create(&temp)?),
             hasher: Sha256::new(),
             bytes: 0,
         };
-        let sink = match self.opts.zstd {
-            Some(level) => Sink::Zstd(zstd::stream::write::Encoder::new(file, level)?),
-            None => Sink::Plain(file),
-        };
         Ok(Open {
-            sink,
+            writer: W::start(file, &self.config)?,
             temp,
             rows: 0,
             uncompressed: 0,
@@ -161,10 +209,7 @@ impl ShardSet {
         let Some(open) = self.open.take() else {
             return Ok(());
         };
-        let mut file = match open.sink {
-            Sink::Plain(w) => w,
-            Sink::Zstd(w) => w.finish()?,
-        };
+        let mut file = open.writer.finish()?;
         file.flush()?;
         file.inner.get_ref().sync_all()?;
         let sha256 = file
@@ -193,11 +238,7 @@ impl ShardSet {
     pub fn commit(mut self) -> io::Result<Vec<ShardFile>> {
         self.close()?;
         let n = self.closed.len();
-        let ext = if self.opts.zstd.is_some() {
-            "jsonl.zst"
-        } else {
-            "jsonl"
-        };
+        let ext = W::extension(&self.config);
         let mut files = Vec::with_capacity(n);
         for (i, c) in self.closed.iter().enumerate() {
             let name = format!("{}-{i:05}-of-{n:05}.{ext}", self.split);
@@ -216,13 +257,13 @@ impl ShardSet {
     }
 }
 
-impl Drop for ShardSet {
+impl<W: ShardWriter> Drop for ShardSet<W> {
     fn drop(&mut self) {
         if self.committed {
             return;
         }
         if let Some(o) = self.open.take() {
-            drop(o.sink);
+            drop(o.writer);
             let _ = fs::remove_file(&o.temp);
         }
         for c in &self.closed {
@@ -231,11 +272,14 @@ impl Drop for ShardSet {
     }
 }
 
-/// True when `name` is a shard file name this module writes (`{split}-{i}-of-{n}.jsonl[.zst]`
-/// or a partial one).
+/// True when `name` is a shard file name this module writes
+/// (`{split}-{i}-of-{n}.{jsonl,jsonl.zst,parquet}` or a partial one).
 pub fn is_shard_name(name: &str) -> bool {
     (name.starts_with('.') && name.ends_with(".partial"))
-        || ((name.ends_with(".jsonl") || name.ends_with(".jsonl.zst")) && name.contains("-of-"))
+        || ([".jsonl", ".jsonl.zst", ".parquet"]
+            .iter()
+            .any(|ext| name.ends_with(ext))
+            && name.contains("-of-"))
 }
 
 #[cfg(test)]
@@ -256,10 +300,11 @@ mod tests {
             rows: Some(2),
             ..ShardOptions::default()
         };
-        let mut set = ShardSet::new(dir.path(), "train", &opts);
+        let mut set = ShardSet::<JsonLines>::new(dir.path(), "train", &opts, &None);
         for i in 0..5 {
-            set.write(format!("{{\"n\":{i}}}\n").as_bytes())
-                .expect("write");
+            let line = format!("{{\"n\":{i}}}\n").into_bytes();
+            let len = line.len() as u64;
+            set.write(line, len).expect("write");
         }
         let files = set.commit().expect("commit");
         let names: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
@@ -285,9 +330,10 @@ mod tests {
             zstd: Some(3),
             ..ShardOptions::default()
         };
-        let mut set = ShardSet::new(dir.path(), "test", &opts);
+        let mut set = ShardSet::<JsonLines>::new(dir.path(), "test", &opts, &opts.zstd);
         for line in ["0123456789\n", "0123456789\n", "x\n"] {
-            set.write(line.as_bytes()).expect("write");
+            set.write(line.as_bytes().to_vec(), line.len() as u64)
+                .expect("write");
         }
         let files = set.commit().expect("commit");
         assert_eq!(files.len(), 2);
@@ -302,8 +348,9 @@ mod tests {
     #[test]
     fn an_uncommitted_set_leaves_nothing() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let mut set = ShardSet::new(dir.path(), "train", &ShardOptions::default());
-        set.write(b"{}\n").expect("write");
+        let mut set =
+            ShardSet::<JsonLines>::new(dir.path(), "train", &ShardOptions::default(), &None);
+        set.write(b"{}\n".to_vec(), 3).expect("write");
         drop(set);
         assert_eq!(fs::read_dir(dir.path()).expect("dir").count(), 0);
     }

@@ -48,6 +48,14 @@ pub enum FrameError {
     Read(String),
     /// The record is JSON but not what the format's reader expects (e.g. not an object).
     Invalid(String),
+    /// A Parquet row could not be turned back into a trajectory: the value at `pointer` (in
+    /// the trajectory it would have been) is missing or malformed.
+    Row {
+        /// JSON pointer into the trajectory.
+        pointer: String,
+        /// What is wrong.
+        message: String,
+    },
 }
 
 impl std::fmt::Display for FrameError {
@@ -61,6 +69,7 @@ impl std::fmt::Display for FrameError {
             FrameError::Syntax(m) => f.write_str(m),
             FrameError::Read(m) => write!(f, "reading failed: {m}"),
             FrameError::Invalid(m) => f.write_str(m),
+            FrameError::Row { message, .. } => f.write_str(message),
         }
     }
 }

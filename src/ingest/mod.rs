@@ -6,6 +6,7 @@ pub mod framing;
 pub mod inputs;
 pub mod ledgermind;
 pub mod open;
+pub mod parquet;
 
 use std::io::{self, BufRead};
 use std::sync::Arc;

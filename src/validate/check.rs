@@ -38,8 +38,13 @@ pub fn frame_diagnostic(prov: &Provenance, error: &FrameError) -> Diagnostic {
         FrameError::Syntax(_) => "json-syntax",
         FrameError::Read(_) => "read-error",
         FrameError::Invalid(_) => "invalid-record",
+        FrameError::Row { .. } => "parquet-row",
     };
-    Diagnostic::error(prov, None, "", rule, error.to_string())
+    let pointer = match error {
+        FrameError::Row { pointer, .. } => pointer.as_str(),
+        _ => "",
+    };
+    Diagnostic::error(prov, None, pointer, rule, error.to_string())
 }
 
 /// Parses a record's bytes as JSON, or diagnoses why it is not JSON (with the line of the

@@ -121,3 +121,23 @@ pub fn validate_adp(trajectories: &[Value]) -> i32 {
         .code()
         .expect("exited with a code, not a signal")
 }
+
+/// `sample_data/` converted to ADP 1.5.0 JSON lines in `dir/samples.jsonl` (every sample
+/// converts: the conversion must exit 0).
+pub fn converted_samples(dir: &Path) -> PathBuf {
+    let samples = dir.join("samples.jsonl");
+    let out = trajkit()
+        .args(["convert", "-q"])
+        .arg(sample_data())
+        .arg("-o")
+        .arg(&samples)
+        .output()
+        .expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    samples
+}

@@ -1,0 +1,25 @@
+//! Parquet: one row per ADP 1.5.0 trajectory.
+//!
+//! - [`schema`]: the Arrow schema (documented in the README, "Parquet layout");
+//! - [`row`]: a trajectory taken apart into the values of one row (done by the parallel
+//!   workers, so the writer thread only copies);
+//! - [`columns`]: rows accumulated into Arrow arrays, a record batch at a time;
+//! - [`file`]: a shard file ([`ParquetShard`]): zstd, row groups cut by bytes, trajkit's
+//!   version and options in the file metadata;
+//! - [`decode`]: rows back into trajectories (`convert --from parquet`), the exact inverse of
+//!   [`row`] for everything in `steps`, `details` and the top-level ADP fields.
+//!
+//! There are no Arrow union types: `steps` is a list of one struct with a `class` tag and a
+//! nullable field for every class's fields. Free-form values (kwargs, JSON observation content,
+//! annotations, details) are JSON text. The columns derived from `details` (`source_format`,
+//! `outcome`, `reward`, `reward_components`, `reflections`) and the counts are conveniences for
+//! queries: reading a file back uses `details`, so nothing depends on them.
+
+pub mod columns;
+pub mod decode;
+pub mod file;
+pub mod row;
+pub mod schema;
+
+pub use file::{ParquetConfig, ParquetShard};
+pub use row::Row;

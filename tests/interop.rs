@@ -1,0 +1,85 @@
+//! Interop: the corpus and `sample_data/` exported to Parquet and every SFT target, then read by
+//! pyarrow, polars, DuckDB and Hugging Face `datasets` (`tests/interop/check.py`).
+//!
+//! The Python comes from `TRAJKIT_PYTHON` (`.ci/run` makes a virtual environment with the four
+//! libraries and sets it). Without it the test is skipped on a laptop and fails in CI.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{adp_corpus, converted_samples, corpus_std_files, trajkit};
+
+fn python() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("TRAJKIT_PYTHON") {
+        return Some(PathBuf::from(p));
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!("TRAJKIT_PYTHON is not set but CI is: .ci/run must provide the interop Python");
+    }
+    eprintln!(
+        "skipping: TRAJKIT_PYTHON is not set (a Python with pyarrow, polars, duckdb, datasets)"
+    );
+    None
+}
+
+fn export(inputs: &[PathBuf], to: &str, dir: &Path) {
+    let out = trajkit()
+        .args(["export", "-q", "--to", to, "-o"])
+        .arg(dir)
+        .args(["--split", "train=0.8,validation=0.2", "--shard-rows", "30"])
+        .args(inputs)
+        .output()
+        .expect("runs");
+    // The SFT targets reject what cannot train (exit 1); Parquet and ADP take everything.
+    let code = out.status.code().expect("exit code");
+    let expected: &[i32] = if matches!(to, "parquet" | "adp") {
+        &[0]
+    } else {
+        &[0, 1]
+    };
+    assert!(
+        expected.contains(&code),
+        "--to {to}: exit {code}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn python_readers_load_every_export() {
+    let Some(corpus) = adp_corpus() else { return };
+    let Some(python) = python() else { return };
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let samples = converted_samples(tmp.path());
+    let mut inputs = corpus_std_files(&corpus);
+    inputs.push(samples);
+    let dirs: Vec<PathBuf> = ["adp", "parquet", "openai", "hf", "sharegpt"]
+        .iter()
+        .map(|to| {
+            let dir = tmp.path().join(to);
+            export(&inputs, to, &dir);
+            dir
+        })
+        .collect();
+    let out = Command::new(&python)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/check.py"))
+        .args(&dirs)
+        .env("HF_HOME", tmp.path().join("hf-home"))
+        .env("HF_DATASETS_OFFLINE", "1")
+        .env("HF_HUB_OFFLINE", "1")
+        .env("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+        .output()
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}");
+    assert!(
+        out.status.success(),
+        "interop checks failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("ok   datasets via the dataset card"),
+        "{stdout}"
+    );
+}

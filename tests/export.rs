@@ -533,3 +533,77 @@ fn an_earlier_export_is_kept_without_force() {
         "{names:?}"
     );
 }
+
+#[test]
+fn inferred_tool_specs_cover_the_whole_input_or_one_trajectory() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let traj = |id: &str, kwargs: Value| {
+        json!({"schema_version": "1.5.0", "id": id, "content": [
+            {"class_": "text_observation", "content": "Q", "name": null, "source": "user"},
+            {"class_": "api_action", "function": "search", "kwargs": kwargs, "description": null, "tool_call_id": "c1"},
+            {"class_": "text_observation", "content": "r", "name": "search", "source": "environment", "tool_call_id": "c1"},
+            {"class_": "message_action", "content": "done", "description": null}
+        ], "details": {}})
+        .to_string()
+    };
+    let input = tmp.path().join("calls.jsonl");
+    let lines = [
+        traj("a", json!({"q": "x"})),
+        traj("b", json!({"q": "y", "n": 3})),
+    ];
+    std::fs::write(&input, lines.join("\n") + "\n").expect("write");
+    let search = |row: &Value| row["tools"][0]["function"]["parameters"].clone();
+    let whole = json!({"type": "object", "properties": {"q": {"type": "string"}, "n": {"type": "integer"}}, "required": ["q"]});
+
+    let dir = tmp.path().join("dataset");
+    assert_eq!(export(&[&input], "openai", &dir, &["-q"]).0, 0);
+    let r = rows(&dir);
+    assert_eq!(search(&r[0]), whole);
+    assert_eq!(search(&r[1]), whole);
+    assert_eq!(manifest(&dir)["options"]["infer_tools"], "dataset");
+
+    let dir = tmp.path().join("trajectory");
+    let (code, stderr) = export(
+        &[&input],
+        "openai",
+        &dir,
+        &["-q", "--infer-tools", "trajectory"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let r = rows(&dir);
+    assert_eq!(
+        search(&r[0]),
+        json!({"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]})
+    );
+    assert_eq!(
+        search(&r[1]),
+        json!({"type": "object", "properties": {"q": {"type": "string"}, "n": {"type": "integer"}}, "required": ["q", "n"]})
+    );
+
+    // stdin is read once: per trajectory by default, and dataset-wide is refused.
+    let dir = tmp.path().join("stdin");
+    let out = trajkit()
+        .args(["export", "-q", "--to", "openai", "-o"])
+        .arg(&dir)
+        .write_stdin(lines.join("\n"))
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(manifest(&dir)["options"]["infer_tools"], "trajectory");
+    let out = trajkit()
+        .args([
+            "export",
+            "-q",
+            "--to",
+            "openai",
+            "--infer-tools",
+            "dataset",
+            "-o",
+        ])
+        .arg(tmp.path().join("refused"))
+        .write_stdin(lines.join("\n"))
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("stdin can be read once"));
+}

@@ -11,8 +11,8 @@ use trajkit::export::shard::ShardOptions;
 use trajkit::export::split::Splits;
 use trajkit::export::tools::{CodeTools, ToolCatalog};
 use trajkit::export::{
-    export_inputs, ExportError, ExportOptions, ExportSummary, Filters, SftOptions, Target,
-    Thoughts, TrainOn,
+    export_inputs, ExportError, ExportOptions, ExportSummary, Filters, InferTools, SftOptions,
+    Target, Thoughts, TrainOn,
 };
 use trajkit::model::upgrade::UpgradeOptions;
 
@@ -56,6 +56,10 @@ pub struct ExportArgs {
     /// name instead of inferring them.
     #[arg(long, value_name = "FILE")]
     pub tools: Option<String>,
+    /// Inferred tool specs from the calls of the whole input (dataset: a first pass over the
+    /// inputs) or of the same trajectory. Default: dataset, trajectory when reading stdin.
+    #[arg(long, value_name = "FROM")]
+    pub infer_tools: Option<InferTools>,
     /// System prompt, from a text file.
     #[arg(long, value_name = "FILE")]
     pub system_prompt: Option<String>,
@@ -167,6 +171,18 @@ pub fn run(args: ExportArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         max_chars: args.max_chars,
     };
     let inputs = inputs(&args.inputs)?;
+    let stdin = inputs.iter().any(|i| i == "-");
+    let infer_tools = match args.infer_tools {
+        Some(InferTools::Dataset) if stdin => {
+            return Err(CliError::usage(
+                "--infer-tools dataset reads the inputs twice, and stdin can be read once: \
+                 pass files or --infer-tools trajectory",
+            ))
+        }
+        Some(i) => i,
+        None if stdin => InferTools::Trajectory,
+        None => InferTools::Dataset,
+    };
     let mut recorded_options = json!({
         "to": args.to.name(),
         "thoughts": thoughts.name(),
@@ -174,6 +190,7 @@ pub fn run(args: ExportArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         "train_on": args.train_on.name(),
         "code_tool": args.code_tool,
         "tools": args.tools,
+        "infer_tools": infer_tools.name(),
         "system_prompt": args.system_prompt,
         "inject_reflections": args.inject_reflections,
         "split": args.split.as_deref().unwrap_or("train=1"),
@@ -209,6 +226,7 @@ pub fn run(args: ExportArgs, global: &GlobalArgs) -> Result<u8, CliError> {
                 inject_reflections: args.inject_reflections,
             },
             catalog,
+            infer_tools,
         },
         splits,
         shards,

@@ -16,6 +16,7 @@
 
 pub mod conversation;
 pub mod hf;
+pub mod infer;
 pub mod manifest;
 pub mod openai;
 pub mod parquet;
@@ -104,6 +105,17 @@ choice!(
 );
 
 choice!(
+    /// Where the inferred spec of a tool comes from (tools without a `--tools` or code-tool
+    /// spec).
+    InferTools, "--infer-tools value" {
+        /// The arguments of all its calls in the input (a first pass over the inputs).
+        Dataset = "dataset",
+        /// The arguments of its calls in the same trajectory (one pass; for stdin).
+        Trajectory = "trajectory",
+    }
+);
+
+choice!(
     /// Which assistant messages train (`weight`, openai only).
     TrainOn, "--train-on value" {
         /// All of them (no `weight` written).
@@ -124,6 +136,8 @@ pub struct SftOptions {
     pub map: MapOptions,
     /// Tool specs by name (`--tools`).
     pub catalog: ToolCatalog,
+    /// Where inferred tool specs come from.
+    pub infer_tools: InferTools,
 }
 
 /// An assistant turn's text with its thought placed: before it (plain or in `<think>`), or
@@ -606,6 +620,17 @@ pub fn export_inputs(
         return Err(ExportError::Exists(dir.display().to_string()));
     }
     fs::create_dir_all(&data).map_err(io_err)?;
+    let sft_with_specs;
+    let mut opts = opts;
+    if !matches!(opts.target, Target::Adp | Target::Parquet)
+        && opts.sft.infer_tools == InferTools::Dataset
+    {
+        let shapes = infer::scan_inputs(inputs, &opts.run, progress)?;
+        let mut with_specs = opts.clone();
+        with_specs.sft.catalog.set_inferred(&shapes);
+        sft_with_specs = with_specs;
+        opts = &sft_with_specs;
+    }
     let run = Run {
         inputs,
         data: &data,

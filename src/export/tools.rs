@@ -3,10 +3,10 @@
 //!
 //! Specs come, by tool name, from `--tools FILE` (dataset metadata) when it has the tool; a
 //! code tool gets its fixed schema; any other tool's schema is inferred from the arguments of
-//! its calls **in the same trajectory** (one pass, bounded memory, deterministic; a tool
-//! called with different argument shapes in different records gets different inferred specs,
-//! which `--tools` fixes). Names in `available_custom_tools` that are never called and have
-//! no spec get an empty object schema.
+//! its calls: across the whole input (`--infer-tools dataset`, a first pass over the inputs by
+//! [`super::infer`]), or in the same trajectory (`--infer-tools trajectory`: one pass, for
+//! stdin). Names in `available_custom_tools` that are never called and have no spec get an
+//! empty object schema.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -146,6 +146,9 @@ impl CodeTools {
 #[derive(Debug, Clone, Default)]
 pub struct ToolCatalog {
     specs: HashMap<String, Value>,
+    /// Specs inferred from the calls of the whole input (`--infer-tools dataset`), used after
+    /// `specs` and the code tools.
+    inferred: HashMap<String, Value>,
 }
 
 impl ToolCatalog {
@@ -171,7 +174,23 @@ impl ToolCatalog {
             }
             specs.insert(name.to_owned(), function);
         }
-        Ok(ToolCatalog { specs })
+        Ok(ToolCatalog {
+            specs,
+            inferred: HashMap::new(),
+        })
+    }
+
+    /// Adds the specs inferred from the calls of the whole input, by tool name.
+    pub fn set_inferred(&mut self, shapes: &BTreeMap<String, ArgShapes>) {
+        self.inferred = shapes
+            .iter()
+            .map(|(name, s)| {
+                (
+                    name.clone(),
+                    json!({"name": name, "parameters": s.schema()}),
+                )
+            })
+            .collect();
     }
 
     /// Number of specs.
@@ -209,44 +228,65 @@ pub fn tool_specs(
             if let Some(spec) = code.spec(name) {
                 return spec;
             }
+            if let Some(spec) = catalog.inferred.get(name) {
+                return spec.clone();
+            }
             json!({"name": name, "parameters": infer_schema(&calls)})
         })
         .collect()
 }
 
-/// The JSON Schema of an object inferred from `calls`' arguments: each key's types (sorted;
-/// one type as a string, several as a list), `required` the keys present in every call, keys
-/// in first-seen order.
+/// The JSON Schema of an object inferred from `calls`' arguments (see [`ArgShapes`]).
 pub fn infer_schema(calls: &[&JsonObject]) -> Value {
-    let mut keys: Vec<(&str, Vec<&'static str>, usize)> = Vec::new();
-    for args in calls {
-        for (k, v) in args.iter() {
+    let mut shapes = ArgShapes::default();
+    calls.iter().for_each(|args| shapes.add(args));
+    shapes.schema()
+}
+
+/// What the calls of one tool passed: each key's JSON types and how many calls had it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ArgShapes {
+    calls: usize,
+    keys: Vec<(String, Vec<&'static str>, usize)>,
+}
+
+impl ArgShapes {
+    /// Adds one call's arguments.
+    pub fn add(&mut self, args: &JsonObject) {
+        self.calls += 1;
+        for (k, v) in args {
             let t = json_type(v);
-            match keys.iter_mut().find(|(name, _, _)| name == k) {
+            match self.keys.iter_mut().find(|(name, _, _)| name == k) {
                 Some((_, types, n)) => {
                     *n += 1;
                     if !types.contains(&t) {
                         types.push(t);
                     }
                 }
-                None => keys.push((k, vec![t], 1)),
+                None => self.keys.push((k.clone(), vec![t], 1)),
             }
         }
     }
-    let mut props = Map::new();
-    let mut required = Vec::new();
-    for (k, mut types, n) in keys {
-        types.sort_unstable();
-        let t = match types.as_slice() {
-            [one] => json!(one),
-            _ => json!(types),
-        };
-        props.insert(k.to_owned(), json!({"type": t}));
-        if n == calls.len() {
-            required.push(Value::String(k.to_owned()));
+
+    /// The object schema: each key's types (sorted; one type as a string, several as a list),
+    /// `required` the keys present in every call, keys in first-seen order.
+    pub fn schema(&self) -> Value {
+        let mut props = Map::new();
+        let mut required = Vec::new();
+        for (k, types, n) in &self.keys {
+            let mut types = types.clone();
+            types.sort_unstable();
+            let t = match types.as_slice() {
+                [one] => json!(one),
+                _ => json!(types),
+            };
+            props.insert(k.clone(), json!({"type": t}));
+            if *n == self.calls {
+                required.push(Value::String(k.clone()));
+            }
         }
+        json!({"type": "object", "properties": props, "required": required})
     }
-    json!({"type": "object", "properties": props, "required": required})
 }
 
 fn json_type(v: &Value) -> &'static str {

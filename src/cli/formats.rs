@@ -21,7 +21,9 @@ pub fn run(_args: FormatsArgs) -> Result<u8, CliError> {
     for c in spec::embedded() {
         println!("{:<20} {}", c.name(), c.description());
     }
-    println!();
-    println!("not supported yet: {}", NOT_YET_SUPPORTED.join(", "));
+    if !NOT_YET_SUPPORTED.is_empty() {
+        println!();
+        println!("not supported yet: {}", NOT_YET_SUPPORTED.join(", "));
+    }
     Ok(0)
 }

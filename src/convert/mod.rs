@@ -3,16 +3,19 @@
 
 pub mod adp;
 pub mod atif;
+pub mod bundle;
 pub mod chat;
 pub mod claude_code;
 pub mod detect;
 pub mod ledgermind;
 pub mod memabra;
 pub mod openai;
+pub mod openhands;
 pub mod ralph;
 pub mod reflexion;
 pub mod sharegpt;
 pub mod spec;
+pub mod swe_agent;
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -60,8 +63,9 @@ pub trait Converter: Sync {
         -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>>;
 }
 
-/// Formats on the roadmap that have no converter yet; `--from` names them in its error.
-pub const NOT_YET_SUPPORTED: &[&str] = &["swe-agent", "openhands"];
+/// Formats on the roadmap that have no converter yet; `--from` names them in its error (none
+/// at the moment).
+pub const NOT_YET_SUPPORTED: &[&str] = &[];
 
 /// Every built-in converter.
 pub fn converters() -> Vec<&'static dyn Converter> {
@@ -72,9 +76,11 @@ pub fn converters() -> Vec<&'static dyn Converter> {
         &ledgermind::LedgerMind,
         &memabra::Memabra,
         &openai::OpenAi,
+        &openhands::OpenHands,
         &ralph::Ralph,
         &reflexion::Reflexion,
         &sharegpt::ShareGpt,
+        &swe_agent::SweAgent,
     ]
 }
 
@@ -391,7 +397,9 @@ mod tests {
         let mut sorted = names.clone();
         sorted.dedup();
         assert_eq!(sorted.len(), names.len(), "converter names are unique");
-        assert!(lookup("openhands").is_err_and(|e| e.starts_with("not supported yet")));
+        for name in ["swe-agent", "openhands"] {
+            assert!(lookup(name).is_ok_and(|c| c.name() == name));
+        }
         assert!(lookup("klingon").is_err_and(|e| e.starts_with("unknown format")));
     }
 }

@@ -64,6 +64,8 @@ fn every_sample_format_round_trips_through_atif_unchanged() {
         "openai",
         "sharegpt",
         "ledgermind",
+        "swe-agent",
+        "openhands",
     ]
     .iter()
     .map(|d| sample_data().join(d))

@@ -188,9 +188,9 @@ fn usage_errors_exit_2() {
         .code(2);
     trajkit().args(["frobnicate"]).assert().code(2);
     let out = trajkit()
-        .args(["convert", "--from", "swe-agent", "x"])
+        .args(["convert", "--from", "autogpt", "x"])
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not supported yet: --from swe-agent"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown format \"autogpt\""));
 }

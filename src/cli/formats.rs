@@ -1,7 +1,7 @@
 //! `trajkit formats`
 
 use clap::Args;
-use trajkit::convert::{converters, spec, Converter, NOT_YET_SUPPORTED};
+use trajkit::convert::{converters, spec, Converter};
 
 use super::common::CliError;
 
@@ -21,7 +21,5 @@ pub fn run(_args: FormatsArgs) -> Result<u8, CliError> {
     for c in spec::embedded() {
         println!("{:<20} {}", c.name(), c.description());
     }
-    println!();
-    println!("not supported yet: {}", NOT_YET_SUPPORTED.join(", "));
     Ok(0)
 }

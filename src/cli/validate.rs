@@ -27,8 +27,9 @@ pub struct ValidateArgs {
     /// Input files or directories (JSON lines, JSON arrays, .gz/.zst); none or `-` reads stdin.
     pub inputs: Vec<String>,
     /// What to validate against: `adp` (any ADP version, chosen by each record's
-    /// schema_version), or a raw input format: memabra, reflexion, ledgermind, ralph-action,
-    /// ralph-reflection, ralph-attempt, ralph-outcome, ralph-task; or `converter-spec`: each
+    /// schema_version), or a raw input format: memabra, reflexion, ledgermind, atif, openai,
+    /// sharegpt, swe-agent, openhands, ralph-action, ralph-reflection, ralph-attempt,
+    /// ralph-outcome, ralph-task; or `converter-spec`: each
     /// input is a declarative converter spec (TOML), fully loaded as `convert --spec` would.
     #[arg(long, default_value = "adp")]
     pub schema: String,

@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{json, Map, Value};
 
-use super::chat::record_id;
+use super::chat::{call_step, record_id, OPENHANDS_CODE_TOOLS};
 use super::{has_keys, source_details, Converter};
 use crate::ingest::RawRecord;
 use crate::model::{AdpVersion, JsonObject, Source, Step, Trajectory};
@@ -273,12 +273,7 @@ fn action(call: &Value) -> Step {
     if let Some(step) = restore(&call["extra"], &native) {
         return step;
     }
-    let step = match (name, code) {
-        ("execute_bash", Some(c)) if args.len() == 1 => Step::code("bash", c, None),
-        ("execute_ipython_cell", Some(c)) if args.len() == 1 => Step::code("python", c, None),
-        _ => Step::api(name, args, None),
-    };
-    step.with_tool_call_id(id)
+    call_step(name, args, OPENHANDS_CODE_TOOLS).with_tool_call_id(id)
 }
 
 /// Reads an ATIF trajectory as ADP 1.5.0.

@@ -1,4 +1,5 @@
-//! What chat-shaped formats (OpenAI chat, ShareGPT) share: ids, system turns, tool specs.
+//! What chat-shaped formats (OpenAI chat, ShareGPT, and the chats SWE-agent and OpenHands
+//! write) share: ids, system turns, message texts, tool calls, tool specs.
 
 use serde_json::{json, Value};
 
@@ -23,10 +24,57 @@ pub fn record_id(v: &Value, record: &RawRecord) -> String {
     }
 }
 
+/// The record's `id` (as [`record_id`]), else the first non-empty string among `keys` (runs
+/// are often named by `instance_id`), else `{file name}#{index}`.
+pub fn record_id_with(v: &Value, record: &RawRecord, keys: &[&str]) -> String {
+    if v["id"].is_string() || v["id"].is_number() {
+        return record_id(v, record);
+    }
+    keys.iter()
+        .find_map(|k| v[*k].as_str().filter(|s| !s.is_empty()))
+        .map_or_else(|| record_id(v, record), str::to_owned)
+}
+
 /// A system prompt as a step: a text observation named `system` from the environment (the
 /// form ADP's own chat datasets use).
 pub fn system_step(text: String) -> Step {
     Step::environment_text(Some("system".to_owned()), text)
+}
+
+/// Text of a chat message's content: a string, or the text parts of a list joined by blank
+/// lines.
+pub fn message_text(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+        _ => String::new(),
+    }
+}
+
+/// A tool whose calls are code: its name, the argument holding the code, and the language.
+pub type CodeTool = (&'static str, &'static str, &'static str);
+
+/// OpenHands' shell and IPython tools (also ATIF's, which took them from OpenHands).
+pub const OPENHANDS_CODE_TOOLS: &[CodeTool] = &[
+    ("execute_bash", "command", "bash"),
+    ("execute_ipython_cell", "code", "python"),
+];
+
+/// A tool call as an action: a call of one of `code_tools` whose only argument is its code
+/// becomes a `code_action` in that tool's language; any other call an `api_action`.
+pub fn call_step(name: &str, kwargs: JsonObject, code_tools: &[CodeTool]) -> Step {
+    for &(tool, arg, language) in code_tools {
+        if name == tool && kwargs.len() == 1 {
+            if let Some(Value::String(code)) = kwargs.get(arg) {
+                return Step::code(language, code.clone(), None);
+            }
+        }
+    }
+    Step::api(name, kwargs, None)
 }
 
 /// The names of tool specs, OpenAI style (`{type, function: {name}}`) or flat (`{name}`).
@@ -52,9 +100,31 @@ pub fn parse_arguments(arguments: &Value) -> Result<JsonObject, String> {
     }
 }
 
+/// Adds `extra` to the object `details.<key>` (created when missing); nothing when empty.
+pub fn extend_details(details: &mut JsonObject, key: &str, extra: JsonObject) {
+    if extra.is_empty() {
+        return;
+    }
+    let slot = details
+        .entry(key)
+        .or_insert_with(|| Value::Object(JsonObject::new()));
+    if let Some(o) = slot.as_object_mut() {
+        o.extend(extra);
+    }
+}
+
+/// `details.outcome` from an evaluation's verdict (`resolved`, `target`): `success` or
+/// `failure`, with the verdict and `more` native fields.
+pub fn verdict_outcome(key: &str, passed: bool, more: JsonObject) -> Value {
+    let mut native = JsonObject::new();
+    native.insert(key.to_owned(), passed.into());
+    native.extend(more);
+    json!({"status": if passed { "success" } else { "failure" }, "native": native})
+}
+
 /// The trajectory of a chat record of `format`: `details.source`, the tool specs in
 /// `details.tools` and their names in `available_custom_tools`, and the record's keys not in
-/// `mapped` under `details.<format>`.
+/// `mapped` under `details.<format>` (dashes in the name become underscores: `swe_agent`).
 pub fn chat_trajectory(
     format: &str,
     record: &RawRecord,
@@ -80,7 +150,7 @@ pub fn chat_trajectory(
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     if !rest.is_empty() {
-        details.insert(format.into(), Value::Object(rest));
+        details.insert(format.replace('-', "_"), Value::Object(rest));
     }
     let mut traj = Trajectory::new(id, content, details);
     if !tools.is_empty() {

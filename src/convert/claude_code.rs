@@ -8,8 +8,9 @@ use std::io;
 
 use serde_json::{json, Value};
 
+use super::bundle::FileBundle;
 use super::{has_keys, parse_bundle, source_details, ConvertOptions, Converter};
-use crate::ingest::{FrameError, FramedRecords, RawRecord, RecordSource};
+use crate::ingest::{RawRecord, RecordSource};
 use crate::model::links::unlink_unanswered;
 use crate::model::{AdpVersion, JsonObject, Source, Step, Trajectory};
 use crate::validate::Diagnostic;
@@ -37,7 +38,7 @@ impl Converter for ClaudeCode {
         opts: &ConvertOptions,
     ) -> Option<io::Result<Box<dyn RecordSource>>> {
         Some(
-            SessionFile::open(path, opts.run.max_record_bytes)
+            FileBundle::open(path, opts.run.max_record_bytes, "claude_code_session")
                 .map(|s| Box::new(s) as Box<dyn RecordSource>),
         )
     }
@@ -52,73 +53,6 @@ impl Converter for ClaudeCode {
             "not a Claude Code session (use --from claude-code on the session file)",
         )?;
         to_trajectory(&bundle, record).map(|t| vec![(t, AdpVersion::V1_5)])
-    }
-}
-
-/// A session file as one record (`{claude_code_session, lines: [{line, entry}]}`), followed by
-/// one record per line that is not a JSON object.
-struct SessionFile {
-    pending: std::vec::IntoIter<RawRecord>,
-    bytes: u64,
-}
-
-impl SessionFile {
-    fn open(path: &str, max_record_bytes: usize) -> io::Result<SessionFile> {
-        let mut lines = Vec::new();
-        let mut bad = Vec::new();
-        let mut first: Option<RawRecord> = None;
-        let mut framed = FramedRecords::open(path, max_record_bytes)?;
-        for mut record in framed.by_ref() {
-            let parsed = match &record.error {
-                Some(_) => None,
-                None => serde_json::from_slice::<Value>(&record.bytes).ok(),
-            };
-            match parsed {
-                Some(entry) if entry.is_object() => {
-                    lines.push(json!({"line": record.provenance.line, "entry": entry}));
-                    if first.is_none() {
-                        first = Some(record);
-                    }
-                }
-                Some(_) => {
-                    record.error = Some(FrameError::Invalid(
-                        "a session line must be a JSON object".into(),
-                    ));
-                    bad.push(record);
-                }
-                None => bad.push(record),
-            }
-        }
-        let mut records = Vec::new();
-        if let Some(mut head) = first {
-            head.bytes = serde_json::to_vec(&json!({"claude_code_session": true, "lines": lines}))
-                .unwrap_or_default();
-            head.provenance.line = 1;
-            head.provenance.index = 0;
-            records.push(head);
-        }
-        for (i, mut r) in bad.into_iter().enumerate() {
-            r.provenance.index = i as u64 + 1;
-            records.push(r);
-        }
-        Ok(SessionFile {
-            pending: records.into_iter(),
-            bytes: framed.bytes_read(),
-        })
-    }
-}
-
-impl Iterator for SessionFile {
-    type Item = RawRecord;
-
-    fn next(&mut self) -> Option<RawRecord> {
-        self.pending.next()
-    }
-}
-
-impl RecordSource for SessionFile {
-    fn bytes_read(&self) -> u64 {
-        self.bytes
     }
 }
 

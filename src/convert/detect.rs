@@ -122,6 +122,34 @@ mod tests {
             ),
             vec!["reflexion"]
         );
+        assert_eq!(
+            names(
+                json!({"trajectory": [{"action": "ls", "observation": ""}], "history": [], "info": {}})
+            ),
+            vec!["swe-agent"]
+        );
+        assert_eq!(
+            names(json!({"instance_id": "i", "trajectory": [{"role": "system", "text": null}]})),
+            vec!["swe-agent"]
+        );
+        assert_eq!(
+            names(json!({"id": 0, "source": "user", "action": "message", "args": {}})),
+            vec!["openhands"]
+        );
+        assert_eq!(
+            names(
+                json!({"instance_id": "i", "history": [{"id": 1, "observation": "run", "content": ""}]})
+            ),
+            vec!["openhands"]
+        );
+        // Chats SWE-agent and OpenHands wrote are OpenAI chats to detection; `--from` picks
+        // the agent's conventions.
+        assert_eq!(
+            names(
+                json!({"instance_id": "i", "resolved": true, "messages": [{"role": "system", "content": ""}]})
+            ),
+            vec!["openai"]
+        );
         assert!(names(json!({"messages": []})).is_empty());
         assert!(names(json!([1, 2])).is_empty());
     }

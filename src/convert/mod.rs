@@ -3,17 +3,20 @@
 
 pub mod adp;
 pub mod atif;
+pub mod bundle;
 pub mod chat;
 pub mod claude_code;
 pub mod detect;
 pub mod ledgermind;
 pub mod memabra;
 pub mod openai;
+pub mod openhands;
 pub mod parquet;
 pub mod ralph;
 pub mod reflexion;
 pub mod sharegpt;
 pub mod spec;
+pub mod swe_agent;
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -61,9 +64,6 @@ pub trait Converter: Sync {
         -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>>;
 }
 
-/// Formats on the roadmap that have no converter yet; `--from` names them in its error.
-pub const NOT_YET_SUPPORTED: &[&str] = &["swe-agent", "openhands"];
-
 /// Every built-in converter.
 pub fn converters() -> Vec<&'static dyn Converter> {
     vec![
@@ -73,10 +73,12 @@ pub fn converters() -> Vec<&'static dyn Converter> {
         &ledgermind::LedgerMind,
         &memabra::Memabra,
         &openai::OpenAi,
+        &openhands::OpenHands,
         &parquet::Parquet,
         &ralph::Ralph,
         &reflexion::Reflexion,
         &sharegpt::ShareGpt,
+        &swe_agent::SweAgent,
     ]
 }
 
@@ -99,17 +101,10 @@ pub fn lookup(name: &str) -> Result<&'static dyn Converter, String> {
         .map(|c| c.name())
         .chain(spec::embedded().iter().map(|c| c.name()))
         .collect();
-    if NOT_YET_SUPPORTED.contains(&name) {
-        Err(format!(
-            "not supported yet: --from {name} (supported now: {})",
-            known.join(", ")
-        ))
-    } else {
-        Err(format!(
-            "unknown format {name:?} (supported: {}; run `trajkit formats`)",
-            known.join(", ")
-        ))
-    }
+    Err(format!(
+        "unknown format {name:?} (supported: {}; run `trajkit formats`)",
+        known.join(", ")
+    ))
 }
 
 /// The first of `keys` whose value in `object` is present and not null, with the key (formats
@@ -382,18 +377,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_format_is_either_built_or_announced_not_both() {
+    fn format_names_are_unique() {
         let names: Vec<&str> = converters().iter().map(|c| c.name()).collect();
-        for name in NOT_YET_SUPPORTED {
-            assert!(
-                !names.contains(name),
-                "{name} is built but listed as not supported"
-            );
-        }
         let mut sorted = names.clone();
+        sorted.sort_unstable();
         sorted.dedup();
         assert_eq!(sorted.len(), names.len(), "converter names are unique");
-        assert!(lookup("openhands").is_err_and(|e| e.starts_with("not supported yet")));
+        for name in ["swe-agent", "openhands"] {
+            assert!(lookup(name).is_ok_and(|c| c.name() == name));
+        }
         assert!(lookup("klingon").is_err_and(|e| e.starts_with("unknown format")));
     }
 }

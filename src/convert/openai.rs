@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::chat::{chat_trajectory, parse_arguments, record_id, system_step};
+use super::chat::{chat_trajectory, message_text, parse_arguments, record_id, system_step};
 use super::Converter;
 use crate::ingest::RawRecord;
 use crate::model::links::unlink_unanswered;
@@ -61,19 +61,6 @@ impl Converter for OpenAi {
     }
 }
 
-/// Text of a message's content: a string, or the text parts of a list joined by blank lines.
-fn text_of(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n\n"),
-        _ => String::new(),
-    }
-}
-
 /// Image URLs among a message's content parts.
 fn images_of(content: &Value) -> Vec<String> {
     content
@@ -98,9 +85,9 @@ fn steps(v: &Value) -> Result<Vec<Step>, (String, String)> {
     for (i, m) in messages.iter().enumerate() {
         let content = &m["content"];
         match m["role"].as_str().unwrap_or_default() {
-            "system" | "developer" => out.push(system_step(text_of(content))),
+            "system" | "developer" => out.push(system_step(message_text(content))),
             "user" => {
-                let text = text_of(content);
+                let text = message_text(content);
                 if !text.is_empty() || images_of(content).is_empty() {
                     out.push(Step::user_text(text));
                 }
@@ -109,7 +96,7 @@ fn steps(v: &Value) -> Result<Vec<Step>, (String, String)> {
                 }
             }
             "assistant" => {
-                let text = text_of(content);
+                let text = message_text(content);
                 let reasoning = m["reasoning_content"].as_str().map(str::to_owned);
                 let mut calls: Vec<Step> = Vec::new();
                 for (j, call) in m["tool_calls"].as_array().into_iter().flatten().enumerate() {
@@ -160,7 +147,7 @@ fn steps(v: &Value) -> Result<Vec<Step>, (String, String)> {
                     .as_str()
                     .map_or_else(|| name.clone(), str::to_owned);
                 out.push(
-                    Step::environment_text(Some(name), text_of(content)).with_tool_call_id(id),
+                    Step::environment_text(Some(name), message_text(content)).with_tool_call_id(id),
                 );
             }
             "function" => {
@@ -168,7 +155,7 @@ fn steps(v: &Value) -> Result<Vec<Step>, (String, String)> {
                     .as_str()
                     .map(str::to_owned)
                     .or(last_function.take());
-                out.push(Step::environment_text(name, text_of(content)));
+                out.push(Step::environment_text(name, message_text(content)));
             }
             other => {
                 return Err((

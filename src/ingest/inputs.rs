@@ -4,8 +4,9 @@ use std::fs;
 use std::io;
 use std::path::Path;
 
-/// File names read from a directory input: JSON, JSON lines, optionally gzip- or zstd-compressed.
-const DATA_SUFFIXES: &[&str] = &[".json", ".jsonl", ".ndjson"];
+/// File names read from a directory input: JSON, JSON lines and SWE-agent's `.traj` (one JSON
+/// document), optionally gzip- or zstd-compressed.
+const DATA_SUFFIXES: &[&str] = &[".json", ".jsonl", ".ndjson", ".traj"];
 
 /// An input that cannot be read.
 #[derive(Debug, thiserror::Error)]
@@ -58,7 +59,7 @@ pub fn expand_inputs_with(
             if found.is_empty() {
                 return Err(err(io::Error::new(
                     io::ErrorKind::NotFound,
-                    "the directory holds no .json, .jsonl or .ndjson files (optionally .gz/.zst)",
+                    "the directory holds no .json, .jsonl, .ndjson or .traj files (optionally .gz/.zst)",
                 )));
             }
             found.sort();

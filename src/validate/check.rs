@@ -170,9 +170,22 @@ pub fn check_adp_value(prov: &Provenance, value: Value) -> Checked {
 /// documented leniencies), returning the parsed value when it conforms.
 pub fn check_raw(rec: &RawRecord, format: &str, lenient: bool) -> Result<Value, Vec<Diagnostic>> {
     let value = parse_json(rec).map_err(|d| vec![*d])?;
-    let prov = &rec.provenance;
     let id_key = raw_schema(format).map_or("id", |s| s.id_key);
     let id = value.get(id_key).and_then(Value::as_str);
+    check_raw_value(&rec.provenance, id, &value, format, lenient)?;
+    Ok(value)
+}
+
+/// Checks a parsed value (a record, or a part of one that is a unit of the format, such as one
+/// event of a stream) against raw `format`'s schema; the diagnostics name `prov` and `id`, and
+/// point into `value`.
+pub fn check_raw_value(
+    prov: &Provenance,
+    id: Option<&str>,
+    value: &Value,
+    format: &str,
+    lenient: bool,
+) -> Result<(), Vec<Diagnostic>> {
     let Some(validator) = raw_validator(format, lenient) else {
         return Err(vec![Diagnostic::error(
             prov,
@@ -182,12 +195,12 @@ pub fn check_raw(rec: &RawRecord, format: &str, lenient: bool) -> Result<Value, 
             format!("no schema for raw format {format:?}"),
         )]);
     };
-    if validator.is_valid(&value) {
-        return Ok(value);
+    if validator.is_valid(value) {
+        return Ok(());
     }
     let name = format!("the {format} schema");
     Err(validator
-        .iter_errors(&value)
+        .iter_errors(value)
         .map(|e| schema_diagnostic(prov, id, &name, &e))
         .collect())
 }

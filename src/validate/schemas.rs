@@ -184,6 +184,36 @@ pub const RAW_SCHEMAS: &[RawSchema] = &[
         leniencies: &[],
     },
     RawSchema {
+        format: "swe-agent",
+        id_key: "instance_id",
+        documents: &[
+            (
+                "https://trajkit.invalid/schemas/raw/swe-agent.schema.json",
+                include_str!("../../schemas/raw/swe-agent.schema.json"),
+            ),
+            (
+                "https://trajkit.invalid/schemas/raw/openai.schema.json",
+                include_str!("../../schemas/raw/openai.schema.json"),
+            ),
+        ],
+        leniencies: &[],
+    },
+    RawSchema {
+        format: "openhands",
+        id_key: "instance_id",
+        documents: &[
+            (
+                "https://trajkit.invalid/schemas/raw/openhands.schema.json",
+                include_str!("../../schemas/raw/openhands.schema.json"),
+            ),
+            (
+                "https://trajkit.invalid/schemas/raw/openai.schema.json",
+                include_str!("../../schemas/raw/openai.schema.json"),
+            ),
+        ],
+        leniencies: &[],
+    },
+    RawSchema {
         format: "reflexion",
         id_key: "loop_id",
         documents: &[(

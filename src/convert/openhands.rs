@@ -1,0 +1,722 @@
+//! OpenHands runs, in two shapes:
+//!
+//! - **event streams**, as OpenHands serializes events (`event_to_dict` in
+//!   `openhands/events/serialization/event.py`): `id`, `timestamp`, `source`, `message`,
+//!   `cause`, `action` + `args` or `observation` + `content` + `extras`, `tool_call_metadata`
+//!   (`function_name`, `tool_call_id`, `model_response`, `total_calls_in_response`, from
+//!   `openhands/events/tool.py`). A file of events (a JSON array, or JSON lines) is one
+//!   trajectory; so is a record holding them under `history` (evaluation outputs) or `events`.
+//! - **chats** OpenHands wrote for training (`messages` with `tool_calls`, SWE-Gym's
+//!   OpenHands-Sampled-Trajectories): the conversation its CodeAct agent sends to the model,
+//!   tool results prefixed `OBSERVATION:` (`get_observation_message` in the agent). Chats look
+//!   like any OpenAI chat, so they are read with `--from openhands` only, never detected.
+//!
+//! The mapping is in the README ("OpenHands").
+
+use std::collections::{HashMap, HashSet};
+use std::io;
+
+use serde_json::{json, Value};
+
+use super::bundle::{bundle_lines, FileBundle};
+use super::chat::{
+    call_step, chat_trajectory, extend_details, message_text, parse_arguments, record_id_with,
+    verdict_outcome, OPENHANDS_CODE_TOOLS,
+};
+use super::{source_details, ConvertOptions, Converter};
+use crate::ingest::{FramedRecords, RawRecord, RecordSource};
+use crate::model::links::unlink_unanswered;
+use crate::model::{AdpVersion, JsonObject, Source, Step, Trajectory, WebObservation};
+use crate::validate::check::{check_raw_value, parse_json};
+use crate::validate::Diagnostic;
+
+/// Reads OpenHands event streams and chats.
+pub struct OpenHands;
+
+/// The key marking a record built from a file of events.
+const MARKER: &str = "openhands_events";
+
+/// Action types that are tool calls even without `tool_call_metadata` (OpenHands'
+/// `ActionType`, `openhands/core/schema/action.py`).
+const TOOL_ACTIONS: &[&str] = &[
+    "run",
+    "run_ipython",
+    "read",
+    "write",
+    "edit",
+    "browse",
+    "browse_interactive",
+    "think",
+    "delegate",
+    "call_tool_mcp",
+];
+
+/// Observation types that report the controller's own state, not a result shown to the agent
+/// as one (`openhands/core/schema/observation.py`); kept in `details.openhands.skipped_events`.
+const STATE_OBSERVATIONS: &[&str] = &[
+    "agent_state_changed",
+    "null",
+    "recall",
+    "microagent",
+    "workspace_context",
+    "condense",
+];
+
+/// Keys of an action's `args` that are OpenHands' bookkeeping, not arguments of the call.
+const BOOKKEEPING: &[&str] = &[
+    "thought",
+    "security_risk",
+    "confirmation_state",
+    "impl_source",
+    "hidden",
+    "blocking",
+    "is_static",
+    "cwd",
+    "include_extra",
+    "kernel_init_code",
+    "return_axtree",
+];
+
+/// True for an OpenHands event: an object with an `action` or `observation` type.
+fn is_event(v: &Value) -> bool {
+    v["action"].is_string() || v["observation"].is_string()
+}
+
+impl Converter for OpenHands {
+    fn name(&self) -> &'static str {
+        "openhands"
+    }
+
+    fn description(&self) -> &'static str {
+        "OpenHands event streams (a file of events, or records with a history of them), or its chats (messages; --from only)"
+    }
+
+    fn sniff(&self, first: &Value) -> bool {
+        let lists = |key: &str| {
+            first[key]
+                .as_array()
+                .and_then(|h| h.first())
+                .is_some_and(is_event)
+        };
+        is_event(first) || lists("history") || lists("events")
+    }
+
+    fn open_source(
+        &self,
+        path: &str,
+        opts: &ConvertOptions,
+    ) -> Option<io::Result<Box<dyn RecordSource>>> {
+        Some(open_events(path, opts.run.max_record_bytes))
+    }
+
+    fn convert(
+        &self,
+        record: &RawRecord,
+    ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
+        let value = parse_json(record).map_err(|d| vec![*d])?;
+        let prov = &record.provenance;
+        let fail = |id: &str, f: Failure| {
+            let mut d =
+                Diagnostic::error(prov, Some(id), f.pointer, "openhands-structure", f.message);
+            d.line = f.line.unwrap_or(prov.line);
+            vec![d]
+        };
+        if value[MARKER] == true {
+            let id = file_stem(&prov.file);
+            let mut problems = Vec::new();
+            let events: Vec<Event> = bundle_lines(&value)
+                .map(|(line, v)| Event {
+                    v,
+                    line: Some(line),
+                    at: String::new(),
+                })
+                .collect();
+            for e in &events {
+                if let Err(ds) = check_raw_value(prov, Some(&id), e.v, "openhands", true) {
+                    problems.extend(ds.into_iter().map(|mut d| {
+                        d.line = e.line.unwrap_or(prov.line);
+                        d
+                    }));
+                }
+            }
+            if !problems.is_empty() {
+                return Err(problems);
+            }
+            let mut run = Run::default();
+            run.events(&events).map_err(|f| fail(&id, f))?;
+            return Ok(vec![(
+                run.into_trajectory(&json!({}), record, id),
+                AdpVersion::V1_5,
+            )]);
+        }
+        let id = record_id_with(&value, record, &["instance_id", "sid", "session_id"]);
+        check_raw_value(prov, Some(&id), &value, "openhands", true)?;
+        let mut run = Run::default();
+        let built = if let Some(messages) = value["messages"].as_array() {
+            run.tools = value["tools"].as_array().cloned().unwrap_or_default();
+            run.chat(messages)
+        } else {
+            let (key, list) = match value["history"].as_array() {
+                Some(h) => ("history", h.as_slice()),
+                None => (
+                    "events",
+                    value["events"].as_array().map_or(&[][..], Vec::as_slice),
+                ),
+            };
+            let events: Vec<Event> = if is_event(&value) {
+                vec![Event {
+                    v: &value,
+                    line: None,
+                    at: String::new(),
+                }]
+            } else {
+                list.iter()
+                    .enumerate()
+                    .map(|(i, v)| Event {
+                        v,
+                        line: None,
+                        at: format!("/{key}/{i}"),
+                    })
+                    .collect()
+            };
+            run.events(&events)
+        };
+        built.map_err(|f| fail(&id, f))?;
+        Ok(vec![(
+            run.into_trajectory(&value, record, id),
+            AdpVersion::V1_5,
+        )])
+    }
+}
+
+/// The records of an OpenHands input: a file whose first readable record is an event is one
+/// stream (bundled); any other file is read record by record.
+fn open_events(path: &str, max_record_bytes: usize) -> io::Result<Box<dyn RecordSource>> {
+    let mut framed = FramedRecords::open(path, max_record_bytes)?;
+    let mut head = Vec::new();
+    let mut stream = false;
+    for r in framed.by_ref() {
+        let parsed = match r.error {
+            Some(_) => None,
+            None => serde_json::from_slice::<Value>(&r.bytes).ok(),
+        };
+        head.push(r);
+        if let Some(v) = parsed {
+            stream = is_event(&v);
+            break;
+        }
+    }
+    Ok(if stream {
+        Box::new(FileBundle::from_framed(head, framed, MARKER))
+    } else {
+        Box::new(Peeked {
+            head: head.into_iter(),
+            rest: framed,
+        })
+    })
+}
+
+/// Records already read from `rest`, then the others.
+struct Peeked {
+    head: std::vec::IntoIter<RawRecord>,
+    rest: FramedRecords,
+}
+
+impl Iterator for Peeked {
+    type Item = RawRecord;
+
+    fn next(&mut self) -> Option<RawRecord> {
+        self.head.next().or_else(|| self.rest.next())
+    }
+}
+
+impl RecordSource for Peeked {
+    fn bytes_read(&self) -> u64 {
+        self.rest.bytes_read()
+    }
+}
+
+/// A file's name without directories, compression suffix and extension (`run-7.jsonl.gz` is
+/// `run-7`): the id of the stream it holds.
+fn file_stem(file: &str) -> String {
+    let name = file.rsplit('/').next().unwrap_or(file);
+    let name = name
+        .strip_suffix(".gz")
+        .or_else(|| name.strip_suffix(".zst"))
+        .unwrap_or(name);
+    match name.rsplit_once('.') {
+        Some((stem, _)) if !stem.is_empty() => stem.to_owned(),
+        _ => name.to_owned(),
+    }
+}
+
+/// One event and where it is: its line (events read from a file of events) and its JSON
+/// pointer in the record (events under `history`).
+struct Event<'a> {
+    v: &'a Value,
+    line: Option<u64>,
+    at: String,
+}
+
+/// Why a stream cannot be converted.
+struct Failure {
+    line: Option<u64>,
+    pointer: String,
+    message: String,
+}
+
+/// What an earlier event of the stream became.
+enum Seen {
+    /// A tool call: its link id and its function's name.
+    Call { link: String, name: String },
+    /// Anything else (a message, a skipped event).
+    Other,
+}
+
+/// What converting one run collects.
+#[derive(Default)]
+struct Run {
+    content: Vec<Step>,
+    seen: HashMap<i64, Seen>,
+    /// Tool call id → function name (chats) or event id (streams, as `by_call`).
+    calls: HashMap<String, String>,
+    by_call: HashMap<String, i64>,
+    answered: HashSet<String>,
+    system_prompt: Option<String>,
+    tools: Vec<Value>,
+    skipped: Vec<Value>,
+    task_seen: bool,
+}
+
+/// An action's `thought`: a string, or OpenHands' `Thought` object (`text`,
+/// `reasoning_content`). Returns the description and the reasoning.
+fn thought_of(thought: &Value) -> (Option<String>, Option<String>) {
+    let text = |v: &Value| {
+        v.as_str()
+            .filter(|s| !s.trim().is_empty())
+            .map(str::to_owned)
+    };
+    match thought {
+        Value::Object(_) => (text(&thought["text"]), text(&thought["reasoning_content"])),
+        other => (text(other), None),
+    }
+}
+
+/// The arguments of call `id` as the model wrote them, from the model response kept in
+/// `tool_call_metadata`.
+fn model_call_arguments(response: &Value, id: &str) -> Option<JsonObject> {
+    response["choices"][0]["message"]["tool_calls"]
+        .as_array()?
+        .iter()
+        .find(|c| c["id"] == id)
+        .and_then(|c| parse_arguments(&c["function"]["arguments"]).ok())
+}
+
+/// The tool an action without `tool_call_metadata` stands for.
+fn default_function(kind: &str, args: &Value) -> String {
+    let aci = args["impl_source"] == "oh_aci";
+    match kind {
+        "run" => "execute_bash",
+        "run_ipython" => "execute_ipython_cell",
+        "edit" if args["command"].as_str().is_some_and(|c| !c.is_empty()) => "str_replace_editor",
+        "edit" => "edit_file",
+        "read" if aci => "str_replace_editor",
+        "browse_interactive" => "browser",
+        "call_tool_mcp" => args["name"].as_str().unwrap_or("call_tool_mcp"),
+        other => other,
+    }
+    .to_owned()
+}
+
+/// An action's arguments as call kwargs, when the model's own call is not recorded.
+fn native_kwargs(kind: &str, args: &Value) -> JsonObject {
+    let pick = |keys: &[&str]| -> JsonObject {
+        keys.iter()
+            .filter_map(|k| {
+                args.get(*k)
+                    .filter(|v| !v.is_null())
+                    .map(|v| ((*k).to_owned(), v.clone()))
+            })
+            .collect()
+    };
+    let mut kwargs = match kind {
+        "edit" if args["command"].as_str().is_some_and(|c| !c.is_empty()) => pick(&[
+            "command",
+            "path",
+            "file_text",
+            "old_str",
+            "new_str",
+            "insert_line",
+        ]),
+        "edit" | "write" => pick(&["path", "content", "start", "end"]),
+        "read" if args["impl_source"] == "oh_aci" => {
+            let mut k = JsonObject::new();
+            k.insert("command".into(), "view".into());
+            k.extend(pick(&["path", "view_range"]));
+            k
+        }
+        "read" => pick(&["path", "start", "end"]),
+        "browse" => pick(&["url"]),
+        "browse_interactive" => {
+            let mut k = JsonObject::new();
+            k.insert("code".into(), args["browser_actions"].clone());
+            k
+        }
+        "think" => {
+            let mut k = JsonObject::new();
+            k.insert("thought".into(), thought_of(&args["thought"]).0.into());
+            k
+        }
+        "delegate" => pick(&["agent", "inputs"]),
+        "call_tool_mcp" => args["arguments"].as_object().cloned().unwrap_or_default(),
+        _ => args
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, v)| !v.is_null() && !BOOKKEEPING.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+    };
+    kwargs.retain(|_, v| !v.is_null());
+    kwargs
+}
+
+/// ADP's final-answer convention: the answer wrapped in `<finish> … </finish>`
+/// (`<finish> </finish>` when the agent finished without a message).
+fn finish(text: &str) -> Step {
+    let text = text.trim();
+    if text.is_empty() {
+        Step::message("<finish> </finish>", None)
+    } else {
+        Step::message(format!("<finish> {text} </finish>"), None)
+    }
+}
+
+/// Text of a tool result without the `OBSERVATION:` line OpenHands' agent puts before it.
+fn observation_text(text: &str) -> String {
+    text.strip_prefix("OBSERVATION:\n")
+        .unwrap_or(text)
+        .to_owned()
+}
+
+impl Run {
+    fn task_or_user(&mut self, text: String, images: &Value) {
+        self.task_seen = true;
+        if !text.is_empty() || images.as_array().is_none_or(Vec::is_empty) {
+            self.content.push(Step::user_text(text));
+        }
+        for url in images
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+        {
+            self.content.push(Step::image(url, Source::User));
+        }
+    }
+
+    /// An event stream, in order.
+    fn events(&mut self, events: &[Event]) -> Result<(), Failure> {
+        for e in events {
+            let seen = if e.v["action"].is_string() {
+                self.action(e.v)
+            } else {
+                self.observation(e)?;
+                Seen::Other
+            };
+            if let Some(id) = e.v["id"].as_i64() {
+                self.seen.insert(id, seen);
+            }
+        }
+        Ok(())
+    }
+
+    fn action(&mut self, v: &Value) -> Seen {
+        let kind = v["action"].as_str().unwrap_or_default();
+        let args = &v["args"];
+        let (thought, reasoning) = thought_of(&args["thought"]);
+        let meta = &v["tool_call_metadata"];
+        match kind {
+            "system" => {
+                if let Some(prompt) = args["content"].as_str() {
+                    self.system_prompt.get_or_insert(prompt.to_owned());
+                }
+                if let Some(tools) = args["tools"].as_array() {
+                    self.tools = tools.clone();
+                }
+                return Seen::Other;
+            }
+            "message" if v["source"] == "user" => {
+                let images = args.get("image_urls").unwrap_or(&args["images_urls"]);
+                self.task_or_user(message_text(&args["content"]), images);
+                return Seen::Other;
+            }
+            "message" => {
+                let mut step = Step::message(message_text(&args["content"]), None);
+                step.set_thought(None, reasoning);
+                self.content.push(step);
+                return Seen::Other;
+            }
+            "finish" => {
+                let text = args["final_thought"]
+                    .as_str()
+                    .filter(|t| !t.trim().is_empty())
+                    .or(args["outputs"]["content"].as_str())
+                    .unwrap_or_default();
+                let mut step = finish(text);
+                step.set_thought(thought, reasoning);
+                self.content.push(step);
+                return Seen::Other;
+            }
+            "reject" => {
+                let text = args["outputs"]["reason"]
+                    .as_str()
+                    .or(v["message"].as_str())
+                    .unwrap_or_default();
+                let mut step = Step::message(text, None);
+                step.set_thought(thought, reasoning);
+                self.content.push(step);
+                return Seen::Other;
+            }
+            _ if TOOL_ACTIONS.contains(&kind) || meta.is_object() => {}
+            _ => {
+                self.skipped.push(v.clone());
+                return Seen::Other;
+            }
+        }
+        let call_id = meta["tool_call_id"].as_str();
+        let function = meta["function_name"]
+            .as_str()
+            .map_or_else(|| default_function(kind, args), str::to_owned);
+        let call_args = call_id.and_then(|id| model_call_arguments(&meta["model_response"], id));
+        let text = |key: &str| args[key].as_str().unwrap_or_default().to_owned();
+        let mut step = match (kind, call_args) {
+            ("run", _) => Step::code("bash", text("command"), None),
+            ("run_ipython", Some(kwargs)) if function == "str_replace_editor" => {
+                Step::api(&function, kwargs, None)
+            }
+            ("run_ipython", _) => Step::code("python", text("code"), None),
+            (_, Some(kwargs)) => Step::api(&function, kwargs, None),
+            (_, None) => Step::api(&function, native_kwargs(kind, args), None),
+        };
+        if kind != "think" {
+            step.set_thought(thought, reasoning);
+        }
+        let link = match (call_id, v["id"].as_i64()) {
+            (Some(id), _) => id.to_owned(),
+            (None, Some(n)) => format!("event-{n}"),
+            (None, None) => format!("event-at-{}", self.content.len()),
+        };
+        if let Some(n) = v["id"].as_i64() {
+            self.by_call.insert(link.clone(), n);
+        }
+        self.content.push(step.with_tool_call_id(link.clone()));
+        Seen::Call {
+            link,
+            name: function,
+        }
+    }
+
+    fn observation(&mut self, e: &Event) -> Result<(), Failure> {
+        let v = e.v;
+        let kind = v["observation"].as_str().unwrap_or_default();
+        if STATE_OBSERVATIONS.contains(&kind) {
+            self.skipped.push(v.clone());
+            return Ok(());
+        }
+        let fail = |pointer: &str, message: String| Failure {
+            line: e.line,
+            pointer: format!("{}{pointer}", e.at),
+            message,
+        };
+        let call_id = v["tool_call_metadata"]["tool_call_id"].as_str();
+        let cause = match (v["cause"].as_i64(), call_id) {
+            (Some(c), _) if self.seen.contains_key(&c) => Some(c),
+            (Some(c), _) => {
+                return Err(fail(
+                    "/cause",
+                    format!(
+                    "observation caused by event {c}, which is not an earlier event of this stream"
+                ),
+                ))
+            }
+            (None, Some(id)) => match self.by_call.get(id) {
+                Some(&n) => Some(n),
+                None => {
+                    return Err(fail(
+                        "/tool_call_metadata/tool_call_id",
+                        format!("observation of tool call {id:?}, which no earlier action made"),
+                    ))
+                }
+            },
+            (None, None) => None,
+        };
+        let link = match cause.and_then(|c| self.seen.get(&c)) {
+            Some(Seen::Call { link, name }) if !self.answered.contains(link) => {
+                Some((link.clone(), name.clone()))
+            }
+            _ => None,
+        };
+        let content = v["content"].as_str().unwrap_or_default().to_owned();
+        let mut step = if kind == "browse" {
+            Step::WebObservation(WebObservation {
+                html: Some(content),
+                axtree: None,
+                url: v["extras"]["url"].as_str().map(str::to_owned),
+                image_observation: None,
+                viewport_size: None,
+                tool_call_id: None,
+                reward: None,
+            })
+        } else {
+            let name = link.as_ref().map_or(kind, |(_, n)| n.as_str());
+            Step::environment_text(Some(name.to_owned()), content)
+        };
+        if let Some((id, _)) = link {
+            self.answered.insert(id.clone());
+            step = step.with_tool_call_id(id);
+        }
+        self.content.push(step);
+        Ok(())
+    }
+
+    /// A chat OpenHands wrote: calls of one assistant message are each followed by their
+    /// result (the order OpenHands runs them in), results found by `tool_call_id`.
+    fn chat(&mut self, messages: &[Value]) -> Result<(), Failure> {
+        // The calls of the latest assistant message, each with its result when it came.
+        let mut group: Vec<(Step, Option<Step>)> = Vec::new();
+        let flush = |content: &mut Vec<Step>, group: &mut Vec<(Step, Option<Step>)>| {
+            for (call, result) in group.drain(..) {
+                content.push(call);
+                content.extend(result);
+            }
+        };
+        for (i, m) in messages.iter().enumerate() {
+            let text = message_text(&m["content"]);
+            let role = m["role"].as_str().unwrap_or_default();
+            if role != "tool" {
+                flush(&mut self.content, &mut group);
+            }
+            match role {
+                "system" | "developer" => {
+                    self.system_prompt.get_or_insert(text);
+                }
+                "user" if !self.task_seen => self.task_or_user(text, &Value::Null),
+                "user" => match text.strip_prefix("OBSERVATION:\n") {
+                    Some(result) => self
+                        .content
+                        .push(Step::environment_text(None, result.to_owned())),
+                    None => self.content.push(Step::user_text(text)),
+                },
+                "assistant" => {
+                    let calls = m["tool_calls"].as_array().map_or(&[][..], Vec::as_slice);
+                    let reasoning = m["reasoning_content"].as_str().map(str::to_owned);
+                    if calls.is_empty() {
+                        let mut step = Step::message(text, None);
+                        step.set_thought(None, reasoning);
+                        self.content.push(step);
+                        continue;
+                    }
+                    let mut thought = (!text.trim().is_empty()).then_some(text);
+                    let mut reasoning = reasoning;
+                    for (k, call) in calls.iter().enumerate() {
+                        let f = &call["function"];
+                        let name = f["name"].as_str().unwrap_or_default();
+                        let kwargs =
+                            parse_arguments(&f["arguments"]).map_err(|message| Failure {
+                                line: None,
+                                pointer: format!("/messages/{i}/tool_calls/{k}/function/arguments"),
+                                message,
+                            })?;
+                        let mut step = if name == "finish" {
+                            finish(
+                                kwargs
+                                    .get("message")
+                                    .and_then(Value::as_str)
+                                    .unwrap_or_default(),
+                            )
+                        } else {
+                            let id = call["id"].as_str().unwrap_or_default();
+                            self.calls.insert(id.to_owned(), name.to_owned());
+                            call_step(name, kwargs, OPENHANDS_CODE_TOOLS).with_tool_call_id(id)
+                        };
+                        step.set_thought(thought.take(), reasoning.take());
+                        group.push((step, None));
+                    }
+                }
+                "tool" => {
+                    let id = m["tool_call_id"].as_str().unwrap_or_default();
+                    let Some(name) = self.calls.get(id).cloned() else {
+                        return Err(Failure {
+                            line: None,
+                            pointer: format!("/messages/{i}/tool_call_id"),
+                            message: format!(
+                                "tool result for call {id:?}, which no earlier assistant message made"
+                            ),
+                        });
+                    };
+                    let mut step = Step::environment_text(Some(name), observation_text(&text));
+                    if self.answered.insert(id.to_owned()) {
+                        step = step.with_tool_call_id(id);
+                    }
+                    let slot = group
+                        .iter_mut()
+                        .find(|(call, result)| result.is_none() && call.tool_call_id() == Some(id));
+                    match slot {
+                        Some((_, result)) => *result = Some(step),
+                        None => {
+                            flush(&mut self.content, &mut group);
+                            self.content.push(step);
+                        }
+                    }
+                }
+                other => {
+                    return Err(Failure {
+                        line: None,
+                        pointer: format!("/messages/{i}/role"),
+                        message: format!("unknown role {other:?}"),
+                    })
+                }
+            }
+        }
+        flush(&mut self.content, &mut group);
+        Ok(())
+    }
+
+    fn into_trajectory(mut self, v: &Value, record: &RawRecord, id: String) -> Trajectory {
+        unlink_unanswered(&mut self.content);
+        let mut traj = chat_trajectory(
+            "openhands",
+            record,
+            v,
+            id,
+            self.content,
+            self.tools,
+            &["messages", "tools", "history", "events"],
+        );
+        let d = &mut traj.details;
+        d.insert(
+            "source".into(),
+            source_details(
+                "openhands",
+                record,
+                json!({"instance_id": v["instance_id"].as_str()}),
+            ),
+        );
+        if let Some(resolved) = v["resolved"].as_bool() {
+            d.insert(
+                "outcome".into(),
+                verdict_outcome("resolved", resolved, JsonObject::new()),
+            );
+        }
+        let mut extra = JsonObject::new();
+        if let Some(p) = self.system_prompt {
+            extra.insert("system_prompt".into(), p.into());
+        }
+        if !self.skipped.is_empty() {
+            extra.insert("skipped_events".into(), Value::Array(self.skipped));
+        }
+        extend_details(d, "openhands", extra);
+        traj
+    }
+}

@@ -1,6 +1,6 @@
 //! Per-record hot paths, measured in bytes per second on the bundled sample trajectories:
 //! checking a record (parse, schema, typed decode, rules), converting it to ADP 1.5.0 (from ADP,
-//! and with a declarative spec), and framing a JSON-lines stream. `scripts/bench.sh` measures whole commands on 1 GiB.
+//! and with a declarative spec), framing a JSON-lines stream, and encoding Parquet. `scripts/bench.sh` measures whole commands on 1 GiB.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -111,4 +111,34 @@ fn convert_records_with_spec(bencher: Bencher) {
     let line = std::fs::read(dir.join("tickets.jsonl")).expect("tickets");
     let bytes = line.repeat((4 << 20) / line.len() + 1);
     bench_convert(bencher, &spec, &bytes);
+}
+
+/// The sample trajectories taken apart into Parquet rows, gathered into record batches and
+/// written as a zstd Parquet file in memory: the writer side of `export --to parquet`.
+#[divan::bench]
+fn encode_parquet(bencher: Bencher) {
+    use trajkit::export::parquet::columns::Columns;
+    use trajkit::export::parquet::{schema::schema, Row};
+    use trajkit::model::Trajectory;
+
+    let bytes = input();
+    let trajectories: Vec<Trajectory> = bytes
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .filter_map(|l| serde_json::from_slice(l).ok())
+        .collect();
+    bencher.counter(BytesCount::of_slice(&bytes)).bench(|| {
+        let mut columns = Columns::default();
+        for t in &trajectories {
+            columns.push(&Row::new(t.clone()).expect("serializes"));
+        }
+        let batch = columns.finish().expect("batch");
+        let props = parquet::file::properties::WriterProperties::builder()
+            .set_compression(parquet::basic::Compression::ZSTD(Default::default()))
+            .build();
+        let mut w = parquet::arrow::ArrowWriter::try_new(Vec::new(), schema(), Some(props))
+            .expect("writer");
+        w.write(&batch).expect("write");
+        w.into_inner().expect("file").len()
+    });
 }

@@ -3,7 +3,7 @@
 #
 #   scripts/bench.sh [BYTES]        (default 1 GiB; the inputs are cached in $BENCH_DIR)
 #   BENCH_ONLY=join scripts/bench.sh [BYTES]    (only the join case)
-#   BENCH_ONLY=export scripts/bench.sh [BYTES]  (only the export cases)
+#   BENCH_ONLY=export scripts/bench.sh [BYTES]  (only the export cases: Parquet, SFT targets)
 #
 # Prints, per command, the input size, wall time, MB/s and peak RSS (GNU time's %M).
 # ADP: BYTES of trajectories shaped like the shared corpus. Seed formats: BYTES/4 each, shaped
@@ -51,8 +51,15 @@ report() {
 
 echo "trajkit $($BIN --version | awk '{print $2}') on $(nproc) cores, input $INPUT"
 
-# export: SFT JSON lines from the ADP input, 2 splits, 500 MB shards (MB/s of ADP input).
+# export: Parquet and SFT JSON lines from the ADP input, 2 splits, 500 MB shards (MB/s of ADP
+# input), and the Parquet read back into ADP JSON lines (MB/s of the ADP it gives back).
 if [ "$BENCH_ONLY" = all ] || [ "$BENCH_ONLY" = export ]; then
+  rm -rf "$BENCH_DIR/export"
+  report "export --to parquet --split train=0.98,validation=0.02" "$BIN" export -q "$INPUT" \
+    --to parquet --split train=0.98,validation=0.02 -o "$BENCH_DIR/export"
+  report "convert --from parquet (ADP written)" "$BIN" convert -q --from parquet \
+    "$BENCH_DIR/export/data" -o "$BENCH_DIR/from-parquet.jsonl"
+  rm -f "$BENCH_DIR/from-parquet.jsonl"
   for to in openai hf sharegpt; do
     rm -rf "$BENCH_DIR/export"
     report "export --to $to --split train=0.98,validation=0.02" "$BIN" export -q "$INPUT" \

@@ -12,5 +12,6 @@ pub mod model;
 pub mod output;
 pub mod pipeline;
 pub mod rejects;
+pub mod run;
 pub mod stats;
 pub mod validate;

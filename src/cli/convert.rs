@@ -66,13 +66,70 @@ pub struct ConvertArgs {
     pub decode_details: Option<String>,
 }
 
-/// Runs `convert`.
-pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
-    let named: Option<&'static dyn Converter> = match (&args.spec, args.from.as_str()) {
+/// The converter named by `--spec FILE` or `--from NAME`, or `None` for `auto`.
+pub fn named_converter(
+    from: &str,
+    spec: Option<&str>,
+) -> Result<Option<&'static dyn Converter>, CliError> {
+    Ok(match (spec, from) {
         (Some(path), _) => Some(spec::load_file(path).map_err(spec_errors)?),
         (None, "auto") => None,
         (None, name) => Some(lookup(name).map_err(CliError::usage)?),
+    })
+}
+
+/// The upgrade of `--adp-version` and `--decode-details`.
+pub fn upgrade_options(
+    target: AdpVersion,
+    decode_details: Option<&str>,
+) -> Result<UpgradeOptions, CliError> {
+    let decode_details = match decode_details {
+        None => DetailsDecode::None,
+        Some("*") => DetailsDecode::All,
+        Some(keys) => DetailsDecode::Keys(keys.split(',').map(str::to_owned).collect()),
     };
+    if decode_details != DetailsDecode::None && !target.has_free_details() {
+        return Err(CliError::usage(format!(
+            "--decode-details needs ADP 1.1.0 or later (details values are strings in {target})"
+        )));
+    }
+    Ok(UpgradeOptions {
+        target,
+        decode_details,
+    })
+}
+
+/// Pairs each input (expanded; directories a format claims stay whole) with its converter:
+/// `named`, or the one detected from its first record (reported on stderr unless quiet).
+pub fn plan_inputs(
+    given: &[String],
+    named: Option<&'static dyn Converter>,
+    global: &GlobalArgs,
+) -> Result<Vec<(String, &'static dyn Converter)>, CliError> {
+    let claimant = |p: &Path| match named {
+        Some(c) => c.claims_path(p).then_some(c),
+        None => path_converter(p),
+    };
+    let mut plan = Vec::new();
+    for input in inputs_with_units(given, &|p| claimant(p).is_some())? {
+        let converter = match (claimant(Path::new(&input)), named) {
+            (Some(c), _) | (None, Some(c)) => c,
+            (None, None) => detect_input(&input).map_err(|e| match e {
+                DetectError::Read { .. } => CliError::io(e),
+                _ => CliError::usage(e.to_string()),
+            })?,
+        };
+        if named.is_none() && !global.quiet {
+            eprintln!("trajkit: {input}: detected {}", converter.name());
+        }
+        plan.push((input, converter));
+    }
+    Ok(plan)
+}
+
+/// Runs `convert`.
+pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
+    let named = named_converter(&args.from, args.spec.as_deref())?;
     let to = match args.to.as_str() {
         "adp" => OutputFormat::Adp,
         "atif" if args.adp_version == AdpVersion::LATEST => OutputFormat::Atif,
@@ -87,49 +144,17 @@ pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
             )))
         }
     };
-    let decode_details = match args.decode_details.as_deref() {
-        None => DetailsDecode::None,
-        Some("*") => DetailsDecode::All,
-        Some(keys) => DetailsDecode::Keys(keys.split(',').map(str::to_owned).collect()),
-    };
-    if decode_details != DetailsDecode::None && !args.adp_version.has_free_details() {
-        return Err(CliError::usage(format!(
-            "--decode-details needs ADP 1.1.0 or later (details values are strings in {})",
-            args.adp_version
-        )));
-    }
-    let claimant = |p: &Path| match named {
-        Some(c) => c.claims_path(p).then_some(c),
-        None => path_converter(p),
-    };
-    let mut plan = Vec::new();
-    for input in inputs_with_units(&args.inputs, &|p| claimant(p).is_some())? {
-        let converter = match (claimant(Path::new(&input)), named) {
-            (Some(c), _) | (None, Some(c)) => c,
-            (None, None) => detect_input(&input).map_err(|e| match e {
-                DetectError::Read { .. } => CliError::io(e),
-                _ => CliError::usage(e.to_string()),
-            })?,
-        };
-        if named.is_none() && !global.quiet {
-            eprintln!("trajkit: {input}: detected {}", converter.name());
-        }
-        plan.push((input, converter));
-    }
+    let upgrade = upgrade_options(args.adp_version, args.decode_details.as_deref())?;
+    let plan = plan_inputs(&args.inputs, named, global)?;
     let inputs: Vec<String> = plan.iter().map(|(p, _)| p.clone()).collect();
     let output = Output::create(&args.output)
         .map_err(|e| CliError::io(format!("cannot create {}: {e}", args.output)))?;
     let rejects = rejects_writer(args.rejects.as_deref())?;
     let opts = ConvertOptions {
         to,
-        upgrade: UpgradeOptions {
-            target: args.adp_version,
-            decode_details,
-        },
+        upgrade,
         run: global.run_options(),
-        sessions: SessionOptions {
-            idle_gap_seconds: args.idle_gap.saturating_mul(60),
-        },
+        sessions: sessions(args.idle_gap),
     };
     let shown = Capped::stderr(global);
     let started = Instant::now();
@@ -147,6 +172,13 @@ pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         throughput(bar.bytes_read(), started)
     ));
     Ok(u8::from(summary.rejected > 0))
+}
+
+/// LedgerMind sessions of `--idle-gap MINUTES`.
+pub fn sessions(idle_gap_minutes: i64) -> SessionOptions {
+    SessionOptions {
+        idle_gap_seconds: idle_gap_minutes.saturating_mul(60),
+    }
 }
 
 /// A spec that does not load is a usage error listing every problem.

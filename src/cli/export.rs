@@ -123,8 +123,13 @@ fn read_text(path: &str, what: &str) -> Result<String, CliError> {
         .map_err(|e| CliError::io(format!("cannot read {what} {path}: {e}")))
 }
 
-/// Runs `export`.
-pub fn run(args: ExportArgs, global: &GlobalArgs) -> Result<u8, CliError> {
+/// The export options of `args` for `inputs` (already expanded; `-` is stdin): checks the
+/// combinations, reads `--tools` and `--system-prompt`.
+pub fn export_options(
+    args: &ExportArgs,
+    inputs: &[String],
+    global: &GlobalArgs,
+) -> Result<ExportOptions, CliError> {
     let thoughts = args.thoughts.unwrap_or(args.to.default_thoughts());
     if thoughts == Thoughts::Reasoning && args.to != Target::Hf {
         return Err(CliError::usage(
@@ -170,7 +175,6 @@ pub fn run(args: ExportArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         max_steps: args.max_steps,
         max_chars: args.max_chars,
     };
-    let inputs = inputs(&args.inputs)?;
     let stdin = inputs.iter().any(|i| i == "-");
     let infer_tools = match args.infer_tools {
         Some(InferTools::Dataset) if stdin => {
@@ -188,18 +192,18 @@ pub fn run(args: ExportArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         "thoughts": thoughts.name(),
         "description_as": args.description_as.name(),
         "train_on": args.train_on.name(),
-        "code_tool": args.code_tool,
-        "tools": args.tools,
+        "code_tool": &args.code_tool,
+        "tools": &args.tools,
         "infer_tools": infer_tools.name(),
-        "system_prompt": args.system_prompt,
+        "system_prompt": &args.system_prompt,
         "inject_reflections": args.inject_reflections,
         "split": args.split.as_deref().unwrap_or("train=1"),
         "shard_rows": shards.rows,
         "shard_bytes": shards.bytes,
         "row_group_bytes": args.row_group_bytes,
-        "compress": args.compress,
+        "compress": &args.compress,
         "zstd_level": args.zstd_level,
-        "filters": filters,
+        "filters": &filters,
         "dedup": args.dedup,
     });
     // The Parquet files carry the options that shape them, but not the input paths: the same
@@ -213,7 +217,7 @@ pub fn run(args: ExportArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         ],
     };
     recorded_options["inputs"] = json!(inputs);
-    let opts = ExportOptions {
+    Ok(ExportOptions {
         target: args.to,
         sft: SftOptions {
             thoughts,
@@ -237,7 +241,13 @@ pub fn run(args: ExportArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         recorded_options,
         upgrade: UpgradeOptions::default(),
         run: global.run_options(),
-    };
+    })
+}
+
+/// Runs `export`.
+pub fn run(args: ExportArgs, global: &GlobalArgs) -> Result<u8, CliError> {
+    let inputs = inputs(&args.inputs)?;
+    let opts = export_options(&args, &inputs, global)?;
     let rejects = rejects_writer(args.rejects.as_deref())?;
     let started = Instant::now();
     let bar = global.progress(&inputs, "export");

@@ -152,28 +152,22 @@ fn side_set(
     }))
 }
 
-/// Runs `join`.
-pub fn run(args: JoinArgs, global: &GlobalArgs) -> Result<u8, CliError> {
-    if !args.adp_version.has_free_details() {
-        return Err(CliError::usage(format!(
-            "join writes JSON values into details, which ADP {} cannot hold; use 1.1.0 or later",
-            args.adp_version
-        )));
-    }
+/// The side sets of the join's options (no file is read), or why they are wrong.
+pub fn side_sets(args: &JoinArgs) -> Result<Vec<SideSet>, CliError> {
     let sets: Vec<SideSet> = [
         side_set(
             "reflections",
             &args.reflections,
             args.reflections_from,
             args.reflections_key.as_ref(),
-            &args,
+            args,
         )?,
         side_set(
             "rewards",
             &args.rewards,
             args.rewards_from,
             args.rewards_key.as_ref(),
-            &args,
+            args,
         )?,
     ]
     .into_iter()
@@ -184,19 +178,16 @@ pub fn run(args: JoinArgs, global: &GlobalArgs) -> Result<u8, CliError> {
             "nothing to join: give --reflections FILE... and/or --rewards FILE...",
         ));
     }
-    let inputs = inputs(&args.inputs)?;
-    let side_stdin = args
-        .reflections
-        .iter()
-        .chain(&args.rewards)
-        .filter(|f| *f == "-")
-        .count();
-    if side_stdin + usize::from(inputs.iter().any(|i| i == "-")) > 1 {
-        return Err(CliError::usage(
-            "stdin (`-`) can be read once: give the trajectories or one side file on stdin, not several",
-        ));
-    }
-    let started = Instant::now();
+    Ok(sets)
+}
+
+/// Reads and indexes the side files of `sets` and makes the join of `args`; problems in the
+/// side files are listed on stderr and fail with exit 1.
+pub fn build_join(
+    args: &JoinArgs,
+    sets: Vec<SideSet>,
+    global: &GlobalArgs,
+) -> Result<Join, CliError> {
     let index = match SideIndex::build(sets, args.duplicates, global.max_record_bytes) {
         Ok(i) => i,
         Err(IndexError::Invalid(problems)) => {
@@ -215,18 +206,19 @@ pub fn run(args: JoinArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         }
         Err(e) => return Err(CliError::io(e)),
     };
-    let join = Join {
+    Ok(Join {
         index,
         policies: JoinPolicies {
             unmatched: args.unmatched,
             conflicts: args.conflicts,
             memory_window: args.memory_window,
         },
-    };
-    let output = Output::create(&args.output)
-        .map_err(|e| CliError::io(format!("cannot create {}: {e}", args.output)))?;
-    let rejects = rejects_writer(args.rejects.as_deref())?;
-    let opts = JoinRunOptions {
+    })
+}
+
+/// The run options of the join of `args`.
+pub fn run_options(args: &JoinArgs, global: &GlobalArgs) -> JoinRunOptions {
+    JoinRunOptions {
         upgrade: UpgradeOptions {
             target: args.adp_version,
             ..UpgradeOptions::default()
@@ -238,7 +230,36 @@ pub fn run(args: JoinArgs, global: &GlobalArgs) -> Result<u8, CliError> {
             (false, 0) => Some(20),
             (false, _) => None,
         },
-    };
+    }
+}
+
+/// Runs `join`.
+pub fn run(args: JoinArgs, global: &GlobalArgs) -> Result<u8, CliError> {
+    if !args.adp_version.has_free_details() {
+        return Err(CliError::usage(format!(
+            "join writes JSON values into details, which ADP {} cannot hold; use 1.1.0 or later",
+            args.adp_version
+        )));
+    }
+    let sets = side_sets(&args)?;
+    let inputs = inputs(&args.inputs)?;
+    let side_stdin = args
+        .reflections
+        .iter()
+        .chain(&args.rewards)
+        .filter(|f| *f == "-")
+        .count();
+    if side_stdin + usize::from(inputs.iter().any(|i| i == "-")) > 1 {
+        return Err(CliError::usage(
+            "stdin (`-`) can be read once: give the trajectories or one side file on stdin, not several",
+        ));
+    }
+    let started = Instant::now();
+    let join = build_join(&args, sets, global)?;
+    let output = Output::create(&args.output)
+        .map_err(|e| CliError::io(format!("cannot create {}: {e}", args.output)))?;
+    let rejects = rejects_writer(args.rejects.as_deref())?;
+    let opts = run_options(&args, global);
     let bar = global.progress(&inputs, "join");
     let summary = join_inputs(
         &inputs,

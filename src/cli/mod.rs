@@ -6,6 +6,7 @@ mod export;
 mod formats;
 mod join;
 mod progress;
+mod run;
 mod schema;
 mod stats;
 mod validate;
@@ -39,6 +40,7 @@ enum Command {
     Convert(convert::ConvertArgs),
     Join(Box<join::JoinArgs>),
     Export(Box<export::ExportArgs>),
+    Run(run::RunArgs),
     Stats(stats::StatsArgs),
     Schema(schema::SchemaArgs),
     Formats(formats::FormatsArgs),
@@ -53,6 +55,7 @@ impl Cli {
             Command::Convert(a) => convert::run(a, &self.global),
             Command::Join(a) => join::run(*a, &self.global),
             Command::Export(a) => export::run(*a, &self.global),
+            Command::Run(a) => run::run(a, &self.global),
             Command::Stats(a) => stats::run(a, &self.global),
             Command::Schema(a) => schema::run(a),
             Command::Formats(a) => formats::run(a),

@@ -8,7 +8,7 @@ use super::common::CliError;
 /// Print one of the JSON Schemas trajkit validates with (draft 2020-12).
 ///
 /// Names: `adp` (the newest, 1.5.0), `adp@VERSION` (unversioned, 1.0.0 ... 1.5.0), `details`
-/// (trajkit's keys in details).
+/// (trajkit's keys in details), `pipeline` (`trajkit run` files), `converter-spec`.
 ///
 /// Example: trajkit schema adp@1.3.0 > adp-1.3.0.schema.json
 #[derive(Debug, Args)]

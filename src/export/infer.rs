@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use super::tools::ArgShapes;
 use crate::ingest::RawRecord;
-use crate::model::JsonObject;
+use crate::model::{JsonObject, Step, Trajectory};
 use crate::pipeline::{self, Flow, PipelineError, Progress, RunOptions, Sink};
 
 #[derive(Deserialize)]
@@ -49,15 +49,35 @@ fn calls(record: &RawRecord) -> Vec<(String, JsonObject)> {
         .collect()
 }
 
-struct Gather(BTreeMap<String, ArgShapes>);
+/// The api calls of a trajectory already parsed: (tool, arguments).
+pub fn trajectory_calls(traj: &Trajectory) -> Vec<(String, JsonObject)> {
+    traj.content
+        .iter()
+        .filter_map(|s| match s {
+            Step::ApiAction(a) => Some((a.function.clone(), a.kwargs.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Argument shapes by tool name, gathered call by call in input order.
+#[derive(Debug, Default)]
+pub struct Gather(pub BTreeMap<String, ArgShapes>);
+
+impl Gather {
+    /// Adds the shapes of `calls`.
+    pub fn add(&mut self, calls: Vec<(String, JsonObject)>) {
+        for (name, args) in calls {
+            self.0.entry(name).or_default().add(&args);
+        }
+    }
+}
 
 impl Sink for Gather {
     type Item = Vec<(String, JsonObject)>;
 
     fn accept(&mut self, _record: RawRecord, calls: Self::Item) -> io::Result<Flow> {
-        for (name, args) in calls {
-            self.0.entry(name).or_default().add(&args);
-        }
+        self.add(calls);
         Ok(Flow::Continue)
     }
 }

@@ -42,7 +42,7 @@ use self::shard::{JsonLines, ShardFile, ShardOptions, ShardSet, ShardWriter};
 use self::split::Splits;
 use self::tools::{tool_specs, ToolCatalog};
 use crate::convert::{adp::Adp, empty_inputs, upgrade_checked, Converter};
-use crate::ingest::RawRecord;
+use crate::ingest::{Provenance, RawRecord};
 use crate::join::policy::choice;
 use crate::model::upgrade::UpgradeOptions;
 use crate::model::Trajectory;
@@ -312,8 +312,7 @@ impl From<serde_json::Error> for RenderError {
 /// Turns an accepted trajectory into a row of the target.
 pub type Encoder<R> = dyn Fn(Trajectory, &ExportOptions) -> Result<Encoded<R>, RenderError> + Sync;
 
-/// Exports one ADP record (any version): parse, upgrade, filter, then `encode`, and assign
-/// the split.
+/// Exports one ADP record (any version): parse, then [`export_trajectory`] each trajectory.
 pub fn export_record<R>(
     record: &RawRecord,
     opts: &ExportOptions,
@@ -323,34 +322,73 @@ pub fn export_record<R>(
         Ok(t) => t,
         Err(d) => return vec![Outcome::Rejected(d)],
     };
-    let prov = &record.provenance;
     trajectories
         .into_iter()
-        .map(|(mut traj, _)| {
-            if let Err(d) = upgrade_checked(&mut traj, prov, &opts.upgrade) {
-                return Outcome::Rejected(d);
-            }
-            if let Some(f) = opts.filters.check(&traj) {
-                return Outcome::Filtered(f);
-            }
-            let id = traj.id.clone();
-            let split = opts.splits.assign(&id);
-            let diagnose = |rule: &str, pointer: &str, message: String| {
-                Outcome::Rejected(vec![Diagnostic::error(
-                    prov,
-                    Some(&id),
-                    pointer,
-                    rule,
-                    message,
-                )])
-            };
-            match encode(traj, opts) {
-                Ok(row) => Outcome::Row(split, row),
-                Err(RenderError::Untrainable(u)) => diagnose(u.rule, &u.pointer, u.message),
-                Err(RenderError::Json(e)) => diagnose("serialize", "", e.to_string()),
-            }
-        })
+        .map(|(traj, _)| export_trajectory(traj, &record.provenance, opts, encode))
         .collect()
+}
+
+/// Exports one trajectory: upgrade to 1.5.0 and check, filter, then `encode`, and assign the
+/// split. `prov` locates it for diagnostics.
+pub fn export_trajectory<R>(
+    mut traj: Trajectory,
+    prov: &Provenance,
+    opts: &ExportOptions,
+    encode: &Encoder<R>,
+) -> Outcome<R> {
+    if let Err(d) = upgrade_checked(&mut traj, prov, &opts.upgrade) {
+        return Outcome::Rejected(d);
+    }
+    if let Some(f) = opts.filters.check(&traj) {
+        return Outcome::Filtered(f);
+    }
+    let id = traj.id.clone();
+    let split = opts.splits.assign(&id);
+    let diagnose = |rule: &str, pointer: &str, message: String| {
+        Outcome::Rejected(vec![Diagnostic::error(
+            prov,
+            Some(&id),
+            pointer,
+            rule,
+            message,
+        )])
+    };
+    match encode(traj, opts) {
+        Ok(row) => Outcome::Row(split, row),
+        Err(RenderError::Untrainable(u)) => diagnose(u.rule, &u.pointer, u.message),
+        Err(RenderError::Json(e)) => diagnose("serialize", "", e.to_string()),
+    }
+}
+
+/// A row of any target: what [`encode_any`] makes, for passes that fan one trajectory out to
+/// exports of several targets (`trajkit run`).
+pub enum AnyRow {
+    /// A JSON line (SFT targets and `adp`).
+    Line(Vec<u8>),
+    /// A Parquet row.
+    Parquet(Box<parquet::Row>),
+}
+
+/// Encodes a row of `opts.target`, whichever it is.
+pub fn encode_any(traj: Trajectory, opts: &ExportOptions) -> Result<Encoded<AnyRow>, RenderError> {
+    Ok(match opts.target {
+        Target::Parquet => {
+            let e = encode_parquet(traj, opts)?;
+            Encoded {
+                row: AnyRow::Parquet(Box::new(e.row)),
+                len: e.len,
+                hash: e.hash,
+            }
+        }
+        _ => {
+            let e = encode_line(traj, opts)?;
+            Encoded {
+                row: AnyRow::Line(e.row),
+                len: e.len,
+                hash: e.hash,
+            }
+        }
+    })
 }
 
 fn content_hash(body: &[u8]) -> [u8; 16] {
@@ -441,12 +479,82 @@ fn line(id: &str, body: Vec<u8>, with_id: bool) -> Vec<u8> {
     out
 }
 
-struct ExportSink<W: ShardWriter> {
+/// The shards of one export being written, the `--dedup` hashes seen and the counts.
+struct Shards<W: ShardWriter> {
     shards: Vec<ShardSet<W>>,
     seen: HashSet<[u8; 16]>,
+    summary: ExportSummary,
+}
+
+impl<W: ShardWriter> Shards<W> {
+    fn new(data: &Path, opts: &ExportOptions, config: &W::Config) -> Self {
+        Shards {
+            shards: opts
+                .splits
+                .names()
+                .iter()
+                .map(|s| ShardSet::new(data, s, &opts.shards, config))
+                .collect(),
+            seen: HashSet::new(),
+            summary: ExportSummary::default(),
+        }
+    }
+
+    /// Writes or counts one outcome; a rejection's diagnostics are handed back to report.
+    fn add(&mut self, item: Outcome<W::Row>) -> io::Result<Option<Vec<Diagnostic>>> {
+        self.summary.records_in += 1;
+        let by = &mut self.summary.filtered_by;
+        match item {
+            Outcome::Row(split, encoded) => {
+                if encoded.hash.is_some_and(|h| !self.seen.insert(h)) {
+                    by.duplicate += 1;
+                    self.summary.filtered += 1;
+                    return Ok(None);
+                }
+                if let Some(s) = self.shards.get_mut(split) {
+                    s.write(encoded.row, encoded.len)?;
+                }
+                self.summary.written += 1;
+            }
+            Outcome::Filtered(f) => {
+                *match f {
+                    Filtered::MinReward => &mut by.min_reward,
+                    Filtered::Outcome => &mut by.outcome,
+                    Filtered::MaxSteps => &mut by.max_steps,
+                    Filtered::MaxChars => &mut by.max_chars,
+                    Filtered::Duplicate => &mut by.duplicate,
+                } += 1;
+                self.summary.filtered += 1;
+            }
+            Outcome::Rejected(diagnostics) => {
+                self.summary.rejected += 1;
+                return Ok(Some(diagnostics));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Completes the shards, removes the `earlier` ones and gives the new ones their final
+    /// names.
+    fn commit(mut self, earlier: &[PathBuf]) -> io::Result<(ExportSummary, Vec<ShardFile>)> {
+        for s in &mut self.shards {
+            s.finish()?;
+        }
+        for old in earlier {
+            fs::remove_file(old)?;
+        }
+        let mut files: Vec<ShardFile> = Vec::new();
+        for s in self.shards.drain(..) {
+            files.extend(s.commit()?);
+        }
+        Ok((self.summary, files))
+    }
+}
+
+struct ExportSink<W: ShardWriter> {
+    out: Shards<W>,
     rejects: Option<RejectsWriter>,
     reporter: Box<dyn Reporter>,
-    summary: ExportSummary,
 }
 
 impl<W: ShardWriter> Sink for ExportSink<W> {
@@ -454,40 +562,14 @@ impl<W: ShardWriter> Sink for ExportSink<W> {
 
     fn accept(&mut self, record: RawRecord, items: Self::Item) -> io::Result<Flow> {
         for item in items {
-            self.summary.records_in += 1;
-            let by = &mut self.summary.filtered_by;
-            match item {
-                Outcome::Row(split, encoded) => {
-                    if encoded.hash.is_some_and(|h| !self.seen.insert(h)) {
-                        by.duplicate += 1;
-                        self.summary.filtered += 1;
-                        continue;
-                    }
-                    if let Some(s) = self.shards.get_mut(split) {
-                        s.write(encoded.row, encoded.len)?;
-                    }
-                    self.summary.written += 1;
-                }
-                Outcome::Filtered(f) => {
-                    *match f {
-                        Filtered::MinReward => &mut by.min_reward,
-                        Filtered::Outcome => &mut by.outcome,
-                        Filtered::MaxSteps => &mut by.max_steps,
-                        Filtered::MaxChars => &mut by.max_chars,
-                        Filtered::Duplicate => &mut by.duplicate,
-                    } += 1;
-                    self.summary.filtered += 1;
-                }
-                Outcome::Rejected(diagnostics) => {
-                    self.summary.rejected += 1;
-                    reject(
-                        self.reporter.as_mut(),
-                        self.rejects.as_mut(),
-                        &record,
-                        "export",
-                        &diagnostics,
-                    )?;
-                }
+            if let Some(diagnostics) = self.out.add(item)? {
+                reject(
+                    self.reporter.as_mut(),
+                    self.rejects.as_mut(),
+                    &record,
+                    "export",
+                    &diagnostics,
+                )?;
             }
         }
         Ok(Flow::Continue)
@@ -560,16 +642,9 @@ impl Run<'_> {
     ) -> Result<(ExportSummary, Vec<ShardFile>, Vec<InputCount>), RunError> {
         let opts = self.opts;
         let sink = ExportSink::<W> {
-            shards: opts
-                .splits
-                .names()
-                .iter()
-                .map(|s| ShardSet::new(self.data, s, &opts.shards, config))
-                .collect(),
-            seen: HashSet::new(),
+            out: Shards::new(self.data, opts, config),
             rejects: self.rejects,
             reporter: self.reporter,
-            summary: ExportSummary::default(),
         };
         let (mut sink, inputs_read) = pipeline::run(
             self.inputs,
@@ -585,17 +660,133 @@ impl Run<'_> {
         if let Some(r) = sink.rejects.take() {
             r.finish().map_err(RunError::Io)?;
         }
-        for s in &mut sink.shards {
-            s.finish().map_err(RunError::Io)?;
+        let (summary, files) = sink.out.commit(self.earlier).map_err(RunError::Io)?;
+        Ok((summary, files, inputs_read))
+    }
+}
+
+/// Checks that `dir` may be written (no earlier export unless `force`), creates `dir/data`,
+/// and returns it with the earlier shards to replace.
+fn prepare_dir(dir: &Path, force: bool) -> Result<(PathBuf, Vec<PathBuf>), ExportError> {
+    let io_err = |source: io::Error| ExportError::Io {
+        dir: dir.display().to_string(),
+        source,
+    };
+    let data = dir.join("data");
+    let earlier = earlier_shards(&data).map_err(io_err)?;
+    if !force && (!earlier.is_empty() || dir.join("manifest.json").exists()) {
+        return Err(ExportError::Exists(dir.display().to_string()));
+    }
+    fs::create_dir_all(&data).map_err(io_err)?;
+    Ok((data, earlier))
+}
+
+/// Writes `manifest.json` and the dataset card of a finished export.
+fn write_manifest(
+    dir: &Path,
+    opts: &ExportOptions,
+    summary: &ExportSummary,
+    files: &[ShardFile],
+) -> io::Result<()> {
+    let manifest = Manifest::new(
+        opts.target.name(),
+        &opts.recorded_options,
+        summary,
+        opts.splits.names(),
+        files,
+    );
+    write_file(&dir.join("manifest.json"), |out| {
+        serde_json::to_writer_pretty(&mut *out, &manifest)?;
+        out.write_all(b"\n")
+    })?;
+    let card = manifest.card(opts.target.shape());
+    write_file(&dir.join("README.md"), |out| out.write_all(card.as_bytes()))
+}
+
+enum AnyShards {
+    Lines(Shards<JsonLines>),
+    Parquet(Shards<ParquetShard>),
+}
+
+/// One export as a stage of a larger pass (`trajkit run`): the caller encodes rows with
+/// [`export_trajectory`] and [`encode_any`] in parallel, and hands the outcomes to
+/// [`ExportStage::add`] in input order. Like [`export_inputs`], nothing in the directory looks
+/// finished until [`ExportStage::finish`].
+pub struct ExportStage {
+    dir: PathBuf,
+    earlier: Vec<PathBuf>,
+    shards: AnyShards,
+}
+
+impl ExportStage {
+    /// Prepares `dir` for an export with `opts` (refused if it holds one, unless `force`).
+    pub fn open(dir: &Path, opts: &ExportOptions) -> Result<Self, ExportError> {
+        let (data, earlier) = prepare_dir(dir, opts.force)?;
+        let shards = match opts.target {
+            Target::Parquet => AnyShards::Parquet(Shards::new(&data, opts, &opts.parquet)),
+            _ => AnyShards::Lines(Shards::new(&data, opts, &opts.shards.zstd)),
+        };
+        Ok(ExportStage {
+            dir: dir.to_owned(),
+            earlier,
+            shards,
+        })
+    }
+
+    /// Writes or counts one outcome; a rejection's diagnostics are handed back to report.
+    pub fn add(&mut self, item: Outcome<AnyRow>) -> io::Result<Option<Vec<Diagnostic>>> {
+        let mismatch = || io::Error::other("a row of another target reached this export");
+        match (&mut self.shards, item) {
+            (AnyShards::Lines(s), Outcome::Row(split, e)) => match e.row {
+                AnyRow::Line(row) => s.add(Outcome::Row(
+                    split,
+                    Encoded {
+                        row,
+                        len: e.len,
+                        hash: e.hash,
+                    },
+                )),
+                AnyRow::Parquet(_) => Err(mismatch()),
+            },
+            (AnyShards::Parquet(s), Outcome::Row(split, e)) => match e.row {
+                AnyRow::Parquet(row) => s.add(Outcome::Row(
+                    split,
+                    Encoded {
+                        row: *row,
+                        len: e.len,
+                        hash: e.hash,
+                    },
+                )),
+                AnyRow::Line(_) => Err(mismatch()),
+            },
+            (AnyShards::Lines(s), Outcome::Filtered(f)) => s.add(Outcome::Filtered(f)),
+            (AnyShards::Parquet(s), Outcome::Filtered(f)) => s.add(Outcome::Filtered(f)),
+            (AnyShards::Lines(s), Outcome::Rejected(d)) => s.add(Outcome::Rejected(d)),
+            (AnyShards::Parquet(s), Outcome::Rejected(d)) => s.add(Outcome::Rejected(d)),
         }
-        for old in self.earlier {
-            fs::remove_file(old).map_err(RunError::Io)?;
+    }
+
+    /// Counts so far.
+    pub fn summary(&self) -> &ExportSummary {
+        match &self.shards {
+            AnyShards::Lines(s) => &s.summary,
+            AnyShards::Parquet(s) => &s.summary,
         }
-        let mut files: Vec<ShardFile> = Vec::new();
-        for s in sink.shards.drain(..) {
-            files.extend(s.commit().map_err(RunError::Io)?);
+    }
+
+    /// Commits the shards and writes the manifest and card.
+    pub fn finish(self, opts: &ExportOptions) -> Result<ExportSummary, ExportError> {
+        let io_err = |source: io::Error| ExportError::Io {
+            dir: self.dir.display().to_string(),
+            source,
+        };
+        let (summary, files) = match self.shards {
+            AnyShards::Lines(s) => s.commit(&self.earlier),
+            AnyShards::Parquet(s) => s.commit(&self.earlier),
         }
-        Ok((std::mem::take(&mut sink.summary), files, inputs_read))
+        .map_err(io_err)?;
+        write_manifest(&self.dir, opts, &summary, &files).map_err(io_err)?;
+        Ok(summary)
     }
 }
 
@@ -614,12 +805,7 @@ pub fn export_inputs(
         dir: dir.display().to_string(),
         source,
     };
-    let data = dir.join("data");
-    let earlier = earlier_shards(&data).map_err(io_err)?;
-    if !opts.force && (!earlier.is_empty() || dir.join("manifest.json").exists()) {
-        return Err(ExportError::Exists(dir.display().to_string()));
-    }
-    fs::create_dir_all(&data).map_err(io_err)?;
+    let (data, earlier) = prepare_dir(dir, opts.force)?;
     let sft_with_specs;
     let mut opts = opts;
     if !matches!(opts.target, Target::Adp | Target::Parquet)
@@ -649,20 +835,7 @@ pub fn export_inputs(
         RunError::Io(e) => io_err(e),
     })?;
     summary.empty_inputs = empty_inputs(&inputs_read);
-    let manifest = Manifest::new(
-        opts.target.name(),
-        &opts.recorded_options,
-        &summary,
-        opts.splits.names(),
-        &files,
-    );
-    write_file(&dir.join("manifest.json"), |out| {
-        serde_json::to_writer_pretty(&mut *out, &manifest)?;
-        out.write_all(b"\n")
-    })
-    .map_err(io_err)?;
-    let card = manifest.card(opts.target.shape());
-    write_file(&dir.join("README.md"), |out| out.write_all(card.as_bytes())).map_err(io_err)?;
+    write_manifest(dir, opts, &summary, &files).map_err(io_err)?;
     Ok(summary)
 }
 

@@ -212,8 +212,16 @@ pub fn join_inputs(
         sink,
     )?;
     let write = |e: io::Error| PipelineError::Write(e);
-    let policy = opts.orphans.unwrap_or(Orphans::Report);
-    report_orphans(join, &mut sink, policy, opts).map_err(write)?;
+    finish_side(
+        join,
+        &sink.used,
+        opts,
+        "join",
+        sink.reporter.as_mut(),
+        sink.rejects.as_mut(),
+        &mut sink.summary,
+    )
+    .map_err(write)?;
     sink.reporter.finish(&Default::default()).map_err(write)?;
     sink.output.finish().map_err(write)?;
     if let Some(r) = sink.rejects {
@@ -221,8 +229,25 @@ pub fn join_inputs(
     }
     let mut summary = sink.summary;
     summary.empty_inputs = empty_inputs(&inputs_read);
-    summarize_side(join, &sink.used, &mut summary);
     Ok(summary)
+}
+
+/// After a pass over the trajectories (`used[r]`: side record `r` was attached to one): reports
+/// the orphans under `opts.orphans` (rejected ones written to `rejects` as of `stage`) and fills
+/// the side-file counts of `summary`.
+pub fn finish_side(
+    join: &Join,
+    used: &[bool],
+    opts: &JoinRunOptions,
+    stage: &str,
+    reporter: &mut dyn Reporter,
+    rejects: Option<&mut RejectsWriter>,
+    summary: &mut JoinSummary,
+) -> io::Result<()> {
+    let policy = opts.orphans.unwrap_or(Orphans::Report);
+    report_orphans(join, used, reporter, rejects, stage, policy, opts)?;
+    summarize_side(join, used, summary);
+    Ok(())
 }
 
 /// Reports each side record no trajectory used (an orphan), in file order: as a warning under
@@ -231,18 +256,21 @@ pub fn join_inputs(
 /// records attach, not the records).
 fn report_orphans(
     join: &Join,
-    sink: &mut JoinSink,
+    used: &[bool],
+    reporter: &mut dyn Reporter,
+    rejects: Option<&mut RejectsWriter>,
+    stage: &str,
     policy: Orphans,
     opts: &JoinRunOptions,
 ) -> io::Result<()> {
     let idx = &join.index;
-    let rejecting = policy == Orphans::Reject && sink.rejects.is_some();
+    let rejecting = policy == Orphans::Reject && rejects.is_some();
     let limit = match (rejecting, opts.orphan_diagnostics) {
         (false, Some(n)) => usize::try_from(n).unwrap_or(usize::MAX),
         _ => usize::MAX,
     };
     let orphans: Vec<u32> = (0..idx.records.len())
-        .filter(|&r| idx.live[r] && !sink.used[r])
+        .filter(|&r| idx.live[r] && !used[r])
         .map(|r| r as u32)
         .take(limit)
         .collect();
@@ -254,7 +282,7 @@ fn report_orphans(
     for si in &idx.sets {
         for (k, p) in &si.keys {
             for &r in si.records(p) {
-                if sink.used[r as usize] {
+                if used[r as usize] {
                     continue;
                 }
                 let slot = &mut key_of[r as usize];
@@ -281,9 +309,9 @@ fn report_orphans(
         }
         d
     };
-    let Some(rejects) = sink.rejects.as_mut().filter(|_| policy == Orphans::Reject) else {
+    let Some(rejects) = rejects.filter(|_| policy == Orphans::Reject) else {
         for &r in &orphans {
-            sink.reporter.diagnostic(&diagnostic(r))?;
+            reporter.diagnostic(&diagnostic(r))?;
         }
         return Ok(());
     };
@@ -306,8 +334,8 @@ fn report_orphans(
                 }
                 if rec.index == raw.provenance.index {
                     let d = diagnostic(r);
-                    sink.reporter.diagnostic(&d)?;
-                    rejects.write(&raw, "join", std::slice::from_ref(&d))?;
+                    reporter.diagnostic(&d)?;
+                    rejects.write(&raw, stage, std::slice::from_ref(&d))?;
                 }
                 next.next();
             }

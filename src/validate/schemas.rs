@@ -291,6 +291,11 @@ pub fn embedded() -> Vec<EmbeddedSchema> {
         text: include_str!("../../schemas/details.schema.json"),
     }];
     out.push(EmbeddedSchema {
+        name: "pipeline".to_owned(),
+        title: "trajkit run pipeline file (TOML, read as JSON)",
+        text: PIPELINE_SCHEMA,
+    });
+    out.push(EmbeddedSchema {
         name: "converter-spec".to_owned(),
         title: "declarative converter spec (converters/*.toml, read as JSON)",
         text: crate::convert::spec::SPEC_SCHEMA,
@@ -323,6 +328,15 @@ pub fn embedded() -> Vec<EmbeddedSchema> {
         });
     }
     out
+}
+
+/// The schema of `trajkit run` pipeline files.
+pub const PIPELINE_SCHEMA: &str = include_str!("../../schemas/pipeline.schema.json");
+
+/// The compiled pipeline-file schema.
+pub fn pipeline_validator() -> &'static Validator {
+    static VALIDATOR: OnceLock<Validator> = OnceLock::new();
+    VALIDATOR.get_or_init(|| compile(PIPELINE_SCHEMA, "pipeline"))
 }
 
 fn adp_schema_name(v: AdpVersion) -> &'static str {

@@ -13,7 +13,7 @@ mod apply;
 mod args;
 mod compile;
 mod format;
-mod located;
+pub mod located;
 mod template;
 
 use std::fmt;

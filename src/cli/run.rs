@@ -1,0 +1,798 @@
+//! `trajkit run`
+
+use std::path::{Component, Path, PathBuf};
+use std::time::Instant;
+
+use clap::{Arg, ArgAction, ArgMatches, Args, Parser};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use trajkit::convert::spec::located::LocatedDoc;
+use trajkit::convert::spec::SpecError;
+use trajkit::convert::{ConvertOptions, Converter, OutputFormat};
+use trajkit::export::ExportError;
+use trajkit::model::AdpVersion;
+use trajkit::output::Output;
+use trajkit::run::{run_plan, ExportTarget, JoinStage, Plan, RunError, RunSummary};
+use trajkit::validate::schemas::{pipeline_validator, PIPELINE_SCHEMA};
+
+use super::common::{rejects_writer, throughput, warn_empty, Capped, CliError, GlobalArgs};
+use super::convert::{named_converter, plan_inputs, sessions, upgrade_options};
+use super::export::{export_options, ExportArgs};
+use super::join::{build_join, run_options, side_sets, JoinArgs};
+
+/// Run a pipeline file: inputs, convert options, validation, joins and exports, in one
+/// streaming pass (each record is read once, converted, validated, joined and written to every
+/// export).
+///
+/// The file is TOML (`trajkit schema pipeline`; see the README, "Pipeline"): `[[input]]`
+/// (`path`, `format` = auto, or `spec`), `[convert]` (`adp_version`, `idle_gap`,
+/// `decode_details`), `[validate]` (`max_reject_rate`, `rejects`), `[[join]]` and `[[export]]`
+/// stages whose keys are the long options of `trajkit join` and `trajkit export` in
+/// snake_case. Paths are relative to the file's directory.
+///
+/// Exit codes: 0 success; 1 when rejected records over records read exceed the reject rate
+/// (the outputs are still written, and each export's `run.json` says so); 2 for a pipeline
+/// file that is not valid (every problem as file:line: key: message); 3 for I/O errors.
+#[derive(Debug, Args)]
+#[command(after_help = EXAMPLES)]
+pub struct RunArgs {
+    /// The pipeline file (TOML).
+    pub pipeline: String,
+    /// Check the pipeline file (keys, values, formats, converter specs, option combinations)
+    /// and exit without reading any input.
+    #[arg(long)]
+    pub check: bool,
+    /// Print the effective configuration (defaults filled in, paths resolved against the
+    /// pipeline file's directory) as TOML, and exit.
+    #[arg(long, conflicts_with = "check")]
+    pub print_config: bool,
+    /// With --print-config: print JSON instead of TOML.
+    #[arg(long, requires = "print_config")]
+    pub json: bool,
+    /// Fail (exit 1) when rejected records over records read exceed R (overrides
+    /// `[validate] max_reject_rate`; default 0: any reject fails the run).
+    #[arg(long, value_name = "R")]
+    pub max_reject_rate: Option<f64>,
+    /// Not supported yet.
+    #[arg(long, hide = true)]
+    pub resume: bool,
+    /// Not supported yet.
+    #[arg(long, hide = true, value_name = "I/N")]
+    pub partition: Option<String>,
+    /// Not supported yet.
+    #[arg(long, hide = true, value_name = "FORMAT")]
+    pub progress: Option<String>,
+}
+
+const EXAMPLES: &str = "Examples:
+  trajkit run sample_data/pipeline.toml
+  trajkit run --check pipeline.toml
+  trajkit run --print-config pipeline.toml > effective.toml
+  trajkit run pipeline.toml --threads 2 --max-reject-rate 0.01";
+
+/// `trajkit join` as a stage: its options parsed by clap, so the pipeline file and the command
+/// line share one definition (names, defaults, value checks).
+#[derive(Debug, Parser)]
+#[command(name = "join")]
+struct JoinStageCli {
+    #[command(flatten)]
+    args: JoinArgs,
+}
+
+/// `trajkit export` as a stage.
+#[derive(Debug, Parser)]
+#[command(name = "export")]
+struct ExportStageCli {
+    #[command(flatten)]
+    args: ExportArgs,
+}
+
+/// `join` options that are not pipeline keys, and where the pipeline says the same thing.
+const JOIN_ELSEWHERE: &[(&str, &str)] = &[
+    ("inputs", "[[input]] (the converted trajectories flow in)"),
+    ("output", "an [[export]] with to = \"adp\""),
+    ("rejects", "[validate] rejects"),
+    ("summary_json", "run.json in each export directory"),
+    (
+        "adp_version",
+        "joins write 1.5.0 (exports read 1.5.0); [convert] adp_version checks the conversion",
+    ),
+];
+
+/// `export` options that are not pipeline keys.
+const EXPORT_ELSEWHERE: &[(&str, &str)] =
+    &[("inputs", "[[input]]"), ("rejects", "[validate] rejects")];
+
+/// Keys holding paths, resolved against the pipeline file's directory.
+const PATH_KEYS: &[&str] = &[
+    "path",
+    "spec",
+    "rejects",
+    "reflections",
+    "rewards",
+    "output",
+    "tools",
+    "system_prompt",
+];
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InputEntry {
+    path: String,
+    #[serde(default = "auto")]
+    format: String,
+    spec: Option<String>,
+}
+
+fn auto() -> String {
+    "auto".to_owned()
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConvertSection {
+    adp_version: Option<String>,
+    idle_gap: Option<i64>,
+    decode_details: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ValidateSection {
+    max_reject_rate: Option<f64>,
+    rejects: Option<String>,
+}
+
+/// A pipeline file, checked, with paths resolved.
+struct Pipeline {
+    inputs: Vec<InputEntry>,
+    adp_version: AdpVersion,
+    idle_gap: i64,
+    decode_details: Option<String>,
+    max_reject_rate: f64,
+    rejects: Option<String>,
+    joins: Vec<(JoinArgs, ArgMatches)>,
+    exports: Vec<(ExportArgs, ArgMatches)>,
+}
+
+/// Problems of a pipeline file, each located.
+struct Problems {
+    file: String,
+    doc: LocatedDoc,
+    list: Vec<SpecError>,
+}
+
+impl Problems {
+    fn add(&mut self, pointer: String, message: impl Into<String>) {
+        self.list.push(SpecError {
+            file: self.file.clone(),
+            line: self.doc.line(&pointer),
+            pointer,
+            message: message.into(),
+        });
+    }
+
+    fn into_error(self) -> CliError {
+        let lines: Vec<String> = self.list.iter().map(|e| e.to_string()).collect();
+        CliError::usage(format!(
+            "the pipeline file is invalid:\n{}",
+            lines.join("\n")
+        ))
+    }
+}
+
+/// `base/path` with `.` and `..` resolved lexically (so `sample_data/../out` is `out`, and the
+/// paths recorded in the outputs are those a user would type from the same directory).
+fn resolve(base: &Path, path: &str) -> String {
+    let p = Path::new(path);
+    if p.is_absolute() || path == "-" {
+        return path.to_owned();
+    }
+    let mut out = PathBuf::new();
+    for c in base.join(p).components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir
+                if matches!(out.components().next_back(), Some(Component::Normal(_))) =>
+            {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        ".".to_owned()
+    } else {
+        out.to_string_lossy().into_owned()
+    }
+}
+
+fn resolve_paths(value: &mut Value, base: &Path) {
+    match value {
+        Value::Object(map) => {
+            for (k, v) in map.iter_mut() {
+                if PATH_KEYS.contains(&k.as_str()) {
+                    match v {
+                        Value::String(s) => *s = resolve(base, s),
+                        Value::Array(items) => {
+                            for i in items.iter_mut() {
+                                if let Value::String(s) = i {
+                                    *s = resolve(base, s);
+                                }
+                            }
+                        }
+                        _ => {}
+                    }
+                } else {
+                    resolve_paths(v, base);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|i| resolve_paths(i, base)),
+        _ => {}
+    }
+}
+
+/// The command-line arguments a stage table stands for.
+fn stage_argv(name: &str, table: &Map<String, Value>, args: &[&Arg]) -> Vec<String> {
+    let mut argv = vec![name.to_owned()];
+    for (key, value) in table {
+        let Some(arg) = args.iter().find(|a| a.get_id() == key.as_str()) else {
+            continue;
+        };
+        let Some(long) = arg.get_long() else {
+            continue;
+        };
+        let flag = matches!(arg.get_action(), ArgAction::SetTrue);
+        let text = |v: &Value| match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        match value {
+            Value::Bool(b) if flag => {
+                if *b {
+                    argv.push(format!("--{long}"));
+                }
+            }
+            Value::Array(items) => {
+                argv.extend(items.iter().map(|i| format!("--{long}={}", text(i))));
+            }
+            other => argv.push(format!("--{long}={}", text(other))),
+        }
+    }
+    argv
+}
+
+/// Parses a stage table with the subcommand's own definition.
+fn parse_stage<C: Parser, A>(
+    kind: &str,
+    i: usize,
+    table: &Map<String, Value>,
+    problems: &mut Problems,
+    into: impl Fn(C) -> A,
+) -> Option<(A, ArgMatches)> {
+    let cmd = C::command();
+    let args: Vec<&Arg> = cmd.get_arguments().collect();
+    let argv = stage_argv(kind, table, &args);
+    let pointer = format!("/{kind}/{i}");
+    let parsed = cmd
+        .clone()
+        .try_get_matches_from(&argv)
+        .and_then(|m| C::from_arg_matches(&m).map(|c| (c, m)));
+    match parsed {
+        Ok((c, m)) => Some((into(c), m)),
+        Err(e) => {
+            let key = match e.get(clap::error::ContextKind::InvalidArg) {
+                Some(clap::error::ContextValue::String(s)) => s
+                    .trim_start_matches('-')
+                    .split([' ', '=', '<'])
+                    .next()
+                    .and_then(|long| args.iter().find(|a| a.get_long() == Some(long)))
+                    .map(|a| a.get_id().to_string()),
+                _ => None,
+            };
+            let message = e
+                .to_string()
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .trim_start_matches("error: ")
+                .to_owned();
+            match key {
+                Some(k) => problems.add(format!("{pointer}/{k}"), message),
+                None => problems.add(pointer, message),
+            }
+            None
+        }
+    }
+}
+
+/// Reads and checks the pipeline file: TOML syntax, the schema, every stage's options.
+fn load(path: &str) -> Result<Pipeline, CliError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError::io(format!("cannot read {path}: {e}")))?;
+    let mut doc = LocatedDoc::parse(&text).map_err(|e| {
+        CliError::usage(format!(
+            "the pipeline file is invalid:\n{path}:{}: {}",
+            e.line, e.message
+        ))
+    })?;
+    let mut value = std::mem::take(&mut doc.value);
+    let mut problems = Problems {
+        file: path.to_owned(),
+        doc,
+        list: Vec::new(),
+    };
+    let unsupported = [
+        ("resume", "--resume"),
+        ("partition", "--partition I/N"),
+        ("progress", "--progress json"),
+    ];
+    for (key, what) in unsupported {
+        if value.get(key).is_some() {
+            problems.add(format!("/{key}"), format!("not supported yet: {what}"));
+        }
+    }
+    for (kind, elsewhere) in [("join", JOIN_ELSEWHERE), ("export", EXPORT_ELSEWHERE)] {
+        let Some(Value::Array(tables)) = value.get(kind) else {
+            continue;
+        };
+        for (i, t) in tables.iter().enumerate() {
+            for (key, instead) in elsewhere {
+                if t.get(*key).is_some() {
+                    problems.add(
+                        format!("/{kind}/{i}/{key}"),
+                        format!(
+                            "not a pipeline key (`{kind} --{}`): use {instead}",
+                            key.replace('_', "-")
+                        ),
+                    );
+                }
+            }
+        }
+    }
+    if !problems.list.is_empty() {
+        return Err(problems.into_error());
+    }
+    let schema = pipeline_validator();
+    if !schema.is_valid(&value) {
+        for e in schema.iter_errors(&value) {
+            let mut pointer = e.instance_path().as_str().to_owned();
+            // An unknown key is reported at the key itself.
+            if let jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } =
+                e.kind()
+            {
+                if let Some(k) = unexpected.first() {
+                    pointer = format!("{pointer}/{k}");
+                }
+            }
+            problems.add(pointer, e.to_string());
+        }
+        return Err(problems.into_error());
+    }
+    let base = Path::new(path).parent().unwrap_or(Path::new(""));
+    resolve_paths(&mut value, base);
+    let section = |key: &str| value.get(key).cloned().unwrap_or(Value::Null);
+    let inputs: Vec<InputEntry> =
+        serde_json::from_value(section("input")).map_err(|e| CliError::usage(e.to_string()))?;
+    for (i, input) in inputs.iter().enumerate() {
+        if input.path == "-" {
+            problems.add(
+                format!("/input/{i}/path"),
+                "stdin cannot be a pipeline input (a pipeline may read its inputs twice)",
+            );
+        }
+    }
+    let convert: ConvertSection = match section("convert") {
+        Value::Null => ConvertSection::default(),
+        v => serde_json::from_value(v).map_err(|e| CliError::usage(e.to_string()))?,
+    };
+    let validate: ValidateSection = match section("validate") {
+        Value::Null => ValidateSection::default(),
+        v => serde_json::from_value(v).map_err(|e| CliError::usage(e.to_string()))?,
+    };
+    let adp_version = match convert.adp_version.as_deref().unwrap_or("1.5.0").parse() {
+        Ok(v) => v,
+        Err(e) => {
+            problems.add("/convert/adp_version".into(), format!("{e}"));
+            AdpVersion::LATEST
+        }
+    };
+    let tables = |key: &str| -> Vec<Map<String, Value>> {
+        match value.get(key) {
+            Some(Value::Array(items)) => items
+                .iter()
+                .filter_map(|t| t.as_object().cloned())
+                .collect(),
+            _ => Vec::new(),
+        }
+    };
+    let mut joins = Vec::new();
+    for (i, t) in tables("join").iter().enumerate() {
+        joins.extend(parse_stage::<JoinStageCli, _>(
+            "join",
+            i,
+            t,
+            &mut problems,
+            |c| c.args,
+        ));
+    }
+    let mut exports = Vec::new();
+    for (i, t) in tables("export").iter().enumerate() {
+        exports.extend(parse_stage::<ExportStageCli, _>(
+            "export",
+            i,
+            t,
+            &mut problems,
+            |c| c.args,
+        ));
+    }
+    if !problems.list.is_empty() {
+        return Err(problems.into_error());
+    }
+    Ok(Pipeline {
+        inputs,
+        adp_version,
+        idle_gap: convert.idle_gap.unwrap_or(30),
+        decode_details: convert.decode_details,
+        max_reject_rate: validate.max_reject_rate.unwrap_or(0.0),
+        rejects: validate.rejects,
+        joins,
+        exports,
+    })
+}
+
+/// A stage's effective options: every pipeline key with its value or default, typed as the
+/// schema says.
+fn stage_config(kind: &str, matches: &ArgMatches, schema: &Value) -> Value {
+    let props = &schema["$defs"][kind]["properties"];
+    let mut out = Map::new();
+    let Some(props) = props.as_object() else {
+        return Value::Object(out);
+    };
+    for (key, prop) in props {
+        let Ok(Some(raw)) = matches.try_get_raw(key) else {
+            continue;
+        };
+        let values: Vec<String> = raw.map(|v| v.to_string_lossy().into_owned()).collect();
+        let ty = prop["type"].as_str().unwrap_or("array");
+        let first = values.first().cloned().unwrap_or_default();
+        let v = match ty {
+            "boolean" => Value::Bool(first == "true"),
+            "integer" => first
+                .parse::<i64>()
+                .map(Value::from)
+                .unwrap_or(Value::String(first)),
+            "number" => first
+                .parse::<f64>()
+                .map(Value::from)
+                .unwrap_or(Value::String(first)),
+            "string" => Value::String(first),
+            _ => Value::Array(values.into_iter().map(Value::String).collect()),
+        };
+        if v.as_array().is_some_and(Vec::is_empty) {
+            continue;
+        }
+        out.insert(key.clone(), v);
+    }
+    Value::Object(out)
+}
+
+/// The effective configuration as JSON.
+fn effective(p: &Pipeline) -> Value {
+    let schema: Value = serde_json::from_str(PIPELINE_SCHEMA).unwrap_or(Value::Null);
+    let inputs: Vec<Value> = p
+        .inputs
+        .iter()
+        .map(|i| match &i.spec {
+            Some(s) => json!({"path": i.path, "spec": s}),
+            None => json!({"path": i.path, "format": i.format}),
+        })
+        .collect();
+    let mut convert = json!({"adp_version": p.adp_version.to_string(), "idle_gap": p.idle_gap});
+    if let Some(d) = &p.decode_details {
+        convert["decode_details"] = json!(d);
+    }
+    let mut validate = json!({"max_reject_rate": p.max_reject_rate});
+    if let Some(r) = &p.rejects {
+        validate["rejects"] = json!(r);
+    }
+    let mut out = json!({"input": inputs, "convert": convert, "validate": validate});
+    if !p.joins.is_empty() {
+        out["join"] = p
+            .joins
+            .iter()
+            .map(|(_, m)| stage_config("join", m, &schema))
+            .collect();
+    }
+    out["export"] = p
+        .exports
+        .iter()
+        .map(|(_, m)| stage_config("export", m, &schema))
+        .collect();
+    out
+}
+
+/// TOML for the effective configuration: tables of scalars and arrays of scalars, and arrays of
+/// such tables. JSON strings and numbers are valid TOML.
+fn to_toml(config: &Value) -> String {
+    let mut out = String::from(
+        "# trajkit run --print-config: paths are relative to the directory trajkit ran in\n",
+    );
+    let scalars = |out: &mut String, table: &Map<String, Value>| {
+        for (k, v) in table {
+            out.push_str(&format!("{k} = {v}\n"));
+        }
+    };
+    let Some(top) = config.as_object() else {
+        return out;
+    };
+    for (name, v) in top {
+        match v {
+            Value::Object(t) => {
+                out.push_str(&format!("\n[{name}]\n"));
+                scalars(&mut out, t);
+            }
+            Value::Array(items) => {
+                for t in items.iter().filter_map(Value::as_object) {
+                    out.push_str(&format!("\n[[{name}]]\n"));
+                    scalars(&mut out, t);
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Runs `run`.
+pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
+    for (given, what) in [
+        (args.resume, "--resume"),
+        (args.partition.is_some(), "--partition I/N"),
+        (args.progress.is_some(), "--progress json"),
+    ] {
+        if given {
+            return Err(CliError::usage(format!("not supported yet: {what}")));
+        }
+    }
+    if args
+        .max_reject_rate
+        .is_some_and(|r| !(0.0..=1.0).contains(&r))
+    {
+        return Err(CliError::usage(
+            "--max-reject-rate is a fraction between 0 and 1",
+        ));
+    }
+    let pipeline = load(&args.pipeline)?;
+    if args.print_config {
+        let config = effective(&pipeline);
+        if args.json {
+            let text = serde_json::to_string_pretty(&config).map_err(CliError::io)?;
+            println!("{text}");
+        } else {
+            print!("{}", to_toml(&config));
+        }
+        return Ok(0);
+    }
+    let upgrade = upgrade_options(pipeline.adp_version, pipeline.decode_details.as_deref())?;
+    let mut named = Vec::new();
+    for input in &pipeline.inputs {
+        named.push(named_converter(&input.format, input.spec.as_deref())?);
+    }
+    let mut sets = Vec::new();
+    for (i, (a, _)) in pipeline.joins.iter().enumerate() {
+        sets.push(side_sets(a).map_err(|e| stage_error(&args.pipeline, "join", i, e))?);
+    }
+    if args.check {
+        for (i, (a, _)) in pipeline.exports.iter().enumerate() {
+            export_options(a, &[], global)
+                .map_err(|e| stage_error(&args.pipeline, "export", i, e))?;
+        }
+        global.summary(format_args!("{}: valid", args.pipeline));
+        return Ok(0);
+    }
+    let mut plan: Vec<(String, &'static dyn Converter)> = Vec::new();
+    for (input, conv) in pipeline.inputs.iter().zip(named) {
+        plan.extend(plan_inputs(
+            std::slice::from_ref(&input.path),
+            conv,
+            global,
+        )?);
+    }
+    let paths: Vec<String> = plan.iter().map(|(p, _)| p.clone()).collect();
+    let mut exports = Vec::new();
+    for (i, (a, _)) in pipeline.exports.iter().enumerate() {
+        let opts = export_options(a, &paths, global)
+            .map_err(|e| stage_error(&args.pipeline, "export", i, e))?;
+        exports.push(ExportTarget {
+            dir: PathBuf::from(&a.output),
+            opts,
+        });
+    }
+    let mut joins = Vec::new();
+    for ((a, _), s) in pipeline.joins.iter().zip(sets) {
+        joins.push(JoinStage {
+            join: build_join(a, s, global)?,
+            opts: run_options(a, global),
+        });
+    }
+    let convert = ConvertOptions {
+        to: OutputFormat::Adp,
+        upgrade,
+        run: global.run_options(),
+        sessions: sessions(pipeline.idle_gap),
+    };
+    let rejects = rejects_writer(pipeline.rejects.as_deref())?;
+    let started = Instant::now();
+    let bar = global.progress(&paths, "run");
+    let summary = run_plan(
+        &Plan {
+            inputs: &plan,
+            convert: &convert,
+            joins: &joins,
+            exports: &exports,
+        },
+        &bar,
+        rejects,
+        Box::new(Capped::stderr(global)),
+    )
+    .map_err(|e| match e {
+        RunError::Export(ExportError::Exists(_)) => CliError::usage(e.to_string()),
+        other => CliError::io(other),
+    })?;
+    bar.finish();
+    warn_empty(global, summary.empty_inputs.iter().map(String::as_str));
+    let max = args.max_reject_rate.unwrap_or(pipeline.max_reject_rate);
+    let exceeded = summary.reject_rate() > max;
+    print_summary(
+        global,
+        &pipeline,
+        &summary,
+        &throughput(bar.bytes_read(), started),
+    );
+    let report = json!({
+        "trajkit_version": env!("CARGO_PKG_VERSION"),
+        "pipeline": args.pipeline,
+        "max_reject_rate": max,
+        "reject_rate": summary.reject_rate(),
+        "reject_rate_exceeded": exceeded,
+        "summary": summary,
+    });
+    for e in &exports {
+        write_run_json(&e.dir.join("run.json"), &report)?;
+    }
+    if exceeded {
+        return Err(CliError {
+            code: 1,
+            message: format!(
+                "{} of {} records rejected ({:.2}%), above the maximum reject rate {max}; the \
+                 outputs were written and each export's run.json records it{}",
+                summary.rejected_records,
+                summary.records,
+                summary.reject_rate() * 100.0,
+                match &pipeline.rejects {
+                    Some(r) => format!("; the rejected records are in {r}"),
+                    None => "; set [validate] rejects to keep the rejected records".to_owned(),
+                }
+            ),
+        });
+    }
+    Ok(0)
+}
+
+/// A stage's option error, located at its table.
+fn stage_error(file: &str, kind: &str, i: usize, e: CliError) -> CliError {
+    CliError {
+        code: e.code,
+        message: format!("{file}: {kind}[{}]: {}", i + 1, e.message),
+    }
+}
+
+fn print_summary(global: &GlobalArgs, p: &Pipeline, s: &RunSummary, speed: &str) {
+    for i in &s.inputs {
+        global.summary(format_args!(
+            "run: input {}: {} records in, {} trajectories, {} rejected",
+            i.path, i.records, i.trajectories, i.rejected
+        ));
+    }
+    for (n, st) in s.stages.iter().enumerate() {
+        let what = if st.stage == "convert" {
+            "records"
+        } else {
+            "trajectories"
+        };
+        let target = st
+            .stage
+            .strip_prefix("export[")
+            .and_then(|_| p.exports.get(n - 1 - p.joins.len()))
+            .map(|(a, _)| format!(" --to {} -> {}", a.to.name(), a.output))
+            .unwrap_or_default();
+        global.summary(format_args!(
+            "run: {}{target}: {} {what} in, {} written, {} filtered, {} rejected",
+            st.stage, st.records_in, st.written, st.filtered, st.rejected
+        ));
+    }
+    for (n, j) in s.joins.iter().enumerate() {
+        for f in &j.side_files {
+            global.summary(format_args!(
+                "run: join[{}] {} {}: {} records, {} matched, {} orphans",
+                n + 1,
+                f.set,
+                f.file,
+                f.records,
+                f.matched,
+                f.orphans
+            ));
+        }
+    }
+    global.summary(format_args!(
+        "run: {} records in, {} trajectories, {} records rejected ({:.2}%); {}",
+        s.records,
+        s.trajectories,
+        s.rejected_records,
+        s.reject_rate() * 100.0,
+        speed
+    ));
+}
+
+fn write_run_json(path: &Path, report: &Value) -> Result<(), CliError> {
+    let name = path.display().to_string();
+    let mut out =
+        Output::create(&name).map_err(|e| CliError::io(format!("cannot create {name}: {e}")))?;
+    let io = |e: std::io::Error| CliError::io(format!("cannot write {name}: {e}"));
+    serde_json::to_writer_pretty(&mut out, report).map_err(|e| io(e.into()))?;
+    std::io::Write::write_all(&mut out, b"\n").map_err(io)?;
+    out.finish().map_err(io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn ids<C: CommandFactory>() -> Vec<String> {
+        C::command()
+            .get_arguments()
+            .map(|a| a.get_id().to_string())
+            .filter(|id| id != "help")
+            .collect()
+    }
+
+    /// Every option of `join` and `export` is a key of the pipeline schema, or is listed with
+    /// where the pipeline says the same thing; and every schema key is an option.
+    #[test]
+    fn every_join_and_export_flag_has_a_pipeline_key() {
+        let schema: Value = serde_json::from_str(PIPELINE_SCHEMA).expect("schema is JSON");
+        for (kind, ids, elsewhere) in [
+            ("join", ids::<JoinStageCli>(), JOIN_ELSEWHERE),
+            ("export", ids::<ExportStageCli>(), EXPORT_ELSEWHERE),
+        ] {
+            let props = schema["$defs"][kind]["properties"]
+                .as_object()
+                .expect("properties");
+            for id in &ids {
+                assert!(
+                    props.contains_key(id) || elsewhere.iter().any(|(k, _)| k == id),
+                    "{kind} --{id} has no pipeline key"
+                );
+            }
+            for key in props.keys() {
+                assert!(ids.contains(key), "{kind} key {key} is no option");
+                assert!(
+                    !elsewhere.iter().any(|(k, _)| k == key),
+                    "{kind} key {key} is also listed as elsewhere"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn paths_resolve_lexically() {
+        assert_eq!(resolve(Path::new("sample_data"), "../out/pq"), "out/pq");
+        assert_eq!(resolve(Path::new("sample_data"), "."), "sample_data");
+        assert_eq!(resolve(Path::new(""), "a/b"), "a/b");
+        assert_eq!(resolve(Path::new("x"), "/abs"), "/abs");
+        assert_eq!(resolve(Path::new(""), ".."), "..");
+    }
+}

@@ -1,0 +1,370 @@
+//! `trajkit run PIPELINE.toml`: the one-pass run against the staged commands, determinism,
+//! `--check`, `--print-config` and the reject threshold.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use common::{adp_corpus, corpus_std_files, sample_data, trajkit};
+
+/// Every file under `dir/data`, by relative path.
+fn data_files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let data = dir.join("data");
+    let mut out = BTreeMap::new();
+    for e in fs::read_dir(&data).expect("data dir") {
+        let p = e.expect("entry").path();
+        let name = p.file_name().expect("name").to_string_lossy().into_owned();
+        out.insert(name, fs::read(&p).expect("read"));
+    }
+    assert!(!out.is_empty(), "{} holds no data files", data.display());
+    out
+}
+
+fn s(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+/// The sample pipeline with absolute inputs and outputs under `out`.
+fn sample_pipeline(out: &Path) -> String {
+    let sd = sample_data();
+    format!(
+        r#"[[input]]
+path = "{sd}"
+
+[validate]
+max_reject_rate = 0.5
+rejects = "{out}/rejects.jsonl"
+
+[[join]]
+reflections = ["{sd}/reflexion/loop.jsonl"]
+reflections_from = "reflexion"
+memory_window = 2
+rewards = ["{sd}/side/evaluations.rewards"]
+key = "/id"
+value = "/reward"
+outcome = "/resolved"
+
+[[join]]
+reflections = ["{sd}/ralph/tasks/task-001/reflections.jsonl"]
+reflections_from = "ralph"
+
+[[export]]
+to = "parquet"
+output = "{out}/parquet"
+split = "train=0.8,validation=0.2"
+
+[[export]]
+to = "openai"
+output = "{out}/openai"
+
+[[export]]
+to = "hf"
+output = "{out}/hf"
+
+[[export]]
+to = "sharegpt"
+output = "{out}/sharegpt"
+inject_reflections = true
+"#,
+        sd = s(&sd),
+        out = s(out)
+    )
+}
+
+fn run_pipeline(dir: &Path, text: &str, extra: &[&str]) -> assert_cmd::assert::Assert {
+    let file = dir.join("pipeline.toml");
+    fs::write(&file, text).expect("write pipeline");
+    trajkit()
+        .current_dir(dir)
+        .args(extra)
+        .arg("run")
+        .arg(&file)
+        .assert()
+}
+
+fn staged(args: &[&str]) {
+    let out = trajkit().args(args).output().expect("runs");
+    assert!(
+        out.status.code() == Some(0) || out.status.code() == Some(1),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn one_pass_equals_the_staged_commands_on_sample_data() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let out = tmp.path().join("run");
+    run_pipeline(tmp.path(), &sample_pipeline(&out), &[]).success();
+    let sd = sample_data();
+    let st = tmp.path().join("staged");
+    fs::create_dir_all(&st).expect("mkdir");
+    let p = |n: &str| s(&st.join(n));
+    staged(&["convert", &s(&sd), "-o", &p("conv.jsonl")]);
+    staged(&[
+        "join",
+        &p("conv.jsonl"),
+        "--reflections",
+        &s(&sd.join("reflexion/loop.jsonl")),
+        "--reflections-from",
+        "reflexion",
+        "--memory-window",
+        "2",
+        "--rewards",
+        &s(&sd.join("side/evaluations.rewards")),
+        "--key",
+        "/id",
+        "--value",
+        "/reward",
+        "--outcome",
+        "/resolved",
+        "-o",
+        &p("j1.jsonl"),
+    ]);
+    staged(&[
+        "join",
+        &p("j1.jsonl"),
+        "--reflections",
+        &s(&sd.join("ralph/tasks/task-001/reflections.jsonl")),
+        "--reflections-from",
+        "ralph",
+        "-o",
+        &p("j2.jsonl"),
+    ]);
+    staged(&[
+        "export",
+        &p("j2.jsonl"),
+        "--to",
+        "parquet",
+        "--split",
+        "train=0.8,validation=0.2",
+        "-o",
+        &p("parquet"),
+    ]);
+    for t in ["openai", "hf"] {
+        staged(&["export", &p("j2.jsonl"), "--to", t, "-o", &p(t)]);
+    }
+    staged(&[
+        "export",
+        &p("j2.jsonl"),
+        "--to",
+        "sharegpt",
+        "--inject-reflections",
+        "-o",
+        &p("sharegpt"),
+    ]);
+    for t in ["parquet", "openai", "hf", "sharegpt"] {
+        assert_eq!(
+            data_files(&out.join(t)),
+            data_files(&st.join(t)),
+            "{t} differs from the staged export"
+        );
+        assert!(out.join(t).join("manifest.json").is_file());
+        assert!(out.join(t).join("run.json").is_file());
+    }
+    let rejects = fs::read_to_string(out.join("rejects.jsonl")).expect("rejects");
+    assert!(rejects.contains("\"stage\":\"export[4]\""), "{rejects}");
+}
+
+#[test]
+fn thread_count_does_not_change_the_bytes() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let mut all = Vec::new();
+    for n in ["1", "2"] {
+        let dir = tmp.path().join(n);
+        fs::create_dir_all(&dir).expect("mkdir");
+        let out = tmp.path().join(format!("out-{n}"));
+        run_pipeline(&dir, &sample_pipeline(&out), &["--threads", n]).success();
+        let mut files = BTreeMap::new();
+        for t in ["parquet", "openai", "hf", "sharegpt"] {
+            let manifest = fs::read(out.join(t).join("manifest.json")).expect("manifest");
+            files.insert(t, {
+                let mut f = data_files(&out.join(t));
+                f.insert("manifest.json".into(), manifest);
+                f
+            });
+        }
+        all.push(files);
+    }
+    assert_eq!(all[0], all[1]);
+}
+
+#[test]
+fn one_pass_equals_the_staged_commands_on_the_corpus() {
+    let Some(dir) = adp_corpus() else { return };
+    let tmp = tempfile::tempdir().expect("tmp");
+    let files = corpus_std_files(&dir);
+    let out = tmp.path().join("run");
+    let mut text = String::new();
+    for f in &files {
+        text.push_str(&format!(
+            "[[input]]\npath = \"{}\"\nformat = \"adp\"\n\n",
+            s(f)
+        ));
+    }
+    text.push_str("[validate]\nmax_reject_rate = 1.0\n\n");
+    for t in ["parquet", "openai", "sharegpt"] {
+        text.push_str(&format!(
+            "[[export]]\nto = \"{t}\"\noutput = \"{}\"\n\n",
+            s(&out.join(t))
+        ));
+    }
+    run_pipeline(tmp.path(), &text, &[]).code(predicates::ord::lt(2));
+    let conv = tmp.path().join("conv.jsonl");
+    let mut args = vec!["convert".to_owned(), "--from".into(), "adp".into()];
+    args.extend(files.iter().map(|f| s(f)));
+    args.extend(["-o".into(), s(&conv)]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    staged(&args);
+    for t in ["parquet", "openai", "sharegpt"] {
+        let st = tmp.path().join(format!("staged-{t}"));
+        staged(&["export", &s(&conv), "--to", t, "-o", &s(&st)]);
+        assert_eq!(data_files(&out.join(t)), data_files(&st), "{t}");
+    }
+}
+
+#[test]
+fn check_names_line_and_key_of_an_unknown_key() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let text =
+        "[[input]]\npath = \"x\"\n\n[[export]]\nto = \"openai\"\noutput = \"o\"\nshard_rowz = 3\n";
+    run_pipeline(tmp.path(), text, &[]).code(2);
+    let file = tmp.path().join("pipeline.toml");
+    let got = trajkit()
+        .args(["run", "--check"])
+        .arg(&file)
+        .output()
+        .expect("runs");
+    assert_eq!(got.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&got.stderr);
+    assert!(
+        err.contains(&format!("{}:7: export.0.shard_rowz:", s(&file))),
+        "{err}"
+    );
+}
+
+#[test]
+fn check_names_line_and_key_of_a_bad_value() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let file = tmp.path().join("p.toml");
+    // A value the schema refuses, and one the option's own parser refuses.
+    for (text, want) in [
+        (
+            "[[input]]\npath = \"x\"\n\n[[join]]\nrewards = [\"r\"]\nunmatched = \"maybe\"\n\n[[export]]\nto = \"hf\"\noutput = \"o\"\n",
+            ":6: join.0.unmatched:",
+        ),
+        (
+            "[[input]]\npath = \"x\"\n\n[[join]]\nrewards = [\"r\"]\nkey = \"{unclosed\"\n\n[[export]]\nto = \"hf\"\noutput = \"o\"\n",
+            ":6: join.0.key:",
+        ),
+    ] {
+        fs::write(&file, text).expect("write");
+        let got = trajkit()
+            .args(["run", "--check"])
+            .arg(&file)
+            .output()
+            .expect("runs");
+        assert_eq!(got.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&got.stderr);
+        assert!(err.contains(want), "{want} not in {err}");
+    }
+    fs::write(
+        &file,
+        "[[input]]\npath = \"x\"\n[[export]]\nto = \"hf\"\noutput = \"o\"\n",
+    )
+    .expect("write");
+    trajkit()
+        .args(["run", "--check"])
+        .arg(&file)
+        .assert()
+        .success();
+}
+
+#[test]
+fn printed_config_runs_to_the_same_outputs() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let out = tmp.path().join("first");
+    run_pipeline(tmp.path(), &sample_pipeline(&out), &[]).success();
+    let printed = trajkit()
+        .current_dir(tmp.path())
+        .args(["run", "--print-config", "pipeline.toml"])
+        .output()
+        .expect("runs");
+    assert!(printed.status.success());
+    let text = String::from_utf8(printed.stdout).expect("utf-8");
+    assert!(
+        text.contains("memory_window = 2") && text.contains("zstd_level = 3"),
+        "{text}"
+    );
+    let again = text.replace(&s(&out), &s(&tmp.path().join("second")));
+    fs::write(tmp.path().join("printed.toml"), &again).expect("write");
+    trajkit()
+        .current_dir(tmp.path())
+        .args(["run", "printed.toml"])
+        .assert()
+        .success();
+    for t in ["parquet", "openai", "hf", "sharegpt"] {
+        assert_eq!(
+            data_files(&out.join(t)),
+            data_files(&tmp.path().join("second").join(t)),
+            "{t}"
+        );
+    }
+    let json = trajkit()
+        .current_dir(tmp.path())
+        .args(["run", "--print-config", "--json", "pipeline.toml"])
+        .output()
+        .expect("runs");
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON");
+    assert_eq!(v["export"][0]["row_group_bytes"], 100_000_000);
+}
+
+#[test]
+fn rejects_above_the_rate_fail_with_a_message() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let out = tmp.path().join("o");
+    // The sample data has one trajectory ShareGPT cannot hold: 1 of 26 records rejected, within
+    // the file's max_reject_rate (0.5) but above the flag's.
+    let file = tmp.path().join("pipeline.toml");
+    fs::write(&file, sample_pipeline(&out)).expect("write");
+    let failed = trajkit()
+        .args(["run", "--max-reject-rate", "0"])
+        .arg(&file)
+        .output()
+        .expect("runs");
+    assert_eq!(failed.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&failed.stderr);
+    assert!(err.contains("1 of 26 records rejected"), "{err}");
+    assert!(err.contains("above the maximum reject rate 0"), "{err}");
+    let run: serde_json::Value =
+        serde_json::from_slice(&fs::read(out.join("openai/run.json")).expect("run.json"))
+            .expect("JSON");
+    assert_eq!(run["reject_rate_exceeded"], true);
+}
+
+#[test]
+fn open_parts_of_issue_7_are_refused_clearly() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let file: PathBuf = tmp.path().join("p.toml");
+    fs::write(
+        &file,
+        "[[input]]\npath = \"x\"\n[[export]]\nto = \"hf\"\noutput = \"o\"\n",
+    )
+    .expect("write");
+    for flag in [
+        &["--resume"][..],
+        &["--partition", "1/2"],
+        &["--progress", "json"],
+    ] {
+        let got = trajkit()
+            .arg("run")
+            .args(flag)
+            .arg(&file)
+            .output()
+            .expect("runs");
+        assert_eq!(got.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&got.stderr).contains("not supported yet"));
+    }
+}

@@ -270,7 +270,8 @@ pub fn convert_record(
     opts: &UpgradeOptions,
     to: OutputFormat,
 ) -> Converted {
-    let mut out = Vec::with_capacity(record.bytes.len() + record.bytes.len() / 2 + 256);
+    // Converted records are up to about 1.6 times as large as their input.
+    let mut out = Vec::with_capacity(2 * record.bytes.len() + 256);
     match converter.convert_into(record, opts, to, &mut out) {
         Ok(count) => Converted::Written(out, count),
         Err(d) => Converted::Rejected(d),

@@ -76,7 +76,8 @@ fn to_partial<'a>(mut v: Node<'a>, record: &RawRecord) -> Partial<'a> {
     let id = trajectory_id(&loop_id, iteration);
     let mut actor = take_object(v.remove("actor_output"));
     let evaluator = v.remove("evaluator_output").unwrap_or_default();
-    let mut content = Vec::new();
+    let actions = actor["actions"].as_array().map_or(0, <[_]>::len);
+    let mut content = Vec::with_capacity(actions + 3);
     if let Some(task) = take_string(v.remove("task_description")) {
         content.push(Step::user_text(task));
     }
@@ -170,29 +171,34 @@ fn action_step(action: Node<'_>) -> (Step, Node<'_>) {
     (step, stamp)
 }
 
-/// The evaluator's verdict, tool results, errors and metrics as text.
+/// The evaluator's verdict, tool results, errors and metrics as text (built piece by piece:
+/// the tool outputs are the long part).
 fn render_evaluation(e: &Node<'_>) -> String {
-    let mut out = format!(
-        "Evaluation ({}): {}",
+    let passed = if e["passed"].as_bool() == Some(true) {
+        "passed"
+    } else {
+        "failed"
+    };
+    let mut out = String::new();
+    out.extend([
+        "Evaluation (",
         e["verification_type"].as_str().unwrap_or("unknown"),
-        if e["passed"].as_bool() == Some(true) {
-            "passed"
-        } else {
-            "failed"
-        }
-    );
+        "): ",
+        passed,
+    ]);
     for r in e["results"].as_array().into_iter().flatten() {
-        out.push_str(&format!(
-            "\n\n[{}] {}",
+        out.extend([
+            "\n\n[",
             r["tool"].as_str().unwrap_or("?"),
-            r["status"].as_str().unwrap_or("?")
-        ));
+            "] ",
+            r["status"].as_str().unwrap_or("?"),
+        ]);
         if let Some(code) = r["exit_code"].as_i64() {
-            out.push_str(&format!(", exit code {code}"));
+            out.extend([", exit code ", &code.to_string()]);
         }
         for stream in ["stdout", "stderr"] {
             if let Some(text) = r[stream].as_str().filter(|t| !t.is_empty()) {
-                out.push_str(&format!("\n{stream}:\n{text}"));
+                out.extend(["\n", stream, ":\n", text]);
             }
         }
     }
@@ -200,25 +206,21 @@ fn render_evaluation(e: &Node<'_>) -> String {
     if !errors.is_empty() {
         out.push_str("\n\nErrors:");
         for err in errors {
-            let mut place = err["file"].as_str().unwrap_or_default().to_owned();
-            if let Some(line) = err["line"].as_i64() {
-                place.push_str(&format!(":{line}"));
+            let file = err["file"].as_str().unwrap_or_default();
+            let line = err["line"].as_i64().map(|l| format!(":{l}"));
+            out.extend(["\n- ", err["type"].as_str().unwrap_or("error")]);
+            if !file.is_empty() || line.is_some() {
+                out.extend([" at ", file, line.as_deref().unwrap_or_default()]);
             }
-            out.push_str(&format!(
-                "\n- {}{}: {}",
-                err["type"].as_str().unwrap_or("error"),
-                if place.is_empty() {
-                    String::new()
-                } else {
-                    format!(" at {place}")
-                },
-                err["message"].as_str().unwrap_or_default()
-            ));
+            out.extend([": ", err["message"].as_str().unwrap_or_default()]);
         }
     }
     if let Some(metrics) = e["metrics"].as_object().filter(|m| !m.is_empty()) {
-        let parts: Vec<String> = metrics.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        out.push_str(&format!("\n\nMetrics: {}", parts.join(", ")));
+        out.push_str("\n\nMetrics: ");
+        for (i, (k, v)) in metrics.iter().enumerate() {
+            let separator = if i > 0 { ", " } else { "" };
+            out.extend([separator, k, "=", &v.to_string()]);
+        }
     }
     out
 }

@@ -322,21 +322,18 @@ impl Checked<'_> {
         }
     }
 
-    fn string<'a, E: de::Error>(&self, text: Cow<'a, str>) -> Result<Node<'a>, E> {
+    /// Whether the shape admits the string `text`.
+    fn admits_string(&self, text: &str) -> bool {
         let s = self.shape();
         let listed = s
             .one_of
             .as_ref()
-            .is_none_or(|(strings, _)| strings.iter().any(|x| *x == text));
+            .is_none_or(|(strings, _)| strings.iter().any(|x| x == text));
         let long_enough = s
             .min_length
             .is_none_or(|n| n == 0 || text.chars().nth(n - 1).is_some());
-        let matches = s.pattern.as_ref().is_none_or(|p| p.is_match(&text));
-        if self.admits(STRING) && listed && long_enough && matches {
-            Ok(Node::String(text))
-        } else {
-            Err(refused())
-        }
+        let matches = s.pattern.as_ref().is_none_or(|p| p.is_match(text));
+        self.admits(STRING) && listed && long_enough && matches
     }
 
     /// For booleans, arrays and objects, which no supported `enum` lists.
@@ -389,15 +386,17 @@ impl<'de> Visitor<'de> for Checked<'_> {
     }
 
     fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Node<'de>, E> {
-        self.string(Cow::Borrowed(v))
+        match self.admits_string(v) {
+            true => Ok(Node::String(Cow::Borrowed(v))),
+            false => Err(refused()),
+        }
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Node<'de>, E> {
-        self.string(Cow::Owned(v.to_owned()))
-    }
-
-    fn visit_string<E: de::Error>(self, v: String) -> Result<Node<'de>, E> {
-        self.string(Cow::Owned(v))
+        match self.admits_string(v) {
+            true => Ok(Node::String(Cow::Owned(v.to_owned()))),
+            false => Err(refused()),
+        }
     }
 
     fn visit_unit<E: de::Error>(self) -> Result<Node<'de>, E> {

@@ -180,6 +180,10 @@ impl Compiler<'_> {
             "examples",
             "default",
         ];
+        // An `$id` other than the document's sets another base for references: not followed.
+        if map.get("$id").is_some_and(|id| id.as_str() != Some(base)) {
+            return None;
+        }
         if let Some(reference) = map.get("$ref") {
             let only_ref = map
                 .keys()
@@ -589,6 +593,7 @@ mod tests {
         assert!(shapes(json!({"pattern": "^\\d+$"})).is_none());
         assert!(shapes(json!({"additionalProperties": {"type": "string"}})).is_none());
         assert!(shapes(json!({"properties": {"a": {"$ref": "missing.schema.json"}}})).is_none());
+        assert!(shapes(json!({"properties": {"a": {"$id": "https://x.invalid/t/"}}})).is_none());
     }
 
     /// The seed formats' samples with every value replaced, in turn, by values of other kinds:

@@ -1,13 +1,14 @@
 //! Per-record hot paths, measured in bytes per second on the bundled sample trajectories:
 //! checking a record (parse, schema, typed decode, rules), converting it to ADP 1.5.0 (from ADP,
-//! and with a declarative spec), framing a JSON-lines stream, and encoding Parquet. `scripts/bench.sh` measures whole commands on 1 GiB.
+//! from the seed formats memabra and Reflexion, and with a declarative spec), framing a
+//! JSON-lines stream, and encoding Parquet. `scripts/bench.sh` measures whole commands on 1 GiB.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use divan::counter::BytesCount;
 use divan::Bencher;
-use trajkit::convert::{adp::Adp, convert_record, Converted, Converter, OutputFormat};
+use trajkit::convert::{adp::Adp, convert_record, lookup, Converted, Converter, OutputFormat};
 use trajkit::ingest::{Framer, LayoutHint, Provenance, RawRecord};
 use trajkit::model::upgrade::UpgradeOptions;
 use trajkit::validate::check_adp;
@@ -83,6 +84,21 @@ fn check_records(bencher: Bencher) {
 #[divan::bench]
 fn convert_records_to_1_5(bencher: Bencher) {
     bench_convert(bencher, &Adp, &input());
+}
+
+/// The samples of a seed format (`sample_data/FORMAT/*.jsonl`), repeated to about 4 MB:
+/// records read as nodes checked against the raw schema, their native data written as it is.
+#[divan::bench(args = ["memabra", "reflexion"])]
+fn convert_seed_records(bencher: Bencher, format: &str) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("sample_data")
+        .join(format);
+    let mut lines = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("samples") {
+        lines.extend(std::fs::read(entry.expect("entry").path()).expect("sample"));
+    }
+    let bytes = lines.repeat((4 << 20) / lines.len() + 1);
+    bench_convert(bencher, lookup(format).expect("built in"), &bytes);
 }
 
 /// Converts every record of `bytes` (JSON lines) with `converter` to ADP 1.5.0.

@@ -4,6 +4,7 @@
 #   scripts/bench.sh [BYTES]        (default 1 GiB; the inputs are cached in $BENCH_DIR)
 #   BENCH_ONLY=join scripts/bench.sh [BYTES]    (only the join case)
 #   BENCH_ONLY=export scripts/bench.sh [BYTES]  (only the export cases: Parquet, SFT targets)
+#   BENCH_ONLY=seeds scripts/bench.sh [BYTES]   (only the seed-format and spec conversions)
 #
 # Prints, per command, the input size, wall time, MB/s and peak RSS (GNU time's %M).
 # ADP: BYTES of trajectories shaped like the shared corpus. Seed formats: BYTES/4 each, shaped
@@ -74,20 +75,22 @@ if [ "$BENCH_ONLY" = all ] || [ "$BENCH_ONLY" = export ]; then
   fi
 fi
 
-REWARDS="$BENCH_DIR/rewards-$BYTES-1000000.jsonl"
-if [ ! -s "$REWARDS" ]; then
-  "$TARGET"/release/examples/gen_bench_rewards "$INPUT" "$REWARDS" 1000000 2>/dev/null
-fi
-report "join --rewards (1M records, generic)" "$BIN" join -q "$INPUT" --rewards "$REWARDS" \
-  --key /id --value /reward --outcome /resolved --components /components -o "$BENCH_DIR/out.jsonl"
-if [ "$BENCH_ONLY" = join ]; then
-  rm -f "$BENCH_DIR/out.jsonl"
-  exit 0
-fi
+if [ "$BENCH_ONLY" != seeds ]; then
+  REWARDS="$BENCH_DIR/rewards-$BYTES-1000000.jsonl"
+  if [ ! -s "$REWARDS" ]; then
+    "$TARGET"/release/examples/gen_bench_rewards "$INPUT" "$REWARDS" 1000000 2>/dev/null
+  fi
+  report "join --rewards (1M records, generic)" "$BIN" join -q "$INPUT" --rewards "$REWARDS" \
+    --key /id --value /reward --outcome /resolved --components /components -o "$BENCH_DIR/out.jsonl"
+  if [ "$BENCH_ONLY" = join ]; then
+    rm -f "$BENCH_DIR/out.jsonl"
+    exit 0
+  fi
 
-report "validate" "$BIN" validate -q "$INPUT"
-report "convert --from adp" "$BIN" convert -q --from adp "$INPUT" -o "$BENCH_DIR/out.jsonl"
-report "stats" "$BIN" stats "$INPUT"
+  report "validate" "$BIN" validate -q "$INPUT"
+  report "convert --from adp" "$BIN" convert -q --from adp "$INPUT" -o "$BENCH_DIR/out.jsonl"
+  report "stats" "$BIN" stats "$INPUT"
+fi
 
 # Seed formats: generated from a directory of shapes, converted to a file.
 seed() {

@@ -8,6 +8,7 @@ pub mod convert;
 pub mod export;
 pub mod ingest;
 pub mod join;
+pub mod json;
 pub mod model;
 pub mod output;
 pub mod pipeline;

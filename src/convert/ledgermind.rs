@@ -7,11 +7,13 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use super::{
-    first_present, has_keys, parse_bundle, source_details, value_text, ConvertOptions, Converter,
+    has_keys, parse_bundle, source_details, ConvertOptions, Converter, OutputFormat, Partial,
 };
 use crate::ingest::ledgermind::{is_sqlite, SessionRecords};
 use crate::ingest::{RawRecord, RecordSource};
+use crate::json::Node;
 use crate::model::links::unlink_unanswered;
+use crate::model::upgrade::UpgradeOptions;
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
 use crate::validate::check::raw_schema_problems;
 use crate::validate::Diagnostic;
@@ -59,17 +61,35 @@ impl Converter for LedgerMind {
         &self,
         record: &RawRecord,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
-        let session = parse_bundle(
-            record,
-            "ledgermind_session",
-            "not a LedgerMind session (use --from ledgermind on the events file)",
-        )?;
-        Ok(vec![(to_trajectory(&session, record), AdpVersion::V1_5)])
+        let session = session(record)?;
+        let partial = to_partial(&Node::from_value(&session), record);
+        Ok(vec![(partial.into_trajectory(), AdpVersion::V1_5)])
+    }
+
+    fn convert_into(
+        &self,
+        record: &RawRecord,
+        opts: &UpgradeOptions,
+        to: OutputFormat,
+        out: &mut Vec<u8>,
+    ) -> Result<u64, Vec<Diagnostic>> {
+        let session = session(record)?;
+        to_partial(&Node::from_value(&session), record).write(&record.provenance, opts, to, out)
     }
 }
 
-fn to_trajectory(s: &Value, record: &RawRecord) -> Trajectory {
-    let events = s["events"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+/// The session a record of [`SessionRecords`] holds.
+fn session(record: &RawRecord) -> Result<Value, Vec<Diagnostic>> {
+    parse_bundle(
+        record,
+        "ledgermind_session",
+        "not a LedgerMind session (use --from ledgermind on the events file)",
+    )
+}
+
+/// The trajectory of a session; the events and reflections stay in the tail.
+fn to_partial<'a>(s: &Node<'a>, record: &RawRecord) -> Partial<'a> {
+    let events = s["events"].as_array().unwrap_or(&[]);
     let mut content = Vec::new();
     let mut open_call: Option<(String, String)> = None;
     let mut kept = Vec::with_capacity(events.len());
@@ -77,17 +97,18 @@ fn to_trajectory(s: &Value, record: &RawRecord) -> Trajectory {
     let mut success: Option<bool> = None;
     for e in events {
         let ctx = &e["context"];
-        let body = value_text(&e["content"]);
-        let id = value_text(&e["id"]);
+        let body = e["content"].text();
+        let id = e["id"].text();
         let mut mapped = true;
         match e["kind"].as_str().unwrap_or_default() {
             "prompt" | "task" => content.push(Step::user_text(body)),
             "call" => {
-                let tool = first_present(ctx, TOOL_NAME)
-                    .map_or_else(|| "call".to_owned(), |(_, v)| value_text(v));
-                let kwargs = match first_present(ctx, TOOL_ARGS).map(|(_, v)| v) {
-                    Some(Value::Object(args)) => args.clone(),
-                    Some(other) => JsonObject::from_iter([("input".to_owned(), other.clone())]),
+                let tool = ctx
+                    .first_present(TOOL_NAME)
+                    .map_or_else(|| "call".to_owned(), |(_, v)| v.text());
+                let kwargs = match ctx.first_present(TOOL_ARGS).map(|(_, v)| v) {
+                    Some(args @ Node::Object(_)) => args.to_map(),
+                    Some(other) => JsonObject::from_iter([("input".to_owned(), other.to_value())]),
                     None => JsonObject::from_iter([("input".to_owned(), Value::String(body))]),
                 };
                 let call_id = format!("event-{id}");
@@ -133,7 +154,7 @@ fn to_trajectory(s: &Value, record: &RawRecord) -> Trajectory {
         "unknown"
     };
     let id = s["key"].as_str().unwrap_or_default().to_owned();
-    let reflections: Vec<Value> = s["semantic"]
+    let reflections: Vec<Node<'a>> = s["semantic"]
         .as_array()
         .into_iter()
         .flatten()
@@ -145,41 +166,45 @@ fn to_trajectory(s: &Value, record: &RawRecord) -> Trajectory {
         source_details(
             "ledgermind",
             record,
-            json!({"session": id, "explicit_session": s["explicit"],
-                   "event_ids": events.iter().map(|e| e["id"].clone()).collect::<Vec<_>>()}),
+            json!({"session": id, "explicit_session": s["explicit"].to_value(),
+                   "event_ids": events.iter().map(|e| e["id"].to_value()).collect::<Vec<_>>()}),
         ),
     );
     details.insert(
         "outcome".into(),
         json!({"status": status, "native": {"error_events": failed, "result_success": success}}),
     );
+    let mut tail = Vec::new();
     if !reflections.is_empty() {
-        details.insert("reflections".into(), Value::Array(reflections));
+        tail.push(("reflections", Node::Array(reflections)));
     }
-    details.insert("ledgermind".into(), json!({ "events": kept }));
-    Trajectory::new(id, content, details)
+    tail.push(("ledgermind", Node::object([("events", Node::Array(kept))])));
+    Partial {
+        trajectory: Trajectory::new(id, content, details),
+        tail,
+    }
 }
 
 /// A semantic event (a reflection, decision, proposal, ...) in trajkit's reflection shape (also
 /// used by `join`'s ledgermind preset).
-pub(crate) fn reflection(e: &Value) -> Value {
-    json!({
-        "source": "ledgermind",
-        "key": value_text(&e["id"]),
-        "kind": e["kind"],
-        "text": value_text(&e["content"]),
-        "timestamp": e["timestamp"],
-        "context": e["context"],
-    })
+pub(crate) fn reflection<'a>(e: &Node<'a>) -> Node<'a> {
+    Node::object([
+        ("source", Node::from("ledgermind")),
+        ("key", Node::from(e["id"].text())),
+        ("kind", e["kind"].clone()),
+        ("text", Node::from(e["content"].text())),
+        ("timestamp", e["timestamp"].clone()),
+        ("context", e["context"].clone()),
+    ])
 }
 
 /// An event as kept in `details.ledgermind.events`: whole when it made no step; otherwise
 /// without its content, which its step holds, and marked `mapped: true`.
-fn event_rest(e: &Value, mapped: bool) -> Value {
+fn event_rest<'a>(e: &Node<'a>, mapped: bool) -> Node<'a> {
     let mut out = e.clone();
-    if let (true, Some(o)) = (mapped, out.as_object_mut()) {
-        o.remove("content");
-        o.insert("mapped".into(), Value::Bool(true));
+    if mapped && out.is_object() {
+        out.remove("content");
+        out.insert("mapped", Node::Bool(true));
     }
     out
 }

@@ -2,15 +2,15 @@
 //! steps; when no event records execution, the routing decisions do. The mapping, including the
 //! payload keys read (memabra does not publish payload shapes), is in the README ("memabra").
 
-use std::collections::{HashMap, HashSet};
+use serde_json::{json, Value};
 
-use serde_json::{json, Map, Value};
-
-use super::{first_present, has_keys, source_details, value_text, Converter};
+use super::{has_keys, source_details, Converter, OutputFormat, Partial};
 use crate::ingest::RawRecord;
+use crate::json::Node;
 use crate::model::links::unlink_unanswered;
+use crate::model::upgrade::UpgradeOptions;
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
-use crate::validate::check::check_raw;
+use crate::validate::check::check_raw_node;
 use crate::validate::Diagnostic;
 
 /// Reads memabra trajectories.
@@ -44,81 +44,113 @@ impl Converter for Memabra {
         &self,
         record: &RawRecord,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
-        let value = check_raw(record, "memabra", true)?;
-        Ok(vec![(to_trajectory(&value, record), AdpVersion::V1_5)])
+        let mut slow = None;
+        let trace = check_raw_node(record, "memabra", true, &mut slow)?;
+        Ok(vec![(
+            to_partial(trace, record).into_trajectory(),
+            AdpVersion::V1_5,
+        )])
+    }
+
+    fn convert_into(
+        &self,
+        record: &RawRecord,
+        opts: &UpgradeOptions,
+        to: OutputFormat,
+        out: &mut Vec<u8>,
+    ) -> Result<u64, Vec<Diagnostic>> {
+        let mut slow = None;
+        let trace = check_raw_node(record, "memabra", true, &mut slow)?;
+        to_partial(trace, record).write(&record.provenance, opts, to, out)
     }
 }
 
 /// Builds the steps from events, remembering which payload keys each mapped event consumed.
-struct EventMapper<'a> {
+/// A trace has a few dozen events at most: lists are searched rather than hashed.
+struct EventMapper<'n, 'a> {
     content: Vec<Step>,
-    /// event index → consumed payload keys (events not in the map are unmapped).
-    consumed: HashMap<usize, Vec<&'static str>>,
-    /// tool_called event id → function name, for naming and linking results.
-    calls: HashMap<&'a str, String>,
-    answered: HashSet<&'a str>,
-    open_calls: Vec<&'a str>,
-    decisions: &'a [Value],
-    used_decisions: HashSet<usize>,
+    /// By event index: the consumed payload keys (`None`: the event is unmapped).
+    consumed: Vec<Option<Vec<&'static str>>>,
+    /// tool_called event id → function name, for naming and linking results (the last call of
+    /// an id wins).
+    calls: Vec<(&'n str, String)>,
+    answered: Vec<&'n str>,
+    open_calls: Vec<&'n str>,
+    decisions: &'n [Node<'a>],
+    /// By decision index: already used for a step's description.
+    used_decisions: Vec<bool>,
 }
 
-impl<'a> EventMapper<'a> {
+impl<'n, 'a> EventMapper<'n, 'a> {
     /// The rationale of the first unused decision of `types` that selects one of `ids`, or
     /// else the first unused decision of those types.
     fn rationale(&mut self, types: &[&str], ids: &[&str]) -> Option<String> {
         let candidates: Vec<usize> = (0..self.decisions.len())
-            .filter(|i| !self.used_decisions.contains(i))
+            .filter(|&i| !self.used_decisions[i])
             .filter(|&i| types.contains(&self.decisions[i]["decision_type"].as_str().unwrap_or("")))
             .collect();
         let selects = |i: &usize| {
             self.decisions[*i]["selected_ids"]
                 .as_array()
-                .is_some_and(|sel| sel.iter().any(|s| ids.iter().any(|id| s == id)))
+                .is_some_and(|sel| {
+                    sel.iter()
+                        .any(|s| ids.iter().any(|id| s.as_str() == Some(id)))
+                })
         };
         let chosen = candidates
             .iter()
             .copied()
             .find(selects)
             .or_else(|| candidates.first().copied())?;
-        self.used_decisions.insert(chosen);
+        self.used_decisions[chosen] = true;
         self.decisions[chosen]["rationale"]
             .as_str()
             .map(str::to_owned)
     }
 
-    fn map(&mut self, index: usize, e: &'a Value) {
+    /// The function of tool call `id`.
+    fn function(&self, id: &str) -> Option<&str> {
+        self.calls
+            .iter()
+            .rev()
+            .find(|(call, _)| *call == id)
+            .map(|(_, f)| f.as_str())
+    }
+
+    fn map(&mut self, index: usize, e: &'n Node<'a>) {
         let payload = &e["payload"];
         let event_id = e["event_id"].as_str().unwrap_or_default();
-        match e["event_type"].as_str().unwrap_or_default() {
+        let event_type = e["event_type"].as_str().unwrap_or_default();
+        match event_type {
             "tool_called" => {
-                let name = first_present(payload, TOOL_NAME);
-                let function = name.map_or_else(|| "tool".to_owned(), |(_, v)| value_text(v));
+                let name = payload.first_present(TOOL_NAME);
+                let function = name.map_or_else(|| "tool".to_owned(), |(_, v)| v.text());
                 let mut used = vec![];
                 if let Some((k, _)) = name {
                     used.push(k);
                 }
-                let kwargs = match first_present(payload, TOOL_ARGS) {
-                    Some((k, Value::Object(args))) => {
+                let kwargs = match payload.first_present(TOOL_ARGS) {
+                    Some((k, args @ Node::Object(_))) => {
                         used.push(k);
-                        args.clone()
+                        args.to_map()
                     }
                     Some((k, other)) => {
                         used.push(k);
-                        JsonObject::from_iter([(k.to_owned(), other.clone())])
+                        JsonObject::from_iter([(k.to_owned(), other.to_value())])
                     }
                     None => JsonObject::new(),
                 };
                 let description = self.rationale(&["call_tool", "composite_action"], &[&function]);
                 self.content
                     .push(Step::api(&function, kwargs, description).with_tool_call_id(event_id));
-                self.calls.insert(event_id, function);
+                self.calls.push((event_id, function));
                 self.open_calls.push(event_id);
-                self.consumed.insert(index, used);
+                self.consumed[index] = Some(used);
             }
             "tool_result" => {
                 let parent = e["parent_event_id"]
                     .as_str()
-                    .filter(|p| self.calls.contains_key(p));
+                    .filter(|p| self.function(p).is_some());
                 let call = parent.or_else(|| {
                     self.open_calls
                         .iter()
@@ -126,22 +158,21 @@ impl<'a> EventMapper<'a> {
                         .find(|c| !self.answered.contains(*c))
                         .copied()
                 });
-                let (text, used) = match first_present(payload, RESULT_TEXT) {
-                    Some((k, v)) => (value_text(v), vec![k]),
+                let (text, used) = match payload.first_present(RESULT_TEXT) {
+                    Some((k, v)) => (v.text(), vec![k]),
                     None => (payload.to_string(), vec!["*"]),
                 };
-                let name = call.and_then(|c| self.calls.get(c).cloned());
+                let name = call.and_then(|c| self.function(c)).map(str::to_owned);
                 let mut step = Step::environment_text(name, text);
-                if let Some(c) = call.filter(|c| !self.answered.contains(*c)) {
-                    self.answered.insert(c);
+                if let Some(c) = call.filter(|c| !self.answered.contains(c)) {
+                    self.answered.push(c);
                     step = step.with_tool_call_id(c);
                 }
                 self.content.push(step);
-                self.consumed.insert(index, used);
+                self.consumed[index] = Some(used);
             }
             "skill_loaded" | "memory_injected" => {
-                let skill = e["event_type"] == "skill_loaded";
-                let (function, id_keys, text_keys, decision) = if skill {
+                let (function, id_keys, text_keys, decision) = if event_type == "skill_loaded" {
                     ("load_skill", SKILL_ID, SKILL_TEXT, "load_skill")
                 } else {
                     ("inject_memory", MEMORY_IDS, MEMORY_TEXT, "inject_memory")
@@ -149,22 +180,22 @@ impl<'a> EventMapper<'a> {
                 let mut used = vec![];
                 let mut kwargs = JsonObject::new();
                 let mut ids: Vec<String> = vec![];
-                if let Some((k, v)) = first_present(payload, id_keys) {
+                if let Some((k, v)) = payload.first_present(id_keys) {
                     used.push(k);
-                    kwargs.insert(k.to_owned(), v.clone());
+                    kwargs.insert(k.to_owned(), v.to_value());
                     ids = match v {
-                        Value::Array(items) => items.iter().map(value_text).collect(),
-                        other => vec![value_text(other)],
+                        Node::Array(items) => items.iter().map(Node::text).collect(),
+                        other => vec![other.text()],
                     };
                 }
                 let id_refs: Vec<&str> = ids.iter().map(String::as_str).collect();
                 let description = self.rationale(&[decision, "composite_action"], &id_refs);
                 self.content
                     .push(Step::api(function, kwargs, description).with_tool_call_id(event_id));
-                let text = match first_present(payload, text_keys) {
+                let text = match payload.first_present(text_keys) {
                     Some((k, v)) => {
                         used.push(k);
-                        value_text(v)
+                        v.text()
                     }
                     None => String::new(),
                 };
@@ -172,19 +203,19 @@ impl<'a> EventMapper<'a> {
                     Step::environment_text(Some(function.to_owned()), text)
                         .with_tool_call_id(event_id),
                 );
-                self.consumed.insert(index, used);
+                self.consumed[index] = Some(used);
             }
             "user_clarified" | "user_corrected" => {
-                if let Some((k, v)) = first_present(payload, USER_TEXT) {
-                    self.content.push(Step::user_text(value_text(v)));
-                    self.consumed.insert(index, vec![k]);
+                if let Some((k, v)) = payload.first_present(USER_TEXT) {
+                    self.content.push(Step::user_text(v.text()));
+                    self.consumed[index] = Some(vec![k]);
                 }
             }
             "task_completed" => {
-                if let Some((k, v)) = first_present(payload, ANSWER_TEXT) {
+                if let Some((k, v)) = payload.first_present(ANSWER_TEXT) {
                     let description = self.rationale(&["direct_answer"], &[]);
-                    self.content.push(Step::message(value_text(v), description));
-                    self.consumed.insert(index, vec![k]);
+                    self.content.push(Step::message(v.text(), description));
+                    self.consumed[index] = Some(vec![k]);
                 }
             }
             _ => {}
@@ -193,7 +224,7 @@ impl<'a> EventMapper<'a> {
 }
 
 /// Steps from the decisions alone, for traces whose events record no execution.
-fn decision_steps(decisions: &[Value]) -> Vec<Step> {
+fn decision_steps(decisions: &[Node<'_>]) -> Vec<Step> {
     decisions
         .iter()
         .map(|d| {
@@ -208,9 +239,9 @@ fn decision_steps(decisions: &[Value]) -> Vec<Step> {
                         .into_iter()
                         .flatten()
                         .filter(|(k, _)| {
-                            !matches!(k.as_str(), "decision_type" | "rationale" | "step")
+                            !matches!(k.as_ref(), "decision_type" | "rationale" | "step")
                         })
-                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .map(|(k, v)| (k.as_ref().to_owned(), v.to_value()))
                         .collect();
                     Step::api(kind, kwargs, Some(rationale))
                 }
@@ -219,68 +250,92 @@ fn decision_steps(decisions: &[Value]) -> Vec<Step> {
         .collect()
 }
 
-fn to_trajectory(v: &Value, record: &RawRecord) -> Trajectory {
+/// The trajectory of a trace; the trace's native data (task, context, candidates, decisions,
+/// events, outcome, reward) stays in the tail.
+fn to_partial<'a>(mut v: Node<'a>, record: &RawRecord) -> Partial<'a> {
     let id = v["trajectory_id"].as_str().unwrap_or_default().to_owned();
-    let task = &v["task"];
-    let decisions = v["decisions"].as_array().map(Vec::as_slice).unwrap_or(&[]);
-    let mut events: Vec<(usize, &Value)> = v["events"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .enumerate()
-        .collect();
-    // Timestamps are ISO 8601 in one trace; equal ones keep their recorded order.
-    events.sort_by(|a, b| {
-        a.1["timestamp"]
-            .as_str()
-            .cmp(&b.1["timestamp"].as_str())
-            .then(a.0.cmp(&b.0))
-    });
-    let mut mapper = EventMapper {
-        content: vec![Step::user_text(task["input"].as_str().unwrap_or_default())],
-        consumed: HashMap::new(),
-        calls: HashMap::new(),
-        answered: HashSet::new(),
-        open_calls: Vec::new(),
-        decisions,
-        used_decisions: HashSet::new(),
+    let task_id = v["task"]["task_id"].to_value();
+    // Steps first, reading the trace; then its parts move into the details.
+    let (content, consumed, order) = {
+        let decisions = v["decisions"].as_array().unwrap_or(&[]);
+        let mut events: Vec<(usize, &Node<'a>)> = v["events"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+            .collect();
+        // Timestamps are ISO 8601 in one trace; equal ones keep their recorded order.
+        events.sort_by(|a, b| {
+            a.1["timestamp"]
+                .as_str()
+                .cmp(&b.1["timestamp"].as_str())
+                .then(a.0.cmp(&b.0))
+        });
+        let mut mapper = EventMapper {
+            content: vec![Step::user_text(
+                v["task"]["input"].as_str().unwrap_or_default(),
+            )],
+            consumed: vec![None; events.len()],
+            calls: Vec::new(),
+            answered: Vec::new(),
+            open_calls: Vec::new(),
+            decisions,
+            used_decisions: vec![false; decisions.len()],
+        };
+        for &(index, e) in &events {
+            mapper.map(index, e);
+        }
+        let executed = mapper.consumed.iter().flatten().count();
+        let mut content = mapper.content;
+        unlink_unanswered(&mut content);
+        if executed == 0 {
+            content.extend(decision_steps(decisions));
+        }
+        let order: Vec<usize> = events.iter().map(|&(index, _)| index).collect();
+        (content, mapper.consumed, order)
     };
-    for &(index, e) in &events {
-        mapper.map(index, e);
-    }
-    let executed = mapper.consumed.len();
-    let mut content = mapper.content;
-    unlink_unanswered(&mut content);
-    if executed == 0 {
-        content.extend(decision_steps(decisions));
-    }
 
-    let mut native = Map::new();
+    let outcome = outcome(&v["outcome"]);
+    let reward = v["reward"]["total"].clone();
+    let components = v["reward"]["components"].clone();
+    let mut native = Node::Object(Vec::new());
     for key in ["task", "context_snapshot", "candidate_sets", "decisions"] {
-        native.insert(key.into(), v[key].clone());
+        native.insert(key, v.take(key));
     }
+    let mut events = match v.take("events") {
+        Node::Array(events) => events,
+        _ => Vec::new(),
+    };
     native.insert(
-        "events".into(),
-        Value::Array(
-            events
+        "events",
+        Node::Array(
+            order
                 .iter()
-                .map(|&(index, e)| event_rest(e, mapper.consumed.get(&index)))
+                .map(|&index| {
+                    let event = events.get_mut(index).map(std::mem::take);
+                    event_rest(
+                        event.unwrap_or_default(),
+                        consumed.get(index).and_then(Option::as_ref),
+                    )
+                })
                 .collect(),
         ),
     );
-    for (k, value) in v.as_object().into_iter().flatten() {
-        if !matches!(
-            k.as_str(),
-            "trajectory_id"
-                | "task"
-                | "context_snapshot"
-                | "candidate_sets"
-                | "decisions"
-                | "events"
-                | "outcome"
-                | "reward"
-        ) {
-            native.insert(k.clone(), value.clone());
+    if let Node::Object(entries) = v {
+        for (k, value) in entries {
+            if !matches!(
+                k.as_ref(),
+                "trajectory_id"
+                    | "task"
+                    | "context_snapshot"
+                    | "candidate_sets"
+                    | "decisions"
+                    | "events"
+                    | "outcome"
+                    | "reward"
+            ) {
+                native.insert(k, value);
+            }
         }
     }
     let mut details = JsonObject::new();
@@ -289,39 +344,42 @@ fn to_trajectory(v: &Value, record: &RawRecord) -> Trajectory {
         source_details(
             "memabra",
             record,
-            json!({"trajectory_id": id, "task_id": task["task_id"]}),
+            json!({"trajectory_id": id, "task_id": task_id}),
         ),
     );
-    details.insert("outcome".into(), outcome(v));
-    details.insert("reward".into(), v["reward"]["total"].clone());
-    details.insert(
-        "reward_components".into(),
-        v["reward"]["components"].clone(),
-    );
-    details.insert("memabra".into(), Value::Object(native));
-    Trajectory::new(id, content, details)
+    Partial {
+        trajectory: Trajectory::new(id, content, details),
+        tail: vec![
+            ("outcome", outcome),
+            ("reward", reward),
+            ("reward_components", components),
+            ("memabra", native),
+        ],
+    }
 }
 
-/// `details.outcome` of a trace: its `outcome.status`, and the outcome as `native` (also used by
-/// `join`'s memabra preset).
-pub(crate) fn outcome(trace: &Value) -> Value {
-    json!({"status": trace["outcome"]["status"], "native": trace["outcome"]})
+/// `details.outcome` of a trace from its `outcome`: the `status`, and the outcome as `native`
+/// (also used by `join`'s memabra preset).
+pub(crate) fn outcome<'a>(native: &Node<'a>) -> Node<'a> {
+    Node::object([
+        ("status", native["status"].clone()),
+        ("native", native.clone()),
+    ])
 }
 
 /// An event as kept in `details.memabra.events`: whole when it made no step; otherwise without
 /// the payload keys its step holds (`mapped: true` marks it).
-fn event_rest(e: &Value, consumed: Option<&Vec<&'static str>>) -> Value {
+fn event_rest<'a>(mut e: Node<'a>, consumed: Option<&Vec<&'static str>>) -> Node<'a> {
     let Some(consumed) = consumed else {
-        return e.clone();
+        return e;
     };
-    let mut out = e.clone();
-    out["mapped"] = Value::Bool(true);
+    e.insert("mapped", Node::Bool(true));
     if consumed.contains(&"*") {
-        out["payload"] = json!({});
-    } else if let Some(payload) = out["payload"].as_object_mut() {
+        e.insert("payload", Node::Object(Vec::new()));
+    } else if let Some(payload) = e.get_mut("payload") {
         for k in consumed {
-            payload.remove(*k);
+            payload.remove(k);
         }
     }
-    out
+    e
 }

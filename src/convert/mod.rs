@@ -26,6 +26,7 @@ use serde_json::{json, Value};
 
 use crate::ingest::ledgermind::SessionOptions;
 use crate::ingest::{Provenance, RawRecord, RecordSource};
+use crate::json::Node;
 use crate::model::rules;
 use crate::model::upgrade::{upgrade, UpgradeOptions};
 use crate::model::{AdpVersion, Trajectory};
@@ -62,6 +63,73 @@ pub trait Converter: Sync {
     /// diagnoses why it cannot.
     fn convert(&self, record: &RawRecord)
         -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>>;
+    /// Converts one record, upgrades its trajectories to `opts.target` and appends them to `out`
+    /// as JSON lines in the output format `to`, returning how many; on error, what was appended
+    /// is to be dropped. The default does [`Converter::convert`], [`upgrade_checked`] and
+    /// [`write_line`]; converters that read records as [`Node`]s write a [`Partial`] instead.
+    fn convert_into(
+        &self,
+        record: &RawRecord,
+        opts: &UpgradeOptions,
+        to: OutputFormat,
+        out: &mut Vec<u8>,
+    ) -> Result<u64, Vec<Diagnostic>> {
+        let trajectories = self.convert(record)?;
+        let count = trajectories.len() as u64;
+        for (mut traj, _) in trajectories {
+            upgrade_checked(&mut traj, &record.provenance, opts)?;
+            write_line(out, &traj, to, &record.provenance).map_err(|d| vec![*d])?;
+        }
+        Ok(count)
+    }
+}
+
+/// A trajectory converted from a record read as a [`Node`], whose last `details` entries are
+/// still nodes borrowed from the record: the bulk of a structure-heavy record's native data,
+/// written as it is rather than turned into values.
+pub struct Partial<'a> {
+    /// The trajectory, without the entries of `tail`.
+    pub trajectory: Trajectory,
+    /// Entries that follow those of `trajectory.details`, in order (keys not in it).
+    pub tail: Vec<(&'static str, Node<'a>)>,
+}
+
+impl Partial<'_> {
+    /// The whole trajectory: the tail moved into `details` as values.
+    pub fn into_trajectory(self) -> Trajectory {
+        let mut traj = self.trajectory;
+        for (k, v) in self.tail {
+            traj.details.insert(k.to_owned(), v.to_value());
+        }
+        traj
+    }
+
+    /// Upgrades the trajectory and appends it to `out`, as [`Converter::convert_into`] does with
+    /// the whole trajectory. The tail is written from its nodes when nothing on the way reads
+    /// it: the output is ADP of a version whose details are free-form, and no tail entry is a
+    /// string (which `--decode-details` might decode); else the whole trajectory is built.
+    pub fn write(
+        self,
+        prov: &Provenance,
+        opts: &UpgradeOptions,
+        to: OutputFormat,
+        out: &mut Vec<u8>,
+    ) -> Result<u64, Vec<Diagnostic>> {
+        let as_is = to == OutputFormat::Adp
+            && opts.target.has_free_details()
+            && !self.tail.iter().any(|(_, v)| v.as_str().is_some());
+        if as_is {
+            let mut traj = self.trajectory;
+            upgrade_checked(&mut traj, prov, opts)?;
+            write_json(out, &traj.with_details_tail(&self.tail), &traj.id, prov)
+        } else {
+            let mut traj = self.into_trajectory();
+            upgrade_checked(&mut traj, prov, opts)?;
+            write_line(out, &traj, to, prov)
+        }
+        .map_err(|d| vec![*d])?;
+        Ok(1)
+    }
 }
 
 /// Every built-in converter.
@@ -105,25 +173,6 @@ pub fn lookup(name: &str) -> Result<&'static dyn Converter, String> {
         "unknown format {name:?} (supported: {}; run `trajkit formats`)",
         known.join(", ")
     ))
-}
-
-/// The first of `keys` whose value in `object` is present and not null, with the key (formats
-/// whose field names vary between writers are read through lists of candidate keys).
-pub fn first_present<'a>(
-    object: &'a Value,
-    keys: &[&'static str],
-) -> Option<(&'static str, &'a Value)> {
-    keys.iter()
-        .find_map(|&k| object.get(k).filter(|v| !v.is_null()).map(|v| (k, v)))
-}
-
-/// A JSON value as text: a string as it is, null as empty, anything else as compact JSON.
-pub fn value_text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    }
 }
 
 /// Parses a record a format's own reader built (a directory attempt, a session), recognized by
@@ -211,29 +260,19 @@ pub enum Converted {
 }
 
 /// Converts one record: the format's conversion, then the upgrade to the target version and its
-/// rules, then serialization.
+/// rules, then serialization ([`Converter::convert_into`]).
 pub fn convert_record(
     converter: &dyn Converter,
     record: &RawRecord,
     opts: &UpgradeOptions,
     to: OutputFormat,
 ) -> Converted {
-    let trajectories = match converter.convert(record) {
-        Ok(t) => t,
-        Err(d) => return Converted::Rejected(d),
-    };
-    let prov = &record.provenance;
-    let mut out = Vec::with_capacity(record.bytes.len() + 256);
-    let count = trajectories.len() as u64;
-    for (mut traj, _) in trajectories {
-        if let Err(d) = upgrade_checked(&mut traj, prov, opts) {
-            return Converted::Rejected(d);
-        }
-        if let Err(d) = write_line(&mut out, &traj, to, prov) {
-            return Converted::Rejected(vec![*d]);
-        }
+    // Converted records are up to about 1.6 times as large as their input.
+    let mut out = Vec::with_capacity(2 * record.bytes.len() + 256);
+    match converter.convert_into(record, opts, to, &mut out) {
+        Ok(count) => Converted::Written(out, count),
+        Err(d) => Converted::Rejected(d),
     }
-    Converted::Written(out, count)
 }
 
 /// Upgrades `traj` to `opts.target` and checks the semantic rules of that version; the
@@ -263,18 +302,27 @@ pub fn write_line(
     to: OutputFormat,
     prov: &Provenance,
 ) -> Result<(), Box<Diagnostic>> {
-    let written = match to {
-        OutputFormat::Adp => serde_json::to_writer(&mut *out, traj),
-        OutputFormat::Atif => serde_json::to_writer(&mut *out, &atif::to_atif(traj)),
-    };
-    match written {
+    match to {
+        OutputFormat::Adp => write_json(out, traj, &traj.id, prov),
+        OutputFormat::Atif => write_json(out, &atif::to_atif(traj), &traj.id, prov),
+    }
+}
+
+/// Appends `value`, the output of trajectory `id`, to `out` as one JSON line.
+fn write_json(
+    out: &mut Vec<u8>,
+    value: &impl serde::Serialize,
+    id: &str,
+    prov: &Provenance,
+) -> Result<(), Box<Diagnostic>> {
+    match serde_json::to_writer(&mut *out, value) {
         Ok(()) => {
             out.push(b'\n');
             Ok(())
         }
         Err(e) => Err(Box::new(Diagnostic::error(
             prov,
-            Some(&traj.id),
+            Some(id),
             "",
             "serialize",
             e.to_string(),

@@ -1,12 +1,14 @@
 //! Reflexion iteration records (aiwg Ralph reflection memory): one record per `(loop_id,
 //! iteration)`, one trajectory per record. The mapping is in the README ("Reflexion").
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
-use super::{has_keys, source_details, Converter};
+use super::{has_keys, source_details, Converter, OutputFormat, Partial};
 use crate::ingest::RawRecord;
+use crate::json::Node;
+use crate::model::upgrade::UpgradeOptions;
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
-use crate::validate::check::check_raw;
+use crate::validate::check::check_raw_node;
 use crate::validate::Diagnostic;
 
 /// Reads Reflexion records.
@@ -32,8 +34,24 @@ impl Converter for Reflexion {
         &self,
         record: &RawRecord,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
-        let value = check_raw(record, "reflexion", true)?;
-        Ok(vec![(to_trajectory(value, record), AdpVersion::V1_5)])
+        let mut slow = None;
+        let value = check_raw_node(record, "reflexion", true, &mut slow)?;
+        Ok(vec![(
+            to_partial(value, record).into_trajectory(),
+            AdpVersion::V1_5,
+        )])
+    }
+
+    fn convert_into(
+        &self,
+        record: &RawRecord,
+        opts: &UpgradeOptions,
+        to: OutputFormat,
+        out: &mut Vec<u8>,
+    ) -> Result<u64, Vec<Diagnostic>> {
+        let mut slow = None;
+        let value = check_raw_node(record, "reflexion", true, &mut slow)?;
+        to_partial(value, record).write(&record.provenance, opts, to, out)
     }
 }
 
@@ -43,11 +61,14 @@ pub fn trajectory_id(loop_id: &str, iteration: u64) -> String {
 }
 
 /// Builds the trajectory, moving the record's parts into steps and details (no copies of the
-/// large ones: diffs, outputs, the evaluator's results).
-fn to_trajectory(value: Value, record: &RawRecord) -> Trajectory {
-    let Value::Object(mut v) = value else {
-        return Trajectory::new(String::new(), Vec::new(), JsonObject::new());
-    };
+/// large ones: diffs, outputs, the evaluator's results, which stay in the tail).
+fn to_partial<'a>(mut v: Node<'a>, record: &RawRecord) -> Partial<'a> {
+    if !v.is_object() {
+        return Partial {
+            trajectory: Trajectory::new(String::new(), Vec::new(), JsonObject::new()),
+            tail: Vec::new(),
+        };
+    }
     let loop_id = v["loop_id"].as_str().unwrap_or_default().to_owned();
     let iteration = v["iteration"].as_u64().unwrap_or_default();
     v.remove("loop_id");
@@ -55,12 +76,13 @@ fn to_trajectory(value: Value, record: &RawRecord) -> Trajectory {
     let id = trajectory_id(&loop_id, iteration);
     let mut actor = take_object(v.remove("actor_output"));
     let evaluator = v.remove("evaluator_output").unwrap_or_default();
-    let mut content = Vec::new();
-    if let Some(Value::String(task)) = v.remove("task_description") {
+    let actions = actor["actions"].as_array().map_or(0, <[_]>::len);
+    let mut content = Vec::with_capacity(actions + 3);
+    if let Some(task) = take_string(v.remove("task_description")) {
         content.push(Step::user_text(task));
     }
     let mut stamps = Vec::new();
-    if let Some(Value::Array(actions)) = actor.remove("actions") {
+    if let Some(Node::Array(actions)) = actor.remove("actions") {
         for action in actions {
             let (step, stamp) = action_step(action);
             content.push(step);
@@ -85,43 +107,49 @@ fn to_trajectory(value: Value, record: &RawRecord) -> Trajectory {
             json!({"loop_id": loop_id, "iteration": iteration}),
         ),
     );
-    details.insert("outcome".into(), outcome(&evaluator));
+    let mut tail = vec![("outcome", outcome(&evaluator))];
     if let Some(reward) = reward(&evaluator) {
-        details.insert("reward".into(), reward.clone());
+        tail.push(("reward", reward.clone()));
     }
     let self_reflection = v.remove("self_reflection").unwrap_or_default();
-    details.insert(
-        "reflections".into(),
-        json!([reflection(self_reflection, &id, iteration)]),
-    );
-    details.insert(
-        "memory_metadata".into(),
+    tail.push((
+        "reflections",
+        Node::Array(vec![reflection(self_reflection, &id, iteration)]),
+    ));
+    tail.push((
+        "memory_metadata",
         v.remove("memory_metadata").unwrap_or_default(),
-    );
+    ));
     // Everything else, so nothing is lost: timestamp, the structured evaluator output, actor
     // totals, action timestamps, performance delta, notes, unknown keys.
     let mut rest = v;
-    rest.insert("evaluator_output".into(), evaluator);
-    for (k, value) in actor {
-        rest.insert(format!("actor_{k}"), value);
+    rest.insert("evaluator_output", evaluator);
+    if let Node::Object(entries) = actor {
+        for (k, value) in entries {
+            rest.insert(format!("actor_{k}"), value);
+        }
     }
     if stamps.iter().any(|s| !s.is_null()) {
-        rest.insert("action_timestamps".into(), Value::Array(stamps));
+        rest.insert("action_timestamps", Node::Array(stamps));
     }
-    details.insert("reflexion".into(), Value::Object(rest));
-    Trajectory::new(id, content, details)
-}
-
-fn take_object(v: Option<Value>) -> Map<String, Value> {
-    match v {
-        Some(Value::Object(o)) => o,
-        _ => Map::new(),
+    tail.push(("reflexion", rest));
+    Partial {
+        trajectory: Trajectory::new(id, content, details),
+        tail,
     }
 }
 
-fn take_string(v: Option<Value>) -> Option<String> {
+/// The object `v` holds, or an empty one.
+fn take_object(v: Option<Node<'_>>) -> Node<'_> {
     match v {
-        Some(Value::String(s)) => Some(s),
+        Some(o @ Node::Object(_)) => o,
+        _ => Node::Object(Vec::new()),
+    }
+}
+
+fn take_string(v: Option<Node<'_>>) -> Option<String> {
+    match v {
+        Some(Node::String(s)) => Some(s.into_owned()),
         _ => None,
     }
 }
@@ -129,125 +157,135 @@ fn take_string(v: Option<Value>) -> Option<String> {
 /// A command or test run that is only a command becomes bash; anything else an api action named
 /// by its type, with every other field (file path, changes, command, unknown keys) as arguments.
 /// Returns the step and the action's timestamp (kept in details).
-fn action_step(action: Value) -> (Step, Value) {
+fn action_step(action: Node<'_>) -> (Step, Node<'_>) {
     let mut a = take_object(Some(action));
     let kind = take_string(a.remove("type")).unwrap_or_else(|| "other".to_owned());
     let description = take_string(a.remove("description"));
     let stamp = a.remove("timestamp").unwrap_or_default();
     let is_run = matches!(kind.as_str(), "command_execution" | "test_execution");
-    let step = match a.get("command").and_then(Value::as_str) {
-        Some(command) if is_run && a.len() == 1 => Step::code("bash", command, description),
-        _ => Step::api(kind, a, description),
+    let only_command = a.as_object().is_some_and(|entries| entries.len() == 1);
+    let step = match a["command"].as_str() {
+        Some(command) if is_run && only_command => Step::code("bash", command, description),
+        _ => Step::api(kind, a.to_map(), description),
     };
     (step, stamp)
 }
 
-/// The evaluator's verdict, tool results, errors and metrics as text.
-fn render_evaluation(e: &Value) -> String {
-    let mut out = format!(
-        "Evaluation ({}): {}",
+/// The evaluator's verdict, tool results, errors and metrics as text (built piece by piece:
+/// the tool outputs are the long part).
+fn render_evaluation(e: &Node<'_>) -> String {
+    let passed = if e["passed"].as_bool() == Some(true) {
+        "passed"
+    } else {
+        "failed"
+    };
+    let mut out = String::new();
+    out.extend([
+        "Evaluation (",
         e["verification_type"].as_str().unwrap_or("unknown"),
-        if e["passed"].as_bool() == Some(true) {
-            "passed"
-        } else {
-            "failed"
-        }
-    );
+        "): ",
+        passed,
+    ]);
     for r in e["results"].as_array().into_iter().flatten() {
-        out.push_str(&format!(
-            "\n\n[{}] {}",
+        out.extend([
+            "\n\n[",
             r["tool"].as_str().unwrap_or("?"),
-            r["status"].as_str().unwrap_or("?")
-        ));
+            "] ",
+            r["status"].as_str().unwrap_or("?"),
+        ]);
         if let Some(code) = r["exit_code"].as_i64() {
-            out.push_str(&format!(", exit code {code}"));
+            out.extend([", exit code ", &code.to_string()]);
         }
         for stream in ["stdout", "stderr"] {
             if let Some(text) = r[stream].as_str().filter(|t| !t.is_empty()) {
-                out.push_str(&format!("\n{stream}:\n{text}"));
+                out.extend(["\n", stream, ":\n", text]);
             }
         }
     }
-    let errors = e["errors"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    let errors = e["errors"].as_array().unwrap_or(&[]);
     if !errors.is_empty() {
         out.push_str("\n\nErrors:");
         for err in errors {
-            let mut place = err["file"].as_str().unwrap_or_default().to_owned();
-            if let Some(line) = err["line"].as_i64() {
-                place.push_str(&format!(":{line}"));
+            let file = err["file"].as_str().unwrap_or_default();
+            let line = err["line"].as_i64().map(|l| format!(":{l}"));
+            out.extend(["\n- ", err["type"].as_str().unwrap_or("error")]);
+            if !file.is_empty() || line.is_some() {
+                out.extend([" at ", file, line.as_deref().unwrap_or_default()]);
             }
-            out.push_str(&format!(
-                "\n- {}{}: {}",
-                err["type"].as_str().unwrap_or("error"),
-                if place.is_empty() {
-                    String::new()
-                } else {
-                    format!(" at {place}")
-                },
-                err["message"].as_str().unwrap_or_default()
-            ));
+            out.extend([": ", err["message"].as_str().unwrap_or_default()]);
         }
     }
     if let Some(metrics) = e["metrics"].as_object().filter(|m| !m.is_empty()) {
-        let parts: Vec<String> = metrics.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        out.push_str(&format!("\n\nMetrics: {}", parts.join(", ")));
+        out.push_str("\n\nMetrics: ");
+        for (i, (k, v)) in metrics.iter().enumerate() {
+            let separator = if i > 0 { ", " } else { "" };
+            out.extend([separator, k, "=", &v.to_string()]);
+        }
     }
     out
 }
 
 /// `details.outcome` from an evaluator output: `success` when `passed` is true, else `failure`
 /// (also used by `join`'s reflexion preset).
-pub(crate) fn outcome(evaluator: &Value) -> Value {
+pub(crate) fn outcome<'a>(evaluator: &Node<'a>) -> Node<'a> {
     let status = if evaluator["passed"].as_bool() == Some(true) {
         "success"
     } else {
         "failure"
     };
-    json!({"status": status, "native": {
-        "passed": evaluator["passed"],
-        "verification_type": evaluator["verification_type"],
-    }})
+    Node::object([
+        ("status", Node::from(status)),
+        (
+            "native",
+            Node::object([
+                ("passed", evaluator["passed"].clone()),
+                ("verification_type", evaluator["verification_type"].clone()),
+            ]),
+        ),
+    ])
 }
 
 /// The evaluator's `reward_signal`, when it is a number.
-pub(crate) fn reward(evaluator: &Value) -> Option<&Value> {
+pub(crate) fn reward<'n, 'a>(evaluator: &'n Node<'a>) -> Option<&'n Node<'a>> {
     evaluator.get("reward_signal").filter(|r| r.is_number())
 }
 
 /// The self-reflection in trajkit's reflection shape (see `schemas/details.schema.json`); keys
 /// it does not normalize are moved over as they are (also used by `join`'s reflexion preset).
-pub(crate) fn reflection(r: Value, key: &str, iteration: u64) -> Value {
+pub(crate) fn reflection<'a>(r: Node<'a>, key: &str, iteration: u64) -> Node<'a> {
     let mut r = take_object(Some(r));
     let mut credit = take_object(r.remove("credit_assignment"));
-    let mut out = Map::new();
-    out.insert("source".into(), json!("reflexion"));
-    out.insert("key".into(), json!(key));
-    out.insert("iteration".into(), json!(iteration));
-    out.insert(
-        "text".into(),
-        r.remove("reflection_text").unwrap_or_default(),
-    );
-    out.insert(
-        "lessons".into(),
-        r.remove("lessons_learned").unwrap_or(json!([])),
-    );
-    out.insert(
-        "insights".into(),
-        r.remove("actionable_insights").unwrap_or(json!([])),
-    );
-    out.insert(
-        "root_cause".into(),
-        credit.remove("root_cause").unwrap_or_default(),
-    );
-    out.insert(
-        "failure_category".into(),
-        credit.remove("failure_category").unwrap_or_default(),
-    );
-    out.insert(
-        "confidence".into(),
-        r.remove("confidence").unwrap_or_default(),
-    );
-    out.extend(r);
-    out.extend(credit);
-    Value::Object(out)
+    let mut out = Node::object([
+        ("source", Node::from("reflexion")),
+        ("key", Node::from(key.to_owned())),
+        ("iteration", Node::from(iteration)),
+        ("text", r.remove("reflection_text").unwrap_or_default()),
+        (
+            "lessons",
+            r.remove("lessons_learned")
+                .unwrap_or(Node::Array(Vec::new())),
+        ),
+        (
+            "insights",
+            r.remove("actionable_insights")
+                .unwrap_or(Node::Array(Vec::new())),
+        ),
+        (
+            "root_cause",
+            credit.remove("root_cause").unwrap_or_default(),
+        ),
+        (
+            "failure_category",
+            credit.remove("failure_category").unwrap_or_default(),
+        ),
+        ("confidence", r.remove("confidence").unwrap_or_default()),
+    ]);
+    for part in [r, credit] {
+        if let Node::Object(entries) = part {
+            for (k, v) in entries {
+                out.insert(k, v);
+            }
+        }
+    }
+    out
 }

@@ -10,6 +10,7 @@ use serde_json::{json, Map, Number, Value};
 use super::key::{kind, KeyExpr};
 use crate::convert::{ledgermind, memabra, ralph, reflexion};
 use crate::ingest::ledgermind::{CITATION_KEYS, SEMANTIC_KINDS};
+use crate::json::Node;
 
 /// A side-file format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -248,15 +249,16 @@ impl SideSpec {
                 let iteration = record["iteration"].as_u64().unwrap_or_default();
                 let reflection = match record.get("self_reflection") {
                     Some(r) if r.is_object() => {
-                        Some(reflexion::reflection(r.clone(), &key, iteration))
+                        Some(reflexion::reflection(Node::from_value(r), &key, iteration).to_value())
                     }
                     _ => None,
                 };
+                let evaluator_node = Node::from_value(evaluator);
                 Attach {
-                    reward: reflexion::reward(evaluator).and_then(|r| r.as_number().cloned()),
+                    reward: reflexion::reward(&evaluator_node).and_then(|r| r.as_number().cloned()),
                     outcome: evaluator
                         .is_object()
-                        .then(|| Outcome::Value(reflexion::outcome(evaluator))),
+                        .then(|| Outcome::Value(reflexion::outcome(&evaluator_node).to_value())),
                     reflection,
                     ..Attach::default()
                 }
@@ -271,13 +273,14 @@ impl SideSpec {
                     Value::Object(c) => Some(numbers(c, "/reward/components")?),
                     _ => None,
                 },
-                outcome: record["outcome"]
-                    .is_object()
-                    .then(|| Outcome::Value(memabra::outcome(&record))),
+                outcome: record["outcome"].is_object().then(|| {
+                    let native = Node::from_value(&record["outcome"]);
+                    Outcome::Value(memabra::outcome(&native).to_value())
+                }),
                 ..Attach::default()
             },
             Preset::LedgerMind => Attach {
-                reflection: Some(ledgermind::reflection(&record)),
+                reflection: Some(ledgermind::reflection(&Node::from_value(&record)).to_value()),
                 ..Attach::default()
             },
             Preset::Generic => self.generic_attach(&record, &key)?,

@@ -7,8 +7,9 @@ use jsonschema::ValidationError;
 use serde_json::Value;
 
 use super::diagnostic::Diagnostic;
-use super::schemas::{adp_validator, raw_schema, raw_validator};
+use super::schemas::{adp_validator, raw_schema, raw_shapes, raw_validator};
 use crate::ingest::{FrameError, Provenance, RawRecord};
+use crate::json::Node;
 use crate::model::rules::{self, escape_pointer};
 use crate::model::{AdpVersion, Trajectory};
 
@@ -203,6 +204,28 @@ pub fn check_raw_value(
         .iter_errors(value)
         .map(|e| schema_diagnostic(prov, id, &name, &e))
         .collect())
+}
+
+/// [`check_raw`] for converters that read records as [`Node`]s. A record the compiled checks of
+/// the schema accept ([`raw_shapes`]) is read straight from its bytes; any other goes through
+/// `check_raw`, so an invalid record gets the schema's diagnostics, and a valid one is read
+/// from the value `check_raw` parsed, kept in `slow`.
+pub fn check_raw_node<'a>(
+    rec: &'a RawRecord,
+    format: &str,
+    lenient: bool,
+    slow: &'a mut Option<Value>,
+) -> Result<Node<'a>, Vec<Diagnostic>> {
+    let fast = match (&rec.error, raw_shapes(format, lenient)) {
+        (None, Some(shapes)) => shapes.parse(&rec.bytes),
+        _ => None,
+    };
+    match fast {
+        Some(node) => Ok(node),
+        None => Ok(Node::from_value(
+            slow.insert(check_raw(rec, format, lenient)?),
+        )),
+    }
 }
 
 /// The problems of `value` under raw `format`'s schema, as `pointer: message` lines (empty

@@ -6,6 +6,7 @@ use std::sync::OnceLock;
 use jsonschema::Validator;
 use serde_json::Value;
 
+use crate::json::Shapes;
 use crate::model::AdpVersion;
 
 /// A schema trajkit ships: its name (as given to `trajkit schema`) and text.
@@ -244,7 +245,31 @@ pub fn raw_validator(format: &str, lenient: bool) -> Option<&'static Validator> 
         .map(|(_, v)| v)
 }
 
-fn compile_raw(raw: &RawSchema, lenient: bool) -> Validator {
+/// The compiled checks of raw `format` (strict or lenient) for reading records as nodes, built
+/// on first use; `None` when the format has no schema or its schema uses what
+/// [`Shapes`] does not check.
+pub fn raw_shapes(format: &str, lenient: bool) -> Option<&'static Shapes> {
+    static SHAPES: OnceLock<HashMap<(&'static str, bool), Option<Shapes>>> = OnceLock::new();
+    let map = SHAPES.get_or_init(|| {
+        RAW_SCHEMAS
+            .iter()
+            .flat_map(|s| [(s, false), (s, true)])
+            .map(|(s, lenient)| {
+                (
+                    (s.format, lenient),
+                    Shapes::compile(&raw_documents(s, lenient)),
+                )
+            })
+            .collect()
+    });
+    map.iter()
+        .find(|((f, l), _)| *f == format && *l == lenient)
+        .and_then(|(_, shapes)| shapes.as_ref())
+}
+
+/// The documents of a raw schema as `(uri, schema)`, the root first, with the leniencies
+/// applied to the root when `lenient`.
+fn raw_documents(raw: &RawSchema, lenient: bool) -> Vec<(&'static str, Value)> {
     // ok: compiled-in schema text, parsed by every test run; never user data
     let parse = |uri: &str, text: &str| -> Value {
         serde_json::from_str(text)
@@ -264,12 +289,19 @@ fn compile_raw(raw: &RawSchema, lenient: bool) -> Validator {
             }
         }
     }
-    let mut documents: Vec<(&str, Value)> = vec![(root_uri, root.clone())];
+    let mut documents: Vec<(&str, Value)> = vec![(root_uri, root)];
     documents.extend(
         raw.documents[1..]
             .iter()
             .map(|&(uri, text)| (uri, parse(uri, text))),
     );
+    documents
+}
+
+fn compile_raw(raw: &RawSchema, lenient: bool) -> Validator {
+    let documents = raw_documents(raw, lenient);
+    let root = documents[0].1.clone();
+    let root_uri = documents[0].0;
     // ok: embedded schemas (this and the build below), compiled and exercised by the tests
     let registry = jsonschema::Registry::new()
         .extend(documents)

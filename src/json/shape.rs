@@ -1,0 +1,677 @@
+//! [`Shapes`]: a raw format's JSON Schema compiled into checks that run while a record is parsed
+//! into a [`Node`], so a conforming record is read in one pass, with no `Value` and no separate
+//! schema validation.
+//!
+//! Only the keywords trajkit's raw schemas use are compiled, each with the meaning the
+//! `jsonschema` validator gives it: `type`, `enum` (of strings and null), `minLength`,
+//! `pattern` (without escapes), `minimum`, `maximum`, `items`, `properties`, `required`,
+//! `additionalProperties: false`, and `$ref` to a whole sibling document; `format` and the
+//! annotations are ignored, as the validator does. A schema using anything else does not
+//! compile, and its format is always read the slow way.
+//!
+//! The parse accepts a subset of what the schema accepts: it also refuses duplicate keys (a
+//! `Value` keeps the last one) and integers written as floats (`1.0`, valid for
+//! `type: integer`). Refused records take the slow way ([`crate::validate::check::check_raw`]),
+//! which reports the schema's diagnostics for invalid ones and reads the valid ones as values.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fmt;
+
+use regex::Regex;
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde_json::{Number, Value};
+
+use super::node::{Entries, Node};
+
+/// Instance types a shape admits, as bits.
+type Types = u8;
+const NULL: Types = 1;
+const BOOLEAN: Types = 2;
+const INTEGER: Types = 4;
+/// Any number; `type: number` admits integers too.
+const NUMBER: Types = 8;
+const STRING: Types = 16;
+const ARRAY: Types = 32;
+const OBJECT: Types = 64;
+const ANY_TYPE: Types = 127;
+
+/// Index of a shape in [`Shapes`]; 0 is the shape without constraints.
+type ShapeId = usize;
+const ANY: ShapeId = 0;
+
+/// Numeric bounds must be smaller than 2^53 in magnitude, so comparing any JSON number with them
+/// as `f64` gives the validator's answer (an integer past 2^53 is past the bound either way).
+const EXACT: f64 = 9_007_199_254_740_992.0;
+
+/// The checks of one subschema.
+struct Shape {
+    types: Types,
+    /// `enum`: the admitted strings, and whether null is admitted.
+    one_of: Option<(Vec<String>, bool)>,
+    min_length: Option<usize>,
+    pattern: Option<Regex>,
+    minimum: Option<f64>,
+    maximum: Option<f64>,
+    items: ShapeId,
+    /// At most [`MAX_PROPERTIES`], so a set of them fits a `u64`.
+    properties: Vec<(String, ShapeId)>,
+    /// The required keys among `properties`, as bits of their indices.
+    required: u64,
+    /// The required keys that are not among `properties`.
+    required_others: Vec<String>,
+    /// `additionalProperties: false`.
+    closed: bool,
+}
+
+/// The most `properties` a compiled shape may have.
+const MAX_PROPERTIES: usize = 64;
+
+impl Default for Shape {
+    fn default() -> Self {
+        Shape {
+            types: ANY_TYPE,
+            one_of: None,
+            min_length: None,
+            pattern: None,
+            minimum: None,
+            maximum: None,
+            items: ANY,
+            properties: Vec::new(),
+            required: 0,
+            required_others: Vec::new(),
+            closed: false,
+        }
+    }
+}
+
+/// A compiled schema: the root shape and every shape it refers to.
+pub struct Shapes {
+    shapes: Vec<Shape>,
+    root: ShapeId,
+}
+
+impl Shapes {
+    /// Compiles the schema whose documents are `documents` (`(uri, schema)`, the root first),
+    /// or `None` when it uses a keyword or form this module does not check.
+    pub fn compile(documents: &[(&str, Value)]) -> Option<Shapes> {
+        let mut c = Compiler {
+            documents,
+            shapes: vec![Shape::default()],
+            by_uri: HashMap::new(),
+        };
+        let root = c.document(documents.first()?.0)?;
+        Some(Shapes {
+            shapes: c.shapes,
+            root,
+        })
+    }
+
+    /// Parses `bytes` as one JSON value that conforms to the schema, or `None` when it does
+    /// not, is not UTF-8 JSON, or has a duplicate key.
+    pub fn parse<'a>(&self, bytes: &'a [u8]) -> Option<Node<'a>> {
+        // One UTF-8 check of the whole record costs less than one per string.
+        let text = std::str::from_utf8(bytes).ok()?;
+        let mut de = serde_json::Deserializer::from_str(text);
+        let node = Checked {
+            shapes: self,
+            id: self.root,
+        }
+        .deserialize(&mut de)
+        .ok()?;
+        de.end().ok()?;
+        Some(node)
+    }
+}
+
+struct Compiler<'d> {
+    documents: &'d [(&'d str, Value)],
+    shapes: Vec<Shape>,
+    by_uri: HashMap<String, ShapeId>,
+}
+
+impl Compiler<'_> {
+    /// The shape of the document at `uri`, compiled once (a document may refer to itself).
+    fn document(&mut self, uri: &str) -> Option<ShapeId> {
+        if let Some(&id) = self.by_uri.get(uri) {
+            return Some(id);
+        }
+        let documents = self.documents;
+        let (_, schema) = documents.iter().find(|(u, _)| *u == uri)?;
+        let id = self.shapes.len();
+        self.shapes.push(Shape::default());
+        self.by_uri.insert(uri.to_owned(), id);
+        let shape = self.shape(schema, uri)?;
+        match shape {
+            Compiled::Shape(s) => self.shapes[id] = s,
+            // A document that is only a reference: point at its target's shape.
+            Compiled::Ref(target) => {
+                self.by_uri.insert(uri.to_owned(), target);
+                return Some(target);
+            }
+        }
+        Some(id)
+    }
+
+    /// Compiles `schema` (found in the document at `base`) and stores it.
+    fn subschema(&mut self, schema: &Value, base: &str) -> Option<ShapeId> {
+        match self.shape(schema, base)? {
+            Compiled::Ref(id) => Some(id),
+            Compiled::Shape(s) => {
+                self.shapes.push(s);
+                Some(self.shapes.len() - 1)
+            }
+        }
+    }
+
+    fn shape(&mut self, schema: &Value, base: &str) -> Option<Compiled> {
+        let map = match schema {
+            Value::Bool(true) => return Some(Compiled::Ref(ANY)),
+            Value::Object(map) => map,
+            _ => return None,
+        };
+        const ANNOTATIONS: &[&str] = &[
+            "$schema",
+            "$id",
+            "$comment",
+            "title",
+            "description",
+            "format",
+            "examples",
+            "default",
+        ];
+        // An `$id` other than the document's sets another base for references: not followed.
+        if map.get("$id").is_some_and(|id| id.as_str() != Some(base)) {
+            return None;
+        }
+        if let Some(reference) = map.get("$ref") {
+            let only_ref = map
+                .keys()
+                .all(|k| k == "$ref" || ANNOTATIONS.contains(&k.as_str()));
+            let target = resolve(base, reference.as_str()?)?;
+            return if only_ref {
+                self.document(&target).map(Compiled::Ref)
+            } else {
+                None
+            };
+        }
+        let mut s = Shape::default();
+        let mut required: Vec<&str> = Vec::new();
+        for (key, v) in map {
+            match key.as_str() {
+                k if ANNOTATIONS.contains(&k) => {}
+                "type" => s.types = types(v)?,
+                "enum" => {
+                    let (mut strings, mut null) = (Vec::new(), false);
+                    for item in v.as_array()? {
+                        match item {
+                            Value::String(text) => strings.push(text.clone()),
+                            Value::Null => null = true,
+                            _ => return None,
+                        }
+                    }
+                    s.one_of = Some((strings, null));
+                }
+                "minLength" => s.min_length = Some(usize::try_from(v.as_u64()?).ok()?),
+                "pattern" => {
+                    let pattern = v.as_str()?;
+                    // Escapes mean different classes in ECMA and Rust regexes.
+                    if pattern.contains('\\') {
+                        return None;
+                    }
+                    s.pattern = Some(Regex::new(pattern).ok()?);
+                }
+                "minimum" => s.minimum = Some(bound(v)?),
+                "maximum" => s.maximum = Some(bound(v)?),
+                "items" => s.items = self.subschema(v, base)?,
+                "properties" => {
+                    for (name, sub) in v.as_object()? {
+                        let id = self.subschema(sub, base)?;
+                        s.properties.push((name.clone(), id));
+                    }
+                }
+                "required" => {
+                    for name in v.as_array()? {
+                        required.push(name.as_str()?);
+                    }
+                }
+                "additionalProperties" => s.closed = !v.as_bool()?,
+                _ => return None,
+            }
+        }
+        if s.properties.len() > MAX_PROPERTIES {
+            return None;
+        }
+        for name in required {
+            match s.properties.iter().position(|(p, _)| p == name) {
+                Some(i) => s.required |= 1 << i,
+                None => s.required_others.push(name.to_owned()),
+            }
+        }
+        Some(Compiled::Shape(s))
+    }
+}
+
+enum Compiled {
+    Shape(Shape),
+    Ref(ShapeId),
+}
+
+/// The URI of a `$ref` to a sibling document (`name.schema.json`), relative to `base`.
+fn resolve(base: &str, reference: &str) -> Option<String> {
+    if reference.contains(['#', ':']) || reference.starts_with('/') || reference.contains("..") {
+        return None;
+    }
+    let dir = &base[..=base.rfind('/')?];
+    Some(format!("{dir}{reference}"))
+}
+
+fn types(v: &Value) -> Option<Types> {
+    let one = |name: &str| match name {
+        "null" => Some(NULL),
+        "boolean" => Some(BOOLEAN),
+        "integer" => Some(INTEGER),
+        "number" => Some(NUMBER),
+        "string" => Some(STRING),
+        "array" => Some(ARRAY),
+        "object" => Some(OBJECT),
+        _ => None,
+    };
+    match v {
+        Value::String(name) => one(name),
+        Value::Array(names) => names
+            .iter()
+            .try_fold(0, |acc, n| Some(acc | one(n.as_str()?)?)),
+        _ => None,
+    }
+}
+
+fn bound(v: &Value) -> Option<f64> {
+    v.as_f64().filter(|b| b.abs() < EXACT)
+}
+
+/// Parses one value under shape `id`.
+struct Checked<'s> {
+    shapes: &'s Shapes,
+    id: ShapeId,
+}
+
+impl Checked<'_> {
+    fn shape(&self) -> &Shape {
+        &self.shapes.shapes[self.id]
+    }
+
+    fn admits(&self, types: Types) -> bool {
+        self.shape().types & types != 0
+    }
+
+    fn number<'a, E: de::Error>(
+        &self,
+        n: Number,
+        as_f64: f64,
+        integer: bool,
+    ) -> Result<Node<'a>, E> {
+        let s = self.shape();
+        let typed = if integer {
+            self.admits(INTEGER | NUMBER)
+        } else {
+            self.admits(NUMBER)
+        };
+        let in_range =
+            s.minimum.is_none_or(|m| as_f64 >= m) && s.maximum.is_none_or(|m| as_f64 <= m);
+        if typed && in_range && s.one_of.is_none() {
+            Ok(Node::Number(n))
+        } else {
+            Err(refused())
+        }
+    }
+
+    /// Whether the shape admits the string `text`.
+    fn admits_string(&self, text: &str) -> bool {
+        let s = self.shape();
+        let listed = s
+            .one_of
+            .as_ref()
+            .is_none_or(|(strings, _)| strings.iter().any(|x| x == text));
+        let long_enough = s
+            .min_length
+            .is_none_or(|n| n == 0 || text.chars().nth(n - 1).is_some());
+        let matches = s.pattern.as_ref().is_none_or(|p| p.is_match(text));
+        self.admits(STRING) && listed && long_enough && matches
+    }
+
+    /// For booleans, arrays and objects, which no supported `enum` lists.
+    fn plain<E: de::Error>(&self, types: Types) -> Result<(), E> {
+        if self.admits(types) && self.shape().one_of.is_none() {
+            Ok(())
+        } else {
+            Err(refused())
+        }
+    }
+}
+
+fn refused<E: de::Error>() -> E {
+    E::custom("outside the fast check")
+}
+
+impl<'de> DeserializeSeed<'de> for Checked<'_> {
+    type Value = Node<'de>;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Node<'de>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Checked<'_> {
+    type Value = Node<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Node<'de>, E> {
+        self.plain(BOOLEAN).map(|()| Node::Bool(v))
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Node<'de>, E> {
+        self.number(v.into(), v as f64, true)
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Node<'de>, E> {
+        self.number(v.into(), v as f64, true)
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Node<'de>, E> {
+        match Number::from_f64(v) {
+            Some(n) => self.number(n, v, false),
+            // As `Value` reads it; JSON text has no such number.
+            None => self.visit_unit(),
+        }
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Node<'de>, E> {
+        match self.admits_string(v) {
+            true => Ok(Node::String(Cow::Borrowed(v))),
+            false => Err(refused()),
+        }
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Node<'de>, E> {
+        match self.admits_string(v) {
+            true => Ok(Node::String(Cow::Owned(v.to_owned()))),
+            false => Err(refused()),
+        }
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Node<'de>, E> {
+        let listed = self.shape().one_of.as_ref().is_none_or(|(_, null)| *null);
+        if self.admits(NULL) && listed {
+            Ok(Node::Null)
+        } else {
+            Err(refused())
+        }
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Node<'de>, E> {
+        self.visit_unit()
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node<'de>, A::Error> {
+        self.plain(ARRAY)?;
+        let mut items = Vec::new();
+        let item = self.shape().items;
+        while let Some(node) = seq.next_element_seed(Checked {
+            shapes: self.shapes,
+            id: item,
+        })? {
+            items.push(node);
+        }
+        Ok(Node::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node<'de>, A::Error> {
+        self.plain(OBJECT)?;
+        let s = self.shape();
+        let mut entries: Entries<'de> = Vec::with_capacity(s.properties.len());
+        // Keys usually come in the schema's order: try the property after the last one first.
+        let mut next = 0;
+        let mut seen = 0u64;
+        let mut others = false;
+        while let Some(key) = map.next_key_seed(Key)? {
+            let found = match s.properties.get(next) {
+                Some((name, _)) if *name == key => Some(next),
+                _ => s.properties.iter().position(|(name, _)| *name == key),
+            };
+            let id = match found {
+                Some(i) if seen & (1 << i) != 0 => return Err(refused()),
+                Some(i) => {
+                    seen |= 1 << i;
+                    next = i + 1;
+                    s.properties[i].1
+                }
+                None if s.closed => return Err(refused()),
+                None => {
+                    others = true;
+                    ANY
+                }
+            };
+            let value = map.next_value_seed(Checked {
+                shapes: self.shapes,
+                id,
+            })?;
+            entries.push((key, value));
+        }
+        let complete = seen & s.required == s.required
+            && s.required_others
+                .iter()
+                .all(|r| entries.iter().any(|(k, _)| k == r));
+        // Keys of properties were checked above; others can only repeat each other.
+        if complete && !(others && has_duplicate_key(&entries)) {
+            Ok(Node::Object(entries))
+        } else {
+            Err(refused())
+        }
+    }
+}
+
+fn has_duplicate_key(entries: &Entries<'_>) -> bool {
+    if entries.len() <= 16 {
+        return entries
+            .iter()
+            .enumerate()
+            .any(|(i, (k, _))| entries[..i].iter().any(|(earlier, _)| earlier == k));
+    }
+    let mut keys: Vec<&str> = entries.iter().map(|(k, _)| k.as_ref()).collect();
+    keys.sort_unstable();
+    keys.windows(2).any(|w| w[0] == w[1])
+}
+
+/// An object key, borrowed from the input when it has no escapes.
+struct Key;
+
+impl<'de> DeserializeSeed<'de> for Key {
+    type Value = Cow<'de, str>;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Cow<'de, str>, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Key {
+    type Value = Cow<'de, str>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a key")
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Borrowed(v))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Owned(v.to_owned()))
+    }
+
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Owned(v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::validate::schemas::{raw_shapes, raw_validator};
+    use serde_json::json;
+
+    fn shapes(schema: Value) -> Option<Shapes> {
+        Shapes::compile(&[("https://x.invalid/s/root.schema.json", schema)])
+    }
+
+    fn accepts(s: &Shapes, text: &str) -> bool {
+        s.parse(text.as_bytes()).is_some()
+    }
+
+    #[test]
+    fn each_keyword_checks_what_the_validator_checks() {
+        let s = shapes(json!({
+            "type": "object",
+            "required": ["id", "n"],
+            "properties": {
+                "id": {"type": "string", "minLength": 2, "pattern": "^a[a-zé]+$", "format": "date-time"},
+                "name": {"minLength": 2},
+                "n": {"type": "integer", "minimum": 0, "maximum": 10},
+                "x": {"type": ["number", "null"], "minimum": 0.5},
+                "kind": {"enum": ["on", "off", null]},
+                "list": {"type": "array", "items": {"type": "boolean"}},
+                "free": {}
+            },
+            "additionalProperties": false
+        }))
+        .expect("compiles");
+        assert!(accepts(
+            &s,
+            r#"{"id": "ab", "n": 10, "x": null, "kind": "on", "list": [true], "free": {"a": [1]}}"#
+        ));
+        assert!(accepts(
+            &s,
+            r#"{"n": 0, "id": "aé", "x": 0.5, "kind": null, "name": 3}"#
+        ));
+        for bad in [
+            r#"{"id": "ab"}"#,
+            r#"{"id": "a", "n": 1}"#,
+            r#"{"id": "ba", "n": 1}"#,
+            r#"{"id": "ab", "n": 11}"#,
+            r#"{"id": "ab", "n": -1}"#,
+            r#"{"id": "ab", "n": 1.5}"#,
+            r#"{"id": "ab", "n": 1, "x": 0.4}"#,
+            r#"{"id": "ab", "n": 1, "x": "1"}"#,
+            r#"{"id": "ab", "n": 1, "kind": "up"}"#,
+            r#"{"id": "ab", "n": 1, "kind": {"on": null}}"#,
+            r#"{"id": "ab", "n": 1, "list": [1]}"#,
+            r#"{"id": "ab", "n": 1, "other": 1}"#,
+            r#"{"id": "ab", "n": 1, "name": "é"}"#,
+            r#"[1]"#,
+        ] {
+            assert!(!accepts(&s, bad), "{bad}");
+        }
+        // Valid for the validator, but left to the slow way.
+        assert!(!accepts(&s, r#"{"id": "ab", "n": 1.0}"#));
+        assert!(!accepts(&s, r#"{"id": "ab", "n": 1, "n": 2}"#));
+        assert!(!accepts(
+            &s,
+            r#"{"id": "ab", "n": 1, "free": {"a": 1, "a": 2}}"#
+        ));
+        assert!(!accepts(&s, r#"{"id": "ab", "n": 1} x"#));
+        assert!(s.parse(b"{\"id\": \"a\xff\", \"n\": 1}").is_none());
+    }
+
+    #[test]
+    fn a_schema_with_keywords_it_does_not_check_does_not_compile() {
+        assert!(shapes(json!({"anyOf": [{"type": "string"}]})).is_none());
+        assert!(shapes(json!({"properties": {"a": {"const": 1}}})).is_none());
+        assert!(shapes(json!({"items": {"$ref": "#/$defs/x"}})).is_none());
+        assert!(shapes(json!({"pattern": "^\\d+$"})).is_none());
+        assert!(shapes(json!({"additionalProperties": {"type": "string"}})).is_none());
+        assert!(shapes(json!({"properties": {"a": {"$ref": "missing.schema.json"}}})).is_none());
+        assert!(shapes(json!({"properties": {"a": {"$id": "https://x.invalid/t/"}}})).is_none());
+    }
+
+    /// The seed formats' samples with every value replaced, in turn, by values of other kinds:
+    /// whatever the fast parse accepts, the validator accepts.
+    #[test]
+    fn accepts_nothing_the_raw_schema_refuses() {
+        let samples = [
+            (
+                "memabra",
+                include_str!("../../sample_data/memabra/traces.jsonl"),
+            ),
+            (
+                "reflexion",
+                include_str!("../../sample_data/reflexion/loop.jsonl"),
+            ),
+        ];
+        let replacements = [
+            json!(null),
+            json!(true),
+            json!(-1),
+            json!(0),
+            json!(11),
+            json!(0.5),
+            json!(""),
+            json!("x"),
+            json!("ralph-a"),
+            json!("tool_called"),
+            json!([]),
+            json!({}),
+        ];
+        for (format, text) in samples {
+            for lenient in [false, true] {
+                let shapes = raw_shapes(format, lenient).expect("the seed formats compile");
+                let validator = raw_validator(format, lenient).expect("validator");
+                for line in text.lines() {
+                    let record: Value = serde_json::from_str(line).expect("sample");
+                    assert_eq!(
+                        shapes.parse(line.as_bytes()).is_some(),
+                        validator.is_valid(&record),
+                        "{format} sample, lenient {lenient}"
+                    );
+                    for pointer in pointers(&record, String::new()) {
+                        for r in &replacements {
+                            let mut mutated = record.clone();
+                            if let Some(slot) = mutated.pointer_mut(&pointer) {
+                                *slot = r.clone();
+                            }
+                            let bytes = serde_json::to_vec(&mutated).expect("json");
+                            if shapes.parse(&bytes).is_some() {
+                                assert!(
+                                    validator.is_valid(&mutated),
+                                    "{format} {pointer} = {r} passes the fast check only"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn pointers(v: &Value, at: String) -> Vec<String> {
+        let children: Vec<(String, &Value)> = match v {
+            Value::Object(m) => m
+                .iter()
+                .map(|(k, x)| (k.replace('~', "~0").replace('/', "~1"), x))
+                .collect(),
+            Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .map(|(i, x)| (i.to_string(), x))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let mut out = vec![at.clone()];
+        for (k, child) in children {
+            out.extend(pointers(child, format!("{at}/{k}")));
+        }
+        out
+    }
+}

@@ -1,6 +1,8 @@
 //! Output files written atomically: bytes go to a temporary file beside the target, which is
 //! renamed over the target only when complete. An interrupted run leaves no finished-looking
-//! partial file (the temporary is removed when dropped unfinished).
+//! partial file (the temporary is removed when dropped unfinished). A target that exists and
+//! is not a regular file (`/dev/null`, a named pipe, a terminal) is written in place: renaming
+//! over it would replace the device with a plain file.
 
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
@@ -12,6 +14,13 @@ pub enum Output {
     Stdout(BufWriter<io::Stdout>),
     /// A file being written under a temporary name.
     File(AtomicFile),
+    /// A device or pipe, written in place.
+    Special(BufWriter<File>),
+}
+
+/// True when `path` exists and is neither a regular file nor a directory.
+fn is_special(path: &Path) -> bool {
+    fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
 }
 
 impl Output {
@@ -22,6 +31,9 @@ impl Output {
                 1 << 20,
                 io::stdout(),
             )))
+        } else if is_special(Path::new(path)) {
+            let file = fs::OpenOptions::new().write(true).open(path)?;
+            Ok(Output::Special(BufWriter::with_capacity(1 << 20, file)))
         } else {
             AtomicFile::create(Path::new(path)).map(Output::File)
         }
@@ -32,6 +44,7 @@ impl Output {
         match self {
             Output::Stdout(mut w) => w.flush(),
             Output::File(f) => f.finish(),
+            Output::Special(mut w) => w.flush(),
         }
     }
 }
@@ -41,6 +54,7 @@ impl Write for Output {
         match self {
             Output::Stdout(w) => w.write(buf),
             Output::File(f) => f.write(buf),
+            Output::Special(w) => w.write(buf),
         }
     }
 
@@ -48,6 +62,7 @@ impl Write for Output {
         match self {
             Output::Stdout(w) => w.write_all(buf),
             Output::File(f) => f.write_all(buf),
+            Output::Special(w) => w.write_all(buf),
         }
     }
 
@@ -55,6 +70,7 @@ impl Write for Output {
         match self {
             Output::Stdout(w) => w.flush(),
             Output::File(f) => f.flush(),
+            Output::Special(w) => w.flush(),
         }
     }
 }
@@ -146,6 +162,35 @@ mod tests {
                 .count(),
             1
         );
+    }
+
+    /// A named pipe stands for `/dev/null` (which a failing test must not replace): it is
+    /// written in place and is still a pipe afterwards.
+    #[cfg(unix)]
+    #[test]
+    fn a_pipe_is_written_in_place_not_replaced() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let fifo = dir.path().join("pipe");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo runs");
+        assert!(made.success());
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || fs::read(fifo).expect("read the pipe"))
+        };
+        let mut out = Output::create(fifo.to_str().expect("utf-8")).expect("open the pipe");
+        out.write_all(b"through\n").expect("write");
+        out.finish().expect("finish");
+        // Checked before joining: a replaced pipe would leave the reader waiting forever.
+        let kind = fs::symlink_metadata(&fifo)
+            .expect("still there")
+            .file_type();
+        assert!(kind.is_fifo(), "the pipe was replaced: {kind:?}");
+        assert_eq!(reader.join().expect("reader"), b"through\n");
+        assert_eq!(fs::read_dir(dir.path()).expect("dir").count(), 1);
     }
 
     #[test]

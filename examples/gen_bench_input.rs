@@ -60,9 +60,16 @@ fn is_object(r: &Value) -> bool {
     r.is_object()
 }
 
-/// Makes copy `n` of a shape unique by its format's key.
-fn uniquify(r: &mut Value, n: u64) {
-    if let Some(id) = r["trajectory_id"].as_str().map(str::to_owned) {
+/// Makes copy `n` of a shape, written in round `round` over the shapes, unique by its format's
+/// key. LedgerMind events keep their sessions: every event of a round gets the round's session
+/// ids (`<session_id>-<round>`) and an integer id shifted by a million per round.
+fn uniquify(r: &mut Value, n: u64, round: u64) {
+    if let Some(session) = r["context"]["session_id"].as_str().map(str::to_owned) {
+        r["context"]["session_id"] = Value::String(format!("{session}-{round}"));
+        if let Some(id) = r["id"].as_u64() {
+            r["id"] = Value::from(id + round * 1_000_000);
+        }
+    } else if let Some(id) = r["trajectory_id"].as_str().map(str::to_owned) {
         r["trajectory_id"] = Value::String(format!("{id}-{n}"));
     } else if r["loop_id"].is_string() {
         r["iteration"] = Value::from(n);
@@ -94,7 +101,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut n = 0u64;
     while written < target {
         let mut r = records[(n % records.len() as u64) as usize].clone();
-        uniquify(&mut r, n);
+        uniquify(&mut r, n, n / records.len() as u64);
         let line = serde_json::to_vec(&r)?;
         out.write_all(&line)?;
         out.write_all(b"\n")?;

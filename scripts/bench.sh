@@ -104,6 +104,8 @@ seed() {
 }
 seed memabra-samples memabra sample_data/memabra
 seed reflexion-samples reflexion sample_data/reflexion
+# LedgerMind events shaped like the sample store, each round of copies in sessions of its own.
+seed ledgermind-samples ledgermind sample_data/ledgermind
 REAL=../shared/corpus/seeds/aiwg/examples/reflections-example-001.json
 if [ -f "$REAL" ]; then
   mkdir -p "$BENCH_DIR/reflexion-real-shape"

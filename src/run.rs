@@ -315,6 +315,17 @@ impl RunSink {
             },
             None => record.clone(),
         };
+        let rejected_as = &t.rejected_as;
+        let (reporter, rejects) = (self.reporter.as_mut(), &mut self.rejects);
+        let mut report = |stage: String, d: &[Diagnostic]| {
+            reject(
+                reporter,
+                rejects.as_mut(),
+                &as_record(rejected_as),
+                &stage,
+                d,
+            )
+        };
         let mut rejected = false;
         for (i, step) in t.joins.into_iter().enumerate() {
             let (Some(s), Some(used)) = (self.joins.get_mut(i), self.used.get_mut(i)) else {
@@ -339,30 +350,14 @@ impl RunSink {
                 JoinStep::Rejected(d) => {
                     s.rejected += 1;
                     rejected = true;
-                    let stage = format!("join[{}]", i + 1);
-                    let r = as_record(&t.rejected_as);
-                    reject(
-                        self.reporter.as_mut(),
-                        self.rejects.as_mut(),
-                        &r,
-                        &stage,
-                        &d,
-                    )?;
+                    report(format!("join[{}]", i + 1), &d)?;
                 }
             }
         }
         for (i, (outcome, export)) in t.exports.into_iter().zip(&mut self.exports).enumerate() {
             if let Some(d) = export.add(outcome)? {
                 rejected = true;
-                let stage = format!("export[{}]", i + 1);
-                let r = as_record(&t.rejected_as);
-                reject(
-                    self.reporter.as_mut(),
-                    self.rejects.as_mut(),
-                    &r,
-                    &stage,
-                    &d,
-                )?;
+                report(format!("export[{}]", i + 1), &d)?;
             }
         }
         Ok(rejected)

@@ -61,13 +61,21 @@ fn is_object(r: &Value) -> bool {
 }
 
 /// Makes copy `n` of a shape, written in round `round` over the shapes, unique by its format's
-/// key. LedgerMind events keep their sessions: every event of a round gets the round's session
-/// ids (`<session_id>-<round>`) and an integer id shifted by a million per round.
+/// key. LedgerMind events (a `kind` and a `timestamp`) keep their sessions: every event of a
+/// round gets the round's session ids (`<session_id>-<round>`), an integer id shifted by a
+/// million per round, and a timestamp shifted by `round` days, so implicit sessions stay apart.
 fn uniquify(r: &mut Value, n: u64, round: u64) {
-    if let Some(session) = r["context"]["session_id"].as_str().map(str::to_owned) {
-        r["context"]["session_id"] = Value::String(format!("{session}-{round}"));
+    if r["kind"].is_string() && r["timestamp"].is_string() {
+        if let Some(session) = r["context"]["session_id"].as_str().map(str::to_owned) {
+            r["context"]["session_id"] = Value::String(format!("{session}-{round}"));
+        }
         if let Some(id) = r["id"].as_u64() {
             r["id"] = Value::from(id + round * 1_000_000);
+        }
+        let ts = r["timestamp"].as_str().unwrap_or_default();
+        if let Ok(t) = chrono::NaiveDateTime::parse_from_str(ts, "%Y-%m-%dT%H:%M:%S") {
+            let shifted = t + chrono::Duration::days(round as i64);
+            r["timestamp"] = Value::String(shifted.format("%Y-%m-%dT%H:%M:%S").to_string());
         }
     } else if let Some(id) = r["trajectory_id"].as_str().map(str::to_owned) {
         r["trajectory_id"] = Value::String(format!("{id}-{n}"));

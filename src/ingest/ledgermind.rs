@@ -19,6 +19,8 @@ use chrono::{DateTime, NaiveDateTime};
 use rusqlite::{Connection, OpenFlags};
 use serde_json::{json, Value};
 
+use rayon::prelude::*;
+
 use super::{FrameError, FramedRecords, Provenance, RawRecord, RecordSource};
 
 /// Event kinds that record knowledge rather than a step of work.
@@ -36,7 +38,7 @@ pub const SEMANTIC_KINDS: &[&str] = &[
 pub const CITATION_KEYS: &[&str] = &["event_ids", "evidence_ids", "source_event_ids", "cites"];
 
 /// Checks one event read from JSON lines; returns what is wrong with it (empty when fine).
-pub type EventCheck<'a> = &'a dyn Fn(&Value) -> Vec<String>;
+pub type EventCheck<'a> = &'a (dyn Fn(&Value) -> Vec<String> + Sync);
 
 /// How events are cut into sessions.
 #[derive(Debug, Clone, Copy)]
@@ -61,48 +63,49 @@ pub fn is_sqlite(path: &Path) -> bool {
         .is_ok_and(|()| &head == b"SQLite format 3\0")
 }
 
-/// An event with where it came from.
+/// An event: its JSON text, where it came from, and what sessions are cut by (read once, so
+/// the events of a large store take little more memory than their text).
 struct Event {
-    value: Value,
+    raw: Box<[u8]>,
     line: u64,
+    kind: Box<str>,
+    timestamp: Box<str>,
+    id: Box<str>,
+    session_id: Option<Box<str>>,
+    cited: Vec<String>,
 }
 
 impl Event {
-    fn kind(&self) -> &str {
-        self.value["kind"].as_str().unwrap_or_default()
-    }
-
-    fn timestamp(&self) -> &str {
-        self.value["timestamp"].as_str().unwrap_or_default()
-    }
-
-    /// The event's id: its row id, else its `id` field, else `line-N`.
-    fn id(&self) -> String {
-        match &self.value["id"] {
-            Value::Number(n) => n.to_string(),
-            Value::String(s) => s.clone(),
-            _ => format!("line-{}", self.line),
+    /// The event `value`, whose JSON text is `raw`.
+    fn new(value: &Value, raw: Vec<u8>, line: u64) -> Event {
+        let text = |v: &Value| v.as_str().unwrap_or_default().into();
+        let context = &value["context"];
+        Event {
+            raw: raw.into_boxed_slice(),
+            line,
+            kind: text(&value["kind"]),
+            timestamp: text(&value["timestamp"]),
+            // Its row id, else its `id` field, else `line-N`.
+            id: match &value["id"] {
+                Value::Number(n) => n.to_string().into(),
+                Value::String(s) => s.as_str().into(),
+                _ => format!("line-{line}").into(),
+            },
+            session_id: match &context["session_id"] {
+                Value::String(s) if !s.is_empty() => Some(s.as_str().into()),
+                Value::Number(n) => Some(n.to_string().into()),
+                _ => None,
+            },
+            cited: CITATION_KEYS
+                .iter()
+                .filter_map(|k| context[*k].as_array())
+                .flatten()
+                .map(|v| match v {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+                .collect(),
         }
-    }
-
-    fn session_id(&self) -> Option<String> {
-        match &self.value["context"]["session_id"] {
-            Value::String(s) if !s.is_empty() => Some(s.clone()),
-            Value::Number(n) => Some(n.to_string()),
-            _ => None,
-        }
-    }
-
-    fn cited(&self) -> Vec<String> {
-        CITATION_KEYS
-            .iter()
-            .filter_map(|k| self.value["context"][*k].as_array())
-            .flatten()
-            .map(|v| match v {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            })
-            .collect()
     }
 }
 
@@ -138,20 +141,20 @@ fn read_sqlite(path: &Path) -> rusqlite::Result<Vec<Event>> {
                 serde_json::from_str::<Value>(c).unwrap_or_else(|_| Value::String(c.to_owned()))
             })
             .unwrap_or(json!({}));
-        Ok(Event {
-            value: json!({
-                "id": id,
-                "source": r.get::<_, Option<String>>(1)?,
-                "kind": r.get::<_, Option<String>>(2)?,
-                "content": r.get::<_, Option<String>>(3)?,
-                "context": context,
-                "timestamp": r.get::<_, Option<String>>(5)?,
-                "status": r.get::<_, Option<String>>(6)?,
-                "linked_id": r.get::<_, Option<String>>(7)?,
-                "link_strength": r.get::<_, Option<f64>>(8)?,
-            }),
-            line: u64::try_from(id).unwrap_or(0),
-        })
+        let value = json!({
+            "id": id,
+            "source": r.get::<_, Option<String>>(1)?,
+            "kind": r.get::<_, Option<String>>(2)?,
+            "content": r.get::<_, Option<String>>(3)?,
+            "context": context,
+            "timestamp": r.get::<_, Option<String>>(5)?,
+            "status": r.get::<_, Option<String>>(6)?,
+            "linked_id": r.get::<_, Option<String>>(7)?,
+            "link_strength": r.get::<_, Option<f64>>(8)?,
+        });
+        // A `Value` always serializes.
+        let raw = serde_json::to_vec(&value).unwrap_or_default();
+        Ok(Event::new(&value, raw, u64::try_from(id).unwrap_or(0)))
     })?;
     rows.collect()
 }
@@ -195,30 +198,20 @@ impl SessionRecords {
             }
         } else {
             let mut framed = FramedRecords::open(path, max_record_bytes)?;
-            for mut record in framed.by_ref() {
-                let parsed = match &record.error {
-                    Some(_) => None,
-                    None => serde_json::from_slice::<Value>(&record.bytes).ok(),
-                };
-                let problems = match &parsed {
-                    Some(value) if value.is_object() => check(value),
-                    Some(_) => vec!["a LedgerMind event must be a JSON object".to_owned()],
-                    None => Vec::new(),
-                };
-                match parsed {
-                    Some(value) if problems.is_empty() => events.push(Event {
-                        value,
-                        line: record.provenance.line,
-                    }),
-                    Some(_) => {
-                        record.error = Some(FrameError::Invalid(problems.join("; ")));
-                        bad.push(record);
-                    }
-                    None => bad.push(record),
+            let records: Vec<RawRecord> = framed.by_ref().collect();
+            bytes = framed.bytes_read();
+            // Parsing and checking are per event: in parallel, in input order.
+            let read: Vec<Result<Event, RawRecord>> = records
+                .into_par_iter()
+                .map(|r| read_event(r, check))
+                .collect();
+            for r in read {
+                match r {
+                    Ok(e) => events.push(e),
+                    Err(record) => bad.push(record),
                 }
             }
-            bytes = framed.bytes_read();
-            events.sort_by(|a, b| a.timestamp().cmp(b.timestamp()).then(a.line.cmp(&b.line)));
+            events.sort_by(|a, b| a.timestamp.cmp(&b.timestamp).then(a.line.cmp(&b.line)));
         }
         let mut records = sessions(&events, opts, &input);
         let start = records.len() as u64;
@@ -233,6 +226,28 @@ impl SessionRecords {
     }
 }
 
+/// One JSON-lines event, checked; a record that is not a valid event comes back with its
+/// error set (or as it was, when it could not be framed or parsed).
+fn read_event(mut record: RawRecord, check: EventCheck<'_>) -> Result<Event, RawRecord> {
+    if record.error.is_some() {
+        return Err(record);
+    }
+    let Ok(value) = serde_json::from_slice::<Value>(&record.bytes) else {
+        return Err(record);
+    };
+    let problems = if value.is_object() {
+        check(&value)
+    } else {
+        vec!["a LedgerMind event must be a JSON object".to_owned()]
+    };
+    if !problems.is_empty() {
+        record.error = Some(FrameError::Invalid(problems.join("; ")));
+        return Err(record);
+    }
+    let line = record.provenance.line;
+    Ok(Event::new(&value, record.bytes, line))
+}
+
 struct Session<'a> {
     key: String,
     explicit: bool,
@@ -243,20 +258,20 @@ struct Session<'a> {
 fn sessions(events: &[Event], opts: SessionOptions, input: &Arc<str>) -> Vec<RawRecord> {
     let mut out: Vec<Session<'_>> = Vec::new();
     let mut by_key: HashMap<String, usize> = HashMap::new();
-    let mut by_event: HashMap<String, usize> = HashMap::new();
+    let mut by_event: HashMap<&str, usize> = HashMap::new();
     let mut implicit: Option<usize> = None;
     let mut last_implicit: Option<i64> = None;
     let mut last_session: Option<usize> = None;
     let mut semantic: Vec<(&Event, Option<usize>)> = Vec::new();
     for e in events {
-        if SEMANTIC_KINDS.contains(&e.kind()) {
+        if SEMANTIC_KINDS.contains(&&*e.kind) {
             semantic.push((e, last_session));
             continue;
         }
-        let index = match e.session_id() {
-            Some(sid) => *by_key.entry(sid.clone()).or_insert_with(|| {
+        let index = match &e.session_id {
+            Some(sid) => *by_key.entry(sid.to_string()).or_insert_with(|| {
                 out.push(Session {
-                    key: sid,
+                    key: sid.to_string(),
                     explicit: true,
                     events: Vec::new(),
                     semantic: Vec::new(),
@@ -264,14 +279,14 @@ fn sessions(events: &[Event], opts: SessionOptions, input: &Arc<str>) -> Vec<Raw
                 out.len() - 1
             }),
             None => {
-                let now = seconds(e.timestamp());
+                let now = seconds(&e.timestamp);
                 let gap = match (last_implicit, now) {
                     (Some(a), Some(b)) => b - a > opts.idle_gap_seconds,
                     _ => false,
                 };
-                if implicit.is_none() || e.kind() == "prompt" || gap {
+                if implicit.is_none() || &*e.kind == "prompt" || gap {
                     out.push(Session {
-                        key: format!("session-{}", e.id()),
+                        key: format!("session-{}", e.id),
                         explicit: false,
                         events: Vec::new(),
                         semantic: Vec::new(),
@@ -283,14 +298,14 @@ fn sessions(events: &[Event], opts: SessionOptions, input: &Arc<str>) -> Vec<Raw
             }
         };
         out[index].events.push(e);
-        by_event.insert(e.id(), index);
+        by_event.insert(&*e.id, index);
         last_session = Some(index);
     }
     for (e, before) in semantic {
         let mut targets: Vec<usize> = e
-            .cited()
+            .cited
             .iter()
-            .filter_map(|id| by_event.get(id).copied())
+            .filter_map(|id| by_event.get(id.as_str()).copied())
             .collect();
         targets.sort_unstable();
         targets.dedup();
@@ -305,13 +320,6 @@ fn sessions(events: &[Event], opts: SessionOptions, input: &Arc<str>) -> Vec<Raw
         .enumerate()
         .map(|(index, s)| {
             let line = s.events.first().map_or(1, |e| e.line);
-            let bundle = json!({
-                "ledgermind_session": true,
-                "key": s.key,
-                "explicit": s.explicit,
-                "events": s.events.iter().map(|e| &e.value).collect::<Vec<_>>(),
-                "semantic": s.semantic.iter().map(|e| &e.value).collect::<Vec<_>>(),
-            });
             RawRecord {
                 provenance: Provenance {
                     input: input.clone(),
@@ -319,11 +327,46 @@ fn sessions(events: &[Event], opts: SessionOptions, input: &Arc<str>) -> Vec<Raw
                     line,
                     index: index as u64,
                 },
-                bytes: serde_json::to_vec(&bundle).unwrap_or_default(),
+                bytes: bundle(&s),
                 error: None,
             }
         })
         .collect()
+}
+
+/// The record of a session: `{"ledgermind_session": true, "key", "explicit", "events",
+/// "semantic"}`, the events as their JSON text.
+fn bundle(s: &Session<'_>) -> Vec<u8> {
+    fn list(out: &mut Vec<u8>, events: &[&Event]) {
+        out.push(b'[');
+        for (i, e) in events.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(&e.raw);
+        }
+        out.push(b']');
+    }
+    let size: usize = s
+        .events
+        .iter()
+        .chain(&s.semantic)
+        .map(|e| e.raw.len() + 1)
+        .sum();
+    let mut out = Vec::with_capacity(size + s.key.len() + 96);
+    out.extend_from_slice(b"{\"ledgermind_session\":true,\"key\":");
+    // A string always serializes.
+    let _ = serde_json::to_writer(&mut out, &s.key);
+    out.extend_from_slice(if s.explicit {
+        b",\"explicit\":true,\"events\":"
+    } else {
+        b",\"explicit\":false,\"events\":"
+    });
+    list(&mut out, &s.events);
+    out.extend_from_slice(b",\"semantic\":");
+    list(&mut out, &s.semantic);
+    out.push(b'}');
+    out
 }
 
 impl Iterator for SessionRecords {

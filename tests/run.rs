@@ -353,11 +353,7 @@ fn open_parts_of_issue_7_are_refused_clearly() {
         "[[input]]\npath = \"x\"\n[[export]]\nto = \"hf\"\noutput = \"o\"\n",
     )
     .expect("write");
-    for flag in [
-        &["--resume"][..],
-        &["--partition", "1/2"],
-        &["--progress", "json"],
-    ] {
+    for flag in [&["--resume"][..], &["--partition", "1/2"]] {
         let got = trajkit()
             .arg("run")
             .args(flag)
@@ -367,4 +363,55 @@ fn open_parts_of_issue_7_are_refused_clearly() {
         assert_eq!(got.status.code(), Some(2));
         assert!(String::from_utf8_lossy(&got.stderr).contains("not supported yet"));
     }
+}
+
+#[test]
+fn progress_json_reports_in_lines_that_parse_and_a_last_one_with_the_totals() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let file: PathBuf = tmp.path().join("p.toml");
+    let samples = common::sample_data().join("adp");
+    fs::write(
+        &file,
+        format!(
+            "[[input]]\npath = {:?}\n[[export]]\nto = \"adp\"\noutput = \"o\"\n",
+            samples.to_string_lossy()
+        ),
+    )
+    .expect("write");
+    let got = trajkit()
+        .args(["run", "-q", "--progress", "json"])
+        .arg(&file)
+        .output()
+        .expect("runs");
+    assert_eq!(
+        got.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&got.stderr)
+    );
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&got.stderr)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every stderr line is JSON"))
+        .collect();
+    let last = lines.last().expect("a last line");
+    assert_eq!(last["done"], true);
+    assert_eq!(last["progress"], "run");
+    // sample_data/adp holds 5 records (2 unversioned, 1 in 1.2, 2 in 1.5).
+    assert_eq!(last["records"], 5);
+    let total: u64 = fs::read_dir(&samples)
+        .expect("dir")
+        .map(|e| e.expect("entry").metadata().expect("meta").len())
+        .sum();
+    assert_eq!(last["bytes"], total);
+    assert_eq!(last["total_bytes"], total);
+
+    // Not a pipeline key.
+    fs::write(&file, "progress = \"json\"\n[[input]]\npath = \"x\"\n").expect("write");
+    let got = trajkit()
+        .args(["run", "--check"])
+        .arg(&file)
+        .output()
+        .expect("runs");
+    assert_eq!(got.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&got.stderr).contains("--progress json"));
 }

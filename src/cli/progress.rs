@@ -1,30 +1,75 @@
-//! Progress bars (indicatif) for long runs on a terminal.
+//! Progress for long runs: bars (indicatif) on a terminal, or with `run --progress json`
+//! periodic JSON lines on stderr for batch jobs.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use trajkit::pipeline::Progress;
 
-/// A byte-based progress bar over the inputs; invisible when stderr is not a terminal.
-pub struct Bar {
-    bar: ProgressBar,
+/// How often `--progress json` writes a line.
+pub const JSON_EVERY: Duration = Duration::from_secs(5);
+
+/// Counts shared with the JSON ticker.
+struct Counts {
     bytes: AtomicU64,
     records: AtomicU64,
+    total: Option<u64>,
+    what: &'static str,
+    started: Instant,
+}
+
+impl Counts {
+    /// One `--progress json` line.
+    fn line(&self, done: bool) -> String {
+        let bytes = self.bytes.load(Ordering::Relaxed);
+        let secs = self.started.elapsed().as_secs_f64();
+        serde_json::json!({
+            "progress": self.what,
+            "elapsed_s": (secs * 1000.0).round() / 1000.0,
+            "bytes": bytes,
+            "total_bytes": self.total,
+            "records": self.records.load(Ordering::Relaxed),
+            "mb_per_s": if secs > 0.0 { (bytes as f64 / 1e6 / secs * 10.0).round() / 10.0 } else { 0.0 },
+            "done": done,
+        })
+        .to_string()
+    }
+}
+
+/// The thread writing `--progress json` lines, and its stop flag.
+struct Ticker {
+    stop: Arc<AtomicBool>,
+    thread: JoinHandle<()>,
+}
+
+/// A byte-based progress bar over the inputs; invisible when stderr is not a terminal. With
+/// [`Bar::json`], no bar: a JSON line on stderr every [`JSON_EVERY`] and one at the end.
+pub struct Bar {
+    bar: ProgressBar,
+    counts: Arc<Counts>,
+    ticker: Mutex<Option<Ticker>>,
+}
+
+/// The total size of the inputs when every one is a plain file.
+fn total_size(inputs: &[String]) -> Option<u64> {
+    inputs
+        .iter()
+        .map(|p| {
+            let plain = !(p == "-" || p.ends_with(".gz") || p.ends_with(".zst"));
+            plain
+                .then(|| std::fs::metadata(p).map(|m| m.len()).ok())
+                .flatten()
+        })
+        .sum()
 }
 
 impl Bar {
     /// A bar for `inputs`; `visible` false hides it whatever the terminal.
     pub fn new(inputs: &[String], what: &'static str, visible: bool) -> Bar {
-        let total: Option<u64> = inputs
-            .iter()
-            .map(|p| {
-                let plain = !(p == "-" || p.ends_with(".gz") || p.ends_with(".zst"));
-                plain
-                    .then(|| std::fs::metadata(p).map(|m| m.len()).ok())
-                    .flatten()
-            })
-            .sum();
+        let total = total_size(inputs);
         let bar = match total {
             Some(n) => ProgressBar::new(n),
             None => ProgressBar::no_length(),
@@ -47,30 +92,65 @@ impl Bar {
         }
         Bar {
             bar,
-            bytes: AtomicU64::new(0),
-            records: AtomicU64::new(0),
+            counts: Arc::new(Counts {
+                bytes: AtomicU64::new(0),
+                records: AtomicU64::new(0),
+                total,
+                what,
+                started: Instant::now(),
+            }),
+            ticker: Mutex::new(None),
         }
+    }
+
+    /// No bar: a JSON line of progress (`progress`, `elapsed_s`, `bytes`, `total_bytes`,
+    /// `records`, `mb_per_s`, `done`) on stderr every [`JSON_EVERY`], and a last one with
+    /// `done: true` from [`Bar::finish`].
+    pub fn json(inputs: &[String], what: &'static str) -> Bar {
+        let bar = Bar::new(inputs, what, false);
+        let stop = Arc::new(AtomicBool::new(false));
+        let (counts, flag) = (bar.counts.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            let mut next = JSON_EVERY;
+            while !flag.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(50));
+                if counts.started.elapsed() >= next {
+                    eprintln!("{}", counts.line(false));
+                    next += JSON_EVERY;
+                }
+            }
+        });
+        if let Ok(mut t) = bar.ticker.lock() {
+            *t = Some(Ticker { stop, thread });
+        }
+        bar
     }
 
     /// Input bytes read so far.
     pub fn bytes_read(&self) -> u64 {
-        self.bytes.load(Ordering::Relaxed)
+        self.counts.bytes.load(Ordering::Relaxed)
     }
 
-    /// Removes the bar from the terminal.
+    /// Removes the bar from the terminal (with `json`: stops the lines and writes the last).
     pub fn finish(&self) {
         self.bar.finish_and_clear();
+        let ticker = self.ticker.lock().ok().and_then(|mut t| t.take());
+        if let Some(t) = ticker {
+            t.stop.store(true, Ordering::Relaxed);
+            let _ = t.thread.join();
+            eprintln!("{}", self.counts.line(true));
+        }
     }
 }
 
 impl Progress for Bar {
     fn bytes(&self, n: u64) {
-        self.bytes.fetch_add(n, Ordering::Relaxed);
+        self.counts.bytes.fetch_add(n, Ordering::Relaxed);
         self.bar.inc(n);
     }
 
     fn records(&self, n: u64) {
-        let total = self.records.fetch_add(n, Ordering::Relaxed) + n;
+        let total = self.counts.records.fetch_add(n, Ordering::Relaxed) + n;
         self.bar.set_message(format!("{total} records"));
     }
 }

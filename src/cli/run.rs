@@ -19,6 +19,7 @@ use super::common::{rejects_writer, throughput, warn_empty, Capped, CliError, Gl
 use super::convert::{named_converter, plan_inputs, sessions, upgrade_options};
 use super::export::{export_options, ExportArgs};
 use super::join::{build_join, run_options, side_sets, JoinArgs};
+use super::progress::Bar;
 
 /// Run a pipeline file: inputs, convert options, validation, joins and exports, in one
 /// streaming pass (each record is read once, converted, validated, joined and written to every
@@ -59,8 +60,9 @@ pub struct RunArgs {
     /// Not supported yet.
     #[arg(long, hide = true, value_name = "I/N")]
     pub partition: Option<String>,
-    /// Not supported yet.
-    #[arg(long, hide = true, value_name = "FORMAT")]
+    /// `json`: instead of a bar, a JSON line of progress on stderr every 5 seconds and one at
+    /// the end (for batch jobs; a command-line option, not a pipeline key).
+    #[arg(long, value_name = "FORMAT", value_parser = ["json"])]
     pub progress: Option<String>,
 }
 
@@ -323,15 +325,19 @@ fn load(path: &str) -> Result<Pipeline, CliError> {
         doc,
         list: Vec::new(),
     };
-    let unsupported = [
-        ("resume", "--resume"),
-        ("partition", "--partition I/N"),
-        ("progress", "--progress json"),
-    ];
+    let unsupported = [("resume", "--resume"), ("partition", "--partition I/N")];
     for (key, what) in unsupported {
         if value.get(key).is_some() {
             problems.add(format!("/{key}"), format!("not supported yet: {what}"));
         }
+    }
+    if value.get("progress").is_some() {
+        problems.add(
+            "/progress".to_owned(),
+            "not a pipeline key: how a run reports is chosen on the command line \
+             (--progress json)"
+                .to_owned(),
+        );
     }
     for (kind, elsewhere) in [("join", JOIN_ELSEWHERE), ("export", EXPORT_ELSEWHERE)] {
         let Some(Value::Array(tables)) = value.get(kind) else {
@@ -550,7 +556,6 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     for (given, what) in [
         (args.resume, "--resume"),
         (args.partition.is_some(), "--partition I/N"),
-        (args.progress.is_some(), "--progress json"),
     ] {
         if given {
             return Err(CliError::usage(format!("not supported yet: {what}")));
@@ -625,7 +630,10 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     };
     let rejects = rejects_writer(pipeline.rejects.as_deref())?;
     let started = Instant::now();
-    let bar = global.progress(&paths, "run");
+    let bar = match args.progress {
+        Some(_) => Bar::json(&paths, "run"),
+        None => global.progress(&paths, "run"),
+    };
     let summary = run_plan(
         &Plan {
             inputs: &plan,

@@ -8,9 +8,8 @@ use std::sync::Arc;
 
 use divan::counter::BytesCount;
 use divan::Bencher;
-use trajkit::convert::{adp::Adp, convert_record, lookup, Converted, Converter, OutputFormat};
+use trajkit::convert::{adp::Adp, convert_record, lookup, ConvertOptions, Converted, Converter};
 use trajkit::ingest::{Framer, LayoutHint, Provenance, RawRecord};
-use trajkit::model::upgrade::UpgradeOptions;
 use trajkit::validate::check_adp;
 
 fn main() {
@@ -104,15 +103,10 @@ fn convert_seed_records(bencher: Bencher, format: &str) {
 /// Converts every record of `bytes` (JSON lines) with `converter` to ADP 1.5.0.
 fn bench_convert(bencher: Bencher, converter: &dyn Converter, bytes: &[u8]) {
     let recs = records(bytes);
-    let opts = UpgradeOptions::default();
+    let opts = ConvertOptions::default();
     bencher.counter(BytesCount::of_slice(bytes)).bench(|| {
         recs.iter()
-            .filter(|r| {
-                matches!(
-                    convert_record(converter, r, &opts, OutputFormat::Adp),
-                    Converted::Written(..)
-                )
-            })
+            .filter(|r| matches!(convert_record(converter, r, &opts), Converted::Written(..)))
             .count()
     });
 }

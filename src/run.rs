@@ -182,7 +182,7 @@ impl Stages<'_> {
                 "no converter was chosen for this input",
             )]);
         };
-        let converted = match converter.convert(record) {
+        let converted = match converter.convert(record, &self.plan.convert.mapping) {
             Ok(t) => t,
             Err(d) => return Item::Rejected(d),
         };

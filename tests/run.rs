@@ -415,3 +415,65 @@ fn progress_json_reports_in_lines_that_parse_and_a_last_one_with_the_totals() {
     assert_eq!(got.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&got.stderr).contains("--progress json"));
 }
+
+#[test]
+fn convert_mapping_keys_match_the_convert_options() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let sd = sample_data();
+    let out = tmp.path().join("run");
+    let text = format!(
+        r#"[[input]]
+path = "{sd}/ralph"
+format = "ralph"
+
+[[input]]
+path = "{sd}/reflexion/loop.jsonl"
+
+[convert]
+ralph_plan = false
+reflexion_closing_message = false
+
+[[export]]
+to = "adp"
+output = "{out}"
+"#,
+        sd = s(&sd),
+        out = s(&out)
+    );
+    run_pipeline(tmp.path(), &text, &[]).success();
+    let converted = tmp.path().join("converted.jsonl");
+    staged(&[
+        "convert",
+        "--ralph-plan",
+        "false",
+        "--reflexion-closing-message",
+        "false",
+        "-o",
+        &s(&converted),
+        &s(&sd.join("ralph")),
+        &s(&sd.join("reflexion/loop.jsonl")),
+    ]);
+    let staged_out = tmp.path().join("staged");
+    staged(&[
+        "export",
+        "--to",
+        "adp",
+        "-o",
+        &s(&staged_out),
+        &s(&converted),
+    ]);
+    let one_pass = data_files(&out);
+    assert_eq!(one_pass, data_files(&staged_out));
+    let text = String::from_utf8_lossy(one_pass.values().next().expect("a shard"));
+    assert!(text.contains(r#""plan":"#), "the plan moved to details");
+    let printed = trajkit()
+        .current_dir(tmp.path())
+        .args(["run", "--print-config", "pipeline.toml"])
+        .output()
+        .expect("runs");
+    let printed = String::from_utf8_lossy(&printed.stdout);
+    assert!(
+        printed.contains("ralph_plan = false") && printed.contains("memabra_decisions = true"),
+        "{printed}"
+    );
+}

@@ -260,3 +260,68 @@ fn the_whole_sample_directory_converts_with_every_format_detected() {
     assert_eq!(out.len(), 26);
     assert_eq!(validate_adp(&out), 0);
 }
+
+/// Every step text of a trajectory, concatenated.
+fn texts(t: &Value) -> String {
+    t["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s["content"].as_str().or(s["description"].as_str()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn mapping_options_leave_their_part_in_details_instead_of_the_steps() {
+    // memabra: no steps from decisions; they stay in details.
+    let memabra = sample_data().join("memabra/traces.jsonl");
+    let (code, out, stderr) = convert(&[&memabra], None, &["--memabra-decisions", "false"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(step_classes(&out[1]), vec!["text_observation"]);
+    assert_eq!(
+        out[1]["details"]["memabra"]["decisions"][0]["decision_type"],
+        "direct_answer"
+    );
+    // Traces whose events record execution do not change.
+    let (_, default, _) = convert(&[&memabra], None, &[]);
+    assert_eq!(out[0], default[0]);
+
+    // Reflexion: no closing message; rationale and strategy stay in details.
+    let loop_file = sample_data().join("reflexion/loop.jsonl");
+    let (code, out, stderr) = convert(
+        &[&loop_file],
+        None,
+        &["--reflexion-closing-message", "false"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        step_classes(&out[0]),
+        vec![
+            "text_observation",
+            "api_action",
+            "code_action",
+            "text_observation"
+        ]
+    );
+    assert_eq!(
+        out[0]["details"]["reflexion"]["actor_strategy"],
+        "Smallest change first."
+    );
+    assert_eq!(validate_adp(&out), 0);
+
+    // Ralph: the plan leaves the first observation for details.ralph.plan.
+    let ralph = sample_data().join("ralph");
+    let (_, with_plan, _) = convert(&[&ralph], Some("ralph"), &[]);
+    let (code, out, stderr) = convert(&[&ralph], Some("ralph"), &["--ralph-plan", "false"]);
+    assert_eq!(code, 0, "{stderr}");
+    let first = &out[0];
+    let plan = first["details"]["ralph"]["plan"]
+        .as_str()
+        .expect("plan kept");
+    assert!(!plan.trim().is_empty());
+    assert!(!texts(first).contains(plan.trim_end()), "{}", texts(first));
+    assert!(texts(&with_plan[0]).contains(plan.trim_end()));
+    assert!(with_plan[0]["details"]["ralph"].get("plan").is_none());
+    assert_eq!(validate_adp(&out), 0);
+}

@@ -3,10 +3,10 @@
 use std::path::Path;
 use std::time::Instant;
 
-use clap::Args;
+use clap::{ArgAction, Args};
 use trajkit::convert::detect::{detect_input, DetectError};
 use trajkit::convert::{
-    convert_inputs, lookup, path_converter, spec, ConvertOptions, Converter, OutputFormat,
+    convert_inputs, lookup, path_converter, spec, ConvertOptions, Converter, Mapping, OutputFormat,
 };
 use trajkit::ingest::ledgermind::SessionOptions;
 use trajkit::model::upgrade::{DetailsDecode, UpgradeOptions};
@@ -64,6 +64,38 @@ pub struct ConvertArgs {
     /// keys, or `*` for every value that holds a JSON object or array (1.1.0+ only).
     #[arg(long, value_name = "KEYS")]
     pub decode_details: Option<String>,
+    #[command(flatten)]
+    pub mapping: MappingArgs,
+}
+
+/// Mapping choices the seed formats do not force (README, "Mapping options"); what a choice
+/// leaves out of the steps stays in `details`.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Mapping options")]
+pub struct MappingArgs {
+    /// memabra: when no event of a trace records execution, build its steps from the routing
+    /// decisions.
+    #[arg(long, default_value_t = Mapping::default().memabra_decisions, action = ArgAction::Set, value_name = "BOOL")]
+    pub memabra_decisions: bool,
+    /// Reflexion: close each attempt with a message action holding the actor's rationale and
+    /// strategy.
+    #[arg(long, default_value_t = Mapping::default().reflexion_closing_message, action = ArgAction::Set, value_name = "BOOL")]
+    pub reflexion_closing_message: bool,
+    /// Ralph: put the attempt's plan.md into the first observation (else into
+    /// details.ralph.plan).
+    #[arg(long, default_value_t = Mapping::default().ralph_plan, action = ArgAction::Set, value_name = "BOOL")]
+    pub ralph_plan: bool,
+}
+
+impl MappingArgs {
+    /// The library's mapping choices.
+    pub fn mapping(&self) -> Mapping {
+        Mapping {
+            memabra_decisions: self.memabra_decisions,
+            reflexion_closing_message: self.reflexion_closing_message,
+            ralph_plan: self.ralph_plan,
+        }
+    }
 }
 
 /// The converter named by `--spec FILE` or `--from NAME`, or `None` for `auto`.
@@ -155,6 +187,7 @@ pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         upgrade,
         run: global.run_options(),
         sessions: sessions(args.idle_gap),
+        mapping: args.mapping.mapping(),
     };
     let shown = Capped::stderr(global);
     let started = Instant::now();

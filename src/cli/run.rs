@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use trajkit::convert::spec::located::LocatedDoc;
 use trajkit::convert::spec::SpecError;
-use trajkit::convert::{ConvertOptions, Converter, OutputFormat};
+use trajkit::convert::{ConvertOptions, Converter, Mapping, OutputFormat};
 use trajkit::export::ExportError;
 use trajkit::model::AdpVersion;
 use trajkit::output::Output;
@@ -136,6 +136,9 @@ struct ConvertSection {
     adp_version: Option<String>,
     idle_gap: Option<i64>,
     decode_details: Option<String>,
+    memabra_decisions: Option<bool>,
+    reflexion_closing_message: Option<bool>,
+    ralph_plan: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -151,6 +154,7 @@ struct Pipeline {
     adp_version: AdpVersion,
     idle_gap: i64,
     decode_details: Option<String>,
+    mapping: Mapping,
     max_reject_rate: f64,
     rejects: Option<String>,
     joins: Vec<(JoinArgs, ArgMatches)>,
@@ -441,6 +445,18 @@ fn load(path: &str) -> Result<Pipeline, CliError> {
         adp_version,
         idle_gap: convert.idle_gap.unwrap_or(30),
         decode_details: convert.decode_details,
+        mapping: {
+            let default = Mapping::default();
+            Mapping {
+                memabra_decisions: convert
+                    .memabra_decisions
+                    .unwrap_or(default.memabra_decisions),
+                reflexion_closing_message: convert
+                    .reflexion_closing_message
+                    .unwrap_or(default.reflexion_closing_message),
+                ralph_plan: convert.ralph_plan.unwrap_or(default.ralph_plan),
+            }
+        },
         max_reject_rate: validate.max_reject_rate.unwrap_or(0.0),
         rejects: validate.rejects,
         joins,
@@ -495,7 +511,13 @@ fn effective(p: &Pipeline) -> Value {
             None => json!({"path": i.path, "format": i.format}),
         })
         .collect();
-    let mut convert = json!({"adp_version": p.adp_version.to_string(), "idle_gap": p.idle_gap});
+    let mut convert = json!({
+        "adp_version": p.adp_version.to_string(),
+        "idle_gap": p.idle_gap,
+        "memabra_decisions": p.mapping.memabra_decisions,
+        "reflexion_closing_message": p.mapping.reflexion_closing_message,
+        "ralph_plan": p.mapping.ralph_plan,
+    });
     if let Some(d) = &p.decode_details {
         convert["decode_details"] = json!(d);
     }
@@ -627,6 +649,7 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         upgrade,
         run: global.run_options(),
         sessions: sessions(pipeline.idle_gap),
+        mapping: pipeline.mapping,
     };
     let rejects = rejects_writer(pipeline.rejects.as_deref())?;
     let started = Instant::now();

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::Converter;
+use super::{Converter, Mapping};
 use crate::ingest::RawRecord;
 use crate::model::{AdpVersion, Trajectory};
 use crate::validate::{check_adp, Diagnostic};
@@ -29,6 +29,7 @@ impl Converter for Adp {
     fn convert(
         &self,
         record: &RawRecord,
+        _map: &Mapping,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
         let checked = check_adp(record);
         checked

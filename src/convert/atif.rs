@@ -13,7 +13,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{json, Map, Value};
 
 use super::chat::{call_step, record_id, OPENHANDS_CODE_TOOLS};
-use super::{has_keys, source_details, Converter};
+use super::{has_keys, source_details, Converter, Mapping};
 use crate::ingest::RawRecord;
 use crate::model::{AdpVersion, JsonObject, Source, Step, Trajectory};
 use crate::validate::check::check_raw;
@@ -44,6 +44,7 @@ impl Converter for Atif {
     fn convert(
         &self,
         record: &RawRecord,
+        _map: &Mapping,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
         let value = check_raw(record, "atif", false)?;
         let id = value["trajectory_id"]

@@ -9,7 +9,7 @@ use std::io;
 use serde_json::{json, Value};
 
 use super::bundle::FileBundle;
-use super::{has_keys, parse_bundle, source_details, ConvertOptions, Converter};
+use super::{has_keys, parse_bundle, source_details, ConvertOptions, Converter, Mapping};
 use crate::ingest::{RawRecord, RecordSource};
 use crate::model::links::unlink_unanswered;
 use crate::model::{AdpVersion, JsonObject, Source, Step, Trajectory};
@@ -46,6 +46,7 @@ impl Converter for ClaudeCode {
     fn convert(
         &self,
         record: &RawRecord,
+        _map: &Mapping,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
         let bundle = parse_bundle(
             record,

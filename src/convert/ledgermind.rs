@@ -6,14 +6,11 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::{
-    has_keys, parse_bundle, source_details, ConvertOptions, Converter, OutputFormat, Partial,
-};
+use super::{has_keys, parse_bundle, source_details, ConvertOptions, Converter, Mapping, Partial};
 use crate::ingest::ledgermind::{is_sqlite, SessionRecords};
 use crate::ingest::{RawRecord, RecordSource};
 use crate::json::Node;
 use crate::model::links::unlink_unanswered;
-use crate::model::upgrade::UpgradeOptions;
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
 use crate::validate::check::raw_schema_problems;
 use crate::validate::Diagnostic;
@@ -60,6 +57,7 @@ impl Converter for LedgerMind {
     fn convert(
         &self,
         record: &RawRecord,
+        _map: &Mapping,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
         let session = session(record)?;
         let partial = to_partial(&Node::from_value(&session), record);
@@ -69,12 +67,11 @@ impl Converter for LedgerMind {
     fn convert_into(
         &self,
         record: &RawRecord,
-        opts: &UpgradeOptions,
-        to: OutputFormat,
+        opts: &ConvertOptions,
         out: &mut Vec<u8>,
     ) -> Result<u64, Vec<Diagnostic>> {
         let session = session(record)?;
-        to_partial(&Node::from_value(&session), record).write(&record.provenance, opts, to, out)
+        to_partial(&Node::from_value(&session), record).write(&record.provenance, opts, out)
     }
 }
 

@@ -4,11 +4,10 @@
 
 use serde_json::{json, Value};
 
-use super::{has_keys, source_details, Converter, OutputFormat, Partial};
+use super::{has_keys, source_details, ConvertOptions, Converter, Mapping, Partial};
 use crate::ingest::RawRecord;
 use crate::json::Node;
 use crate::model::links::unlink_unanswered;
-use crate::model::upgrade::UpgradeOptions;
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
 use crate::validate::check::check_raw_node;
 use crate::validate::Diagnostic;
@@ -43,11 +42,12 @@ impl Converter for Memabra {
     fn convert(
         &self,
         record: &RawRecord,
+        map: &Mapping,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
         let mut slow = None;
         let trace = check_raw_node(record, "memabra", true, &mut slow)?;
         Ok(vec![(
-            to_partial(trace, record).into_trajectory(),
+            to_partial(trace, record, map).into_trajectory(),
             AdpVersion::V1_5,
         )])
     }
@@ -55,13 +55,12 @@ impl Converter for Memabra {
     fn convert_into(
         &self,
         record: &RawRecord,
-        opts: &UpgradeOptions,
-        to: OutputFormat,
+        opts: &ConvertOptions,
         out: &mut Vec<u8>,
     ) -> Result<u64, Vec<Diagnostic>> {
         let mut slow = None;
         let trace = check_raw_node(record, "memabra", true, &mut slow)?;
-        to_partial(trace, record).write(&record.provenance, opts, to, out)
+        to_partial(trace, record, &opts.mapping).write(&record.provenance, opts, out)
     }
 }
 
@@ -252,7 +251,7 @@ fn decision_steps(decisions: &[Node<'_>]) -> Vec<Step> {
 
 /// The trajectory of a trace; the trace's native data (task, context, candidates, decisions,
 /// events, outcome, reward) stays in the tail.
-fn to_partial<'a>(mut v: Node<'a>, record: &RawRecord) -> Partial<'a> {
+fn to_partial<'a>(mut v: Node<'a>, record: &RawRecord, map: &Mapping) -> Partial<'a> {
     let id = v["trajectory_id"].as_str().unwrap_or_default().to_owned();
     let task_id = v["task"]["task_id"].to_value();
     // Steps first, reading the trace; then its parts move into the details.
@@ -288,7 +287,7 @@ fn to_partial<'a>(mut v: Node<'a>, record: &RawRecord) -> Partial<'a> {
         let executed = mapper.consumed.iter().flatten().count();
         let mut content = mapper.content;
         unlink_unanswered(&mut content);
-        if executed == 0 {
+        if executed == 0 && map.memabra_decisions {
             content.extend(decision_steps(decisions));
         }
         let order: Vec<usize> = events.iter().map(|&(index, _)| index).collect();

@@ -8,6 +8,7 @@ pub mod chat;
 pub mod claude_code;
 pub mod detect;
 pub mod ledgermind;
+pub mod mapping;
 pub mod memabra;
 pub mod openai;
 pub mod openhands;
@@ -17,6 +18,8 @@ pub mod reflexion;
 pub mod sharegpt;
 pub mod spec;
 pub mod swe_agent;
+
+pub use mapping::Mapping;
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -60,25 +63,28 @@ pub trait Converter: Sync {
         false
     }
     /// Converts one record into trajectories, each with the ADP version it is expressed in, or
-    /// diagnoses why it cannot.
-    fn convert(&self, record: &RawRecord)
-        -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>>;
-    /// Converts one record, upgrades its trajectories to `opts.target` and appends them to `out`
-    /// as JSON lines in the output format `to`, returning how many; on error, what was appended
-    /// is to be dropped. The default does [`Converter::convert`], [`upgrade_checked`] and
-    /// [`write_line`]; converters that read records as [`Node`]s write a [`Partial`] instead.
+    /// diagnoses why it cannot; `map` holds the mapping choices (most formats have none).
+    fn convert(
+        &self,
+        record: &RawRecord,
+        map: &Mapping,
+    ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>>;
+    /// Converts one record, upgrades its trajectories to `opts.upgrade.target` and appends them
+    /// to `out` as JSON lines in the output format `opts.to`, returning how many; on error, what
+    /// was appended is to be dropped. The default does [`Converter::convert`],
+    /// [`upgrade_checked`] and [`write_line`]; converters that read records as [`Node`]s write a
+    /// [`Partial`] instead.
     fn convert_into(
         &self,
         record: &RawRecord,
-        opts: &UpgradeOptions,
-        to: OutputFormat,
+        opts: &ConvertOptions,
         out: &mut Vec<u8>,
     ) -> Result<u64, Vec<Diagnostic>> {
-        let trajectories = self.convert(record)?;
+        let trajectories = self.convert(record, &opts.mapping)?;
         let count = trajectories.len() as u64;
         for (mut traj, _) in trajectories {
-            upgrade_checked(&mut traj, &record.provenance, opts)?;
-            write_line(out, &traj, to, &record.provenance).map_err(|d| vec![*d])?;
+            upgrade_checked(&mut traj, &record.provenance, &opts.upgrade)?;
+            write_line(out, &traj, opts.to, &record.provenance).map_err(|d| vec![*d])?;
         }
         Ok(count)
     }
@@ -111,21 +117,20 @@ impl Partial<'_> {
     pub fn write(
         self,
         prov: &Provenance,
-        opts: &UpgradeOptions,
-        to: OutputFormat,
+        opts: &ConvertOptions,
         out: &mut Vec<u8>,
     ) -> Result<u64, Vec<Diagnostic>> {
-        let as_is = to == OutputFormat::Adp
-            && opts.target.has_free_details()
+        let as_is = opts.to == OutputFormat::Adp
+            && opts.upgrade.target.has_free_details()
             && !self.tail.iter().any(|(_, v)| v.as_str().is_some());
         if as_is {
             let mut traj = self.trajectory;
-            upgrade_checked(&mut traj, prov, opts)?;
+            upgrade_checked(&mut traj, prov, &opts.upgrade)?;
             write_json(out, &traj.with_details_tail(&self.tail), &traj.id, prov)
         } else {
             let mut traj = self.into_trajectory();
-            upgrade_checked(&mut traj, prov, opts)?;
-            write_line(out, &traj, to, prov)
+            upgrade_checked(&mut traj, prov, &opts.upgrade)?;
+            write_line(out, &traj, opts.to, prov)
         }
         .map_err(|d| vec![*d])?;
         Ok(1)
@@ -234,6 +239,8 @@ pub struct ConvertOptions {
     pub run: RunOptions,
     /// How event streams (LedgerMind) are cut into sessions.
     pub sessions: SessionOptions,
+    /// The mapping choices of the seed formats.
+    pub mapping: Mapping,
 }
 
 /// Counts of a conversion: `records == written_records + rejected`.
@@ -264,12 +271,11 @@ pub enum Converted {
 pub fn convert_record(
     converter: &dyn Converter,
     record: &RawRecord,
-    opts: &UpgradeOptions,
-    to: OutputFormat,
+    opts: &ConvertOptions,
 ) -> Converted {
     // Converted records are up to about 1.6 times as large as their input.
     let mut out = Vec::with_capacity(2 * record.bytes.len() + 256);
-    match converter.convert_into(record, opts, to, &mut out) {
+    match converter.convert_into(record, opts, &mut out) {
         Ok(count) => Converted::Written(out, count),
         Err(d) => Converted::Rejected(d),
     }
@@ -390,7 +396,7 @@ pub fn convert_inputs(
         &opts.run,
         progress,
         |r| match by_path.get(r.provenance.input.as_ref()) {
-            Some(converter) => convert_record(*converter, r, &opts.upgrade, opts.to),
+            Some(converter) => convert_record(*converter, r, opts),
             None => Converted::Rejected(vec![Diagnostic::error(
                 &r.provenance,
                 None,

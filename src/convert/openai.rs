@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::chat::{chat_trajectory, message_text, parse_arguments, record_id, system_step};
-use super::Converter;
+use super::{Converter, Mapping};
 use crate::ingest::RawRecord;
 use crate::model::links::unlink_unanswered;
 use crate::model::{AdpVersion, Source, Step, Trajectory};
@@ -35,6 +35,7 @@ impl Converter for OpenAi {
     fn convert(
         &self,
         record: &RawRecord,
+        _map: &Mapping,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
         let value = check_raw(record, "openai", true)?;
         let id = record_id(&value, record);

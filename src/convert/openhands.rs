@@ -23,7 +23,7 @@ use super::chat::{
     call_step, chat_trajectory, extend_details, message_text, parse_arguments, record_id_with,
     verdict_outcome, OPENHANDS_CODE_TOOLS,
 };
-use super::{source_details, ConvertOptions, Converter};
+use super::{source_details, ConvertOptions, Converter, Mapping};
 use crate::ingest::{FramedRecords, RawRecord, RecordSource};
 use crate::model::links::unlink_unanswered;
 use crate::model::{AdpVersion, JsonObject, Source, Step, Trajectory, WebObservation};
@@ -112,6 +112,7 @@ impl Converter for OpenHands {
     fn convert(
         &self,
         record: &RawRecord,
+        _map: &Mapping,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
         let value = parse_json(record).map_err(|d| vec![*d])?;
         let prov = &record.provenance;

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::{adp::Adp, ConvertOptions, Converter};
+use super::{adp::Adp, ConvertOptions, Converter, Mapping};
 use crate::ingest::parquet::{is_parquet, ParquetRecords};
 use crate::ingest::{RawRecord, RecordSource};
 use crate::model::{AdpVersion, Trajectory};
@@ -43,7 +43,8 @@ impl Converter for Parquet {
     fn convert(
         &self,
         record: &RawRecord,
+        _map: &Mapping,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
-        Adp.convert(record)
+        Adp.convert(record, &Mapping::default())
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use super::{parse_bundle, source_details, ConvertOptions, Converter};
+use super::{parse_bundle, source_details, ConvertOptions, Converter, Mapping};
 use crate::ingest::episodic::{is_episodic_root, EpisodicRecords};
 use crate::ingest::{RawRecord, RecordSource};
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
@@ -47,6 +47,7 @@ impl Converter for Ralph {
     fn convert(
         &self,
         record: &RawRecord,
+        map: &Mapping,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
         let bundle = parse_bundle(
             record,
@@ -79,7 +80,10 @@ impl Converter for Ralph {
                 })
                 .collect());
         }
-        Ok(vec![(to_trajectory(&bundle, id, record), AdpVersion::V1_5)])
+        Ok(vec![(
+            to_trajectory(&bundle, id, record, map),
+            AdpVersion::V1_5,
+        )])
     }
 }
 
@@ -166,9 +170,10 @@ pub(crate) fn reflection(r: &Value, key: &str) -> Value {
     out
 }
 
-fn to_trajectory(b: &Value, id: String, record: &RawRecord) -> Trajectory {
+fn to_trajectory(b: &Value, id: String, record: &RawRecord, map: &Mapping) -> Trajectory {
     let mut content = Vec::new();
-    if let Some(text) = task_text(&b["task"], b["plan"].as_str()) {
+    let plan = b["plan"].as_str();
+    if let Some(text) = task_text(&b["task"], plan.filter(|_| map.ralph_plan)) {
         content.push(Step::user_text(text));
     }
     let actions = b["actions"].as_array().map(Vec::as_slice).unwrap_or(&[]);
@@ -219,14 +224,15 @@ fn to_trajectory(b: &Value, id: String, record: &RawRecord) -> Trajectory {
             )
         })
         .collect();
-    details.insert(
-        "ralph".into(),
-        json!({
-            "task": b["task"],
-            "attempt": b["attempt_meta"],
-            "outcome": b["outcome"],
-            "actions": extras,
-        }),
-    );
+    let mut native = json!({
+        "task": b["task"],
+        "attempt": b["attempt_meta"],
+        "outcome": b["outcome"],
+        "actions": extras,
+    });
+    if let (Some(plan), false) = (plan, map.ralph_plan) {
+        native["plan"] = json!(plan);
+    }
+    details.insert("ralph".into(), native);
     Trajectory::new(id, content, details)
 }

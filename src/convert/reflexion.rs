@@ -3,10 +3,9 @@
 
 use serde_json::{json, Value};
 
-use super::{has_keys, source_details, Converter, OutputFormat, Partial};
+use super::{has_keys, source_details, ConvertOptions, Converter, Mapping, Partial};
 use crate::ingest::RawRecord;
 use crate::json::Node;
-use crate::model::upgrade::UpgradeOptions;
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
 use crate::validate::check::check_raw_node;
 use crate::validate::Diagnostic;
@@ -33,11 +32,12 @@ impl Converter for Reflexion {
     fn convert(
         &self,
         record: &RawRecord,
+        map: &Mapping,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
         let mut slow = None;
         let value = check_raw_node(record, "reflexion", true, &mut slow)?;
         Ok(vec![(
-            to_partial(value, record).into_trajectory(),
+            to_partial(value, record, map).into_trajectory(),
             AdpVersion::V1_5,
         )])
     }
@@ -45,13 +45,12 @@ impl Converter for Reflexion {
     fn convert_into(
         &self,
         record: &RawRecord,
-        opts: &UpgradeOptions,
-        to: OutputFormat,
+        opts: &ConvertOptions,
         out: &mut Vec<u8>,
     ) -> Result<u64, Vec<Diagnostic>> {
         let mut slow = None;
         let value = check_raw_node(record, "reflexion", true, &mut slow)?;
-        to_partial(value, record).write(&record.provenance, opts, to, out)
+        to_partial(value, record, &opts.mapping).write(&record.provenance, opts, out)
     }
 }
 
@@ -62,7 +61,7 @@ pub fn trajectory_id(loop_id: &str, iteration: u64) -> String {
 
 /// Builds the trajectory, moving the record's parts into steps and details (no copies of the
 /// large ones: diffs, outputs, the evaluator's results, which stay in the tail).
-fn to_partial<'a>(mut v: Node<'a>, record: &RawRecord) -> Partial<'a> {
+fn to_partial<'a>(mut v: Node<'a>, record: &RawRecord, map: &Mapping) -> Partial<'a> {
     if !v.is_object() {
         return Partial {
             trajectory: Trajectory::new(String::new(), Vec::new(), JsonObject::new()),
@@ -89,10 +88,12 @@ fn to_partial<'a>(mut v: Node<'a>, record: &RawRecord) -> Partial<'a> {
             stamps.push(stamp);
         }
     }
-    content.push(Step::message(
-        take_string(actor.remove("rationale")).unwrap_or_default(),
-        take_string(actor.remove("strategy")),
-    ));
+    if map.reflexion_closing_message {
+        content.push(Step::message(
+            take_string(actor.remove("rationale")).unwrap_or_default(),
+            take_string(actor.remove("strategy")),
+        ));
+    }
     content.push(Step::environment_text(
         Some("evaluator".to_owned()),
         render_evaluation(&evaluator),

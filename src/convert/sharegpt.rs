@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::chat::{chat_trajectory, parse_arguments, record_id, system_step};
-use super::{has_keys, Converter};
+use super::{has_keys, Converter, Mapping};
 use crate::ingest::RawRecord;
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
 use crate::validate::check::check_raw;
@@ -33,6 +33,7 @@ impl Converter for ShareGpt {
     fn convert(
         &self,
         record: &RawRecord,
+        _map: &Mapping,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
         let value = check_raw(record, "sharegpt", true)?;
         let id = record_id(&value, record);

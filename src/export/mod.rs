@@ -41,7 +41,7 @@ use self::parquet::{ParquetConfig, ParquetShard};
 use self::shard::{JsonLines, ShardFile, ShardOptions, ShardSet, ShardWriter};
 use self::split::Splits;
 use self::tools::{tool_specs, ToolCatalog};
-use crate::convert::{adp::Adp, empty_inputs, upgrade_checked, Converter};
+use crate::convert::{adp::Adp, empty_inputs, upgrade_checked, Converter, Mapping};
 use crate::ingest::{Provenance, RawRecord};
 use crate::join::policy::choice;
 use crate::model::upgrade::UpgradeOptions;
@@ -318,7 +318,7 @@ pub fn export_record<R>(
     opts: &ExportOptions,
     encode: &Encoder<R>,
 ) -> Vec<Outcome<R>> {
-    let trajectories = match Adp.convert(record) {
+    let trajectories = match Adp.convert(record, &Mapping::default()) {
         Ok(t) => t,
         Err(d) => return vec![Outcome::Rejected(d)],
     };

@@ -26,7 +26,7 @@ pub use policy::{Conflicts, Duplicates, Orphans, Unmatched};
 pub use spec::{GenericFields, Preset, SideSpec};
 
 use crate::convert::{
-    adp::Adp, empty_inputs, upgrade_checked, write_line, Converter, OutputFormat,
+    adp::Adp, empty_inputs, upgrade_checked, write_line, Converter, Mapping, OutputFormat,
 };
 use crate::ingest::{FramedRecords, RawRecord};
 use crate::model::upgrade::UpgradeOptions;
@@ -108,7 +108,7 @@ pub enum Joined {
 
 /// Reads one ADP record (any version), upgrades it to `opts.target`, joins it, serializes it.
 pub fn join_record(join: &Join, record: &RawRecord, opts: &UpgradeOptions) -> Joined {
-    let trajectories = match Adp.convert(record) {
+    let trajectories = match Adp.convert(record, &Mapping::default()) {
         Ok(t) => t,
         Err(d) => return Joined::Rejected(d),
     };

@@ -21,7 +21,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use super::{source_details, Converter};
+use super::{source_details, Converter, Mapping};
 use crate::ingest::RawRecord;
 use crate::model::{AdpVersion, Trajectory};
 use crate::validate::check::{parse_json, preview};
@@ -181,6 +181,7 @@ impl Converter for SpecConverter {
     fn convert(
         &self,
         record: &RawRecord,
+        _map: &Mapping,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
         let value = parse_json(record).map_err(|d| vec![*d])?;
         let prov = &record.provenance;

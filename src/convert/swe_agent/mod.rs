@@ -24,7 +24,7 @@ use self::command::{command_step, thought_action, tool_call_step, xml_function};
 use super::chat::{
     chat_trajectory, extend_details, message_text, parse_arguments, record_id_with, verdict_outcome,
 };
-use super::Converter;
+use super::{Converter, Mapping};
 use crate::ingest::RawRecord;
 use crate::model::links::unlink_unanswered;
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
@@ -57,6 +57,7 @@ impl Converter for SweAgent {
     fn convert(
         &self,
         record: &RawRecord,
+        _map: &Mapping,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
         let value = check_raw(record, "swe-agent", true)?;
         let id = trajectory_id(&value, record);

@@ -90,9 +90,8 @@ adp_compare() {
   if [ -z "$adp_line" ] || [ ! -s "$out/adp-sft.jsonl" ]; then
     echo "ADP scripts failed (see $out/adp.err)"
   else
-    awk -v b="$SIZE" -v s="$adp_secs" -v l="$(wc -l < "$out/adp-sft.jsonl")" 'BEGIN {
-      printf "%-46s %8.0f MB in %6.2f s  %7.1f MB/s  (%d SFT rows; RSS of the last process)\n",
-        "ADP raw_to_standardized | std_to_sft (python)", b/1e6, s, b/1e6/s, l }'
+    show "ADP raw_to_standardized | std_to_sft" "$adp_line"
+    echo "  ($(wc -l < "$out/adp-sft.jsonl") SFT lines; peak RSS of the larger of the two processes)"
   fi
   printf '[[input]]\npath = "%s"\nformat = "agenttuning_os"\n\n[[export]]\nto = "openai"\noutput = "%s"\nforce = true\n' \
     "$raw" "$out/trajkit" > "$out/pipeline.toml"
@@ -101,7 +100,7 @@ adp_compare() {
   secs=${line% *}
   show "run agenttuning_os -> openai (same records)" "$line"
   if [ -n "$adp_line" ]; then
-    awk -v a="$adp_secs" -v t="$secs" 'BEGIN { printf "trajkit is %.0fx faster than the ADP scripts\n", a/t }'
+    awk -v a="$adp_secs" -v t="$secs" 'BEGIN { printf "trajkit is %.1fx faster than the ADP scripts\n", a/t }'
   fi
   rm -rf "$out"
 }

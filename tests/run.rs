@@ -166,6 +166,20 @@ fn one_pass_equals_the_staged_commands_on_sample_data() {
     }
     let rejects = fs::read_to_string(out.join("rejects.jsonl")).expect("rejects");
     assert!(rejects.contains("\"stage\":\"export[4]\""), "{rejects}");
+    // The last export takes the trajectory; what it rejects is still written as the joined
+    // trajectory the staged export read (rebuilt from the record).
+    let joined = fs::read_to_string(st.join("j2.jsonl")).expect("joined");
+    for line in rejects.lines() {
+        let r: serde_json::Value = serde_json::from_str(line).expect("reject line");
+        if r["stage"] == "export[4]" {
+            let want = joined
+                .lines()
+                .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("ADP"))
+                .find(|t| t["id"] == r["record_id"])
+                .expect("the rejected trajectory is in the staged join output");
+            assert_eq!(r["record"], want);
+        }
+    }
 }
 
 #[test]

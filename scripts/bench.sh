@@ -5,6 +5,14 @@
 #   BENCH_ONLY=join scripts/bench.sh [BYTES]    (only the join case)
 #   BENCH_ONLY=export scripts/bench.sh [BYTES]  (only the export cases: Parquet, SFT targets)
 #   BENCH_ONLY=seeds scripts/bench.sh [BYTES]   (only the seed-format and spec conversions)
+#   BENCH_ONLY=run scripts/bench.sh [BYTES]     (only `trajkit run` on a mixed input of 2 x BYTES)
+#   ADP_REPO=/path/to/agent-data-protocol BENCH_ONLY=run scripts/bench.sh
+#       also times ADP's agenttuning_os raw->std->SFT Python scripts against trajkit on the same
+#       ADP_BYTES of generated raw records (default 200 MB), run in ADP_REPO with PYTHONPATH=.
+#       and MY_DATASET=agenttuning_os, as `ADP_RAW_TO_STD < raw | ADP_STD_TO_SFT > sft`; the
+#       defaults are the commands of ADP's README layout (datasets/agenttuning_os/
+#       raw_to_standardized.py, then agents/openhands/std_to_sft.py --is_web no, with python3);
+#       set them for another checkout, with ADP's requirements installed in that python.
 #
 # Prints, per command, the input size, wall time, MB/s and peak RSS (GNU time's %M).
 # ADP: BYTES of trajectories shaped like the shared corpus. Seed formats: BYTES/4 each, shaped
@@ -13,11 +21,15 @@
 # join: the ADP input joined with a 1,000,000-record rewards JSON-lines file (one record per
 # trajectory of the input, the rest for ids not in it); MB/s is of trajectory input, and the
 # time includes indexing the rewards.
+# run: one pass over BYTES of ADP plus BYTES/6 each of agenttuning_os raw records, memabra,
+# Reflexion, OpenAI chats, ShareGPT and SWE-agent rows (2 x BYTES in all), joined with the
+# 1,000,000-record rewards file, exported to Parquet and to openai (MB/s of all the input).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BYTES="${1:-1073741824}"
 BENCH_DIR="${BENCH_DIR:-${TMPDIR:-/tmp}/trajkit-bench}"
 mkdir -p "$BENCH_DIR"
+BENCH_DIR=$(cd "$BENCH_DIR" && pwd)
 INPUT="$BENCH_DIR/adp-$BYTES.jsonl"
 
 if [ ! -x /usr/bin/time ]; then
@@ -43,14 +55,121 @@ timed() {
 
 report() {
   local name="$1"; shift
-  local line secs rss
-  line=$(timed "$@")
-  secs=${line% *}; rss=${line#* }
-  awk -v n="$name" -v b="$SIZE" -v s="$secs" -v r="$rss" 'BEGIN {
+  show "$name" "$(timed "$@")"
+}
+
+show() {
+  # Prints a measured "%e %M" line for the command called $1.
+  local secs=${2% *} rss=${2#* }
+  awk -v n="$1" -v b="$SIZE" -v s="$secs" -v r="$rss" 'BEGIN {
     printf "%-46s %8.0f MB in %6.2f s  %7.0f MB/s  peak RSS %5.0f MB\n", n, b/1e6, s, (s > 0 ? b/1e6/s : 0), r/1024 }'
 }
 
 echo "trajkit $($BIN --version | awk '{print $2}') on $(nproc) cores, input $INPUT"
+
+# ADP's own agenttuning_os scripts (raw -> standardized -> OpenHands SFT, one process each,
+# chained by a pipe as ADP's README runs them) against `trajkit run` (agenttuning_os -> openai)
+# on the same raw records; MB/s of raw input.
+adp_compare() {
+  local bytes="${ADP_BYTES:-200000000}"
+  local to_std="${ADP_RAW_TO_STD:-python3 datasets/agenttuning_os/raw_to_standardized.py}"
+  local to_sft="${ADP_STD_TO_SFT:-python3 agents/openhands/std_to_sft.py --is_web no}"
+  local raw="$BENCH_DIR/adp-compare-os-$bytes.jsonl" out="$BENCH_DIR/adp-compare"
+  if [ ! -s "$raw" ]; then
+    "$TARGET"/release/examples/gen_bench_input "$raw" "$bytes" \
+      "$(shapes agenttuning_os "$OS_RAW")" 2>/dev/null
+  fi
+  SIZE=$(stat -L -c %s "$raw")
+  mkdir -p "$out"
+  local adp_line adp_secs
+  adp_line=$(cd "$ADP_REPO" && PYTHONPATH=. MY_DATASET=agenttuning_os \
+    /usr/bin/time -o "$out/time.log" -f "%e %M" bash -c \
+    "$to_std < '$raw' | $to_sft > '$out/adp-sft.jsonl'" \
+    2>"$out/adp.err" && tail -n 1 "$out/time.log") || true
+  adp_secs=${adp_line% *}
+  if [ -z "$adp_line" ] || [ ! -s "$out/adp-sft.jsonl" ]; then
+    echo "ADP scripts failed (see $out/adp.err)"
+  else
+    show "ADP raw_to_standardized | std_to_sft" "$adp_line"
+    echo "  ($(wc -l < "$out/adp-sft.jsonl") SFT lines; peak RSS of the larger of the two processes)"
+  fi
+  printf '[[input]]\npath = "%s"\nformat = "agenttuning_os"\n\n[[export]]\nto = "openai"\noutput = "%s"\nforce = true\n' \
+    "$raw" "$out/trajkit" > "$out/pipeline.toml"
+  local line secs
+  line=$(timed "$BIN" run -q "$out/pipeline.toml")
+  secs=${line% *}
+  show "run agenttuning_os -> openai (same records)" "$line"
+  if [ -n "$adp_line" ]; then
+    awk -v a="$adp_secs" -v t="$secs" 'BEGIN { printf "trajkit is %.1fx faster than the ADP scripts\n", a/t }'
+  fi
+  rm -rf "$out"
+}
+
+if [ "$BENCH_ONLY" = all ] || [ "$BENCH_ONLY" = run ]; then
+  REWARDS="$BENCH_DIR/rewards-$BYTES-1000000.jsonl"
+  if [ ! -s "$REWARDS" ]; then
+    "$TARGET"/release/examples/gen_bench_rewards "$INPUT" "$REWARDS" 1000000 2>/dev/null
+  fi
+  # One shapes directory per format (the generator reads every record of a directory).
+  shapes() {
+    local dir="$BENCH_DIR/shapes-$1"
+    mkdir -p "$dir"
+    cp "$2" "$dir/"
+    echo "$dir"
+  }
+  OS_RAW=../shared/corpus/adp/agenttuning_os/sample_raw.json
+  PIPELINE="$BENCH_DIR/run-$BYTES.toml"
+  {
+    echo "[[input]]"
+    echo "path = \"$INPUT\""
+    echo "format = \"adp\""
+  } > "$PIPELINE"
+  RUN_SIZE=$SIZE
+  for part in "memabra:sample_data/memabra/traces.jsonl" "reflexion:sample_data/reflexion/loop.jsonl" \
+      "openai:sample_data/openai/chats.jsonl" "sharegpt:sample_data/sharegpt/conversations.json" \
+      "swe-agent:sample_data/swe-agent/rows.jsonl" "agenttuning_os:$OS_RAW"; do
+    format=${part%%:*}
+    file=${part#*:}
+    [ -f "$file" ] || continue
+    mixed="$BENCH_DIR/mixed-$format-$((BYTES / 6)).jsonl"
+    if [ ! -s "$mixed" ]; then
+      "$TARGET"/release/examples/gen_bench_input "$mixed" "$((BYTES / 6))" "$(shapes "$format" "$file")" 2>/dev/null
+    fi
+    RUN_SIZE=$((RUN_SIZE + $(stat -L -c %s "$mixed")))
+    printf '\n[[input]]\npath = "%s"\nformat = "%s"\n' "$mixed" "$format" >> "$PIPELINE"
+  done
+  cat >> "$PIPELINE" <<TOML
+
+[[join]]
+rewards = ["$REWARDS"]
+key = "/id"
+value = "/reward"
+outcome = "/resolved"
+components = "/components"
+
+[[export]]
+to = "parquet"
+output = "$BENCH_DIR/run-parquet"
+force = true
+
+[[export]]
+to = "openai"
+output = "$BENCH_DIR/run-openai"
+force = true
+TOML
+  SAVED_SIZE=$SIZE
+  SIZE=$RUN_SIZE
+  report "run (mixed: convert, join, parquet, openai)" "$BIN" run -q "$PIPELINE"
+  report "run --threads 1 (same pipeline)" "$BIN" run -q --threads 1 "$PIPELINE"
+  rm -rf "$BENCH_DIR/run-parquet" "$BENCH_DIR/run-openai"
+  if [ -n "${ADP_REPO:-}" ]; then
+    adp_compare
+  fi
+  SIZE=$SAVED_SIZE
+  if [ "$BENCH_ONLY" = run ]; then
+    exit 0
+  fi
+fi
 
 # export: Parquet and SFT JSON lines from the ADP input, 2 splits, 500 MB shards (MB/s of ADP
 # input), and the Parquet read back into ADP JSON lines (MB/s of the ADP it gives back).

@@ -69,6 +69,10 @@ pub trait Progress: Sync {
     fn bytes(&self, _n: u64) {}
     /// `n` more records were processed.
     fn records(&self, _n: u64) {}
+    /// The counts of every stage of a pass with stages (`trajkit run`), in pipeline order:
+    /// from the writer thread now and then while the pass runs, and once at the end with the
+    /// counts of the summary.
+    fn stages(&self, _stages: &[crate::run::StageSummary]) {}
 }
 
 /// A progress observer that shows nothing.

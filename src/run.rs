@@ -17,11 +17,19 @@
 //! before the first row is rendered: when an SFT export asks for it, a first pass converts and
 //! joins every record without encoding anything and gathers the calls of the trajectories that
 //! reach the exports (what `export` would read), as `export`'s own first pass does.
+//!
+//! Stage times are busy times: the time spent in a stage's code, summed over the threads that
+//! ran it (convert: converting and checking; join: upgrading and joining; export: upgrading,
+//! filtering, rendering and encoding rows on the workers, plus writing them and finishing the
+//! shards on the writer thread). In a pipelined pass they overlap, so they add up to more than
+//! the wall time on several cores; reading and the first pass of `--infer-tools` are not in them.
 
 use std::collections::HashMap;
 use std::io;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
@@ -31,7 +39,7 @@ use crate::export::{
     encode_any, export_trajectory, AnyRow, ExportError, ExportOptions, ExportStage, ExportSummary,
     InferTools, Outcome, Target,
 };
-use crate::ingest::{Provenance, RawRecord};
+use crate::ingest::RawRecord;
 use crate::join::{finish_side, Join, JoinRunOptions, JoinSummary};
 use crate::model::{JsonObject, Trajectory};
 use crate::pipeline::{self, Flow, PipelineError, Progress, Sink};
@@ -68,7 +76,7 @@ pub struct Plan<'a> {
 }
 
 /// Counts of one input.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct InputSummary {
     /// The input path.
     pub path: String,
@@ -78,10 +86,13 @@ pub struct InputSummary {
     pub trajectories: u64,
     /// Records rejected at some stage (or with a trajectory rejected at some stage).
     pub rejected: u64,
+    /// Wall time from the writer's first to its last record of this input (reading,
+    /// processing and writing overlap, so this is the input's share of the run), in seconds.
+    pub seconds: f64,
 }
 
 /// Counts of one stage: `in == written + filtered + rejected`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct StageSummary {
     /// `convert`, `join[N]` or `export[N]` (1-based, in file order).
     pub stage: String,
@@ -94,6 +105,8 @@ pub struct StageSummary {
     pub filtered: u64,
     /// Rejected.
     pub rejected: u64,
+    /// Busy time of the stage, summed over threads, in seconds (see the module docs).
+    pub seconds: f64,
 }
 
 /// Counts of a run.
@@ -139,6 +152,29 @@ pub enum RunError {
     Export(#[from] ExportError),
 }
 
+/// Busy time per stage (convert, each join, each export), added to from any thread.
+struct Busy(Vec<AtomicU64>);
+
+impl Busy {
+    fn new(stages: usize) -> Self {
+        Busy((0..stages).map(|_| AtomicU64::new(0)).collect())
+    }
+
+    /// Adds the time since `since` to stage `i`.
+    fn add(&self, i: usize, since: Instant) {
+        if let Some(b) = self.0.get(i) {
+            let nanos = u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            b.fetch_add(nanos, Ordering::Relaxed);
+        }
+    }
+
+    fn seconds(&self, i: usize) -> f64 {
+        self.0.get(i).map_or(0.0, |b| {
+            Duration::from_nanos(b.load(Ordering::Relaxed)).as_secs_f64()
+        })
+    }
+}
+
 /// What a join stage did to one trajectory.
 enum JoinStep {
     Kept { matched: bool, used: Vec<u32> },
@@ -168,13 +204,31 @@ struct Stages<'a> {
     plan: &'a Plan<'a>,
     by_path: HashMap<&'a str, &'static dyn Converter>,
     exports: &'a [ExportOptions],
+    busy: &'a Busy,
 }
 
 impl Stages<'_> {
     fn process(&self, record: &RawRecord, encode: bool) -> Item {
+        let started = Instant::now();
+        let converted = self.convert(record);
+        self.busy.add(0, started);
+        match converted {
+            Ok(trajectories) => Item::Converted(
+                trajectories
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, t)| self.trajectory(t, record, i, encode))
+                    .collect(),
+            ),
+            Err(d) => Item::Rejected(d),
+        }
+    }
+
+    /// The convert stage: the record's trajectories, upgraded and checked.
+    fn convert(&self, record: &RawRecord) -> Result<Vec<Trajectory>, Vec<Diagnostic>> {
         let prov = &record.provenance;
         let Some(converter) = self.by_path.get(prov.input.as_ref()) else {
-            return Item::Rejected(vec![Diagnostic::error(
+            return Err(vec![Diagnostic::error(
                 prov,
                 None,
                 "",
@@ -182,33 +236,42 @@ impl Stages<'_> {
                 "no converter was chosen for this input",
             )]);
         };
-        let converted = match converter.convert(record, &self.plan.convert.mapping) {
-            Ok(t) => t,
-            Err(d) => return Item::Rejected(d),
-        };
+        let converted = converter.convert(record, &self.plan.convert.mapping)?;
         let mut trajectories = Vec::with_capacity(converted.len());
         for (mut traj, _) in converted {
-            if let Err(d) = upgrade_checked(&mut traj, prov, &self.plan.convert.upgrade) {
-                return Item::Rejected(d);
-            }
+            upgrade_checked(&mut traj, prov, &self.plan.convert.upgrade)?;
             trajectories.push(traj);
         }
-        Item::Converted(
-            trajectories
-                .into_iter()
-                .map(|t| self.trajectory(t, prov, encode))
-                .collect(),
-        )
+        Ok(trajectories)
     }
 
-    fn trajectory(&self, mut traj: Trajectory, prov: &Provenance, encode: bool) -> TrajectoryItem {
+    /// Trajectory `i` of `record` as it reaches the exports (converted and joined again), for
+    /// the rejects file when the last export, which took the trajectory, rejected it.
+    fn rebuild(&self, record: &RawRecord, i: usize) -> Option<Trajectory> {
+        let mut traj = self.convert(record).ok()?.into_iter().nth(i)?;
+        for stage in self.plan.joins {
+            upgrade_checked(&mut traj, &record.provenance, &stage.opts.upgrade).ok()?;
+            stage.join.apply(&mut traj, &record.provenance).ok()?;
+        }
+        Some(traj)
+    }
+
+    fn trajectory(
+        &self,
+        mut traj: Trajectory,
+        record: &RawRecord,
+        index: usize,
+        encode: bool,
+    ) -> TrajectoryItem {
+        let prov = &record.provenance;
         let mut item = TrajectoryItem {
             joins: Vec::with_capacity(self.plan.joins.len()),
             exports: Vec::new(),
             rejected_as: None,
             calls: Vec::new(),
         };
-        for stage in self.plan.joins {
+        for (n, stage) in self.plan.joins.iter().enumerate() {
+            let started = Instant::now();
             let step = match upgrade_checked(&mut traj, prov, &stage.opts.upgrade) {
                 Err(d) => JoinStep::Rejected(d),
                 Ok(()) => match stage.join.apply(&mut traj, prov) {
@@ -220,6 +283,7 @@ impl Stages<'_> {
                     Err(d) => JoinStep::Rejected(d),
                 },
             };
+            self.busy.add(1 + n, started);
             let stop = !matches!(step, JoinStep::Kept { .. });
             if matches!(step, JoinStep::Rejected(_)) {
                 item.rejected_as = serde_json::to_vec(&traj).ok();
@@ -233,23 +297,41 @@ impl Stages<'_> {
             item.calls = trajectory_calls(&traj);
             return item;
         }
-        item.exports = self
-            .exports
-            .iter()
-            .map(|opts| export_trajectory(traj.clone(), prov, opts, &encode_any))
-            .collect();
-        if item
-            .exports
-            .iter()
-            .any(|o| matches!(o, Outcome::Rejected(_)))
-        {
+        // Every export but the last gets a copy; the last takes the trajectory.
+        let first = 1 + self.plan.joins.len();
+        let Some((last, rest)) = self.exports.split_last() else {
+            return item;
+        };
+        for (n, opts) in rest.iter().enumerate() {
+            let started = Instant::now();
+            item.exports
+                .push(export_trajectory(traj.clone(), prov, opts, &encode_any));
+            self.busy.add(first + n, started);
+        }
+        let rejected = |o: &Outcome<AnyRow>| matches!(o, Outcome::Rejected(_));
+        if item.exports.iter().any(rejected) {
             item.rejected_as = serde_json::to_vec(&traj).ok();
+        }
+        let started = Instant::now();
+        item.exports
+            .push(export_trajectory(traj, prov, last, &encode_any));
+        self.busy.add(first + rest.len(), started);
+        if item.rejected_as.is_none() && item.exports.last().is_some_and(rejected) {
+            item.rejected_as = self
+                .rebuild(record, index)
+                .and_then(|t| serde_json::to_vec(&t).ok());
         }
         item
     }
 }
 
-struct RunSink {
+/// Records between two looks at the clock for [`Progress::stages`].
+const STAGES_EVERY: u64 = 256;
+
+/// How often, at most, [`Progress::stages`] is told the counts during a pass.
+const STAGES_PERIOD: Duration = Duration::from_millis(200);
+
+struct RunSink<'a> {
     exports: Vec<ExportStage>,
     rejects: Option<RejectsWriter>,
     reporter: Box<dyn Reporter>,
@@ -257,12 +339,19 @@ struct RunSink {
     joins: Vec<JoinSummary>,
     used: Vec<Vec<bool>>,
     convert_rejected: u64,
+    busy: &'a Busy,
+    progress: &'a dyn Progress,
+    /// When the current input's first record reached the sink.
+    input_started: Option<Instant>,
+    /// When the stage counts were last reported.
+    reported: Instant,
 }
 
-impl Sink for RunSink {
+impl Sink for RunSink<'_> {
     type Item = Item;
 
     fn start_input(&mut self, path: &Arc<str>) -> io::Result<()> {
+        self.close_input();
         self.summary.inputs.push(InputSummary {
             path: path.to_string(),
             ..InputSummary::default()
@@ -271,6 +360,11 @@ impl Sink for RunSink {
     }
 
     fn accept(&mut self, record: RawRecord, item: Item) -> io::Result<Flow> {
+        self.input_started.get_or_insert_with(Instant::now);
+        if self.summary.records % STAGES_EVERY == 0 && self.reported.elapsed() >= STAGES_PERIOD {
+            self.progress.stages(&self.stages());
+            self.reported = Instant::now();
+        }
         self.summary.records += 1;
         let mut rejected = false;
         let mut converted = 0u64;
@@ -304,7 +398,52 @@ impl Sink for RunSink {
     }
 }
 
-impl RunSink {
+impl RunSink<'_> {
+    /// Sets the time of the input whose records came last.
+    fn close_input(&mut self) {
+        if let (Some(started), Some(input)) =
+            (self.input_started.take(), self.summary.inputs.last_mut())
+        {
+            input.seconds = started.elapsed().as_secs_f64();
+        }
+    }
+
+    /// The counts and busy times of every stage so far, in pipeline order.
+    fn stages(&self) -> Vec<StageSummary> {
+        let records = self.summary.records;
+        let mut stages = vec![StageSummary {
+            stage: "convert".into(),
+            records_in: records,
+            written: records - self.convert_rejected,
+            filtered: 0,
+            rejected: self.convert_rejected,
+            seconds: self.busy.seconds(0),
+        }];
+        for (i, j) in self.joins.iter().enumerate() {
+            stages.push(StageSummary {
+                stage: format!("join[{}]", i + 1),
+                records_in: j.records,
+                written: j.written_records,
+                filtered: j.dropped,
+                rejected: j.rejected,
+                seconds: self.busy.seconds(1 + i),
+            });
+        }
+        let first = 1 + self.joins.len();
+        for (i, e) in self.exports.iter().enumerate() {
+            let s = e.summary();
+            stages.push(StageSummary {
+                stage: format!("export[{}]", i + 1),
+                records_in: s.records_in,
+                written: s.written,
+                filtered: s.filtered,
+                rejected: s.rejected,
+                seconds: self.busy.seconds(first + i),
+            });
+        }
+        stages
+    }
+
     /// Counts and writes one trajectory's outcomes; true when a stage rejected it.
     fn trajectory(&mut self, record: &RawRecord, t: TrajectoryItem) -> io::Result<bool> {
         let as_record = |bytes: &Option<Vec<u8>>| match bytes {
@@ -354,8 +493,12 @@ impl RunSink {
                 }
             }
         }
+        let first = 1 + self.joins.len();
         for (i, (outcome, export)) in t.exports.into_iter().zip(&mut self.exports).enumerate() {
-            if let Some(d) = export.add(outcome)? {
+            let started = Instant::now();
+            let added = export.add(outcome)?;
+            self.busy.add(first + i, started);
+            if let Some(d) = added {
                 rejected = true;
                 report(format!("export[{}]", i + 1), &d)?;
             }
@@ -406,6 +549,7 @@ pub fn run_plan(
             plan,
             by_path: by_path.clone(),
             exports: &[],
+            busy: &Busy::new(0),
         };
         let (calls, _) = pipeline::run_with_sources(
             &paths,
@@ -425,6 +569,7 @@ pub fn run_plan(
         .zip(&export_opts)
         .map(|(e, o)| ExportStage::open(&e.dir, o))
         .collect::<Result<Vec<_>, _>>()?;
+    let busy = Busy::new(1 + plan.joins.len() + plan.exports.len());
     let sink = RunSink {
         exports,
         rejects,
@@ -437,11 +582,16 @@ pub fn run_plan(
             .map(|j| vec![false; j.join.index.len()])
             .collect(),
         convert_rejected: 0,
+        busy: &busy,
+        progress,
+        input_started: None,
+        reported: Instant::now(),
     };
     let stages = Stages {
         plan,
         by_path: by_path.clone(),
         exports: &export_opts,
+        busy: &busy,
     };
     let (mut sink, inputs_read) = pipeline::run_with_sources(
         &paths,
@@ -451,6 +601,7 @@ pub fn run_plan(
         |r| stages.process(r, true),
         sink,
     )?;
+    sink.close_input();
     let write = |e: io::Error| RunError::Pipeline(PipelineError::Write(e));
     for (i, stage) in plan.joins.iter().enumerate() {
         let (Some(summary), Some(used)) = (sink.joins.get_mut(i), sink.used.get(i)) else {
@@ -471,36 +622,22 @@ pub fn run_plan(
     if let Some(r) = sink.rejects.take() {
         r.finish().map_err(write)?;
     }
+    let mut stages = sink.stages();
+    let first = 1 + plan.joins.len();
+    let mut exports = Vec::new();
+    for (i, (stage, o)) in sink.exports.into_iter().zip(&export_opts).enumerate() {
+        let started = Instant::now();
+        exports.push(stage.finish(o)?);
+        busy.add(first + i, started);
+        if let Some(s) = stages.get_mut(first + i) {
+            s.seconds = busy.seconds(first + i);
+        }
+    }
+    progress.stages(&stages);
     let mut summary = sink.summary;
     summary.empty_inputs = empty_inputs(&inputs_read);
-    let convert_rejected = sink.convert_rejected;
-    summary.stages.push(StageSummary {
-        stage: "convert".into(),
-        records_in: summary.records,
-        written: summary.records - convert_rejected,
-        filtered: 0,
-        rejected: convert_rejected,
-    });
-    for (i, j) in sink.joins.iter().enumerate() {
-        summary.stages.push(StageSummary {
-            stage: format!("join[{}]", i + 1),
-            records_in: j.records,
-            written: j.written_records,
-            filtered: j.dropped,
-            rejected: j.rejected,
-        });
-    }
-    for (i, (stage, o)) in sink.exports.into_iter().zip(&export_opts).enumerate() {
-        let s = stage.finish(o)?;
-        summary.stages.push(StageSummary {
-            stage: format!("export[{}]", i + 1),
-            records_in: s.records_in,
-            written: s.written,
-            filtered: s.filtered,
-            rejected: s.rejected,
-        });
-        summary.exports.push(s);
-    }
+    summary.stages = stages;
+    summary.exports = exports;
     summary.joins = sink.joins;
     Ok(summary)
 }

@@ -166,6 +166,20 @@ fn one_pass_equals_the_staged_commands_on_sample_data() {
     }
     let rejects = fs::read_to_string(out.join("rejects.jsonl")).expect("rejects");
     assert!(rejects.contains("\"stage\":\"export[4]\""), "{rejects}");
+    // The last export takes the trajectory; what it rejects is still written as the joined
+    // trajectory the staged export read (rebuilt from the record).
+    let joined = fs::read_to_string(st.join("j2.jsonl")).expect("joined");
+    for line in rejects.lines() {
+        let r: serde_json::Value = serde_json::from_str(line).expect("reject line");
+        if r["stage"] == "export[4]" {
+            let want = joined
+                .lines()
+                .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("ADP"))
+                .find(|t| t["id"] == r["record_id"])
+                .expect("the rejected trajectory is in the staged join output");
+            assert_eq!(r["record"], want);
+        }
+    }
 }
 
 #[test]
@@ -404,6 +418,23 @@ fn progress_json_reports_in_lines_that_parse_and_a_last_one_with_the_totals() {
         .sum();
     assert_eq!(last["bytes"], total);
     assert_eq!(last["total_bytes"], total);
+    // The last line's stage counts are the summary's (run.json), and every record is counted.
+    let report: serde_json::Value =
+        serde_json::from_slice(&fs::read(tmp.path().join("o/run.json")).expect("run.json"))
+            .expect("JSON");
+    assert_eq!(last["stages"], report["summary"]["stages"]);
+    let names: Vec<&str> = last["stages"]
+        .as_array()
+        .expect("stages")
+        .iter()
+        .map(|s| s["stage"].as_str().expect("name"))
+        .collect();
+    assert_eq!(names, ["convert", "export[1]"]);
+    assert_eq!(last["stages"][0]["in"], 5);
+    assert_eq!(last["stages"][1]["written"], 5);
+    for s in last["stages"].as_array().expect("stages") {
+        assert!(s["seconds"].as_f64().is_some_and(|t| t >= 0.0), "{s}");
+    }
 
     // Not a pipeline key.
     fs::write(&file, "progress = \"json\"\n[[input]]\npath = \"x\"\n").expect("write");
@@ -476,4 +507,36 @@ output = "{out}"
         printed.contains("ralph_plan = false") && printed.contains("memabra_decisions = true"),
         "{printed}"
     );
+}
+
+#[test]
+fn bars_are_hidden_when_stderr_is_not_a_terminal() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let file = tmp.path().join("pipeline.toml");
+    fs::write(&file, sample_pipeline(&tmp.path().join("run"))).expect("write pipeline");
+    let got = trajkit()
+        .env_remove("CI")
+        .arg("run")
+        .arg(&file)
+        .output()
+        .expect("runs");
+    assert_eq!(got.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&got.stderr);
+    // A drawn bar moves the cursor with escape sequences and carriage returns.
+    assert!(
+        !stderr.contains('\x1b') && !stderr.contains('\r'),
+        "{stderr:?}"
+    );
+    // The summary has a line per stage with its busy time, and one per input with its time.
+    for stage in ["convert", "join[1]", "join[2]", "export[1]", "export[4]"] {
+        assert!(
+            stderr
+                .lines()
+                .any(|l| l.starts_with(&format!("run: {stage}")) && l.ends_with(" s busy")),
+            "no summary line for {stage}: {stderr}"
+        );
+    }
+    assert!(stderr
+        .lines()
+        .any(|l| l.starts_with("run: input ") && l.ends_with(" s")));
 }

@@ -723,8 +723,8 @@ fn stage_error(file: &str, kind: &str, i: usize, e: CliError) -> CliError {
 fn print_summary(global: &GlobalArgs, p: &Pipeline, s: &RunSummary, speed: &str) {
     for i in &s.inputs {
         global.summary(format_args!(
-            "run: input {}: {} records in, {} trajectories, {} rejected",
-            i.path, i.records, i.trajectories, i.rejected
+            "run: input {}: {} records in, {} trajectories, {} rejected; {:.2} s",
+            i.path, i.records, i.trajectories, i.rejected, i.seconds
         ));
     }
     for (n, st) in s.stages.iter().enumerate() {
@@ -740,8 +740,8 @@ fn print_summary(global: &GlobalArgs, p: &Pipeline, s: &RunSummary, speed: &str)
             .map(|(a, _)| format!(" --to {} -> {}", a.to.name(), a.output))
             .unwrap_or_default();
         global.summary(format_args!(
-            "run: {}{target}: {} {what} in, {} written, {} filtered, {} rejected",
-            st.stage, st.records_in, st.written, st.filtered, st.rejected
+            "run: {}{target}: {} {what} in, {} written, {} filtered, {} rejected; {:.2} s busy",
+            st.stage, st.records_in, st.written, st.filtered, st.rejected, st.seconds
         ));
     }
     for (n, j) in s.joins.iter().enumerate() {

@@ -17,6 +17,10 @@
 //! before the first row is rendered: when an SFT export asks for it, a first pass converts and
 //! joins every record without encoding anything and gathers the calls of the trajectories that
 //! reach the exports (what `export` would read), as `export`'s own first pass does.
+//!
+//! A partition (`--partition I/N`) reads only its inputs (by path, chosen by the caller) or keeps
+//! only its trajectories (by id, [`Plan::partition`]); the first pass still reads every input
+//! with every trajectory, so each partition infers the same tool specs as one unpartitioned run.
 
 use std::collections::HashMap;
 use std::io;
@@ -34,6 +38,7 @@ use crate::export::{
 use crate::ingest::{Provenance, RawRecord};
 use crate::join::{finish_side, Join, JoinRunOptions, JoinSummary};
 use crate::model::{JsonObject, Trajectory};
+use crate::partition::{Elsewhere, Partition, PartitionBy};
 use crate::pipeline::{self, Flow, PipelineError, Progress, Sink};
 use crate::rejects::{reject, RejectsWriter};
 use crate::validate::report::Reporter;
@@ -65,6 +70,11 @@ pub struct Plan<'a> {
     pub joins: &'a [JoinStage],
     /// Exports; every trajectory that leaves the joins goes to each.
     pub exports: &'a [ExportTarget],
+    /// The partition this run makes, if any. By path, `inputs` is already its share and
+    /// `all_inputs` every input; by id, trajectories of other partitions are left out.
+    pub partition: Option<Partition>,
+    /// Every input of the pipeline (for the first pass), when `inputs` is a partition's share.
+    pub all_inputs: Option<&'a [(String, &'static dyn Converter)]>,
 }
 
 /// Counts of one input.
@@ -115,6 +125,9 @@ pub struct RunSummary {
     pub exports: Vec<ExportSummary>,
     /// Inputs that held no records.
     pub empty_inputs: Vec<String>,
+    /// What a partitioned run left to the other partitions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partition: Option<Elsewhere>,
 }
 
 impl RunSummary {
@@ -161,13 +174,18 @@ struct TrajectoryItem {
 /// What one record became.
 enum Item {
     Rejected(Vec<Diagnostic>),
-    Converted(Vec<TrajectoryItem>),
+    /// Its trajectories in this partition, and how many belong to others.
+    Converted(Vec<TrajectoryItem>, u64),
+    /// Nothing of it belongs to this partition (by id); its trajectories, all elsewhere.
+    Elsewhere(u64),
 }
 
 struct Stages<'a> {
     plan: &'a Plan<'a>,
     by_path: HashMap<&'a str, &'static dyn Converter>,
     exports: &'a [ExportOptions],
+    /// Keep only this partition's trajectories.
+    by_id: Option<Partition>,
 }
 
 impl Stages<'_> {
@@ -182,22 +200,39 @@ impl Stages<'_> {
                 "no converter was chosen for this input",
             )]);
         };
+        // By id, a record with no trajectory to choose by (one that converts to none or is
+        // rejected at conversion) is partition 0's.
+        let first = self.by_id.is_none_or(|p| p.index == 0);
         let converted = match converter.convert(record) {
             Ok(t) => t,
+            Err(_) if !first => return Item::Elsewhere(0),
             Err(d) => return Item::Rejected(d),
         };
         let mut trajectories = Vec::with_capacity(converted.len());
         for (mut traj, _) in converted {
             if let Err(d) = upgrade_checked(&mut traj, prov, &self.plan.convert.upgrade) {
-                return Item::Rejected(d);
+                return if first {
+                    Item::Rejected(d)
+                } else {
+                    Item::Elsewhere(0)
+                };
             }
             trajectories.push(traj);
+        }
+        let total = trajectories.len() as u64;
+        if let Some(p) = self.by_id {
+            trajectories.retain(|t| p.owns(&t.id));
+        }
+        let elsewhere = total - trajectories.len() as u64;
+        if trajectories.is_empty() && (elsewhere > 0 || !first) {
+            return Item::Elsewhere(elsewhere);
         }
         Item::Converted(
             trajectories
                 .into_iter()
                 .map(|t| self.trajectory(t, prov, encode))
                 .collect(),
+            elsewhere,
         )
     }
 
@@ -257,6 +292,7 @@ struct RunSink {
     joins: Vec<JoinSummary>,
     used: Vec<Vec<bool>>,
     convert_rejected: u64,
+    elsewhere: Elsewhere,
 }
 
 impl Sink for RunSink {
@@ -271,6 +307,11 @@ impl Sink for RunSink {
     }
 
     fn accept(&mut self, record: RawRecord, item: Item) -> io::Result<Flow> {
+        if let Item::Elsewhere(n) = item {
+            self.elsewhere.records += 1;
+            self.elsewhere.trajectories += n;
+            return Ok(Flow::Continue);
+        }
         self.summary.records += 1;
         let mut rejected = false;
         let mut converted = 0u64;
@@ -286,12 +327,14 @@ impl Sink for RunSink {
                     &d,
                 )?;
             }
-            Item::Converted(trajectories) => {
+            Item::Converted(trajectories, elsewhere) => {
+                self.elsewhere.trajectories += elsewhere;
                 converted = trajectories.len() as u64;
                 for t in trajectories {
                     rejected |= self.trajectory(&record, t)?;
                 }
             }
+            Item::Elsewhere(_) => {}
         }
         self.summary.trajectories += converted;
         self.summary.rejected_records += u64::from(rejected);
@@ -372,7 +415,7 @@ impl Sink for Calls {
     type Item = Item;
 
     fn accept(&mut self, _record: RawRecord, item: Item) -> io::Result<Flow> {
-        if let Item::Converted(ts) = item {
+        if let Item::Converted(ts, _) = item {
             for t in ts {
                 self.0.add(t.calls);
             }
@@ -392,8 +435,12 @@ pub fn run_plan(
     reporter: Box<dyn Reporter>,
 ) -> Result<RunSummary, RunError> {
     let paths: Vec<String> = plan.inputs.iter().map(|(p, _)| p.clone()).collect();
-    let by_path: HashMap<&str, &'static dyn Converter> =
-        plan.inputs.iter().map(|(p, c)| (p.as_str(), *c)).collect();
+    let all_inputs = plan.all_inputs.unwrap_or(plan.inputs);
+    let by_path: HashMap<&str, &'static dyn Converter> = all_inputs
+        .iter()
+        .chain(plan.inputs)
+        .map(|(p, c)| (p.as_str(), *c))
+        .collect();
     let opts = plan.convert;
     let sources = |path: &str| by_path.get(path).and_then(|c| c.open_source(path, opts));
     let mut export_opts: Vec<ExportOptions> = plan.exports.iter().map(|e| e.opts.clone()).collect();
@@ -406,9 +453,11 @@ pub fn run_plan(
             plan,
             by_path: by_path.clone(),
             exports: &[],
+            by_id: None,
         };
+        let all: Vec<String> = all_inputs.iter().map(|(p, _)| p.clone()).collect();
         let (calls, _) = pipeline::run_with_sources(
-            &paths,
+            &all,
             &sources,
             &opts.run,
             &pipeline::NoProgress,
@@ -437,11 +486,13 @@ pub fn run_plan(
             .map(|j| vec![false; j.join.index.len()])
             .collect(),
         convert_rejected: 0,
+        elsewhere: Elsewhere::default(),
     };
     let stages = Stages {
         plan,
         by_path: by_path.clone(),
         exports: &export_opts,
+        by_id: plan.partition.filter(|p| p.by == PartitionBy::Id),
     };
     let (mut sink, inputs_read) = pipeline::run_with_sources(
         &paths,
@@ -502,5 +553,11 @@ pub fn run_plan(
         summary.exports.push(s);
     }
     summary.joins = sink.joins;
+    summary.partition = plan.partition.map(|p| Elsewhere {
+        partition: p.spec(),
+        by: p.by.name().to_owned(),
+        inputs: (all_inputs.len() - plan.inputs.len()) as u64,
+        ..sink.elsewhere
+    });
     Ok(summary)
 }

@@ -379,6 +379,17 @@ fn merge_refuses_missing_duplicate_inconsistent_and_stray_parts() {
     assert_eq!(code, 0, "{err}");
     let merged = json(&out.join("manifest.json"));
     assert_eq!(merged["counts"]["written"], 5);
+    assert!(out.join("README.md").is_file());
+
+    // A partition run again replaces its share: the merged manifest and card go until the next
+    // merge.
+    let (code, err) = run(&file, &["--partition", "0/2"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.join("manifest.json").exists());
+    assert!(!out.join("README.md").exists());
+    let (code, err) = merge(&[&out]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json(&out.join("manifest.json")), merged);
 }
 
 #[test]
@@ -499,4 +510,56 @@ fn globs_expand_relative_to_the_pipeline_file_sorted() {
         err.contains(":2: input.0.path: not a valid glob pattern"),
         "{err}"
     );
+}
+
+/// Tool specs inferred from the whole dataset (`infer_tools = "dataset"`) are the same in every
+/// partition: one tool called with another argument in each of 8 files; every row's spec of it
+/// lists all 8 arguments, by path and by id.
+#[test]
+fn every_partition_infers_tool_specs_from_the_whole_dataset() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let sample = fs::read_to_string(sample_data().join("adp/v1.5.jsonl")).expect("sample");
+    let template: Value = serde_json::from_str(sample.lines().nth(1).expect("line")).expect("JSON");
+    fs::create_dir_all(tmp.path().join("logs")).expect("mkdir");
+    for i in 0..8 {
+        let mut t = template.clone();
+        t["id"] = format!("t{i}").into();
+        t["content"][1]["kwargs"] = serde_json::json!({ format!("arg{i}"): i });
+        fs::write(
+            tmp.path().join(format!("logs/f{i}.jsonl")),
+            format!("{t}\n"),
+        )
+        .expect("write");
+    }
+    let file = tmp.path().join("p.toml");
+    let text = |out: &str| {
+        format!(
+            "[[input]]\npath = \"logs/*.jsonl\"\nformat = \"adp\"\n\n[[export]]\nto = \"openai\"\n\
+             output = \"{out}\"\n"
+        )
+    };
+    fs::write(&file, text("one")).expect("write");
+    let (code, err) = run(&file, &[]);
+    assert_eq!(code, 0, "{err}");
+    let want = sorted(rows(&tmp.path().join("one"), "train-"));
+    assert_eq!(want.len(), 8);
+    for row in &want {
+        let r: Value = serde_json::from_str(row).expect("JSON");
+        let props = &r["tools"][0]["function"]["parameters"]["properties"];
+        for i in 0..8 {
+            assert!(props.get(format!("arg{i}")).is_some(), "arg{i} in {props}");
+        }
+    }
+    for by in ["path", "id"] {
+        let out = format!("parts-{by}");
+        fs::write(&file, text(&out)).expect("write");
+        for i in ["0/2", "1/2"] {
+            let (code, err) = run(&file, &["--partition", i, "--partition-by", by]);
+            assert_eq!(code, 0, "{err}");
+        }
+        let dir = tmp.path().join(&out);
+        assert!(!rows(&dir, "train-part-00000-").is_empty(), "{by}");
+        assert!(!rows(&dir, "train-part-00001-").is_empty(), "{by}");
+        assert_eq!(sorted(rows(&dir, "train-")), want, "{by}");
+    }
 }

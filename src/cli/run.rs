@@ -82,7 +82,7 @@ const EXAMPLES: &str = "Examples:
   trajkit run --check pipeline.toml
   trajkit run --print-config pipeline.toml > effective.toml
   trajkit run pipeline.toml --threads 2 --max-reject-rate 0.01
-  trajkit run pipeline.toml --partition 3/8   # then: trajkit merge-manifests out/*";
+  trajkit run pipeline.toml --partition 3/8   # then: trajkit merge-manifests out/parquet ...";
 
 /// `trajkit join` as a stage: its options parsed by clap, so the pipeline file and the command
 /// line share one definition (names, defaults, value checks).

@@ -733,7 +733,18 @@ fn write_manifest(
     );
     let partition = opts.shards.partition.as_ref();
     manifest.partition = partition.map(Partition::info);
-    write_manifest_files(dir, &manifest_name(partition), &manifest, opts.target)
+    write_manifest_files(dir, &manifest_name(partition), &manifest, opts.target)?;
+    if partition.is_some() {
+        // A merged manifest and card no longer describe the data files: the directory must not
+        // look finished until `merge-manifests` runs again.
+        for stale in ["manifest.json", "README.md"] {
+            match fs::remove_file(dir.join(stale)) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Writes `manifest` as `name` in `dir`, with the dataset card unless it is a partition's.

@@ -723,9 +723,10 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         run: global.run_options(),
         sessions: sessions(pipeline.idle_gap),
     };
+    // Each partition writes its own rejects file and run.json (stdout stays stdout).
     let tagged = |path: &str| match &partition {
-        Some(p) => p.file_name(path),
-        None => path.to_owned(),
+        Some(p) if path != "-" => p.file_name(path),
+        _ => path.to_owned(),
     };
     let rejects_path = pipeline.rejects.as_deref().map(tagged);
     let rejects = rejects_writer(rejects_path.as_deref())?;

@@ -11,6 +11,7 @@ pub mod join;
 pub mod json;
 pub mod model;
 pub mod output;
+pub mod partition;
 pub mod pipeline;
 pub mod rejects;
 pub mod run;

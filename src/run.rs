@@ -23,6 +23,10 @@
 //! filtering, rendering and encoding rows on the workers, plus writing them and finishing the
 //! shards on the writer thread). In a pipelined pass they overlap, so they add up to more than
 //! the wall time on several cores; reading and the first pass of `--infer-tools` are not in them.
+//!
+//! A partition (`--partition I/N`) reads only its inputs (by path, chosen by the caller) or keeps
+//! only its trajectories (by id, [`Plan::partition`]); the first pass still reads every input
+//! with every trajectory, so each partition infers the same tool specs as one unpartitioned run.
 
 use std::collections::HashMap;
 use std::io;
@@ -42,6 +46,7 @@ use crate::export::{
 use crate::ingest::RawRecord;
 use crate::join::{finish_side, Join, JoinRunOptions, JoinSummary};
 use crate::model::{JsonObject, Trajectory};
+use crate::partition::{Elsewhere, Partition, PartitionBy};
 use crate::pipeline::{self, Flow, PipelineError, Progress, Sink};
 use crate::rejects::{reject, RejectsWriter};
 use crate::validate::report::Reporter;
@@ -73,6 +78,11 @@ pub struct Plan<'a> {
     pub joins: &'a [JoinStage],
     /// Exports; every trajectory that leaves the joins goes to each.
     pub exports: &'a [ExportTarget],
+    /// The partition this run makes, if any. By path, `inputs` is already its share and
+    /// `all_inputs` every input; by id, trajectories of other partitions are left out.
+    pub partition: Option<Partition>,
+    /// Every input of the pipeline (for the first pass), when `inputs` is a partition's share.
+    pub all_inputs: Option<&'a [(String, &'static dyn Converter)]>,
 }
 
 /// Counts of one input.
@@ -128,6 +138,9 @@ pub struct RunSummary {
     pub exports: Vec<ExportSummary>,
     /// Inputs that held no records.
     pub empty_inputs: Vec<String>,
+    /// What a partitioned run left to the other partitions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partition: Option<Elsewhere>,
 }
 
 impl RunSummary {
@@ -197,7 +210,10 @@ struct TrajectoryItem {
 /// What one record became.
 enum Item {
     Rejected(Vec<Diagnostic>),
-    Converted(Vec<TrajectoryItem>),
+    /// Its trajectories in this partition, and how many belong to others.
+    Converted(Vec<TrajectoryItem>, u64),
+    /// Nothing of it belongs to this partition (by id); its trajectories, all elsewhere.
+    Elsewhere(u64),
 }
 
 struct Stages<'a> {
@@ -205,6 +221,8 @@ struct Stages<'a> {
     by_path: HashMap<&'a str, &'static dyn Converter>,
     exports: &'a [ExportOptions],
     busy: &'a Busy,
+    /// Keep only this partition's trajectories.
+    by_id: Option<Partition>,
 }
 
 impl Stages<'_> {
@@ -212,15 +230,34 @@ impl Stages<'_> {
         let started = Instant::now();
         let converted = self.convert(record);
         self.busy.add(0, started);
-        match converted {
-            Ok(trajectories) => Item::Converted(
-                trajectories
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, t)| self.trajectory(t, record, i, encode))
-                    .collect(),
-            ),
-            Err(d) => Item::Rejected(d),
+        // By id, a record with no trajectory to choose by (one that converts to none or is
+        // rejected at conversion) is partition 0's.
+        let first = self.by_id.is_none_or(|p| p.index == 0);
+        let mut trajectories = match converted {
+            Ok(t) => t,
+            Err(_) if !first => return Item::Elsewhere(0),
+            Err(d) => return Item::Rejected(d),
+        };
+        let total = trajectories.len() as u64;
+        self.keep_own(&mut trajectories);
+        let elsewhere = total - trajectories.len() as u64;
+        if trajectories.is_empty() && (elsewhere > 0 || !first) {
+            return Item::Elsewhere(elsewhere);
+        }
+        Item::Converted(
+            trajectories
+                .into_iter()
+                .enumerate()
+                .map(|(i, t)| self.trajectory(t, record, i, encode))
+                .collect(),
+            elsewhere,
+        )
+    }
+
+    /// Keeps only this partition's trajectories (by id; all when not partitioned by id).
+    fn keep_own(&self, trajectories: &mut Vec<Trajectory>) {
+        if let Some(p) = self.by_id {
+            trajectories.retain(|t| p.owns(&t.id));
         }
     }
 
@@ -248,7 +285,9 @@ impl Stages<'_> {
     /// Trajectory `i` of `record` as it reaches the exports (converted and joined again), for
     /// the rejects file when the last export, which took the trajectory, rejected it.
     fn rebuild(&self, record: &RawRecord, i: usize) -> Option<Trajectory> {
-        let mut traj = self.convert(record).ok()?.into_iter().nth(i)?;
+        let mut trajectories = self.convert(record).ok()?;
+        self.keep_own(&mut trajectories);
+        let mut traj = trajectories.into_iter().nth(i)?;
         for stage in self.plan.joins {
             upgrade_checked(&mut traj, &record.provenance, &stage.opts.upgrade).ok()?;
             stage.join.apply(&mut traj, &record.provenance).ok()?;
@@ -345,6 +384,7 @@ struct RunSink<'a> {
     input_started: Option<Instant>,
     /// When the stage counts were last reported.
     reported: Instant,
+    elsewhere: Elsewhere,
 }
 
 impl Sink for RunSink<'_> {
@@ -360,6 +400,11 @@ impl Sink for RunSink<'_> {
     }
 
     fn accept(&mut self, record: RawRecord, item: Item) -> io::Result<Flow> {
+        if let Item::Elsewhere(n) = item {
+            self.elsewhere.records += 1;
+            self.elsewhere.trajectories += n;
+            return Ok(Flow::Continue);
+        }
         self.input_started.get_or_insert_with(Instant::now);
         if self.summary.records % STAGES_EVERY == 0 && self.reported.elapsed() >= STAGES_PERIOD {
             self.progress.stages(&self.stages());
@@ -380,12 +425,14 @@ impl Sink for RunSink<'_> {
                     &d,
                 )?;
             }
-            Item::Converted(trajectories) => {
+            Item::Converted(trajectories, elsewhere) => {
+                self.elsewhere.trajectories += elsewhere;
                 converted = trajectories.len() as u64;
                 for t in trajectories {
                     rejected |= self.trajectory(&record, t)?;
                 }
             }
+            Item::Elsewhere(_) => {}
         }
         self.summary.trajectories += converted;
         self.summary.rejected_records += u64::from(rejected);
@@ -515,7 +562,7 @@ impl Sink for Calls {
     type Item = Item;
 
     fn accept(&mut self, _record: RawRecord, item: Item) -> io::Result<Flow> {
-        if let Item::Converted(ts) = item {
+        if let Item::Converted(ts, _) = item {
             for t in ts {
                 self.0.add(t.calls);
             }
@@ -535,8 +582,12 @@ pub fn run_plan(
     reporter: Box<dyn Reporter>,
 ) -> Result<RunSummary, RunError> {
     let paths: Vec<String> = plan.inputs.iter().map(|(p, _)| p.clone()).collect();
-    let by_path: HashMap<&str, &'static dyn Converter> =
-        plan.inputs.iter().map(|(p, c)| (p.as_str(), *c)).collect();
+    let all_inputs = plan.all_inputs.unwrap_or(plan.inputs);
+    let by_path: HashMap<&str, &'static dyn Converter> = all_inputs
+        .iter()
+        .chain(plan.inputs)
+        .map(|(p, c)| (p.as_str(), *c))
+        .collect();
     let opts = plan.convert;
     let sources = |path: &str| by_path.get(path).and_then(|c| c.open_source(path, opts));
     let mut export_opts: Vec<ExportOptions> = plan.exports.iter().map(|e| e.opts.clone()).collect();
@@ -550,9 +601,11 @@ pub fn run_plan(
             by_path: by_path.clone(),
             exports: &[],
             busy: &Busy::new(0),
+            by_id: None,
         };
+        let all: Vec<String> = all_inputs.iter().map(|(p, _)| p.clone()).collect();
         let (calls, _) = pipeline::run_with_sources(
-            &paths,
+            &all,
             &sources,
             &opts.run,
             &pipeline::NoProgress,
@@ -586,12 +639,14 @@ pub fn run_plan(
         progress,
         input_started: None,
         reported: Instant::now(),
+        elsewhere: Elsewhere::default(),
     };
     let stages = Stages {
         plan,
         by_path: by_path.clone(),
         exports: &export_opts,
         busy: &busy,
+        by_id: plan.partition.filter(|p| p.by == PartitionBy::Id),
     };
     let (mut sink, inputs_read) = pipeline::run_with_sources(
         &paths,
@@ -639,5 +694,11 @@ pub fn run_plan(
     summary.stages = stages;
     summary.exports = exports;
     summary.joins = sink.joins;
+    summary.partition = plan.partition.map(|p| Elsewhere {
+        partition: p.spec(),
+        by: p.by.name().to_owned(),
+        inputs: (all_inputs.len() - plan.inputs.len()) as u64,
+        ..sink.elsewhere
+    });
     Ok(summary)
 }

@@ -1,5 +1,6 @@
 //! Interop: the corpus and `sample_data/` exported to Parquet and every SFT target, then read by
-//! pyarrow, polars, DuckDB and Hugging Face `datasets` (`tests/interop/check.py`).
+//! pyarrow, polars, DuckDB and Hugging Face `datasets` (`tests/interop/check.py`); and the same
+//! exports made by two partitions (`trajkit run --partition`) and merged.
 //!
 //! The Python comes from `TRAJKIT_PYTHON` (`.ci/run` makes a virtual environment with the four
 //! libraries and sets it). Without it the test is skipped on a laptop and fails in CI.
@@ -62,10 +63,15 @@ fn python_readers_load_every_export() {
             dir
         })
         .collect();
-    let out = Command::new(&python)
+    check(&python, &dirs, tmp.path());
+}
+
+/// Runs `check.py` on the five export directories (adp, parquet, openai, hf, sharegpt).
+fn check(python: &Path, dirs: &[PathBuf], tmp: &Path) {
+    let out = Command::new(python)
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/check.py"))
-        .args(&dirs)
-        .env("HF_HOME", tmp.path().join("hf-home"))
+        .args(dirs)
+        .env("HF_HOME", tmp.join("hf-home"))
         .env("HF_DATASETS_OFFLINE", "1")
         .env("HF_HUB_OFFLINE", "1")
         .env("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
@@ -82,4 +88,60 @@ fn python_readers_load_every_export() {
         stdout.contains("ok   datasets via the dataset card"),
         "{stdout}"
     );
+}
+
+/// Two partitions (by input path) into the same directories, merged: the directories load as an
+/// unpartitioned export does.
+#[test]
+fn python_readers_load_merged_partitions() {
+    let Some(corpus) = adp_corpus() else { return };
+    let Some(python) = python() else { return };
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let samples = converted_samples(tmp.path());
+    let mut inputs = corpus_std_files(&corpus);
+    inputs.push(samples);
+    let mut text = String::from("[validate]\nmax_reject_rate = 1.0\n\n");
+    for i in &inputs {
+        text.push_str(&format!(
+            "[[input]]\npath = {:?}\nformat = \"adp\"\n\n",
+            i.to_string_lossy()
+        ));
+    }
+    let targets = ["adp", "parquet", "openai", "hf", "sharegpt"];
+    let dirs: Vec<PathBuf> = targets.iter().map(|t| tmp.path().join(t)).collect();
+    for (t, d) in targets.iter().zip(&dirs) {
+        text.push_str(&format!(
+            "[[export]]\nto = \"{t}\"\noutput = {:?}\nsplit = \"train=0.8,validation=0.2\"\n\
+             shard_rows = 30\n\n",
+            d.to_string_lossy()
+        ));
+    }
+    let file = tmp.path().join("pipeline.toml");
+    std::fs::write(&file, text).expect("write");
+    for i in ["0/2", "1/2"] {
+        let out = trajkit()
+            .args(["run", "-q"])
+            .arg(&file)
+            .args(["--partition", i])
+            .output()
+            .expect("runs");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{i}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = trajkit()
+        .arg("merge-manifests")
+        .args(&dirs)
+        .output()
+        .expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    check(&python, &dirs, tmp.path());
 }

@@ -168,6 +168,7 @@ pub fn export_options(
         rows: args.shard_rows,
         bytes: Some(args.shard_bytes.unwrap_or(500_000_000)),
         zstd: args.compress.as_ref().map(|_| args.zstd_level),
+        partition: None,
     };
     let filters = Filters {
         min_reward: args.min_reward,

@@ -5,6 +5,7 @@ mod convert;
 mod export;
 mod formats;
 mod join;
+mod merge_manifests;
 mod progress;
 mod run;
 mod schema;
@@ -41,6 +42,7 @@ enum Command {
     Join(Box<join::JoinArgs>),
     Export(Box<export::ExportArgs>),
     Run(run::RunArgs),
+    MergeManifests(merge_manifests::MergeManifestsArgs),
     Stats(stats::StatsArgs),
     Schema(schema::SchemaArgs),
     Formats(formats::FormatsArgs),
@@ -56,6 +58,7 @@ impl Cli {
             Command::Join(a) => join::run(*a, &self.global),
             Command::Export(a) => export::run(*a, &self.global),
             Command::Run(a) => run::run(a, &self.global),
+            Command::MergeManifests(a) => merge_manifests::run(a, &self.global),
             Command::Stats(a) => stats::run(a, &self.global),
             Command::Schema(a) => schema::run(a),
             Command::Formats(a) => formats::run(a),

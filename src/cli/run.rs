@@ -10,8 +10,11 @@ use trajkit::convert::spec::located::LocatedDoc;
 use trajkit::convert::spec::SpecError;
 use trajkit::convert::{ConvertOptions, Converter, Mapping, OutputFormat};
 use trajkit::export::ExportError;
+use trajkit::ingest::inputs::{expand_glob, is_glob};
+use trajkit::join::policy::Orphans;
 use trajkit::model::AdpVersion;
 use trajkit::output::Output;
+use trajkit::partition::{Partition, PartitionBy};
 use trajkit::run::{run_plan, ExportTarget, JoinStage, Plan, RunError, RunSummary};
 use trajkit::validate::schemas::{pipeline_validator, PIPELINE_SCHEMA};
 
@@ -57,9 +60,17 @@ pub struct RunArgs {
     /// Not supported yet.
     #[arg(long, hide = true)]
     pub resume: bool,
-    /// Not supported yet.
-    #[arg(long, hide = true, value_name = "I/N")]
+    /// Make partition I of N (0 <= I < N): N runs of the same pipeline, one per I, write
+    /// disjoint shares whose union is the unpartitioned run; `trajkit merge-manifests` combines
+    /// their manifests. Files are tagged `part-I-of-N` (shards, `manifest.part-*.json`,
+    /// `run.part-*.json`, the rejects file).
+    #[arg(long, value_name = "I/N")]
     pub partition: Option<String>,
+    /// What a partition is chosen by: `path` (the input's path relative to the pipeline file's
+    /// directory: each partition reads its own inputs) or `id` (the trajectory id: each reads
+    /// every input and keeps its trajectories). Overrides `[partition] by`; default path.
+    #[arg(long, value_name = "KEY", value_parser = ["path", "id"], requires = "partition")]
+    pub partition_by: Option<String>,
     /// `json`: instead of a bar, a JSON line of progress on stderr every 5 seconds and one at
     /// the end (for batch jobs; a command-line option, not a pipeline key).
     #[arg(long, value_name = "FORMAT", value_parser = ["json"])]
@@ -70,7 +81,8 @@ const EXAMPLES: &str = "Examples:
   trajkit run sample_data/pipeline.toml
   trajkit run --check pipeline.toml
   trajkit run --print-config pipeline.toml > effective.toml
-  trajkit run pipeline.toml --threads 2 --max-reject-rate 0.01";
+  trajkit run pipeline.toml --threads 2 --max-reject-rate 0.01
+  trajkit run pipeline.toml --partition 3/8   # then: trajkit merge-manifests out/parquet ...";
 
 /// `trajkit join` as a stage: its options parsed by clap, so the pipeline file and the command
 /// line share one definition (names, defaults, value checks).
@@ -124,6 +136,9 @@ struct InputEntry {
     #[serde(default = "auto")]
     format: String,
     spec: Option<String>,
+    /// `path` is a glob pattern.
+    #[serde(skip)]
+    glob: bool,
 }
 
 fn auto() -> String {
@@ -143,6 +158,12 @@ struct ConvertSection {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
+struct PartitionSection {
+    by: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct ValidateSection {
     max_reject_rate: Option<f64>,
     rejects: Option<String>,
@@ -150,7 +171,10 @@ struct ValidateSection {
 
 /// A pipeline file, checked, with paths resolved.
 struct Pipeline {
+    /// The file's directory, lexically normalized (`.` for the current one).
+    dir: String,
     inputs: Vec<InputEntry>,
+    partition_by: PartitionBy,
     adp_version: AdpVersion,
     idle_gap: i64,
     decode_details: Option<String>,
@@ -329,11 +353,8 @@ fn load(path: &str) -> Result<Pipeline, CliError> {
         doc,
         list: Vec::new(),
     };
-    let unsupported = [("resume", "--resume"), ("partition", "--partition I/N")];
-    for (key, what) in unsupported {
-        if value.get(key).is_some() {
-            problems.add(format!("/{key}"), format!("not supported yet: {what}"));
-        }
+    if value.get("resume").is_some() {
+        problems.add("/resume".to_owned(), "not supported yet: --resume");
     }
     if value.get("progress").is_some() {
         problems.add(
@@ -381,10 +402,33 @@ fn load(path: &str) -> Result<Pipeline, CliError> {
         return Err(problems.into_error());
     }
     let base = Path::new(path).parent().unwrap_or(Path::new(""));
+    let raw_inputs: Vec<String> = match value.get("input") {
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|i| i["path"].as_str().unwrap_or_default().to_owned())
+            .collect(),
+        _ => Vec::new(),
+    };
     resolve_paths(&mut value, base);
     let section = |key: &str| value.get(key).cloned().unwrap_or(Value::Null);
-    let inputs: Vec<InputEntry> =
+    let mut inputs: Vec<InputEntry> =
         serde_json::from_value(section("input")).map_err(|e| CliError::usage(e.to_string()))?;
+    for (i, (input, raw)) in inputs.iter_mut().zip(&raw_inputs).enumerate() {
+        if !is_glob(raw) || Path::new(raw).is_absolute() {
+            input.glob = is_glob(raw);
+        } else {
+            // The directory is a literal prefix of the pattern, whatever characters it holds.
+            let escaped = glob::Pattern::escape(&base.to_string_lossy());
+            input.path = resolve(Path::new(&escaped), raw);
+            input.glob = true;
+        }
+        if let (true, Err(e)) = (input.glob, glob::Pattern::new(&input.path)) {
+            problems.add(
+                format!("/input/{i}/path"),
+                format!("not a valid glob pattern: {e}"),
+            );
+        }
+    }
     for (i, input) in inputs.iter().enumerate() {
         if input.path == "-" {
             problems.add(
@@ -397,6 +441,16 @@ fn load(path: &str) -> Result<Pipeline, CliError> {
         Value::Null => ConvertSection::default(),
         v => serde_json::from_value(v).map_err(|e| CliError::usage(e.to_string()))?,
     };
+    let partition: PartitionSection = match section("partition") {
+        Value::Null => PartitionSection::default(),
+        v => serde_json::from_value(v).map_err(|e| CliError::usage(e.to_string()))?,
+    };
+    let partition_by = partition
+        .by
+        .as_deref()
+        .unwrap_or("path")
+        .parse()
+        .map_err(CliError::usage)?;
     let validate: ValidateSection = match section("validate") {
         Value::Null => ValidateSection::default(),
         v => serde_json::from_value(v).map_err(|e| CliError::usage(e.to_string()))?,
@@ -441,7 +495,9 @@ fn load(path: &str) -> Result<Pipeline, CliError> {
         return Err(problems.into_error());
     }
     Ok(Pipeline {
+        dir: resolve(base, "."),
         inputs,
+        partition_by,
         adp_version,
         idle_gap: convert.idle_gap.unwrap_or(30),
         decode_details: convert.decode_details,
@@ -525,7 +581,12 @@ fn effective(p: &Pipeline) -> Value {
     if let Some(r) = &p.rejects {
         validate["rejects"] = json!(r);
     }
-    let mut out = json!({"input": inputs, "convert": convert, "validate": validate});
+    let mut out = json!({
+        "input": inputs,
+        "convert": convert,
+        "validate": validate,
+        "partition": {"by": p.partition_by.name()},
+    });
     if !p.joins.is_empty() {
         out["join"] = p
             .joins
@@ -575,13 +636,8 @@ fn to_toml(config: &Value) -> String {
 
 /// Runs `run`.
 pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
-    for (given, what) in [
-        (args.resume, "--resume"),
-        (args.partition.is_some(), "--partition I/N"),
-    ] {
-        if given {
-            return Err(CliError::usage(format!("not supported yet: {what}")));
-        }
+    if args.resume {
+        return Err(CliError::usage("not supported yet: --resume"));
     }
     if args
         .max_reject_rate
@@ -592,6 +648,16 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         ));
     }
     let pipeline = load(&args.pipeline)?;
+    let partition = match &args.partition {
+        Some(spec) => {
+            let by = match &args.partition_by {
+                Some(b) => b.parse().map_err(CliError::usage)?,
+                None => pipeline.partition_by,
+            };
+            Some(Partition::parse(spec, by).map_err(CliError::usage)?)
+        }
+        None => None,
+    };
     if args.print_config {
         let config = effective(&pipeline);
         if args.json {
@@ -609,6 +675,18 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     }
     let mut sets = Vec::new();
     for (i, (a, _)) in pipeline.joins.iter().enumerate() {
+        if partition.is_some() && a.orphans == Orphans::Reject {
+            return Err(stage_error(
+                &args.pipeline,
+                "join",
+                i,
+                CliError::usage(
+                    "not supported yet: orphans = \"reject\" with --partition (a partition \
+                     sees its share of the trajectories, so it cannot tell which side records \
+                     no partition uses)",
+                ),
+            ));
+        }
         sets.push(side_sets(a).map_err(|e| stage_error(&args.pipeline, "join", i, e))?);
     }
     if args.check {
@@ -621,17 +699,29 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     }
     let mut plan: Vec<(String, &'static dyn Converter)> = Vec::new();
     for (input, conv) in pipeline.inputs.iter().zip(named) {
-        plan.extend(plan_inputs(
-            std::slice::from_ref(&input.path),
-            conv,
-            global,
-        )?);
+        let given = if input.glob {
+            expand_glob(&input.path).map_err(CliError::io)?
+        } else {
+            vec![input.path.clone()]
+        };
+        plan.extend(plan_inputs(&given, conv, global)?);
     }
-    let paths: Vec<String> = plan.iter().map(|(p, _)| p.clone()).collect();
+    let all_paths: Vec<String> = plan.iter().map(|(p, _)| p.clone()).collect();
+    let share: Vec<(String, &'static dyn Converter)> = match partition {
+        Some(p) if p.by == PartitionBy::Path => plan
+            .iter()
+            .filter(|(path, _)| p.owns(&partition_key(&pipeline.dir, path)))
+            .cloned()
+            .collect(),
+        _ => plan.clone(),
+    };
+    let paths: Vec<String> = share.iter().map(|(p, _)| p.clone()).collect();
     let mut exports = Vec::new();
     for (i, (a, _)) in pipeline.exports.iter().enumerate() {
-        let opts = export_options(a, &paths, global)
+        // Every partition records every input, so their options agree.
+        let mut opts = export_options(a, &all_paths, global)
             .map_err(|e| stage_error(&args.pipeline, "export", i, e))?;
+        opts.shards.partition = partition;
         exports.push(ExportTarget {
             dir: PathBuf::from(&a.output),
             opts,
@@ -639,9 +729,14 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     }
     let mut joins = Vec::new();
     for ((a, _), s) in pipeline.joins.iter().zip(sets) {
+        let mut opts = run_options(a, global);
+        if partition.is_some() {
+            // Side records other partitions use would be reported as orphans.
+            opts.orphan_diagnostics = Some(0);
+        }
         joins.push(JoinStage {
             join: build_join(a, s, global)?,
-            opts: run_options(a, global),
+            opts,
         });
     }
     let convert = ConvertOptions {
@@ -651,7 +746,13 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         sessions: sessions(pipeline.idle_gap),
         mapping: pipeline.mapping,
     };
-    let rejects = rejects_writer(pipeline.rejects.as_deref())?;
+    // Each partition writes its own rejects file and run.json (stdout stays stdout).
+    let tagged = |path: &str| match &partition {
+        Some(p) if path != "-" => p.file_name(path),
+        _ => path.to_owned(),
+    };
+    let rejects_path = pipeline.rejects.as_deref().map(tagged);
+    let rejects = rejects_writer(rejects_path.as_deref())?;
     let started = Instant::now();
     let bar = match args.progress {
         Some(_) => Bar::json(&paths, "run"),
@@ -659,10 +760,12 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     };
     let summary = run_plan(
         &Plan {
-            inputs: &plan,
+            inputs: &share,
             convert: &convert,
             joins: &joins,
             exports: &exports,
+            partition,
+            all_inputs: partition.map(|_| plan.as_slice()),
         },
         &bar,
         rejects,
@@ -682,6 +785,13 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         &summary,
         &throughput(bar.bytes_read(), started),
     );
+    if let Some(e) = &summary.partition {
+        global.summary(format_args!(
+            "run: partition {} by {}: left to the other partitions: {} inputs, {} records, {} \
+             trajectories",
+            e.partition, e.by, e.inputs, e.records, e.trajectories
+        ));
+    }
     let report = json!({
         "trajkit_version": env!("CARGO_PKG_VERSION"),
         "pipeline": args.pipeline,
@@ -691,7 +801,7 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         "summary": summary,
     });
     for e in &exports {
-        write_run_json(&e.dir.join("run.json"), &report)?;
+        write_run_json(&e.dir.join(tagged("run.json")), &report)?;
     }
     if exceeded {
         return Err(CliError {
@@ -702,7 +812,7 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
                 summary.rejected_records,
                 summary.records,
                 summary.reject_rate() * 100.0,
-                match &pipeline.rejects {
+                match &rejects_path {
                     Some(r) => format!("; the rejected records are in {r}"),
                     None => "; set [validate] rejects to keep the rejected records".to_owned(),
                 }
@@ -710,6 +820,19 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         });
     }
     Ok(0)
+}
+
+/// The key an input is partitioned by: its path relative to the pipeline file's directory
+/// `dir` (so machines that mount the data in different places agree), or as given when it is
+/// outside that directory.
+fn partition_key(dir: &str, path: &str) -> String {
+    if dir == "." {
+        return path.to_owned();
+    }
+    match Path::new(path).strip_prefix(dir) {
+        Ok(rel) => rel.to_string_lossy().into_owned(),
+        Err(_) => path.to_owned(),
+    }
 }
 
 /// A stage's option error, located at its table.
@@ -816,6 +939,20 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn partition_keys_are_relative_to_the_pipeline_directory() {
+        assert_eq!(
+            partition_key("/mnt/a/p", "/mnt/a/p/logs/x.jsonl"),
+            "logs/x.jsonl"
+        );
+        assert_eq!(partition_key("data", "data/logs/x.jsonl"), "logs/x.jsonl");
+        assert_eq!(partition_key(".", "logs/x.jsonl"), "logs/x.jsonl");
+        assert_eq!(
+            partition_key("data", "/elsewhere/x.jsonl"),
+            "/elsewhere/x.jsonl"
+        );
     }
 
     #[test]

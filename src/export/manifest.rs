@@ -3,11 +3,12 @@
 //! Both are deterministic: no timestamps or host names, so the same input and options give
 //! the same bytes.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::shard::ShardFile;
 use super::ExportSummary;
+use crate::partition::PartitionInfo;
 
 /// What `manifest.json` holds.
 #[derive(Debug, Serialize)]
@@ -24,10 +25,14 @@ pub struct Manifest<'a> {
     pub splits: Vec<SplitEntry>,
     /// Every data file.
     pub files: &'a [ShardFile],
+    /// The partition of a partitioned run (`index`), or the partitions a merged manifest
+    /// combines (no `index`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partition: Option<PartitionInfo>,
 }
 
 /// Totals of one split.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct SplitEntry {
     /// The split name.
     pub name: String,
@@ -67,6 +72,7 @@ impl<'a> Manifest<'a> {
             counts,
             splits,
             files,
+            partition: None,
         }
     }
 

@@ -18,6 +18,7 @@ pub mod conversation;
 pub mod hf;
 pub mod infer;
 pub mod manifest;
+pub mod merge;
 pub mod openai;
 pub mod parquet;
 pub mod shard;
@@ -31,7 +32,7 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -47,6 +48,7 @@ use crate::join::policy::choice;
 use crate::model::upgrade::UpgradeOptions;
 use crate::model::Trajectory;
 use crate::output::Output;
+use crate::partition::Partition;
 use crate::pipeline::{self, Flow, InputCount, PipelineError, Progress, RunOptions, Sink};
 use crate::rejects::{reject, RejectsWriter};
 use crate::validate::report::Reporter;
@@ -241,7 +243,7 @@ pub struct ExportOptions {
 }
 
 /// Filter counts.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FilteredBy {
     /// `--min-reward`.
     pub min_reward: u64,
@@ -257,7 +259,7 @@ pub struct FilteredBy {
 
 /// Counts of an export: `records_in == written + filtered + rejected` (trajectories; a record
 /// that does not parse counts as one).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExportSummary {
     /// Trajectories read.
     #[serde(rename = "in")]
@@ -273,6 +275,22 @@ pub struct ExportSummary {
     /// Inputs that held no records.
     #[serde(skip)]
     pub empty_inputs: Vec<String>,
+}
+
+impl ExportSummary {
+    /// Adds the counts of `other` (another partition's) to these.
+    pub fn add(&mut self, other: &ExportSummary) {
+        self.records_in += other.records_in;
+        self.written += other.written;
+        self.filtered += other.filtered;
+        self.rejected += other.rejected;
+        let (a, b) = (&mut self.filtered_by, &other.filtered_by);
+        a.min_reward += b.min_reward;
+        a.outcome += b.outcome;
+        a.max_steps += b.max_steps;
+        a.max_chars += b.max_chars;
+        a.duplicate += b.duplicate;
+    }
 }
 
 /// A row of the target, ready for the writer.
@@ -597,18 +615,18 @@ pub enum ExportError {
     },
 }
 
-fn earlier_shards(data: &Path) -> io::Result<Vec<PathBuf>> {
+/// The shard files in `data`: all of them, or only `partition`'s.
+fn earlier_shards(data: &Path, partition: Option<&Partition>) -> io::Result<Vec<PathBuf>> {
     if !data.is_dir() {
         return Ok(Vec::new());
     }
+    let tag = partition.map(|p| format!("-{}-", p.tag()));
     let mut found = Vec::new();
     for entry in fs::read_dir(data)? {
         let path = entry?.path();
-        if path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(shard::is_shard_name)
-        {
+        if path.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+            shard::is_shard_name(n) && tag.as_ref().is_none_or(|t| n.contains(t.as_str()))
+        }) {
             found.push(path);
         }
     }
@@ -665,16 +683,34 @@ impl Run<'_> {
     }
 }
 
+/// The manifest's file name: `manifest.json`, or `manifest.part-00000-of-00002.json` for a
+/// partition.
+fn manifest_name(partition: Option<&Partition>) -> String {
+    match partition {
+        Some(p) => p.file_name("manifest.json"),
+        None => "manifest.json".to_owned(),
+    }
+}
+
 /// Checks that `dir` may be written (no earlier export unless `force`), creates `dir/data`,
-/// and returns it with the earlier shards to replace.
-fn prepare_dir(dir: &Path, force: bool) -> Result<(PathBuf, Vec<PathBuf>), ExportError> {
+/// and returns it with the earlier shards to replace. A partition looks only at its own
+/// shards and manifest (and at a merged `manifest.json`): the other partitions may be writing
+/// to the same directory.
+fn prepare_dir(
+    dir: &Path,
+    force: bool,
+    partition: Option<&Partition>,
+) -> Result<(PathBuf, Vec<PathBuf>), ExportError> {
     let io_err = |source: io::Error| ExportError::Io {
         dir: dir.display().to_string(),
         source,
     };
     let data = dir.join("data");
-    let earlier = earlier_shards(&data).map_err(io_err)?;
-    if !force && (!earlier.is_empty() || dir.join("manifest.json").exists()) {
+    let earlier = earlier_shards(&data, partition).map_err(io_err)?;
+    let manifest = |name: &str| dir.join(name).exists();
+    if !force
+        && (!earlier.is_empty() || manifest("manifest.json") || manifest(&manifest_name(partition)))
+    {
         return Err(ExportError::Exists(dir.display().to_string()));
     }
     fs::create_dir_all(&data).map_err(io_err)?;
@@ -688,18 +724,48 @@ fn write_manifest(
     summary: &ExportSummary,
     files: &[ShardFile],
 ) -> io::Result<()> {
-    let manifest = Manifest::new(
+    let mut manifest = Manifest::new(
         opts.target.name(),
         &opts.recorded_options,
         summary,
         opts.splits.names(),
         files,
     );
-    write_file(&dir.join("manifest.json"), |out| {
-        serde_json::to_writer_pretty(&mut *out, &manifest)?;
+    let partition = opts.shards.partition.as_ref();
+    manifest.partition = partition.map(Partition::info);
+    write_manifest_files(dir, &manifest_name(partition), &manifest, opts.target)?;
+    if partition.is_some() {
+        // A merged manifest and card no longer describe the data files: the directory must not
+        // look finished until `merge-manifests` runs again.
+        for stale in ["manifest.json", "README.md"] {
+            match fs::remove_file(dir.join(stale)) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes `manifest` as `name` in `dir`, with the dataset card unless it is a partition's.
+fn write_manifest_files(
+    dir: &Path,
+    name: &str,
+    manifest: &Manifest<'_>,
+    target: Target,
+) -> io::Result<()> {
+    write_file(&dir.join(name), |out| {
+        serde_json::to_writer_pretty(&mut *out, manifest)?;
         out.write_all(b"\n")
     })?;
-    let card = manifest.card(opts.target.shape());
+    if manifest
+        .partition
+        .as_ref()
+        .is_some_and(|p| p.index.is_some())
+    {
+        return Ok(());
+    }
+    let card = manifest.card(target.shape());
     write_file(&dir.join("README.md"), |out| out.write_all(card.as_bytes()))
 }
 
@@ -721,7 +787,7 @@ pub struct ExportStage {
 impl ExportStage {
     /// Prepares `dir` for an export with `opts` (refused if it holds one, unless `force`).
     pub fn open(dir: &Path, opts: &ExportOptions) -> Result<Self, ExportError> {
-        let (data, earlier) = prepare_dir(dir, opts.force)?;
+        let (data, earlier) = prepare_dir(dir, opts.force, opts.shards.partition.as_ref())?;
         let shards = match opts.target {
             Target::Parquet => AnyShards::Parquet(Shards::new(&data, opts, &opts.parquet)),
             _ => AnyShards::Lines(Shards::new(&data, opts, &opts.shards.zstd)),
@@ -805,7 +871,7 @@ pub fn export_inputs(
         dir: dir.display().to_string(),
         source,
     };
-    let (data, earlier) = prepare_dir(dir, opts.force)?;
+    let (data, earlier) = prepare_dir(dir, opts.force, opts.shards.partition.as_ref())?;
     let sft_with_specs;
     let mut opts = opts;
     if !matches!(opts.target, Target::Adp | Target::Parquet)

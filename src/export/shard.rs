@@ -5,14 +5,17 @@
 //! The number of shards is known only at the end, so shards are written as
 //! `data/.{split}-{i:05}.partial` and renamed to `data/{split}-{i:05}-of-{n:05}.{ext}` by
 //! [`ShardSet::commit`] once the whole run succeeded; the hidden partial names match no
-//! `data_files` pattern, and a run that fails removes them.
+//! `data_files` pattern, and a run that fails removes them. A partition's shards carry its tag
+//! after the split (`data/{split}-part-00000-of-00002-{i:05}-of-{n:05}.{ext}`).
 
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+
+use crate::partition::Partition;
 
 /// How shards are cut and compressed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -24,10 +27,25 @@ pub struct ShardOptions {
     pub bytes: Option<u64>,
     /// zstd level, when compressing JSON lines.
     pub zstd: Option<i32>,
+    /// The partition whose shards these are (its tag goes into the file names, so the shards
+    /// of N partitions writing to one directory never collide).
+    #[serde(skip)]
+    pub partition: Option<Partition>,
+}
+
+impl ShardOptions {
+    /// `{split}-` for an unpartitioned run, `{split}-part-00000-of-00002-` for a partition: what
+    /// a shard's file name starts with (so `data/{split}-*` matches every partition's shards).
+    fn prefix(&self, split: &str) -> String {
+        match &self.partition {
+            Some(p) => format!("{split}-{}-", p.tag()),
+            None => format!("{split}-"),
+        }
+    }
 }
 
 /// One written shard file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShardFile {
     /// Path relative to the output directory (`data/train-00000-of-00001.jsonl`).
     pub path: String,
@@ -189,9 +207,11 @@ impl<W: ShardWriter> ShardSet<W> {
     }
 
     fn start(&self) -> io::Result<Open<W>> {
-        let temp = self
-            .dir
-            .join(format!(".{}-{:05}.partial", self.split, self.closed.len()));
+        let temp = self.dir.join(format!(
+            ".{}{:05}.partial",
+            self.opts.prefix(&self.split),
+            self.closed.len()
+        ));
         let file = HashingFile {
             inner: BufWriter::with_capacity(1 << 20, File::create(&temp)?),
             hasher: Sha256::new(),
@@ -241,7 +261,7 @@ impl<W: ShardWriter> ShardSet<W> {
         let ext = W::extension(&self.config);
         let mut files = Vec::with_capacity(n);
         for (i, c) in self.closed.iter().enumerate() {
-            let name = format!("{}-{i:05}-of-{n:05}.{ext}", self.split);
+            let name = format!("{}{i:05}-of-{n:05}.{ext}", self.opts.prefix(&self.split));
             fs::rename(&c.temp, self.dir.join(&name))?;
             files.push(ShardFile {
                 path: format!("data/{name}"),

@@ -1,4 +1,5 @@
-//! Expanding the command line's inputs: files as given, directories into their data files.
+//! Expanding the command line's inputs: files as given, directories into their data files;
+//! and a pipeline file's glob patterns into the paths they match.
 
 use std::fs;
 use std::io;
@@ -72,6 +73,42 @@ pub fn expand_inputs_with(
     Ok(out)
 }
 
+/// True when `path` is a glob pattern (holds `*`, `?` or `[`).
+pub fn is_glob(path: &str) -> bool {
+    path.contains(['*', '?', '['])
+}
+
+/// The paths `pattern` matches (files and directories), sorted by byte order so runs are
+/// deterministic. `*`, `?` and `[...]` do not match `/` or a leading `.` (hidden files, and the
+/// partial files of a running export); `**` matches any number of directories. A pattern that
+/// matches nothing is an error, as a missing file is.
+pub fn expand_glob(pattern: &str) -> Result<Vec<String>, InputError> {
+    let err = |source| InputError {
+        path: pattern.to_owned(),
+        source,
+    };
+    let options = glob::MatchOptions {
+        case_sensitive: true,
+        require_literal_separator: true,
+        require_literal_leading_dot: true,
+    };
+    let paths = glob::glob_with(pattern, options)
+        .map_err(|e| err(io::Error::new(io::ErrorKind::InvalidInput, e.to_string())))?;
+    let mut found = Vec::new();
+    for p in paths {
+        let p = p.map_err(|e| err(io::Error::other(e.to_string())))?;
+        found.push(p.to_string_lossy().into_owned());
+    }
+    if found.is_empty() {
+        return Err(err(io::Error::new(
+            io::ErrorKind::NotFound,
+            "the pattern matches no file",
+        )));
+    }
+    found.sort();
+    Ok(found)
+}
+
 fn walk(dir: &Path, is_unit: &dyn Fn(&Path) -> bool, found: &mut Vec<String>) -> io::Result<()> {
     for entry in fs::read_dir(dir)? {
         let entry = entry?;
@@ -128,5 +165,38 @@ mod tests {
         );
         let missing = expand_inputs(&[format!("{root}/nope.jsonl")]).expect_err("missing");
         assert!(missing.to_string().contains("nope.jsonl"));
+    }
+
+    #[test]
+    fn globs_match_sorted_and_not_hidden_files() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        for name in [
+            "b/x.jsonl",
+            "a/y.jsonl",
+            "a/deep/z.jsonl",
+            "a/.hidden.jsonl",
+            "c.json",
+        ] {
+            let p = dir.path().join(name);
+            fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+            fs::write(p, "").expect("write");
+        }
+        let root = dir.path().to_string_lossy().into_owned();
+        let got = expand_glob(&format!("{root}/**/*.jsonl")).expect("matches");
+        assert_eq!(
+            got,
+            vec![
+                format!("{root}/a/deep/z.jsonl"),
+                format!("{root}/a/y.jsonl"),
+                format!("{root}/b/x.jsonl"),
+            ]
+        );
+        assert_eq!(
+            expand_glob(&format!("{root}/*/y.jsonl")).expect("matches"),
+            vec![format!("{root}/a/y.jsonl")]
+        );
+        let none = expand_glob(&format!("{root}/*.parquet")).expect_err("no match");
+        assert!(none.to_string().contains("matches no file"), "{none}");
+        assert!(is_glob("a/*.json") && is_glob("a/[ab].json") && !is_glob("a/b.json"));
     }
 }

@@ -12,10 +12,11 @@ use trajkit::convert::{ConvertOptions, Converter, OutputFormat};
 use trajkit::export::ExportError;
 use trajkit::model::AdpVersion;
 use trajkit::output::Output;
+use trajkit::run::journal::{identity, JournalOptions, ResumeError, STATE_DIR};
 use trajkit::run::{run_plan, ExportTarget, JoinStage, Plan, RunError, RunSummary};
 use trajkit::validate::schemas::{pipeline_validator, PIPELINE_SCHEMA};
 
-use super::common::{rejects_writer, throughput, warn_empty, Capped, CliError, GlobalArgs};
+use super::common::{throughput, warn_empty, Capped, CliError, GlobalArgs};
 use super::convert::{named_converter, plan_inputs, sessions, upgrade_options};
 use super::export::{export_options, ExportArgs};
 use super::join::{build_join, run_options, side_sets, JoinArgs};
@@ -54,8 +55,11 @@ pub struct RunArgs {
     /// `[validate] max_reject_rate`; default 0: any reject fails the run).
     #[arg(long, value_name = "R")]
     pub max_reject_rate: Option<f64>,
-    /// Not supported yet.
-    #[arg(long, hide = true)]
+    /// Resume a run that was killed or interrupted (Ctrl-C): restart from the journal it left
+    /// in the first export's directory (`.trajkit-run/`), keeping every shard it completed, to
+    /// the same outputs as an uninterrupted run. Refused when the configuration or an input
+    /// changed since; without a journal, the run starts from the beginning.
+    #[arg(long)]
     pub resume: bool,
     /// Not supported yet.
     #[arg(long, hide = true, value_name = "I/N")]
@@ -325,11 +329,19 @@ fn load(path: &str) -> Result<Pipeline, CliError> {
         doc,
         list: Vec::new(),
     };
-    let unsupported = [("resume", "--resume"), ("partition", "--partition I/N")];
-    for (key, what) in unsupported {
-        if value.get(key).is_some() {
-            problems.add(format!("/{key}"), format!("not supported yet: {what}"));
-        }
+    if value.get("partition").is_some() {
+        problems.add(
+            "/partition".to_owned(),
+            "not supported yet: --partition I/N".to_owned(),
+        );
+    }
+    if value.get("resume").is_some() {
+        problems.add(
+            "/resume".to_owned(),
+            "not a pipeline key: resuming an interrupted run is chosen on the command line \
+             (--resume)"
+                .to_owned(),
+        );
     }
     if value.get("progress").is_some() {
         problems.add(
@@ -553,13 +565,8 @@ fn to_toml(config: &Value) -> String {
 
 /// Runs `run`.
 pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
-    for (given, what) in [
-        (args.resume, "--resume"),
-        (args.partition.is_some(), "--partition I/N"),
-    ] {
-        if given {
-            return Err(CliError::usage(format!("not supported yet: {what}")));
-        }
+    if args.partition.is_some() {
+        return Err(CliError::usage("not supported yet: --partition I/N"));
     }
     if args
         .max_reject_rate
@@ -628,7 +635,22 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         run: global.run_options(),
         sessions: sessions(pipeline.idle_gap),
     };
-    let rejects = rejects_writer(pipeline.rejects.as_deref())?;
+    if args.resume && pipeline.rejects.as_deref() == Some("-") {
+        return Err(CliError::usage(
+            "not supported yet: --resume with the rejects written to stdout",
+        ));
+    }
+    let max = args.max_reject_rate.unwrap_or(pipeline.max_reject_rate);
+    let identity_text = json!({
+        "config": effective(&pipeline),
+        "max_reject_rate": max,
+        "max_record_bytes": global.max_record_bytes,
+    })
+    .to_string();
+    let journal = JournalOptions {
+        identity: identity(&identity_text, &paths),
+        resume: args.resume,
+    };
     let started = Instant::now();
     let bar = match args.progress {
         Some(_) => Bar::json(&paths, "run"),
@@ -640,18 +662,27 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
             convert: &convert,
             joins: &joins,
             exports: &exports,
+            journal: &journal,
         },
         &bar,
-        rejects,
+        pipeline.rejects.as_deref(),
         Box::new(Capped::stderr(global)),
     )
     .map_err(|e| match e {
-        RunError::Export(ExportError::Exists(_)) => CliError::usage(e.to_string()),
+        RunError::Export(ExportError::Exists(_)) => {
+            let journal = exports.first().map(|e| e.dir.join(STATE_DIR));
+            let hint = if journal.is_some_and(|j| j.exists()) {
+                "; or pass --resume to resume the interrupted run it holds"
+            } else {
+                ""
+            };
+            CliError::usage(format!("{e}{hint}"))
+        }
+        RunError::Resume(ResumeError::Refused(_)) => CliError::usage(e.to_string()),
         other => CliError::io(other),
     })?;
     bar.finish();
     warn_empty(global, summary.empty_inputs.iter().map(String::as_str));
-    let max = args.max_reject_rate.unwrap_or(pipeline.max_reject_rate);
     let exceeded = summary.reject_rate() > max;
     print_summary(
         global,

@@ -73,7 +73,7 @@ pub struct GlobalState {
     pub rejects: Option<u64>,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "line", rename_all = "snake_case")]
 enum Line {
     Run {
@@ -269,18 +269,20 @@ pub enum ResumeError {
     #[error("cannot resume: {0}")]
     Refused(String),
     /// The journal could not be read or written.
-    #[error("cannot resume: {0}")]
+    #[error("the run's journal (.trajkit-run/ in the first export's directory): {0}")]
     Io(#[from] io::Error),
 }
 
 fn read_lines(path: &Path) -> Result<Vec<Line>, ResumeError> {
+    let texts = BufReader::new(File::open(path)?)
+        .lines()
+        .collect::<io::Result<Vec<String>>>()?;
     let mut out = Vec::new();
-    for (n, text) in BufReader::new(File::open(path)?).lines().enumerate() {
-        let text = text?;
-        match serde_json::from_str::<Line>(&text) {
+    for (n, text) in texts.iter().enumerate() {
+        match serde_json::from_str::<Line>(text) {
             Ok(l) => out.push(l),
             // A last line cut short by the kill was never synced: it does not count.
-            Err(_) if text.trim().is_empty() => {}
+            Err(_) if n + 1 == texts.len() => {}
             Err(e) => {
                 return Err(ResumeError::Refused(format!(
                     "{}:{}: not a journal line ({e}); run again without --resume",
@@ -469,4 +471,66 @@ fn read_seen(path: &Path, count: u64) -> Result<Vec<[u8; 16]>, ResumeError> {
             h
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn journal(text: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("journal.jsonl");
+        fs::write(&path, text).expect("write");
+        (dir, path)
+    }
+
+    #[test]
+    fn a_last_line_cut_short_by_a_kill_is_ignored_but_not_a_bad_line_before() {
+        let run = r#"{"line":"run","trajkit":"x","identity":"i"}"#;
+        let (_d, path) = journal(&format!("{run}\n{{\"line\":\"inp"));
+        assert_eq!(read_lines(&path).expect("reads").len(), 1);
+        let (_d, path) = journal(&format!("{run}\n{{\"line\":\"inp\n{run}\n"));
+        let err = read_lines(&path).expect_err("refused");
+        assert!(err.to_string().contains("journal.jsonl:2"), "{err}");
+    }
+
+    #[test]
+    fn another_identity_is_refused() {
+        let lines = vec![Line::Run {
+            trajkit: env!("CARGO_PKG_VERSION").to_owned(),
+            identity: "before".to_owned(),
+        }];
+        let dir = tempfile::tempdir().expect("tmp");
+        let err = plan_restart(&lines, "after", &[1], dir.path()).expect_err("refused");
+        assert!(err.to_string().contains("changed"), "{err}");
+        assert!(plan_restart(&lines, "before", &[1], dir.path()).is_ok());
+    }
+
+    #[test]
+    fn input_counts_are_gathered_from_the_lines_that_list_them() {
+        let summary = |p: &str| InputSummary {
+            path: p.to_owned(),
+            records: 1,
+            ..InputSummary::default()
+        };
+        let at = |input: usize, inputs: Vec<InputSummary>| Line::Input {
+            input,
+            offered: 0,
+            state: GlobalState {
+                inputs,
+                ..GlobalState::default()
+            },
+        };
+        // Boundaries 1 and 3 journaled (2 was skipped), then 1 again by a resumed run.
+        let lines = vec![
+            at(0, vec![]),
+            at(1, vec![summary("a")]),
+            at(3, vec![summary("b"), summary("c")]),
+            at(1, vec![summary("a")]),
+        ];
+        let got = completed_inputs(&lines, 3).expect("complete");
+        let paths: Vec<&str> = got.iter().map(|i| i.path.as_str()).collect();
+        assert_eq!(paths, ["a", "b", "c"]);
+        assert!(completed_inputs(&lines[..2], 3).is_err());
+    }
 }

@@ -5,7 +5,7 @@
 //! over it would replace the device with a plain file.
 
 use std::fs::{self, File};
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter, Seek, Write};
 use std::path::{Path, PathBuf};
 
 /// Where a command writes: stdout (`-`) or an atomically written file.
@@ -26,16 +26,44 @@ fn is_special(path: &Path) -> bool {
 impl Output {
     /// Opens `path` for writing (`-` is stdout).
     pub fn create(path: &str) -> io::Result<Output> {
+        match Output::create_special(path)? {
+            Some(out) => Ok(out),
+            None => AtomicFile::create(Path::new(path)).map(Output::File),
+        }
+    }
+
+    /// Like [`Output::create`], but a file is written by [`AtomicFile::resumable`].
+    pub fn resumable(path: &str, keep: u64) -> io::Result<Output> {
+        match Output::create_special(path)? {
+            Some(out) => Ok(out),
+            None => AtomicFile::resumable(Path::new(path), keep).map(Output::File),
+        }
+    }
+
+    /// Stdout or a device, or `None` for a file path.
+    fn create_special(path: &str) -> io::Result<Option<Output>> {
         if path == "-" {
-            Ok(Output::Stdout(BufWriter::with_capacity(
+            Ok(Some(Output::Stdout(BufWriter::with_capacity(
                 1 << 20,
                 io::stdout(),
-            )))
+            ))))
         } else if is_special(Path::new(path)) {
             let file = fs::OpenOptions::new().write(true).open(path)?;
-            Ok(Output::Special(BufWriter::with_capacity(1 << 20, file)))
+            Ok(Some(Output::Special(BufWriter::with_capacity(
+                1 << 20,
+                file,
+            ))))
         } else {
-            AtomicFile::create(Path::new(path)).map(Output::File)
+            Ok(None)
+        }
+    }
+
+    /// Flushes and syncs a file, and returns its length; `None` for stdout and devices, whose
+    /// bytes cannot be taken back.
+    pub fn checkpoint(&mut self) -> io::Result<Option<u64>> {
+        match self {
+            Output::File(f) => f.checkpoint().map(Some),
+            Output::Stdout(_) | Output::Special(_) => Ok(None),
         }
     }
 
@@ -75,6 +103,19 @@ impl Write for Output {
     }
 }
 
+/// `target` with `suffix` appended to its file name, once its parent directories exist.
+fn temp_beside(target: &Path, suffix: &str) -> io::Result<PathBuf> {
+    if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
+        fs::create_dir_all(parent)?;
+    }
+    let mut name = target
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "output path has no file name"))?
+        .to_os_string();
+    name.push(suffix);
+    Ok(target.with_file_name(name))
+}
+
 /// A file written under `NAME.tmp-PID` and renamed to `NAME` by [`AtomicFile::finish`].
 pub struct AtomicFile {
     target: PathBuf,
@@ -85,23 +126,51 @@ pub struct AtomicFile {
 impl AtomicFile {
     /// Creates the temporary file beside `target` (creating parent directories).
     pub fn create(target: &Path) -> io::Result<AtomicFile> {
-        if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
-            fs::create_dir_all(parent)?;
-        }
-        let mut name = target
-            .file_name()
-            .ok_or_else(|| {
-                io::Error::new(io::ErrorKind::InvalidInput, "output path has no file name")
-            })?
-            .to_os_string();
-        name.push(format!(".tmp-{}", std::process::id()));
-        let temp = target.with_file_name(name);
+        let temp = temp_beside(target, &format!(".tmp-{}", std::process::id()))?;
         let file = File::create(&temp)?;
         Ok(AtomicFile {
             target: target.to_path_buf(),
             temp,
             writer: Some(BufWriter::with_capacity(1 << 20, file)),
         })
+    }
+
+    /// Like [`AtomicFile::create`], but under the fixed name `NAME.partial` and keeping its
+    /// first `keep` bytes when it exists (a resumed run goes on writing where its checkpoint
+    /// was; see [`AtomicFile::checkpoint`]). `keep` 0 starts an empty file.
+    pub fn resumable(target: &Path, keep: u64) -> io::Result<AtomicFile> {
+        let temp = temp_beside(target, ".partial")?;
+        let mut file = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&temp)?;
+        let len = file.metadata()?.len();
+        if len < keep {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!(
+                    "{} holds {len} bytes, fewer than the {keep} the checkpoint recorded",
+                    temp.display()
+                ),
+            ));
+        }
+        file.set_len(keep)?;
+        file.seek(io::SeekFrom::Start(keep))?;
+        Ok(AtomicFile {
+            target: target.to_path_buf(),
+            temp,
+            writer: Some(BufWriter::with_capacity(1 << 20, file)),
+        })
+    }
+
+    /// Flushes and syncs what was written so far, and returns the file's length.
+    pub fn checkpoint(&mut self) -> io::Result<u64> {
+        let w = self.writer()?;
+        w.flush()?;
+        let file = w.get_mut();
+        file.sync_data()?;
+        file.stream_position()
     }
 
     /// Flushes, syncs and renames the file into place.

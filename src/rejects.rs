@@ -71,6 +71,21 @@ impl RejectsWriter {
         })
     }
 
+    /// Opens the rejects file of a run that can be resumed: a file target is written under the
+    /// fixed name `PATH.partial`, keeping its first `keep` bytes (see [`Output`]); stdout and
+    /// devices are opened as by [`RejectsWriter::create`].
+    pub fn resumable(path: &str, keep: u64) -> io::Result<RejectsWriter> {
+        Ok(RejectsWriter {
+            out: Output::resumable(path, keep)?,
+        })
+    }
+
+    /// Flushes and syncs what was written; its length, or `None` when the rejects go to
+    /// stdout or a device.
+    pub fn checkpoint(&mut self) -> io::Result<Option<u64>> {
+        self.out.checkpoint()
+    }
+
     /// Records `record` as rejected at `stage` because of `diagnostics`.
     pub fn write(
         &mut self,

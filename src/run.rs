@@ -27,6 +27,11 @@
 //! A partition (`--partition I/N`) reads only its inputs (by path, chosen by the caller) or keeps
 //! only its trajectories (by id, [`Plan::partition`]); the first pass still reads every input
 //! with every trajectory, so each partition infers the same tool specs as one unpartitioned run.
+//!
+//! Every run keeps a [`journal`] of checkpoints (at input boundaries and shard starts), from
+//! which `--resume` restarts a killed run to the same output bytes.
+
+pub mod journal;
 
 use std::collections::HashMap;
 use std::io;
@@ -35,7 +40,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::convert::{empty_inputs, upgrade_checked, ConvertOptions, Converter};
 use crate::export::infer::{trajectory_calls, Gather};
@@ -51,6 +56,7 @@ use crate::pipeline::{self, Flow, PipelineError, Progress, Sink};
 use crate::rejects::{reject, RejectsWriter};
 use crate::validate::report::Reporter;
 use crate::validate::Diagnostic;
+use journal::{GlobalState, Journal, JournalOptions, Restart, ResumeError};
 
 /// One join stage: the join and its run options (target version, orphan policy).
 pub struct JoinStage {
@@ -83,10 +89,12 @@ pub struct Plan<'a> {
     pub partition: Option<Partition>,
     /// Every input of the pipeline (for the first pass), when `inputs` is a partition's share.
     pub all_inputs: Option<&'a [(String, &'static dyn Converter)]>,
+    /// The journal (kept in the first export's directory) and whether to resume from it.
+    pub journal: &'a JournalOptions,
 }
 
 /// Counts of one input.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct InputSummary {
     /// The input path.
     pub path: String,
@@ -96,9 +104,17 @@ pub struct InputSummary {
     pub trajectories: u64,
     /// Records rejected at some stage (or with a trajectory rejected at some stage).
     pub rejected: u64,
+    /// In a partition by id: records read whose trajectories all belong to other partitions
+    /// (not in `records`; left out of the JSON when 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub elsewhere: u64,
     /// Wall time from the writer's first to its last record of this input (reading,
     /// processing and writing overlap, so this is the input's share of the run), in seconds.
     pub seconds: f64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Counts of one stage: `in == written + filtered + rejected`.
@@ -163,6 +179,9 @@ pub enum RunError {
     /// An export directory could not be prepared or finished.
     #[error(transparent)]
     Export(#[from] ExportError),
+    /// `--resume` refused, or the journal could not be written.
+    #[error(transparent)]
+    Resume(#[from] ResumeError),
 }
 
 /// Busy time per stage (convert, each join, each export), added to from any thread.
@@ -385,6 +404,19 @@ struct RunSink<'a> {
     /// When the stage counts were last reported.
     reported: Instant,
     elsewhere: Elsewhere,
+    journal: Journal,
+    /// The plan index of the next input.
+    input: usize,
+    /// Trajectories offered to the exports so far.
+    offered: u64,
+    /// Per join, side records first used since the last journaled input boundary.
+    newly_used: Vec<Vec<u32>>,
+    /// Inputs whose counts are journaled, and when the last input boundary was.
+    journaled_inputs: usize,
+    last_checkpoint: Option<Instant>,
+    /// Records accepted by this process, and the test hook's abort point.
+    accepted: u64,
+    abort_after: Option<u64>,
 }
 
 impl Sink for RunSink<'_> {
@@ -392,6 +424,16 @@ impl Sink for RunSink<'_> {
 
     fn start_input(&mut self, path: &Arc<str>) -> io::Result<()> {
         self.close_input();
+        // Under the kill test hook every boundary is journaled, so that tests restart from
+        // each of them whatever the machine's speed.
+        let interval = match self.abort_after {
+            Some(_) => Duration::ZERO,
+            None => INPUT_CHECKPOINT_INTERVAL,
+        };
+        if self.last_checkpoint.is_none_or(|t| t.elapsed() >= interval) {
+            self.checkpoint()?;
+        }
+        self.input += 1;
         self.summary.inputs.push(InputSummary {
             path: path.to_string(),
             ..InputSummary::default()
@@ -403,6 +445,9 @@ impl Sink for RunSink<'_> {
         if let Item::Elsewhere(n) = item {
             self.elsewhere.records += 1;
             self.elsewhere.trajectories += n;
+            if let Some(input) = self.summary.inputs.last_mut() {
+                input.elsewhere += 1;
+            }
             return Ok(Flow::Continue);
         }
         self.input_started.get_or_insert_with(Instant::now);
@@ -441,9 +486,19 @@ impl Sink for RunSink<'_> {
             input.trajectories += converted;
             input.rejected += u64::from(rejected);
         }
+        self.accepted += 1;
+        if self.abort_after == Some(self.accepted) {
+            // The test hook: a kill at a chosen point, without destructors or flushes.
+            std::process::abort();
+        }
         Ok(Flow::Continue)
     }
 }
+
+/// Input boundaries closer than this to the last journaled one are not journaled (a run over
+/// many small files would otherwise sync the journal and rejects file for each); a resumed run
+/// redoes at most this long of small inputs.
+const INPUT_CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
 
 impl RunSink<'_> {
     /// Sets the time of the input whose records came last.
@@ -491,6 +546,35 @@ impl RunSink<'_> {
         stages
     }
 
+    /// Journals the state at the start of input `self.input` (the rejects file synced first).
+    fn checkpoint(&mut self) -> io::Result<()> {
+        let fresh = vec![Vec::new(); self.newly_used.len()];
+        let state = GlobalState {
+            records: self.summary.records,
+            trajectories: self.summary.trajectories,
+            rejected_records: self.summary.rejected_records,
+            convert_rejected: self.convert_rejected,
+            inputs: self
+                .summary
+                .inputs
+                .get(self.journaled_inputs..)
+                .unwrap_or_default()
+                .to_vec(),
+            joins: self.joins.clone(),
+            used: std::mem::replace(&mut self.newly_used, fresh),
+            elsewhere_records: self.elsewhere.records,
+            elsewhere_trajectories: self.elsewhere.trajectories,
+            rejects: match &mut self.rejects {
+                Some(r) => r.checkpoint()?,
+                None => None,
+            },
+        };
+        self.journal.input(self.input, self.offered, state)?;
+        self.journaled_inputs = self.summary.inputs.len();
+        self.last_checkpoint = Some(Instant::now());
+        Ok(())
+    }
+
     /// Counts and writes one trajectory's outcomes; true when a stage rejected it.
     fn trajectory(&mut self, record: &RawRecord, t: TrajectoryItem) -> io::Result<bool> {
         let as_record = |bytes: &Option<Vec<u8>>| match bytes {
@@ -527,8 +611,11 @@ impl RunSink<'_> {
                         s.unmatched_kept += 1;
                     }
                     for r in u {
-                        if let Some(x) = used.get_mut(r as usize) {
+                        if let Some(x) = used.get_mut(r as usize).filter(|x| !**x) {
                             *x = true;
+                            if let Some(n) = self.newly_used.get_mut(i) {
+                                n.push(r);
+                            }
                         }
                     }
                 }
@@ -541,6 +628,7 @@ impl RunSink<'_> {
             }
         }
         let first = 1 + self.joins.len();
+        let offered = !t.exports.is_empty();
         for (i, (outcome, export)) in t.exports.into_iter().zip(&mut self.exports).enumerate() {
             let started = Instant::now();
             let added = export.add(outcome)?;
@@ -549,8 +637,74 @@ impl RunSink<'_> {
                 rejected = true;
                 report(format!("export[{}]", i + 1), &d)?;
             }
+            for c in export.take_checkpoints() {
+                self.journal.shard(i, c)?;
+            }
         }
+        self.offered += u64::from(offered);
         Ok(rejected)
+    }
+}
+
+/// The sink of the pass, with the counters of `restart` (all zero for a fresh run), timing its
+/// stages in `busy` and reporting their counts to `progress`.
+fn restored_sink<'a>(
+    plan: &Plan<'_>,
+    restart: Restart,
+    exports: Vec<ExportStage>,
+    rejects: Option<RejectsWriter>,
+    reporter: Box<dyn Reporter>,
+    journal: Journal,
+    (busy, progress): (&'a Busy, &'a dyn Progress),
+) -> RunSink<'a> {
+    let st = restart.state;
+    let mut used: Vec<Vec<bool>> = plan
+        .joins
+        .iter()
+        .map(|j| vec![false; j.join.index.len()])
+        .collect();
+    for (bits, list) in used.iter_mut().zip(&st.used) {
+        for &r in list {
+            if let Some(b) = bits.get_mut(r as usize) {
+                *b = true;
+            }
+        }
+    }
+    let mut joins = st.joins;
+    joins.resize(plan.joins.len(), JoinSummary::default());
+    RunSink {
+        exports,
+        rejects,
+        reporter,
+        summary: RunSummary {
+            records: st.records,
+            trajectories: st.trajectories,
+            rejected_records: st.rejected_records,
+            inputs: st.inputs,
+            ..RunSummary::default()
+        },
+        joins,
+        newly_used: vec![Vec::new(); used.len()],
+        journaled_inputs: restart.input,
+        last_checkpoint: None,
+        used,
+        convert_rejected: st.convert_rejected,
+        journal,
+        input: restart.input,
+        offered: restart.offered,
+        busy,
+        progress,
+        input_started: None,
+        reported: Instant::now(),
+        elsewhere: Elsewhere {
+            records: st.elsewhere_records,
+            trajectories: st.elsewhere_trajectories,
+            ..Elsewhere::default()
+        },
+        accepted: 0,
+        abort_after: std::env::var(journal::ABORT_AFTER_RECORDS)
+            .ok()
+            .and_then(|v| v.parse().ok()),
     }
 }
 
@@ -572,13 +726,14 @@ impl Sink for Calls {
 }
 
 /// Runs `plan` in one pass (two when an SFT export infers tool specs from the dataset),
-/// writing every export, rejects from every stage to `rejects` (with the stage: `convert`,
-/// `join[N]`, `export[N]`) and their diagnostics to `reporter`. The exports are committed
-/// (shards renamed, manifest and card written) once the pass succeeded.
+/// writing every export, rejects from every stage to the file `rejects` (with the stage:
+/// `convert`, `join[N]`, `export[N]`) and their diagnostics to `reporter`. The exports are
+/// committed (shards renamed, manifest and card written) once the pass succeeded. With
+/// `plan.journal.resume`, restarts from where a killed run's journal says (see [`journal`]).
 pub fn run_plan(
     plan: &Plan<'_>,
     progress: &dyn Progress,
-    rejects: Option<RejectsWriter>,
+    rejects: Option<&str>,
     reporter: Box<dyn Reporter>,
 ) -> Result<RunSummary, RunError> {
     let paths: Vec<String> = plan.inputs.iter().map(|(p, _)| p.clone()).collect();
@@ -591,6 +746,17 @@ pub fn run_plan(
     let opts = plan.convert;
     let sources = |path: &str| by_path.get(path).and_then(|c| c.open_source(path, opts));
     let mut export_opts: Vec<ExportOptions> = plan.exports.iter().map(|e| e.opts.clone()).collect();
+    let state_dir = match plan.exports.first() {
+        Some(e) => journal::state_dir(&e.dir, plan.partition.as_ref()),
+        None => return Err(RunError::Resume(ResumeError::Refused("no export".into()))),
+    };
+    let splits: Vec<usize> = export_opts.iter().map(|o| o.splits.names().len()).collect();
+    // A resumed run reads the journal first (refusals come before any work); a fresh one
+    // replaces it only once the export directories could be opened.
+    let mut resumed = None;
+    if plan.journal.resume {
+        resumed = Some(Journal::start(&state_dir, plan.journal, &splits)?);
+    }
     let infer = |o: &ExportOptions| {
         !matches!(o.target, Target::Adp | Target::Parquet)
             && o.sft.infer_tools == InferTools::Dataset
@@ -616,31 +782,55 @@ pub fn run_plan(
             o.sft.catalog.set_inferred(&calls.0 .0);
         }
     }
-    let exports = plan
-        .exports
-        .iter()
-        .zip(&export_opts)
-        .map(|(e, o)| ExportStage::open(&e.dir, o))
-        .collect::<Result<Vec<_>, _>>()?;
+    let (journal, restart, exports) = match resumed {
+        Some((journal, restart)) => {
+            let restart = restart.unwrap_or_default();
+            let exports = plan
+                .exports
+                .iter()
+                .zip(&export_opts)
+                .enumerate()
+                .map(|(i, (e, o))| {
+                    let x = restart.exports.get(i).cloned().unwrap_or_default();
+                    ExportStage::resume(&e.dir, o, x)
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            (journal, restart, exports)
+        }
+        None => {
+            let exports = plan
+                .exports
+                .iter()
+                .zip(&export_opts)
+                .map(|(e, o)| ExportStage::open(&e.dir, o))
+                .collect::<Result<Vec<_>, _>>()?;
+            let (journal, _) = Journal::start(&state_dir, plan.journal, &splits)?;
+            (journal, Restart::default(), exports)
+        }
+    };
     let busy = Busy::new(1 + plan.joins.len() + plan.exports.len());
-    let sink = RunSink {
+    let write = |e: io::Error| RunError::Pipeline(PipelineError::Write(e));
+    let rejects = rejects
+        .map(|p| RejectsWriter::resumable(p, restart.state.rejects.unwrap_or(0)))
+        .transpose()
+        .map_err(write)?;
+    let first = restart.input;
+    let empty_before: Vec<String> = restart
+        .state
+        .inputs
+        .iter()
+        .filter(|i| i.records == 0 && i.elsewhere == 0)
+        .map(|i| i.path.clone())
+        .collect();
+    let sink = restored_sink(
+        plan,
+        restart,
         exports,
         rejects,
         reporter,
-        summary: RunSummary::default(),
-        joins: vec![JoinSummary::default(); plan.joins.len()],
-        used: plan
-            .joins
-            .iter()
-            .map(|j| vec![false; j.join.index.len()])
-            .collect(),
-        convert_rejected: 0,
-        busy: &busy,
-        progress,
-        input_started: None,
-        reported: Instant::now(),
-        elsewhere: Elsewhere::default(),
-    };
+        journal,
+        (&busy, progress),
+    );
     let stages = Stages {
         plan,
         by_path: by_path.clone(),
@@ -649,7 +839,7 @@ pub fn run_plan(
         by_id: plan.partition.filter(|p| p.by == PartitionBy::Id),
     };
     let (mut sink, inputs_read) = pipeline::run_with_sources(
-        &paths,
+        paths.get(first..).unwrap_or_default(),
         &sources,
         &opts.run,
         progress,
@@ -657,7 +847,7 @@ pub fn run_plan(
         sink,
     )?;
     sink.close_input();
-    let write = |e: io::Error| RunError::Pipeline(PipelineError::Write(e));
+    sink.journal.finishing().map_err(write)?;
     for (i, stage) in plan.joins.iter().enumerate() {
         let (Some(summary), Some(used)) = (sink.joins.get_mut(i), sink.used.get(i)) else {
             continue;
@@ -690,7 +880,8 @@ pub fn run_plan(
     }
     progress.stages(&stages);
     let mut summary = sink.summary;
-    summary.empty_inputs = empty_inputs(&inputs_read);
+    summary.empty_inputs = empty_before;
+    summary.empty_inputs.extend(empty_inputs(&inputs_read));
     summary.stages = stages;
     summary.exports = exports;
     summary.joins = sink.joins;

@@ -15,10 +15,11 @@ use trajkit::join::policy::Orphans;
 use trajkit::model::AdpVersion;
 use trajkit::output::Output;
 use trajkit::partition::{Partition, PartitionBy};
+use trajkit::run::journal::{identity, state_dir, JournalOptions, ResumeError};
 use trajkit::run::{run_plan, ExportTarget, JoinStage, Plan, RunError, RunSummary};
 use trajkit::validate::schemas::{pipeline_validator, PIPELINE_SCHEMA};
 
-use super::common::{rejects_writer, throughput, warn_empty, Capped, CliError, GlobalArgs};
+use super::common::{throughput, warn_empty, Capped, CliError, GlobalArgs};
 use super::convert::{named_converter, plan_inputs, sessions, upgrade_options};
 use super::export::{export_options, ExportArgs};
 use super::join::{build_join, run_options, side_sets, JoinArgs};
@@ -57,8 +58,11 @@ pub struct RunArgs {
     /// `[validate] max_reject_rate`; default 0: any reject fails the run).
     #[arg(long, value_name = "R")]
     pub max_reject_rate: Option<f64>,
-    /// Not supported yet.
-    #[arg(long, hide = true)]
+    /// Resume a run that was killed or interrupted (Ctrl-C): restart from the journal it left
+    /// in the first export's directory (`.trajkit-run/`), keeping every shard it completed, to
+    /// the same outputs as an uninterrupted run. Refused when the configuration or an input
+    /// changed since; without a journal, the run starts from the beginning.
+    #[arg(long)]
     pub resume: bool,
     /// Make partition I of N (0 <= I < N): N runs of the same pipeline, one per I, write
     /// disjoint shares whose union is the unpartitioned run; `trajkit merge-manifests` combines
@@ -354,7 +358,12 @@ fn load(path: &str) -> Result<Pipeline, CliError> {
         list: Vec::new(),
     };
     if value.get("resume").is_some() {
-        problems.add("/resume".to_owned(), "not supported yet: --resume");
+        problems.add(
+            "/resume".to_owned(),
+            "not a pipeline key: resuming an interrupted run is chosen on the command line \
+             (--resume)"
+                .to_owned(),
+        );
     }
     if value.get("progress").is_some() {
         problems.add(
@@ -636,9 +645,6 @@ fn to_toml(config: &Value) -> String {
 
 /// Runs `run`.
 pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
-    if args.resume {
-        return Err(CliError::usage("not supported yet: --resume"));
-    }
     if args
         .max_reject_rate
         .is_some_and(|r| !(0.0..=1.0).contains(&r))
@@ -752,7 +758,23 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         _ => path.to_owned(),
     };
     let rejects_path = pipeline.rejects.as_deref().map(tagged);
-    let rejects = rejects_writer(rejects_path.as_deref())?;
+    if args.resume && pipeline.rejects.as_deref() == Some("-") {
+        return Err(CliError::usage(
+            "not supported yet: --resume with the rejects written to stdout",
+        ));
+    }
+    let max = args.max_reject_rate.unwrap_or(pipeline.max_reject_rate);
+    let identity_text = json!({
+        "config": effective(&pipeline),
+        "max_reject_rate": max,
+        "max_record_bytes": global.max_record_bytes,
+        "partition": partition.map(|p| p.spec()),
+    })
+    .to_string();
+    let journal = JournalOptions {
+        identity: identity(&identity_text, &paths),
+        resume: args.resume,
+    };
     let started = Instant::now();
     let bar = match args.progress {
         Some(_) => Bar::json(&paths, "run"),
@@ -766,18 +788,29 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
             exports: &exports,
             partition,
             all_inputs: partition.map(|_| plan.as_slice()),
+            journal: &journal,
         },
         &bar,
-        rejects,
+        rejects_path.as_deref(),
         Box::new(Capped::stderr(global)),
     )
     .map_err(|e| match e {
-        RunError::Export(ExportError::Exists(_)) => CliError::usage(e.to_string()),
+        RunError::Export(ExportError::Exists(_)) => {
+            let journal = exports
+                .first()
+                .map(|e| state_dir(&e.dir, partition.as_ref()));
+            let hint = if journal.is_some_and(|j| j.exists()) {
+                "; or pass --resume to resume the interrupted run it holds"
+            } else {
+                ""
+            };
+            CliError::usage(format!("{e}{hint}"))
+        }
+        RunError::Resume(ResumeError::Refused(_)) => CliError::usage(e.to_string()),
         other => CliError::io(other),
     })?;
     bar.finish();
     warn_empty(global, summary.empty_inputs.iter().map(String::as_str));
-    let max = args.max_reject_rate.unwrap_or(pipeline.max_reject_rate);
     let exceeded = summary.reject_rate() > max;
     print_summary(
         global,
@@ -798,7 +831,7 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         "max_reject_rate": max,
         "reject_rate": summary.reject_rate(),
         "reject_rate_exceeded": exceeded,
-        "summary": summary,
+        "summary": untimed(&summary),
     });
     for e in &exports {
         write_run_json(&e.dir.join(tagged("run.json")), &report)?;
@@ -888,6 +921,21 @@ fn print_summary(global: &GlobalArgs, p: &Pipeline, s: &RunSummary, speed: &str)
         s.reject_rate() * 100.0,
         speed
     ));
+}
+
+/// `summary` as JSON without its times (`seconds` of stages and inputs): `run.json` holds
+/// what the run made, so the same run (or one resumed) writes the same bytes; the times are
+/// in the summary on stderr and in `--progress json` lines.
+fn untimed(summary: &RunSummary) -> Value {
+    let mut v = json!(summary);
+    for list in ["stages", "inputs"] {
+        for item in v[list].as_array_mut().into_iter().flatten() {
+            if let Some(o) = item.as_object_mut() {
+                o.remove("seconds");
+            }
+        }
+    }
+    v
 }
 
 fn write_run_json(path: &Path, report: &Value) -> Result<(), CliError> {

@@ -39,7 +39,7 @@ use sha2::{Digest, Sha256};
 use self::conversation::{MapOptions, Untrainable};
 use self::manifest::Manifest;
 use self::parquet::{ParquetConfig, ParquetShard};
-use self::shard::{JsonLines, ShardFile, ShardOptions, ShardSet, ShardWriter};
+use self::shard::{ClosedShard, JsonLines, ShardFile, ShardOptions, ShardSet, ShardWriter};
 use self::split::Splits;
 use self::tools::{tool_specs, ToolCatalog};
 use crate::convert::{adp::Adp, empty_inputs, upgrade_checked, Converter, Mapping};
@@ -502,35 +502,134 @@ struct Shards<W: ShardWriter> {
     shards: Vec<ShardSet<W>>,
     seen: HashSet<[u8; 16]>,
     summary: ExportSummary,
+    /// Collect a [`ShardCheckpoint`] each time a shard starts (`trajkit run`).
+    checkpoints: bool,
+    /// Checkpoints not yet taken by [`ExportStage::take_checkpoints`].
+    pending: Vec<ShardCheckpoint>,
+    /// `--dedup` hashes seen since the last checkpoint, in order.
+    new_seen: Vec<[u8; 16]>,
+    /// Per split: rows of trajectories offered before this position are already in completed
+    /// shards of a resumed run, and are counted but not written again.
+    written_from: Vec<u64>,
+}
+
+/// The state of an export at the moment one of its shards starts: what a resumed run
+/// restarts that split from. `at` counts the trajectories offered to the export before the
+/// one whose row starts the shard.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct ShardCheckpoint {
+    /// The split whose shard starts.
+    pub split: usize,
+    /// Trajectories offered before.
+    pub at: u64,
+    /// The shard it completed (synced to disk), when it was not the split's first.
+    pub closed: Option<ClosedShard>,
+    /// The counts at `at`.
+    pub summary: ExportSummary,
+    /// `--dedup` hashes first seen since the previous checkpoint, in order.
+    #[serde(skip)]
+    pub new_seen: Vec<[u8; 16]>,
+}
+
+/// Where a resumed export restarts (see [`ExportStage::resume`]).
+#[derive(Debug, Clone, Default)]
+pub struct ExportRestart {
+    /// The counts at the restart position.
+    pub summary: ExportSummary,
+    /// The `--dedup` hashes seen before it.
+    pub seen: Vec<[u8; 16]>,
+    /// Per split, the completed shards to keep.
+    pub closed: Vec<Vec<ClosedShard>>,
+    /// Per split, the position its open shard started at (its rows before are kept).
+    pub written_from: Vec<u64>,
+    /// Trajectories the resumed pass offers before the restart position: passed over, except
+    /// that their rejections are still reported (the rejects file is rewound further back).
+    pub skip: u64,
 }
 
 impl<W: ShardWriter> Shards<W> {
     fn new(data: &Path, opts: &ExportOptions, config: &W::Config) -> Self {
+        let shards: Vec<ShardSet<W>> = opts
+            .splits
+            .names()
+            .iter()
+            .map(|s| ShardSet::new(data, s, &opts.shards, config))
+            .collect();
         Shards {
-            shards: opts
-                .splits
-                .names()
-                .iter()
-                .map(|s| ShardSet::new(data, s, &opts.shards, config))
-                .collect(),
+            written_from: vec![0; shards.len()],
+            shards,
             seen: HashSet::new(),
             summary: ExportSummary::default(),
+            checkpoints: false,
+            pending: Vec::new(),
+            new_seen: Vec::new(),
         }
+    }
+
+    /// The shards of a resumed export, restarting at `restart`'s position.
+    fn resume(
+        data: &Path,
+        opts: &ExportOptions,
+        config: &W::Config,
+        restart: ExportRestart,
+    ) -> io::Result<Self> {
+        let names = opts.splits.names();
+        let mut closed = restart.closed;
+        closed.resize(names.len(), Vec::new());
+        let shards = names
+            .iter()
+            .zip(closed)
+            .map(|(s, c)| ShardSet::resume(data, s, &opts.shards, config, c))
+            .collect::<io::Result<Vec<_>>>()?;
+        let mut written_from = restart.written_from;
+        written_from.resize(names.len(), 0);
+        Ok(Shards {
+            shards,
+            seen: restart.seen.into_iter().collect(),
+            summary: restart.summary,
+            checkpoints: true,
+            pending: Vec::new(),
+            new_seen: Vec::new(),
+            written_from,
+        })
     }
 
     /// Writes or counts one outcome; a rejection's diagnostics are handed back to report.
     fn add(&mut self, item: Outcome<W::Row>) -> io::Result<Option<Vec<Diagnostic>>> {
+        let at = self.summary.records_in;
+        let out = self.count(item, at);
         self.summary.records_in += 1;
+        out
+    }
+
+    fn count(&mut self, item: Outcome<W::Row>, at: u64) -> io::Result<Option<Vec<Diagnostic>>> {
         let by = &mut self.summary.filtered_by;
         match item {
             Outcome::Row(split, encoded) => {
-                if encoded.hash.is_some_and(|h| !self.seen.insert(h)) {
+                if encoded.hash.is_some_and(|h| self.seen.contains(&h)) {
                     by.duplicate += 1;
                     self.summary.filtered += 1;
                     return Ok(None);
                 }
-                if let Some(s) = self.shards.get_mut(split) {
+                let from = self.written_from.get(split).copied().unwrap_or(0);
+                if let Some(s) = self.shards.get_mut(split).filter(|_| at >= from) {
+                    if self.checkpoints && s.starts_shard(encoded.len) {
+                        let closed = s.close()?.cloned();
+                        self.pending.push(ShardCheckpoint {
+                            split,
+                            at,
+                            closed,
+                            summary: self.summary.clone(),
+                            new_seen: std::mem::take(&mut self.new_seen),
+                        });
+                    }
                     s.write(encoded.row, encoded.len)?;
+                }
+                if let Some(h) = encoded.hash {
+                    self.seen.insert(h);
+                    if self.checkpoints {
+                        self.new_seen.push(h);
+                    }
                 }
                 self.summary.written += 1;
             }
@@ -615,7 +714,8 @@ pub enum ExportError {
     },
 }
 
-/// The shard files in `data`: all of them, or only `partition`'s.
+/// The shard files in `data` (finished and partial ones), sorted: all of them, or only
+/// `partition`'s.
 fn earlier_shards(data: &Path, partition: Option<&Partition>) -> io::Result<Vec<PathBuf>> {
     if !data.is_dir() {
         return Ok(Vec::new());
@@ -632,6 +732,11 @@ fn earlier_shards(data: &Path, partition: Option<&Partition>) -> io::Result<Vec<
     }
     found.sort();
     Ok(found)
+}
+
+/// True for a shard's partial name (`.{split}-{i}.partial`).
+fn is_partial(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "partial")
 }
 
 enum RunError {
@@ -706,13 +811,19 @@ fn prepare_dir(
         source,
     };
     let data = dir.join("data");
-    let earlier = earlier_shards(&data, partition).map_err(io_err)?;
+    let mut earlier = earlier_shards(&data, partition).map_err(io_err)?;
     let manifest = |name: &str| dir.join(name).exists();
     if !force
         && (!earlier.is_empty() || manifest("manifest.json") || manifest(&manifest_name(partition)))
     {
         return Err(ExportError::Exists(dir.display().to_string()));
     }
+    // Partial files are left by an interrupted run (never a finished export): removed now, as
+    // this run writes partial files of the same names.
+    for p in earlier.iter().filter(|p| is_partial(p)) {
+        fs::remove_file(p).map_err(io_err)?;
+    }
+    earlier.retain(|p| !is_partial(p));
     fs::create_dir_all(&data).map_err(io_err)?;
     Ok((data, earlier))
 }
@@ -782,25 +893,105 @@ pub struct ExportStage {
     dir: PathBuf,
     earlier: Vec<PathBuf>,
     shards: AnyShards,
+    /// Trajectories still to pass over (a resumed run, before the restart position).
+    skip: u64,
 }
 
 impl ExportStage {
     /// Prepares `dir` for an export with `opts` (refused if it holds one, unless `force`).
     pub fn open(dir: &Path, opts: &ExportOptions) -> Result<Self, ExportError> {
         let (data, earlier) = prepare_dir(dir, opts.force, opts.shards.partition.as_ref())?;
-        let shards = match opts.target {
+        let mut shards = match opts.target {
             Target::Parquet => AnyShards::Parquet(Shards::new(&data, opts, &opts.parquet)),
             _ => AnyShards::Lines(Shards::new(&data, opts, &opts.shards.zstd)),
+        };
+        match &mut shards {
+            AnyShards::Lines(s) => s.checkpoints = true,
+            AnyShards::Parquet(s) => s.checkpoints = true,
+        }
+        Ok(ExportStage {
+            dir: dir.to_owned(),
+            earlier,
+            shards,
+            skip: 0,
+        })
+    }
+
+    /// Reopens `dir` for a resumed run: keeps the completed shards `restart` lists and removes
+    /// every other partial shard file. An earlier finished export in the directory is still
+    /// replaced only with `force`.
+    pub fn resume(
+        dir: &Path,
+        opts: &ExportOptions,
+        restart: ExportRestart,
+    ) -> Result<Self, ExportError> {
+        let io_err = |source: io::Error| ExportError::Io {
+            dir: dir.display().to_string(),
+            source,
+        };
+        let data = dir.join("data");
+        let partition = opts.shards.partition.as_ref();
+        let (partial, earlier): (Vec<PathBuf>, Vec<PathBuf>) = earlier_shards(&data, partition)
+            .map_err(io_err)?
+            .into_iter()
+            .partition(|p| is_partial(p));
+        let manifest = |name: &str| dir.join(name).exists();
+        if !opts.force
+            && (!earlier.is_empty()
+                || manifest("manifest.json")
+                || manifest(&manifest_name(partition)))
+        {
+            return Err(ExportError::Exists(dir.display().to_string()));
+        }
+        let names = opts.splits.names();
+        let keep: HashSet<PathBuf> = restart
+            .closed
+            .iter()
+            .zip(names)
+            .flat_map(|(c, n)| {
+                let (data, prefix) = (&data, opts.shards.prefix(n));
+                c.iter()
+                    .map(move |c| shard::partial_path(data, &prefix, c.index))
+            })
+            .collect();
+        for p in partial.iter().filter(|p| !keep.contains(*p)) {
+            fs::remove_file(p).map_err(io_err)?;
+        }
+        fs::create_dir_all(&data).map_err(io_err)?;
+        let skip = restart.skip;
+        let shards = match opts.target {
+            Target::Parquet => AnyShards::Parquet(
+                Shards::resume(&data, opts, &opts.parquet, restart).map_err(io_err)?,
+            ),
+            _ => AnyShards::Lines(
+                Shards::resume(&data, opts, &opts.shards.zstd, restart).map_err(io_err)?,
+            ),
         };
         Ok(ExportStage {
             dir: dir.to_owned(),
             earlier,
             shards,
+            skip,
         })
+    }
+
+    /// The checkpoints collected since the last call, in order: one each time a shard starts.
+    pub fn take_checkpoints(&mut self) -> Vec<ShardCheckpoint> {
+        match &mut self.shards {
+            AnyShards::Lines(s) => std::mem::take(&mut s.pending),
+            AnyShards::Parquet(s) => std::mem::take(&mut s.pending),
+        }
     }
 
     /// Writes or counts one outcome; a rejection's diagnostics are handed back to report.
     pub fn add(&mut self, item: Outcome<AnyRow>) -> io::Result<Option<Vec<Diagnostic>>> {
+        if self.skip > 0 {
+            self.skip -= 1;
+            return Ok(match item {
+                Outcome::Rejected(d) => Some(d),
+                _ => None,
+            });
+        }
         let mismatch = || io::Error::other("a row of another target reached this export");
         match (&mut self.shards, item) {
             (AnyShards::Lines(s), Outcome::Row(split, e)) => match e.row {

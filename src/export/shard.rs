@@ -36,7 +36,7 @@ pub struct ShardOptions {
 impl ShardOptions {
     /// `{split}-` for an unpartitioned run, `{split}-part-00000-of-00002-` for a partition: what
     /// a shard's file name starts with (so `data/{split}-*` matches every partition's shards).
-    fn prefix(&self, split: &str) -> String {
+    pub fn prefix(&self, split: &str) -> String {
         match &self.partition {
             Some(p) => format!("{split}-{}-", p.tag()),
             None => format!("{split}-"),
@@ -145,12 +145,19 @@ struct Open<W> {
     uncompressed: u64,
 }
 
-struct Closed {
-    temp: PathBuf,
-    rows: u64,
-    uncompressed: u64,
-    bytes: u64,
-    sha256: String,
+/// A completed shard still under its partial name (what a run's journal records of it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClosedShard {
+    /// Its number in the split (0-based).
+    pub index: usize,
+    /// Rows.
+    pub rows: u64,
+    /// Bytes of row data before compression.
+    pub uncompressed: u64,
+    /// Bytes of the file.
+    pub bytes: u64,
+    /// SHA-256 of the file, lower-case hex.
+    pub sha256: String,
 }
 
 /// The shards of one split being written.
@@ -160,8 +167,14 @@ pub struct ShardSet<W: ShardWriter> {
     opts: ShardOptions,
     config: W::Config,
     open: Option<Open<W>>,
-    closed: Vec<Closed>,
+    closed: Vec<ClosedShard>,
     committed: bool,
+}
+
+/// The partial name of shard `index` in `dir`, whose names start with `prefix`
+/// ([`ShardOptions::prefix`]).
+pub fn partial_path(dir: &Path, prefix: &str, index: usize) -> PathBuf {
+    dir.join(format!(".{prefix}{index:05}.partial"))
 }
 
 impl<W: ShardWriter> ShardSet<W> {
@@ -178,6 +191,47 @@ impl<W: ShardWriter> ShardSet<W> {
         }
     }
 
+    /// Shards of `split` under `dir` of a resumed run: `closed` are shards an interrupted run
+    /// completed (each file must be there, with its recorded length); the next row starts a
+    /// new shard.
+    pub fn resume(
+        dir: &Path,
+        split: &str,
+        opts: &ShardOptions,
+        config: &W::Config,
+        closed: Vec<ClosedShard>,
+    ) -> io::Result<Self> {
+        for (i, c) in closed.iter().enumerate() {
+            let path = partial_path(dir, &opts.prefix(split), i);
+            let len = fs::metadata(&path).map(|m| m.len()).ok();
+            if c.index != i || len != Some(c.bytes) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "{} is not the completed shard the run's journal recorded",
+                        path.display()
+                    ),
+                ));
+            }
+        }
+        let mut set = ShardSet::new(dir, split, opts, config);
+        set.closed = closed;
+        Ok(set)
+    }
+
+    /// True when a row of `len` bytes would start a new shard (none is open, or the open one
+    /// is full).
+    pub fn starts_shard(&self, len: u64) -> bool {
+        match &self.open {
+            None => true,
+            Some(o) => {
+                o.rows > 0
+                    && (self.opts.rows.is_some_and(|r| o.rows >= r)
+                        || self.opts.bytes.is_some_and(|b| o.uncompressed + len > b))
+            }
+        }
+    }
+
     /// Rows written so far.
     pub fn rows(&self) -> u64 {
         self.closed.iter().map(|c| c.rows).sum::<u64>() + self.open.as_ref().map_or(0, |o| o.rows)
@@ -185,12 +239,7 @@ impl<W: ShardWriter> ShardSet<W> {
 
     /// Appends one row of `len` bytes of data (for JSON lines, the line with its newline).
     pub fn write(&mut self, row: W::Row, len: u64) -> io::Result<()> {
-        let full = self.open.as_ref().is_some_and(|o| {
-            o.rows > 0
-                && (self.opts.rows.is_some_and(|r| o.rows >= r)
-                    || self.opts.bytes.is_some_and(|b| o.uncompressed + len > b))
-        });
-        if full {
+        if self.open.is_some() && self.starts_shard(len) {
             self.close()?;
         }
         let open = match &mut self.open {
@@ -207,11 +256,7 @@ impl<W: ShardWriter> ShardSet<W> {
     }
 
     fn start(&self) -> io::Result<Open<W>> {
-        let temp = self.dir.join(format!(
-            ".{}{:05}.partial",
-            self.opts.prefix(&self.split),
-            self.closed.len()
-        ));
+        let temp = partial_path(&self.dir, &self.opts.prefix(&self.split), self.closed.len());
         let file = HashingFile {
             inner: BufWriter::with_capacity(1 << 20, File::create(&temp)?),
             hasher: Sha256::new(),
@@ -225,9 +270,10 @@ impl<W: ShardWriter> ShardSet<W> {
         })
     }
 
-    fn close(&mut self) -> io::Result<()> {
+    /// Completes the open shard, if any, and syncs it to disk; it keeps its partial name.
+    pub fn close(&mut self) -> io::Result<Option<&ClosedShard>> {
         let Some(open) = self.open.take() else {
-            return Ok(());
+            return Ok(None);
         };
         let mut file = open.writer.finish()?;
         file.flush()?;
@@ -238,19 +284,19 @@ impl<W: ShardWriter> ShardSet<W> {
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();
-        self.closed.push(Closed {
-            temp: open.temp,
+        self.closed.push(ClosedShard {
+            index: self.closed.len(),
             rows: open.rows,
             uncompressed: open.uncompressed,
             bytes: file.bytes,
             sha256,
         });
-        Ok(())
+        Ok(self.closed.last())
     }
 
     /// Completes the last shard; the files keep their partial names until [`ShardSet::commit`].
     pub fn finish(&mut self) -> io::Result<()> {
-        self.close()
+        self.close().map(drop)
     }
 
     /// Renames the finished shards to their final names and describes them (paths relative to
@@ -262,7 +308,10 @@ impl<W: ShardWriter> ShardSet<W> {
         let mut files = Vec::with_capacity(n);
         for (i, c) in self.closed.iter().enumerate() {
             let name = format!("{}{i:05}-of-{n:05}.{ext}", self.opts.prefix(&self.split));
-            fs::rename(&c.temp, self.dir.join(&name))?;
+            fs::rename(
+                partial_path(&self.dir, &self.opts.prefix(&self.split), i),
+                self.dir.join(&name),
+            )?;
             files.push(ShardFile {
                 path: format!("data/{name}"),
                 split: self.split.clone(),
@@ -287,7 +336,11 @@ impl<W: ShardWriter> Drop for ShardSet<W> {
             let _ = fs::remove_file(&o.temp);
         }
         for c in &self.closed {
-            let _ = fs::remove_file(&c.temp);
+            let _ = fs::remove_file(partial_path(
+                &self.dir,
+                &self.opts.prefix(&self.split),
+                c.index,
+            ));
         }
     }
 }

@@ -17,7 +17,7 @@ pub mod spec;
 
 use std::io::{self, Write};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use attach::{Applied, Join, JoinPolicies};
 pub use index::{IndexError, SideFile, SideIndex, SideSet};
@@ -51,7 +51,7 @@ pub struct JoinRunOptions {
 }
 
 /// Counts of one side file.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SideFileSummary {
     /// The path as given.
     pub file: String,
@@ -70,7 +70,7 @@ pub struct SideFileSummary {
 }
 
 /// Counts of a join: `records == written_records + dropped + rejected`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JoinSummary {
     /// Trajectory records read.
     pub records: u64,

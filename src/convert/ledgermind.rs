@@ -9,13 +9,14 @@ use serde_json::{json, Value};
 use super::{
     has_keys, parse_bundle, source_details, ConvertOptions, Converter, OutputFormat, Partial,
 };
-use crate::ingest::ledgermind::{is_sqlite, SessionRecords};
+use crate::ingest::ledgermind::{is_sqlite, EventCheck, SessionRecords};
 use crate::ingest::{RawRecord, RecordSource};
-use crate::json::Node;
+use crate::json::{Node, Shapes};
 use crate::model::links::unlink_unanswered;
 use crate::model::upgrade::UpgradeOptions;
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
 use crate::validate::check::raw_schema_problems;
+use crate::validate::schemas::raw_shapes;
 use crate::validate::Diagnostic;
 
 /// Reads LedgerMind event stores.
@@ -50,9 +51,15 @@ impl Converter for LedgerMind {
         opts: &ConvertOptions,
     ) -> Option<io::Result<Box<dyn RecordSource>>> {
         Some(
-            SessionRecords::open(path, opts.sessions, opts.run.max_record_bytes, &|event| {
-                raw_schema_problems(event, "ledgermind", true)
-            })
+            SessionRecords::open(
+                path,
+                opts.sessions,
+                opts.run.max_record_bytes,
+                EventCheck {
+                    fast: raw_shapes("ledgermind", true),
+                    problems: &|event| raw_schema_problems(event, "ledgermind", true),
+                },
+            )
             .map(|r| Box::new(r) as Box<dyn RecordSource>),
         )
     }
@@ -61,8 +68,8 @@ impl Converter for LedgerMind {
         &self,
         record: &RawRecord,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
-        let session = session(record)?;
-        let partial = to_partial(&Node::from_value(&session), record);
+        let mut slow = None;
+        let partial = to_partial(&session(record, &mut slow)?, record);
         Ok(vec![(partial.into_trajectory(), AdpVersion::V1_5)])
     }
 
@@ -73,18 +80,30 @@ impl Converter for LedgerMind {
         to: OutputFormat,
         out: &mut Vec<u8>,
     ) -> Result<u64, Vec<Diagnostic>> {
-        let session = session(record)?;
-        to_partial(&Node::from_value(&session), record).write(&record.provenance, opts, to, out)
+        let mut slow = None;
+        to_partial(&session(record, &mut slow)?, record).write(&record.provenance, opts, to, out)
     }
 }
 
-/// The session a record of [`SessionRecords`] holds.
-fn session(record: &RawRecord) -> Result<Value, Vec<Diagnostic>> {
-    parse_bundle(
-        record,
-        "ledgermind_session",
-        "not a LedgerMind session (use --from ledgermind on the events file)",
-    )
+/// The session a record of [`SessionRecords`] holds, read straight from its bytes; a record
+/// that does not read so (an event with a duplicate key, or not a session at all) is parsed
+/// as a `Value`, kept in `slow`, so it reads as before or is diagnosed.
+fn session<'a>(
+    record: &'a RawRecord,
+    slow: &'a mut Option<Value>,
+) -> Result<Node<'a>, Vec<Diagnostic>> {
+    let fast = match &record.error {
+        None => Shapes::any().parse(&record.bytes),
+        Some(_) => None,
+    };
+    match fast {
+        Some(node) if node["ledgermind_session"].as_bool() == Some(true) => Ok(node),
+        _ => Ok(Node::from_value(slow.insert(parse_bundle(
+            record,
+            "ledgermind_session",
+            "not a LedgerMind session (use --from ledgermind on the events file)",
+        )?))),
+    }
 }
 
 /// The trajectory of a session; the events and reflections stay in the tail.

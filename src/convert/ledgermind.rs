@@ -69,7 +69,7 @@ impl Converter for LedgerMind {
         record: &RawRecord,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
         let mut slow = None;
-        let partial = to_partial(&session(record, &mut slow)?, record);
+        let partial = to_partial(session(record, &mut slow)?, record);
         Ok(vec![(partial.into_trajectory(), AdpVersion::V1_5)])
     }
 
@@ -81,7 +81,7 @@ impl Converter for LedgerMind {
         out: &mut Vec<u8>,
     ) -> Result<u64, Vec<Diagnostic>> {
         let mut slow = None;
-        to_partial(&session(record, &mut slow)?, record).write(&record.provenance, opts, to, out)
+        to_partial(session(record, &mut slow)?, record).write(&record.provenance, opts, to, out)
     }
 }
 
@@ -107,14 +107,17 @@ fn session<'a>(
 }
 
 /// The trajectory of a session; the events and reflections stay in the tail.
-fn to_partial<'a>(s: &Node<'a>, record: &RawRecord) -> Partial<'a> {
-    let events = s["events"].as_array().unwrap_or(&[]);
+fn to_partial<'a>(mut s: Node<'a>, record: &RawRecord) -> Partial<'a> {
+    let events = match s.take("events") {
+        Node::Array(events) => events,
+        _ => Vec::new(),
+    };
     let mut content = Vec::new();
     let mut open_call: Option<(String, String)> = None;
-    let mut kept = Vec::with_capacity(events.len());
+    let mut mapped_flags = Vec::with_capacity(events.len());
     let mut failed = false;
     let mut success: Option<bool> = None;
-    for e in events {
+    for e in &events {
         let ctx = &e["context"];
         let body = e["content"].text();
         let id = e["id"].text();
@@ -161,7 +164,7 @@ fn to_partial<'a>(s: &Node<'a>, record: &RawRecord) -> Partial<'a> {
             }
             _ => mapped = false,
         }
-        kept.push(event_rest(e, mapped));
+        mapped_flags.push(mapped);
     }
     // A call no result answered (the session ended, or another call came first) keeps no id.
     unlink_unanswered(&mut content);
@@ -197,6 +200,11 @@ fn to_partial<'a>(s: &Node<'a>, record: &RawRecord) -> Partial<'a> {
     if !reflections.is_empty() {
         tail.push(("reflections", Node::Array(reflections)));
     }
+    let kept = events
+        .into_iter()
+        .zip(mapped_flags)
+        .map(|(e, mapped)| event_rest(e, mapped))
+        .collect();
     tail.push(("ledgermind", Node::object([("events", Node::Array(kept))])));
     Partial {
         trajectory: Trajectory::new(id, content, details),
@@ -219,8 +227,7 @@ pub(crate) fn reflection<'a>(e: &Node<'a>) -> Node<'a> {
 
 /// An event as kept in `details.ledgermind.events`: whole when it made no step; otherwise
 /// without its content, which its step holds, and marked `mapped: true`.
-fn event_rest<'a>(e: &Node<'a>, mapped: bool) -> Node<'a> {
-    let mut out = e.clone();
+fn event_rest(mut out: Node<'_>, mapped: bool) -> Node<'_> {
     if mapped && out.is_object() {
         out.remove("content");
         out.insert("mapped", Node::Bool(true));

@@ -408,26 +408,31 @@ fn read_lines(
     let mut index = Index::default();
     let mut copy = (!plain).then(Vec::new);
     let mut bad = Vec::new();
-    loop {
-        let batch: Vec<Frame> = framer.by_ref().take(BATCH_FRAMES).collect();
-        if batch.is_empty() {
-            break;
-        }
-        // Checking is per event: in parallel, kept in input order.
-        let parts: Vec<(Index, Vec<usize>, Vec<RawRecord>)> = batch
-            .par_chunks(CHUNK_FRAMES)
-            .map(|frames| index_frames(frames, check, input))
-            .collect();
-        for (frames, (mut part, kept, mut rejected)) in batch.chunks(CHUNK_FRAMES).zip(parts) {
-            bad.append(&mut rejected);
+    let mut batch: Vec<Frame> = framer.by_ref().take(BATCH_FRAMES).collect();
+    while !batch.is_empty() {
+        // Checking is per event: in parallel, kept in input order, while the next batch is
+        // framed.
+        let (parts, next): (Vec<Part>, Vec<Frame>) = rayon::join(
+            || {
+                batch
+                    .par_chunks(CHUNK_FRAMES)
+                    .map(|frames| index_frames(frames, check, input))
+                    .collect()
+            },
+            || framer.by_ref().take(BATCH_FRAMES).collect(),
+        );
+        for (frames, mut part) in batch.chunks(CHUNK_FRAMES).zip(parts) {
+            bad.append(&mut part.bad);
             if let Some(copy) = &mut copy {
-                for (e, frame) in part.events.iter_mut().zip(kept.iter().map(|&i| &frames[i])) {
+                let kept = part.kept.iter().map(|&i| &frames[i]);
+                for (e, frame) in part.index.events.iter_mut().zip(kept) {
                     e.offset = copy.len() as u64;
                     copy.extend_from_slice(&frame.bytes);
                 }
             }
-            index.append(part);
+            index.append(part.index);
         }
+        batch = next;
     }
     Ok(Lines {
         index,
@@ -437,14 +442,18 @@ fn read_lines(
     })
 }
 
-/// Indexes the events among `frames`: the index, which frames they are, and the frames that
-/// are not valid events (as records: with their error, or as they were when they are not
-/// JSON, so converting them diagnoses the syntax).
-fn index_frames(
-    frames: &[Frame],
-    check: EventCheck<'_>,
-    input: &Arc<str>,
-) -> (Index, Vec<usize>, Vec<RawRecord>) {
+/// The events among some frames.
+struct Part {
+    index: Index,
+    /// Which frames they are.
+    kept: Vec<usize>,
+    /// The frames that are not valid events, as records: with their error, or as they were
+    /// when they are not JSON (so converting them diagnoses the syntax).
+    bad: Vec<RawRecord>,
+}
+
+/// Indexes the events among `frames`.
+fn index_frames(frames: &[Frame], check: EventCheck<'_>, input: &Arc<str>) -> Part {
     let mut index = Index::default();
     let mut kept = Vec::new();
     let mut bad = Vec::new();
@@ -480,7 +489,7 @@ fn index_frames(
             error,
         });
     }
-    (index, kept, bad)
+    Part { index, kept, bad }
 }
 
 /// An event the compiled checks did not accept, parsed as a `Value` and checked by the schema;

@@ -598,8 +598,8 @@ fn sessions(index: &Index, opts: SessionOptions) -> Vec<Session> {
 
 /// Where a session's events are read back from, and what is needed to do it.
 struct Events {
-    /// Offset, length and line of each event, by position in the index.
-    places: Vec<(u64, u32, u64)>,
+    /// The events of the index, in its order.
+    events: Vec<Event>,
     texts: Texts,
 }
 
@@ -655,24 +655,24 @@ impl SessionRecords {
                 None => Texts::File(File::open(path)?),
             };
             // The SQLite query orders its rows; lines are ordered here.
+            // By timestamp, then line, then offset: the offsets grow in input order, so this is
+            // the stable order by timestamp and line, sorted in place.
             let mut events = std::mem::take(&mut lines.index.events);
             let ix = &lines.index;
-            events.par_sort_by(|a, b| {
+            events.par_sort_unstable_by(|a, b| {
                 ix.timestamp(a)
                     .cmp(ix.timestamp(b))
                     .then(a.line.cmp(&b.line))
+                    .then(a.offset.cmp(&b.offset))
             });
             lines.index.events = events;
             (lines.index, texts, lines.bytes, lines.bad)
         };
         let sessions = sessions(&index, opts);
-        let places = index
-            .events
-            .iter()
-            .map(|e| (e.offset, e.len, e.line))
-            .collect();
+        // The strings sessions were cut by are no longer needed.
+        let events = index.events;
         Ok(SessionRecords {
-            events: Events { places, texts },
+            events: Events { events, texts },
             next_index: 0,
             sessions: sessions.into_iter(),
             bad: bad.into_iter(),
@@ -688,8 +688,8 @@ impl SessionRecords {
         let line = session
             .events
             .first()
-            .and_then(|&p| self.events.places.get(p as usize))
-            .map_or(1, |p| p.2);
+            .and_then(|&p| self.events.events.get(p as usize))
+            .map_or(1, |e| e.line);
         let (bytes, error) = match self.bundle(session) {
             Ok(bytes) => (bytes, None),
             Err(e) => (
@@ -755,16 +755,16 @@ impl Events {
     ) -> io::Result<Vec<std::ops::Range<usize>>> {
         scratch.clear();
         let place = |p: usize| {
-            self.places
+            self.events
                 .get(p)
-                .copied()
+                .map(|e| (e.offset, e.len))
                 .ok_or_else(|| io::Error::other("event out of range"))
         };
         let mut low = u64::MAX;
         let mut high = 0u64;
         let mut total = 0u64;
         for p in positions.clone() {
-            let (offset, len, _) = place(p)?;
+            let (offset, len) = place(p)?;
             low = low.min(offset);
             high = high.max(offset + u64::from(len));
             total += u64::from(len);
@@ -777,7 +777,7 @@ impl Events {
             self.texts.read(low, span, scratch)?;
             return positions
                 .map(|p| {
-                    let (offset, len, _) = place(p)?;
+                    let (offset, len) = place(p)?;
                     let start = usize::try_from(offset - low).map_err(io::Error::other)?;
                     Ok(start..start + len as usize)
                 })
@@ -785,7 +785,7 @@ impl Events {
         }
         positions
             .map(|p| {
-                let (offset, len, _) = place(p)?;
+                let (offset, len) = place(p)?;
                 let start = scratch.len();
                 self.texts.read(offset, len as usize, scratch)?;
                 Ok(start..scratch.len())

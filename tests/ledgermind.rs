@@ -181,3 +181,142 @@ fn a_line_that_is_not_an_object_is_rejected_with_its_line() {
         "{stderr}"
     );
 }
+
+/// Events of session `far`: a prompt, then 4,000 events of sessions of their own (about 600 KB),
+/// then a bad event, a call and its result; the bad event is line 4,002.
+fn spread_store() -> String {
+    let event = |id: usize, kind: &str, session: &str, content: &str| {
+        format!(
+            "{{\"id\": {id}, \"source\": \"agent\", \"kind\": \"{kind}\", \"content\": \"{content}\", \
+             \"context\": {{\"session_id\": \"{session}\", \"tool\": \"bash\"}}, \
+             \"timestamp\": \"2026-03-04T10:{:02}:{:02}\"}}\n",
+            (id / 60) % 60,
+            id % 60
+        )
+    };
+    let mut text = event(1, "prompt", "far", "start");
+    for i in 2..4002 {
+        text.push_str(&event(i, "prompt", &format!("near-{i}"), &"x".repeat(100)));
+    }
+    // Valid JSON, but `kind` must be a string: rejected at its line, not part of `far`.
+    text.push_str(
+        "{\"id\": 4002, \"source\": \"agent\", \"kind\": 7, \"content\": \"bad\", \
+         \"context\": {\"session_id\": \"far\"}, \"timestamp\": \"2026-03-04T11:00:00\"}\n",
+    );
+    text.push_str(&event(4003, "call", "far", "ls"));
+    // A duplicate key: valid for the schema, read as a `Value` reads it (the last one wins).
+    text.push_str(
+        "{\"id\": 4004, \"source\": \"tool\", \"kind\": \"result\", \"content\": \"first\", \
+         \"content\": \"listing\", \"context\": {\"session_id\": \"far\"}, \
+         \"timestamp\": \"2026-03-04T11:00:02\"}\n",
+    );
+    text
+}
+
+#[test]
+fn events_read_back_from_the_file_keep_their_session_and_a_bad_one_its_line() {
+    let dir = tempfile::tempdir().expect("dir");
+    let input = dir.path().join("events.jsonl");
+    std::fs::write(&input, spread_store()).expect("write");
+    let (code, out, stderr) = convert(&[&input], &[]);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(out.len(), 4001);
+    assert!(
+        stderr.contains("events.jsonl:4002: error[invalid-record]"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("/kind"), "{stderr}");
+    let far = out.iter().find(|t| t["id"] == "far").expect("far");
+    assert_eq!(
+        far["details"]["source"]["native_ids"]["event_ids"],
+        serde_json::json!([1, 4003, 4004])
+    );
+    assert_eq!(far["content"][0]["content"], "start");
+    assert_eq!(far["content"][1]["class_"], "api_action");
+    assert_eq!(far["content"][1]["kwargs"]["input"], "ls");
+    assert_eq!(far["content"][2]["content"], "listing");
+    let near = out.iter().find(|t| t["id"] == "near-2").expect("near-2");
+    assert_eq!(near["content"][0]["content"], "x".repeat(100));
+}
+
+#[test]
+fn compressed_and_piped_stores_convert_as_the_file_does() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().expect("dir");
+    let plain = dir.path().join("events.jsonl");
+    let text = spread_store();
+    std::fs::write(&plain, &text).expect("write");
+    let gz = dir.path().join("events.jsonl.gz");
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    enc.write_all(text.as_bytes()).expect("gzip");
+    std::fs::write(&gz, enc.finish().expect("gzip")).expect("write");
+    let run = |cmd: &mut assert_cmd::Command| {
+        let out = cmd.output().expect("runs");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+            out.stdout,
+        )
+    };
+    let args = ["convert", "--from", "ledgermind"];
+    let (code, stderr, from_plain) = run(trajkit().args(args).arg(&plain));
+    assert_eq!(code, Some(1), "{stderr}");
+    let (code, stderr, from_gz) = run(trajkit().args(args).arg(&gz));
+    assert_eq!(code, Some(1));
+    assert!(
+        stderr.contains("events.jsonl.gz:4002: error[invalid-record]"),
+        "{stderr}"
+    );
+    let (code, stderr, from_stdin) = run(trajkit().args(args).arg("-").write_stdin(text));
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("-:4002: error[invalid-record]"), "{stderr}");
+    // The same trajectories; only the file named in `details.source` differs.
+    let lines = |out: &[u8], file: &str| {
+        String::from_utf8_lossy(out).replace(&format!("\"file\":{}", serde_json::json!(file)), "")
+    };
+    let expected = lines(&from_plain, &plain.to_string_lossy());
+    assert_eq!(expected.lines().count(), 4001);
+    assert_eq!(lines(&from_gz, &gz.to_string_lossy()), expected);
+    assert_eq!(lines(&from_stdin, "-"), expected);
+}
+
+#[test]
+fn cutting_at_prompts_is_an_option() {
+    let dir = tempfile::tempdir().expect("dir");
+    let store = dir.path().join("events.jsonl");
+    let event = |id: u32, kind: &str, content: &str, second: u32| {
+        format!(
+            "{{\"id\": {id}, \"source\": \"user\", \"kind\": \"{kind}\", \"content\": \"{content}\", \
+             \"context\": {{}}, \"timestamp\": \"2026-03-04T10:00:{second:02}\"}}\n"
+        )
+    };
+    let text = [
+        event(1, "prompt", "first question", 0),
+        event(2, "result", "first answer", 10),
+        event(3, "prompt", "follow-up", 20),
+        event(4, "result", "second answer", 30),
+    ]
+    .concat();
+    std::fs::write(&store, text).expect("write store");
+    let (code, out, stderr) = convert(&[&store], &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(ids(&out), vec!["session-1", "session-3"]);
+    let (code, out, stderr) = convert(&[&store], &["--ledgermind-cut-at-prompt", "false"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(ids(&out), vec!["session-1"]);
+    let texts: Vec<&str> = out[0]["content"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .filter_map(|s| s["content"].as_str())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "first question",
+            "first answer",
+            "follow-up",
+            "second answer"
+        ]
+    );
+}

@@ -60,6 +60,10 @@ pub struct ConvertArgs {
     /// session id starts a new session.
     #[arg(long, default_value_t = 30, value_name = "MINUTES")]
     pub idle_gap: i64,
+    /// LedgerMind: a prompt event without a session id starts a new session (with false, only
+    /// the idle gap cuts them).
+    #[arg(long, default_value_t = SessionOptions::default().cut_at_prompt, action = ArgAction::Set, value_name = "BOOL")]
+    pub ledgermind_cut_at_prompt: bool,
     /// Decode JSON-encoded strings in `details` into JSON values: a comma-separated list of
     /// keys, or `*` for every value that holds a JSON object or array (1.1.0+ only).
     #[arg(long, value_name = "KEYS")]
@@ -186,7 +190,7 @@ pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         to,
         upgrade,
         run: global.run_options(),
-        sessions: sessions(args.idle_gap),
+        sessions: sessions(args.idle_gap, args.ledgermind_cut_at_prompt),
         mapping: args.mapping.mapping(),
     };
     let shown = Capped::stderr(global);
@@ -207,10 +211,11 @@ pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     Ok(u8::from(summary.rejected > 0))
 }
 
-/// LedgerMind sessions of `--idle-gap MINUTES`.
-pub fn sessions(idle_gap_minutes: i64) -> SessionOptions {
+/// LedgerMind sessions of `--idle-gap MINUTES` and `--ledgermind-cut-at-prompt`.
+pub fn sessions(idle_gap_minutes: i64, cut_at_prompt: bool) -> SessionOptions {
     SessionOptions {
         idle_gap_seconds: idle_gap_minutes.saturating_mul(60),
+        cut_at_prompt,
     }
 }
 

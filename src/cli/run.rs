@@ -11,6 +11,7 @@ use trajkit::convert::spec::SpecError;
 use trajkit::convert::{ConvertOptions, Converter, Mapping, OutputFormat};
 use trajkit::export::ExportError;
 use trajkit::ingest::inputs::{expand_glob, is_glob};
+use trajkit::ingest::ledgermind::SessionOptions;
 use trajkit::join::policy::Orphans;
 use trajkit::model::AdpVersion;
 use trajkit::output::Output;
@@ -158,6 +159,7 @@ struct ConvertSection {
     memabra_decisions: Option<bool>,
     reflexion_closing_message: Option<bool>,
     ralph_plan: Option<bool>,
+    ledgermind_cut_at_prompt: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -183,6 +185,7 @@ struct Pipeline {
     idle_gap: i64,
     decode_details: Option<String>,
     mapping: Mapping,
+    cut_at_prompt: bool,
     max_reject_rate: f64,
     rejects: Option<String>,
     joins: Vec<(JoinArgs, ArgMatches)>,
@@ -522,6 +525,9 @@ fn load(path: &str) -> Result<Pipeline, CliError> {
                 ralph_plan: convert.ralph_plan.unwrap_or(default.ralph_plan),
             }
         },
+        cut_at_prompt: convert
+            .ledgermind_cut_at_prompt
+            .unwrap_or(SessionOptions::default().cut_at_prompt),
         max_reject_rate: validate.max_reject_rate.unwrap_or(0.0),
         rejects: validate.rejects,
         joins,
@@ -582,6 +588,7 @@ fn effective(p: &Pipeline) -> Value {
         "memabra_decisions": p.mapping.memabra_decisions,
         "reflexion_closing_message": p.mapping.reflexion_closing_message,
         "ralph_plan": p.mapping.ralph_plan,
+        "ledgermind_cut_at_prompt": p.cut_at_prompt,
     });
     if let Some(d) = &p.decode_details {
         convert["decode_details"] = json!(d);
@@ -749,7 +756,7 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         to: OutputFormat::Adp,
         upgrade,
         run: global.run_options(),
-        sessions: sessions(pipeline.idle_gap),
+        sessions: sessions(pipeline.idle_gap, pipeline.cut_at_prompt),
         mapping: pipeline.mapping,
     };
     // Each partition writes its own rejects file and run.json (stdout stays stdout).

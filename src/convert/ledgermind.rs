@@ -7,12 +7,13 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use super::{has_keys, parse_bundle, source_details, ConvertOptions, Converter, Mapping, Partial};
-use crate::ingest::ledgermind::{is_sqlite, SessionRecords};
+use crate::ingest::ledgermind::{is_sqlite, EventCheck, SessionRecords};
 use crate::ingest::{RawRecord, RecordSource};
-use crate::json::Node;
+use crate::json::{Node, Shapes};
 use crate::model::links::unlink_unanswered;
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
 use crate::validate::check::raw_schema_problems;
+use crate::validate::schemas::raw_shapes;
 use crate::validate::Diagnostic;
 
 /// Reads LedgerMind event stores.
@@ -47,9 +48,15 @@ impl Converter for LedgerMind {
         opts: &ConvertOptions,
     ) -> Option<io::Result<Box<dyn RecordSource>>> {
         Some(
-            SessionRecords::open(path, opts.sessions, opts.run.max_record_bytes, &|event| {
-                raw_schema_problems(event, "ledgermind", true)
-            })
+            SessionRecords::open(
+                path,
+                opts.sessions,
+                opts.run.max_record_bytes,
+                EventCheck {
+                    fast: raw_shapes("ledgermind", true),
+                    problems: &|event| raw_schema_problems(event, "ledgermind", true),
+                },
+            )
             .map(|r| Box::new(r) as Box<dyn RecordSource>),
         )
     }
@@ -59,8 +66,8 @@ impl Converter for LedgerMind {
         record: &RawRecord,
         _map: &Mapping,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
-        let session = session(record)?;
-        let partial = to_partial(&Node::from_value(&session), record);
+        let mut slow = None;
+        let partial = to_partial(session(record, &mut slow)?, record);
         Ok(vec![(partial.into_trajectory(), AdpVersion::V1_5)])
     }
 
@@ -70,29 +77,44 @@ impl Converter for LedgerMind {
         opts: &ConvertOptions,
         out: &mut Vec<u8>,
     ) -> Result<u64, Vec<Diagnostic>> {
-        let session = session(record)?;
-        to_partial(&Node::from_value(&session), record).write(&record.provenance, opts, out)
+        let mut slow = None;
+        to_partial(session(record, &mut slow)?, record).write(&record.provenance, opts, out)
     }
 }
 
-/// The session a record of [`SessionRecords`] holds.
-fn session(record: &RawRecord) -> Result<Value, Vec<Diagnostic>> {
-    parse_bundle(
-        record,
-        "ledgermind_session",
-        "not a LedgerMind session (use --from ledgermind on the events file)",
-    )
+/// The session a record of [`SessionRecords`] holds, read straight from its bytes; a record
+/// that does not read so (an event with a duplicate key, or not a session at all) is parsed
+/// as a `Value`, kept in `slow`, so it reads as before or is diagnosed.
+fn session<'a>(
+    record: &'a RawRecord,
+    slow: &'a mut Option<Value>,
+) -> Result<Node<'a>, Vec<Diagnostic>> {
+    let fast = match &record.error {
+        None => Shapes::any().parse(&record.bytes),
+        Some(_) => None,
+    };
+    match fast {
+        Some(node) if node["ledgermind_session"].as_bool() == Some(true) => Ok(node),
+        _ => Ok(Node::from_value(slow.insert(parse_bundle(
+            record,
+            "ledgermind_session",
+            "not a LedgerMind session (use --from ledgermind on the events file)",
+        )?))),
+    }
 }
 
 /// The trajectory of a session; the events and reflections stay in the tail.
-fn to_partial<'a>(s: &Node<'a>, record: &RawRecord) -> Partial<'a> {
-    let events = s["events"].as_array().unwrap_or(&[]);
+fn to_partial<'a>(mut s: Node<'a>, record: &RawRecord) -> Partial<'a> {
+    let events = match s.take("events") {
+        Node::Array(events) => events,
+        _ => Vec::new(),
+    };
     let mut content = Vec::new();
     let mut open_call: Option<(String, String)> = None;
-    let mut kept = Vec::with_capacity(events.len());
+    let mut mapped_flags = Vec::with_capacity(events.len());
     let mut failed = false;
     let mut success: Option<bool> = None;
-    for e in events {
+    for e in &events {
         let ctx = &e["context"];
         let body = e["content"].text();
         let id = e["id"].text();
@@ -139,7 +161,7 @@ fn to_partial<'a>(s: &Node<'a>, record: &RawRecord) -> Partial<'a> {
             }
             _ => mapped = false,
         }
-        kept.push(event_rest(e, mapped));
+        mapped_flags.push(mapped);
     }
     // A call no result answered (the session ended, or another call came first) keeps no id.
     unlink_unanswered(&mut content);
@@ -175,6 +197,11 @@ fn to_partial<'a>(s: &Node<'a>, record: &RawRecord) -> Partial<'a> {
     if !reflections.is_empty() {
         tail.push(("reflections", Node::Array(reflections)));
     }
+    let kept = events
+        .into_iter()
+        .zip(mapped_flags)
+        .map(|(e, mapped)| event_rest(e, mapped))
+        .collect();
     tail.push(("ledgermind", Node::object([("events", Node::Array(kept))])));
     Partial {
         trajectory: Trajectory::new(id, content, details),
@@ -197,8 +224,7 @@ pub(crate) fn reflection<'a>(e: &Node<'a>) -> Node<'a> {
 
 /// An event as kept in `details.ledgermind.events`: whole when it made no step; otherwise
 /// without its content, which its step holds, and marked `mapped: true`.
-fn event_rest<'a>(e: &Node<'a>, mapped: bool) -> Node<'a> {
-    let mut out = e.clone();
+fn event_rest(mut out: Node<'_>, mapped: bool) -> Node<'_> {
     if mapped && out.is_object() {
         out.remove("content");
         out.insert("mapped", Node::Bool(true));

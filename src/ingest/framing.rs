@@ -79,6 +79,9 @@ impl std::fmt::Display for FrameError {
 pub struct Frame {
     /// 1-based line of the record's first byte.
     pub line: u64,
+    /// Position of the record's first byte in the (decompressed) stream: for a plain file,
+    /// `bytes` is the file's content at this offset (when `error` is `None`).
+    pub offset: u64,
     /// The record's bytes (a preview only when `error` is `TooLarge`, `Syntax` or `Read`).
     pub bytes: Vec<u8>,
     /// Set when the record could not be framed cleanly.
@@ -119,7 +122,7 @@ impl CappedBytes {
 
     /// The frame starting at `line`; `TooLarge` (with a preview) when over the limit, else
     /// `error`.
-    fn into_frame(mut self, line: u64, error: Option<FrameError>) -> Frame {
+    fn into_frame(mut self, line: u64, offset: u64, error: Option<FrameError>) -> Frame {
         let error = if self.size > self.limit {
             self.bytes.truncate(PREVIEW_BYTES);
             Some(FrameError::TooLarge {
@@ -134,6 +137,7 @@ impl CappedBytes {
         };
         Frame {
             line,
+            offset,
             bytes: self.bytes,
             error,
         }
@@ -225,6 +229,7 @@ impl<R: BufRead> Framer<R> {
         self.done = true;
         Some(Frame {
             line,
+            offset: self.bytes_read,
             bytes,
             error: Some(error),
         })
@@ -233,6 +238,7 @@ impl<R: BufRead> Framer<R> {
     fn next_line(&mut self) -> io::Result<Option<Frame>> {
         loop {
             let start = self.line;
+            let offset = self.bytes_read;
             let mut record = CappedBytes::new(self.max_bytes);
             let mut saw_any = false;
             loop {
@@ -258,13 +264,14 @@ impl<R: BufRead> Framer<R> {
             if record.is_blank() {
                 continue;
             }
-            return Ok(Some(record.into_frame(start, None)));
+            return Ok(Some(record.into_frame(start, offset, None)));
         }
     }
 
     /// Cuts one JSON value starting at the current (non-blank) byte.
     fn next_value(&mut self) -> io::Result<Frame> {
         let start = self.line;
+        let offset = self.bytes_read;
         let mut record = CappedBytes::new(self.max_bytes);
         let mut scan = ValueScan::default();
         loop {
@@ -272,14 +279,14 @@ impl<R: BufRead> Framer<R> {
             if chunk.is_empty() {
                 let complete = scan.scalar_started() && !scan.in_string;
                 let error = (!complete).then_some(FrameError::Truncated);
-                return Ok(record.into_frame(start, error));
+                return Ok(record.into_frame(start, offset, error));
             }
             let (used, lines, complete) = scan.feed(chunk);
             record.push(&chunk[..used]);
             self.line += lines;
             self.consume(used);
             if complete {
-                return Ok(record.into_frame(start, None));
+                return Ok(record.into_frame(start, offset, None));
             }
         }
     }
@@ -510,6 +517,29 @@ mod tests {
                 ),
                 (3, "{\"b\": 2}".into(), None),
             ]
+        );
+    }
+
+    #[test]
+    fn offsets_point_at_each_record_in_the_stream() {
+        let lines = "\u{feff}{\"a\":1}\n\n  {\"b\":2}\r\n{\"c\":3}";
+        let array = "[\n {\"a\": [1]},\n\t{\"b\": \"]\"} ]";
+        for (input, hint) in [(lines, LayoutHint::Lines), (array, LayoutHint::Json)] {
+            let got: Vec<Frame> = Framer::new(input.as_bytes(), hint, 100).collect();
+            assert_eq!(got.len(), if hint == LayoutHint::Lines { 3 } else { 2 });
+            for f in got {
+                let at = usize::try_from(f.offset).unwrap_or(usize::MAX);
+                assert_eq!(
+                    input.as_bytes().get(at..at + f.bytes.len()),
+                    Some(&f.bytes[..])
+                );
+            }
+        }
+        let first = Framer::new(lines.as_bytes(), LayoutHint::Lines, 100).next();
+        assert_eq!(
+            first.map(|f| f.offset),
+            Some(3),
+            "after the byte-order mark"
         );
     }
 

@@ -6,22 +6,28 @@
 //! sessions, cut at each `prompt` event and after an idle gap (default 30 minutes). Semantic
 //! events (see [`SEMANTIC_KINDS`]) are not steps: each is attached to the sessions holding the
 //! events it cites (`context` keys in [`CITATION_KEYS`]), else to the session of the event
-//! before it. The whole input is read before the first session is emitted (sessions can
-//! interleave), so memory grows with the number of events, which are small.
+//! before it.
+//!
+//! Sessions can interleave, so the whole input is indexed before the first session is emitted,
+//! but only the index is held: per event, where its text is and what sessions are cut by (its
+//! timestamp, id, session id, kind). Each session's events are read back when it is emitted:
+//! from the input file itself when it is a plain file, else from a copy kept in memory (stdin,
+//! a compressed input, a SQLite table).
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
 use std::sync::Arc;
 
 use chrono::{DateTime, NaiveDateTime};
+use foldhash::{HashMap, HashSet};
+use rayon::prelude::*;
 use rusqlite::{Connection, OpenFlags};
 use serde_json::{json, Value};
 
-use rayon::prelude::*;
-
-use super::{FrameError, FramedRecords, Provenance, RawRecord, RecordSource};
+use super::open::{self, is_plain_file};
+use super::{layout_hint, Frame, FrameError, Framer, Provenance, RawRecord, RecordSource};
+use crate::json::{Node, Shapes};
 
 /// Event kinds that record knowledge rather than a step of work.
 pub const SEMANTIC_KINDS: &[&str] = &[
@@ -37,20 +43,31 @@ pub const SEMANTIC_KINDS: &[&str] = &[
 /// `context` keys listing the ids of the events a semantic event is about.
 pub const CITATION_KEYS: &[&str] = &["event_ids", "evidence_ids", "source_event_ids", "cites"];
 
-/// Checks one event read from JSON lines; returns what is wrong with it (empty when fine).
-pub type EventCheck<'a> = &'a (dyn Fn(&Value) -> Vec<String> + Sync);
+/// How events read from JSON lines are checked.
+#[derive(Clone, Copy)]
+pub struct EventCheck<'a> {
+    /// Compiled checks of the event schema: an event they accept is valid and is read without
+    /// building a `Value`; `None` sends every event to `problems`.
+    pub fast: Option<&'a Shapes>,
+    /// What is wrong with an event `fast` did not accept (empty when it is fine).
+    pub problems: &'a (dyn Fn(&Value) -> Vec<String> + Sync),
+}
 
 /// How events are cut into sessions.
 #[derive(Debug, Clone, Copy)]
 pub struct SessionOptions {
     /// A gap longer than this between two events starts a new implicit session.
     pub idle_gap_seconds: i64,
+    /// A `prompt` event without a session id starts a new implicit session (else only the
+    /// idle gap cuts them).
+    pub cut_at_prompt: bool,
 }
 
 impl Default for SessionOptions {
     fn default() -> Self {
         SessionOptions {
             idle_gap_seconds: 30 * 60,
+            cut_at_prompt: true,
         }
     }
 }
@@ -63,55 +80,175 @@ pub fn is_sqlite(path: &Path) -> bool {
         .is_ok_and(|()| &head == b"SQLite format 3\0")
 }
 
-/// An event: its JSON text, where it came from, and what sessions are cut by (read once, so
-/// the events of a large store take little more memory than their text).
-struct Event {
-    raw: Box<[u8]>,
-    line: u64,
-    kind: Box<str>,
-    timestamp: Box<str>,
-    id: Box<str>,
-    session_id: Option<Box<str>>,
-    cited: Vec<String>,
+/// What sessions are cut by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Prompt,
+    Semantic,
+    Other,
 }
 
-impl Event {
-    /// The event `value`, whose JSON text is `raw`.
-    fn new(value: &Value, raw: Vec<u8>, line: u64) -> Event {
-        let text = |v: &Value| v.as_str().unwrap_or_default().into();
-        let context = &value["context"];
-        Event {
-            raw: raw.into_boxed_slice(),
+/// One event of the index: where its text is, and its fields, as spans of the index's string
+/// arena (timestamp, id, then session id, one after the other).
+struct Event {
+    offset: u64,
+    len: u32,
+    line: u64,
+    strings: usize,
+    timestamp_len: u32,
+    id_len: u32,
+    /// `u32::MAX` when the event has no session id.
+    session_len: u32,
+    kind: Kind,
+    /// Seconds since the epoch of its timestamp, when it reads as one.
+    seconds: Option<i64>,
+    /// 1 + its entry in [`Index::citations`] (a semantic event citing others), else 0.
+    cited: u32,
+}
+
+/// The events of an input and the strings they are cut by.
+#[derive(Default)]
+struct Index {
+    events: Vec<Event>,
+    strings: String,
+    citations: Vec<Vec<String>>,
+}
+
+impl Index {
+    /// Adds the event `value` whose text is `len` bytes at `offset`; `None` when an index
+    /// field would not fit (an event or field over 4 GiB).
+    fn push(&mut self, value: &Node<'_>, offset: u64, len: usize, line: u64) -> Option<()> {
+        let fields = Fields::of(value, line);
+        let strings = self.strings.len();
+        let span = |s: &str| u32::try_from(s.len()).ok().filter(|&n| n != u32::MAX);
+        let event = Event {
+            offset,
+            len: u32::try_from(len).ok()?,
             line,
-            kind: text(&value["kind"]),
-            timestamp: text(&value["timestamp"]),
-            // Its row id, else its `id` field, else `line-N`.
-            id: match &value["id"] {
-                Value::Number(n) => n.to_string().into(),
-                Value::String(s) => s.as_str().into(),
-                _ => format!("line-{line}").into(),
+            strings,
+            timestamp_len: span(fields.timestamp)?,
+            id_len: span(&fields.id)?,
+            session_len: match &fields.session_id {
+                Some(s) => span(s)?,
+                None => u32::MAX,
             },
-            session_id: match &context["session_id"] {
-                Value::String(s) if !s.is_empty() => Some(s.as_str().into()),
-                Value::Number(n) => Some(n.to_string().into()),
+            kind: fields.kind,
+            // Only implicit sessions are cut by time.
+            seconds: match (&fields.session_id, fields.kind) {
+                (None, Kind::Prompt | Kind::Other) => seconds(fields.timestamp),
                 _ => None,
             },
-            cited: CITATION_KEYS
-                .iter()
-                .filter_map(|k| context[*k].as_array())
-                .flatten()
-                .map(|v| match v {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                })
-                .collect(),
+            cited: 0,
+        };
+        self.strings.push_str(fields.timestamp);
+        self.strings.push_str(&fields.id);
+        self.strings
+            .push_str(fields.session_id.as_deref().unwrap_or_default());
+        let cited = match fields.kind {
+            Kind::Semantic => {
+                self.citations.push(fields.cited(value));
+                u32::try_from(self.citations.len()).ok()?
+            }
+            _ => 0,
+        };
+        self.events.push(Event { cited, ..event });
+        Some(())
+    }
+
+    fn text(&self, at: usize, len: u32) -> &str {
+        self.strings.get(at..at + len as usize).unwrap_or_default()
+    }
+
+    fn timestamp(&self, e: &Event) -> &str {
+        self.text(e.strings, e.timestamp_len)
+    }
+
+    fn id(&self, e: &Event) -> &str {
+        self.text(e.strings + e.timestamp_len as usize, e.id_len)
+    }
+
+    fn session_id(&self, e: &Event) -> Option<&str> {
+        (e.session_len != u32::MAX).then(|| {
+            self.text(
+                e.strings + e.timestamp_len as usize + e.id_len as usize,
+                e.session_len,
+            )
+        })
+    }
+
+    fn cited(&self, e: &Event) -> &[String] {
+        match e.cited.checked_sub(1) {
+            Some(i) => self.citations.get(i as usize).map_or(&[], Vec::as_slice),
+            None => &[],
         }
+    }
+
+    /// Adds the events of another index.
+    fn append(&mut self, mut other: Index) {
+        let strings = self.strings.len();
+        let citations = self.citations.len() as u32;
+        self.events.extend(other.events.drain(..).map(|e| Event {
+            strings: e.strings + strings,
+            cited: if e.cited > 0 { e.cited + citations } else { 0 },
+            ..e
+        }));
+        self.strings.push_str(&other.strings);
+        self.citations.append(&mut other.citations);
+    }
+}
+
+/// The fields of an event that sessions are cut by, read as a `Value` of it would be.
+struct Fields<'n> {
+    kind: Kind,
+    timestamp: &'n str,
+    id: String,
+    session_id: Option<String>,
+}
+
+impl<'n> Fields<'n> {
+    fn of(value: &'n Node<'_>, line: u64) -> Fields<'n> {
+        let kind = match value["kind"].as_str().unwrap_or_default() {
+            k if SEMANTIC_KINDS.contains(&k) => Kind::Semantic,
+            "prompt" => Kind::Prompt,
+            _ => Kind::Other,
+        };
+        Fields {
+            kind,
+            timestamp: value["timestamp"].as_str().unwrap_or_default(),
+            // Its row id, else its `id` field, else `line-N`.
+            id: match &value["id"] {
+                Node::Number(n) => n.to_string(),
+                Node::String(s) => s.to_string(),
+                _ => format!("line-{line}"),
+            },
+            session_id: match &value["context"]["session_id"] {
+                Node::String(s) if !s.is_empty() => Some(s.to_string()),
+                Node::Number(n) => Some(n.to_string()),
+                _ => None,
+            },
+        }
+    }
+
+    /// The ids an event cites.
+    fn cited(&self, value: &Node<'_>) -> Vec<String> {
+        CITATION_KEYS
+            .iter()
+            .filter_map(|k| value["context"][*k].as_array())
+            .flatten()
+            .map(|v| match v {
+                Node::String(s) => s.to_string(),
+                other => other.to_string(),
+            })
+            .collect()
     }
 }
 
 /// Seconds since the epoch of an ISO 8601 timestamp, with or without an offset (a timestamp
 /// without one is taken as UTC).
 fn seconds(ts: &str) -> Option<i64> {
+    if let Some(t) = plain_seconds(ts) {
+        return Some(t);
+    }
     if let Ok(t) = DateTime::parse_from_rfc3339(ts) {
         return Some(t.timestamp());
     }
@@ -121,8 +258,84 @@ fn seconds(ts: &str) -> Option<i64> {
         .map(|t| t.and_utc().timestamp())
 }
 
-/// Reads the `events` table of a SQLite file, read-only and without touching its WAL.
-fn read_sqlite(path: &Path) -> rusqlite::Result<Vec<Event>> {
+/// [`seconds`] of the usual timestamp without an offset, `YYYY-MM-DD[T ]hh:mm:ss[.f]` (1 to 9
+/// fraction digits), read without chrono's format parser; `None` for any other text, which
+/// `seconds` then reads the general way.
+fn plain_seconds(ts: &str) -> Option<i64> {
+    let b = ts.as_bytes();
+    let digits = |range: std::ops::Range<usize>| -> Option<u32> {
+        b.get(range)?.iter().try_fold(0u32, |n, &c| {
+            c.is_ascii_digit().then(|| n * 10 + u32::from(c - b'0'))
+        })
+    };
+    let fraction = b.get(19..).unwrap_or_default();
+    let fraction_ok = match fraction {
+        [] => true,
+        [b'.', rest @ ..] => (1..=9).contains(&rest.len()) && rest.iter().all(u8::is_ascii_digit),
+        _ => false,
+    };
+    let shape_ok = b.len() >= 19
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && (b[10] == b'T' || b[10] == b' ')
+        && b[13] == b':'
+        && b[16] == b':';
+    if !(shape_ok && fraction_ok) {
+        return None;
+    }
+    let date = chrono::NaiveDate::from_ymd_opt(
+        i32::try_from(digits(0..4)?).ok()?,
+        digits(5..7)?,
+        digits(8..10)?,
+    )?;
+    let time = date.and_hms_opt(digits(11..13)?, digits(14..16)?, digits(17..19)?)?;
+    Some(time.and_utc().timestamp())
+}
+
+/// Where the events' texts are read back from.
+enum Texts {
+    /// The input file, at the events' offsets.
+    File(File),
+    /// A copy, at the events' offsets in it.
+    Memory(Vec<u8>),
+}
+
+impl Texts {
+    /// Appends the `len` bytes at `offset` to `out`.
+    fn read(&self, offset: u64, len: usize, out: &mut Vec<u8>) -> io::Result<()> {
+        match self {
+            Texts::Memory(bytes) => {
+                let text = usize::try_from(offset)
+                    .ok()
+                    .and_then(|at| bytes.get(at..at.checked_add(len)?))
+                    .ok_or_else(|| io::Error::other("event text out of range"))?;
+                out.extend_from_slice(text);
+                Ok(())
+            }
+            Texts::File(file) => {
+                let start = out.len();
+                out.resize(start + len, 0);
+                read_at(file, &mut out[start..], offset)
+            }
+        }
+    }
+}
+
+#[cfg(unix)]
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+}
+
+#[cfg(not(unix))]
+fn read_at(mut file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+    use std::io::{Seek, SeekFrom};
+    file.seek(SeekFrom::Start(offset))?;
+    file.read_exact(buf)
+}
+
+/// Reads the `events` table of a SQLite file, read-only and without touching its WAL, into an
+/// index whose texts are the rows as JSON objects.
+fn read_sqlite(path: &Path) -> rusqlite::Result<(Index, Vec<u8>)> {
     let uri = format!("file:{}?mode=ro&immutable=1", path.display());
     let conn = Connection::open_with_flags(
         uri,
@@ -132,7 +345,10 @@ fn read_sqlite(path: &Path) -> rusqlite::Result<Vec<Event>> {
         "SELECT id, source, kind, content, context, timestamp, status, linked_id, link_strength \
          FROM events ORDER BY timestamp, id",
     )?;
-    let rows = stmt.query_map([], |r| {
+    let mut rows = stmt.query([])?;
+    let mut index = Index::default();
+    let mut texts = Vec::new();
+    while let Some(r) = rows.next()? {
         let id: i64 = r.get(0)?;
         let context: Option<String> = r.get(4)?;
         let context = context
@@ -152,17 +368,256 @@ fn read_sqlite(path: &Path) -> rusqlite::Result<Vec<Event>> {
             "linked_id": r.get::<_, Option<String>>(7)?,
             "link_strength": r.get::<_, Option<f64>>(8)?,
         });
+        let offset = texts.len();
         // A `Value` always serializes.
-        let raw = serde_json::to_vec(&value).unwrap_or_default();
-        Ok(Event::new(&value, raw, u64::try_from(id).unwrap_or(0)))
-    })?;
-    rows.collect()
+        let _ = serde_json::to_writer(&mut texts, &value);
+        let len = texts.len() - offset;
+        let line = u64::try_from(id).unwrap_or(0);
+        if index
+            .push(&Node::from_value(&value), offset as u64, len, line)
+            .is_none()
+        {
+            return Err(rusqlite::Error::ToSqlConversionFailure(
+                format!("event {id} is too large").into(),
+            ));
+        }
+    }
+    Ok((index, texts))
+}
+
+/// Frames per batch checked in parallel while JSON lines are indexed.
+const BATCH_FRAMES: usize = 16_384;
+/// Frames per parallel task.
+const CHUNK_FRAMES: usize = 256;
+
+/// What indexing JSON lines gives: the index, a copy of the events' texts when the input is not
+/// a plain file (they are read back from the file otherwise), the bytes read, and the frames
+/// that are not valid events, in input order.
+struct Lines {
+    index: Index,
+    copy: Option<Vec<u8>>,
+    bytes: u64,
+    bad: Vec<RawRecord>,
+}
+
+/// Indexes the events of JSON lines at `path`.
+fn read_lines(
+    path: &str,
+    max_record_bytes: usize,
+    check: EventCheck<'_>,
+    input: &Arc<str>,
+) -> io::Result<Lines> {
+    let plain = is_plain_file(path);
+    let mut framer = Framer::new(open::open(path)?, layout_hint(path), max_record_bytes);
+    let mut index = Index::default();
+    let mut copy = (!plain).then(Vec::new);
+    let mut bad = Vec::new();
+    let mut batch: Vec<Frame> = framer.by_ref().take(BATCH_FRAMES).collect();
+    while !batch.is_empty() {
+        // Checking is per event: in parallel, kept in input order, while the next batch is
+        // framed.
+        let (parts, next): (Vec<Part>, Vec<Frame>) = rayon::join(
+            || {
+                batch
+                    .par_chunks(CHUNK_FRAMES)
+                    .map(|frames| index_frames(frames, check, input))
+                    .collect()
+            },
+            || framer.by_ref().take(BATCH_FRAMES).collect(),
+        );
+        for (frames, mut part) in batch.chunks(CHUNK_FRAMES).zip(parts) {
+            bad.append(&mut part.bad);
+            if let Some(copy) = &mut copy {
+                let kept = part.kept.iter().map(|&i| &frames[i]);
+                for (e, frame) in part.index.events.iter_mut().zip(kept) {
+                    e.offset = copy.len() as u64;
+                    copy.extend_from_slice(&frame.bytes);
+                }
+            }
+            index.append(part.index);
+        }
+        batch = next;
+    }
+    Ok(Lines {
+        index,
+        copy,
+        bytes: framer.bytes_read,
+        bad,
+    })
+}
+
+/// The events among some frames.
+struct Part {
+    index: Index,
+    /// Which frames they are.
+    kept: Vec<usize>,
+    /// The frames that are not valid events, as records: with their error, or as they were
+    /// when they are not JSON (so converting them diagnoses the syntax).
+    bad: Vec<RawRecord>,
+}
+
+/// Indexes the events among `frames`.
+fn index_frames(frames: &[Frame], check: EventCheck<'_>, input: &Arc<str>) -> Part {
+    let mut index = Index::default();
+    let mut kept = Vec::new();
+    let mut bad = Vec::new();
+    for (i, frame) in frames.iter().enumerate() {
+        let added = match &frame.error {
+            Some(error) => Err(Some(error.clone())),
+            None => match check.fast.and_then(|shapes| shapes.parse(&frame.bytes)) {
+                Some(node) => Ok(index.push(&node, frame.offset, frame.bytes.len(), frame.line)),
+                None => slow_check(&frame.bytes, check).map(|value| {
+                    let node = Node::from_value(&value);
+                    index.push(&node, frame.offset, frame.bytes.len(), frame.line)
+                }),
+            },
+        };
+        let error = match added {
+            Ok(Some(())) => {
+                kept.push(i);
+                continue;
+            }
+            Ok(None) => Some(FrameError::Invalid(
+                "a LedgerMind event or one of its fields is over 4 GiB".to_owned(),
+            )),
+            Err(error) => error,
+        };
+        bad.push(RawRecord {
+            provenance: Provenance {
+                input: input.clone(),
+                file: input.clone(),
+                line: frame.line,
+                index: 0,
+            },
+            bytes: frame.bytes.clone(),
+            error,
+        });
+    }
+    Part { index, kept, bad }
+}
+
+/// An event the compiled checks did not accept, parsed as a `Value` and checked by the schema;
+/// the error to reject it with when it is not a valid event (`None`: it is not JSON).
+fn slow_check(bytes: &[u8], check: EventCheck<'_>) -> Result<Value, Option<FrameError>> {
+    let value = serde_json::from_slice::<Value>(bytes).map_err(|_| None)?;
+    let problems = if value.is_object() {
+        (check.problems)(&value)
+    } else {
+        vec!["a LedgerMind event must be a JSON object".to_owned()]
+    };
+    if problems.is_empty() {
+        Ok(value)
+    } else {
+        Err(Some(FrameError::Invalid(problems.join("; "))))
+    }
+}
+
+/// A session: its key, whether it was named by the events, and its events and the semantic
+/// events attached to it (positions in the index).
+struct Session {
+    key: String,
+    explicit: bool,
+    events: Vec<u32>,
+    semantic: Vec<u32>,
+}
+
+/// Cuts the events of `index` (in order) into sessions.
+fn sessions(index: &Index, opts: SessionOptions) -> Vec<Session> {
+    // Only the ids semantic events cite are looked up.
+    let cited: HashSet<&str> = index
+        .citations
+        .iter()
+        .flatten()
+        .map(String::as_str)
+        .collect();
+    let mut out: Vec<Session> = Vec::new();
+    let mut by_key: HashMap<&str, usize> = HashMap::default();
+    let mut by_event: HashMap<&str, usize> = HashMap::default();
+    let mut implicit: Option<usize> = None;
+    let mut last_implicit: Option<i64> = None;
+    let mut last_session: Option<usize> = None;
+    let mut semantic: Vec<(u32, Option<usize>)> = Vec::new();
+    for (position, e) in (0u32..).zip(&index.events) {
+        if e.kind == Kind::Semantic {
+            semantic.push((position, last_session));
+            continue;
+        }
+        let session = match index.session_id(e) {
+            Some(sid) => *by_key.entry(sid).or_insert_with(|| {
+                out.push(Session {
+                    key: sid.to_owned(),
+                    explicit: true,
+                    events: Vec::new(),
+                    semantic: Vec::new(),
+                });
+                out.len() - 1
+            }),
+            None => {
+                let gap = match (last_implicit, e.seconds) {
+                    (Some(a), Some(b)) => b - a > opts.idle_gap_seconds,
+                    _ => false,
+                };
+                let prompt_cut = opts.cut_at_prompt && e.kind == Kind::Prompt;
+                let current = match implicit {
+                    Some(s) if !prompt_cut && !gap => s,
+                    _ => {
+                        out.push(Session {
+                            key: format!("session-{}", index.id(e)),
+                            explicit: false,
+                            events: Vec::new(),
+                            semantic: Vec::new(),
+                        });
+                        out.len() - 1
+                    }
+                };
+                implicit = Some(current);
+                last_implicit = e.seconds.or(last_implicit);
+                current
+            }
+        };
+        out[session].events.push(position);
+        let id = index.id(e);
+        if cited.contains(id) {
+            by_event.insert(id, session);
+        }
+        last_session = Some(session);
+    }
+    for (position, before) in semantic {
+        let e = &index.events[position as usize];
+        let mut targets: Vec<usize> = index
+            .cited(e)
+            .iter()
+            .filter_map(|id| by_event.get(id.as_str()).copied())
+            .collect();
+        targets.sort_unstable();
+        targets.dedup();
+        if targets.is_empty() {
+            targets.extend(before.or((!out.is_empty()).then_some(0)));
+        }
+        for t in targets {
+            out[t].semantic.push(position);
+        }
+    }
+    out
+}
+
+/// Where a session's events are read back from, and what is needed to do it.
+struct Events {
+    /// The events of the index, in its order.
+    events: Vec<Event>,
+    texts: Texts,
 }
 
 /// The records of a LedgerMind input: one per session, then one per unreadable line.
 pub struct SessionRecords {
-    pending: std::vec::IntoIter<RawRecord>,
+    events: Events,
+    sessions: std::vec::IntoIter<Session>,
+    next_index: u64,
+    bad: std::vec::IntoIter<RawRecord>,
+    input: Arc<str>,
     bytes: u64,
+    /// The texts of the session being emitted.
+    scratch: Vec<u8>,
 }
 
 impl SessionRecords {
@@ -176,204 +631,185 @@ impl SessionRecords {
         check: EventCheck<'_>,
     ) -> io::Result<Self> {
         let input: Arc<str> = Arc::from(path);
-        let mut bad = Vec::new();
-        let mut events = Vec::new();
-        let bytes;
-        if path != "-" && is_sqlite(Path::new(path)) {
-            bytes = std::fs::metadata(path).map_or(0, |m| m.len());
+        let (index, texts, bytes, bad) = if path != "-" && is_sqlite(Path::new(path)) {
+            let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
             match read_sqlite(Path::new(path)) {
-                Ok(e) => events = e,
-                Err(e) => bad.push(RawRecord {
-                    provenance: Provenance {
-                        input: input.clone(),
-                        file: input.clone(),
-                        line: 1,
-                        index: 0,
-                    },
-                    bytes: Vec::new(),
-                    error: Some(FrameError::Read(format!(
-                        "cannot read the SQLite events table: {e}"
-                    ))),
-                }),
+                Ok((index, texts)) => (index, Texts::Memory(texts), bytes, Vec::new()),
+                Err(e) => (
+                    Index::default(),
+                    Texts::Memory(Vec::new()),
+                    bytes,
+                    vec![RawRecord {
+                        provenance: Provenance {
+                            input: input.clone(),
+                            file: input.clone(),
+                            line: 1,
+                            index: 0,
+                        },
+                        bytes: Vec::new(),
+                        error: Some(FrameError::Read(format!(
+                            "cannot read the SQLite events table: {e}"
+                        ))),
+                    }],
+                ),
             }
         } else {
-            let mut framed = FramedRecords::open(path, max_record_bytes)?;
-            let records: Vec<RawRecord> = framed.by_ref().collect();
-            bytes = framed.bytes_read();
-            // Parsing and checking are per event: in parallel, in input order.
-            let read: Vec<Result<Event, RawRecord>> = records
-                .into_par_iter()
-                .map(|r| read_event(r, check))
-                .collect();
-            for r in read {
-                match r {
-                    Ok(e) => events.push(e),
-                    Err(record) => bad.push(record),
-                }
-            }
-            events.sort_by(|a, b| a.timestamp.cmp(&b.timestamp).then(a.line.cmp(&b.line)));
-        }
-        let mut records = sessions(&events, opts, &input);
-        let start = records.len() as u64;
-        for (i, mut r) in bad.into_iter().enumerate() {
-            r.provenance.index = start + i as u64;
-            records.push(r);
-        }
-        Ok(SessionRecords {
-            pending: records.into_iter(),
-            bytes,
-        })
-    }
-}
-
-/// One JSON-lines event, checked; a record that is not a valid event comes back with its
-/// error set (or as it was, when it could not be framed or parsed).
-fn read_event(mut record: RawRecord, check: EventCheck<'_>) -> Result<Event, RawRecord> {
-    if record.error.is_some() {
-        return Err(record);
-    }
-    let Ok(value) = serde_json::from_slice::<Value>(&record.bytes) else {
-        return Err(record);
-    };
-    let problems = if value.is_object() {
-        check(&value)
-    } else {
-        vec!["a LedgerMind event must be a JSON object".to_owned()]
-    };
-    if !problems.is_empty() {
-        record.error = Some(FrameError::Invalid(problems.join("; ")));
-        return Err(record);
-    }
-    let line = record.provenance.line;
-    Ok(Event::new(&value, record.bytes, line))
-}
-
-struct Session<'a> {
-    key: String,
-    explicit: bool,
-    events: Vec<&'a Event>,
-    semantic: Vec<&'a Event>,
-}
-
-fn sessions(events: &[Event], opts: SessionOptions, input: &Arc<str>) -> Vec<RawRecord> {
-    let mut out: Vec<Session<'_>> = Vec::new();
-    let mut by_key: HashMap<String, usize> = HashMap::new();
-    let mut by_event: HashMap<&str, usize> = HashMap::new();
-    let mut implicit: Option<usize> = None;
-    let mut last_implicit: Option<i64> = None;
-    let mut last_session: Option<usize> = None;
-    let mut semantic: Vec<(&Event, Option<usize>)> = Vec::new();
-    for e in events {
-        if SEMANTIC_KINDS.contains(&&*e.kind) {
-            semantic.push((e, last_session));
-            continue;
-        }
-        let index = match &e.session_id {
-            Some(sid) => *by_key.entry(sid.to_string()).or_insert_with(|| {
-                out.push(Session {
-                    key: sid.to_string(),
-                    explicit: true,
-                    events: Vec::new(),
-                    semantic: Vec::new(),
-                });
-                out.len() - 1
-            }),
-            None => {
-                let now = seconds(&e.timestamp);
-                let gap = match (last_implicit, now) {
-                    (Some(a), Some(b)) => b - a > opts.idle_gap_seconds,
-                    _ => false,
-                };
-                if implicit.is_none() || &*e.kind == "prompt" || gap {
-                    out.push(Session {
-                        key: format!("session-{}", e.id),
-                        explicit: false,
-                        events: Vec::new(),
-                        semantic: Vec::new(),
-                    });
-                    implicit = Some(out.len() - 1);
-                }
-                last_implicit = now.or(last_implicit);
-                implicit.unwrap_or_default()
-            }
+            let mut lines = read_lines(path, max_record_bytes, check, &input)?;
+            let texts = match lines.copy.take() {
+                Some(copy) => Texts::Memory(copy),
+                None => Texts::File(File::open(path)?),
+            };
+            // The SQLite query orders its rows; lines are ordered here.
+            // By timestamp, then line, then offset: the offsets grow in input order, so this is
+            // the stable order by timestamp and line, sorted in place.
+            let mut events = std::mem::take(&mut lines.index.events);
+            let ix = &lines.index;
+            events.par_sort_unstable_by(|a, b| {
+                ix.timestamp(a)
+                    .cmp(ix.timestamp(b))
+                    .then(a.line.cmp(&b.line))
+                    .then(a.offset.cmp(&b.offset))
+            });
+            lines.index.events = events;
+            (lines.index, texts, lines.bytes, lines.bad)
         };
-        out[index].events.push(e);
-        by_event.insert(&*e.id, index);
-        last_session = Some(index);
-    }
-    for (e, before) in semantic {
-        let mut targets: Vec<usize> = e
-            .cited
-            .iter()
-            .filter_map(|id| by_event.get(id.as_str()).copied())
-            .collect();
-        targets.sort_unstable();
-        targets.dedup();
-        if targets.is_empty() {
-            targets.extend(before.or((!out.is_empty()).then_some(0)));
-        }
-        for t in targets {
-            out[t].semantic.push(e);
-        }
-    }
-    out.into_iter()
-        .enumerate()
-        .map(|(index, s)| {
-            let line = s.events.first().map_or(1, |e| e.line);
-            RawRecord {
-                provenance: Provenance {
-                    input: input.clone(),
-                    file: input.clone(),
-                    line,
-                    index: index as u64,
-                },
-                bytes: bundle(&s),
-                error: None,
-            }
+        let sessions = sessions(&index, opts);
+        // The strings sessions were cut by are no longer needed.
+        let events = index.events;
+        Ok(SessionRecords {
+            events: Events { events, texts },
+            next_index: 0,
+            sessions: sessions.into_iter(),
+            bad: bad.into_iter(),
+            input,
+            bytes,
+            scratch: Vec::new(),
         })
-        .collect()
+    }
+
+    /// The record of `session`: `{"ledgermind_session": true, "key", "explicit", "events",
+    /// "semantic"}`, the events as their JSON text.
+    fn record(&mut self, session: &Session) -> RawRecord {
+        let line = session
+            .events
+            .first()
+            .and_then(|&p| self.events.events.get(p as usize))
+            .map_or(1, |e| e.line);
+        let (bytes, error) = match self.bundle(session) {
+            Ok(bytes) => (bytes, None),
+            Err(e) => (
+                Vec::new(),
+                Some(FrameError::Read(format!(
+                    "cannot read back the events of session {:?}: {e}",
+                    session.key
+                ))),
+            ),
+        };
+        RawRecord {
+            provenance: Provenance {
+                input: self.input.clone(),
+                file: self.input.clone(),
+                line,
+                index: self.next_index,
+            },
+            bytes,
+            error,
+        }
+    }
+
+    fn bundle(&mut self, s: &Session) -> io::Result<Vec<u8>> {
+        let positions = || s.events.iter().chain(&s.semantic).map(|&p| p as usize);
+        let ranges = self.events.read(positions(), &mut self.scratch)?;
+        let mut out = Vec::with_capacity(self.scratch.len() + s.key.len() + 96);
+        out.extend_from_slice(b"{\"ledgermind_session\":true,\"key\":");
+        // A string always serializes.
+        let _ = serde_json::to_writer(&mut out, &s.key);
+        out.extend_from_slice(if s.explicit {
+            b",\"explicit\":true,\"events\":"
+        } else {
+            b",\"explicit\":false,\"events\":"
+        });
+        let (events, semantic) = ranges.split_at(s.events.len().min(ranges.len()));
+        for (name, list) in [("", events), (",\"semantic\":", semantic)] {
+            out.extend_from_slice(name.as_bytes());
+            out.push(b'[');
+            for (i, range) in list.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(self.scratch.get(range.clone()).unwrap_or_default());
+            }
+            out.push(b']');
+        }
+        out.push(b'}');
+        Ok(out)
+    }
 }
 
-/// The record of a session: `{"ledgermind_session": true, "key", "explicit", "events",
-/// "semantic"}`, the events as their JSON text.
-fn bundle(s: &Session<'_>) -> Vec<u8> {
-    fn list(out: &mut Vec<u8>, events: &[&Event]) {
-        out.push(b'[');
-        for (i, e) in events.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            out.extend_from_slice(&e.raw);
+/// The most bytes read past the events of a session when they are read with one read.
+const READ_SLACK: u64 = 64 << 10;
+
+impl Events {
+    /// Reads the texts of the events at `positions` into `scratch`, returning where each is in
+    /// it. Events close together in the file (as a session's usually are) are read with one
+    /// read of the span that holds them.
+    fn read(
+        &self,
+        positions: impl Iterator<Item = usize> + Clone,
+        scratch: &mut Vec<u8>,
+    ) -> io::Result<Vec<std::ops::Range<usize>>> {
+        scratch.clear();
+        let place = |p: usize| {
+            self.events
+                .get(p)
+                .map(|e| (e.offset, e.len))
+                .ok_or_else(|| io::Error::other("event out of range"))
+        };
+        let mut low = u64::MAX;
+        let mut high = 0u64;
+        let mut total = 0u64;
+        for p in positions.clone() {
+            let (offset, len) = place(p)?;
+            low = low.min(offset);
+            high = high.max(offset + u64::from(len));
+            total += u64::from(len);
         }
-        out.push(b']');
+        if matches!(self.texts, Texts::File(_))
+            && low < high
+            && high - low <= 2 * total + READ_SLACK
+        {
+            let span = usize::try_from(high - low).map_err(io::Error::other)?;
+            self.texts.read(low, span, scratch)?;
+            return positions
+                .map(|p| {
+                    let (offset, len) = place(p)?;
+                    let start = usize::try_from(offset - low).map_err(io::Error::other)?;
+                    Ok(start..start + len as usize)
+                })
+                .collect();
+        }
+        positions
+            .map(|p| {
+                let (offset, len) = place(p)?;
+                let start = scratch.len();
+                self.texts.read(offset, len as usize, scratch)?;
+                Ok(start..scratch.len())
+            })
+            .collect()
     }
-    let size: usize = s
-        .events
-        .iter()
-        .chain(&s.semantic)
-        .map(|e| e.raw.len() + 1)
-        .sum();
-    let mut out = Vec::with_capacity(size + s.key.len() + 96);
-    out.extend_from_slice(b"{\"ledgermind_session\":true,\"key\":");
-    // A string always serializes.
-    let _ = serde_json::to_writer(&mut out, &s.key);
-    out.extend_from_slice(if s.explicit {
-        b",\"explicit\":true,\"events\":"
-    } else {
-        b",\"explicit\":false,\"events\":"
-    });
-    list(&mut out, &s.events);
-    out.extend_from_slice(b",\"semantic\":");
-    list(&mut out, &s.semantic);
-    out.push(b'}');
-    out
 }
 
 impl Iterator for SessionRecords {
     type Item = RawRecord;
 
     fn next(&mut self) -> Option<RawRecord> {
-        self.pending.next()
+        let mut record = match self.sessions.next() {
+            Some(session) => self.record(&session),
+            None => self.bad.next()?,
+        };
+        record.provenance.index = self.next_index;
+        self.next_index += 1;
+        Some(record)
     }
 }
 
@@ -386,6 +822,38 @@ impl RecordSource for SessionRecords {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plain_timestamps_read_as_chrono_reads_them() {
+        for ts in [
+            "2025-03-01T12:34:56",
+            "2025-03-01 12:34:56.5",
+            "2024-02-29T23:59:59.123456789",
+            "1969-12-31T23:59:59",
+        ] {
+            let general =
+                NaiveDateTime::parse_from_str(&ts.replace(' ', "T"), "%Y-%m-%dT%H:%M:%S%.f")
+                    .map(|t| t.and_utc().timestamp());
+            assert_eq!(plain_seconds(ts), general.ok(), "{ts}");
+        }
+        // Not the plain form, or not a real date: left to the general parser.
+        for ts in [
+            "2025-02-30T00:00:00",
+            "2025-03-01T24:00:00",
+            "2025-03-01T12:34:56Z",
+            "2025-03-01T12:34:56.",
+            "2025-03-01T12:34:56.1234567890",
+            "2025-3-01T12:34:56",
+            "+2025-03-01T12:34:56",
+            "2025-03-01t12:34:56",
+        ] {
+            assert_eq!(plain_seconds(ts), None, "{ts}");
+        }
+        assert_eq!(
+            seconds("2025-03-01T12:34:56Z"),
+            plain_seconds("2025-03-01T12:34:56")
+        );
+    }
 
     #[test]
     fn timestamps_with_and_without_offsets() {

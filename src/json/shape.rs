@@ -17,6 +17,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::OnceLock;
 
 use regex::Regex;
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
@@ -104,6 +105,16 @@ impl Shapes {
         Some(Shapes {
             shapes: c.shapes,
             root,
+        })
+    }
+
+    /// The schema without constraints: its [`Shapes::parse`] reads any UTF-8 JSON value
+    /// without a duplicate key.
+    pub fn any() -> &'static Shapes {
+        static ANY_VALUE: OnceLock<Shapes> = OnceLock::new();
+        ANY_VALUE.get_or_init(|| Shapes {
+            shapes: vec![Shape::default()],
+            root: ANY,
         })
     }
 

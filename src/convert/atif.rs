@@ -15,6 +15,7 @@ use serde_json::{json, Map, Value};
 use super::chat::{call_step, record_id, OPENHANDS_CODE_TOOLS};
 use super::{has_keys, source_details, Converter, Mapping};
 use crate::ingest::RawRecord;
+use crate::json::Node;
 use crate::model::{AdpVersion, JsonObject, Source, Step, Trajectory};
 use crate::validate::check::check_raw;
 use crate::validate::Diagnostic;
@@ -50,7 +51,10 @@ impl Converter for Atif {
         let id = value["trajectory_id"]
             .as_str()
             .or(value["session_id"].as_str())
-            .map_or_else(|| record_id(&value, record), str::to_owned);
+            .map_or_else(
+                || record_id(&Node::from_value(&value["id"]), record),
+                str::to_owned,
+            );
         for (i, s) in value["steps"].as_array().into_iter().flatten().enumerate() {
             if s["step_id"].as_u64() != Some(i as u64 + 1) {
                 return Err(vec![Diagnostic::error(

@@ -5,13 +5,15 @@ use serde_json::{json, Value};
 
 use super::source_details;
 use crate::ingest::RawRecord;
+use crate::json::Node;
 use crate::model::{JsonObject, Step, Trajectory};
 
-/// The record's `id` (a string or number), else `{file name}#{index}` (stable across runs).
-pub fn record_id(v: &Value, record: &RawRecord) -> String {
-    match &v["id"] {
-        Value::String(s) if !s.is_empty() => s.clone(),
-        Value::Number(n) => n.to_string(),
+/// The record's id: `id` (the record's `id` field) when a non-empty string or a number, else
+/// `{file name}#{index}` (stable across runs).
+pub fn record_id(id: &Node, record: &RawRecord) -> String {
+    match id {
+        Node::String(s) if !s.is_empty() => s.as_ref().to_owned(),
+        Node::Number(n) => n.to_string(),
         _ => {
             let file = record
                 .provenance
@@ -27,12 +29,13 @@ pub fn record_id(v: &Value, record: &RawRecord) -> String {
 /// The record's `id` (as [`record_id`]), else the first non-empty string among `keys` (runs
 /// are often named by `instance_id`), else `{file name}#{index}`.
 pub fn record_id_with(v: &Value, record: &RawRecord, keys: &[&str]) -> String {
+    let id = Node::from_value(&v["id"]);
     if v["id"].is_string() || v["id"].is_number() {
-        return record_id(v, record);
+        return record_id(&id, record);
     }
     keys.iter()
         .find_map(|k| v[*k].as_str().filter(|s| !s.is_empty()))
-        .map_or_else(|| record_id(v, record), str::to_owned)
+        .map_or_else(|| record_id(&id, record), str::to_owned)
 }
 
 /// A system prompt as a step: a text observation named `system` from the environment (the
@@ -43,10 +46,10 @@ pub fn system_step(text: String) -> Step {
 
 /// Text of a chat message's content: a string, or the text parts of a list joined by blank
 /// lines.
-pub fn message_text(content: &Value) -> String {
+pub fn message_text(content: &Node) -> String {
     match content {
-        Value::String(s) => s.clone(),
-        Value::Array(parts) => parts
+        Node::String(s) => s.as_ref().to_owned(),
+        Node::Array(parts) => parts
             .iter()
             .filter_map(|p| p["text"].as_str())
             .collect::<Vec<_>>()
@@ -87,11 +90,11 @@ pub fn tool_names(tools: &[Value]) -> Vec<String> {
 }
 
 /// Tool-call arguments as kwargs: a JSON object, or a string holding one.
-pub fn parse_arguments(arguments: &Value) -> Result<JsonObject, String> {
+pub fn parse_arguments(arguments: &Node) -> Result<JsonObject, String> {
     match arguments {
-        Value::Object(o) => Ok(o.clone()),
-        Value::String(s) if s.trim().is_empty() => Ok(JsonObject::new()),
-        Value::String(s) => match serde_json::from_str::<Value>(s) {
+        Node::Object(_) => Ok(arguments.to_map()),
+        Node::String(s) if s.trim().is_empty() => Ok(JsonObject::new()),
+        Node::String(s) => match serde_json::from_str::<Value>(s) {
             Ok(Value::Object(o)) => Ok(o),
             Ok(_) => Err("arguments must encode a JSON object".to_owned()),
             Err(e) => Err(format!("arguments are not valid JSON: {e}")),
@@ -128,7 +131,7 @@ pub fn verdict_outcome(key: &str, passed: bool, more: JsonObject) -> Value {
 pub fn chat_trajectory(
     format: &str,
     record: &RawRecord,
-    value: &Value,
+    value: &Node,
     id: String,
     content: Vec<Step>,
     tools: Vec<Value>,
@@ -137,7 +140,11 @@ pub fn chat_trajectory(
     let mut details = JsonObject::new();
     details.insert(
         "source".into(),
-        source_details(format, record, json!({ "id": value.get("id") })),
+        source_details(
+            format,
+            record,
+            json!({ "id": value.get("id").map(Node::to_value) }),
+        ),
     );
     if !tools.is_empty() {
         details.insert("tools".into(), Value::Array(tools.clone()));
@@ -146,8 +153,8 @@ pub fn chat_trajectory(
         .as_object()
         .into_iter()
         .flatten()
-        .filter(|(k, _)| k.as_str() != "id" && !mapped.contains(&k.as_str()))
-        .map(|(k, v)| (k.clone(), v.clone()))
+        .filter(|(k, _)| k != "id" && !mapped.contains(&k.as_ref()))
+        .map(|(k, v)| (k.as_ref().to_owned(), v.to_value()))
         .collect();
     if !rest.is_empty() {
         details.insert(format.replace('-', "_"), Value::Object(rest));

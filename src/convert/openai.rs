@@ -8,9 +8,10 @@ use serde_json::Value;
 use super::chat::{chat_trajectory, message_text, parse_arguments, record_id, system_step};
 use super::{Converter, Mapping};
 use crate::ingest::RawRecord;
+use crate::json::Node;
 use crate::model::links::unlink_unanswered;
 use crate::model::{AdpVersion, Source, Step, Trajectory};
-use crate::validate::check::check_raw;
+use crate::validate::check::check_raw_node;
 use crate::validate::Diagnostic;
 
 /// Reads OpenAI-style chat records.
@@ -37,8 +38,9 @@ impl Converter for OpenAi {
         record: &RawRecord,
         _map: &Mapping,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
-        let value = check_raw(record, "openai", true)?;
-        let id = record_id(&value, record);
+        let mut slow = None;
+        let value = check_raw_node(record, "openai", true, &mut slow)?;
+        let id = record_id(&value["id"], record);
         let content = steps(&value).map_err(|(pointer, message)| {
             vec![Diagnostic::error(
                 &record.provenance,
@@ -48,7 +50,10 @@ impl Converter for OpenAi {
                 message,
             )]
         })?;
-        let tools = value["tools"].as_array().cloned().unwrap_or_default();
+        let tools = value["tools"]
+            .as_array()
+            .map(|t| t.iter().map(Node::to_value).collect())
+            .unwrap_or_default();
         let traj = chat_trajectory(
             "openai",
             record,
@@ -63,7 +68,7 @@ impl Converter for OpenAi {
 }
 
 /// Image URLs among a message's content parts.
-fn images_of(content: &Value) -> Vec<String> {
+fn images_of(content: &Node) -> Vec<String> {
     content
         .as_array()
         .into_iter()
@@ -78,8 +83,8 @@ fn images_of(content: &Value) -> Vec<String> {
 }
 
 /// The steps of a chat, or the pointer and reason of the first message that cannot be mapped.
-fn steps(v: &Value) -> Result<Vec<Step>, (String, String)> {
-    let messages = v["messages"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+fn steps(v: &Node) -> Result<Vec<Step>, (String, String)> {
+    let messages = v["messages"].as_array().unwrap_or(&[]);
     let mut out = Vec::new();
     let mut call_names: HashMap<String, String> = HashMap::new();
     let mut last_function: Option<String> = None;
@@ -116,9 +121,9 @@ fn steps(v: &Value) -> Result<Vec<Step>, (String, String)> {
                     }
                     calls.push(step);
                 }
-                if let Some(f) = m["function_call"].as_object() {
-                    let name = f.get("name").and_then(Value::as_str).unwrap_or_default();
-                    let kwargs = parse_arguments(f.get("arguments").unwrap_or(&Value::Null))
+                if let f @ Node::Object(_) = &m["function_call"] {
+                    let name = f["name"].as_str().unwrap_or_default();
+                    let kwargs = parse_arguments(&f["arguments"])
                         .map_err(|e| (format!("/messages/{i}/function_call/arguments"), e))?;
                     last_function = Some(name.to_owned());
                     calls.push(Step::api(name, kwargs, None));

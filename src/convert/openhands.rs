@@ -25,6 +25,7 @@ use super::chat::{
 };
 use super::{source_details, ConvertOptions, Converter, Mapping};
 use crate::ingest::{FramedRecords, RawRecord, RecordSource};
+use crate::json::Node;
 use crate::model::links::unlink_unanswered;
 use crate::model::{AdpVersion, JsonObject, Source, Step, Trajectory, WebObservation};
 use crate::validate::check::{check_raw_value, parse_json};
@@ -310,7 +311,7 @@ fn model_call_arguments(response: &Value, id: &str) -> Option<JsonObject> {
         .as_array()?
         .iter()
         .find(|c| c["id"] == id)
-        .and_then(|c| parse_arguments(&c["function"]["arguments"]).ok())
+        .and_then(|c| parse_arguments(&Node::from_value(&c["function"]["arguments"])).ok())
 }
 
 /// The tool an action without `tool_call_metadata` stands for.
@@ -449,11 +450,12 @@ impl Run {
             }
             "message" if v["source"] == "user" => {
                 let images = args.get("image_urls").unwrap_or(&args["images_urls"]);
-                self.task_or_user(message_text(&args["content"]), images);
+                self.task_or_user(message_text(&Node::from_value(&args["content"])), images);
                 return Seen::Other;
             }
             "message" => {
-                let mut step = Step::message(message_text(&args["content"]), None);
+                let mut step =
+                    Step::message(message_text(&Node::from_value(&args["content"])), None);
                 step.set_thought(None, reasoning);
                 self.content.push(step);
                 return Seen::Other;
@@ -593,7 +595,7 @@ impl Run {
             }
         };
         for (i, m) in messages.iter().enumerate() {
-            let text = message_text(&m["content"]);
+            let text = message_text(&Node::from_value(&m["content"]));
             let role = m["role"].as_str().unwrap_or_default();
             if role != "tool" {
                 flush(&mut self.content, &mut group);
@@ -623,12 +625,13 @@ impl Run {
                     for (k, call) in calls.iter().enumerate() {
                         let f = &call["function"];
                         let name = f["name"].as_str().unwrap_or_default();
-                        let kwargs =
-                            parse_arguments(&f["arguments"]).map_err(|message| Failure {
+                        let kwargs = parse_arguments(&Node::from_value(&f["arguments"])).map_err(
+                            |message| Failure {
                                 line: None,
                                 pointer: format!("/messages/{i}/tool_calls/{k}/function/arguments"),
                                 message,
-                            })?;
+                            },
+                        )?;
                         let mut step = if name == "finish" {
                             finish(
                                 kwargs
@@ -689,7 +692,7 @@ impl Run {
         let mut traj = chat_trajectory(
             "openhands",
             record,
-            v,
+            &Node::from_value(v),
             id,
             self.content,
             self.tools,

@@ -7,8 +7,9 @@ use serde_json::Value;
 use super::chat::{chat_trajectory, parse_arguments, record_id, system_step};
 use super::{has_keys, Converter, Mapping};
 use crate::ingest::RawRecord;
+use crate::json::Node;
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
-use crate::validate::check::check_raw;
+use crate::validate::check::check_raw_node;
 use crate::validate::Diagnostic;
 
 /// Reads ShareGPT conversations.
@@ -35,8 +36,9 @@ impl Converter for ShareGpt {
         record: &RawRecord,
         _map: &Mapping,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
-        let value = check_raw(record, "sharegpt", true)?;
-        let id = record_id(&value, record);
+        let mut slow = None;
+        let value = check_raw_node(record, "sharegpt", true, &mut slow)?;
+        let id = record_id(&value["id"], record);
         let diagnostic = |pointer: String, message: String| {
             vec![Diagnostic::error(
                 &record.provenance,
@@ -47,8 +49,8 @@ impl Converter for ShareGpt {
             )]
         };
         let tools: Vec<Value> = match &value["tools"] {
-            Value::Array(t) => t.clone(),
-            Value::String(s) if !s.trim().is_empty() => match serde_json::from_str(s) {
+            Node::Array(t) => t.iter().map(Node::to_value).collect(),
+            Node::String(s) if !s.trim().is_empty() => match serde_json::from_str(s) {
                 Ok(Value::Array(t)) => t,
                 _ => {
                     return Err(diagnostic(
@@ -64,10 +66,7 @@ impl Converter for ShareGpt {
             content.push(system_step(system.to_owned()));
         }
         let mut last_call: Option<String> = None;
-        let turns = value["conversations"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or(&[]);
+        let turns = value["conversations"].as_array().unwrap_or(&[]);
         for (i, t) in turns.iter().enumerate() {
             let text = t["value"].as_str().unwrap_or_default().to_owned();
             match t["from"].as_str().unwrap_or_default() {
@@ -106,7 +105,7 @@ fn function_calls(text: &str) -> Result<Vec<(String, JsonObject)>, String> {
                 .as_str()
                 .ok_or("a function call needs a \"name\"")?
                 .to_owned();
-            let kwargs = parse_arguments(c.get("arguments").unwrap_or(&Value::Null))?;
+            let kwargs = parse_arguments(&Node::from_value(&c["arguments"]))?;
             Ok((name, kwargs))
         })
         .collect()

@@ -5,7 +5,8 @@
 //! Only the keywords trajkit's raw schemas use are compiled, each with the meaning the
 //! `jsonschema` validator gives it: `type`, `enum` (of strings and null), `minLength`,
 //! `pattern` (without escapes), `minimum`, `maximum`, `items`, `properties`, `required`,
-//! `additionalProperties: false`, and `$ref` to a whole sibling document; `format` and the
+//! `additionalProperties: false`, `anyOf` of branches that admit distinct types, and `$ref`
+//! to a whole sibling document; `format` and the
 //! annotations are ignored, as the validator does. A schema using anything else does not
 //! compile, and its format is always read the slow way.
 //!
@@ -206,6 +207,15 @@ impl Compiler<'_> {
                 None
             };
         }
+        if let Some(branches) = map.get("anyOf") {
+            let only_any_of = map
+                .keys()
+                .all(|k| k == "anyOf" || ANNOTATIONS.contains(&k.as_str()));
+            return match only_any_of {
+                true => self.any_of(branches.as_array()?, base).map(Compiled::Shape),
+                false => None,
+            };
+        }
         let mut s = Shape::default();
         let mut required: Vec<&str> = Vec::new();
         for (key, v) in map {
@@ -260,6 +270,51 @@ impl Compiler<'_> {
             }
         }
         Some(Compiled::Shape(s))
+    }
+}
+
+impl Compiler<'_> {
+    /// `anyOf` of branches that each name their `type`s, admit types no other branch admits
+    /// (integers and numbers count as one), and list no `enum`: one shape admitting every
+    /// branch's types, with each branch's checks, since those only constrain values of its own
+    /// types (`minLength` strings, `items` arrays, `properties` objects...).
+    fn any_of(&mut self, branches: &[Value], base: &str) -> Option<Shape> {
+        let numeric = |t: Types| match t & (INTEGER | NUMBER) {
+            0 => t,
+            _ => t | INTEGER | NUMBER,
+        };
+        let mut merged = Shape {
+            types: 0,
+            ..Shape::default()
+        };
+        for branch in branches {
+            let Compiled::Shape(s) = self.shape(branch, base)? else {
+                return None;
+            };
+            let disjoint = numeric(s.types) & numeric(merged.types) == 0;
+            if s.types == ANY_TYPE || s.one_of.is_some() || !disjoint {
+                return None;
+            }
+            merged.types |= s.types;
+            if s.types & STRING != 0 {
+                merged.min_length = s.min_length;
+                merged.pattern = s.pattern;
+            }
+            if s.types & (INTEGER | NUMBER) != 0 {
+                merged.minimum = s.minimum;
+                merged.maximum = s.maximum;
+            }
+            if s.types & ARRAY != 0 {
+                merged.items = s.items;
+            }
+            if s.types & OBJECT != 0 {
+                merged.properties = s.properties;
+                merged.required = s.required;
+                merged.required_others = s.required_others;
+                merged.closed = s.closed;
+            }
+        }
+        (merged.types != 0).then_some(merged)
     }
 }
 
@@ -598,13 +653,45 @@ mod tests {
 
     #[test]
     fn a_schema_with_keywords_it_does_not_check_does_not_compile() {
-        assert!(shapes(json!({"anyOf": [{"type": "string"}]})).is_none());
+        assert!(shapes(json!({"anyOf": [{"minLength": 1}, {"type": "null"}]})).is_none());
+        assert!(shapes(json!({"anyOf": [{"type": "integer"}, {"type": "number"}]})).is_none());
+        assert!(shapes(json!({"anyOf": [{"enum": ["a"], "type": "string"}]})).is_none());
+        assert!(shapes(json!({"type": "object", "anyOf": [{"type": "null"}]})).is_none());
         assert!(shapes(json!({"properties": {"a": {"const": 1}}})).is_none());
         assert!(shapes(json!({"items": {"$ref": "#/$defs/x"}})).is_none());
         assert!(shapes(json!({"pattern": "^\\d+$"})).is_none());
         assert!(shapes(json!({"additionalProperties": {"type": "string"}})).is_none());
         assert!(shapes(json!({"properties": {"a": {"$ref": "missing.schema.json"}}})).is_none());
         assert!(shapes(json!({"properties": {"a": {"$id": "https://x.invalid/t/"}}})).is_none());
+    }
+
+    #[test]
+    fn any_of_branches_of_distinct_types_check_each_type_as_its_branch_does() {
+        let s = shapes(json!({"properties": {"a": {"anyOf": [
+            {"type": "null"},
+            {"type": "string", "minLength": 2},
+            {"type": "array", "items": {"type": "integer"}},
+            {"type": "object", "required": ["url"], "properties": {"url": {"type": "string"}}}
+        ]}}}))
+        .expect("compiles");
+        for good in [
+            r#"{"a": null}"#,
+            r#"{"a": "ab"}"#,
+            r#"{"a": [1, 2]}"#,
+            r#"{"a": {"url": "u", "x": 1}}"#,
+        ] {
+            assert!(accepts(&s, good), "{good}");
+        }
+        for bad in [
+            r#"{"a": "a"}"#,
+            r#"{"a": ["1"]}"#,
+            r#"{"a": {"x": 1}}"#,
+            r#"{"a": {"url": 1}}"#,
+            r#"{"a": 1}"#,
+            r#"{"a": true}"#,
+        ] {
+            assert!(!accepts(&s, bad), "{bad}");
+        }
     }
 
     /// The seed formats' samples with every value replaced, in turn, by values of other kinds:
@@ -619,6 +706,14 @@ mod tests {
             (
                 "reflexion",
                 include_str!("../../sample_data/reflexion/loop.jsonl"),
+            ),
+            (
+                "openai",
+                include_str!("../../sample_data/openai/chats.jsonl"),
+            ),
+            (
+                "sharegpt",
+                include_str!("../../sample_data/sharegpt/conversations.json"),
             ),
         ];
         let replacements = [
@@ -639,10 +734,18 @@ mod tests {
             for lenient in [false, true] {
                 let shapes = raw_shapes(format, lenient).expect("the seed formats compile");
                 let validator = raw_validator(format, lenient).expect("validator");
-                for line in text.lines() {
-                    let record: Value = serde_json::from_str(line).expect("sample");
+                // A sample is JSON lines, or one JSON list of records.
+                let records: Vec<Value> = match serde_json::from_str(text) {
+                    Ok(Value::Array(items)) => items,
+                    _ => text
+                        .lines()
+                        .map(|l| serde_json::from_str(l).expect("sample"))
+                        .collect(),
+                };
+                for record in records {
+                    let line = serde_json::to_vec(&record).expect("json");
                     assert_eq!(
-                        shapes.parse(line.as_bytes()).is_some(),
+                        shapes.parse(&line).is_some(),
                         validator.is_valid(&record),
                         "{format} sample, lenient {lenient}"
                     );

@@ -26,6 +26,7 @@ use super::chat::{
 };
 use super::{Converter, Mapping};
 use crate::ingest::RawRecord;
+use crate::json::Node;
 use crate::model::links::unlink_unanswered;
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
 use crate::validate::check::check_raw;
@@ -141,7 +142,7 @@ fn observation_text(text: &str) -> String {
 /// The text of a chat message (`content`) or of a dataset turn (`text`).
 fn turn_text(m: &Value) -> String {
     match m.get("content") {
-        Some(c) => message_text(c),
+        Some(c) => message_text(&Node::from_value(c)),
         None => m["text"].as_str().unwrap_or_default().to_owned(),
     }
 }
@@ -284,7 +285,7 @@ impl Run {
             for (k, call) in calls.iter().enumerate() {
                 let f = &call["function"];
                 let name = f["name"].as_str().unwrap_or_default();
-                let kwargs = parse_arguments(&f["arguments"])
+                let kwargs = parse_arguments(&Node::from_value(&f["arguments"]))
                     .map_err(|e| (format!("{at}/tool_calls/{k}/function/arguments"), e))?;
                 let mut step = tool_call_step(name, kwargs);
                 step.set_thought(thought.take(), None);
@@ -322,7 +323,7 @@ impl Run {
         let mut traj = chat_trajectory(
             "swe-agent",
             record,
-            v,
+            &Node::from_value(v),
             id,
             self.content,
             tools,

@@ -213,3 +213,35 @@ fn openai_family_corpus_samples_convert_to_valid_adp() {
         assert_eq!(validate_adp(&out), 0, "{dataset}");
     }
 }
+
+/// Records the compiled raw-schema checks refuse take the `Value` and JSON Schema path: an
+/// invalid role keeps the validator's diagnostic, and a valid record with a duplicate key is
+/// read as `serde_json` reads it (the last value).
+#[test]
+fn records_the_fast_check_refuses_keep_the_validators_diagnostics_and_reading() {
+    let dir = tempfile::tempdir().expect("dir");
+    let cases = [
+        (
+            "openai",
+            r#"{"id":"r","messages":[{"role":"robot","content":"x"}]}"#,
+            r#"{"id":"d","messages":[{"role":"user","content":"first"}],"messages":[{"role":"user","content":"last"}]}"#,
+            "error[schema-enum] id=\"r\" /messages/0/role: \"robot\" is not one of",
+        ),
+        (
+            "sharegpt",
+            r#"{"id":"r","conversations":[{"from":"robot","value":"x"}]}"#,
+            r#"{"id":"d","conversations":[{"from":"human","value":"first","value":"last"}]}"#,
+            "error[schema-enum] id=\"r\" /conversations/0/from: \"robot\" is not one of",
+        ),
+    ];
+    for (format, invalid, duplicate, diagnostic) in cases {
+        let input = dir.path().join(format!("{format}.jsonl"));
+        std::fs::write(&input, format!("{invalid}\n{duplicate}\n")).expect("write");
+        let (code, out, stderr) = convert(&[&input], Some(format), &[]);
+        assert_eq!(code, 1, "{format}");
+        assert!(stderr.contains(&format!(":1: {diagnostic}")), "{stderr}");
+        assert_eq!(out.len(), 1, "{format}");
+        assert_eq!(out[0]["id"], "d");
+        assert_eq!(out[0]["content"][0]["content"], "last", "{format}");
+    }
+}

@@ -7,58 +7,11 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
 
-use common::{adp_corpus, sample_data, trajkit};
+use common::{adp_corpus, sample_data, sample_pipeline, trajkit};
 use serde_json::Value;
 
 fn s(p: &Path) -> String {
     p.to_string_lossy().into_owned()
-}
-
-/// The sample pipeline (joins, four exports, two splits) with outputs under `out`.
-fn sample_pipeline(out: &Path) -> String {
-    let sd = s(&sample_data());
-    let out = s(out);
-    format!(
-        r#"[[input]]
-path = "{sd}"
-
-[validate]
-max_reject_rate = 0.5
-rejects = "{out}/rejects.jsonl"
-
-[[join]]
-reflections = ["{sd}/reflexion/loop.jsonl"]
-reflections_from = "reflexion"
-memory_window = 2
-rewards = ["{sd}/side/evaluations.rewards"]
-key = "/id"
-value = "/reward"
-outcome = "/resolved"
-
-[[join]]
-reflections = ["{sd}/ralph/tasks/task-001/reflections.jsonl"]
-reflections_from = "ralph"
-
-[[export]]
-to = "parquet"
-output = "{out}/parquet"
-split = "train=0.8,validation=0.2"
-
-[[export]]
-to = "openai"
-output = "{out}/openai"
-
-[[export]]
-to = "hf"
-output = "{out}/hf"
-split = "train=0.5,test=0.5"
-
-[[export]]
-to = "sharegpt"
-output = "{out}/sharegpt"
-inject_reflections = true
-"#
-    )
 }
 
 /// Runs `trajkit ARGS... run FILE`; returns the exit code and stderr.
@@ -141,8 +94,16 @@ fn partitions_merged_equal_one_run(by: &str) {
     let parts = tmp.path().join("parts");
     let file_one = tmp.path().join("one.toml");
     let file_parts = tmp.path().join("parts.toml");
-    fs::write(&file_one, sample_pipeline(&one)).expect("write");
-    fs::write(&file_parts, sample_pipeline(&parts)).expect("write");
+    fs::write(
+        &file_one,
+        sample_pipeline(&one, "split = \"train=0.5,test=0.5\"\n"),
+    )
+    .expect("write");
+    fs::write(
+        &file_parts,
+        sample_pipeline(&parts, "split = \"train=0.5,test=0.5\"\n"),
+    )
+    .expect("write");
     let (code, err) = run(&file_one, &[]);
     assert_eq!(code, 0, "{err}");
     for i in ["0/2", "1/2"] {

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use common::{adp_corpus, corpus_std_files, sample_data, trajkit};
+use common::{adp_corpus, corpus_std_files, sample_data, sample_pipeline, trajkit};
 
 /// Every file under `dir/data`, by relative path.
 fn data_files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
@@ -24,53 +24,6 @@ fn data_files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 
 fn s(p: &Path) -> String {
     p.to_string_lossy().into_owned()
-}
-
-/// The sample pipeline with absolute inputs and outputs under `out`.
-fn sample_pipeline(out: &Path) -> String {
-    let sd = sample_data();
-    format!(
-        r#"[[input]]
-path = "{sd}"
-
-[validate]
-max_reject_rate = 0.5
-rejects = "{out}/rejects.jsonl"
-
-[[join]]
-reflections = ["{sd}/reflexion/loop.jsonl"]
-reflections_from = "reflexion"
-memory_window = 2
-rewards = ["{sd}/side/evaluations.rewards"]
-key = "/id"
-value = "/reward"
-outcome = "/resolved"
-
-[[join]]
-reflections = ["{sd}/ralph/tasks/task-001/reflections.jsonl"]
-reflections_from = "ralph"
-
-[[export]]
-to = "parquet"
-output = "{out}/parquet"
-split = "train=0.8,validation=0.2"
-
-[[export]]
-to = "openai"
-output = "{out}/openai"
-
-[[export]]
-to = "hf"
-output = "{out}/hf"
-
-[[export]]
-to = "sharegpt"
-output = "{out}/sharegpt"
-inject_reflections = true
-"#,
-        sd = s(&sd),
-        out = s(out)
-    )
 }
 
 fn run_pipeline(dir: &Path, text: &str, extra: &[&str]) -> assert_cmd::assert::Assert {
@@ -97,7 +50,7 @@ fn staged(args: &[&str]) {
 fn one_pass_equals_the_staged_commands_on_sample_data() {
     let tmp = tempfile::tempdir().expect("tmp");
     let out = tmp.path().join("run");
-    run_pipeline(tmp.path(), &sample_pipeline(&out), &[]).success();
+    run_pipeline(tmp.path(), &sample_pipeline(&out, ""), &[]).success();
     let sd = sample_data();
     let st = tmp.path().join("staged");
     fs::create_dir_all(&st).expect("mkdir");
@@ -190,7 +143,7 @@ fn thread_count_does_not_change_the_bytes() {
         let dir = tmp.path().join(n);
         fs::create_dir_all(&dir).expect("mkdir");
         let out = tmp.path().join(format!("out-{n}"));
-        run_pipeline(&dir, &sample_pipeline(&out), &["--threads", n]).success();
+        run_pipeline(&dir, &sample_pipeline(&out, ""), &["--threads", n]).success();
         let mut files = BTreeMap::new();
         for t in ["parquet", "openai", "hf", "sharegpt"] {
             let manifest = fs::read(out.join(t).join("manifest.json")).expect("manifest");
@@ -300,7 +253,7 @@ fn check_names_line_and_key_of_a_bad_value() {
 fn printed_config_runs_to_the_same_outputs() {
     let tmp = tempfile::tempdir().expect("tmp");
     let out = tmp.path().join("first");
-    run_pipeline(tmp.path(), &sample_pipeline(&out), &[]).success();
+    run_pipeline(tmp.path(), &sample_pipeline(&out, ""), &[]).success();
     let printed = trajkit()
         .current_dir(tmp.path())
         .args(["run", "--print-config", "pipeline.toml"])
@@ -342,7 +295,7 @@ fn rejects_above_the_rate_fail_with_a_message() {
     // The sample data has one trajectory ShareGPT cannot hold: 1 of 26 records rejected, within
     // the file's max_reject_rate (0.5) but above the flag's.
     let file = tmp.path().join("pipeline.toml");
-    fs::write(&file, sample_pipeline(&out)).expect("write");
+    fs::write(&file, sample_pipeline(&out, "")).expect("write");
     let failed = trajkit()
         .args(["run", "--max-reject-rate", "0"])
         .arg(&file)
@@ -497,7 +450,7 @@ output = "{out}"
 fn bars_are_hidden_when_stderr_is_not_a_terminal() {
     let tmp = tempfile::tempdir().expect("tmp");
     let file = tmp.path().join("pipeline.toml");
-    fs::write(&file, sample_pipeline(&tmp.path().join("run"))).expect("write pipeline");
+    fs::write(&file, sample_pipeline(&tmp.path().join("run"), "")).expect("write pipeline");
     let got = trajkit()
         .env_remove("CI")
         .arg("run")

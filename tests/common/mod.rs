@@ -141,3 +141,50 @@ pub fn converted_samples(dir: &Path) -> PathBuf {
     );
     samples
 }
+
+/// The sample pipeline over `sample_data` (both joins, Parquet with two splits, openai, hf
+/// and sharegpt), with outputs under `out`; `hf_keys` are extra keys of the hf export.
+pub fn sample_pipeline(out: &Path, hf_keys: &str) -> String {
+    let sd = sample_data().to_string_lossy().into_owned();
+    let out = out.to_string_lossy().into_owned();
+    format!(
+        r#"[[input]]
+path = "{sd}"
+
+[validate]
+max_reject_rate = 0.5
+rejects = "{out}/rejects.jsonl"
+
+[[join]]
+reflections = ["{sd}/reflexion/loop.jsonl"]
+reflections_from = "reflexion"
+memory_window = 2
+rewards = ["{sd}/side/evaluations.rewards"]
+key = "/id"
+value = "/reward"
+outcome = "/resolved"
+
+[[join]]
+reflections = ["{sd}/ralph/tasks/task-001/reflections.jsonl"]
+reflections_from = "ralph"
+
+[[export]]
+to = "parquet"
+output = "{out}/parquet"
+split = "train=0.8,validation=0.2"
+
+[[export]]
+to = "openai"
+output = "{out}/openai"
+
+[[export]]
+to = "hf"
+output = "{out}/hf"
+{hf_keys}
+[[export]]
+to = "sharegpt"
+output = "{out}/sharegpt"
+inject_reflections = true
+"#
+    )
+}

@@ -4,12 +4,14 @@
 
 use serde_json::{json, Value};
 
-use super::{has_keys, source_details, ConvertOptions, Converter, Mapping, Partial};
+use super::{
+    has_keys, node_convert, node_convert_into, source_details, ConvertOptions, Converter, Mapping,
+    NodeFormat, Partial,
+};
 use crate::ingest::RawRecord;
 use crate::json::Node;
 use crate::model::links::unlink_unanswered;
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
-use crate::validate::check::check_raw_node;
 use crate::validate::Diagnostic;
 
 /// Reads memabra trajectories.
@@ -44,12 +46,7 @@ impl Converter for Memabra {
         record: &RawRecord,
         map: &Mapping,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
-        let mut slow = None;
-        let trace = check_raw_node(record, "memabra", true, &mut slow)?;
-        Ok(vec![(
-            to_partial(trace, record, map).into_trajectory(),
-            AdpVersion::V1_5,
-        )])
+        node_convert::<Self>(record, map)
     }
 
     fn convert_into(
@@ -58,9 +55,15 @@ impl Converter for Memabra {
         opts: &ConvertOptions,
         out: &mut Vec<u8>,
     ) -> Result<u64, Vec<Diagnostic>> {
-        let mut slow = None;
-        let trace = check_raw_node(record, "memabra", true, &mut slow)?;
-        to_partial(trace, record, &opts.mapping).write(&record.provenance, opts, out)
+        node_convert_into::<Self>(record, opts, out)
+    }
+}
+
+impl NodeFormat for Memabra {
+    const SCHEMA: &'static str = "memabra";
+
+    fn partial<'a>(node: Node<'a>, record: &RawRecord, map: &Mapping) -> Partial<'a> {
+        to_partial(node, record, map)
     }
 }
 

@@ -36,6 +36,7 @@ use crate::model::{AdpVersion, Trajectory};
 use crate::output::Output;
 use crate::pipeline::{self, Flow, PipelineError, Progress, RunOptions, Sink};
 use crate::rejects::{reject, RejectsWriter};
+use crate::validate::check::check_raw_node;
 use crate::validate::report::Reporter;
 use crate::validate::Diagnostic;
 
@@ -88,6 +89,41 @@ pub trait Converter: Sync {
         }
         Ok(count)
     }
+}
+
+/// A format whose records are checked against its raw schema while they are parsed into
+/// [`Node`]s, each record making one [`Partial`] (memabra, Reflexion): its converter's
+/// [`Converter::convert`] and [`Converter::convert_into`] are [`node_convert`] and
+/// [`node_convert_into`].
+pub trait NodeFormat {
+    /// The raw schema's name.
+    const SCHEMA: &'static str;
+    /// The trajectory of a record the schema accepted.
+    fn partial<'a>(node: Node<'a>, record: &RawRecord, map: &Mapping) -> Partial<'a>;
+}
+
+/// [`Converter::convert`] of a [`NodeFormat`].
+pub fn node_convert<F: NodeFormat>(
+    record: &RawRecord,
+    map: &Mapping,
+) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
+    let mut slow = None;
+    let node = check_raw_node(record, F::SCHEMA, true, &mut slow)?;
+    Ok(vec![(
+        F::partial(node, record, map).into_trajectory(),
+        AdpVersion::V1_5,
+    )])
+}
+
+/// [`Converter::convert_into`] of a [`NodeFormat`].
+pub fn node_convert_into<F: NodeFormat>(
+    record: &RawRecord,
+    opts: &ConvertOptions,
+    out: &mut Vec<u8>,
+) -> Result<u64, Vec<Diagnostic>> {
+    let mut slow = None;
+    let node = check_raw_node(record, F::SCHEMA, true, &mut slow)?;
+    F::partial(node, record, &opts.mapping).write(&record.provenance, opts, out)
 }
 
 /// A trajectory converted from a record read as a [`Node`], whose last `details` entries are

@@ -3,11 +3,13 @@
 
 use serde_json::{json, Value};
 
-use super::{has_keys, source_details, ConvertOptions, Converter, Mapping, Partial};
+use super::{
+    has_keys, node_convert, node_convert_into, source_details, ConvertOptions, Converter, Mapping,
+    NodeFormat, Partial,
+};
 use crate::ingest::RawRecord;
 use crate::json::Node;
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
-use crate::validate::check::check_raw_node;
 use crate::validate::Diagnostic;
 
 /// Reads Reflexion records.
@@ -34,12 +36,7 @@ impl Converter for Reflexion {
         record: &RawRecord,
         map: &Mapping,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
-        let mut slow = None;
-        let value = check_raw_node(record, "reflexion", true, &mut slow)?;
-        Ok(vec![(
-            to_partial(value, record, map).into_trajectory(),
-            AdpVersion::V1_5,
-        )])
+        node_convert::<Self>(record, map)
     }
 
     fn convert_into(
@@ -48,9 +45,15 @@ impl Converter for Reflexion {
         opts: &ConvertOptions,
         out: &mut Vec<u8>,
     ) -> Result<u64, Vec<Diagnostic>> {
-        let mut slow = None;
-        let value = check_raw_node(record, "reflexion", true, &mut slow)?;
-        to_partial(value, record, &opts.mapping).write(&record.provenance, opts, out)
+        node_convert_into::<Self>(record, opts, out)
+    }
+}
+
+impl NodeFormat for Reflexion {
+    const SCHEMA: &'static str = "reflexion";
+
+    fn partial<'a>(node: Node<'a>, record: &RawRecord, map: &Mapping) -> Partial<'a> {
+        to_partial(node, record, map)
     }
 }
 

@@ -46,7 +46,7 @@ use crate::convert::{empty_inputs, upgrade_checked, ConvertOptions, Converter};
 use crate::export::infer::{trajectory_calls, Gather};
 use crate::export::{
     encode_any, export_trajectory, AnyRow, ExportError, ExportOptions, ExportStage, ExportSummary,
-    InferTools, Outcome, Target,
+    InferTools, Outcome,
 };
 use crate::ingest::RawRecord;
 use crate::join::{finish_side, Join, JoinRunOptions, JoinSummary};
@@ -757,10 +757,7 @@ pub fn run_plan(
     if plan.journal.resume {
         resumed = Some(Journal::start(&state_dir, plan.journal, &splits)?);
     }
-    let infer = |o: &ExportOptions| {
-        !matches!(o.target, Target::Adp | Target::Parquet)
-            && o.sft.infer_tools == InferTools::Dataset
-    };
+    let infer = |o: &ExportOptions| o.target.is_sft() && o.sft.infer_tools == InferTools::Dataset;
     if export_opts.iter().any(infer) {
         let stages = Stages {
             plan,

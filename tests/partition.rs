@@ -475,7 +475,7 @@ fn globs_expand_relative_to_the_pipeline_file_sorted() {
 
 /// Tool specs inferred from the whole dataset (`infer_tools = "dataset"`) are the same in every
 /// partition: one tool called with another argument in each of 8 files; every row's spec of it
-/// lists all 8 arguments, by path and by id.
+/// lists all 8 arguments, by path and by id. Without the key, `run` infers per trajectory.
 #[test]
 fn every_partition_infers_tool_specs_from_the_whole_dataset() {
     let tmp = tempfile::tempdir().expect("tmp");
@@ -496,9 +496,21 @@ fn every_partition_infers_tool_specs_from_the_whole_dataset() {
     let text = |out: &str| {
         format!(
             "[[input]]\npath = \"logs/*.jsonl\"\nformat = \"adp\"\n\n[[export]]\nto = \"openai\"\n\
-             output = \"{out}\"\n"
+             output = \"{out}\"\ninfer_tools = \"dataset\"\n"
         )
     };
+    // run's default is one pass: each row's spec lists the arguments of its own calls only.
+    let one_pass = text("one-pass").replace("infer_tools = \"dataset\"\n", "");
+    fs::write(&file, one_pass).expect("write");
+    let (code, err) = run(&file, &[]);
+    assert_eq!(code, 0, "{err}");
+    for row in rows(&tmp.path().join("one-pass"), "train-") {
+        let r: Value = serde_json::from_str(&row).expect("JSON");
+        let props = r["tools"][0]["function"]["parameters"]["properties"]
+            .as_object()
+            .expect("properties");
+        assert_eq!(props.len(), 1, "{props:?}");
+    }
     fs::write(&file, text("one")).expect("write");
     let (code, err) = run(&file, &[]);
     assert_eq!(code, 0, "{err}");

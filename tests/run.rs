@@ -97,7 +97,16 @@ fn one_pass_equals_the_staged_commands_on_sample_data() {
         &p("parquet"),
     ]);
     for t in ["openai", "hf"] {
-        staged(&["export", &p("j2.jsonl"), "--to", t, "-o", &p(t)]);
+        staged(&[
+            "export",
+            &p("j2.jsonl"),
+            "--to",
+            t,
+            "--infer-tools",
+            "trajectory",
+            "-o",
+            &p(t),
+        ]);
     }
     staged(&[
         "export",
@@ -105,6 +114,8 @@ fn one_pass_equals_the_staged_commands_on_sample_data() {
         "--to",
         "sharegpt",
         "--inject-reflections",
+        "--infer-tools",
+        "trajectory",
         "-o",
         &p("sharegpt"),
     ]);
@@ -187,7 +198,13 @@ fn one_pass_equals_the_staged_commands_on_the_corpus() {
     staged(&args);
     for t in ["parquet", "openai", "sharegpt"] {
         let st = tmp.path().join(format!("staged-{t}"));
-        staged(&["export", &s(&conv), "--to", t, "-o", &s(&st)]);
+        let (conv_s, st_s) = (s(&conv), s(&st));
+        // run infers tool specs per trajectory (one pass); the staged export is told the same.
+        let mut args = vec!["export", &conv_s, "--to", t, "-o", &st_s];
+        if t != "parquet" {
+            args.extend(["--infer-tools", "trajectory"]);
+        }
+        staged(&args);
         assert_eq!(data_files(&out.join(t)), data_files(&st), "{t}");
     }
 }

@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 use trajkit::convert::spec::located::LocatedDoc;
 use trajkit::convert::spec::SpecError;
 use trajkit::convert::{ConvertOptions, Converter, Mapping, OutputFormat};
-use trajkit::export::ExportError;
+use trajkit::export::{ExportError, InferTools};
 use trajkit::ingest::inputs::{expand_glob, is_glob};
 use trajkit::ingest::ledgermind::SessionOptions;
 use trajkit::join::policy::Orphans;
@@ -506,6 +506,12 @@ fn load(path: &str) -> Result<Pipeline, CliError> {
     if !problems.list.is_empty() {
         return Err(problems.into_error());
     }
+    // `run` is one streaming pass that reads each record once, so its SFT exports infer tool
+    // specs per trajectory unless a pipeline asks for `infer_tools = "dataset"`, which costs a
+    // first pass over every input (`export`, which reads ADP files, defaults to "dataset").
+    for (a, _) in exports.iter_mut().filter(|(a, _)| a.to.is_sft()) {
+        a.infer_tools.get_or_insert(InferTools::Trajectory);
+    }
     Ok(Pipeline {
         dir: resolve(base, "."),
         inputs,
@@ -613,7 +619,13 @@ fn effective(p: &Pipeline) -> Value {
     out["export"] = p
         .exports
         .iter()
-        .map(|(_, m)| stage_config("export", m, &schema))
+        .map(|(a, m)| {
+            let mut c = stage_config("export", m, &schema);
+            if let (Some(i), true) = (a.infer_tools, a.to.is_sft()) {
+                c["infer_tools"] = json!(i.name());
+            }
+            c
+        })
         .collect();
     out
 }

@@ -71,6 +71,11 @@ choice!(
 );
 
 impl Target {
+    /// True for the SFT JSON-lines targets (openai, hf, sharegpt), which list tool specs.
+    pub fn is_sft(self) -> bool {
+        matches!(self, Target::Openai | Target::Hf | Target::Sharegpt)
+    }
+
     /// Where thoughts go unless `--thoughts` says otherwise.
     pub fn default_thoughts(self) -> Thoughts {
         match self {

@@ -170,8 +170,8 @@ impl Join {
             if let Some(c) = idx.components(rec) {
                 merge.components(&mut components, &mut component_origin, &c, r);
             }
-            if let Some(o) = &rec.outcome {
-                merge.slot("/details/outcome", "outcome", &mut outcome, o.to_value(), r);
+            if let Some(o) = rec.outcome() {
+                merge.slot("/details/outcome", "outcome", &mut outcome, o, r);
             }
             if let Some(x) = rec.reflection() {
                 if !reflections.contains(x) {
@@ -248,8 +248,7 @@ impl Join {
             let from_record = matched
                 .iter()
                 .map(|&r| &idx.records[r as usize])
-                .find(|rec| rec.set as usize == s && rec.window.is_some())
-                .and_then(|rec| rec.window);
+                .find_map(|rec| rec.window().filter(|_| rec.set as usize == s));
             let place = match from_record {
                 Some(p) => Some(p),
                 None => {

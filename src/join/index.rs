@@ -1,6 +1,6 @@
-//! The side index: every side record read into memory, by key. Side files are small next to the
-//! trajectories (a million rewards take about 100 MB here); only what a record attaches is kept,
-//! not the record.
+//! The side index: every side record read into memory, by key. Only what a record attaches is
+//! kept, not the record: a million generic reward records (a key, a reward, an outcome and two
+//! reward components each) take about 140 MB here (the records, their components and the keys).
 
 use std::io;
 use std::sync::Arc;
@@ -8,6 +8,7 @@ use std::sync::Arc;
 use foldhash::HashMap;
 use serde_json::{Map, Number, Value};
 
+use super::key_table::KeyTable;
 use super::policy::Duplicates;
 use super::spec::{Extracted, Outcome, SideSpec, OUTCOMES};
 use crate::ingest::{Provenance, RawRecord};
@@ -42,29 +43,36 @@ pub struct SideFile {
     pub skipped: u64,
 }
 
-/// One indexed side record: what it attaches, stored compactly (a million reward records with
-/// an outcome and components take about 150 MB).
+/// One indexed side record: what it attaches, stored compactly. A million generic reward
+/// records (an outcome and two components each) take 56 bytes each here plus 40 bytes of
+/// components in [`SideIndex::components`]: what is rare (reflections, step rewards, memory
+/// window places, outcomes that are whole JSON values) is boxed in [`Rest`].
 #[derive(Debug)]
 pub(crate) struct SideRecord {
-    pub file: u32,
-    pub set: u16,
     pub line: u64,
     pub index: u64,
     pub reward: Option<Number>,
-    /// Reward components: (interned name, value), in record order.
-    pub components: Option<Box<[(u32, Number)]>>,
-    pub outcome: Option<StoredOutcome>,
-    /// The reflection and step rewards, when there are any.
-    pub rest: Option<Box<Rest>>,
-    /// Group id and iteration for the memory window.
-    pub window: Option<(u32, i64)>,
+    pub file: u32,
+    /// Its reward components: `components_len` entries of [`SideIndex::components`] from
+    /// `components_start`, in record order.
+    components_start: u32,
+    components_len: u32,
+    pub set: u16,
+    /// The outcome read from a status or a boolean (the rarer whole-value outcome is in
+    /// [`Rest`]).
+    outcome: Option<CompactOutcome>,
+    rest: Option<Box<Rest>>,
 }
 
 /// The rarer parts of what a record attaches.
-#[derive(Debug)]
-pub(crate) struct Rest {
-    pub reflection: Option<Value>,
-    pub step_rewards: Vec<(usize, f64)>,
+#[derive(Debug, Default)]
+struct Rest {
+    reflection: Option<Value>,
+    step_rewards: Vec<(usize, f64)>,
+    /// An outcome that is a whole JSON value (the presets' outcomes).
+    outcome: Option<Value>,
+    /// Group id and iteration for the memory window.
+    window: Option<(u32, i64)>,
 }
 
 impl SideRecord {
@@ -75,36 +83,39 @@ impl SideRecord {
     pub fn step_rewards(&self) -> &[(usize, f64)] {
         self.rest.as_ref().map_or(&[], |r| &r.step_rewards)
     }
-}
 
-/// An outcome without a JSON map per record for the generic form.
-#[derive(Debug)]
-pub(crate) enum StoredOutcome {
-    Compact { status: u8, native: Option<bool> },
-    Full(Box<Value>),
-}
-
-impl StoredOutcome {
-    fn new(o: Outcome) -> StoredOutcome {
-        match o {
-            Outcome::Status { status, native } => StoredOutcome::Compact {
-                status: OUTCOMES.iter().position(|s| *s == status).unwrap_or(4) as u8,
-                native,
-            },
-            Outcome::Value(v) => StoredOutcome::Full(Box::new(v)),
-        }
+    /// Group id and iteration for the memory window.
+    pub fn window(&self) -> Option<(u32, i64)> {
+        self.rest.as_ref()?.window
     }
 
     /// The outcome as JSON.
-    pub fn to_value(&self) -> Value {
-        match self {
-            StoredOutcome::Compact { status, native } => Outcome::Status {
-                status: OUTCOMES.get(*status as usize).copied().unwrap_or("unknown"),
-                native: *native,
-            }
-            .to_value(),
-            StoredOutcome::Full(v) => (**v).clone(),
+    pub fn outcome(&self) -> Option<Value> {
+        if let Some(o) = &self.outcome {
+            return Some(o.to_value());
         }
+        self.rest.as_ref()?.outcome.clone()
+    }
+}
+
+/// An outcome read from a status name or a boolean, without a JSON map per record.
+#[derive(Debug, Clone, Copy)]
+struct CompactOutcome {
+    /// Index into [`OUTCOMES`].
+    status: u8,
+    native: Option<bool>,
+}
+
+impl CompactOutcome {
+    fn to_value(self) -> Value {
+        Outcome::Status {
+            status: OUTCOMES
+                .get(self.status as usize)
+                .copied()
+                .unwrap_or("unknown"),
+            native: self.native,
+        }
+        .to_value()
     }
 }
 
@@ -134,7 +145,9 @@ impl SetIndex {
     fn push(&mut self, key: String, r: u32) -> Result<(), IndexError> {
         match self.keys.get_mut(key.as_str()) {
             None => {
-                self.keys.insert(key.into_boxed_str(), Postings(r));
+                self.keys
+                    .insert_new(&key, Postings(r))
+                    .map_err(|_| IndexError::TooMany)?;
             }
             Some(p) if p.0 & MULTI == 0 => {
                 let m = u32::try_from(self.multi.len())
@@ -159,7 +172,7 @@ impl SetIndex {
 pub(crate) struct SetIndex {
     pub name: String,
     pub spec: Arc<SideSpec>,
-    pub keys: HashMap<Box<str>, Postings>,
+    pub keys: KeyTable<Postings>,
     /// Records of keys that have several.
     pub multi: Vec<Vec<u32>>,
     pub groups: HashMap<String, u32>,
@@ -175,6 +188,8 @@ pub struct SideIndex {
     pub(crate) files: Vec<SideFile>,
     pub(crate) records: Vec<SideRecord>,
     pub(crate) sets: Vec<SetIndex>,
+    /// Every record's reward components, (interned name, value), record after record.
+    components: Vec<(u32, Number)>,
     /// Interned reward-component names.
     pub(crate) component_names: Vec<Box<str>>,
     component_ids: HashMap<Box<str>, u32>,
@@ -212,6 +227,7 @@ impl SideIndex {
             files: Vec::new(),
             records: Vec::new(),
             sets: Vec::new(),
+            components: Vec::new(),
             component_names: Vec::new(),
             component_ids: HashMap::default(),
             live: Vec::new(),
@@ -228,7 +244,7 @@ impl SideIndex {
                 si: SetIndex {
                     name: set.name.clone(),
                     spec: Arc::clone(&spec),
-                    keys: HashMap::default(),
+                    keys: KeyTable::default(),
                     multi: Vec::new(),
                     groups: HashMap::default(),
                     window: Vec::new(),
@@ -291,45 +307,60 @@ impl SideIndex {
             si.push(key, id)?;
         }
         let a = x.attach;
-        let components = match a.components {
-            Some(c) => {
-                let mut out = Vec::with_capacity(c.len());
-                for (name, n) in c {
-                    out.push((self.intern(name)?, n));
-                }
-                Some(out.into_boxed_slice())
-            }
-            None => None,
-        };
+        let too_many = |_| IndexError::TooMany;
+        let components_start = u32::try_from(self.components.len()).map_err(too_many)?;
+        let components = a.components.unwrap_or_default();
+        let components_len = u32::try_from(components.len()).map_err(too_many)?;
+        for (name, n) in components {
+            let name = self.intern(name)?;
+            self.components.push((name, n));
+        }
+        u32::try_from(self.components.len()).map_err(too_many)?;
         let window = x.window.map(|(group, iteration)| {
             let next = si.groups.len() as u32;
             let g = *si.groups.entry(group).or_insert(next);
             (g, iteration)
         });
-        let rest = (a.reflection.is_some() || !a.step_rewards.is_empty()).then(|| {
+        let (outcome, whole_outcome) = match a.outcome {
+            Some(Outcome::Status { status, native }) => {
+                let status = OUTCOMES.iter().position(|s| *s == status).unwrap_or(4) as u8;
+                (Some(CompactOutcome { status, native }), None)
+            }
+            Some(Outcome::Value(v)) => (None, Some(v)),
+            None => (None, None),
+        };
+        let rare = a.reflection.is_some()
+            || !a.step_rewards.is_empty()
+            || whole_outcome.is_some()
+            || window.is_some();
+        let rest = rare.then(|| {
             Box::new(Rest {
                 reflection: a.reflection,
                 step_rewards: a.step_rewards,
+                outcome: whole_outcome,
+                window,
             })
         });
         self.records.push(SideRecord {
-            file,
-            set,
             line: raw.provenance.line,
             index: raw.provenance.index,
             reward: a.reward,
-            components,
-            outcome: a.outcome.map(StoredOutcome::new),
+            file,
+            components_start,
+            components_len,
+            set,
+            outcome,
             rest,
-            window,
         });
         Ok(())
     }
 
     /// Reserves room for the rest of the current file's records, estimated from its size and the
     /// `records` read so far (`bytes` of them), so that the index does not grow by doubling
-    /// (copies and page faults) on a large side file. Compressed files and stdin are not
-    /// estimated.
+    /// (copies, page faults, and up to twice the room needed) on a large side file. Called again
+    /// whenever the records or their components fill what was reserved (the first records of a
+    /// file may be longer than the rest), each time with a better estimate. Compressed files
+    /// and stdin are not estimated.
     fn reserve(&mut self, si: &mut SetIndex, bytes: u64, records: u64) {
         let Some(f) = self.files.last() else { return };
         let path: &str = &f.path;
@@ -340,9 +371,23 @@ impl SideIndex {
             return;
         };
         let per_record = (bytes / records.max(1)).max(1);
-        let estimate = (len / per_record).saturating_sub(records).min(1 << 26) as usize;
-        self.records.reserve(estimate);
-        si.keys.reserve(estimate);
+        let rest = (len / per_record).saturating_sub(records).min(1 << 26) as usize;
+        // A margin for the estimate, so that it is not short by a few records.
+        let rest = rest + rest / 16 + 1024;
+        let room = self.records.capacity() - self.records.len();
+        self.records.reserve_exact(rest.saturating_sub(room));
+        let per_record = self.components.len().div_ceil(self.records.len().max(1));
+        let room = self.components.capacity() - self.components.len();
+        self.components
+            .reserve_exact((rest * per_record).saturating_sub(room));
+        si.keys.reserve(rest);
+    }
+
+    /// True when the next record may not fit in what was reserved.
+    fn full(&self) -> bool {
+        self.records.len() == self.records.capacity()
+            || (!self.components.is_empty()
+                && self.components.capacity() - self.components.len() < 64)
     }
 
     fn intern(&mut self, name: String) -> Result<u32, IndexError> {
@@ -357,7 +402,11 @@ impl SideIndex {
 
     /// The reward components of record `rec`, as JSON.
     pub(crate) fn components(&self, rec: &SideRecord) -> Option<Map<String, Value>> {
-        let c = rec.components.as_ref()?;
+        let start = rec.components_start as usize;
+        let c = self
+            .components
+            .get(start..start + rec.components_len as usize)
+            .filter(|c| !c.is_empty())?;
         Some(
             c.iter()
                 .map(|(name, n)| {
@@ -373,7 +422,7 @@ impl SideIndex {
         let mut dups: Vec<(&str, &[u32])> = si
             .keys
             .iter()
-            .map(|(k, p)| (k.as_ref(), si.records(p)))
+            .map(|(k, p)| (k, si.records(p)))
             .filter(|(_, p)| p.len() > 1)
             .collect();
         dups.sort_by_key(|&(k, p)| (p[1], k));
@@ -410,7 +459,7 @@ impl SideIndex {
         }
         for (r, rec) in self.records.iter().enumerate() {
             let has_reflection = rec.reflection().is_some();
-            if let (Some((g, it)), true, true) = (rec.window, has_reflection, self.live[r]) {
+            if let (Some((g, it)), true, true) = (rec.window(), has_reflection, self.live[r]) {
                 if let Some(w) = self.sets[rec.set as usize].window.get_mut(g as usize) {
                     w.push((it, r as u32));
                 }
@@ -511,7 +560,7 @@ impl Sink for IndexSink {
         sf.records += 1;
         let records = sf.records;
         self.seen_bytes += record.bytes.len() as u64 + 1;
-        if records == ESTIMATE_AFTER {
+        if records == ESTIMATE_AFTER || (records > ESTIMATE_AFTER && self.index.full()) {
             self.index.reserve(&mut self.si, self.seen_bytes, records);
         }
         match item {

@@ -2,7 +2,8 @@
 //!
 //! - [`key`]: key expressions (pointers, field paths, templates with explicit formatting);
 //! - [`spec`]: side-file formats (presets and `generic`) and what a record attaches;
-//! - [`index`]: the side records in memory, by key, with the duplicate policy applied;
+//! - [`index`]: the side records in memory, by key, with the duplicate policy applied (its keys
+//!   in a compact `key_table`);
 //! - [`attach`]: [`Join::apply`], the join of one trajectory (the stage `run` pipelines use);
 //! - [`policy`]: unmatched, orphan, duplicate and conflict policies.
 //!
@@ -12,6 +13,7 @@
 pub mod attach;
 pub mod index;
 pub mod key;
+mod key_table;
 pub mod policy;
 pub mod spec;
 
@@ -280,13 +282,13 @@ fn report_orphans(
     // The smallest key of each orphan, for the message (deterministic when a record has several).
     let mut key_of: Vec<Option<&str>> = vec![None; idx.records.len()];
     for si in &idx.sets {
-        for (k, p) in &si.keys {
+        for (k, p) in si.keys.iter() {
             for &r in si.records(p) {
                 if used[r as usize] {
                     continue;
                 }
                 let slot = &mut key_of[r as usize];
-                if slot.is_none_or(|old| k.as_ref() < old) {
+                if slot.is_none_or(|old| k < old) {
                     *slot = Some(k);
                 }
             }

@@ -4,7 +4,9 @@
 //! `tool_call_id`; action ids are unique; every observation id answers an earlier action id, and
 //! each action id is answered exactly once; message actions carry none.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+
+use foldhash::{HashMap, HashMapExt};
 
 use super::rules::Violation;
 use super::step::{Source, Step};
@@ -32,10 +34,10 @@ pub fn check_links(content: &[Step]) -> Vec<Violation> {
             ));
         }
         let Some(id) = id else { continue };
-        let pointer = format!("/content/{i}/tool_call_id");
+        let pointer = || format!("/content/{i}/tool_call_id");
         if matches!(step, Step::MessageAction(_)) {
             out.push(Violation::new(
-                pointer,
+                pointer(),
                 "link-on-message",
                 format!("message_action at content index {i} has tool_call_id {id:?}, but a message is not a tool call"),
             ));
@@ -43,7 +45,7 @@ pub fn check_links(content: &[Step]) -> Vec<Violation> {
             if let Some(first) = actions.get(id) {
                 *duplicate_answers.entry(id).or_default() += 1;
                 out.push(Violation::new(
-                    pointer,
+                    pointer(),
                     "link-duplicate",
                     format!("tool_call_id {id:?} is used by the actions at content indices {first} and {i}"),
                 ));
@@ -63,12 +65,12 @@ pub fn check_links(content: &[Step]) -> Vec<Violation> {
                     answered.entry(expected).or_insert(i);
                 }
             }
-            out.push(Violation::new(pointer, "link-dangling", message));
+            out.push(Violation::new(pointer(), "link-dangling", message));
         } else if let Some(first) = answered.get(id) {
             match duplicate_answers.get_mut(id) {
                 Some(n) if *n > 0 => *n -= 1,
                 _ => out.push(Violation::new(
-                    pointer,
+                    pointer(),
                     "link-answered-twice",
                     format!(
                         "tool_call_id {id:?} is answered twice, at content indices {first} and {i}"
@@ -100,15 +102,25 @@ pub fn check_links(content: &[Step]) -> Vec<Violation> {
 /// image observation whose source is `user` is re-labelled `environment` (a tool result does not
 /// come from the user). Returns the number of pairs changed.
 pub fn backfill_links(content: &mut [Step]) -> usize {
-    let mut existing: HashSet<String> = content
-        .iter()
-        .filter_map(|s| s.tool_call_id().map(str::to_owned))
-        .collect();
+    // The ids already present, gathered when the first pair without ids needs one (most
+    // trajectories are linked already and need none).
+    let mut existing: Option<HashSet<String>> = None;
     let mut ordinal = 1u64;
     let mut changed = 0;
     for i in 0..content.len().saturating_sub(1) {
         if !content[i].is_tool_action() || content[i + 1].is_action() {
             continue;
+        }
+        if existing.is_none()
+            && content[i].tool_call_id().is_none()
+            && content[i + 1].tool_call_id().is_none()
+        {
+            existing = Some(
+                content
+                    .iter()
+                    .filter_map(|s| s.tool_call_id().map(str::to_owned))
+                    .collect(),
+            );
         }
         let (head, tail) = content.split_at_mut(i + 1);
         let (action, observation) = (&mut head[i], &mut tail[0]);
@@ -117,13 +129,16 @@ pub fn backfill_links(content: &mut [Step]) -> usize {
             (Some(_), Some(_)) => None,
             (Some(a), None) => Some(a.to_owned()),
             (None, Some(o)) => Some(o.to_owned()),
-            (None, None) => Some(loop {
-                let candidate = format!("call_{ordinal:06}");
-                ordinal += 1;
-                if existing.insert(candidate.clone()) {
-                    break candidate;
-                }
-            }),
+            (None, None) => {
+                let existing = existing.get_or_insert_with(HashSet::new);
+                Some(loop {
+                    let candidate = format!("call_{ordinal:06}");
+                    ordinal += 1;
+                    if existing.insert(candidate.clone()) {
+                        break candidate;
+                    }
+                })
+            }
         };
         if let Some(id) = id {
             *action.tool_call_id_mut() = Some(id.clone());

@@ -67,7 +67,9 @@ pub fn upgrade(traj: &mut Trajectory, opts: &UpgradeOptions) -> Vec<Violation> {
         // Derived data: writing an older version drops it without loss.
         traj.available_code_languages = None;
     }
-    traj.schema_version = target.schema_version().map(str::to_owned);
+    if traj.schema_version.as_deref() != target.schema_version() {
+        traj.schema_version = target.schema_version().map(str::to_owned);
+    }
     fit(traj, target)
 }
 

@@ -158,16 +158,16 @@ impl Join {
         let steps = traj.content.len();
         for &r in &matched {
             let rec = &idx.records[r as usize];
-            if let Some(n) = &rec.reward {
+            if let Some(n) = rec.reward() {
                 merge.slot(
                     "/details/reward",
                     "reward",
                     &mut reward,
-                    Value::Number(n.clone()),
+                    Value::Number(n),
                     r,
                 );
             }
-            if let Some(c) = idx.components(rec) {
+            if let Some(c) = idx.components(r) {
                 merge.components(&mut components, &mut component_origin, &c, r);
             }
             if let Some(o) = rec.outcome() {

@@ -9,6 +9,7 @@ use foldhash::HashMap;
 use serde_json::{Map, Number, Value};
 
 use super::key_table::KeyTable;
+use super::packed::{self, Components, Kind};
 use super::policy::Duplicates;
 use super::spec::{Extracted, Outcome, SideSpec, OUTCOMES};
 use crate::ingest::{Provenance, RawRecord};
@@ -44,20 +45,21 @@ pub struct SideFile {
 }
 
 /// One indexed side record: what it attaches, stored compactly. A million generic reward
-/// records (an outcome and two components each) take 56 bytes each here plus 40 bytes of
+/// records (an outcome and two components each) take 48 bytes each here plus 26 bytes of
 /// components in [`SideIndex::components`]: what is rare (reflections, step rewards, memory
 /// window places, outcomes that are whole JSON values) is boxed in [`Rest`].
 #[derive(Debug)]
 pub(crate) struct SideRecord {
     pub line: u64,
     pub index: u64,
-    pub reward: Option<Number>,
+    /// The reward, packed ([`packed::pack`]).
+    reward_bits: u64,
     pub file: u32,
-    /// Its reward components: `components_len` entries of [`SideIndex::components`] from
-    /// `components_start`, in record order.
+    /// Where its reward components start in [`SideIndex::components`] (they end where the
+    /// next record's start).
     components_start: u32,
-    components_len: u32,
     pub set: u16,
+    reward_kind: Kind,
     /// The outcome read from a status or a boolean (the rarer whole-value outcome is in
     /// [`Rest`]).
     outcome: Option<CompactOutcome>,
@@ -76,6 +78,11 @@ struct Rest {
 }
 
 impl SideRecord {
+    /// `details.reward`.
+    pub fn reward(&self) -> Option<Number> {
+        packed::unpack(self.reward_kind, self.reward_bits)
+    }
+
     pub fn reflection(&self) -> Option<&Value> {
         self.rest.as_ref()?.reflection.as_ref()
     }
@@ -189,7 +196,7 @@ pub struct SideIndex {
     pub(crate) records: Vec<SideRecord>,
     pub(crate) sets: Vec<SetIndex>,
     /// Every record's reward components, (interned name, value), record after record.
-    components: Vec<(u32, Number)>,
+    components: Components,
     /// Interned reward-component names.
     pub(crate) component_names: Vec<Box<str>>,
     component_ids: HashMap<Box<str>, u32>,
@@ -227,7 +234,7 @@ impl SideIndex {
             files: Vec::new(),
             records: Vec::new(),
             sets: Vec::new(),
-            components: Vec::new(),
+            components: Components::default(),
             component_names: Vec::new(),
             component_ids: HashMap::default(),
             live: Vec::new(),
@@ -309,13 +316,12 @@ impl SideIndex {
         let a = x.attach;
         let too_many = |_| IndexError::TooMany;
         let components_start = u32::try_from(self.components.len()).map_err(too_many)?;
-        let components = a.components.unwrap_or_default();
-        let components_len = u32::try_from(components.len()).map_err(too_many)?;
-        for (name, n) in components {
+        for (name, n) in a.components.unwrap_or_default() {
             let name = self.intern(name)?;
-            self.components.push((name, n));
+            self.components.push(name, &n);
         }
         u32::try_from(self.components.len()).map_err(too_many)?;
+        let (reward_kind, reward_bits) = a.reward.as_ref().map_or((Kind::None, 0), packed::pack);
         let window = x.window.map(|(group, iteration)| {
             let next = si.groups.len() as u32;
             let g = *si.groups.entry(group).or_insert(next);
@@ -344,11 +350,11 @@ impl SideIndex {
         self.records.push(SideRecord {
             line: raw.provenance.line,
             index: raw.provenance.index,
-            reward: a.reward,
+            reward_bits,
             file,
             components_start,
-            components_len,
             set,
+            reward_kind,
             outcome,
             rest,
         });
@@ -400,21 +406,22 @@ impl SideIndex {
         Ok(id)
     }
 
-    /// The reward components of record `rec`, as JSON.
-    pub(crate) fn components(&self, rec: &SideRecord) -> Option<Map<String, Value>> {
-        let start = rec.components_start as usize;
-        let c = self
+    /// The reward components of record `r`, as JSON (`None` when it has none).
+    pub(crate) fn components(&self, r: u32) -> Option<Map<String, Value>> {
+        let start = self.records.get(r as usize)?.components_start as usize;
+        let end = self
+            .records
+            .get(r as usize + 1)
+            .map_or(self.components.len(), |next| next.components_start as usize);
+        let c: Map<String, Value> = self
             .components
-            .get(start..start + rec.components_len as usize)
-            .filter(|c| !c.is_empty())?;
-        Some(
-            c.iter()
-                .map(|(name, n)| {
-                    let name = self.component_names.get(*name as usize).map_or("", |n| n);
-                    (name.to_owned(), Value::Number(n.clone()))
-                })
-                .collect(),
-        )
+            .get(start..end)
+            .map(|(name, n)| {
+                let name = self.component_names.get(name as usize).map_or("", |n| n);
+                (name.to_owned(), Value::Number(n))
+            })
+            .collect();
+        (!c.is_empty()).then_some(c)
     }
 
     fn duplicate_diagnostics(&self, si: &SetIndex) -> Vec<Diagnostic> {

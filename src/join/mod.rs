@@ -14,6 +14,7 @@ pub mod attach;
 pub mod index;
 pub mod key;
 mod key_table;
+mod packed;
 pub mod policy;
 pub mod spec;
 

@@ -38,19 +38,18 @@ impl<P> Default for KeyTable<P> {
 #[derive(Debug)]
 pub(crate) struct ArenaFull;
 
-impl<P> KeyTable<P> {
-    fn key(&self, start: u32, len: u32) -> &str {
-        let start = start as usize;
-        self.arena
-            .get(start..start + len as usize)
-            .unwrap_or_default()
-    }
+/// The key of entry `e`, whose bytes are in `arena`.
+fn key_of<'a, P>(arena: &'a str, e: &Entry<P>) -> &'a str {
+    let start = e.start as usize;
+    arena.get(start..start + e.len as usize).unwrap_or_default()
+}
 
+impl<P> KeyTable<P> {
     /// The postings of `key`.
     pub fn get(&self, key: &str) -> Option<&P> {
         let hash = self.hasher.hash_one(key);
         self.table
-            .find(hash, |e| self.key(e.start, e.len) == key)
+            .find(hash, |e| key_of(&self.arena, e) == key)
             .map(|e| &e.postings)
     }
 
@@ -59,9 +58,7 @@ impl<P> KeyTable<P> {
         let hash = self.hasher.hash_one(key);
         let arena = &self.arena;
         self.table
-            .find_mut(hash, |e| {
-                arena.get(e.start as usize..(e.start + e.len) as usize) == Some(key)
-            })
+            .find_mut(hash, |e| key_of(arena, e) == key)
             .map(|e| &mut e.postings)
     }
 
@@ -81,12 +78,7 @@ impl<P> KeyTable<P> {
                 len,
                 postings,
             },
-            |e| {
-                let k = arena
-                    .get(e.start as usize..(e.start + e.len) as usize)
-                    .unwrap_or_default();
-                hasher.hash_one(k)
-            },
+            |e| hasher.hash_one(key_of(arena, e)),
         );
         Ok(())
     }
@@ -99,19 +91,15 @@ impl<P> KeyTable<P> {
             .reserve_exact(keys.saturating_mul(key_bytes).saturating_sub(room));
         let hasher = &self.hasher;
         let arena = &self.arena;
-        self.table.reserve(keys, |e| {
-            let k = arena
-                .get(e.start as usize..(e.start + e.len) as usize)
-                .unwrap_or_default();
-            hasher.hash_one(k)
-        });
+        self.table
+            .reserve(keys, |e| hasher.hash_one(key_of(arena, e)));
     }
 
     /// Every key and its postings, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &P)> {
         self.table
             .iter()
-            .map(|e| (self.key(e.start, e.len), &e.postings))
+            .map(|e| (key_of(&self.arena, e), &e.postings))
     }
 
     /// Every key's postings, in no particular order.

@@ -45,11 +45,12 @@ use serde::{Deserialize, Serialize};
 use crate::convert::{empty_inputs, upgrade_checked, ConvertOptions, Converter};
 use crate::export::infer::{trajectory_calls, Gather};
 use crate::export::{
-    encode_any, export_trajectory, AnyRow, ExportError, ExportOptions, ExportStage, ExportSummary,
-    InferTools, Outcome,
+    encode_any, export_trajectory, export_upgraded, AnyRow, ExportError, ExportOptions,
+    ExportStage, ExportSummary, InferTools, Outcome,
 };
-use crate::ingest::RawRecord;
+use crate::ingest::{Provenance, RawRecord};
 use crate::join::{finish_side, Join, JoinRunOptions, JoinSummary};
+use crate::model::upgrade::UpgradeOptions;
 use crate::model::{JsonObject, Trajectory};
 use crate::partition::{Elsewhere, Partition, PartitionBy};
 use crate::pipeline::{self, Flow, PipelineError, Progress, Sink};
@@ -307,8 +308,15 @@ impl Stages<'_> {
         let mut trajectories = self.convert(record).ok()?;
         self.keep_own(&mut trajectories);
         let mut traj = trajectories.into_iter().nth(i)?;
+        let mut done = &self.plan.convert.upgrade;
         for stage in self.plan.joins {
-            upgrade_checked(&mut traj, &record.provenance, &stage.opts.upgrade).ok()?;
+            upgrade_once(
+                &mut traj,
+                &record.provenance,
+                &stage.opts.upgrade,
+                &mut done,
+            )
+            .ok()?;
             stage.join.apply(&mut traj, &record.provenance).ok()?;
         }
         Some(traj)
@@ -328,9 +336,11 @@ impl Stages<'_> {
             rejected_as: None,
             calls: Vec::new(),
         };
+        // The options the trajectory was last upgraded and checked with.
+        let mut done = &self.plan.convert.upgrade;
         for (n, stage) in self.plan.joins.iter().enumerate() {
             let started = Instant::now();
-            let step = match upgrade_checked(&mut traj, prov, &stage.opts.upgrade) {
+            let step = match upgrade_once(&mut traj, prov, &stage.opts.upgrade, &mut done) {
                 Err(d) => JoinStep::Rejected(d),
                 Ok(()) => match stage.join.apply(&mut traj, prov) {
                     Ok(a) if a.keep => JoinStep::Kept {
@@ -363,7 +373,7 @@ impl Stages<'_> {
         for (n, opts) in rest.iter().enumerate() {
             let started = Instant::now();
             item.exports
-                .push(export_trajectory(traj.clone(), prov, opts, &encode_any));
+                .push(export_once(traj.clone(), prov, opts, done));
             self.busy.add(first + n, started);
         }
         let rejected = |o: &Outcome<AnyRow>| matches!(o, Outcome::Rejected(_));
@@ -371,8 +381,7 @@ impl Stages<'_> {
             item.rejected_as = serde_json::to_vec(&traj).ok();
         }
         let started = Instant::now();
-        item.exports
-            .push(export_trajectory(traj, prov, last, &encode_any));
+        item.exports.push(export_once(traj, prov, last, done));
         self.busy.add(first + rest.len(), started);
         if item.rejected_as.is_none() && item.exports.last().is_some_and(rejected) {
             item.rejected_as = self
@@ -380,6 +389,36 @@ impl Stages<'_> {
                 .and_then(|t| serde_json::to_vec(&t).ok());
         }
         item
+    }
+}
+
+/// Upgrades and checks `traj` with `opts`, unless the options it was last upgraded and checked
+/// with (`done`) make that a no-op ([`UpgradeOptions::is_done_by`]): with one ADP version
+/// throughout, the link and language rules run once per trajectory instead of at every stage.
+fn upgrade_once<'a>(
+    traj: &mut Trajectory,
+    prov: &Provenance,
+    opts: &'a UpgradeOptions,
+    done: &mut &'a UpgradeOptions,
+) -> Result<(), Vec<Diagnostic>> {
+    if !opts.is_done_by(done) {
+        upgrade_checked(traj, prov, opts)?;
+        *done = opts;
+    }
+    Ok(())
+}
+
+/// [`export_trajectory`], without upgrading again what `done` already did.
+fn export_once(
+    traj: Trajectory,
+    prov: &Provenance,
+    opts: &ExportOptions,
+    done: &UpgradeOptions,
+) -> Outcome<AnyRow> {
+    if opts.upgrade.is_done_by(done) {
+        export_upgraded(traj, prov, opts, &encode_any)
+    } else {
+        export_trajectory(traj, prov, opts, &encode_any)
     }
 }
 

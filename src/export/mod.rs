@@ -362,6 +362,16 @@ pub fn export_trajectory<R>(
     if let Err(d) = upgrade_checked(&mut traj, prov, &opts.upgrade) {
         return Outcome::Rejected(d);
     }
+    export_upgraded(traj, prov, opts, encode)
+}
+
+/// [`export_trajectory`] of a trajectory already upgraded and checked with `opts.upgrade`.
+pub fn export_upgraded<R>(
+    traj: Trajectory,
+    prov: &Provenance,
+    opts: &ExportOptions,
+    encode: &Encoder<R>,
+) -> Outcome<R> {
     if let Some(f) = opts.filters.check(&traj) {
         return Outcome::Filtered(f);
     }

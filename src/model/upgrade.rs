@@ -23,12 +23,22 @@ pub enum DetailsDecode {
 }
 
 /// Options of [`upgrade`].
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UpgradeOptions {
     /// The version to write.
     pub target: AdpVersion,
     /// Which `details` strings to decode.
     pub decode_details: DetailsDecode,
+}
+
+impl UpgradeOptions {
+    /// True when upgrading with `self` a trajectory already upgraded (and checked) with
+    /// `done` changes nothing and finds nothing: the same target and no `details` to decode
+    /// ([`upgrade`] is then idempotent, and the rules look only at the steps and
+    /// `available_code_languages`, which later stages leave alone).
+    pub fn is_done_by(&self, done: &UpgradeOptions) -> bool {
+        self == done && self.decode_details == DetailsDecode::None
+    }
 }
 
 impl Default for UpgradeOptions {
@@ -97,6 +107,23 @@ mod tests {
 
     fn traj(v: Value) -> Trajectory {
         serde_json::from_value(v).expect("test trajectory")
+    }
+
+    #[test]
+    fn an_upgrade_is_done_by_the_same_options_without_decoding() {
+        let latest = UpgradeOptions::default();
+        assert!(latest.is_done_by(&UpgradeOptions::default()));
+        let older = UpgradeOptions {
+            target: AdpVersion::V1_3,
+            ..UpgradeOptions::default()
+        };
+        assert!(!older.is_done_by(&latest));
+        assert!(!latest.is_done_by(&older));
+        let decoding = UpgradeOptions {
+            decode_details: DetailsDecode::All,
+            ..UpgradeOptions::default()
+        };
+        assert!(!decoding.is_done_by(&decoding.clone()));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The side index: every side record read into memory, by key. Only what a record attaches is
 //! kept, not the record: a million generic reward records (a key, a reward, an outcome and two
-//! reward components each) take about 140 MB here (the records, their components and the keys).
+//! reward components each) take about 110 MB here (the records, their components and the keys).
 
 use std::io;
 use std::sync::Arc;

@@ -67,7 +67,7 @@ pub(crate) struct SideRecord {
 }
 
 /// The rarer parts of what a record attaches.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Rest {
     reflection: Option<Value>,
     step_rewards: Vec<(usize, f64)>,
@@ -320,6 +320,7 @@ impl SideIndex {
             let name = self.intern(name)?;
             self.components.push(name, &n);
         }
+        // The next record's components start where these end: that must fit a u32 too.
         u32::try_from(self.components.len()).map_err(too_many)?;
         let (reward_kind, reward_bits) = a.reward.as_ref().map_or((Kind::None, 0), packed::pack);
         let window = x.window.map(|(group, iteration)| {
@@ -385,7 +386,7 @@ impl SideIndex {
         let per_record = self.components.len().div_ceil(self.records.len().max(1));
         let room = self.components.capacity() - self.components.len();
         self.components
-            .reserve_exact((rest * per_record).saturating_sub(room));
+            .reserve_exact(rest.saturating_mul(per_record).saturating_sub(room));
         si.keys.reserve(rest);
     }
 

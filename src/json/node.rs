@@ -144,6 +144,28 @@ impl<'a> Node<'a> {
         }
     }
 
+    /// The value at a JSON pointer, as `Value::pointer` finds it: `""` is the node itself, each
+    /// `/token` (with `~1` for `/` and `~0` for `~`) an object key or an array index written
+    /// without a sign or leading zeros.
+    pub fn pointer(&self, pointer: &str) -> Option<&Node<'a>> {
+        if pointer.is_empty() {
+            return Some(self);
+        }
+        let tokens = pointer.strip_prefix('/')?;
+        tokens.split('/').try_fold(self, |target, token| {
+            let token: Cow<'_, str> = if token.contains('~') {
+                Cow::Owned(token.replace("~1", "/").replace("~0", "~"))
+            } else {
+                Cow::Borrowed(token)
+            };
+            match target {
+                Node::Object(_) => target.get(&token),
+                Node::Array(items) => array_index(&token).and_then(|i| items.get(i)),
+                _ => None,
+            }
+        })
+    }
+
     /// The string, if this is one.
     pub fn as_str(&self) -> Option<&str> {
         match self {
@@ -214,6 +236,14 @@ impl<'a> Node<'a> {
     pub fn is_object(&self) -> bool {
         matches!(self, Node::Object(_))
     }
+}
+
+/// An array index token of a JSON pointer: digits, no sign, no leading zero (but `0`).
+fn array_index(token: &str) -> Option<usize> {
+    if token.starts_with('+') || (token.starts_with('0') && token.len() != 1) {
+        return None;
+    }
+    token.parse().ok()
 }
 
 impl<'a> Index<&str> for Node<'a> {
@@ -305,6 +335,37 @@ mod tests {
         n.insert("z", Node::from(3u64));
         map.insert("z".into(), json!(3));
         assert_eq!(n.to_string(), Value::Object(map).to_string());
+    }
+
+    #[test]
+    fn pointers_find_what_value_pointers_find() {
+        let value = json!({"a": [{"b": 1}, "x"], "c/d": {"e~f": 2}, "": 3, "07": 4});
+        let node = Node::from_value(&value);
+        for p in [
+            "",
+            "/a",
+            "/a/0",
+            "/a/0/b",
+            "/a/1",
+            "/a/2",
+            "/a/01",
+            "/a/+1",
+            "/a/-1",
+            "/c~1d",
+            "/c~1d/e~0f",
+            "/",
+            "/07",
+            "/07/x",
+            "a",
+            "/a/0/b/c",
+            "/missing",
+        ] {
+            assert_eq!(
+                node.pointer(p).map(Node::to_value).as_ref(),
+                value.pointer(p),
+                "{p}"
+            );
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::diagnostic::Diagnostic;
 use super::schemas::{adp_validator, raw_schema, raw_shapes, raw_validator};
 use crate::ingest::{FrameError, Provenance, RawRecord};
-use crate::json::Node;
+use crate::json::{Node, Shapes};
 use crate::model::rules::{self, escape_pointer};
 use crate::model::{AdpVersion, Trajectory};
 
@@ -225,6 +225,23 @@ pub fn check_raw_node<'a>(
         None => Ok(Node::from_value(
             slow.insert(check_raw(rec, format, lenient)?),
         )),
+    }
+}
+
+/// [`parse_json`] for converters that read records as [`Node`]s: straight from the bytes, or
+/// from the value `parse_json` gives, kept in `slow`, when they do not read so (a duplicate key,
+/// which a `Value` keeps the last of; text that is not JSON, diagnosed there).
+pub fn parse_node<'a>(
+    rec: &'a RawRecord,
+    slow: &'a mut Option<Value>,
+) -> Result<Node<'a>, Box<Diagnostic>> {
+    let fast = match &rec.error {
+        None => Shapes::any().parse(&rec.bytes),
+        Some(_) => None,
+    };
+    match fast {
+        Some(node) => Ok(node),
+        None => Ok(Node::from_value(slow.insert(parse_json(rec)?))),
     }
 }
 

@@ -11,6 +11,7 @@ use super::compile::{
     CompiledSpec, KwargValue, Kwargs, RoleDefault, Rule, StepTemplate, TurnSource,
 };
 use super::template::{Scope, Template, Var};
+use crate::json::Node;
 use crate::model::step::{TextObservation, WebObservation};
 use crate::model::{JsonObject, Step};
 
@@ -58,7 +59,7 @@ pub struct Converted {
 
 /// Variables every template of a record can see.
 struct RecordScope<'a> {
-    record: &'a Value,
+    record: &'a Node<'a>,
     index: u64,
     vars: HashMap<&'a str, String>,
 }
@@ -72,8 +73,8 @@ impl Scope for RecordScope<'_> {
                 .map(|v| Cow::Borrowed(v.as_str())),
             Var::Record => Some(Cow::Owned(self.index.to_string())),
             Var::Field(pointer) => self.record.pointer(pointer).and_then(|v| match v {
-                Value::Null => None,
-                Value::String(s) => Some(Cow::Borrowed(s.as_str())),
+                Node::Null => None,
+                Node::String(s) => Some(Cow::Borrowed(s.as_ref())),
                 other => Some(Cow::Owned(other.to_string())),
             }),
             Var::Text | Var::Role | Var::Turn => None,
@@ -116,7 +117,7 @@ impl Scope for ContentScope<'_> {
 
 impl CompiledSpec {
     /// Converts one record (`index` is its 0-based position in its input).
-    pub fn apply(&self, record: &Value, index: u64) -> Result<Converted, Vec<RecordProblem>> {
+    pub fn apply(&self, record: &Node<'_>, index: u64) -> Result<Converted, Vec<RecordProblem>> {
         let mut scope = RecordScope {
             record,
             index,
@@ -190,7 +191,7 @@ impl CompiledSpec {
             .iter()
             .map(|(key, template)| {
                 let value = match template.as_field() {
-                    Some(pointer) => record.pointer(pointer).cloned().unwrap_or(Value::Null),
+                    Some(pointer) => record.pointer(pointer).map_or(Value::Null, Node::to_value),
                     None => template.render(&scope).map_or(Value::Null, Value::String),
                 };
                 (key.clone(), value)
@@ -199,10 +200,13 @@ impl CompiledSpec {
         Ok(Converted { id, steps, details })
     }
 
-    fn turns<'a>(&'a self, record: &'a Value) -> Result<Vec<Turn<'a>>, RecordProblem> {
-        fn text(value: &Value, at: impl Fn() -> String) -> Result<&str, RecordProblem> {
+    fn turns<'a>(&'a self, record: &'a Node<'a>) -> Result<Vec<Turn<'a>>, RecordProblem> {
+        fn text<'v>(
+            value: &'v Node<'_>,
+            at: impl Fn() -> String,
+        ) -> Result<&'v str, RecordProblem> {
             match value {
-                Value::String(s) => Ok(s),
+                Node::String(s) => Ok(s),
                 other => Err((at(), format!("expected text, found {}", kind_of(other)))),
             }
         }
@@ -226,7 +230,7 @@ impl CompiledSpec {
                 text: text_at,
             } => {
                 let list = match record.pointer(turns) {
-                    Some(Value::Array(list)) => list,
+                    Some(Node::Array(list)) => list,
                     Some(other) => {
                         return Err((
                             turns.clone(),
@@ -245,7 +249,7 @@ impl CompiledSpec {
                         Ok(Turn {
                             role: text(role_value, role_at)?,
                             text: match turn.pointer(text_at) {
-                                None | Some(Value::Null) => "",
+                                None | Some(Node::Null) => "",
                                 Some(v) => text(v, || format!("{turns}/{i}{text_at}"))?,
                             },
                             pointer: TextPointer::Item {
@@ -433,14 +437,14 @@ fn render_step(template: &StepTemplate, scope: &dyn Scope) -> Result<Step, Strin
     })
 }
 
-fn kind_of(v: &Value) -> &'static str {
+fn kind_of(v: &Node<'_>) -> &'static str {
     match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "text",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
+        Node::Null => "null",
+        Node::Bool(_) => "a boolean",
+        Node::Number(_) => "a number",
+        Node::String(_) => "text",
+        Node::Array(_) => "a list",
+        Node::Object(_) => "an object",
     }
 }
 

@@ -24,7 +24,7 @@ use serde_json::Value;
 use super::{source_details, Converter, Mapping};
 use crate::ingest::RawRecord;
 use crate::model::{AdpVersion, Trajectory};
-use crate::validate::check::{parse_json, preview};
+use crate::validate::check::{parse_node, preview};
 use crate::validate::schemas::compile;
 use crate::validate::Diagnostic;
 use compile::CompiledSpec;
@@ -183,9 +183,10 @@ impl Converter for SpecConverter {
         record: &RawRecord,
         _map: &Mapping,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
-        let value = parse_json(record).map_err(|d| vec![*d])?;
+        let mut slow = None;
+        let node = parse_node(record, &mut slow).map_err(|d| vec![*d])?;
         let prov = &record.provenance;
-        let converted = self.spec.apply(&value, prov.index).map_err(|problems| {
+        let converted = self.spec.apply(&node, prov.index).map_err(|problems| {
             problems
                 .into_iter()
                 .map(|(pointer, message)| {

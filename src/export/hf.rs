@@ -39,7 +39,7 @@ struct Message<'a> {
 /// Writes `conv` as one record (no trailing newline, no id).
 pub fn render(
     conv: &Conversation,
-    tools: &[Value],
+    tools: &[Cow<'_, Value>],
     opts: &SftOptions,
     out: &mut Vec<u8>,
 ) -> serde_json::Result<()> {
@@ -73,7 +73,7 @@ pub fn render(
     }
     let record = Record {
         messages,
-        tools: tools.iter().map(Tool::new).collect(),
+        tools: tools.iter().map(|t| Tool::new(t)).collect(),
     };
     serde_json::to_writer(out, &record)
 }

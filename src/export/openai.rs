@@ -80,7 +80,7 @@ impl<'a, A> ToolCall<'a, A> {
 /// Writes `conv` as one OpenAI record (no trailing newline).
 pub fn render(
     conv: &Conversation,
-    tools: &[Value],
+    tools: &[Cow<'_, Value>],
     opts: &SftOptions,
     out: &mut Vec<u8>,
 ) -> serde_json::Result<()> {
@@ -128,7 +128,7 @@ pub fn render(
     }
     let record = Record {
         messages,
-        tools: tools.iter().map(Tool::new).collect(),
+        tools: tools.iter().map(|t| Tool::new(t)).collect(),
         parallel_tool_calls: conv.has_parallel_calls(),
     };
     serde_json::to_writer(out, &record)

@@ -11,6 +11,8 @@
 //! text, which recent LLaMA-Factory versions split off. `tools` is the JSON text of a list of
 //! `{name, description, parameters}` (`""` when none); `system` is `""` when there is none.
 
+use std::borrow::Cow;
+
 use serde::Serialize;
 use serde_json::Value;
 
@@ -55,7 +57,7 @@ impl From<serde_json::Error> for Error {
 /// Writes `conv` as one record (no trailing newline, no id).
 pub fn render(
     conv: &Conversation,
-    tools: &[Value],
+    tools: &[Cow<'_, Value>],
     opts: &SftOptions,
     out: &mut Vec<u8>,
 ) -> Result<(), Error> {

@@ -8,6 +8,7 @@
 //! stdin). Names in `available_custom_tools` that are never called and have no spec get an
 //! empty object schema.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{json, Map, Value};
@@ -28,11 +29,22 @@ pub struct CodeTool {
 
 /// Code languages → tools. Defaults: `bash`/`shell`/`sh` → `bash {command}`, `python` →
 /// `python {code}`, anything else → `execute_code {language, code}`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct CodeTools {
     by_language: Vec<(String, CodeTool)>,
     fallback: CodeTool,
+    /// The spec of each tool, by name: made from the two fields above whenever they change, as
+    /// every record that calls a code tool lists its spec.
+    specs: Vec<(String, Value)>,
 }
+
+impl PartialEq for CodeTools {
+    fn eq(&self, other: &Self) -> bool {
+        self.by_language == other.by_language && self.fallback == other.fallback
+    }
+}
+
+impl Eq for CodeTools {}
 
 impl Default for CodeTools {
     fn default() -> Self {
@@ -41,7 +53,7 @@ impl Default for CodeTools {
             arg: arg.into(),
             with_language: false,
         };
-        CodeTools {
+        let mut tools = CodeTools {
             by_language: vec![
                 ("bash".into(), tool("bash", "command")),
                 ("shell".into(), tool("bash", "command")),
@@ -53,7 +65,10 @@ impl Default for CodeTools {
                 arg: "code".into(),
                 with_language: true,
             },
-        }
+            specs: Vec::new(),
+        };
+        tools.make_specs();
+        tools
     }
 }
 
@@ -81,7 +96,23 @@ impl CodeTools {
             self.by_language.retain(|(l, _)| l != lang);
             self.by_language.push((lang.into(), tool));
         }
+        self.make_specs();
         Ok(())
+    }
+
+    /// Makes [`CodeTools::specs`] from the tools.
+    fn make_specs(&mut self) {
+        let mut names: Vec<&str> = std::iter::once(&self.fallback)
+            .chain(self.by_language.iter().map(|(_, t)| t))
+            .map(|t| t.name.as_str())
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        let specs = names
+            .iter()
+            .filter_map(|&name| Some((name.to_owned(), self.make_spec(name)?)))
+            .collect();
+        self.specs = specs;
     }
 
     fn tool(&self, language: &str) -> &CodeTool {
@@ -103,7 +134,12 @@ impl CodeTools {
     }
 
     /// The fixed spec of the code tool called `name`, if one is.
-    fn spec(&self, name: &str) -> Option<Value> {
+    fn spec(&self, name: &str) -> Option<&Value> {
+        self.specs.iter().find(|(n, _)| n == name).map(|(_, s)| s)
+    }
+
+    /// Makes the fixed spec of the code tool called `name`, if one is.
+    fn make_spec(&self, name: &str) -> Option<Value> {
         let tool = std::iter::once(&self.fallback)
             .chain(self.by_language.iter().map(|(_, t)| t))
             .find(|t| t.name == name)?;
@@ -205,13 +241,14 @@ impl ToolCatalog {
 }
 
 /// The function specs (`{name, description?, parameters}`) of the tools `conv` calls and of
-/// `available` (a trajectory's `available_custom_tools`), sorted by name.
-pub fn tool_specs(
+/// `available` (a trajectory's `available_custom_tools`), sorted by name; the fixed ones
+/// borrowed.
+pub fn tool_specs<'a>(
     conv: &Conversation,
     available: &[String],
-    code: &CodeTools,
-    catalog: &ToolCatalog,
-) -> Vec<Value> {
+    code: &'a CodeTools,
+    catalog: &'a ToolCatalog,
+) -> Vec<Cow<'a, Value>> {
     let mut by_name: BTreeMap<&str, Vec<&JsonObject>> = BTreeMap::new();
     for call in conv.calls() {
         by_name.entry(&call.name).or_default().push(&call.arguments);
@@ -222,16 +259,11 @@ pub fn tool_specs(
     by_name
         .into_iter()
         .map(|(name, calls)| {
-            if let Some(spec) = catalog.specs.get(name) {
-                return spec.clone();
+            let fixed = catalog.specs.get(name).or_else(|| code.spec(name));
+            match fixed.or_else(|| catalog.inferred.get(name)) {
+                Some(spec) => Cow::Borrowed(spec),
+                None => Cow::Owned(json!({"name": name, "parameters": infer_schema(&calls)})),
             }
-            if let Some(spec) = code.spec(name) {
-                return spec;
-            }
-            if let Some(spec) = catalog.inferred.get(name) {
-                return spec.clone();
-            }
-            json!({"name": name, "parameters": infer_schema(&calls)})
         })
         .collect()
 }

@@ -9,6 +9,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use memchr::memmem;
 use regex::Regex;
 use serde_json::Value;
 
@@ -44,20 +45,76 @@ pub enum Filter {
     /// `append("s")`: put text after the value.
     Append(String),
     /// `replace("from", "to")`: replace every occurrence of a literal text.
-    Replace(String, String),
+    Replace(Needle, String),
     /// `sub("regex", "replacement")`: replace every match of a regular expression; the
     /// replacement may use `$1` / `${name}`.
     Sub(Regex, String),
     /// `default("s")`: the value to use when there is none.
     Default(String),
     /// `after("s")`: the text after the first `s`; missing when there is no `s`.
-    After(String),
+    After(Needle),
     /// `after_last("s")`: the text after the last `s`.
-    AfterLast(String),
+    AfterLast(Needle),
     /// `before("s")`: the text before the first `s`.
-    Before(String),
+    Before(Needle),
     /// `before_last("s")`: the text before the last `s`.
-    BeforeLast(String),
+    BeforeLast(Needle),
+}
+
+/// The literal text a filter looks for, with its searchers built once, when the spec is loaded.
+#[derive(Clone)]
+pub struct Needle {
+    text: String,
+    forward: memmem::Finder<'static>,
+    backward: memmem::FinderRev<'static>,
+}
+
+impl Needle {
+    fn new(text: String) -> Self {
+        Needle {
+            forward: memmem::Finder::new(text.as_bytes()).into_owned(),
+            backward: memmem::FinderRev::new(text.as_bytes()).into_owned(),
+            text,
+        }
+    }
+
+    /// Where the first occurrence in `hay` starts (`str::find`).
+    fn find(&self, hay: &str) -> Option<usize> {
+        self.forward.find(hay.as_bytes())
+    }
+
+    /// Where the last occurrence in `hay` starts (`str::rfind`).
+    fn rfind(&self, hay: &str) -> Option<usize> {
+        self.backward.rfind(hay.as_bytes())
+    }
+
+    /// `hay` with every occurrence replaced by `to` (`str::replace`); `hay` itself when there
+    /// is none.
+    fn replace<'v>(&self, hay: Cow<'v, str>, to: &str) -> Cow<'v, str> {
+        if self.text.is_empty() {
+            // Between every character, as `str::replace` does.
+            return Cow::Owned(hay.replace("", to));
+        }
+        let mut hits = self.forward.find_iter(hay.as_bytes()).peekable();
+        if hits.peek().is_none() {
+            return hay;
+        }
+        let mut out = String::with_capacity(hay.len());
+        let mut at = 0;
+        for start in hits {
+            out.push_str(&hay[at..start]);
+            out.push_str(to);
+            at = start + self.text.len();
+        }
+        out.push_str(&hay[at..]);
+        Cow::Owned(out)
+    }
+}
+
+impl fmt::Debug for Needle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.text.fmt(f)
+    }
 }
 
 impl PartialEq for Filter {
@@ -163,7 +220,7 @@ impl Template {
     /// empty text.
     pub fn render(&self, scope: &dyn Scope) -> Option<String> {
         if let [Part::Placeholder(var, filters)] = self.parts.as_slice() {
-            return apply(scope.get(var), filters);
+            return apply(scope.get(var), filters).map(Cow::into_owned);
         }
         let mut out = String::new();
         for part in &self.parts {
@@ -180,29 +237,53 @@ impl Template {
     }
 }
 
-fn apply(value: Option<Cow<'_, str>>, filters: &[Filter]) -> Option<String> {
-    let mut value = value.map(Cow::into_owned);
+/// `value` through `filters`. Cutting filters (`trim`, `after`, ...) keep borrowing a borrowed
+/// value, and `replace` leaves a value without the text alone.
+fn apply<'v>(value: Option<Cow<'v, str>>, filters: &[Filter]) -> Option<Cow<'v, str>> {
+    let mut value = value;
     for f in filters {
         value = match (f, value) {
-            (Filter::Default(d), None) => Some(d.clone()),
+            (Filter::Default(d), None) => Some(Cow::Owned(d.clone())),
             (_, None) => None,
             (Filter::Default(_), Some(v)) => Some(v),
-            (Filter::Trim, Some(v)) => Some(v.trim().to_owned()),
-            (Filter::Lower, Some(v)) => Some(v.to_lowercase()),
-            (Filter::Json, Some(v)) => Some(Value::String(v).to_string()),
-            (Filter::Prepend(p), Some(v)) => Some(format!("{p}{v}")),
-            (Filter::Append(a), Some(v)) => Some(v + a),
-            (Filter::Replace(from, to), Some(v)) => Some(v.replace(from.as_str(), to)),
-            (Filter::Sub(re, to), Some(v)) => Some(re.replace_all(&v, to.as_str()).into_owned()),
-            (Filter::After(d), Some(v)) => v.find(d.as_str()).map(|i| v[i + d.len()..].to_owned()),
-            (Filter::AfterLast(d), Some(v)) => {
-                v.rfind(d.as_str()).map(|i| v[i + d.len()..].to_owned())
+            (Filter::Trim, Some(v)) => {
+                let start = v.len() - v.trim_start().len();
+                let end = v.trim_end().len().max(start);
+                Some(cut(v, start, end))
             }
-            (Filter::Before(d), Some(v)) => v.find(d.as_str()).map(|i| v[..i].to_owned()),
-            (Filter::BeforeLast(d), Some(v)) => v.rfind(d.as_str()).map(|i| v[..i].to_owned()),
+            (Filter::Lower, Some(v)) => Some(Cow::Owned(v.to_lowercase())),
+            (Filter::Json, Some(v)) => Some(Cow::Owned(Value::from(v.as_ref()).to_string())),
+            (Filter::Prepend(p), Some(v)) => Some(Cow::Owned(format!("{p}{v}"))),
+            (Filter::Append(a), Some(v)) => Some(Cow::Owned(v.into_owned() + a)),
+            (Filter::Replace(from, to), Some(v)) => Some(from.replace(v, to)),
+            (Filter::Sub(re, to), Some(v)) => {
+                Some(Cow::Owned(re.replace_all(&v, to.as_str()).into_owned()))
+            }
+            (Filter::After(d), Some(v)) => d.find(&v).map(|i| {
+                let len = v.len();
+                cut(v, i + d.text.len(), len)
+            }),
+            (Filter::AfterLast(d), Some(v)) => d.rfind(&v).map(|i| {
+                let len = v.len();
+                cut(v, i + d.text.len(), len)
+            }),
+            (Filter::Before(d), Some(v)) => d.find(&v).map(|i| cut(v, 0, i)),
+            (Filter::BeforeLast(d), Some(v)) => d.rfind(&v).map(|i| cut(v, 0, i)),
         };
     }
     value
+}
+
+/// The bytes `start..end` of `v` (on character boundaries), borrowed when `v` is.
+fn cut(v: Cow<'_, str>, start: usize, end: usize) -> Cow<'_, str> {
+    match v {
+        Cow::Borrowed(s) => Cow::Borrowed(&s[start..end]),
+        Cow::Owned(mut s) => {
+            s.truncate(end);
+            s.drain(..start);
+            Cow::Owned(s)
+        }
+    }
 }
 
 /// Byte offsets of `sep` in `text` outside double-quoted strings (with backslash escapes), then
@@ -287,11 +368,11 @@ fn parse_filter(text: &str, placeholder: &str) -> Result<Filter, TemplateError> 
         "prepend" => arity(1).map(|_| Filter::Prepend(arg()))?,
         "append" => arity(1).map(|_| Filter::Append(arg()))?,
         "default" => arity(1).map(|_| Filter::Default(arg()))?,
-        "after" => arity(1).map(|_| Filter::After(arg()))?,
-        "after_last" => arity(1).map(|_| Filter::AfterLast(arg()))?,
-        "before" => arity(1).map(|_| Filter::Before(arg()))?,
-        "before_last" => arity(1).map(|_| Filter::BeforeLast(arg()))?,
-        "replace" => arity(2).map(|_| Filter::Replace(arg(), arg()))?,
+        "after" => arity(1).map(|_| Filter::After(Needle::new(arg())))?,
+        "after_last" => arity(1).map(|_| Filter::AfterLast(Needle::new(arg())))?,
+        "before" => arity(1).map(|_| Filter::Before(Needle::new(arg())))?,
+        "before_last" => arity(1).map(|_| Filter::BeforeLast(Needle::new(arg())))?,
+        "replace" => arity(2).map(|_| Filter::Replace(Needle::new(arg()), arg()))?,
         "sub" => {
             arity(2)?;
             let pattern = arg();
@@ -311,6 +392,50 @@ fn parse_filter(text: &str, placeholder: &str) -> Result<Filter, TemplateError> 
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    #[test]
+    fn needles_find_and_replace_as_str_does() {
+        let hays = [
+            "",
+            "aaa",
+            "abcabc",
+            "é→é",
+            "x\n\nAct: bash\n\nAct: y",
+            "no match here",
+        ];
+        let needles = ["", "a", "aa", "abc", "é", "→", "\n\nAct: ", "zz"];
+        for hay in hays {
+            for text in needles {
+                let n = Needle::new(text.to_owned());
+                assert_eq!(n.find(hay), hay.find(text), "{hay:?} {text:?}");
+                assert_eq!(n.rfind(hay), hay.rfind(text), "{hay:?} {text:?}");
+                let replaced = n.replace(Cow::Borrowed(hay), "<>");
+                assert_eq!(replaced, hay.replace(text, "<>"), "{hay:?} {text:?}");
+                // Untouched text stays borrowed.
+                if !hay.contains(text) {
+                    assert!(matches!(replaced, Cow::Borrowed(_)));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn cutting_filters_give_what_owned_text_gives() {
+        let filters = parse_placeholder(r#"x|trim|after("a")|before_last("c")|replace("b", "B")"#)
+            .map(|(_, f)| f)
+            .unwrap_or_default();
+        for text in ["  xabbc  ", "abc", "   ", "a", "éaébcé c "] {
+            let borrowed = apply(Some(Cow::Borrowed(text)), &filters);
+            let owned = apply(Some(Cow::Owned(text.to_owned())), &filters);
+            assert_eq!(borrowed, owned, "{text:?}");
+            let expected = text
+                .trim()
+                .find('a')
+                .map(|i| &text.trim()[i + 1..])
+                .and_then(|t| t.rfind('c').map(|j| t[..j].replace('b', "B")));
+            assert_eq!(borrowed.map(Cow::into_owned), expected, "{text:?}");
+        }
+    }
 
     struct Vars(HashMap<&'static str, &'static str>);
 

@@ -140,7 +140,7 @@ fn encode_parquet(bencher: Bencher) {
     bencher.counter(BytesCount::of_slice(&bytes)).bench(|| {
         let mut columns = Columns::default();
         for t in &trajectories {
-            columns.push(&Row::new(t.clone()).expect("serializes"));
+            columns.push(&Row::new(t).expect("serializes"));
         }
         let batch = columns.finish().expect("batch");
         let props = parquet::file::properties::WriterProperties::builder()

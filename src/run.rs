@@ -33,6 +33,7 @@
 
 pub mod journal;
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io;
 use std::path::PathBuf;
@@ -46,7 +47,7 @@ use crate::convert::{empty_inputs, upgrade_checked, ConvertOptions, Converter};
 use crate::export::infer::{trajectory_calls, Gather};
 use crate::export::{
     encode_any, export_trajectory, export_upgraded, AnyRow, ExportError, ExportOptions,
-    ExportStage, ExportSummary, InferTools, Outcome,
+    ExportStage, ExportSummary, InferTools, Outcome, Target,
 };
 use crate::ingest::{Provenance, RawRecord};
 use crate::join::{finish_side, Join, JoinRunOptions, JoinSummary};
@@ -365,29 +366,39 @@ impl Stages<'_> {
             item.calls = trajectory_calls(&traj);
             return item;
         }
-        // Every export but the last gets a copy; the last takes the trajectory.
+        // One export takes the trajectory: the last one that needs its own copy (an SFT target
+        // renders from one), else the last. The others borrow it (Parquet) or copy it, and run
+        // first, so rejects can still show the trajectory.
         let first = 1 + self.plan.joins.len();
-        let Some((last, rest)) = self.exports.split_last() else {
+        let Some(owner) = self
+            .exports
+            .iter()
+            .rposition(|o| o.target != Target::Parquet)
+            .or(self.exports.len().checked_sub(1))
+        else {
             return item;
         };
-        for (n, opts) in rest.iter().enumerate() {
+        let mut outcomes: Vec<Option<Outcome<AnyRow>>> = Vec::with_capacity(self.exports.len());
+        for (n, opts) in self.exports.iter().enumerate() {
             let started = Instant::now();
-            item.exports
-                .push(export_once(traj.clone(), prov, opts, done));
+            outcomes
+                .push((n != owner).then(|| export_once(Cow::Borrowed(&traj), prov, opts, done)));
             self.busy.add(first + n, started);
         }
         let rejected = |o: &Outcome<AnyRow>| matches!(o, Outcome::Rejected(_));
-        if item.exports.iter().any(rejected) {
+        if outcomes.iter().flatten().any(rejected) {
             item.rejected_as = serde_json::to_vec(&traj).ok();
         }
         let started = Instant::now();
-        item.exports.push(export_once(traj, prov, last, done));
-        self.busy.add(first + rest.len(), started);
-        if item.rejected_as.is_none() && item.exports.last().is_some_and(rejected) {
+        let last = export_once(Cow::Owned(traj), prov, &self.exports[owner], done);
+        self.busy.add(first + owner, started);
+        if item.rejected_as.is_none() && rejected(&last) {
             item.rejected_as = self
                 .rebuild(record, index)
                 .and_then(|t| serde_json::to_vec(&t).ok());
         }
+        outcomes[owner] = Some(last);
+        item.exports = outcomes.into_iter().flatten().collect();
         item
     }
 }
@@ -410,7 +421,7 @@ fn upgrade_once<'a>(
 
 /// [`export_trajectory`], without upgrading again what `done` already did.
 fn export_once(
-    traj: Trajectory,
+    traj: Cow<'_, Trajectory>,
     prov: &Provenance,
     opts: &ExportOptions,
     done: &UpgradeOptions,
@@ -418,7 +429,7 @@ fn export_once(
     if opts.upgrade.is_done_by(done) {
         export_upgraded(traj, prov, opts, &encode_any)
     } else {
-        export_trajectory(traj, prov, opts, &encode_any)
+        export_trajectory(traj.into_owned(), prov, opts, &encode_any)
     }
 }
 

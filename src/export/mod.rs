@@ -332,8 +332,10 @@ impl From<serde_json::Error> for RenderError {
     }
 }
 
-/// Turns an accepted trajectory into a row of the target.
-pub type Encoder<R> = dyn Fn(Trajectory, &ExportOptions) -> Result<Encoded<R>, RenderError> + Sync;
+/// Turns an accepted trajectory into a row of the target; given a borrowed one, a target that
+/// needs its own copy (the SFT targets) clones it, and Parquet does not.
+pub type Encoder<R> =
+    dyn Fn(Cow<'_, Trajectory>, &ExportOptions) -> Result<Encoded<R>, RenderError> + Sync;
 
 /// Exports one ADP record (any version): parse, then [`export_trajectory`] each trajectory.
 pub fn export_record<R>(
@@ -362,12 +364,12 @@ pub fn export_trajectory<R>(
     if let Err(d) = upgrade_checked(&mut traj, prov, &opts.upgrade) {
         return Outcome::Rejected(d);
     }
-    export_upgraded(traj, prov, opts, encode)
+    export_upgraded(Cow::Owned(traj), prov, opts, encode)
 }
 
 /// [`export_trajectory`] of a trajectory already upgraded and checked with `opts.upgrade`.
 pub fn export_upgraded<R>(
-    traj: Trajectory,
+    traj: Cow<'_, Trajectory>,
     prov: &Provenance,
     opts: &ExportOptions,
     encode: &Encoder<R>,
@@ -403,7 +405,10 @@ pub enum AnyRow {
 }
 
 /// Encodes a row of `opts.target`, whichever it is.
-pub fn encode_any(traj: Trajectory, opts: &ExportOptions) -> Result<Encoded<AnyRow>, RenderError> {
+pub fn encode_any(
+    traj: Cow<'_, Trajectory>,
+    opts: &ExportOptions,
+) -> Result<Encoded<AnyRow>, RenderError> {
     Ok(match opts.target {
         Target::Parquet => {
             let e = encode_parquet(traj, opts)?;
@@ -440,9 +445,10 @@ fn trajectory_hash(traj: &mut Trajectory) -> Result<[u8; 16], serde_json::Error>
 
 /// Encodes a JSON-lines row: an SFT record, or the trajectory itself for `adp`.
 fn encode_line(
-    mut traj: Trajectory,
+    traj: Cow<'_, Trajectory>,
     opts: &ExportOptions,
 ) -> Result<Encoded<Vec<u8>>, RenderError> {
+    let mut traj = traj.into_owned();
     let id = traj.id.clone();
     let (body, with_id, hash) = if opts.target == Target::Adp {
         let hash = opts.dedup.then(|| trajectory_hash(&mut traj)).transpose()?;
@@ -463,11 +469,14 @@ fn encode_line(
 
 /// Encodes a Parquet row.
 fn encode_parquet(
-    mut traj: Trajectory,
+    traj: Cow<'_, Trajectory>,
     opts: &ExportOptions,
 ) -> Result<Encoded<parquet::Row>, RenderError> {
-    let hash = opts.dedup.then(|| trajectory_hash(&mut traj)).transpose()?;
-    let row = parquet::Row::new(traj)?;
+    let hash = match opts.dedup {
+        true => Some(trajectory_hash(&mut traj.clone().into_owned())?),
+        false => None,
+    };
+    let row = parquet::Row::new(&traj)?;
     Ok(Encoded {
         len: row.bytes,
         row,

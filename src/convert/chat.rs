@@ -146,8 +146,9 @@ pub fn chat_trajectory(
             json!({ "id": value.get("id").map(Node::to_value) }),
         ),
     );
+    let tool_names = (!tools.is_empty()).then(|| tool_names(&tools));
     if !tools.is_empty() {
-        details.insert("tools".into(), Value::Array(tools.clone()));
+        details.insert("tools".into(), Value::Array(tools));
     }
     let rest: JsonObject = value
         .as_object()
@@ -160,8 +161,6 @@ pub fn chat_trajectory(
         details.insert(format.replace('-', "_"), Value::Object(rest));
     }
     let mut traj = Trajectory::new(id, content, details);
-    if !tools.is_empty() {
-        traj.available_custom_tools = Some(tool_names(&tools));
-    }
+    traj.available_custom_tools = tool_names;
     traj
 }

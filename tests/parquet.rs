@@ -17,7 +17,7 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use serde_json::{json, Value};
 use trajkit::export::parquet::columns::Columns;
-use trajkit::export::parquet::row::StepText;
+use trajkit::export::parquet::row::StepRow;
 use trajkit::export::parquet::Row;
 
 /// Runs trajkit with `args`; returns the exit code and stderr.
@@ -415,6 +415,13 @@ fn row_groups_and_shards_are_cut_by_bytes_and_rows_and_threads_do_not_matter() {
     );
 }
 
+fn step(class: &'static str) -> StepRow {
+    StepRow {
+        class,
+        ..StepRow::default()
+    }
+}
+
 /// Writes `rows` as a trajkit Parquet file.
 fn write_rows(path: &Path, rows: &[Row]) {
     let mut columns = Columns::default();
@@ -429,34 +436,33 @@ fn write_rows(path: &Path, rows: &[Row]) {
 #[test]
 fn bad_parquet_input_is_diagnosed_with_file_row_and_pointer() {
     let tmp = tempfile::tempdir().expect("temp dir");
-    let start = |id: &str| Row {
+    let good = |id: &str| Row {
         id: id.into(),
         schema_version: Some("1.5.0".into()),
+        steps: vec![
+            StepRow {
+                content: Some("Hi".into()),
+                source: Some("user"),
+                ..step("text_observation")
+            },
+            StepRow {
+                content: Some("Bye".into()),
+                ..step("message_action")
+            },
+        ],
         details: "{}".into(),
         ..Row::default()
     };
-    let good = |id: &str| {
-        let mut row = start(id);
-        row.push_step(
-            "text_observation",
-            &[(StepText::Content, "Hi"), (StepText::Source, "user")],
-        );
-        row.push_step("message_action", &[(StepText::Content, "Bye")]);
-        row
+    let mut bad_kwargs = good("bad-kwargs");
+    bad_kwargs.steps[1] = StepRow {
+        function: Some("f".into()),
+        kwargs: Some("{not json".into()),
+        ..step("api_action")
     };
-    let mut bad_kwargs = start("bad-kwargs");
-    bad_kwargs.push_step(
-        "text_observation",
-        &[(StepText::Content, "Hi"), (StepText::Source, "user")],
-    );
-    bad_kwargs.push_step(
-        "api_action",
-        &[(StepText::Function, "f"), (StepText::Kwargs, "{not json")],
-    );
     let mut bad_class = good("bad-class");
     bad_class.steps[0].class = "video_observation";
     let mut no_content = good("no-content");
-    no_content.steps[1].clear(StepText::Content);
+    no_content.steps[1].content = None;
     let file = tmp.path().join("rows.parquet");
     write_rows(
         &file,

@@ -8,7 +8,7 @@ use arrow_array::{ArrayRef, ListArray, RecordBatch, StructArray};
 use arrow_buffer::{NullBufferBuilder, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{ArrowError, Fields};
 
-use super::row::{ReflectionRow, Row, StepRow, STEP_TEXTS};
+use super::row::{ReflectionRow, Row, StepRow};
 use super::schema::{self, struct_item};
 
 /// The children of a list of structs.
@@ -75,15 +75,14 @@ fn append_strings(b: &mut ListBuilder<StringBuilder>, list: Option<&[String]>) {
 #[derive(Default)]
 struct StepColumns {
     class: StringBuilder,
-    strings: [StringBuilder; STEP_TEXTS],
+    strings: [StringBuilder; 16],
     reward: Float64Builder,
 }
 
 impl StepColumns {
-    /// Appends step `s` of a row whose steps' texts are `text`.
-    fn push(&mut self, s: &StepRow, text: &str) {
+    fn push(&mut self, s: &StepRow) {
         self.class.append_value(s.class);
-        for (b, v) in self.strings.iter_mut().zip(s.texts(text)) {
+        for (b, v) in self.strings.iter_mut().zip(s.strings()) {
             b.append_option(v);
         }
         self.reward.append_option(s.reward);
@@ -250,9 +249,7 @@ impl Columns {
         }
         append_strings(&mut self.tools, row.available_custom_tools.as_deref());
         append_strings(&mut self.languages, row.available_code_languages.as_deref());
-        row.steps
-            .iter()
-            .for_each(|s| self.steps.items.push(s, &row.text));
+        row.steps.iter().for_each(|s| self.steps.items.push(s));
         self.steps.close(Some(row.steps.len()));
         self.details.append_value(&row.details);
     }

@@ -1,195 +1,74 @@
-//! A trajectory taken apart into the values of one Parquet row, on the worker threads: free-form
-//! values serialized to JSON text, and the steps' texts copied into one buffer per row, so a
-//! row is a handful of allocations however many steps it has (the writer thread frees them).
+//! A trajectory taken apart into the values of one Parquet row, from a borrowed trajectory (so
+//! the export that owns it can be another one): strings are copied, free-form values serialized
+//! to JSON text, here on the worker threads.
 
-use serde::ser::Error as _;
-use serde::Serialize;
 use serde_json::Value;
 
-use crate::model::step::Step;
+use crate::model::step::{Source, Step};
 use crate::model::Trajectory;
 
-/// The texts of a step, in the order of the step columns after `class`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StepText {
-    /// The text content of code, message, text and image steps.
-    Content,
-    /// A `json_observation`'s content, as JSON text.
-    ContentJson,
-    /// `code_action.language`.
-    Language,
-    /// `api_action.function`.
-    Function,
-    /// `api_action.kwargs`, as JSON text.
-    Kwargs,
-    /// The actions' `description`.
-    Description,
-    /// The actions' `reasoning_content`.
-    ReasoningContent,
-    /// Text and JSON observations' `name`.
-    Name,
-    /// Observations' `source`.
-    Source,
-    /// `image_observation.annotations`, as JSON text.
-    Annotations,
-    /// `web_observation.html`.
-    Html,
-    /// `web_observation.axtree`.
-    Axtree,
-    /// `web_observation.url`.
-    Url,
-    /// `web_observation.image_observation`, as JSON text (with its `class_` tag).
-    Image,
-    /// `web_observation.viewport_size`, as JSON text.
-    ViewportSize,
-    /// Every class's `tool_call_id`.
-    ToolCallId,
-}
-
-/// How many [`StepText`]s there are.
-pub const STEP_TEXTS: usize = 16;
-
-/// Where a text is in [`Row::text`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Span {
-    start: u32,
-    len: u32,
-}
-
-/// One `steps` element: the class tag, the reward, and where the texts the class has are in
-/// the row's [`Row::text`] (the others are null).
-#[derive(Debug, Clone, PartialEq)]
+/// One `steps` element: the class tag and the fields that class has (the others stay `None`).
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct StepRow {
     /// `api_action`, `code_action`, ...
     pub class: &'static str,
+    /// The text content of code, message, text and image steps.
+    pub content: Option<String>,
+    /// A `json_observation`'s content, as JSON text.
+    pub content_json: Option<String>,
+    /// `code_action.language`.
+    pub language: Option<String>,
+    /// `api_action.function`.
+    pub function: Option<String>,
+    /// `api_action.kwargs`, as JSON text.
+    pub kwargs: Option<String>,
+    /// The actions' `description`.
+    pub description: Option<String>,
+    /// The actions' `reasoning_content`.
+    pub reasoning_content: Option<String>,
+    /// Text and JSON observations' `name`.
+    pub name: Option<String>,
+    /// Observations' `source`.
+    pub source: Option<&'static str>,
+    /// `image_observation.annotations`, as JSON text.
+    pub annotations: Option<String>,
+    /// `web_observation.html`.
+    pub html: Option<String>,
+    /// `web_observation.axtree`.
+    pub axtree: Option<String>,
+    /// `web_observation.url`.
+    pub url: Option<String>,
+    /// `web_observation.image_observation`, as JSON text (with its `class_` tag).
+    pub image: Option<String>,
+    /// `web_observation.viewport_size`, as JSON text.
+    pub viewport_size: Option<String>,
+    /// Every class's `tool_call_id`.
+    pub tool_call_id: Option<String>,
     /// Every class's `reward`.
     pub reward: Option<f64>,
-    texts: [Option<Span>; STEP_TEXTS],
 }
 
 impl StepRow {
-    /// A step of `class` without texts.
-    pub fn new(class: &'static str) -> Self {
-        StepRow {
-            class,
-            reward: None,
-            texts: [None; STEP_TEXTS],
-        }
-    }
-
-    /// Makes `which` null.
-    pub fn clear(&mut self, which: StepText) {
-        self.texts[which as usize] = None;
-    }
-
-    /// The texts, in [`StepText`] order, read from the `text` of the row.
-    pub fn texts<'t>(&self, text: &'t str) -> [Option<&'t str>; STEP_TEXTS] {
-        self.texts.map(|span| {
-            span.and_then(|s| text.get(s.start as usize..(s.start as usize + s.len as usize)))
-        })
-    }
-}
-
-/// Builds the steps of a row and their text buffer.
-#[derive(Default)]
-struct Steps {
-    rows: Vec<StepRow>,
-    text: Vec<u8>,
-}
-
-impl Steps {
-    /// Starts a step of `class`.
-    fn start(&mut self, class: &'static str, reward: Option<f64>) {
-        self.rows.push(StepRow {
-            reward,
-            ..StepRow::new(class)
-        });
-    }
-
-    /// Sets text `which` of the step started last, when there is one, to what `write` appends.
-    fn put_with(
-        &mut self,
-        which: StepText,
-        write: impl FnOnce(&mut Vec<u8>) -> Result<(), serde_json::Error>,
-    ) -> Result<(), serde_json::Error> {
-        let too_long = || serde_json::Error::custom("the texts of a row pass 4 GiB");
-        let start = self.text.len();
-        write(&mut self.text)?;
-        let span = Span {
-            start: u32::try_from(start).map_err(|_| too_long())?,
-            len: u32::try_from(self.text.len() - start).map_err(|_| too_long())?,
-        };
-        if let Some(step) = self.rows.last_mut() {
-            step.texts[which as usize] = Some(span);
-        }
-        Ok(())
-    }
-
-    /// Sets text `which` to `value` when it is present.
-    fn put(&mut self, which: StepText, value: Option<&str>) -> Result<(), serde_json::Error> {
-        match value {
-            Some(v) => self.put_with(which, |out| {
-                out.extend_from_slice(v.as_bytes());
-                Ok(())
-            }),
-            None => Ok(()),
-        }
-    }
-
-    /// Sets text `which` to the JSON text of `value` when it is present.
-    fn put_json(
-        &mut self,
-        which: StepText,
-        value: Option<&impl Serialize>,
-    ) -> Result<(), serde_json::Error> {
-        match value {
-            Some(v) => self.put_with(which, |out| serde_json::to_writer(out, v)),
-            None => Ok(()),
-        }
-    }
-
-    /// Adds `step`.
-    fn push(&mut self, step: &Step) -> Result<(), serde_json::Error> {
-        use StepText::*;
-        self.start(step.class_name(), step.reward());
-        self.put(Source, step.source().map(|s| s.as_str()))?;
-        self.put(ToolCallId, step.tool_call_id())?;
-        self.put(ReasoningContent, step.reasoning_content())?;
-        match step {
-            Step::ApiAction(a) => {
-                self.put(Function, Some(&a.function))?;
-                self.put_json(Kwargs, Some(&a.kwargs))?;
-                self.put(Description, a.description.as_deref())
-            }
-            Step::CodeAction(c) => {
-                self.put(Language, Some(&c.language))?;
-                self.put(Content, Some(&c.content))?;
-                self.put(Description, c.description.as_deref())
-            }
-            Step::MessageAction(m) => {
-                self.put(Content, Some(&m.content))?;
-                self.put(Description, m.description.as_deref())
-            }
-            Step::TextObservation(t) => {
-                self.put(Content, Some(&t.content))?;
-                self.put(Name, t.name.as_deref())
-            }
-            Step::ImageObservation(i) => {
-                self.put(Content, Some(&i.content))?;
-                self.put_json(Annotations, i.annotations.as_ref())
-            }
-            Step::WebObservation(w) => {
-                self.put(Html, w.html.as_deref())?;
-                self.put(Axtree, w.axtree.as_deref())?;
-                self.put(Url, w.url.as_deref())?;
-                self.put_json(Image, w.image_observation.as_ref())?;
-                self.put_json(ViewportSize, w.viewport_size.as_ref())
-            }
-            Step::JsonObservation(j) => {
-                self.put_json(ContentJson, Some(&j.content))?;
-                self.put(Name, j.name.as_deref())
-            }
-        }
+    /// The string fields after `class`, in schema order.
+    pub fn strings(&self) -> [Option<&str>; 16] {
+        [
+            self.content.as_deref(),
+            self.content_json.as_deref(),
+            self.language.as_deref(),
+            self.function.as_deref(),
+            self.kwargs.as_deref(),
+            self.description.as_deref(),
+            self.reasoning_content.as_deref(),
+            self.name.as_deref(),
+            self.source,
+            self.annotations.as_deref(),
+            self.html.as_deref(),
+            self.axtree.as_deref(),
+            self.url.as_deref(),
+            self.image.as_deref(),
+            self.viewport_size.as_deref(),
+            self.tool_call_id.as_deref(),
+        ]
     }
 }
 
@@ -234,13 +113,89 @@ pub struct Row {
     pub available_code_languages: Option<Vec<String>>,
     /// `content`, one element per step.
     pub steps: Vec<StepRow>,
-    /// The steps' texts, one after another.
-    pub text: String,
     /// `details` as JSON text.
     pub details: String,
     /// Bytes of data in the row (string bytes, 8 per number): what row groups and shards are
     /// cut by.
     pub bytes: u64,
+}
+
+fn json(value: &impl serde::Serialize) -> Result<String, serde_json::Error> {
+    serde_json::to_string(value)
+}
+
+fn step_row(step: &Step) -> Result<StepRow, serde_json::Error> {
+    let class = step.class_name();
+    let source = |s: Source| Some(s.as_str());
+    Ok(match step {
+        Step::ApiAction(a) => StepRow {
+            class,
+            function: Some(a.function.clone()),
+            kwargs: Some(json(&a.kwargs)?),
+            description: a.description.clone(),
+            reasoning_content: a.reasoning_content.clone(),
+            tool_call_id: a.tool_call_id.clone(),
+            reward: a.reward,
+            ..StepRow::default()
+        },
+        Step::CodeAction(c) => StepRow {
+            class,
+            language: Some(c.language.clone()),
+            content: Some(c.content.clone()),
+            description: c.description.clone(),
+            reasoning_content: c.reasoning_content.clone(),
+            tool_call_id: c.tool_call_id.clone(),
+            reward: c.reward,
+            ..StepRow::default()
+        },
+        Step::MessageAction(m) => StepRow {
+            class,
+            content: Some(m.content.clone()),
+            description: m.description.clone(),
+            reasoning_content: m.reasoning_content.clone(),
+            tool_call_id: m.tool_call_id.clone(),
+            reward: m.reward,
+            ..StepRow::default()
+        },
+        Step::TextObservation(t) => StepRow {
+            class,
+            content: Some(t.content.clone()),
+            name: t.name.clone(),
+            source: source(t.source),
+            tool_call_id: t.tool_call_id.clone(),
+            reward: t.reward,
+            ..StepRow::default()
+        },
+        Step::ImageObservation(i) => StepRow {
+            class,
+            content: Some(i.content.clone()),
+            annotations: i.annotations.as_ref().map(json).transpose()?,
+            source: source(i.source),
+            tool_call_id: i.tool_call_id.clone(),
+            reward: i.reward,
+            ..StepRow::default()
+        },
+        Step::WebObservation(w) => StepRow {
+            class,
+            html: w.html.clone(),
+            axtree: w.axtree.clone(),
+            url: w.url.clone(),
+            image: w.image_observation.as_ref().map(json).transpose()?,
+            viewport_size: w.viewport_size.as_ref().map(json).transpose()?,
+            tool_call_id: w.tool_call_id.clone(),
+            reward: w.reward,
+            ..StepRow::default()
+        },
+        Step::JsonObservation(j) => StepRow {
+            class,
+            content_json: Some(json(&j.content)?),
+            name: j.name.clone(),
+            source: source(j.source),
+            tool_call_id: j.tool_call_id.clone(),
+            reward: j.reward,
+            ..StepRow::default()
+        },
+    })
 }
 
 fn strings(v: Option<&Value>) -> Option<Vec<String>> {
@@ -266,19 +221,12 @@ fn reflection_row(r: &Value) -> Option<ReflectionRow> {
 
 impl Row {
     /// Takes `traj` apart. Fails only if a JSON value does not serialize (a map with
-    /// non-string keys cannot occur in a parsed trajectory) or the steps' texts pass 4 GiB.
+    /// non-string keys cannot occur in a parsed trajectory).
     pub fn new(traj: &Trajectory) -> Result<Row, serde_json::Error> {
         let d = &traj.details;
         let actions = traj.content.iter().filter(|s| s.is_action()).count() as i64;
         let chars: usize = traj.content.iter().map(Step::text_chars).sum();
         let steps_n = traj.content.len() as i64;
-        let mut steps = Steps {
-            rows: Vec::with_capacity(traj.content.len()),
-            text: Vec::with_capacity(chars),
-        };
-        for step in &traj.content {
-            steps.push(step)?;
-        }
         let mut row = Row {
             source_format: d
                 .get("source")
@@ -308,35 +256,19 @@ impl Row {
                 steps_n - actions,
                 i64::try_from(chars).unwrap_or(i64::MAX),
             ],
-            details: serde_json::to_string(d)?,
+            details: json(d)?,
             id: traj.id.clone(),
             schema_version: traj.schema_version.clone(),
             available_custom_tools: traj.available_custom_tools.clone(),
             available_code_languages: traj.available_code_languages.clone(),
-            steps: steps.rows,
-            // Only whole strings and JSON texts were copied in.
-            text: String::from_utf8(steps.text)
-                .map_err(|_| serde_json::Error::custom("a step text is not UTF-8"))?,
+            steps: Vec::with_capacity(traj.content.len()),
             bytes: 0,
         };
+        for step in &traj.content {
+            row.steps.push(step_row(step)?);
+        }
         row.bytes = row.data_bytes();
         Ok(row)
-    }
-
-    /// Appends a step of `class` with `texts` (a way to build rows by hand, as tests do).
-    pub fn push_step(&mut self, class: &'static str, texts: &[(StepText, &str)]) {
-        let mut steps = Steps {
-            rows: Vec::new(),
-            text: std::mem::take(&mut self.text).into_bytes(),
-        };
-        steps.start(class, None);
-        for &(which, value) in texts {
-            // A test row is far below 4 GiB.
-            let _ = steps.put(which, Some(value));
-        }
-        self.steps.append(&mut steps.rows);
-        self.text = String::from_utf8(steps.text).unwrap_or_default();
-        self.bytes = self.data_bytes();
     }
 
     fn data_bytes(&self) -> u64 {
@@ -356,10 +288,9 @@ impl Row {
         for s in &self.steps {
             n += s.class.len() + 8;
             n += s
-                .texts
+                .strings()
                 .iter()
-                .flatten()
-                .map(|t| t.len as usize)
+                .map(|v| v.map_or(0, str::len))
                 .sum::<usize>();
         }
         n as u64

@@ -82,7 +82,9 @@ adp_compare() {
   SIZE=$(stat -L -c %s "$raw")
   mkdir -p "$out"
   local adp_line adp_secs
-  adp_line=$(cd "$ADP_REPO" && PYTHONPATH=. MY_DATASET=agenttuning_os \
+  # LITELLM_LOCAL_MODEL_COST_MAP: std_to_sft imports litellm, which would otherwise try to
+  # download its model price list at import.
+  adp_line=$(cd "$ADP_REPO" && PYTHONPATH=. MY_DATASET=agenttuning_os LITELLM_LOCAL_MODEL_COST_MAP=True \
     /usr/bin/time -o "$out/time.log" -f "%e %M" bash -c \
     "$to_std < '$raw' | $to_sft > '$out/adp-sft.jsonl'" \
     2>"$out/adp.err" && tail -n 1 "$out/time.log") || true
@@ -207,6 +209,7 @@ if [ "$BENCH_ONLY" != seeds ]; then
   fi
 
   report "validate" "$BIN" validate -q "$INPUT"
+  rm -f "$BENCH_DIR/out.jsonl"
   report "convert --from adp" "$BIN" convert -q --from adp "$INPUT" -o "$BENCH_DIR/out.jsonl"
   report "stats" "$BIN" stats "$INPUT"
 fi
@@ -219,6 +222,8 @@ seed() {
     "$TARGET"/release/examples/gen_bench_input "$input" "$((BYTES / 4))" "$shapes" 2>/dev/null
   fi
   SIZE=$(stat -L -c %s "$input")
+  # Not timed: dropping the previous case's output from the page cache.
+  rm -f "$BENCH_DIR/out.jsonl"
   report "convert --from $format ($name)" "$BIN" convert -q --from "$format" "$input" -o "$BENCH_DIR/out.jsonl"
 }
 seed memabra-samples memabra sample_data/memabra

@@ -6,13 +6,13 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::{has_keys, parse_bundle, source_details, ConvertOptions, Converter, Mapping, Partial};
+use super::{has_keys, not_a_unit, source_details, ConvertOptions, Converter, Mapping, Partial};
 use crate::ingest::ledgermind::{is_sqlite, EventCheck, SessionRecords};
 use crate::ingest::{RawRecord, RecordSource};
-use crate::json::{Node, Shapes};
+use crate::json::Node;
 use crate::model::links::unlink_unanswered;
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
-use crate::validate::check::raw_schema_problems;
+use crate::validate::check::{parse_node, raw_schema_problems};
 use crate::validate::schemas::raw_shapes;
 use crate::validate::Diagnostic;
 
@@ -82,24 +82,19 @@ impl Converter for LedgerMind {
     }
 }
 
-/// The session a record of [`SessionRecords`] holds, read straight from its bytes; a record
-/// that does not read so (an event with a duplicate key, or not a session at all) is parsed
-/// as a `Value`, kept in `slow`, so it reads as before or is diagnosed.
+/// The session a record of [`SessionRecords`] holds, read straight from its bytes (or, for an
+/// event with a duplicate key, through a `Value` kept in `slow`).
 fn session<'a>(
     record: &'a RawRecord,
     slow: &'a mut Option<Value>,
 ) -> Result<Node<'a>, Vec<Diagnostic>> {
-    let fast = match &record.error {
-        None => Shapes::any().parse(&record.bytes),
-        Some(_) => None,
-    };
-    match fast {
-        Some(node) if node["ledgermind_session"].as_bool() == Some(true) => Ok(node),
-        _ => Ok(Node::from_value(slow.insert(parse_bundle(
+    let node = parse_node(record, slow).map_err(|d| vec![*d])?;
+    match node["ledgermind_session"].as_bool() {
+        Some(true) => Ok(node),
+        _ => Err(not_a_unit(
             record,
-            "ledgermind_session",
             "not a LedgerMind session (use --from ledgermind on the events file)",
-        )?))),
+        )),
     }
 }
 

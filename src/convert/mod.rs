@@ -228,14 +228,19 @@ pub fn parse_bundle(
     if bundle[marker] == true {
         Ok(bundle)
     } else {
-        Err(vec![Diagnostic::error(
-            &record.provenance,
-            None,
-            "",
-            "not-a-unit",
-            hint,
-        )])
+        Err(not_a_unit(record, hint))
     }
+}
+
+/// The diagnostic of a record that is not the unit a reader bundled (`hint` says what to do).
+pub fn not_a_unit(record: &RawRecord, hint: &str) -> Vec<Diagnostic> {
+    vec![Diagnostic::error(
+        &record.provenance,
+        None,
+        "",
+        "not-a-unit",
+        hint,
+    )]
 }
 
 /// True when the JSON object `first` has every one of `keys` (the usual `sniff`).

@@ -9,10 +9,10 @@
 use std::borrow::Cow;
 
 use serde::Serialize;
-use serde_json::Value;
 
 use super::conversation::{Conversation, Turn};
 use super::openai::{Tool, ToolCall};
+use super::tools::ToolSpec;
 use super::{visible, SftOptions, Thoughts};
 use crate::model::JsonObject;
 
@@ -39,7 +39,7 @@ struct Message<'a> {
 /// Writes `conv` as one record (no trailing newline, no id).
 pub fn render(
     conv: &Conversation,
-    tools: &[Cow<'_, Value>],
+    tools: &[ToolSpec<'_>],
     opts: &SftOptions,
     out: &mut Vec<u8>,
 ) -> serde_json::Result<()> {
@@ -73,7 +73,7 @@ pub fn render(
     }
     let record = Record {
         messages,
-        tools: tools.iter().map(|t| Tool::new(t)).collect(),
+        tools: tools.iter().map(Tool::new).collect(),
     };
     serde_json::to_writer(out, &record)
 }

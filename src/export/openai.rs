@@ -10,9 +10,9 @@
 use std::borrow::Cow;
 
 use serde::Serialize;
-use serde_json::Value;
 
 use super::conversation::{Conversation, Turn};
+use super::tools::ToolSpec;
 use super::{visible, SftOptions, TrainOn};
 
 #[derive(Serialize)]
@@ -38,12 +38,12 @@ struct Message<'a> {
 #[derive(Serialize)]
 pub struct Tool<'a> {
     r#type: &'static str,
-    function: &'a Value,
+    function: &'a ToolSpec<'a>,
 }
 
 impl<'a> Tool<'a> {
     /// Wraps a function spec.
-    pub fn new(function: &'a Value) -> Self {
+    pub fn new(function: &'a ToolSpec<'a>) -> Self {
         Tool {
             r#type: "function",
             function,
@@ -80,7 +80,7 @@ impl<'a, A> ToolCall<'a, A> {
 /// Writes `conv` as one OpenAI record (no trailing newline).
 pub fn render(
     conv: &Conversation,
-    tools: &[Cow<'_, Value>],
+    tools: &[ToolSpec<'_>],
     opts: &SftOptions,
     out: &mut Vec<u8>,
 ) -> serde_json::Result<()> {
@@ -128,7 +128,7 @@ pub fn render(
     }
     let record = Record {
         messages,
-        tools: tools.iter().map(|t| Tool::new(t)).collect(),
+        tools: tools.iter().map(Tool::new).collect(),
         parallel_tool_calls: conv.has_parallel_calls(),
     };
     serde_json::to_writer(out, &record)

@@ -11,12 +11,10 @@
 //! text, which recent LLaMA-Factory versions split off. `tools` is the JSON text of a list of
 //! `{name, description, parameters}` (`""` when none); `system` is `""` when there is none.
 
-use std::borrow::Cow;
-
 use serde::Serialize;
-use serde_json::Value;
 
 use super::conversation::{Conversation, Turn, Untrainable};
+use super::tools::ToolSpec;
 use super::{visible, SftOptions, Thoughts};
 use crate::model::JsonObject;
 
@@ -57,7 +55,7 @@ impl From<serde_json::Error> for Error {
 /// Writes `conv` as one record (no trailing newline, no id).
 pub fn render(
     conv: &Conversation,
-    tools: &[Cow<'_, Value>],
+    tools: &[ToolSpec<'_>],
     opts: &SftOptions,
     out: &mut Vec<u8>,
 ) -> Result<(), Error> {

@@ -8,9 +8,10 @@
 //! stdin). Names in `available_custom_tools` that are never called and have no spec get an
 //! empty object schema.
 
-use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
 use serde_json::{json, Map, Value};
 
 use super::conversation::Conversation;
@@ -240,15 +241,43 @@ impl ToolCatalog {
     }
 }
 
-/// The function specs (`{name, description?, parameters}`) of the tools `conv` calls and of
-/// `available` (a trajectory's `available_custom_tools`), sorted by name; the fixed ones
-/// borrowed.
+/// A function spec (`{name, description?, parameters}`) a record lists.
+#[derive(Debug)]
+pub enum ToolSpec<'a> {
+    /// From the catalog, a code tool, or inferred over the whole input: borrowed.
+    Fixed(&'a Value),
+    /// Inferred from the calls of the record's own trajectory: written as
+    /// `{"name", "parameters"}` without building a `Value`.
+    Inferred {
+        /// The tool name.
+        name: &'a str,
+        /// What its calls passed.
+        shapes: ArgShapes,
+    },
+}
+
+impl Serialize for ToolSpec<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ToolSpec::Fixed(spec) => spec.serialize(s),
+            ToolSpec::Inferred { name, shapes } => {
+                let mut map = s.serialize_map(Some(2))?;
+                map.serialize_entry("name", name)?;
+                map.serialize_entry("parameters", shapes)?;
+                map.end()
+            }
+        }
+    }
+}
+
+/// The function specs of the tools `conv` calls and of `available` (a trajectory's
+/// `available_custom_tools`), sorted by name.
 pub fn tool_specs<'a>(
-    conv: &Conversation,
-    available: &[String],
+    conv: &'a Conversation,
+    available: &'a [String],
     code: &'a CodeTools,
     catalog: &'a ToolCatalog,
-) -> Vec<Cow<'a, Value>> {
+) -> Vec<ToolSpec<'a>> {
     let mut by_name: BTreeMap<&str, Vec<&JsonObject>> = BTreeMap::new();
     for call in conv.calls() {
         by_name.entry(&call.name).or_default().push(&call.arguments);
@@ -261,18 +290,14 @@ pub fn tool_specs<'a>(
         .map(|(name, calls)| {
             let fixed = catalog.specs.get(name).or_else(|| code.spec(name));
             match fixed.or_else(|| catalog.inferred.get(name)) {
-                Some(spec) => Cow::Borrowed(spec),
-                None => Cow::Owned(json!({"name": name, "parameters": infer_schema(&calls)})),
+                Some(spec) => ToolSpec::Fixed(spec),
+                None => ToolSpec::Inferred {
+                    name,
+                    shapes: ArgShapes::of(&calls),
+                },
             }
         })
         .collect()
-}
-
-/// The JSON Schema of an object inferred from `calls`' arguments (see [`ArgShapes`]).
-pub fn infer_schema(calls: &[&JsonObject]) -> Value {
-    let mut shapes = ArgShapes::default();
-    calls.iter().for_each(|args| shapes.add(args));
-    shapes.schema()
 }
 
 /// What the calls of one tool passed: each key's JSON types and how many calls had it.
@@ -283,6 +308,13 @@ pub struct ArgShapes {
 }
 
 impl ArgShapes {
+    /// What `calls` passed.
+    pub fn of(calls: &[&JsonObject]) -> Self {
+        let mut shapes = ArgShapes::default();
+        calls.iter().for_each(|args| shapes.add(args));
+        shapes
+    }
+
     /// Adds one call's arguments.
     pub fn add(&mut self, args: &JsonObject) {
         self.calls += 1;
@@ -300,24 +332,54 @@ impl ArgShapes {
         }
     }
 
+    /// The object schema (see the `Serialize` impl) as a value.
+    pub fn schema(&self) -> Value {
+        // Strings, lists and maps with string keys always convert.
+        serde_json::to_value(self).unwrap_or_default()
+    }
+}
+
+impl Serialize for ArgShapes {
     /// The object schema: each key's types (sorted; one type as a string, several as a list),
     /// `required` the keys present in every call, keys in first-seen order.
-    pub fn schema(&self) -> Value {
-        let mut props = Map::new();
-        let mut required = Vec::new();
-        for (k, types, n) in &self.keys {
-            let mut types = types.clone();
-            types.sort_unstable();
-            let t = match types.as_slice() {
-                [one] => json!(one),
-                _ => json!(types),
-            };
-            props.insert(k.clone(), json!({"type": t}));
-            if *n == self.calls {
-                required.push(Value::String(k.clone()));
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        struct Properties<'a>(&'a ArgShapes);
+        impl Serialize for Properties<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut map = s.serialize_map(Some(self.0.keys.len()))?;
+                for (k, types, _) in &self.0.keys {
+                    let mut types = types.clone();
+                    types.sort_unstable();
+                    let t = match types.as_slice() {
+                        [one] => Types::One(one),
+                        _ => Types::Several(&types),
+                    };
+                    map.serialize_entry(k, &TypeOf { r#type: t })?;
+                }
+                map.end()
             }
         }
-        json!({"type": "object", "properties": props, "required": required})
+        #[derive(Serialize)]
+        #[serde(untagged)]
+        enum Types<'a> {
+            One(&'a str),
+            Several(&'a [&'static str]),
+        }
+        #[derive(Serialize)]
+        struct TypeOf<'a> {
+            r#type: Types<'a>,
+        }
+        let required: Vec<&str> = self
+            .keys
+            .iter()
+            .filter(|(_, _, n)| *n == self.calls)
+            .map(|(k, _, _)| k.as_str())
+            .collect();
+        let mut map = s.serialize_map(Some(3))?;
+        map.serialize_entry("type", "object")?;
+        map.serialize_entry("properties", &Properties(self))?;
+        map.serialize_entry("required", &required)?;
+        map.end()
     }
 }
 
@@ -377,8 +439,14 @@ mod tests {
     fn schemas_are_inferred_from_the_calls() {
         let a = obj(json!({"q": "x", "n": 5}));
         let b = obj(json!({"q": "y", "n": 2.5, "flag": true}));
+        let shapes = ArgShapes::of(&[&a, &b]);
+        // What is written is what the value holds.
         assert_eq!(
-            infer_schema(&[&a, &b]),
+            serde_json::to_string(&shapes).ok(),
+            Some(shapes.schema().to_string())
+        );
+        assert_eq!(
+            shapes.schema(),
             json!({"type": "object", "properties": {
                 "q": {"type": "string"}, "n": {"type": ["integer", "number"]}, "flag": {"type": "boolean"}
             }, "required": ["q", "n"]})

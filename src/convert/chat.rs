@@ -146,7 +146,7 @@ pub fn chat_trajectory(
             json!({ "id": value.get("id").map(Node::to_value) }),
         ),
     );
-    let tool_names = (!tools.is_empty()).then(|| tool_names(&tools));
+    let names = (!tools.is_empty()).then(|| tool_names(&tools));
     if !tools.is_empty() {
         details.insert("tools".into(), Value::Array(tools));
     }
@@ -161,6 +161,6 @@ pub fn chat_trajectory(
         details.insert(format.replace('-', "_"), Value::Object(rest));
     }
     let mut traj = Trajectory::new(id, content, details);
-    traj.available_custom_tools = tool_names;
+    traj.available_custom_tools = names;
     traj
 }

@@ -472,10 +472,12 @@ fn encode_parquet(
     traj: Cow<'_, Trajectory>,
     opts: &ExportOptions,
 ) -> Result<Encoded<parquet::Row>, RenderError> {
-    let hash = match opts.dedup {
-        true => Some(trajectory_hash(&mut traj.clone().into_owned())?),
-        false => None,
-    };
+    let mut traj = traj;
+    // Hashing blanks the id for a moment: a borrowed trajectory is copied only then.
+    let hash = opts
+        .dedup
+        .then(|| trajectory_hash(traj.to_mut()))
+        .transpose()?;
     let row = parquet::Row::new(&traj)?;
     Ok(Encoded {
         len: row.bytes,

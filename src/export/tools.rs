@@ -101,12 +101,14 @@ impl CodeTools {
         Ok(())
     }
 
+    /// Every tool: the fallback, then by language.
+    fn tools(&self) -> impl Iterator<Item = &CodeTool> {
+        std::iter::once(&self.fallback).chain(self.by_language.iter().map(|(_, t)| t))
+    }
+
     /// Makes [`CodeTools::specs`] from the tools.
     fn make_specs(&mut self) {
-        let mut names: Vec<&str> = std::iter::once(&self.fallback)
-            .chain(self.by_language.iter().map(|(_, t)| t))
-            .map(|t| t.name.as_str())
-            .collect();
+        let mut names: Vec<&str> = self.tools().map(|t| t.name.as_str()).collect();
         names.sort_unstable();
         names.dedup();
         let specs = names
@@ -141,9 +143,7 @@ impl CodeTools {
 
     /// Makes the fixed spec of the code tool called `name`, if one is.
     fn make_spec(&self, name: &str) -> Option<Value> {
-        let tool = std::iter::once(&self.fallback)
-            .chain(self.by_language.iter().map(|(_, t)| t))
-            .find(|t| t.name == name)?;
+        let tool = self.tools().find(|t| t.name == name)?;
         let mut props = Map::new();
         let mut required = Vec::new();
         if tool.with_language {

@@ -239,8 +239,7 @@ impl Template {
 
 /// `value` through `filters`. Cutting filters (`trim`, `after`, ...) keep borrowing a borrowed
 /// value, and `replace` leaves a value without the text alone.
-fn apply<'v>(value: Option<Cow<'v, str>>, filters: &[Filter]) -> Option<Cow<'v, str>> {
-    let mut value = value;
+fn apply<'v>(mut value: Option<Cow<'v, str>>, filters: &[Filter]) -> Option<Cow<'v, str>> {
     for f in filters {
         value = match (f, value) {
             (Filter::Default(d), None) => Some(Cow::Owned(d.clone())),

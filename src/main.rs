@@ -2,11 +2,11 @@
 
 mod cli;
 
-/// mimalloc: parsing builds many small maps and strings. On 200 MB of structure-heavy ADP
-/// (sample_data shapes, 2 cores, medians of 3) it took validate from 115 to 124 MB/s and
-/// convert from 86 to 97 MB/s, for about 30 MB more peak RSS.
+/// jemalloc: parsing builds many small maps and strings, and the Parquet writer grows and frees
+/// page buffers of about a megabyte; see Cargo.toml for what it was measured against.
+#[cfg(not(target_env = "msvc"))]
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 use std::process::ExitCode;
 

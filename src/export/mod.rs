@@ -444,28 +444,48 @@ fn trajectory_hash(traj: &mut Trajectory) -> Result<[u8; 16], serde_json::Error>
 }
 
 /// Encodes a JSON-lines row: an SFT record, or the trajectory itself for `adp`.
+///
+/// The body is rendered into a per-thread scratch buffer and copied out once into a line of
+/// exactly its size: the rows of a batch wait for the writer thread, so a buffer grown while
+/// rendering (or a generous first capacity) would be held that long for each of them.
 fn encode_line(
     traj: Cow<'_, Trajectory>,
     opts: &ExportOptions,
 ) -> Result<Encoded<Vec<u8>>, RenderError> {
+    thread_local! {
+        static BODY: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
     let mut traj = traj.into_owned();
     let id = traj.id.clone();
-    let (body, with_id, hash) = if opts.target == Target::Adp {
-        let hash = opts.dedup.then(|| trajectory_hash(&mut traj)).transpose()?;
-        (serde_json::to_vec(&traj)?, false, hash)
-    } else {
-        let body = render_sft(traj, opts)?;
-        let hash = opts.dedup.then(|| content_hash(&body));
-        // OpenAI's format has no id key; the others carry it first.
-        (body, opts.target != Target::Openai, hash)
-    };
-    let row = line(&id, body, with_id);
-    Ok(Encoded {
-        len: row.len() as u64,
-        row,
-        hash,
+    BODY.with_borrow_mut(|body| {
+        body.clear();
+        let (with_id, hash) = if opts.target == Target::Adp {
+            let hash = opts.dedup.then(|| trajectory_hash(&mut traj)).transpose()?;
+            serde_json::to_writer(&mut *body, &traj)?;
+            (false, hash)
+        } else {
+            render_sft(traj, opts, body)?;
+            // OpenAI's format has no id key; the others carry it first.
+            (
+                opts.target != Target::Openai,
+                opts.dedup.then(|| content_hash(body)),
+            )
+        };
+        let row = line(&id, body, with_id);
+        // A scratch buffer grown by one huge record is not kept for the rest of the run.
+        if body.capacity() > SCRATCH_KEEP {
+            *body = Vec::new();
+        }
+        Ok(Encoded {
+            len: row.len() as u64,
+            row,
+            hash,
+        })
     })
 }
+
+/// The largest scratch buffer [`encode_line`] keeps between rows.
+const SCRATCH_KEEP: usize = 4 << 20;
 
 /// Encodes a Parquet row.
 fn encode_parquet(
@@ -487,38 +507,45 @@ fn encode_parquet(
 }
 
 /// An SFT record body (a JSON object without the id).
-fn render_sft(traj: Trajectory, opts: &ExportOptions) -> Result<Vec<u8>, RenderError> {
-    let mut body = Vec::with_capacity(4096);
+fn render_sft(
+    traj: Trajectory,
+    opts: &ExportOptions,
+    body: &mut Vec<u8>,
+) -> Result<(), RenderError> {
     let available = traj.available_custom_tools.clone().unwrap_or_default();
     let sft = &opts.sft;
     let conv = conversation::build(traj, &sft.map).map_err(RenderError::Untrainable)?;
     let tools = tool_specs(&conv, &available, &sft.map.code_tools, &sft.catalog);
     match opts.target {
-        Target::Openai => openai::render(&conv, &tools, sft, &mut body)?,
-        Target::Hf => hf::render(&conv, &tools, sft, &mut body)?,
-        _ => sharegpt::render(&conv, &tools, sft, &mut body).map_err(|e| match e {
+        Target::Openai => openai::render(&conv, &tools, sft, body)?,
+        Target::Hf => hf::render(&conv, &tools, sft, body)?,
+        _ => sharegpt::render(&conv, &tools, sft, body).map_err(|e| match e {
             sharegpt::Error::Untrainable(u) => RenderError::Untrainable(u),
             sharegpt::Error::Json(e) => RenderError::Json(e),
         })?,
     }
-    Ok(body)
+    Ok(())
 }
 
-/// The JSON line of a row: `{"id":…,` before the body's members when `with_id`.
-fn line(id: &str, body: Vec<u8>, with_id: bool) -> Vec<u8> {
-    let mut out = if with_id {
-        let mut out = Vec::with_capacity(body.len() + id.len() + 16);
-        out.extend_from_slice(b"{\"id\":");
-        // A string always serializes.
-        let _ = serde_json::to_writer(&mut out, id);
-        if body.len() > 2 {
-            out.push(b',');
-        }
-        out.extend_from_slice(body.get(1..).unwrap_or_default());
-        out
-    } else {
-        body
-    };
+/// The JSON line of a row, at exactly its size: `{"id":…,` before the body's members when
+/// `with_id`.
+fn line(id: &str, body: &[u8], with_id: bool) -> Vec<u8> {
+    if !with_id {
+        let mut out = Vec::with_capacity(body.len() + 1);
+        out.extend_from_slice(body);
+        out.push(b'\n');
+        return out;
+    }
+    let members = body.get(1..).unwrap_or_default();
+    // `{"id":`, the quoted id (longer only when it has characters to escape), `,`, `\n`.
+    let mut out = Vec::with_capacity(6 + id.len() + 2 + 1 + members.len() + 1);
+    out.extend_from_slice(b"{\"id\":");
+    // A string always serializes.
+    let _ = serde_json::to_writer(&mut out, id);
+    if body.len() > 2 {
+        out.push(b',');
+    }
+    out.extend_from_slice(members);
     out.push(b'\n');
     out
 }
@@ -1147,10 +1174,19 @@ mod tests {
     #[test]
     fn the_id_goes_first_in_the_line() {
         assert_eq!(
-            line("x\"", b"{\"a\":1}".to_vec(), true),
+            line("x\"", b"{\"a\":1}", true),
             b"{\"id\":\"x\\\"\",\"a\":1}\n"
         );
-        assert_eq!(line("x", b"{}".to_vec(), true), b"{\"id\":\"x\"}\n");
-        assert_eq!(line("x", b"{\"a\":1}".to_vec(), false), b"{\"a\":1}\n");
+        assert_eq!(line("x", b"{}", true), b"{\"id\":\"x\"}\n");
+        assert_eq!(line("x", b"{\"a\":1}", false), b"{\"a\":1}\n");
+    }
+
+    #[test]
+    fn a_line_is_allocated_at_its_size() {
+        // Rows wait in queues for the writer: room left over in each would add up.
+        for (id, body, with_id) in [("x", &b"{\"a\":1}"[..], true), ("y", b"{\"b\":2}", false)] {
+            let l = line(id, body, with_id);
+            assert_eq!(l.capacity(), l.len(), "{}", String::from_utf8_lossy(&l));
+        }
     }
 }

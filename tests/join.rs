@@ -658,6 +658,79 @@ fn orphan_side_records_are_reported_or_rejected_with_their_line() {
     assert_eq!(r[0]["diagnostics"][0]["rule"], "join-orphan");
 }
 
+/// The index numbers records across side files and keeps no file per record: each orphan must
+/// still be placed in its own file, past files that indexed nothing, at its line (not its
+/// record index: a blank line comes first in the last file).
+#[test]
+fn orphans_of_several_side_files_are_placed_in_their_own_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let a = dir.path().join("a.jsonl");
+    let empty = dir.path().join("empty.jsonl");
+    let c = dir.path().join("c.jsonl");
+    write_jsonl(
+        &a,
+        &[
+            json!({"id": "sample-api-1", "reward": 0.5}),
+            json!({"id": "ghost-a", "reward": 0.1}),
+        ],
+    );
+    fs::write(&empty, "").expect("write");
+    let ghost_c = json!({"id": "ghost-c", "reward": 0.2});
+    fs::write(
+        &c,
+        format!(
+            "\n{ghost_c}\n{}\n",
+            json!({"id": "sample-py-1", "reward": 1.0})
+        ),
+    )
+    .expect("write");
+    let rejects = dir.path().join("rejects.jsonl");
+    let path = |p: &Path| p.to_str().expect("utf-8").to_owned();
+    let (a_s, empty_s, c_s, rejects_s) = (path(&a), path(&empty), path(&c), path(&rejects));
+    let run = join(
+        &[&sample_data().join("adp/v1.5.jsonl")],
+        &[
+            "--rewards",
+            &a_s,
+            &empty_s,
+            &c_s,
+            "--key",
+            "/id",
+            "--value",
+            "/reward",
+            "--orphans",
+            "reject",
+            "--rejects",
+            &rejects_s,
+        ],
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let r = read_jsonl(&rejects);
+    let placed: Vec<(&str, u64)> = r
+        .iter()
+        .map(|x| {
+            (
+                x["file"].as_str().unwrap_or(""),
+                x["line"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    assert_eq!(placed, [(a_s.as_str(), 2), (c_s.as_str(), 2)]);
+    assert_eq!(r[1]["record"], ghost_c);
+    let files = &run.summary["side_files"];
+    let counts = |i: usize| {
+        let f = &files[i];
+        (
+            f["records"].as_u64(),
+            f["matched"].as_u64(),
+            f["orphans"].as_u64(),
+        )
+    };
+    assert_eq!(counts(0), (Some(2), Some(1), Some(1)));
+    assert_eq!(counts(1), (Some(0), Some(0), Some(0)));
+    assert_eq!(counts(2), (Some(2), Some(1), Some(1)));
+}
+
 #[test]
 fn duplicate_keys_follow_the_policy() {
     let lines = [

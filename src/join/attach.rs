@@ -245,10 +245,10 @@ impl Join {
         let idx = &self.index;
         for (s, si) in idx.sets.iter().enumerate() {
             let Some(w) = &si.spec.window else { continue };
-            let from_record = matched
-                .iter()
-                .map(|&r| &idx.records[r as usize])
-                .find_map(|rec| rec.window().filter(|_| rec.set as usize == s));
+            let from_record = matched.iter().find_map(|&r| {
+                let rec = &idx.records[r as usize];
+                rec.window().filter(|_| idx.set_of(r) == s)
+            });
             let place = match from_record {
                 Some(p) => Some(p),
                 None => {

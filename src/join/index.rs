@@ -42,23 +42,28 @@ pub struct SideFile {
     pub records: u64,
     /// Records the format does not attach (LedgerMind events that are steps).
     pub skipped: u64,
+    /// The number of its set.
+    pub(crate) set_no: u16,
+    /// The number of its first indexed record: a file's records are numbered consecutively,
+    /// so a record's file (and set) need not be stored with it ([`SideIndex::file_of`]).
+    pub(crate) first: u32,
 }
 
 /// One indexed side record: what it attaches, stored compactly. A million generic reward
-/// records (an outcome and two components each) take 48 bytes each here plus 26 bytes of
+/// records (an outcome and two components each) take 32 bytes each here plus 26 bytes of
 /// components in [`SideIndex::components`]: what is rare (reflections, step rewards, memory
-/// window places, outcomes that are whole JSON values) is boxed in [`Rest`].
+/// window places, outcomes that are whole JSON values) is boxed in [`Rest`], and its file and
+/// set follow from its number ([`SideIndex::file_of`]).
 #[derive(Debug)]
 pub(crate) struct SideRecord {
-    pub line: u64,
-    pub index: u64,
     /// The reward, packed ([`packed::pack`]).
     reward_bits: u64,
-    pub file: u32,
+    /// Its line and record index in its file (a side file of more than 2^32 lines is refused).
+    pub line: u32,
+    pub index: u32,
     /// Where its reward components start in [`SideIndex::components`] (they end where the
     /// next record's start).
     components_start: u32,
-    pub set: u16,
     reward_kind: Kind,
     /// The outcome read from a status or a boolean (the rarer whole-value outcome is in
     /// [`Rest`]).
@@ -218,7 +223,8 @@ pub enum IndexError {
     /// Side records that cannot be read, or duplicates refused by `--duplicates error`.
     #[error("{} problem(s) in the side files", .0.len())]
     Invalid(Vec<Diagnostic>),
-    /// More than 4 billion side records, or 65,536 side sets.
+    /// More than 2 billion side records, 65,536 side sets, or a side file of more than 4
+    /// billion lines.
     #[error("too many side records to index")]
     TooMany,
 }
@@ -298,14 +304,7 @@ impl SideIndex {
         Ok(index)
     }
 
-    fn add(
-        &mut self,
-        si: &mut SetIndex,
-        set: u16,
-        file: u32,
-        raw: &RawRecord,
-        x: Extracted,
-    ) -> Result<(), IndexError> {
+    fn add(&mut self, si: &mut SetIndex, raw: &RawRecord, x: Extracted) -> Result<(), IndexError> {
         let id = u32::try_from(self.records.len())
             .ok()
             .filter(|id| id & MULTI == 0)
@@ -323,6 +322,8 @@ impl SideIndex {
         // The next record's components start where these end: that must fit a u32 too.
         u32::try_from(self.components.len()).map_err(too_many)?;
         let (reward_kind, reward_bits) = a.reward.as_ref().map_or((Kind::None, 0), packed::pack);
+        let line = u32::try_from(raw.provenance.line).map_err(too_many)?;
+        let index = u32::try_from(raw.provenance.index).map_err(too_many)?;
         let window = x.window.map(|(group, iteration)| {
             let next = si.groups.len() as u32;
             let g = *si.groups.entry(group).or_insert(next);
@@ -349,12 +350,10 @@ impl SideIndex {
             })
         });
         self.records.push(SideRecord {
-            line: raw.provenance.line,
-            index: raw.provenance.index,
             reward_bits,
-            file,
+            line,
+            index,
             components_start,
-            set,
             reward_kind,
             outcome,
             rest,
@@ -468,7 +467,8 @@ impl SideIndex {
         for (r, rec) in self.records.iter().enumerate() {
             let has_reflection = rec.reflection().is_some();
             if let (Some((g, it)), true, true) = (rec.window(), has_reflection, self.live[r]) {
-                if let Some(w) = self.sets[rec.set as usize].window.get_mut(g as usize) {
+                let set = self.set_of(r as u32);
+                if let Some(w) = self.sets[set].window.get_mut(g as usize) {
                     w.push((it, r as u32));
                 }
             }
@@ -480,21 +480,37 @@ impl SideIndex {
         }
     }
 
+    /// The number of the file record `r` was read from.
+    pub(crate) fn file_of(&self, r: u32) -> usize {
+        // Files that indexed no record share their `first` with the next file; the last file
+        // starting at or before `r` is the one that holds it.
+        self.files
+            .partition_point(|f| f.first <= r)
+            .saturating_sub(1)
+    }
+
+    /// The number of the set record `r` belongs to.
+    pub(crate) fn set_of(&self, r: u32) -> usize {
+        self.files
+            .get(self.file_of(r))
+            .map_or(0, |f| usize::from(f.set_no))
+    }
+
     /// `file:line` of record `r`.
     pub(crate) fn place(&self, r: u32) -> String {
         let rec = &self.records[r as usize];
-        format!("{}:{}", self.files[rec.file as usize].path, rec.line)
+        format!("{}:{}", self.files[self.file_of(r)].path, rec.line)
     }
 
     /// Provenance of record `r`, for diagnostics.
     pub(crate) fn provenance(&self, r: u32) -> Provenance {
         let rec = &self.records[r as usize];
-        let path = self.files[rec.file as usize].path.clone();
+        let path = self.files[self.file_of(r)].path.clone();
         Provenance {
             input: path.clone(),
             file: path,
-            line: rec.line,
-            index: rec.index,
+            line: u64::from(rec.line),
+            index: u64::from(rec.index),
         }
     }
 
@@ -550,11 +566,15 @@ impl Sink for IndexSink {
     type Item = Read;
 
     fn start_input(&mut self, path: &Arc<str>) -> io::Result<()> {
+        // Past 2^31 records `add` refuses the next one (TooMany) before this could be wrong.
+        let first = u32::try_from(self.index.records.len()).unwrap_or(u32::MAX);
         self.index.files.push(SideFile {
             path: Arc::clone(path),
             set: self.si.name.clone(),
             records: 0,
             skipped: 0,
+            set_no: self.set,
+            first,
         });
         self.seen_bytes = 0;
         Ok(())
@@ -575,10 +595,7 @@ impl Sink for IndexSink {
             Err(d) => self.problems.push(*d),
             Ok(None) => self.index.files[file].skipped += 1,
             Ok(Some(x)) => {
-                if let Err(e) = self
-                    .index
-                    .add(&mut self.si, self.set, file as u32, &record, x)
-                {
+                if let Err(e) = self.index.add(&mut self.si, &record, x) {
                     self.error = Some(e);
                     return Ok(Flow::Stop);
                 }

@@ -303,7 +303,7 @@ fn report_orphans(
             "join-orphan",
             format!(
                 "no trajectory matched this {} record (key {:?})",
-                idx.sets[idx.records[r as usize].set as usize].name,
+                idx.sets[idx.set_of(r)].name,
                 key_of[r as usize].unwrap_or_default()
             ),
         );
@@ -323,37 +323,28 @@ fn report_orphans(
         if next.peek().is_none() {
             break;
         }
-        if next
-            .peek()
-            .is_some_and(|&&r| idx.records[r as usize].file as usize != f)
-        {
+        if next.peek().is_some_and(|&&r| idx.file_of(r) != f) {
             continue;
         }
         for raw in FramedRecords::open(&file.path, opts.run.max_record_bytes)? {
             while let Some(&&r) = next.peek() {
-                let rec = &idx.records[r as usize];
-                if rec.file as usize != f || rec.index > raw.provenance.index {
+                let index = u64::from(idx.records[r as usize].index);
+                if idx.file_of(r) != f || index > raw.provenance.index {
                     break;
                 }
-                if rec.index == raw.provenance.index {
+                if index == raw.provenance.index {
                     let d = diagnostic(r);
                     reporter.diagnostic(&d)?;
                     rejects.write(&raw, stage, std::slice::from_ref(&d))?;
                 }
                 next.next();
             }
-            if next
-                .peek()
-                .is_none_or(|&&r| idx.records[r as usize].file as usize != f)
-            {
+            if next.peek().is_none_or(|&&r| idx.file_of(r) != f) {
                 break;
             }
         }
         // Records the second reading did not find again (the file changed meanwhile).
-        while next
-            .peek()
-            .is_some_and(|&&r| idx.records[r as usize].file as usize == f)
-        {
+        while next.peek().is_some_and(|&&r| idx.file_of(r) == f) {
             next.next();
         }
     }
@@ -373,8 +364,8 @@ fn summarize_side(join: &Join, used: &[bool], summary: &mut JoinSummary) {
             ..SideFileSummary::default()
         })
         .collect();
-    for (r, rec) in idx.records.iter().enumerate() {
-        let s = &mut files[rec.file as usize];
+    for r in 0..idx.records.len() {
+        let s = &mut files[idx.file_of(r as u32)];
         if used[r] {
             s.matched += 1;
         } else if idx.live[r] {

@@ -155,12 +155,12 @@ impl SetIndex {
     }
 
     fn push(&mut self, key: String, r: u32) -> Result<(), IndexError> {
-        match self.keys.get_mut(key.as_str()) {
-            None => {
-                self.keys
-                    .insert_new(&key, Postings(r))
-                    .map_err(|_| IndexError::TooMany)?;
-            }
+        let found = self
+            .keys
+            .get_or_insert(&key, Postings(r))
+            .map_err(|_| IndexError::TooMany)?;
+        match found {
+            None => {}
             Some(p) if p.0 & MULTI == 0 => {
                 let m = u32::try_from(self.multi.len())
                     .ok()

@@ -53,34 +53,32 @@ impl<P> KeyTable<P> {
             .map(|e| &e.postings)
     }
 
-    /// The postings of `key`, to change.
-    pub fn get_mut(&mut self, key: &str) -> Option<&mut P> {
-        let hash = self.hasher.hash_one(key);
-        let arena = &self.arena;
-        self.table
-            .find_mut(hash, |e| key_of(arena, e) == key)
-            .map(|e| &mut e.postings)
-    }
-
-    /// Adds `key`, which is not in the table yet, with `postings`.
-    pub fn insert_new(&mut self, key: &str, postings: P) -> Result<(), ArenaFull> {
-        let start = u32::try_from(self.arena.len()).map_err(|_| ArenaFull)?;
-        let len = u32::try_from(key.len()).map_err(|_| ArenaFull)?;
-        start.checked_add(len).ok_or(ArenaFull)?;
-        self.arena.push_str(key);
+    /// The postings of `key` to change, or, when the table has no `key`, `key` added with
+    /// `postings` (`None` then): one probe of the table for both.
+    pub fn get_or_insert(&mut self, key: &str, postings: P) -> Result<Option<&mut P>, ArenaFull> {
         let hasher = &self.hasher;
         let arena = &self.arena;
         let hash = hasher.hash_one(key);
-        self.table.insert_unique(
+        let entry = self.table.entry(
             hash,
-            Entry {
-                start,
-                len,
-                postings,
-            },
+            |e| key_of(arena, e) == key,
             |e| hasher.hash_one(key_of(arena, e)),
         );
-        Ok(())
+        match entry {
+            hashbrown::hash_table::Entry::Occupied(e) => Ok(Some(&mut e.into_mut().postings)),
+            hashbrown::hash_table::Entry::Vacant(v) => {
+                let start = u32::try_from(self.arena.len()).map_err(|_| ArenaFull)?;
+                let len = u32::try_from(key.len()).map_err(|_| ArenaFull)?;
+                start.checked_add(len).ok_or(ArenaFull)?;
+                self.arena.push_str(key);
+                v.insert(Entry {
+                    start,
+                    len,
+                    postings,
+                });
+                Ok(None)
+            }
+        }
     }
 
     /// Makes room for `keys` more keys, as long on average as those in the table.
@@ -121,14 +119,17 @@ mod tests {
     fn keys_are_found_after_the_table_grows() {
         let mut t = KeyTable::default();
         for i in 0..10_000u32 {
-            t.insert_new(&format!("key-{i}"), i).expect("insert");
+            assert_eq!(
+                t.get_or_insert(&format!("key-{i}"), i).expect("insert"),
+                None
+            );
         }
         for i in 0..10_000u32 {
             assert_eq!(t.get(&format!("key-{i}")), Some(&i));
         }
         assert_eq!(t.get("key-10000"), None);
         assert_eq!(t.get(""), None);
-        if let Some(p) = t.get_mut("key-7") {
+        if let Some(p) = t.get_or_insert("key-7", 0).expect("found") {
             *p = 70;
         }
         assert_eq!(t.get("key-7"), Some(&70));
@@ -142,8 +143,8 @@ mod tests {
     #[test]
     fn empty_and_unicode_keys_are_keys() {
         let mut t = KeyTable::default();
-        t.insert_new("", 1).expect("insert");
-        t.insert_new("é#1", 2).expect("insert");
+        assert_eq!(t.get_or_insert("", 1).expect("insert"), None);
+        assert_eq!(t.get_or_insert("é#1", 2).expect("insert"), None);
         assert_eq!(t.get(""), Some(&1));
         assert_eq!(t.get("é#1"), Some(&2));
         assert_eq!(t.get("é"), None);

@@ -448,7 +448,11 @@ mod tests {
     impl Sink for FailAt {
         type Item = ();
         fn accept(&mut self, record: RawRecord, _: ()) -> io::Result<Flow> {
-            assert_eq!(record.provenance.line, self.0 + 1, "in order, none after the error");
+            assert_eq!(
+                record.provenance.line,
+                self.0 + 1,
+                "in order, none after the error"
+            );
             self.0 += 1;
             if self.0 == self.1 {
                 return Err(io::Error::other("disk full"));

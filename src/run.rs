@@ -21,7 +21,7 @@
 //! Stage times are busy times: the time spent in a stage's code, summed over the threads that
 //! ran it (convert: converting and checking; join: upgrading and joining; export: upgrading,
 //! filtering, rendering and encoding rows on the workers, plus writing them and finishing the
-//! shards on the writer thread). In a pipelined pass they overlap, so they add up to more than
+//! shards, by whichever worker writes). In a pipelined pass they overlap, so they add up to more than
 //! the wall time on several cores; reading and the first pass of `--infer-tools` are not in them.
 //!
 //! A partition (`--partition I/N`) reads only its inputs (by path, chosen by the caller) or keeps

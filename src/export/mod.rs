@@ -446,7 +446,7 @@ fn trajectory_hash(traj: &mut Trajectory) -> Result<[u8; 16], serde_json::Error>
 /// Encodes a JSON-lines row: an SFT record, or the trajectory itself for `adp`.
 ///
 /// The body is rendered into a per-thread scratch buffer and copied out once into a line of
-/// exactly its size: the rows of a batch wait for the writer thread, so a buffer grown while
+/// exactly its size: the rows of a batch wait for their turn to be written, so a buffer grown while
 /// rendering (or a generous first capacity) would be held that long for each of them.
 fn encode_line(
     traj: Cow<'_, Trajectory>,

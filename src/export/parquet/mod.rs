@@ -2,7 +2,7 @@
 //!
 //! - [`schema`]: the Arrow schema (documented in the README, "Parquet layout");
 //! - [`row`]: a trajectory taken apart into the values of one row (done by the parallel
-//!   workers, so the writer thread only copies);
+//!   workers, so writing the row only copies);
 //! - [`columns`]: rows accumulated into Arrow arrays, a record batch at a time;
 //! - [`file`]: a shard file ([`ParquetShard`]): zstd, row groups cut by bytes, trajkit's
 //!   version and options in the file metadata;

@@ -190,6 +190,7 @@ where
                     Batch::Records(records) => {
                         let (writer, process) = (&writer, &process);
                         tasks.spawn(move |_| {
+                            let _unblock = writer.unblock_on_panic();
                             let items: Vec<S::Item> = records.par_iter().map(process).collect();
                             progress.records(records.len() as u64);
                             writer.done(seq, Processed::Records(records, items));
@@ -271,6 +272,16 @@ impl<S: Sink> Writer<'_, S> {
         }
     }
 
+    /// A guard that, if its task panics, stops the run and frees the main thread, which may be
+    /// waiting for a permit this batch would never give back; the scope then carries the panic
+    /// out instead of hanging.
+    fn unblock_on_panic(&self) -> PanicGuard<'_> {
+        PanicGuard {
+            stop: self.stop,
+            permits: &self.permits,
+        }
+    }
+
     fn next_in_order(&self) -> Option<Processed<S::Item>> {
         let mut queue = lock(&self.queue);
         let next = queue.next;
@@ -300,6 +311,21 @@ impl<S: Sink> Written<S> {
             }
         }
         Ok(())
+    }
+}
+
+/// See [`Writer::unblock_on_panic`].
+struct PanicGuard<'a> {
+    stop: &'a AtomicBool,
+    permits: &'a SyncSender<()>,
+}
+
+impl Drop for PanicGuard<'_> {
+    fn drop(&mut self) {
+        if thread::panicking() {
+            self.stop.store(true, Ordering::Relaxed);
+            let _ = self.permits.try_send(());
+        }
     }
 }
 
@@ -474,6 +500,28 @@ mod tests {
             .expect("fails");
         assert!(matches!(err, PipelineError::Write(_)), "{err}");
         assert!(err.to_string().contains("disk full"), "{err}");
+    }
+
+    /// A bug that panics while a batch is processed fails the run; it must not leave the
+    /// calling thread waiting for that batch forever.
+    #[test]
+    fn a_panic_in_processing_is_carried_out_not_a_hang() {
+        let f = input(20_000);
+        let path = f.path().to_string_lossy().into_owned();
+        let opts = RunOptions {
+            batch_bytes: 300,
+            ..Default::default()
+        };
+        let outcome = std::panic::catch_unwind(|| {
+            run(
+                &[path],
+                &opts,
+                &NoProgress,
+                |r| assert_ne!(r.provenance.line, 777, "a bug"),
+                FailAt(0, u64::MAX),
+            )
+        });
+        assert!(outcome.is_err());
     }
 
     #[test]

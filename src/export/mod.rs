@@ -455,16 +455,22 @@ fn encode_line(
     thread_local! {
         static BODY: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
-    let mut traj = traj.into_owned();
+    let mut traj = traj;
     let id = traj.id.clone();
     BODY.with_borrow_mut(|body| {
         body.clear();
         let (with_id, hash) = if opts.target == Target::Adp {
-            let hash = opts.dedup.then(|| trajectory_hash(&mut traj)).transpose()?;
-            serde_json::to_writer(&mut *body, &traj)?;
+            // Written from a borrowed trajectory; hashing blanks the id for a moment, so a
+            // borrowed one is copied only for --dedup.
+            let hash = opts
+                .dedup
+                .then(|| trajectory_hash(traj.to_mut()))
+                .transpose()?;
+            serde_json::to_writer(&mut *body, &*traj)?;
             (false, hash)
         } else {
-            render_sft(traj, opts, body)?;
+            // Rendering takes the trajectory apart: a borrowed one is copied.
+            render_sft(traj.into_owned(), opts, body)?;
             // OpenAI's format has no id key; the others carry it first.
             (
                 opts.target != Target::Openai,

@@ -415,14 +415,21 @@ mod tests {
         f
     }
 
-    #[test]
-    fn keeps_input_order_across_many_small_batches() {
-        let f = input(5000);
+    /// A file of `lines` records, its path, and options cutting it into batches of about
+    /// `batch_bytes` (keep the file alive while the run reads it).
+    fn batched(lines: usize, batch_bytes: usize) -> (tempfile::NamedTempFile, String, RunOptions) {
+        let f = input(lines);
         let path = f.path().to_string_lossy().into_owned();
         let opts = RunOptions {
-            batch_bytes: 100,
+            batch_bytes,
             ..Default::default()
         };
+        (f, path, opts)
+    }
+
+    #[test]
+    fn keeps_input_order_across_many_small_batches() {
+        let (_f, path, opts) = batched(5000, 100);
         let (sink, counts) = run(
             &[path.clone(), path],
             &opts,
@@ -446,12 +453,7 @@ mod tests {
     /// Batches finish out of order (some records are slow), and are written in order anyway.
     #[test]
     fn batches_that_finish_early_wait_for_their_turn() {
-        let f = input(3000);
-        let path = f.path().to_string_lossy().into_owned();
-        let opts = RunOptions {
-            batch_bytes: 200,
-            ..Default::default()
-        };
+        let (_f, path, opts) = batched(3000, 200);
         let (sink, _) = run(
             &[path],
             &opts,
@@ -489,12 +491,7 @@ mod tests {
 
     #[test]
     fn a_sink_error_ends_the_run_with_it() {
-        let f = input(20_000);
-        let path = f.path().to_string_lossy().into_owned();
-        let opts = RunOptions {
-            batch_bytes: 500,
-            ..Default::default()
-        };
+        let (_f, path, opts) = batched(20_000, 500);
         let err = run(&[path], &opts, &NoProgress, |_| (), FailAt(0, 1234))
             .err()
             .expect("fails");
@@ -506,12 +503,7 @@ mod tests {
     /// calling thread waiting for that batch forever.
     #[test]
     fn a_panic_in_processing_is_carried_out_not_a_hang() {
-        let f = input(20_000);
-        let path = f.path().to_string_lossy().into_owned();
-        let opts = RunOptions {
-            batch_bytes: 300,
-            ..Default::default()
-        };
+        let (_f, path, opts) = batched(20_000, 300);
         let outcome = std::panic::catch_unwind(|| {
             run(
                 &[path],
@@ -526,12 +518,7 @@ mod tests {
 
     #[test]
     fn stop_ends_the_run_early() {
-        let f = input(100_000);
-        let path = f.path().to_string_lossy().into_owned();
-        let opts = RunOptions {
-            batch_bytes: 1000,
-            ..Default::default()
-        };
+        let (_f, path, opts) = batched(100_000, 1000);
         let (sink, _) = run(
             &[path],
             &opts,

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::output::WritebackFile;
 use crate::partition::Partition;
 
 /// How shards are cut and compressed.
@@ -63,7 +64,7 @@ pub struct ShardFile {
 
 /// A shard file being written: hashes and counts what passes through.
 pub struct HashingFile {
-    inner: BufWriter<File>,
+    inner: BufWriter<WritebackFile>,
     hasher: Sha256,
     bytes: u64,
 }
@@ -258,7 +259,7 @@ impl<W: ShardWriter> ShardSet<W> {
     fn start(&self) -> io::Result<Open<W>> {
         let temp = partial_path(&self.dir, &self.opts.prefix(&self.split), self.closed.len());
         let file = HashingFile {
-            inner: BufWriter::with_capacity(1 << 20, File::create(&temp)?),
+            inner: BufWriter::with_capacity(1 << 20, WritebackFile::new(File::create(&temp)?, 0)),
             hasher: Sha256::new(),
             bytes: 0,
         };
@@ -277,7 +278,7 @@ impl<W: ShardWriter> ShardSet<W> {
         };
         let mut file = open.writer.finish()?;
         file.flush()?;
-        file.inner.get_ref().sync_all()?;
+        file.inner.get_ref().file().sync_all()?;
         let sha256 = file
             .hasher
             .finalize()

@@ -63,14 +63,27 @@ fn is_object(r: &Value) -> bool {
 /// Makes copy `n` of a shape, written in round `round` over the shapes, unique by its format's
 /// key. LedgerMind events (a `kind` and a `timestamp`) keep their sessions: every event of a
 /// round gets the round's session ids (`<session_id>-<round>`), an integer id shifted by a
-/// million per round, and a timestamp shifted by `round` days, so implicit sessions stay apart.
+/// million per round (and so do the integer ids its `context.event_ids` cites, so a round's
+/// reflections attach to that round's sessions), and a timestamp shifted by `round` days, so
+/// implicit sessions stay apart.
 fn uniquify(r: &mut Value, n: u64, round: u64) {
     if r["kind"].is_string() && r["timestamp"].is_string() {
+        let shift = |id: &Value| id.as_u64().map(|id| Value::from(id + round * 1_000_000));
         if let Some(session) = r["context"]["session_id"].as_str().map(str::to_owned) {
             r["context"]["session_id"] = Value::String(format!("{session}-{round}"));
         }
-        if let Some(id) = r["id"].as_u64() {
-            r["id"] = Value::from(id + round * 1_000_000);
+        if let Some(id) = shift(&r["id"]) {
+            r["id"] = id;
+        }
+        let cited = r
+            .pointer_mut("/context/event_ids")
+            .and_then(Value::as_array_mut);
+        if let Some(cited) = cited {
+            for id in cited.iter_mut() {
+                if let Some(shifted) = shift(id) {
+                    *id = shifted;
+                }
+            }
         }
         let ts = r["timestamp"].as_str().unwrap_or_default();
         if let Ok(t) = chrono::NaiveDateTime::parse_from_str(ts, "%Y-%m-%dT%H:%M:%S") {

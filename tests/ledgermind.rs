@@ -182,8 +182,14 @@ fn a_line_that_is_not_an_object_is_rejected_with_its_line() {
     );
 }
 
-/// Events of session `far`: a prompt, then 4,000 events of sessions of their own (about 600 KB),
-/// then a bad event, a call and its result; the bad event is line 4,002.
+/// Events of sessions of their own between the first and the last events of session `far`:
+/// more than two of the reader's batches (16,384 lines), so `far` is read back across them.
+const NEAR: usize = 40_000;
+/// The line of the bad event of [`spread_store`].
+const BAD_LINE: usize = NEAR + 2;
+
+/// Events of session `far`: a prompt, then [`NEAR`] events of sessions of their own (about 6
+/// MB), then a bad event (line [`BAD_LINE`]), a call and its result.
 fn spread_store() -> String {
     let event = |id: usize, kind: &str, session: &str, content: &str| {
         format!(
@@ -195,21 +201,22 @@ fn spread_store() -> String {
         )
     };
     let mut text = event(1, "prompt", "far", "start");
-    for i in 2..4002 {
+    for i in 2..BAD_LINE {
         text.push_str(&event(i, "prompt", &format!("near-{i}"), &"x".repeat(100)));
     }
     // Valid JSON, but `kind` must be a string: rejected at its line, not part of `far`.
-    text.push_str(
-        "{\"id\": 4002, \"source\": \"agent\", \"kind\": 7, \"content\": \"bad\", \
-         \"context\": {\"session_id\": \"far\"}, \"timestamp\": \"2026-03-04T11:00:00\"}\n",
-    );
-    text.push_str(&event(4003, "call", "far", "ls"));
+    text.push_str(&format!(
+        "{{\"id\": {BAD_LINE}, \"source\": \"agent\", \"kind\": 7, \"content\": \"bad\", \
+         \"context\": {{\"session_id\": \"far\"}}, \"timestamp\": \"2026-03-04T11:00:00\"}}\n",
+    ));
+    text.push_str(&event(BAD_LINE + 1, "call", "far", "ls"));
     // A duplicate key: valid for the schema, read as a `Value` reads it (the last one wins).
-    text.push_str(
-        "{\"id\": 4004, \"source\": \"tool\", \"kind\": \"result\", \"content\": \"first\", \
-         \"content\": \"listing\", \"context\": {\"session_id\": \"far\"}, \
-         \"timestamp\": \"2026-03-04T11:00:02\"}\n",
-    );
+    text.push_str(&format!(
+        "{{\"id\": {}, \"source\": \"tool\", \"kind\": \"result\", \"content\": \"first\", \
+         \"content\": \"listing\", \"context\": {{\"session_id\": \"far\"}}, \
+         \"timestamp\": \"2026-03-04T11:00:02\"}}\n",
+        BAD_LINE + 2
+    ));
     text
 }
 
@@ -220,16 +227,16 @@ fn events_read_back_from_the_file_keep_their_session_and_a_bad_one_its_line() {
     std::fs::write(&input, spread_store()).expect("write");
     let (code, out, stderr) = convert(&[&input], &[]);
     assert_eq!(code, 1, "{stderr}");
-    assert_eq!(out.len(), 4001);
+    assert_eq!(out.len(), NEAR + 1);
     assert!(
-        stderr.contains("events.jsonl:4002: error[invalid-record]"),
+        stderr.contains(&format!("events.jsonl:{BAD_LINE}: error[invalid-record]")),
         "{stderr}"
     );
     assert!(stderr.contains("/kind"), "{stderr}");
     let far = out.iter().find(|t| t["id"] == "far").expect("far");
     assert_eq!(
         far["details"]["source"]["native_ids"]["event_ids"],
-        serde_json::json!([1, 4003, 4004])
+        serde_json::json!([1, BAD_LINE + 1, BAD_LINE + 2])
     );
     assert_eq!(far["content"][0]["content"], "start");
     assert_eq!(far["content"][1]["class_"], "api_action");
@@ -264,18 +271,23 @@ fn compressed_and_piped_stores_convert_as_the_file_does() {
     let (code, stderr, from_gz) = run(trajkit().args(args).arg(&gz));
     assert_eq!(code, Some(1));
     assert!(
-        stderr.contains("events.jsonl.gz:4002: error[invalid-record]"),
+        stderr.contains(&format!(
+            "events.jsonl.gz:{BAD_LINE}: error[invalid-record]"
+        )),
         "{stderr}"
     );
     let (code, stderr, from_stdin) = run(trajkit().args(args).arg("-").write_stdin(text));
     assert_eq!(code, Some(1));
-    assert!(stderr.contains("-:4002: error[invalid-record]"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("-:{BAD_LINE}: error[invalid-record]")),
+        "{stderr}"
+    );
     // The same trajectories; only the file named in `details.source` differs.
     let lines = |out: &[u8], file: &str| {
         String::from_utf8_lossy(out).replace(&format!("\"file\":{}", serde_json::json!(file)), "")
     };
     let expected = lines(&from_plain, &plain.to_string_lossy());
-    assert_eq!(expected.lines().count(), 4001);
+    assert_eq!(expected.lines().count(), NEAR + 1);
     assert_eq!(lines(&from_gz, &gz.to_string_lossy()), expected);
     assert_eq!(lines(&from_stdin, "-"), expected);
 }

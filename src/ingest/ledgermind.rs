@@ -195,6 +195,21 @@ impl Index {
         self.strings.push_str(&other.strings);
         self.citations.append(&mut other.citations);
     }
+
+    /// Makes room for the events of `total` input bytes when those indexed so far came from
+    /// `done` bytes, so that a large index is sized once rather than grown (each growth copies
+    /// it and touches fresh pages, which cost more than checking the events on two cores).
+    /// Only address space is taken until events fill it; when even that is refused (an
+    /// estimate far off, from small first events), the index grows as it would have.
+    fn reserve_for(&mut self, done: u64, total: u64) {
+        let Some(scale) = (done > 0).then(|| total as f64 / done as f64) else {
+            return;
+        };
+        // An eighth over the estimate, so that a file of slightly larger events still fits.
+        let grow = |len: usize| ((len as f64 * scale * 1.125) as usize).saturating_sub(len);
+        let _ = self.events.try_reserve_exact(grow(self.events.len()));
+        let _ = self.strings.try_reserve_exact(grow(self.strings.len()));
+    }
 }
 
 /// The fields of an event that sessions are cut by, read as a `Value` of it would be.
@@ -409,41 +424,71 @@ fn read_lines(
 ) -> io::Result<Lines> {
     let plain = is_plain_file(path);
     let mut framer = Framer::new(open::open(path)?, layout_hint(path), max_record_bytes);
-    let mut index = Index::default();
-    let mut copy = (!plain).then(Vec::new);
-    let mut bad = Vec::new();
+    let mut lines = Lines {
+        index: Index::default(),
+        copy: (!plain).then(Vec::new),
+        bytes: 0,
+        bad: Vec::new(),
+    };
+    // The file's size, to size the index from the first batch.
+    let size = plain
+        .then(|| std::fs::metadata(path).map(|m| m.len()).ok())
+        .flatten();
     let mut batch: Vec<Frame> = framer.by_ref().take(BATCH_FRAMES).collect();
+    let mut checked: Option<(Vec<Frame>, Vec<Part>)> = None;
     while !batch.is_empty() {
-        // Checking is per event: in parallel, kept in input order, while the next batch is
-        // framed.
-        let (parts, next): (Vec<Part>, Vec<Frame>) = rayon::join(
+        // Each batch's events are checked in parallel, while the next batch is framed and the
+        // previous one is added to the index.
+        let (parts, (next, ())) = rayon::join(
             || {
                 batch
                     .par_chunks(CHUNK_FRAMES)
                     .map(|frames| index_frames(frames, check, input))
                     .collect()
             },
-            || framer.by_ref().take(BATCH_FRAMES).collect(),
+            || {
+                rayon::join(
+                    || framer.by_ref().take(BATCH_FRAMES).collect(),
+                    || {
+                        if let Some((frames, parts)) = checked.take() {
+                            lines.add(&frames, parts, size);
+                        }
+                    },
+                )
+            },
         );
-        for (frames, mut part) in batch.chunks(CHUNK_FRAMES).zip(parts) {
-            bad.append(&mut part.bad);
-            if let Some(copy) = &mut copy {
+        checked = Some((std::mem::replace(&mut batch, next), parts));
+    }
+    if let Some((frames, parts)) = checked {
+        lines.add(&frames, parts, size);
+    }
+    lines.bytes = framer.bytes_read;
+    Ok(lines)
+}
+
+impl Lines {
+    /// Adds the checked events of `frames` (in input order), and the frames that are not
+    /// valid events. The first batch sizes the index for a plain file of `size` bytes.
+    fn add(&mut self, frames: &[Frame], parts: Vec<Part>, size: Option<u64>) {
+        let first = self.index.events.is_empty();
+        for (frames, mut part) in frames.chunks(CHUNK_FRAMES).zip(parts) {
+            self.bad.append(&mut part.bad);
+            if let Some(copy) = &mut self.copy {
                 let kept = part.kept.iter().map(|&i| &frames[i]);
                 for (e, frame) in part.index.events.iter_mut().zip(kept) {
                     e.offset = copy.len() as u64;
                     copy.extend_from_slice(&frame.bytes);
                 }
             }
-            index.append(part.index);
+            self.index.append(part.index);
         }
-        batch = next;
+        if let (Some(size), true, Some(head), Some(tail)) =
+            (size, first, frames.first(), frames.last())
+        {
+            let span = (tail.offset + tail.bytes.len() as u64).saturating_sub(head.offset);
+            self.index.reserve_for(span, size);
+        }
     }
-    Ok(Lines {
-        index,
-        copy,
-        bytes: framer.bytes_read,
-        bad,
-    })
 }
 
 /// The events among some frames.
@@ -530,6 +575,13 @@ fn sessions(index: &Index, opts: SessionOptions) -> Vec<Session> {
         .flatten()
         .map(String::as_str)
         .collect();
+    // Looked up apart from the cutting, and in parallel: each lookup is a cache miss, and
+    // misses that do not wait on each other overlap.
+    let is_cited: Vec<bool> = index
+        .events
+        .par_iter()
+        .map(|e| !cited.is_empty() && cited.contains(index.id(e)))
+        .collect();
     let mut out: Vec<Session> = Vec::new();
     let mut by_key: HashMap<&str, usize> = HashMap::default();
     let mut by_event: HashMap<&str, usize> = HashMap::default();
@@ -576,9 +628,8 @@ fn sessions(index: &Index, opts: SessionOptions) -> Vec<Session> {
             }
         };
         out[session].events.push(position);
-        let id = index.id(e);
-        if cited.contains(id) {
-            by_event.insert(id, session);
+        if is_cited[position as usize] {
+            by_event.insert(index.id(e), session);
         }
         last_session = Some(session);
     }

@@ -4,9 +4,9 @@
 use std::io;
 use std::path::Path;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use super::{has_keys, not_a_unit, source_details, ConvertOptions, Converter, Mapping, Partial};
+use super::{has_keys, not_a_unit, source_node, ConvertOptions, Converter, Mapping, Partial};
 use crate::ingest::ledgermind::{is_sqlite, EventCheck, SessionRecords};
 use crate::ingest::{RawRecord, RecordSource};
 use crate::json::Node;
@@ -99,7 +99,7 @@ fn session<'a>(
 }
 
 /// The trajectory of a session; the events and reflections stay in the tail.
-fn to_partial<'a>(mut s: Node<'a>, record: &RawRecord) -> Partial<'a> {
+fn to_partial<'a>(mut s: Node<'a>, record: &'a RawRecord) -> Partial<'a> {
     let events = match s.take("events") {
         Node::Array(events) => events,
         _ => Vec::new(),
@@ -174,21 +174,29 @@ fn to_partial<'a>(mut s: Node<'a>, record: &RawRecord) -> Partial<'a> {
         .flatten()
         .map(reflection)
         .collect();
-    let mut details = JsonObject::new();
-    details.insert(
-        "source".into(),
-        source_details(
-            "ledgermind",
-            record,
-            json!({"session": id, "explicit_session": s["explicit"].to_value(),
-                   "event_ids": events.iter().map(|e| e["id"].to_value()).collect::<Vec<_>>()}),
+    // All of details is in the tail, as nodes.
+    let native_ids = Node::object([
+        ("session", Node::from(id.clone())),
+        ("explicit_session", s["explicit"].clone()),
+        (
+            "event_ids",
+            Node::Array(events.iter().map(|e| e["id"].clone()).collect()),
         ),
-    );
-    details.insert(
-        "outcome".into(),
-        json!({"status": status, "native": {"error_events": failed, "result_success": success}}),
-    );
-    let mut tail = Vec::new();
+    ]);
+    let outcome = Node::object([
+        ("status", Node::from(status)),
+        (
+            "native",
+            Node::object([
+                ("error_events", Node::from(failed)),
+                ("result_success", success.map_or(Node::Null, Node::from)),
+            ]),
+        ),
+    ]);
+    let mut tail = vec![
+        ("source", source_node("ledgermind", record, native_ids)),
+        ("outcome", outcome),
+    ];
     if !reflections.is_empty() {
         tail.push(("reflections", Node::Array(reflections)));
     }
@@ -199,7 +207,7 @@ fn to_partial<'a>(mut s: Node<'a>, record: &RawRecord) -> Partial<'a> {
         .collect();
     tail.push(("ledgermind", Node::object([("events", Node::Array(kept))])));
     Partial {
-        trajectory: Trajectory::new(id, content, details),
+        trajectory: Trajectory::new(id, content, JsonObject::new()),
         tail,
     }
 }

@@ -259,6 +259,21 @@ pub fn source_details(format: &str, record: &RawRecord, native_ids: Value) -> Va
     })
 }
 
+/// [`source_details`] as a node, for a [`Partial`]'s tail: its keys are not copied or hashed
+/// (building it as a `Value` cost a LedgerMind session more than reading its events).
+pub fn source_node<'a>(
+    format: &'static str,
+    record: &'a RawRecord,
+    native_ids: Node<'a>,
+) -> Node<'a> {
+    Node::object([
+        ("format", Node::from(format)),
+        ("file", Node::from(record.provenance.file.as_ref())),
+        ("line", Node::from(record.provenance.line)),
+        ("native_ids", native_ids),
+    ])
+}
+
 /// What `convert` writes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum OutputFormat {

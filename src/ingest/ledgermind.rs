@@ -667,7 +667,9 @@ pub struct SessionRecords {
     bad: std::vec::IntoIter<RawRecord>,
     input: Arc<str>,
     bytes: u64,
-    /// The texts of the session being emitted.
+    /// The records of the sessions read back together, not yet emitted.
+    ready: std::collections::VecDeque<RawRecord>,
+    /// The texts of the sessions being read back.
     scratch: Vec<u8>,
 }
 
@@ -734,19 +736,58 @@ impl SessionRecords {
             bad: bad.into_iter(),
             input,
             bytes,
+            ready: std::collections::VecDeque::new(),
             scratch: Vec::new(),
         })
     }
 
-    /// The record of `session`: `{"ledgermind_session": true, "key", "explicit", "events",
-    /// "semantic"}`, the events as their JSON text.
-    fn record(&mut self, session: &Session) -> RawRecord {
+    /// Reads back the next sessions: those whose events lie close together in the file (as
+    /// consecutive sessions' usually do), up to [`GROUP_BYTES`] of them, with one read of the
+    /// span that holds them; a session far from the others alone, each event with a read of
+    /// its own when they are far apart. (A read per session cost the reading thread a fifth
+    /// of a core.)
+    fn read_group(&mut self) {
+        let mut group: Vec<Session> = Vec::new();
+        let mut span = Span::EMPTY;
+        while span.useful < GROUP_BYTES {
+            let Some(next) = self.sessions.as_slice().first() else {
+                break;
+            };
+            let joined = span.join(self.events.span(next));
+            if !group.is_empty() && !joined.is_dense() {
+                break;
+            }
+            span = joined;
+            group.extend(self.sessions.next());
+        }
+        let one_read = matches!(self.events.texts, Texts::File(_)) && span.is_dense();
+        let read = if one_read {
+            self.events.read_span(span, &mut self.scratch)
+        } else {
+            Ok(())
+        };
+        for session in &group {
+            let bytes = read.as_ref().map_err(clone_error).and_then(|()| {
+                let ranges = if one_read {
+                    self.events.ranges_in_span(session, span.low)
+                } else {
+                    self.events.read_each(session, &mut self.scratch)
+                }?;
+                Ok(bundle(session, &ranges, &self.scratch))
+            });
+            let record = self.record(session, bytes);
+            self.ready.push_back(record);
+        }
+    }
+
+    /// The record of `session`, from its bundle (see [`bundle`]) or the error reading it.
+    fn record(&self, session: &Session, bytes: io::Result<Vec<u8>>) -> RawRecord {
         let line = session
             .events
             .first()
             .and_then(|&p| self.events.events.get(p as usize))
             .map_or(1, |e| e.line);
-        let (bytes, error) = match self.bundle(session) {
+        let (bytes, error) = match bytes {
             Ok(bytes) => (bytes, None),
             Err(e) => (
                 Vec::new(),
@@ -767,81 +808,143 @@ impl SessionRecords {
             error,
         }
     }
+}
 
-    fn bundle(&mut self, s: &Session) -> io::Result<Vec<u8>> {
-        let positions = || s.events.iter().chain(&s.semantic).map(|&p| p as usize);
-        let ranges = self.events.read(positions(), &mut self.scratch)?;
-        let mut out = Vec::with_capacity(self.scratch.len() + s.key.len() + 96);
-        out.extend_from_slice(b"{\"ledgermind_session\":true,\"key\":");
-        // A string always serializes.
-        let _ = serde_json::to_writer(&mut out, &s.key);
-        out.extend_from_slice(if s.explicit {
-            b",\"explicit\":true,\"events\":"
-        } else {
-            b",\"explicit\":false,\"events\":"
-        });
-        let (events, semantic) = ranges.split_at(s.events.len().min(ranges.len()));
-        for (name, list) in [("", events), (",\"semantic\":", semantic)] {
-            out.extend_from_slice(name.as_bytes());
-            out.push(b'[');
-            for (i, range) in list.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                out.extend_from_slice(self.scratch.get(range.clone()).unwrap_or_default());
+/// The same error again (an `io::Error` is not `Clone`).
+fn clone_error(e: &io::Error) -> io::Error {
+    io::Error::new(e.kind(), e.to_string())
+}
+
+/// The record of session `s` whose events' texts are at `ranges` of `texts` (its events, then
+/// its semantic events): `{"ledgermind_session": true, "key", "explicit", "events",
+/// "semantic"}`, the events as their JSON text.
+fn bundle(s: &Session, ranges: &[std::ops::Range<usize>], texts: &[u8]) -> Vec<u8> {
+    let size: usize = ranges.iter().map(|r| r.len() + 1).sum();
+    let mut out = Vec::with_capacity(size + s.key.len() + 96);
+    out.extend_from_slice(b"{\"ledgermind_session\":true,\"key\":");
+    // A string always serializes.
+    let _ = serde_json::to_writer(&mut out, &s.key);
+    out.extend_from_slice(if s.explicit {
+        b",\"explicit\":true,\"events\":"
+    } else {
+        b",\"explicit\":false,\"events\":"
+    });
+    let (events, semantic) = ranges.split_at(s.events.len().min(ranges.len()));
+    for (name, list) in [("", events), (",\"semantic\":", semantic)] {
+        out.extend_from_slice(name.as_bytes());
+        out.push(b'[');
+        for (i, range) in list.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
             }
-            out.push(b']');
+            out.extend_from_slice(texts.get(range.clone()).unwrap_or_default());
         }
-        out.push(b'}');
-        Ok(out)
+        out.push(b']');
+    }
+    out.push(b'}');
+    out
+}
+
+/// The most bytes of sessions' events read back with one read.
+const GROUP_BYTES: u64 = 1 << 20;
+
+/// The most bytes read besides events' texts (beyond twice theirs) when they are read with one
+/// read.
+const READ_SLACK: u64 = 64 << 10;
+
+/// Where some events' texts lie in the input: from its first byte to past its last, and how
+/// many bytes the texts themselves take.
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    low: u64,
+    high: u64,
+    useful: u64,
+}
+
+impl Span {
+    /// The span of no events.
+    const EMPTY: Span = Span {
+        low: u64::MAX,
+        high: 0,
+        useful: 0,
+    };
+
+    /// The span of the events of both.
+    fn join(self, other: Span) -> Span {
+        Span {
+            low: self.low.min(other.low),
+            high: self.high.max(other.high),
+            useful: self.useful + other.useful,
+        }
+    }
+
+    /// True when reading the whole span reads little besides the texts in it: at most twice
+    /// as much, plus [`READ_SLACK`].
+    fn is_dense(self) -> bool {
+        self.low < self.high && self.high - self.low <= 2 * self.useful + READ_SLACK
     }
 }
 
-/// The most bytes read past the events of a session when they are read with one read.
-const READ_SLACK: u64 = 64 << 10;
-
 impl Events {
-    /// Reads the texts of the events at `positions` into `scratch`, returning where each is in
-    /// it. Events close together in the file (as a session's usually are) are read with one
-    /// read of the span that holds them.
-    fn read(
+    /// The positions of a session's events, then of its semantic events.
+    fn positions(s: &Session) -> impl Iterator<Item = usize> + '_ {
+        s.events.iter().chain(&s.semantic).map(|&p| p as usize)
+    }
+
+    /// Where the text of the event at `position` is, and its length.
+    fn place(&self, position: usize) -> io::Result<(u64, u32)> {
+        self.events
+            .get(position)
+            .map(|e| (e.offset, e.len))
+            .ok_or_else(|| io::Error::other("event out of range"))
+    }
+
+    /// The span of a session's events (an event out of range, which reading reports, aside).
+    fn span(&self, s: &Session) -> Span {
+        Self::positions(s).filter_map(|p| self.place(p).ok()).fold(
+            Span::EMPTY,
+            |span, (offset, len)| {
+                span.join(Span {
+                    low: offset,
+                    high: offset + u64::from(len),
+                    useful: u64::from(len),
+                })
+            },
+        )
+    }
+
+    /// Reads the bytes of `span` into `scratch`.
+    fn read_span(&self, span: Span, scratch: &mut Vec<u8>) -> io::Result<()> {
+        scratch.clear();
+        let len = usize::try_from(span.high - span.low).map_err(io::Error::other)?;
+        self.texts.read(span.low, len, scratch)
+    }
+
+    /// Where a session's texts are in the bytes of a span starting at `low` (see
+    /// [`Events::read_span`]).
+    fn ranges_in_span(&self, s: &Session, low: u64) -> io::Result<Vec<std::ops::Range<usize>>> {
+        Self::positions(s)
+            .map(|p| {
+                let (offset, len) = self.place(p)?;
+                let start = offset
+                    .checked_sub(low)
+                    .and_then(|at| usize::try_from(at).ok())
+                    .ok_or_else(|| io::Error::other("event outside the span read"))?;
+                Ok(start..start + len as usize)
+            })
+            .collect()
+    }
+
+    /// Reads a session's texts one by one into `scratch`, returning where each is in it.
+    fn read_each(
         &self,
-        positions: impl Iterator<Item = usize> + Clone,
+        s: &Session,
         scratch: &mut Vec<u8>,
     ) -> io::Result<Vec<std::ops::Range<usize>>> {
         scratch.clear();
-        let place = |p: usize| {
-            self.events
-                .get(p)
-                .map(|e| (e.offset, e.len))
-                .ok_or_else(|| io::Error::other("event out of range"))
-        };
-        let mut low = u64::MAX;
-        let mut high = 0u64;
-        let mut total = 0u64;
-        for p in positions.clone() {
-            let (offset, len) = place(p)?;
-            low = low.min(offset);
-            high = high.max(offset + u64::from(len));
-            total += u64::from(len);
-        }
-        if matches!(self.texts, Texts::File(_))
-            && low < high
-            && high - low <= 2 * total + READ_SLACK
-        {
-            let span = usize::try_from(high - low).map_err(io::Error::other)?;
-            self.texts.read(low, span, scratch)?;
-            return positions
-                .map(|p| {
-                    let (offset, len) = place(p)?;
-                    let start = usize::try_from(offset - low).map_err(io::Error::other)?;
-                    Ok(start..start + len as usize)
-                })
-                .collect();
-        }
-        positions
+        Self::positions(s)
             .map(|p| {
-                let (offset, len) = place(p)?;
+                let (offset, len) = self.place(p)?;
                 let start = scratch.len();
                 self.texts.read(offset, len as usize, scratch)?;
                 Ok(start..scratch.len())
@@ -854,8 +957,11 @@ impl Iterator for SessionRecords {
     type Item = RawRecord;
 
     fn next(&mut self) -> Option<RawRecord> {
-        let mut record = match self.sessions.next() {
-            Some(session) => self.record(&session),
+        if self.ready.is_empty() {
+            self.read_group();
+        }
+        let mut record = match self.ready.pop_front() {
+            Some(record) => record,
             None => self.bad.next()?,
         };
         record.provenance.index = self.next_index;

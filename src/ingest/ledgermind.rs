@@ -118,40 +118,73 @@ impl Index {
     /// Adds the event `value` whose text is `len` bytes at `offset`; `None` when an index
     /// field would not fit (an event or field over 4 GiB).
     fn push(&mut self, value: &Node<'_>, offset: u64, len: usize, line: u64) -> Option<()> {
-        let fields = Fields::of(value, line);
         let strings = self.strings.len();
-        let span = |s: &str| u32::try_from(s.len()).ok().filter(|&n| n != u32::MAX);
-        let event = Event {
-            offset,
-            len: u32::try_from(len).ok()?,
-            line,
-            strings,
-            timestamp_len: span(fields.timestamp)?,
-            id_len: span(&fields.id)?,
-            session_len: match &fields.session_id {
-                Some(s) => span(s)?,
-                None => u32::MAX,
-            },
-            kind: fields.kind,
-            // Only implicit sessions are cut by time.
-            seconds: match (&fields.session_id, fields.kind) {
-                (None, Kind::Prompt | Kind::Other) => seconds(fields.timestamp),
-                _ => None,
-            },
-            cited: 0,
+        let added = self.push_fields(value, offset, len, line);
+        if added.is_none() {
+            self.strings.truncate(strings);
+        }
+        added
+    }
+
+    /// [`Index::push`], the event's fields written straight into the arena: its timestamp,
+    /// its id (its row id, else its `id` field, else `line-N`) and its session id, each read
+    /// as a `Value` of the event would read it.
+    fn push_fields(&mut self, value: &Node<'_>, offset: u64, len: usize, line: u64) -> Option<()> {
+        use std::fmt::Write;
+        let kind = match value["kind"].as_str().unwrap_or_default() {
+            k if SEMANTIC_KINDS.contains(&k) => Kind::Semantic,
+            "prompt" => Kind::Prompt,
+            _ => Kind::Other,
         };
-        self.strings.push_str(fields.timestamp);
-        self.strings.push_str(&fields.id);
-        self.strings
-            .push_str(fields.session_id.as_deref().unwrap_or_default());
-        let cited = match fields.kind {
+        let timestamp = value["timestamp"].as_str().unwrap_or_default();
+        let strings = self.strings.len();
+        self.strings.push_str(timestamp);
+        let id_at = self.strings.len();
+        // Writing to a `String` cannot fail.
+        let _ = match &value["id"] {
+            Node::Number(n) => write!(self.strings, "{n}"),
+            Node::String(s) => self.strings.write_str(s),
+            _ => write!(self.strings, "line-{line}"),
+        };
+        let session_at = self.strings.len();
+        let has_session = match &value["context"]["session_id"] {
+            Node::String(s) if !s.is_empty() => self.strings.write_str(s).is_ok(),
+            Node::Number(n) => write!(self.strings, "{n}").is_ok(),
+            _ => false,
+        };
+        let span = |n: usize| u32::try_from(n).ok().filter(|&n| n != u32::MAX);
+        let (len, timestamp_len, id_len) = (
+            u32::try_from(len).ok()?,
+            span(timestamp.len())?,
+            span(session_at - id_at)?,
+        );
+        let session_len = match has_session {
+            true => span(self.strings.len() - session_at)?,
+            false => u32::MAX,
+        };
+        let cited = match kind {
             Kind::Semantic => {
-                self.citations.push(fields.cited(value));
+                self.citations.push(cited(value));
                 u32::try_from(self.citations.len()).ok()?
             }
             _ => 0,
         };
-        self.events.push(Event { cited, ..event });
+        self.events.push(Event {
+            offset,
+            len,
+            line,
+            strings,
+            timestamp_len,
+            id_len,
+            session_len,
+            kind,
+            // Only implicit sessions are cut by time.
+            seconds: match (has_session, kind) {
+                (false, Kind::Prompt | Kind::Other) => seconds(timestamp),
+                _ => None,
+            },
+            cited,
+        });
         Some(())
     }
 
@@ -212,50 +245,17 @@ impl Index {
     }
 }
 
-/// The fields of an event that sessions are cut by, read as a `Value` of it would be.
-struct Fields<'n> {
-    kind: Kind,
-    timestamp: &'n str,
-    id: String,
-    session_id: Option<String>,
-}
-
-impl<'n> Fields<'n> {
-    fn of(value: &'n Node<'_>, line: u64) -> Fields<'n> {
-        let kind = match value["kind"].as_str().unwrap_or_default() {
-            k if SEMANTIC_KINDS.contains(&k) => Kind::Semantic,
-            "prompt" => Kind::Prompt,
-            _ => Kind::Other,
-        };
-        Fields {
-            kind,
-            timestamp: value["timestamp"].as_str().unwrap_or_default(),
-            // Its row id, else its `id` field, else `line-N`.
-            id: match &value["id"] {
-                Node::Number(n) => n.to_string(),
-                Node::String(s) => s.to_string(),
-                _ => format!("line-{line}"),
-            },
-            session_id: match &value["context"]["session_id"] {
-                Node::String(s) if !s.is_empty() => Some(s.to_string()),
-                Node::Number(n) => Some(n.to_string()),
-                _ => None,
-            },
-        }
-    }
-
-    /// The ids an event cites.
-    fn cited(&self, value: &Node<'_>) -> Vec<String> {
-        CITATION_KEYS
-            .iter()
-            .filter_map(|k| value["context"][*k].as_array())
-            .flatten()
-            .map(|v| match v {
-                Node::String(s) => s.to_string(),
-                other => other.to_string(),
-            })
-            .collect()
-    }
+/// The ids an event cites.
+fn cited(value: &Node<'_>) -> Vec<String> {
+    CITATION_KEYS
+        .iter()
+        .filter_map(|k| value["context"][*k].as_array())
+        .flatten()
+        .map(|v| match v {
+            Node::String(s) => s.to_string(),
+            other => other.to_string(),
+        })
+        .collect()
 }
 
 /// Seconds since the epoch of an ISO 8601 timestamp, with or without an offset (a timestamp

@@ -332,3 +332,61 @@ fn cutting_at_prompts_is_an_option() {
         ]
     );
 }
+
+/// The sessions of a store do not depend on whether its lines come in time order: a store in
+/// order but for one late line after more than a batch (16,384 lines) converts as the same
+/// store sorted, the late line in the implicit session it falls in.
+#[test]
+fn a_store_out_of_time_order_gives_the_sessions_of_the_sorted_store() {
+    let event = |id: usize, kind: &str, second: usize| {
+        format!(
+            "{{\"id\": {id}, \"source\": \"agent\", \"kind\": \"{kind}\", \"content\": \"c{id}\", \
+             \"context\": {{}}, \"timestamp\": \"2026-03-{:02}T{:02}:{:02}:{:02}\"}}\n",
+            1 + second / 86_400,
+            (second / 3600) % 24,
+            (second / 60) % 60,
+            second % 60
+        )
+    };
+    // Implicit sessions of two events each (a prompt, which starts one, and its result a
+    // minute later), then a result 30 s after the first session's, which belongs to it but
+    // comes last.
+    let mut events: Vec<(usize, String)> = (0..20_000)
+        .map(|i| {
+            let kind = if i % 2 == 0 { "prompt" } else { "result" };
+            (60 * i, event(i + 1, kind, 60 * i))
+        })
+        .collect();
+    events.push((90, event(20_001, "result", 90)));
+    let dir = tempfile::tempdir().expect("dir");
+    let late = dir.path().join("late.jsonl");
+    let text =
+        |events: &[(usize, String)]| events.iter().map(|(_, l)| l.as_str()).collect::<String>();
+    std::fs::write(&late, text(&events)).expect("write");
+    events.sort_by_key(|(second, _)| *second);
+    let sorted = dir.path().join("sorted.jsonl");
+    std::fs::write(&sorted, text(&events)).expect("write");
+    let (code, from_late, stderr) = convert(&[&late], &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, from_sorted, stderr) = convert(&[&sorted], &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(from_late.len(), 10_000);
+    // The same trajectories; only the lines in `details.source` differ.
+    let without_source = |out: &[Value]| -> Vec<Value> {
+        out.iter()
+            .map(|t| {
+                let mut t = t.clone();
+                if let Some(d) = t["details"].as_object_mut() {
+                    d.remove("source");
+                }
+                t
+            })
+            .collect()
+    };
+    assert_eq!(without_source(&from_late), without_source(&from_sorted));
+    assert_eq!(from_late[0]["id"], "session-1");
+    assert_eq!(
+        from_late[0]["details"]["source"]["native_ids"]["event_ids"],
+        serde_json::json!([1, 2, 20_001])
+    );
+}

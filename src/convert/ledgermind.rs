@@ -111,11 +111,11 @@ fn to_partial<'a>(mut s: Node<'a>, record: &'a RawRecord) -> Partial<'a> {
     let mut success: Option<bool> = None;
     for e in &events {
         let ctx = &e["context"];
-        let body = e["content"].text();
-        let id = e["id"].text();
+        // The content as text, read only by the kinds that make it a step.
+        let body = || e["content"].text();
         let mut mapped = true;
         match e["kind"].as_str().unwrap_or_default() {
-            "prompt" | "task" => content.push(Step::user_text(body)),
+            "prompt" | "task" => content.push(Step::user_text(body())),
             "call" => {
                 let tool = ctx
                     .first_present(TOOL_NAME)
@@ -123,9 +123,9 @@ fn to_partial<'a>(mut s: Node<'a>, record: &'a RawRecord) -> Partial<'a> {
                 let kwargs = match ctx.first_present(TOOL_ARGS).map(|(_, v)| v) {
                     Some(args @ Node::Object(_)) => args.to_map(),
                     Some(other) => JsonObject::from_iter([("input".to_owned(), other.to_value())]),
-                    None => JsonObject::from_iter([("input".to_owned(), Value::String(body))]),
+                    None => JsonObject::from_iter([("input".to_owned(), Value::String(body()))]),
                 };
-                let call_id = format!("event-{id}");
+                let call_id = format!("event-{}", e["id"].text());
                 let command = kwargs.get("command").and_then(Value::as_str);
                 let step = match command {
                     Some(c) if kwargs.len() == 1 && matches!(tool.as_str(), "bash" | "shell") => {
@@ -141,14 +141,15 @@ fn to_partial<'a>(mut s: Node<'a>, record: &'a RawRecord) -> Partial<'a> {
                     success = Some(ok);
                 }
                 match open_call.take() {
-                    Some((call_id, tool)) => content
-                        .push(Step::environment_text(Some(tool), body).with_tool_call_id(call_id)),
-                    None => content.push(Step::message(body, None)),
+                    Some((call_id, tool)) => content.push(
+                        Step::environment_text(Some(tool), body()).with_tool_call_id(call_id),
+                    ),
+                    None => content.push(Step::message(body(), None)),
                 }
             }
             "error" => {
                 failed = true;
-                let step = Step::environment_text(Some("error".to_owned()), body);
+                let step = Step::environment_text(Some("error".to_owned()), body());
                 content.push(match open_call.take() {
                     Some((call_id, _)) => step.with_tool_call_id(call_id),
                     None => step,

@@ -498,4 +498,25 @@ mod tests {
         }
         assert!(lookup("klingon").is_err_and(|e| e.starts_with("unknown format")));
     }
+
+    /// The node form of `details.source` writes what the value form writes.
+    #[test]
+    fn source_node_is_source_details() {
+        let record = RawRecord {
+            provenance: Provenance {
+                input: "in \"x\".jsonl".into(),
+                file: "dir/in \"x\".jsonl".into(),
+                line: 42,
+                index: 7,
+            },
+            bytes: Vec::new(),
+            error: None,
+        };
+        let ids = serde_json::json!({"session": "s-1", "event_ids": [1, 2]});
+        let node = source_node("ledgermind", &record, Node::from_value(&ids));
+        assert_eq!(
+            serde_json::to_string(&node).ok(),
+            serde_json::to_string(&source_details("ledgermind", &record, ids.clone())).ok()
+        );
+    }
 }

@@ -802,7 +802,8 @@ impl SessionRecords {
                 input: self.input.clone(),
                 file: self.input.clone(),
                 line,
-                index: self.next_index,
+                // Numbered when it is emitted.
+                index: 0,
             },
             bytes,
             error,

@@ -2,6 +2,7 @@
 //! the record's bytes, and [`Shapes`], a raw schema checked while a record is parsed into one.
 
 pub mod node;
+mod read;
 pub mod shape;
 
 pub use node::{Entries, Node};

@@ -15,6 +15,7 @@
 //! a compressed input, a SQLite table).
 
 use std::fs::File;
+use std::hash::BuildHasher;
 use std::io::{self, Read};
 use std::path::Path;
 use std::sync::Arc;
@@ -566,6 +567,44 @@ struct Session {
     semantic: Vec<u32>,
 }
 
+/// The explicit sessions met so far, by the hash of their id: the last few looked at first,
+/// then a table of all of them. Events of a session usually come close together, and the
+/// table is large: a lookup there is a cache miss, one in the last few is not.
+#[derive(Default)]
+struct SessionTable {
+    /// (hash, session) of the sessions last found or added, the newest at `next - 1`.
+    recent: [Option<(u64, usize)>; RECENT_SESSIONS],
+    next: usize,
+    table: hashbrown::HashTable<(u64, usize)>,
+}
+
+/// How many sessions [`SessionTable`] looks at before its table.
+const RECENT_SESSIONS: usize = 8;
+
+impl SessionTable {
+    /// The session whose id hashes to `hash` and for which `is_it` holds.
+    fn find(&mut self, hash: u64, is_it: impl Fn(usize) -> bool) -> Option<usize> {
+        let recent = self.recent.iter().flatten();
+        if let Some(&(_, s)) = recent.clone().find(|&&(h, s)| h == hash && is_it(s)) {
+            return Some(s);
+        }
+        let &(_, s) = self.table.find(hash, |&(h, s)| h == hash && is_it(s))?;
+        self.remember(hash, s);
+        Some(s)
+    }
+
+    /// Adds session `s`, whose id hashes to `hash` (and is not in the table yet).
+    fn add(&mut self, hash: u64, s: usize) {
+        self.table.insert_unique(hash, (hash, s), |&(h, _)| h);
+        self.remember(hash, s);
+    }
+
+    fn remember(&mut self, hash: u64, s: usize) {
+        self.recent[self.next % RECENT_SESSIONS] = Some((hash, s));
+        self.next += 1;
+    }
+}
+
 /// Cuts the events of `index` (in order) into sessions.
 fn sessions(index: &Index, opts: SessionOptions) -> Vec<Session> {
     // Only the ids semantic events cite are looked up.
@@ -576,15 +615,22 @@ fn sessions(index: &Index, opts: SessionOptions) -> Vec<Session> {
         .map(String::as_str)
         .collect();
     // Looked up apart from the cutting, and in parallel: each lookup is a cache miss, and
-    // misses that do not wait on each other overlap.
-    let is_cited: Vec<bool> = index
+    // misses that do not wait on each other overlap. Session ids are hashed here too.
+    let hasher = foldhash::fast::RandomState::default();
+    let (hashes, is_cited): (Vec<u64>, Vec<bool>) = index
         .events
         .par_iter()
-        .map(|e| !cited.is_empty() && cited.contains(index.id(e)))
-        .collect();
+        .map(|e| {
+            (
+                index.session_id(e).map_or(0, |sid| hasher.hash_one(sid)),
+                !cited.is_empty() && cited.contains(index.id(e)),
+            )
+        })
+        .unzip();
     let mut out: Vec<Session> = Vec::new();
-    let mut by_key: HashMap<&str, usize> = HashMap::default();
+    let mut by_key = SessionTable::default();
     let mut by_event: HashMap<&str, usize> = HashMap::default();
+    by_event.reserve(cited.len());
     let mut implicit: Option<usize> = None;
     let mut last_implicit: Option<i64> = None;
     let mut last_session: Option<usize> = None;
@@ -595,15 +641,22 @@ fn sessions(index: &Index, opts: SessionOptions) -> Vec<Session> {
             continue;
         }
         let session = match index.session_id(e) {
-            Some(sid) => *by_key.entry(sid).or_insert_with(|| {
-                out.push(Session {
-                    key: sid.to_owned(),
-                    explicit: true,
-                    events: Vec::new(),
-                    semantic: Vec::new(),
-                });
-                out.len() - 1
-            }),
+            Some(sid) => {
+                let hash = hashes[position as usize];
+                match by_key.find(hash, |s| out[s].key == sid) {
+                    Some(s) => s,
+                    None => {
+                        out.push(Session {
+                            key: sid.to_owned(),
+                            explicit: true,
+                            events: Vec::new(),
+                            semantic: Vec::new(),
+                        });
+                        by_key.add(hash, out.len() - 1);
+                        out.len() - 1
+                    }
+                }
+            }
             None => {
                 let gap = match (last_implicit, e.seconds) {
                     (Some(a), Some(b)) => b - a > opts.idle_gap_seconds,
@@ -1011,6 +1064,22 @@ mod tests {
             seconds("2025-03-01T12:34:56Z"),
             plain_seconds("2025-03-01T12:34:56")
         );
+    }
+
+    #[test]
+    fn sessions_are_found_by_their_key_when_hashes_collide() {
+        let keys = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"];
+        let mut table = SessionTable::default();
+        // Every key with the same hash, more of them than are remembered as recent.
+        for (s, key) in keys.iter().enumerate() {
+            assert_eq!(table.find(7, |t| keys[t] == *key), None);
+            table.add(7, s);
+        }
+        for (s, key) in keys.iter().enumerate().rev() {
+            assert_eq!(table.find(7, |t| keys[t] == *key), Some(s), "{key}");
+        }
+        assert_eq!(table.find(7, |_| false), None);
+        assert_eq!(table.find(8, |t| keys[t] == "a"), None);
     }
 
     #[test]

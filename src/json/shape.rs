@@ -126,11 +126,12 @@ impl Shapes {
         // One UTF-8 check of the whole record costs less than one per string.
         let text = std::str::from_utf8(bytes).ok()?;
         let mut reader = Reader::new(text);
-        let node = Checked {
+        let mut node = Node::Null;
+        Checked {
             shapes: self,
             id: self.root,
         }
-        .value(&mut reader)?;
+        .read_into(&mut reader, &mut node)?;
         reader.at_end().then_some(node)
     }
 }
@@ -380,38 +381,44 @@ impl<'s> Checked<'s> {
         }
     }
 
-    /// Reads the next value, checked.
-    fn value<'a>(self, r: &mut Reader<'a>) -> Option<Node<'a>> {
-        match r.peek()? {
+    /// Reads the next value, checked, into `out` (built in place: moving each value out of
+    /// the call that read it cost more than reading it).
+    fn read_into<'a>(self, r: &mut Reader<'a>, out: &mut Node<'a>) -> Option<()> {
+        *out = match r.peek()? {
             b'"' => {
                 let text = r.string()?;
-                self.admits_string(&text).then_some(Node::String(text))
+                self.admits_string(&text).then_some(())?;
+                Node::String(text)
             }
             b'{' => {
                 self.plain(OBJECT)?;
-                self.object(r)
+                return self.object(r, out);
             }
             b'[' => {
                 self.plain(ARRAY)?;
-                self.array(r)
+                return self.array(r, out);
             }
             b't' => {
                 r.literal("true")?;
-                self.plain(BOOLEAN).map(|()| Node::Bool(true))
+                self.plain(BOOLEAN)?;
+                Node::Bool(true)
             }
             b'f' => {
                 r.literal("false")?;
-                self.plain(BOOLEAN).map(|()| Node::Bool(false))
+                self.plain(BOOLEAN)?;
+                Node::Bool(false)
             }
             b'n' => {
                 r.literal("null")?;
-                self.null()
+                self.null()?;
+                Node::Null
             }
             _ => {
                 let (n, integer, as_f64) = r.number()?;
-                self.number(n, as_f64, integer)
+                self.number(n, as_f64, integer)?
             }
-        }
+        };
+        Some(())
     }
 
     fn number<'a>(&self, n: Number, as_f64: f64, integer: bool) -> Option<Node<'a>> {
@@ -440,9 +447,9 @@ impl<'s> Checked<'s> {
         self.admits(STRING) && listed && long_enough && matches
     }
 
-    fn null<'a>(&self) -> Option<Node<'a>> {
+    fn null(&self) -> Option<()> {
         let listed = self.shape().one_of.as_ref().is_none_or(|(_, null)| *null);
-        (self.admits(NULL) && listed).then_some(Node::Null)
+        (self.admits(NULL) && listed).then_some(())
     }
 
     /// For booleans, arrays and objects, which no supported `enum` lists.
@@ -450,14 +457,18 @@ impl<'s> Checked<'s> {
         (self.admits(types) && self.shape().one_of.is_none()).then_some(())
     }
 
-    /// Reads an array, each item checked by `items`.
-    fn array<'a>(self, r: &mut Reader<'a>) -> Option<Node<'a>> {
+    /// Reads an array into `out`, each item checked by `items`.
+    fn array<'a>(self, r: &mut Reader<'a>, out: &mut Node<'a>) -> Option<()> {
         r.enter()?;
         let item = self.of(self.shape().items);
-        let mut items = Vec::new();
+        *out = Node::Array(Vec::new());
+        let Node::Array(items) = out else {
+            return None;
+        };
         if r.peek()? != b']' {
             loop {
-                items.push(item.value(r)?);
+                items.push(Node::Null);
+                item.read_into(r, items.last_mut()?)?;
                 match r.peek()? {
                     b',' => r.bump(),
                     b']' => break,
@@ -466,15 +477,18 @@ impl<'s> Checked<'s> {
             }
         }
         r.leave();
-        Some(Node::Array(items))
+        Some(())
     }
 
-    /// Reads an object: each property's value checked by its shape, the others' by none
-    /// (refused when the shape is closed), then the required keys looked for.
-    fn object<'a>(self, r: &mut Reader<'a>) -> Option<Node<'a>> {
+    /// Reads an object into `out`: each property's value checked by its shape, the others'
+    /// by none (refused when the shape is closed), then the required keys looked for.
+    fn object<'a>(self, r: &mut Reader<'a>, out: &mut Node<'a>) -> Option<()> {
         r.enter()?;
         let s = self.shape();
-        let mut entries: Entries<'a> = Vec::with_capacity(s.properties.len());
+        *out = Node::Object(Vec::with_capacity(s.properties.len()));
+        let Node::Object(entries) = out else {
+            return None;
+        };
         // Keys usually come in the schema's order: try the property after the last one first.
         let mut next = 0;
         let mut seen = 0u64;
@@ -503,8 +517,9 @@ impl<'s> Checked<'s> {
                         ANY
                     }
                 };
-                let value = self.of(id).value(r)?;
-                entries.push((key, value));
+                entries.push((key, Node::Null));
+                let (_, value) = entries.last_mut()?;
+                self.of(id).read_into(r, value)?;
                 match r.peek()? {
                     b',' => r.bump(),
                     b'}' => break,
@@ -518,7 +533,7 @@ impl<'s> Checked<'s> {
                 .iter()
                 .all(|r| entries.iter().any(|(k, _)| k == r));
         // Keys of properties were checked above; others can only repeat each other.
-        (complete && !(others && has_duplicate_key(&entries))).then_some(Node::Object(entries))
+        (complete && !(others && has_duplicate_key(entries))).then_some(())
     }
 }
 

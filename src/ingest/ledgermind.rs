@@ -558,13 +558,106 @@ fn slow_check(bytes: &[u8], check: EventCheck<'_>) -> Result<Value, Option<Frame
     }
 }
 
+/// The sessions of an input. Each session's key, events and attached semantic events are
+/// ranges of lists shared by all of them, ending where the next session's begin: cutting
+/// writes a few lists front to back rather than a record and two lists per session (the
+/// stores into fresh memory were most of the cutting's time).
+#[derive(Default)]
+struct Sessions {
+    heads: Vec<Head>,
+    /// The sessions' keys, one after the other.
+    keys: String,
+    /// The positions of the sessions' events in the index, session after session.
+    events: Vec<u32>,
+    /// The positions of the semantic events attached to them, session after session.
+    semantic: Vec<u32>,
+}
+
+/// Where a session's parts end in the lists of [`Sessions`].
+#[derive(Debug, Clone, Copy, Default)]
+struct Head {
+    key_end: usize,
+    events_end: u32,
+    semantic_end: u32,
+    explicit: bool,
+}
+
 /// A session: its key, whether it was named by the events, and its events and the semantic
 /// events attached to it (positions in the index).
-struct Session {
-    key: String,
+#[derive(Debug, Clone, Copy)]
+struct Session<'a> {
+    key: &'a str,
     explicit: bool,
-    events: Vec<u32>,
-    semantic: Vec<u32>,
+    events: &'a [u32],
+    semantic: &'a [u32],
+}
+
+impl Sessions {
+    fn len(&self) -> usize {
+        self.heads.len()
+    }
+
+    /// Session `i`.
+    fn get(&self, i: usize) -> Option<Session<'_>> {
+        let head = self.heads.get(i)?;
+        let before = i.checked_sub(1).map_or(Head::default(), |b| self.heads[b]);
+        let span = |from: u32, to: u32| from as usize..to as usize;
+        Some(Session {
+            key: self.keys.get(before.key_end..head.key_end)?,
+            explicit: head.explicit,
+            events: self.events.get(span(before.events_end, head.events_end))?,
+            semantic: self
+                .semantic
+                .get(span(before.semantic_end, head.semantic_end))?,
+        })
+    }
+
+    /// The key of session `i`, which cutting has started.
+    fn key(&self, i: usize) -> &str {
+        let start = i.checked_sub(1).map_or(0, |b| self.heads[b].key_end);
+        self.keys
+            .get(start..self.heads[i].key_end)
+            .unwrap_or_default()
+    }
+
+    /// Starts a session whose key is `key` (written by `write`, which cannot fail).
+    fn start(&mut self, explicit: bool, write: impl FnOnce(&mut String)) -> usize {
+        write(&mut self.keys);
+        self.heads.push(Head {
+            key_end: self.keys.len(),
+            explicit,
+            ..Head::default()
+        });
+        self.heads.len() - 1
+    }
+
+    /// Fills each session's list of `entries` (`ends` of its heads): `members` are
+    /// (session, position) pairs in position order, and each list keeps that order.
+    fn fill(
+        heads: &mut [Head],
+        list: &mut Vec<u32>,
+        members: &[(u32, u32)],
+        end: fn(&mut Head) -> &mut u32,
+    ) {
+        // A counting sort by session: each session's count, where its list ends, then each
+        // position placed (from the end, so the order is kept).
+        for &(s, _) in members {
+            *end(&mut heads[s as usize]) += 1;
+        }
+        let mut total = 0u32;
+        for head in heads.iter_mut() {
+            total += *end(head);
+            *end(head) = total;
+        }
+        list.clear();
+        list.resize(members.len(), 0);
+        let mut next: Vec<u32> = heads.iter_mut().map(|h| *end(h)).collect();
+        for &(s, position) in members.iter().rev() {
+            let slot = &mut next[s as usize];
+            *slot -= 1;
+            list[*slot as usize] = position;
+        }
+    }
 }
 
 /// The explicit sessions met so far, by the hash of their id: the last few looked at first,
@@ -606,7 +699,7 @@ impl SessionTable {
 }
 
 /// Cuts the events of `index` (in order) into sessions.
-fn sessions(index: &Index, opts: SessionOptions) -> Vec<Session> {
+fn sessions(index: &Index, opts: SessionOptions) -> Sessions {
     // Only the ids semantic events cite are looked up.
     let cited: HashSet<&str> = index
         .citations
@@ -627,7 +720,9 @@ fn sessions(index: &Index, opts: SessionOptions) -> Vec<Session> {
             )
         })
         .unzip();
-    let mut out: Vec<Session> = Vec::new();
+    let mut out = Sessions::default();
+    // (session, position) of every event that is not semantic, in order.
+    let mut members: Vec<(u32, u32)> = Vec::with_capacity(index.events.len());
     let mut by_key = SessionTable::default();
     let mut by_event: HashMap<&str, usize> = HashMap::default();
     by_event.reserve(cited.len());
@@ -643,17 +738,12 @@ fn sessions(index: &Index, opts: SessionOptions) -> Vec<Session> {
         let session = match index.session_id(e) {
             Some(sid) => {
                 let hash = hashes[position as usize];
-                match by_key.find(hash, |s| out[s].key == sid) {
+                match by_key.find(hash, |s| out.key(s) == sid) {
                     Some(s) => s,
                     None => {
-                        out.push(Session {
-                            key: sid.to_owned(),
-                            explicit: true,
-                            events: Vec::new(),
-                            semantic: Vec::new(),
-                        });
-                        by_key.add(hash, out.len() - 1);
-                        out.len() - 1
+                        let s = out.start(true, |keys| keys.push_str(sid));
+                        by_key.add(hash, s);
+                        s
                     }
                 }
             }
@@ -665,27 +755,27 @@ fn sessions(index: &Index, opts: SessionOptions) -> Vec<Session> {
                 let prompt_cut = opts.cut_at_prompt && e.kind == Kind::Prompt;
                 let current = match implicit {
                     Some(s) if !prompt_cut && !gap => s,
-                    _ => {
-                        out.push(Session {
-                            key: format!("session-{}", index.id(e)),
-                            explicit: false,
-                            events: Vec::new(),
-                            semantic: Vec::new(),
-                        });
-                        out.len() - 1
-                    }
+                    _ => out.start(false, |keys| {
+                        keys.push_str("session-");
+                        keys.push_str(index.id(e));
+                    }),
                 };
                 implicit = Some(current);
                 last_implicit = e.seconds.or(last_implicit);
                 current
             }
         };
-        out[session].events.push(position);
+        // Sessions are fewer than events, whose positions are `u32`s.
+        members.push((session as u32, position));
         if is_cited[position as usize] {
             by_event.insert(index.id(e), session);
         }
         last_session = Some(session);
     }
+    Sessions::fill(&mut out.heads, &mut out.events, &members, |h| {
+        &mut h.events_end
+    });
+    members.clear();
     for (position, before) in semantic {
         let e = &index.events[position as usize];
         let mut targets: Vec<usize> = index
@@ -696,12 +786,13 @@ fn sessions(index: &Index, opts: SessionOptions) -> Vec<Session> {
         targets.sort_unstable();
         targets.dedup();
         if targets.is_empty() {
-            targets.extend(before.or((!out.is_empty()).then_some(0)));
+            targets.extend(before.or((out.len() > 0).then_some(0)));
         }
-        for t in targets {
-            out[t].semantic.push(position);
-        }
+        members.extend(targets.into_iter().map(|t| (t as u32, position)));
     }
+    Sessions::fill(&mut out.heads, &mut out.semantic, &members, |h| {
+        &mut h.semantic_end
+    });
     out
 }
 
@@ -715,7 +806,9 @@ struct Events {
 /// The records of a LedgerMind input: one per session, then one per unreadable line.
 pub struct SessionRecords {
     events: Events,
-    sessions: std::vec::IntoIter<Session>,
+    sessions: Sessions,
+    /// The next session to read back.
+    next_session: usize,
     next_index: u64,
     bad: std::vec::IntoIter<RawRecord>,
     input: Arc<str>,
@@ -785,7 +878,8 @@ impl SessionRecords {
         Ok(SessionRecords {
             events: Events { events, texts },
             next_index: 0,
-            sessions: sessions.into_iter(),
+            sessions,
+            next_session: 0,
             bad: bad.into_iter(),
             input,
             bytes,
@@ -800,18 +894,18 @@ impl SessionRecords {
     /// its own when they are far apart. (A read per session cost the reading thread a fifth
     /// of a core.)
     fn read_group(&mut self) {
-        let mut group: Vec<Session> = Vec::new();
+        let first = self.next_session;
         let mut span = Span::EMPTY;
         while span.useful < GROUP_BYTES {
-            let Some(next) = self.sessions.as_slice().first() else {
+            let Some(next) = self.sessions.get(self.next_session) else {
                 break;
             };
-            let joined = span.join(self.events.span(next));
-            if !group.is_empty() && !joined.is_dense() {
+            let joined = span.join(self.events.span(&next));
+            if self.next_session > first && !joined.is_dense() {
                 break;
             }
             span = joined;
-            group.extend(self.sessions.next());
+            self.next_session += 1;
         }
         let one_read = matches!(self.events.texts, Texts::File(_)) && span.is_dense();
         let read = if one_read {
@@ -819,48 +913,54 @@ impl SessionRecords {
         } else {
             Ok(())
         };
-        for session in &group {
+        for session in (first..self.next_session).filter_map(|i| self.sessions.get(i)) {
             let bytes = read.as_ref().map_err(clone_error).and_then(|()| {
                 let ranges = if one_read {
-                    self.events.ranges_in_span(session, span.low)
+                    self.events.ranges_in_span(&session, span.low)
                 } else {
-                    self.events.read_each(session, &mut self.scratch)
+                    self.events.read_each(&session, &mut self.scratch)
                 }?;
-                Ok(bundle(session, &ranges, &self.scratch))
+                Ok(bundle(&session, &ranges, &self.scratch))
             });
-            let record = self.record(session, bytes);
+            let record = record(&self.events, &self.input, &session, bytes);
             self.ready.push_back(record);
         }
     }
+}
 
-    /// The record of `session`, from its bundle (see [`bundle`]) or the error reading it.
-    fn record(&self, session: &Session, bytes: io::Result<Vec<u8>>) -> RawRecord {
-        let line = session
-            .events
-            .first()
-            .and_then(|&p| self.events.events.get(p as usize))
-            .map_or(1, |e| e.line);
-        let (bytes, error) = match bytes {
-            Ok(bytes) => (bytes, None),
-            Err(e) => (
-                Vec::new(),
-                Some(FrameError::Read(format!(
-                    "cannot read back the events of session {:?}: {e}",
-                    session.key
-                ))),
-            ),
-        };
-        RawRecord {
-            provenance: Provenance {
-                input: self.input.clone(),
-                file: self.input.clone(),
-                line,
-                // Numbered when it is emitted.
-                index: 0,
-            },
-            bytes,
-            error,
-        }
+/// The record of `session` of `input`, from its bundle (see [`bundle`]) or the error reading
+/// it.
+fn record(
+    events: &Events,
+    input: &Arc<str>,
+    session: &Session<'_>,
+    bytes: io::Result<Vec<u8>>,
+) -> RawRecord {
+    let line = session
+        .events
+        .first()
+        .and_then(|&p| events.events.get(p as usize))
+        .map_or(1, |e| e.line);
+    let (bytes, error) = match bytes {
+        Ok(bytes) => (bytes, None),
+        Err(e) => (
+            Vec::new(),
+            Some(FrameError::Read(format!(
+                "cannot read back the events of session {:?}: {e}",
+                session.key
+            ))),
+        ),
+    };
+    RawRecord {
+        provenance: Provenance {
+            input: input.clone(),
+            file: input.clone(),
+            line,
+            // Numbered when it is emitted.
+            index: 0,
+        },
+        bytes,
+        error,
     }
 }
 
@@ -872,7 +972,7 @@ fn clone_error(e: &io::Error) -> io::Error {
 /// The record of session `s` whose events' texts are at `ranges` of `texts` (its events, then
 /// its semantic events): `{"ledgermind_session": true, "key", "explicit", "events",
 /// "semantic"}`, the events as their JSON text.
-fn bundle(s: &Session, ranges: &[std::ops::Range<usize>], texts: &[u8]) -> Vec<u8> {
+fn bundle(s: &Session<'_>, ranges: &[std::ops::Range<usize>], texts: &[u8]) -> Vec<u8> {
     let size: usize = ranges.iter().map(|r| r.len() + 1).sum();
     let mut out = Vec::with_capacity(size + s.key.len() + 96);
     out.extend_from_slice(b"{\"ledgermind_session\":true,\"key\":");
@@ -941,8 +1041,8 @@ impl Span {
 
 impl Events {
     /// The positions of a session's events, then of its semantic events.
-    fn positions(s: &Session) -> impl Iterator<Item = usize> + '_ {
-        s.events.iter().chain(&s.semantic).map(|&p| p as usize)
+    fn positions<'s>(s: &Session<'s>) -> impl Iterator<Item = usize> + 's {
+        s.events.iter().chain(s.semantic).map(|&p| p as usize)
     }
 
     /// Where the text of the event at `position` is, and its length.
@@ -954,7 +1054,7 @@ impl Events {
     }
 
     /// The span of a session's events (an event out of range, which reading reports, aside).
-    fn span(&self, s: &Session) -> Span {
+    fn span(&self, s: &Session<'_>) -> Span {
         Self::positions(s).filter_map(|p| self.place(p).ok()).fold(
             Span::EMPTY,
             |span, (offset, len)| {
@@ -976,7 +1076,7 @@ impl Events {
 
     /// Where a session's texts are in the bytes of a span starting at `low` (see
     /// [`Events::read_span`]).
-    fn ranges_in_span(&self, s: &Session, low: u64) -> io::Result<Vec<std::ops::Range<usize>>> {
+    fn ranges_in_span(&self, s: &Session<'_>, low: u64) -> io::Result<Vec<std::ops::Range<usize>>> {
         Self::positions(s)
             .map(|p| {
                 let (offset, len) = self.place(p)?;
@@ -992,7 +1092,7 @@ impl Events {
     /// Reads a session's texts one by one into `scratch`, returning where each is in it.
     fn read_each(
         &self,
-        s: &Session,
+        s: &Session<'_>,
         scratch: &mut Vec<u8>,
     ) -> io::Result<Vec<std::ops::Range<usize>>> {
         scratch.clear();
@@ -1064,6 +1164,39 @@ mod tests {
             seconds("2025-03-01T12:34:56Z"),
             plain_seconds("2025-03-01T12:34:56")
         );
+    }
+
+    #[test]
+    fn sessions_keep_their_members_in_order_in_shared_lists() {
+        let mut sessions = Sessions::default();
+        for key in ["a", "bb", ""] {
+            sessions.start(!key.is_empty(), |keys| keys.push_str(key));
+        }
+        // Interleaved, in position order; session 2 has no events.
+        let members = [(1, 0), (0, 1), (1, 2), (1, 5), (0, 7)];
+        Sessions::fill(&mut sessions.heads, &mut sessions.events, &members, |h| {
+            &mut h.events_end
+        });
+        Sessions::fill(
+            &mut sessions.heads,
+            &mut sessions.semantic,
+            &[(2, 3)],
+            |h| &mut h.semantic_end,
+        );
+        let got: Vec<_> = (0..sessions.len())
+            .filter_map(|i| sessions.get(i))
+            .map(|s| (s.key, s.explicit, s.events.to_vec(), s.semantic.to_vec()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("a", true, vec![1, 7], vec![]),
+                ("bb", true, vec![0, 2, 5], vec![]),
+                ("", false, vec![], vec![3]),
+            ]
+        );
+        assert_eq!(sessions.key(1), "bb");
+        assert!(sessions.get(3).is_none());
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Per-record hot paths, measured in bytes per second on the bundled sample trajectories:
 //! checking a record (parse, schema, typed decode, rules), converting it to ADP 1.5.0 (from ADP,
 //! from the seed formats memabra and Reflexion, and with a declarative spec), framing a
-//! JSON-lines stream, and encoding Parquet. `scripts/bench.sh` measures whole commands on 1 GiB.
+//! JSON-lines stream, reading records into nodes, and encoding Parquet. `scripts/bench.sh` measures whole commands on 1 GiB.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -10,6 +10,7 @@ use divan::counter::BytesCount;
 use divan::Bencher;
 use trajkit::convert::{adp::Adp, convert_record, lookup, ConvertOptions, Converted, Converter};
 use trajkit::ingest::{Framer, LayoutHint, Provenance, RawRecord};
+use trajkit::json::Shapes;
 use trajkit::validate::check_adp;
 
 fn main() {
@@ -98,6 +99,24 @@ fn convert_seed_records(bencher: Bencher, format: &str) {
     }
     let bytes = lines.repeat((4 << 20) / lines.len() + 1);
     bench_convert(bencher, lookup(format).expect("built in"), &bytes);
+}
+
+/// The bundled LedgerMind events, repeated to about 4 MB, read line by line into nodes: with
+/// no schema (as sessions are read) and checked against the event schema (as events are
+/// indexed).
+#[divan::bench(args = ["no schema", "ledgermind"])]
+fn read_nodes(bencher: Bencher, schema: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_data/ledgermind/events.jsonl");
+    let events = std::fs::read(path).expect("sample");
+    let bytes = events.repeat((4 << 20) / events.len() + 1);
+    let lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+    let shapes = match schema {
+        "ledgermind" => trajkit::validate::schemas::raw_shapes(schema, true).expect("compiles"),
+        _ => Shapes::any(),
+    };
+    bencher
+        .counter(BytesCount::of_slice(&bytes))
+        .bench(|| lines.iter().filter_map(|l| shapes.parse(l)).count());
 }
 
 /// Converts every record of `bytes` (JSON lines) with `converter` to ADP 1.5.0.

@@ -701,12 +701,9 @@ impl SessionTable {
 /// Cuts the events of `index` (in order) into sessions.
 fn sessions(index: &Index, opts: SessionOptions) -> Sessions {
     // Only the ids semantic events cite are looked up.
-    let cited: HashSet<&str> = index
-        .citations
-        .iter()
-        .flatten()
-        .map(String::as_str)
-        .collect();
+    let mut cited: HashSet<&str> = HashSet::default();
+    cited.reserve(index.citations.iter().map(Vec::len).sum());
+    cited.extend(index.citations.iter().flatten().map(String::as_str));
     // Looked up apart from the cutting, and in parallel: each lookup is a cache miss, and
     // misses that do not wait on each other overlap. Session ids are hashed here too.
     let hasher = foldhash::fast::RandomState::default();
@@ -776,7 +773,9 @@ fn sessions(index: &Index, opts: SessionOptions) -> Sessions {
         &mut h.events_end
     });
     members.clear();
-    for (position, before) in semantic {
+    // The sessions each semantic event goes to, found in parallel (a lookup is a cache miss).
+    let first = (out.len() > 0).then_some(0);
+    members.par_extend(semantic.par_iter().flat_map_iter(|&(position, before)| {
         let e = &index.events[position as usize];
         let mut targets: Vec<usize> = index
             .cited(e)
@@ -786,10 +785,10 @@ fn sessions(index: &Index, opts: SessionOptions) -> Sessions {
         targets.sort_unstable();
         targets.dedup();
         if targets.is_empty() {
-            targets.extend(before.or((out.len() > 0).then_some(0)));
+            targets.extend(before.or(first));
         }
-        members.extend(targets.into_iter().map(|t| (t as u32, position)));
-    }
+        targets.into_iter().map(move |t| (t as u32, position))
+    }));
     Sessions::fill(&mut out.heads, &mut out.semantic, &members, |h| {
         &mut h.semantic_end
     });

@@ -6,9 +6,9 @@
 //! it. Anything it does not read exactly as `serde_json` would (a lone surrogate escape, a
 //! number it does not read itself and `serde_json` refuses, nesting past [`MAX_DEPTH`]) is
 //! refused with `None`; callers then take the slow way through `serde_json`, which reports
-//! what is wrong or reads what is right. Building nodes on this reader costs about half of
-//! what building them through serde's visitors does: records are small and structure-heavy,
-//! and there the per-token calls cost more than the scanning.
+//! what is wrong or reads what is right. Building nodes on this reader costs about 30 % less
+//! than building them through serde's visitors did (`read_nodes` in `benches/`): records are
+//! small and structure-heavy, and there the per-token calls cost more than the scanning.
 
 use std::borrow::Cow;
 

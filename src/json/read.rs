@@ -65,17 +65,32 @@ impl<'a> Reader<'a> {
         self.peek().is_none()
     }
 
-    /// Opens an array or object (its bracket consumed); `None` past [`MAX_DEPTH`].
-    pub(super) fn enter(&mut self) -> Option<()> {
+    /// Reads the array or object that starts at the next byte: `element` reads each of its
+    /// elements (an object's key, colon and value), which are separated by commas and end at
+    /// `close`. `None` past [`MAX_DEPTH`], or when `element` or the punctuation fails.
+    pub(super) fn elements(
+        &mut self,
+        close: u8,
+        mut element: impl FnMut(&mut Self) -> Option<()>,
+    ) -> Option<()> {
         self.bump();
         self.depth += 1;
-        (self.depth <= MAX_DEPTH).then_some(())
-    }
-
-    /// Closes an array or object (its bracket consumed).
-    pub(super) fn leave(&mut self) {
+        if self.depth > MAX_DEPTH {
+            return None;
+        }
+        if self.peek()? != close {
+            loop {
+                element(self)?;
+                match self.peek()? {
+                    b',' => self.bump(),
+                    b if b == close => break,
+                    _ => return None,
+                }
+            }
+        }
         self.bump();
         self.depth -= 1;
+        Some(())
     }
 
     /// Consumes `word` (`true`, `false` or `null`) whole.

@@ -459,31 +459,20 @@ impl<'s> Checked<'s> {
 
     /// Reads an array into `out`, each item checked by `items`.
     fn array<'a>(self, r: &mut Reader<'a>, out: &mut Node<'a>) -> Option<()> {
-        r.enter()?;
         let item = self.of(self.shape().items);
         *out = Node::Array(Vec::new());
         let Node::Array(items) = out else {
             return None;
         };
-        if r.peek()? != b']' {
-            loop {
-                items.push(Node::Null);
-                item.read_into(r, items.last_mut()?)?;
-                match r.peek()? {
-                    b',' => r.bump(),
-                    b']' => break,
-                    _ => return None,
-                }
-            }
-        }
-        r.leave();
-        Some(())
+        r.elements(b']', |r| {
+            items.push(Node::Null);
+            item.read_into(r, items.last_mut()?)
+        })
     }
 
     /// Reads an object into `out`: each property's value checked by its shape, the others'
     /// by none (refused when the shape is closed), then the required keys looked for.
     fn object<'a>(self, r: &mut Reader<'a>, out: &mut Node<'a>) -> Option<()> {
-        r.enter()?;
         let s = self.shape();
         *out = Node::Object(Vec::with_capacity(s.properties.len()));
         let Node::Object(entries) = out else {
@@ -493,41 +482,33 @@ impl<'s> Checked<'s> {
         let mut next = 0;
         let mut seen = 0u64;
         let mut others = false;
-        if r.peek()? != b'}' {
-            loop {
-                if r.peek()? != b'"' {
-                    return None;
-                }
-                let key = r.string()?;
-                r.eat(b':')?;
-                let found = match s.properties.get(next) {
-                    Some((name, _)) if *name == key => Some(next),
-                    _ => s.properties.iter().position(|(name, _)| *name == key),
-                };
-                let id = match found {
-                    Some(i) if seen & (1 << i) != 0 => return None,
-                    Some(i) => {
-                        seen |= 1 << i;
-                        next = i + 1;
-                        s.properties[i].1
-                    }
-                    None if s.closed => return None,
-                    None => {
-                        others = true;
-                        ANY
-                    }
-                };
-                entries.push((key, Node::Null));
-                let (_, value) = entries.last_mut()?;
-                self.of(id).read_into(r, value)?;
-                match r.peek()? {
-                    b',' => r.bump(),
-                    b'}' => break,
-                    _ => return None,
-                }
+        r.elements(b'}', |r| {
+            if r.peek()? != b'"' {
+                return None;
             }
-        }
-        r.leave();
+            let key = r.string()?;
+            r.eat(b':')?;
+            let found = match s.properties.get(next) {
+                Some((name, _)) if *name == key => Some(next),
+                _ => s.properties.iter().position(|(name, _)| *name == key),
+            };
+            let id = match found {
+                Some(i) if seen & (1 << i) != 0 => return None,
+                Some(i) => {
+                    seen |= 1 << i;
+                    next = i + 1;
+                    s.properties[i].1
+                }
+                None if s.closed => return None,
+                None => {
+                    others = true;
+                    ANY
+                }
+            };
+            entries.push((key, Node::Null));
+            let (_, value) = entries.last_mut()?;
+            self.of(id).read_into(r, value)
+        })?;
         let complete = seen & s.required == s.required
             && s.required_others
                 .iter()

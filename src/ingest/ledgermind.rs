@@ -597,10 +597,19 @@ impl Sessions {
         self.heads.len()
     }
 
+    /// The heads of session `i` and of the one before it (where `i`'s parts start).
+    fn bounds(&self, i: usize) -> Option<(Head, Head)> {
+        let head = *self.heads.get(i)?;
+        let before = match i.checked_sub(1) {
+            Some(b) => *self.heads.get(b)?,
+            None => Head::default(),
+        };
+        Some((before, head))
+    }
+
     /// Session `i`.
     fn get(&self, i: usize) -> Option<Session<'_>> {
-        let head = self.heads.get(i)?;
-        let before = i.checked_sub(1).map_or(Head::default(), |b| self.heads[b]);
+        let (before, head) = self.bounds(i)?;
         let span = |from: u32, to: u32| from as usize..to as usize;
         Some(Session {
             key: self.keys.get(before.key_end..head.key_end)?,
@@ -612,11 +621,10 @@ impl Sessions {
         })
     }
 
-    /// The key of session `i`, which cutting has started.
+    /// The key of session `i` (empty when there is no such session).
     fn key(&self, i: usize) -> &str {
-        let start = i.checked_sub(1).map_or(0, |b| self.heads[b].key_end);
-        self.keys
-            .get(start..self.heads[i].key_end)
+        self.bounds(i)
+            .and_then(|(before, head)| self.keys.get(before.key_end..head.key_end))
             .unwrap_or_default()
     }
 

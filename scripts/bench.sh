@@ -3,6 +3,7 @@
 #
 #   scripts/bench.sh [BYTES]        (default 1 GiB; the inputs are cached in $BENCH_DIR)
 #   BENCH_ONLY=join scripts/bench.sh [BYTES]    (only the join case)
+#   TRAJKIT_BIN=/path/to/trajkit scripts/bench.sh   (time that binary, e.g. a build of main, to compare)
 #   BENCH_ONLY=export scripts/bench.sh [BYTES]  (only the export cases: Parquet, SFT targets)
 #   BENCH_ONLY=seeds scripts/bench.sh [BYTES]   (only the seed-format and spec conversions)
 #   BENCH_ONLY=run scripts/bench.sh [BYTES]     (only `trajkit run` on a mixed input of 2 x BYTES)
@@ -44,7 +45,7 @@ if [ ! -s "$INPUT" ]; then
   "$TARGET"/release/examples/gen_bench_input "$INPUT" "$BYTES"
 fi
 SIZE=$(stat -L -c %s "$INPUT")
-BIN="$TARGET/release/trajkit"
+BIN="${TRAJKIT_BIN:-$TARGET/release/trajkit}"   # TRAJKIT_BIN: time another build
 
 timed() {
   # Runs "$@" with GNU time writing "%e %M" to a file, so the command's own stderr is ignored.

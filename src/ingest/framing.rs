@@ -15,6 +15,7 @@
 use std::io::{self, BufRead};
 
 use super::LayoutHint;
+use crate::json::strict::JsonProblem;
 
 /// The most bytes of an oversized or unframeable record kept for the rejects file.
 pub const PREVIEW_BYTES: usize = 4096;
@@ -56,6 +57,9 @@ pub enum FrameError {
         /// What is wrong.
         message: String,
     },
+    /// The record (or the input) breaks one of trajkit's rules on JSON text: its encoding, a
+    /// duplicate key, an integer past 64 bits (see [`crate::json::strict`]).
+    Json(JsonProblem),
 }
 
 impl std::fmt::Display for FrameError {
@@ -70,6 +74,7 @@ impl std::fmt::Display for FrameError {
             FrameError::Read(m) => write!(f, "reading failed: {m}"),
             FrameError::Invalid(m) => f.write_str(m),
             FrameError::Row { message, .. } => f.write_str(message),
+            FrameError::Json(p) => f.write_str(&p.message),
         }
     }
 }

@@ -546,6 +546,7 @@ fn index_frames(frames: &[Frame], check: EventCheck<'_>, input: &Arc<str>) -> Pa
 /// the error to reject it with when it is not a valid event (`None`: it is not JSON).
 fn slow_check(bytes: &[u8], check: EventCheck<'_>) -> Result<Value, Option<FrameError>> {
     let value = serde_json::from_slice::<Value>(bytes).map_err(|_| None)?;
+    crate::json::strict::check(bytes).map_err(|p| Some(FrameError::Json(p)))?;
     let problems = if value.is_object() {
         (check.problems)(&value)
     } else {

@@ -370,7 +370,12 @@ fn read_sqlite(path: &Path) -> rusqlite::Result<(Index, Vec<u8>)> {
         let context = context
             .as_deref()
             .map(|c| {
-                serde_json::from_str::<Value>(c).unwrap_or_else(|_| Value::String(c.to_owned()))
+                // Text that is not JSON, or JSON that would lose data read as a `Value` (a
+                // duplicate key, an integer past 64 bits), is kept as the text it is.
+                serde_json::from_str::<Value>(c)
+                    .ok()
+                    .filter(|_| crate::json::strict::check(c.as_bytes()).is_ok())
+                    .unwrap_or_else(|| Value::String(c.to_owned()))
             })
             .unwrap_or(json!({}));
         let value = json!({

@@ -251,8 +251,8 @@ pub fn check_raw_node<'a>(
 }
 
 /// [`parse_json`] for converters that read records as [`Node`]s: straight from the bytes, or
-/// from the value `parse_json` gives, kept in `slow`, when they do not read so (a duplicate key,
-/// which a `Value` keeps the last of; text that is not JSON, diagnosed there).
+/// from the value `parse_json` gives, kept in `slow`, when they do not read so (text that is not
+/// JSON, a duplicate key or an integer past 64 bits: diagnosed there).
 pub fn parse_node<'a>(
     rec: &'a RawRecord,
     slow: &'a mut Option<Value>,

@@ -215,8 +215,8 @@ fn openai_family_corpus_samples_convert_to_valid_adp() {
 }
 
 /// Records the compiled raw-schema checks refuse take the `Value` and JSON Schema path: an
-/// invalid role keeps the validator's diagnostic, and a valid record with a duplicate key is
-/// read as `serde_json` reads it (the last value).
+/// invalid role keeps the validator's diagnostic, and a record with a duplicate key is rejected
+/// (`json-duplicate-key`, with its pointer) rather than read with its last value.
 #[test]
 fn records_the_fast_check_refuses_keep_the_validators_diagnostics_and_reading() {
     let dir = tempfile::tempdir().expect("dir");
@@ -226,22 +226,23 @@ fn records_the_fast_check_refuses_keep_the_validators_diagnostics_and_reading() 
             r#"{"id":"r","messages":[{"role":"robot","content":"x"}]}"#,
             r#"{"id":"d","messages":[{"role":"user","content":"first"}],"messages":[{"role":"user","content":"last"}]}"#,
             "error[schema-enum] id=\"r\" /messages/0/role: \"robot\" is not one of",
+            "error[json-duplicate-key] id=\"d\" /messages: duplicate key \"messages\"",
         ),
         (
             "sharegpt",
             r#"{"id":"r","conversations":[{"from":"robot","value":"x"}]}"#,
             r#"{"id":"d","conversations":[{"from":"human","value":"first","value":"last"}]}"#,
             "error[schema-enum] id=\"r\" /conversations/0/from: \"robot\" is not one of",
+            "error[json-duplicate-key] id=\"d\" /conversations/0/value: duplicate key \"value\"",
         ),
     ];
-    for (format, invalid, duplicate, diagnostic) in cases {
+    for (format, invalid, duplicate, diagnostic, duplicated) in cases {
         let input = dir.path().join(format!("{format}.jsonl"));
         std::fs::write(&input, format!("{invalid}\n{duplicate}\n")).expect("write");
         let (code, out, stderr) = convert(&[&input], Some(format), &[]);
         assert_eq!(code, 1, "{format}");
         assert!(stderr.contains(&format!(":1: {diagnostic}")), "{stderr}");
-        assert_eq!(out.len(), 1, "{format}");
-        assert_eq!(out[0]["id"], "d");
-        assert_eq!(out[0]["content"][0]["content"], "last", "{format}");
+        assert!(stderr.contains(&format!(":2: {duplicated}")), "{stderr}");
+        assert!(out.is_empty(), "{format}: {out:?}");
     }
 }

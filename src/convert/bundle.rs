@@ -38,6 +38,14 @@ impl FileBundle {
                 Some(_) => None,
                 None => serde_json::from_slice::<Value>(&record.bytes).ok(),
             };
+            // An entry that breaks trajkit's rules on JSON text is rejected as it is.
+            let parsed = match parsed.map(|v| (crate::json::strict::check(&record.bytes), v)) {
+                Some((Err(p), _)) => {
+                    record.error = Some(FrameError::Json(p));
+                    None
+                }
+                other => other.map(|(_, v)| v),
+            };
             match parsed {
                 Some(entry) if entry.is_object() => {
                     lines.push(json!({"line": record.provenance.line, "entry": entry}));

@@ -19,12 +19,12 @@ pub enum DetectError {
     /// Standard input is read once, so it cannot be sniffed.
     #[error("standard input cannot be sniffed; name its format with --from")]
     Stdin,
-    /// No converter recognizes the first record.
+    /// No converter recognizes the first record that is JSON, or no record is JSON.
     #[error("cannot detect the format of {path}: its first record (line {line}) {what}; name it with --from (see `trajkit formats`)")]
     Unknown {
         /// The input.
         path: String,
-        /// Line of the first record.
+        /// Line of the first record that is JSON (or of the first record, when none is).
         line: u64,
         /// What the record looks like.
         what: String,
@@ -47,8 +47,11 @@ pub fn candidates(first: &Value) -> Vec<&'static dyn Converter> {
         .collect()
 }
 
-/// Detects the format of the file at `path` (`-` cannot be sniffed: stdin is read once). An
-/// empty input has nothing to convert, so any converter will do; ADP is chosen.
+/// Detects the format of the file at `path` (`-` cannot be sniffed: stdin is read once) from
+/// its first record that is JSON: records before it that cannot be read or parsed are skipped
+/// here (converting rejects them as usual, with file, line and reason). An empty input has
+/// nothing to convert, so any converter will do; ADP is chosen. An input none of whose records
+/// is JSON cannot be detected.
 pub fn detect_input(path: &str) -> Result<&'static dyn Converter, DetectError> {
     let read_err = |reason: String| DetectError::Read {
         path: path.to_owned(),
@@ -58,20 +61,39 @@ pub fn detect_input(path: &str) -> Result<&'static dyn Converter, DetectError> {
         return Err(DetectError::Stdin);
     }
     let reader = open::open(path).map_err(|e| read_err(e.to_string()))?;
-    let mut framer = Framer::new(reader, layout_hint(path), 64 << 20);
-    let Some(frame) = framer.next() else {
-        return Ok(&super::adp::Adp);
+    let framer = Framer::new(reader, layout_hint(path), 64 << 20);
+    // The first record that is JSON, and the first problem of those before it.
+    let mut skipped: Option<(u64, String)> = None;
+    let mut parsed = None;
+    for frame in framer {
+        let problem = match &frame.error {
+            Some(e) => format!("cannot be read ({e})"),
+            None => match serde_json::from_slice::<Value>(&frame.bytes) {
+                Ok(value) => {
+                    parsed = Some((frame.line, value));
+                    break;
+                }
+                Err(e) => format!("is not JSON ({e})"),
+            },
+        };
+        skipped.get_or_insert((frame.line, problem));
+    }
+    let (line, first) = match (parsed, skipped) {
+        (Some(found), _) => found,
+        (None, None) => return Ok(&super::adp::Adp),
+        (None, Some((line, what))) => {
+            return Err(DetectError::Unknown {
+                path: path.to_owned(),
+                line,
+                what: format!("{what}, nor is any record after it"),
+            })
+        }
     };
     let unknown = |what: String| DetectError::Unknown {
         path: path.to_owned(),
-        line: frame.line,
+        line,
         what,
     };
-    if let Some(e) = &frame.error {
-        return Err(unknown(format!("cannot be read ({e})")));
-    }
-    let first: Value =
-        serde_json::from_slice(&frame.bytes).map_err(|e| unknown(format!("is not JSON ({e})")))?;
     let found = candidates(&first);
     match found.as_slice() {
         [one] => Ok(*one),

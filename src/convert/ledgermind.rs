@@ -82,8 +82,8 @@ impl Converter for LedgerMind {
     }
 }
 
-/// The session a record of [`SessionRecords`] holds, read straight from its bytes (or, for an
-/// event with a duplicate key, through a `Value` kept in `slow`).
+/// The session a record of [`SessionRecords`] holds, read straight from its bytes (or, when the
+/// fast reader refuses them, through a `Value` kept in `slow`).
 fn session<'a>(
     record: &'a RawRecord,
     slow: &'a mut Option<Value>,

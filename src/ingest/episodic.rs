@@ -131,13 +131,25 @@ fn read_json(dir: &Path, name: &str, root: &Path, problems: &mut Vec<Problem>) -
         message,
     };
     match fs::read(&path) {
-        Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
-            problems.push(Problem {
-                line: Some(e.line() as u64),
-                ..problem(format!("not valid JSON: {e}"))
-            });
-            Value::Null
-        }),
+        Ok(bytes) => match serde_json::from_slice(&bytes) {
+            Ok(value) => match crate::json::strict::check(&bytes) {
+                Ok(()) => value,
+                Err(p) => {
+                    problems.push(problem(format!(
+                        "[{}] {}: {}",
+                        p.rule, p.pointer, p.message
+                    )));
+                    Value::Null
+                }
+            },
+            Err(e) => {
+                problems.push(Problem {
+                    line: Some(e.line() as u64),
+                    ..problem(format!("not valid JSON: {e}"))
+                });
+                Value::Null
+            }
+        },
         Err(e) => {
             problems.push(problem(format!("cannot read: {e}")));
             Value::Null
@@ -164,7 +176,16 @@ fn read_jsonl(path: &Path) -> (Vec<(u64, Value)>, Vec<BadLine>) {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        match serde_json::from_slice::<Value>(line) {
+        let parsed = serde_json::from_slice::<Value>(line);
+        if let (Ok(_), Err(p)) = (&parsed, crate::json::strict::check(line)) {
+            bad.push(BadLine {
+                line: n,
+                text: String::from_utf8_lossy(line).into_owned(),
+                error: FrameError::Json(p),
+            });
+            continue;
+        }
+        match parsed {
             Ok(v @ Value::Object(_)) => good.push((n, v)),
             Ok(_) => bad.push(BadLine {
                 line: n,

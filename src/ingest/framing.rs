@@ -11,10 +11,18 @@
 //! Framing only finds record boundaries (tracking strings, escapes and nesting depth without
 //! recursion, so arbitrarily deep input cannot overflow the stack); parsing happens later, in
 //! parallel. Each record carries the 1-based line on which it starts.
+//!
+//! Every frame the framer emits has consumed input, or ends the input: bytes that cannot start
+//! a JSON value (`,` `]` `}` `:`) between documents are reported once per run and skipped,
+//! inside an array they stop the input, and a guard in [`Framer`]'s `next` ends the input
+//! should any step ever cut a frame without consuming a byte (a frame that consumes nothing
+//! would be cut again and again, forever). An input in UTF-16 or UTF-32 is refused at its first
+//! bytes, naming the encoding.
 
 use std::io::{self, BufRead};
 
 use super::LayoutHint;
+use crate::json::strict::JsonProblem;
 
 /// The most bytes of an oversized or unframeable record kept for the rejects file.
 pub const PREVIEW_BYTES: usize = 4096;
@@ -42,7 +50,8 @@ pub enum FrameError {
     },
     /// The input ended inside this record.
     Truncated,
-    /// The bytes around here do not form a JSON array or JSON values; reading this input stops.
+    /// The bytes around here do not form a JSON array or JSON values. Reading this input stops,
+    /// except after stray bytes between JSON documents, which are skipped.
     Syntax(String),
     /// Reading (or decompressing) failed; reading this input stops.
     Read(String),
@@ -56,6 +65,9 @@ pub enum FrameError {
         /// What is wrong.
         message: String,
     },
+    /// The record (or the input) breaks one of trajkit's rules on JSON text: its encoding, a
+    /// duplicate key, an integer past 64 bits (see [`crate::json::strict`]).
+    Json(JsonProblem),
 }
 
 impl std::fmt::Display for FrameError {
@@ -70,6 +82,7 @@ impl std::fmt::Display for FrameError {
             FrameError::Read(m) => write!(f, "reading failed: {m}"),
             FrameError::Invalid(m) => f.write_str(m),
             FrameError::Row { message, .. } => f.write_str(message),
+            FrameError::Json(p) => f.write_str(&p.message),
         }
     }
 }
@@ -324,6 +337,10 @@ impl<R: BufRead> Framer<R> {
                 let line = self.line;
                 Ok(self.fail(line, Vec::new(), FrameError::Truncated))
             }
+            Some(b) if cannot_start_value(b) => {
+                let line = self.line;
+                Ok(self.fail(line, vec![b], FrameError::Syntax(expected_value(b))))
+            }
             Some(_) => {
                 let frame = self.next_value()?;
                 if frame.error == Some(FrameError::Truncated) {
@@ -332,6 +349,59 @@ impl<R: BufRead> Framer<R> {
                 Ok(Some(frame))
             }
         }
+    }
+
+    /// Consumes a run of bytes between JSON documents that cannot start a value (`,` `]` `}`
+    /// `:`, and the whitespace among them), `first` being the first, and reports the run as
+    /// one frame; reading goes on with the next value.
+    fn stray(&mut self, first: u8) -> io::Result<Frame> {
+        let line = self.line;
+        let offset = self.bytes_read;
+        let mut run = CappedBytes::new(0);
+        loop {
+            let chunk = self.reader.fill_buf()?;
+            let n = chunk
+                .iter()
+                .take_while(|&&b| {
+                    cannot_start_value(b) || matches!(b, b' ' | b'\t' | b'\r' | b'\n')
+                })
+                .count();
+            let lines = chunk[..n].iter().filter(|&&b| b == b'\n').count();
+            run.push(&chunk[..n]);
+            let more = n == chunk.len() && n > 0;
+            self.line += lines as u64;
+            self.consume(n);
+            if !more {
+                break;
+            }
+        }
+        let mut bytes = run.bytes;
+        while bytes
+            .last()
+            .is_some_and(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+        {
+            bytes.pop();
+        }
+        Ok(Frame {
+            line,
+            offset,
+            bytes,
+            error: Some(FrameError::Syntax(expected_value(first))),
+        })
+    }
+
+    /// `frame`, or, when it consumed no input and the input goes on, an error frame that ends
+    /// the input: a frame that consumed nothing would be cut again, forever.
+    fn progress(&mut self, frame: Frame) -> Option<Frame> {
+        if self.done || self.bytes_read > frame.offset {
+            return Some(frame);
+        }
+        let line = self.line;
+        let message = format!(
+            "cannot frame a record at byte {} of the input; reading this input stops",
+            frame.offset
+        );
+        self.fail(line, frame.bytes, FrameError::Syntax(message))
     }
 
     fn finish_array(&mut self) -> io::Result<Option<Frame>> {
@@ -355,13 +425,19 @@ impl<R: BufRead> Framer<R> {
     fn next_frame(&mut self, first: bool) -> io::Result<Option<Frame>> {
         let layout = match self.layout {
             Some(l) => l,
-            None => self.detect()?,
+            None => {
+                if let Some(problem) = wrong_encoding(self.reader.fill_buf()?) {
+                    return Ok(self.fail(1, Vec::new(), FrameError::Json(problem)));
+                }
+                self.detect()?
+            }
         };
         match layout {
             Layout::Lines => self.next_line(),
             Layout::Array => self.next_array_element(first),
             Layout::Documents => match self.skip_blank()? {
                 None => Ok(None),
+                Some(b) if cannot_start_value(b) => self.stray(b).map(Some),
                 Some(_) => {
                     let frame = self.next_value()?;
                     if frame.error == Some(FrameError::Truncated) {
@@ -384,7 +460,7 @@ impl<R: BufRead> Iterator for Framer<R> {
         match self.next_frame(self.emitted == 0) {
             Ok(frame) => {
                 self.emitted += u64::from(frame.is_some());
-                frame
+                self.progress(frame?)
             }
             Err(e) => {
                 let line = self.line;
@@ -392,6 +468,67 @@ impl<R: BufRead> Iterator for Framer<R> {
             }
         }
     }
+}
+
+/// Whether `b` (outside a string) cannot be the first byte of a JSON value.
+fn cannot_start_value(b: u8) -> bool {
+    matches!(b, b',' | b']' | b'}' | b':')
+}
+
+/// The message for a byte where a JSON value should start.
+fn expected_value(found: u8) -> String {
+    format!("expected a JSON value, found {:?}", found as char)
+}
+
+/// The problem with an input whose first bytes show it is UTF-16 or UTF-32 rather than UTF-8:
+/// by its byte-order mark, or (UTF-16/32 without one) by NUL bytes beside its first ASCII
+/// characters, which UTF-8 JSON cannot hold.
+fn wrong_encoding(head: &[u8]) -> Option<JsonProblem> {
+    let nul = |i: usize| head.get(i) == Some(&0);
+    let text = |i: usize| head.get(i).is_some_and(|&b| b != 0);
+    let (name, iconv, how) = match head {
+        [0xFF, 0xFE, 0, 0, ..] => (
+            "UTF-32 (little-endian)",
+            "UTF-32",
+            "byte-order mark FF FE 00 00",
+        ),
+        [0, 0, 0xFE, 0xFF, ..] => (
+            "UTF-32 (big-endian)",
+            "UTF-32",
+            "byte-order mark 00 00 FE FF",
+        ),
+        [0xFF, 0xFE, ..] => ("UTF-16 (little-endian)", "UTF-16", "byte-order mark FF FE"),
+        [0xFE, 0xFF, ..] => ("UTF-16 (big-endian)", "UTF-16", "byte-order mark FE FF"),
+        _ if text(0) && nul(1) && nul(2) && nul(3) => (
+            "UTF-32 (little-endian)",
+            "UTF-32LE",
+            "NUL bytes after its first character",
+        ),
+        _ if nul(0) && nul(1) && nul(2) && text(3) => (
+            "UTF-32 (big-endian)",
+            "UTF-32BE",
+            "NUL bytes before its first character",
+        ),
+        _ if text(0) && nul(1) && text(2) && nul(3) => (
+            "UTF-16 (little-endian)",
+            "UTF-16LE",
+            "a NUL byte after each of its first characters",
+        ),
+        _ if nul(0) && text(1) && nul(2) && text(3) => (
+            "UTF-16 (big-endian)",
+            "UTF-16BE",
+            "a NUL byte before each of its first characters",
+        ),
+        _ => return None,
+    };
+    Some(JsonProblem {
+        rule: "json-encoding",
+        pointer: String::new(),
+        message: format!(
+            "the input is {name} ({how}), not UTF-8; convert it first, e.g. \
+             `iconv -f {iconv} -t UTF-8 in.json > out.json`"
+        ),
+    })
 }
 
 /// Incremental scanner of one JSON value's extent.
@@ -595,6 +732,114 @@ mod tests {
             .map(|f| f.bytes)
             .collect();
         assert_eq!(got, vec![b"[1]".to_vec(), b"{}".to_vec()]);
+    }
+
+    #[test]
+    fn stray_bytes_between_documents_are_one_frame_each_run() {
+        let syntax = |found: &str| {
+            Some(FrameError::Syntax(format!(
+                "expected a JSON value, found '{found}'"
+            )))
+        };
+        for stray in [",", "]", "}", ":"] {
+            let got = frames(
+                &format!("{{\"id\":\"a\",\"content\":[]}}{stray}"),
+                true,
+                100,
+            );
+            assert_eq!(
+                got,
+                vec![
+                    (1, "{\"id\":\"a\",\"content\":[]}".into(), None),
+                    (1, stray.into(), syntax(stray)),
+                ]
+            );
+        }
+        // A run of them (across lines) is one frame, and the next value is read.
+        let got = frames("1 ,\n ] } :\n2,", true, 100);
+        assert_eq!(
+            got,
+            vec![
+                (1, "1".into(), None),
+                (1, ",\n ] } :".into(), syntax(",")),
+                (3, "2".into(), None),
+                (3, ",".into(), syntax(",")),
+            ]
+        );
+    }
+
+    #[test]
+    fn arrays_with_a_missing_element_stop_with_a_syntax_error() {
+        let syntax = |found: &str| {
+            Some(FrameError::Syntax(format!(
+                "expected a JSON value, found '{found}'"
+            )))
+        };
+        for (input, found, before) in [
+            ("[1,]", "]", 1),
+            ("[,1]", ",", 0),
+            ("[}", "}", 0),
+            ("[1,,2]", ",", 1),
+        ] {
+            let got = frames(input, true, 100);
+            assert_eq!(got.len(), before + 1, "{input}: {got:?}");
+            assert_eq!(got[before].2, syntax(found), "{input}");
+        }
+    }
+
+    #[test]
+    fn a_frame_that_consumed_nothing_ends_the_input() {
+        let mut framer = Framer::new(&b"xyz"[..], LayoutHint::Json, 100);
+        let empty = Frame {
+            line: 1,
+            offset: 0,
+            bytes: Vec::new(),
+            error: None,
+        };
+        let got = framer.progress(empty);
+        assert_eq!(
+            got.and_then(|f| f.error),
+            Some(FrameError::Syntax(
+                "cannot frame a record at byte 0 of the input; reading this input stops".into()
+            ))
+        );
+        assert_eq!(framer.next(), None);
+    }
+
+    #[test]
+    fn utf16_and_utf32_inputs_are_refused_at_their_first_bytes() {
+        let rule = |input: &[u8]| -> Vec<Option<FrameError>> {
+            Framer::new(input, LayoutHint::Sniff, 100)
+                .map(|f| f.error)
+                .collect()
+        };
+        for (input, name) in [
+            (&b"\xFF\xFE{\x00}\x00"[..], "UTF-16 (little-endian)"),
+            (&b"\xFE\xFF\x00{\x00}"[..], "UTF-16 (big-endian)"),
+            (&b"{\x00\"\x00"[..], "UTF-16 (little-endian)"),
+            (&b"\x00{\x00\""[..], "UTF-16 (big-endian)"),
+            (
+                &b"\xFF\xFE\x00\x00{\x00\x00\x00"[..],
+                "UTF-32 (little-endian)",
+            ),
+            (&b"\x00\x00\x00{"[..], "UTF-32 (big-endian)"),
+        ] {
+            let got = rule(input);
+            assert_eq!(got.len(), 1, "{name}");
+            match &got[0] {
+                Some(FrameError::Json(p)) => {
+                    assert_eq!(p.rule, "json-encoding");
+                    assert!(
+                        p.message.starts_with(&format!("the input is {name} (")),
+                        "{}",
+                        p.message
+                    );
+                }
+                other => panic!("{name}: {other:?}"),
+            }
+        }
+        // UTF-8, with or without its byte-order mark, is read.
+        assert_eq!(rule(b"\xEF\xBB\xBF{}\n[]"), vec![None, None]);
     }
 
     #[test]

@@ -370,7 +370,12 @@ fn read_sqlite(path: &Path) -> rusqlite::Result<(Index, Vec<u8>)> {
         let context = context
             .as_deref()
             .map(|c| {
-                serde_json::from_str::<Value>(c).unwrap_or_else(|_| Value::String(c.to_owned()))
+                // Text that is not JSON, or JSON that would lose data read as a `Value` (a
+                // duplicate key, an integer past 64 bits), is kept as the text it is.
+                serde_json::from_str::<Value>(c)
+                    .ok()
+                    .filter(|_| crate::json::strict::check(c.as_bytes()).is_ok())
+                    .unwrap_or_else(|| Value::String(c.to_owned()))
             })
             .unwrap_or(json!({}));
         let value = json!({
@@ -546,6 +551,7 @@ fn index_frames(frames: &[Frame], check: EventCheck<'_>, input: &Arc<str>) -> Pa
 /// the error to reject it with when it is not a valid event (`None`: it is not JSON).
 fn slow_check(bytes: &[u8], check: EventCheck<'_>) -> Result<Value, Option<FrameError>> {
     let value = serde_json::from_slice::<Value>(bytes).map_err(|_| None)?;
+    crate::json::strict::check(bytes).map_err(|p| Some(FrameError::Json(p)))?;
     let problems = if value.is_object() {
         (check.problems)(&value)
     } else {

@@ -4,6 +4,7 @@
 pub mod node;
 mod read;
 pub mod shape;
+pub mod strict;
 
 pub use node::{Entries, Node};
 pub use shape::Shapes;

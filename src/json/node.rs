@@ -16,7 +16,7 @@ use serde::{Serialize, Serializer};
 use serde_json::{Map, Number, Value};
 
 /// The entries of a JSON object, in order. Keys are unique in a node built by this crate (a
-/// record with a duplicate key is read as a `Value`, which keeps the last one).
+/// record with a duplicate key is rejected: [`crate::json::strict`]).
 pub type Entries<'a> = Vec<(Cow<'a, str>, Node<'a>)>;
 
 /// A JSON value whose strings may borrow from the parsed input.

@@ -13,10 +13,11 @@
 //! Records are read by [`super::read::Reader`], straight from their bytes rather than through
 //! serde's visitors (about 30 % less CPU on small, structure-heavy records).
 //!
-//! The parse accepts a subset of what the schema accepts: it also refuses duplicate keys (a
-//! `Value` keeps the last one) and integers written as floats (`1.0`, valid for
-//! `type: integer`). Refused records take the slow way ([`crate::validate::check::check_raw`]),
-//! which reports the schema's diagnostics for invalid ones and reads the valid ones as values.
+//! The parse accepts a subset of what the schema accepts: it also refuses duplicate keys and
+//! integers past 64 bits (rejected the slow way, see [`super::strict`]) and integers written as
+//! floats (`1.0`, valid for `type: integer`). Refused records take the slow way
+//! ([`crate::validate::check::check_raw`]), which reports the schema's diagnostics (or the
+//! broken JSON rule) for invalid ones and reads the valid ones as values.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -111,7 +112,7 @@ impl Shapes {
     }
 
     /// The schema without constraints: its [`Shapes::parse`] reads any UTF-8 JSON value
-    /// without a duplicate key.
+    /// without a duplicate key or an integer past 64 bits.
     pub fn any() -> &'static Shapes {
         static ANY_VALUE: OnceLock<Shapes> = OnceLock::new();
         ANY_VALUE.get_or_init(|| Shapes {
@@ -121,7 +122,7 @@ impl Shapes {
     }
 
     /// Parses `bytes` as one JSON value that conforms to the schema, or `None` when it does
-    /// not, is not UTF-8 JSON, or has a duplicate key.
+    /// not, is not UTF-8 JSON, or has a duplicate key or an integer past 64 bits.
     pub fn parse<'a>(&self, bytes: &'a [u8]) -> Option<Node<'a>> {
         // One UTF-8 check of the whole record costs less than one per string.
         let text = std::str::from_utf8(bytes).ok()?;

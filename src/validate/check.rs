@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::diagnostic::Diagnostic;
 use super::schemas::{adp_validator, raw_schema, raw_shapes, raw_validator};
 use crate::ingest::{FrameError, Provenance, RawRecord};
-use crate::json::{Node, Shapes};
+use crate::json::{strict, Node, Shapes};
 use crate::model::rules::{self, escape_pointer};
 use crate::model::{AdpVersion, Trajectory};
 
@@ -40,21 +40,43 @@ pub fn frame_diagnostic(prov: &Provenance, error: &FrameError) -> Diagnostic {
         FrameError::Read(_) => "read-error",
         FrameError::Invalid(_) => "invalid-record",
         FrameError::Row { .. } => "parquet-row",
+        FrameError::Json(_) => "json",
+    };
+    let rule = match error {
+        FrameError::Json(p) => p.rule,
+        _ => rule,
     };
     let pointer = match error {
         FrameError::Row { pointer, .. } => pointer.as_str(),
+        FrameError::Json(p) => p.pointer.as_str(),
         _ => "",
     };
     Diagnostic::error(prov, None, pointer, rule, error.to_string())
 }
 
 /// Parses a record's bytes as JSON, or diagnoses why it is not JSON (with the line of the
-/// problem in the input file).
+/// problem in the input file) or breaks trajkit's rules on JSON text (a duplicate key, an
+/// integer past 64 bits: [`crate::json::strict`]).
 pub fn parse_json(rec: &RawRecord) -> Result<Value, Box<Diagnostic>> {
     let prov = &rec.provenance;
     if let Some(error) = &rec.error {
         return Err(Box::new(frame_diagnostic(prov, error)));
     }
+    let value = parse_syntax(rec)?;
+    match strict::check(&rec.bytes) {
+        Ok(()) => Ok(value),
+        Err(p) => {
+            let id = value.get("id").and_then(Value::as_str);
+            Err(Box::new(Diagnostic::error(
+                prov, id, p.pointer, p.rule, p.message,
+            )))
+        }
+    }
+}
+
+/// Parses a record's bytes as JSON with `serde_json`, or diagnoses why they are not JSON.
+fn parse_syntax(rec: &RawRecord) -> Result<Value, Box<Diagnostic>> {
+    let prov = &rec.provenance;
     serde_json::from_slice::<Value>(&rec.bytes).map_err(|e| {
         let text = e.to_string();
         let what = text
@@ -229,8 +251,8 @@ pub fn check_raw_node<'a>(
 }
 
 /// [`parse_json`] for converters that read records as [`Node`]s: straight from the bytes, or
-/// from the value `parse_json` gives, kept in `slow`, when they do not read so (a duplicate key,
-/// which a `Value` keeps the last of; text that is not JSON, diagnosed there).
+/// from the value `parse_json` gives, kept in `slow`, when they do not read so (text that is not
+/// JSON, a duplicate key or an integer past 64 bits: diagnosed there).
 pub fn parse_node<'a>(
     rec: &'a RawRecord,
     slow: &'a mut Option<Value>,

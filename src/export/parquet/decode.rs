@@ -293,6 +293,12 @@ fn string_list(a: &ListArray, i: usize) -> Option<Vec<String>> {
     Some((0..s.len()).filter_map(|k| text(s, k)).collect())
 }
 
+/// Reads a column's JSON text as `T`; the text must keep trajkit's rules on JSON (no duplicate
+/// key, no integer past 64 bits: [`crate::json::strict`]) as records read from JSON do.
 fn parse<T: DeserializeOwned>(json: &str, pointer: &str) -> Result<T, RowError> {
-    serde_json::from_str(json).map_err(|e| err(pointer, format!("not the JSON expected: {e}")))
+    let value = serde_json::from_str(json)
+        .map_err(|e| err(pointer, format!("not the JSON expected: {e}")))?;
+    crate::json::strict::check(json.as_bytes())
+        .map_err(|p| err(format!("{pointer}{}", p.pointer), p.message))?;
+    Ok(value)
 }

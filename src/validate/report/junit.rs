@@ -24,7 +24,9 @@ impl Junit {
     }
 }
 
-/// Escapes text for XML attributes and content.
+/// Escapes text for XML attributes and content. Characters XML 1.0 does not allow at all
+/// (control characters other than tab, newline and carriage return; U+FFFE and U+FFFF) become
+/// U+FFFD, so the report stays well-formed and shows that something was there.
 fn xml(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -34,7 +36,11 @@ fn xml(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
-            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\t' | '\r') => {}
+            c if (c < ' ' && !matches!(c, '\n' | '\t' | '\r'))
+                || matches!(c, '\u{FFFE}' | '\u{FFFF}') =>
+            {
+                out.push('\u{FFFD}')
+            }
             c => out.push(c),
         }
     }
@@ -123,5 +129,13 @@ mod tests {
         assert!(text.contains(r#"name="record 3 (line 7, id t&lt;1&gt;)""#));
         assert!(text.contains(r#"type="schema-enum""#));
         assert!(text.contains("second line &amp; more"));
+    }
+
+    #[test]
+    fn characters_xml_does_not_allow_are_replaced() {
+        assert_eq!(
+            super::xml("a\u{FFFE}b\u{FFFF}c\u{1}d\u{1F}e\tf\ng\u{FFFD}<"),
+            "a\u{FFFD}b\u{FFFD}c\u{FFFD}d\u{FFFD}e\tf\ng\u{FFFD}&lt;"
+        );
     }
 }

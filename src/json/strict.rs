@@ -1,0 +1,267 @@
+//! Rules trajkit adds to JSON text: what `serde_json` reads without a word but trajkit refuses,
+//! because reading it would change the data.
+//!
+//! - **A duplicate key** in an object (`json-duplicate-key`): a `Value` keeps the last one, so
+//!   the other would be lost silently.
+//! - **An integer literal that fits neither `i64` nor `u64`** (`json-number-range`): without
+//!   serde_json's `arbitrary_precision` (which trajkit does not enable: it would change how
+//!   every number is held and cost an allocation per number) such an integer becomes an `f64`
+//!   and loses digits, so two distinct ids can collide. Numbers written with a fraction or an
+//!   exponent are floats by their own account and are read as such.
+//!
+//! The fast reader ([`super::Shapes::parse`]) refuses both (and its callers take the slow way
+//! through `serde_json`); the slow way runs [`check`] on the text `serde_json` accepted, so the
+//! rules hold on every path a record takes.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+
+use crate::model::rules::escape_pointer;
+
+/// Rule name of a duplicate key.
+pub const DUPLICATE_KEY: &str = "json-duplicate-key";
+/// Rule name of an integer past 64 bits.
+pub const NUMBER_RANGE: &str = "json-number-range";
+
+/// Well-formed JSON text that breaks one of trajkit's rules.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonProblem {
+    /// The rule broken, e.g. [`DUPLICATE_KEY`].
+    pub rule: &'static str,
+    /// JSON pointer to the offending value (or key) in the record.
+    pub pointer: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// Whether an integer literal (an optional `-` and digits) fits `i64` or `u64`.
+pub fn integer_fits(token: &str) -> bool {
+    token.parse::<i64>().is_ok() || token.parse::<u64>().is_ok()
+}
+
+/// The problem of an integer literal that does not fit 64 bits, at `pointer`.
+fn out_of_range(token: &str, pointer: String) -> JsonProblem {
+    JsonProblem {
+        rule: NUMBER_RANGE,
+        pointer,
+        message: format!(
+            "integer {token} does not fit in 64 bits; trajkit would lose digits — store it as a \
+             string"
+        ),
+    }
+}
+
+/// The keys of one open object: a list while short, a set once long.
+#[derive(Default)]
+struct Keys<'a> {
+    list: Vec<Cow<'a, str>>,
+    set: HashSet<Cow<'a, str>>,
+}
+
+impl<'a> Keys<'a> {
+    /// Adds `key`; false when it was there already.
+    fn insert(&mut self, key: Cow<'a, str>) -> bool {
+        if self.set.is_empty() && self.list.len() < 16 {
+            if self.list.contains(&key) {
+                return false;
+            }
+            self.list.push(key);
+            return true;
+        }
+        self.set.extend(self.list.drain(..));
+        self.set.insert(key)
+    }
+}
+
+/// An open array or object, with where in it the scan is.
+enum Open<'a> {
+    Array(usize),
+    Object {
+        keys: Keys<'a>,
+        /// The key whose value is being read.
+        key: Cow<'a, str>,
+        /// Whether the next string is a key.
+        expect_key: bool,
+    },
+}
+
+/// The pointer to the value being read in `stack`.
+fn pointer(stack: &[Open<'_>]) -> String {
+    let mut out = String::new();
+    for open in stack {
+        out.push('/');
+        match open {
+            Open::Array(i) => out.push_str(&i.to_string()),
+            Open::Object { key, .. } => out.push_str(&escape_pointer(key)),
+        }
+    }
+    out
+}
+
+/// Checks JSON text that `serde_json` accepted against trajkit's rules; the first problem in
+/// text order. Text that is not well-formed JSON is not diagnosed here (`Ok`).
+pub fn check(text: &[u8]) -> Result<(), JsonProblem> {
+    let mut stack: Vec<Open<'_>> = Vec::new();
+    let mut i = 0;
+    while let Some(&b) = text.get(i) {
+        match b {
+            b'"' => {
+                let Some(end) = string_end(text, i + 1) else {
+                    return Ok(());
+                };
+                if let Some(Open::Object {
+                    keys,
+                    key,
+                    expect_key: expect @ true,
+                }) = stack.last_mut()
+                {
+                    let Some(name) = decode(text.get(i..=end).unwrap_or_default()) else {
+                        return Ok(());
+                    };
+                    *expect = false;
+                    *key = name.clone();
+                    if !keys.insert(name) {
+                        let message = format!(
+                            "duplicate key {key:?} in an object (JSON readers would keep only \
+                             its last value)"
+                        );
+                        return Err(JsonProblem {
+                            rule: DUPLICATE_KEY,
+                            pointer: pointer(&stack),
+                            message,
+                        });
+                    }
+                }
+                i = end + 1;
+            }
+            b'{' => {
+                stack.push(Open::Object {
+                    keys: Keys::default(),
+                    key: Cow::Borrowed(""),
+                    expect_key: true,
+                });
+                i += 1;
+            }
+            b'[' => {
+                stack.push(Open::Array(0));
+                i += 1;
+            }
+            b'}' | b']' => {
+                stack.pop();
+                i += 1;
+            }
+            b',' => {
+                match stack.last_mut() {
+                    Some(Open::Array(n)) => *n += 1,
+                    Some(Open::Object { expect_key, .. }) => *expect_key = true,
+                    None => {}
+                }
+                i += 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let len = text[i..]
+                    .iter()
+                    .take_while(|b| matches!(b, b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'))
+                    .count();
+                let token = text.get(i..i + len).unwrap_or_default();
+                let integer = !token.iter().any(|b| matches!(b, b'.' | b'e' | b'E'));
+                // Up to 18 digits fit either way.
+                if integer && len > 18 {
+                    let token = std::str::from_utf8(token).unwrap_or_default();
+                    if !integer_fits(token) {
+                        return Err(out_of_range(token, pointer(&stack)));
+                    }
+                }
+                i += len;
+            }
+            _ => i += 1,
+        }
+    }
+    Ok(())
+}
+
+/// The position of the quote that closes the string whose text starts at `from`.
+fn string_end(text: &[u8], mut from: usize) -> Option<usize> {
+    loop {
+        let j = from + memchr::memchr2(b'"', b'\\', text.get(from..)?)?;
+        if text[j] == b'"' {
+            return Some(j);
+        }
+        from = j + 2;
+    }
+}
+
+/// The text of a quoted JSON string: borrowed when it has no escape.
+fn decode(quoted: &[u8]) -> Option<Cow<'_, str>> {
+    let inner = quoted.get(1..quoted.len().checked_sub(1)?)?;
+    if memchr::memchr(b'\\', inner).is_none() {
+        return std::str::from_utf8(inner).ok().map(Cow::Borrowed);
+    }
+    serde_json::from_slice::<String>(quoted)
+        .ok()
+        .map(Cow::Owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problem(text: &str) -> Option<(&'static str, String, String)> {
+        check(text.as_bytes())
+            .err()
+            .map(|p| (p.rule, p.pointer, p.message))
+    }
+
+    #[test]
+    fn a_duplicate_key_is_reported_with_its_pointer() {
+        assert_eq!(
+            problem(r#"{"id":"a","content":[{"x":1,"y":{"k":1},"x":2}]}"#),
+            Some((
+                DUPLICATE_KEY,
+                "/content/0/x".to_owned(),
+                "duplicate key \"x\" in an object (JSON readers would keep only its last value)"
+                    .to_owned()
+            ))
+        );
+        // Keys equal once decoded, and keys in long objects.
+        assert_eq!(
+            problem(r#"{"a/b":1,"a\u002fb":2}"#).map(|p| p.1),
+            Some("/a~1b".to_owned())
+        );
+        let long: Vec<String> = (0..40).map(|i| format!("\"k{i}\":{i}")).collect();
+        let text = format!("{{{},\"k7\":0}}", long.join(","));
+        assert_eq!(problem(&text).map(|p| p.1), Some("/k7".to_owned()));
+        // The same key in sibling objects, and strings that look like keys, are fine.
+        assert_eq!(problem(r#"[{"a":1},{"a":2,"b":"a","c":["a","a"]}]"#), None);
+        assert_eq!(problem(r#"{"s":"x\"y","t":{"s":"\\"}}"#), None);
+    }
+
+    #[test]
+    fn integers_past_64_bits_are_reported_floats_are_not() {
+        assert_eq!(
+            problem(r#"{"events":[{"id":18446744073709551616}]}"#),
+            Some((
+                NUMBER_RANGE,
+                "/events/0/id".to_owned(),
+                "integer 18446744073709551616 does not fit in 64 bits; trajkit would lose \
+                 digits — store it as a string"
+                    .to_owned()
+            ))
+        );
+        assert_eq!(
+            problem("[1,-9223372036854775809]").map(|p| p.1),
+            Some("/1".to_owned())
+        );
+        for fine in [
+            "18446744073709551615",
+            "-9223372036854775808",
+            "1.8446744073709552e19",
+            "18446744073709551616.0",
+            "1e400",
+            "\"18446744073709551616\"",
+            "{\"18446744073709551616\":0}",
+        ] {
+            assert_eq!(problem(fine), None, "{fine}");
+        }
+    }
+}

@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use trajkit::convert::{converters, detect::detect_input};
+use trajkit::convert::{converters, detect::detect_input, path_converter};
 use trajkit_fuzz::{convert_path, scratch};
 
 const ENDINGS: [&str; 6] = [".jsonl", ".json", ".traj", ".db", "", ".parquet"];
@@ -23,9 +23,13 @@ fuzz_target!(|data: &[u8]| {
     }
     let all = converters();
     let converter = match usize::from(*pick) % (all.len() + 1) {
-        0 => match detect_input(path.to_str().expect("UTF-8 path")) {
-            Ok(c) => c,
-            Err(_) => return,
+        // As `--from auto` does: a path a format claims (a store, Parquet), else the first record.
+        0 => match path_converter(&path) {
+            Some(c) => c,
+            None => match detect_input(path.to_str().expect("UTF-8 path")) {
+                Ok(c) => c,
+                Err(_) => return,
+            },
         },
         i => all[i - 1],
     };

@@ -164,3 +164,18 @@ fn malformed_atif_is_rejected_with_a_pointer() {
         "{stderr}"
     );
 }
+
+#[test]
+fn an_empty_trajectory_id_falls_back_and_what_is_written_validates() {
+    let dir = tempfile::tempdir().expect("dir");
+    let input = dir.path().join("empty-id.jsonl");
+    let doc = json!({"schema_version": "ATIF-v1.7", "trajectory_id": "", "session_id": "", "steps": [
+        {"step_id": 1, "source": "user", "message": "hi"}
+    ]});
+    std::fs::write(&input, format!("{doc}\n")).expect("write");
+    let (code, out, stderr) = run(&["convert", "--from", "atif"], &[input], None);
+    assert_eq!(code, 0, "{stderr}");
+    let out = json_lines(&out);
+    assert_eq!(out[0]["id"], "empty-id.jsonl#0");
+    assert_eq!(common::validate_adp(&out), 0);
+}

@@ -246,3 +246,23 @@ fn records_the_fast_check_refuses_keep_the_validators_diagnostics_and_reading() 
         assert!(out.is_empty(), "{format}: {out:?}");
     }
 }
+
+#[test]
+fn openai_parts_no_step_holds_are_kept_with_their_pointer() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("chat.jsonl");
+    let chat = json!({"id": "c1", "messages": [
+        {"role": "user", "content": [
+            {"type": "text", "text": "Transcribe this."},
+            {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}}
+        ]},
+        {"role": "assistant", "content": "Hello."}
+    ]});
+    std::fs::write(&path, format!("{chat}\n")).expect("write");
+    let (code, out, stderr) = convert(&[&path], Some("openai"), &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let kept = &out[0]["details"]["openai"]["unmapped_parts"];
+    assert_eq!(kept[0]["pointer"], "/messages/0/content/1");
+    assert_eq!(kept[0]["value"]["input_audio"]["format"], "wav");
+    assert_eq!(validate_adp(&out), 0);
+}

@@ -31,18 +31,32 @@ fn sample() -> std::path::PathBuf {
 /// ordering must come from timestamp then id.
 fn build_db(path: &Path) {
     let conn = rusqlite::Connection::open(path).expect("create db");
+    create_events(&conn);
+    insert_events(&conn, &sample_events());
+}
+
+/// LedgerMind's `events` table.
+fn create_events(conn: &rusqlite::Connection) {
     conn.execute_batch(
         "CREATE TABLE events (id INTEGER PRIMARY KEY AUTOINCREMENT, source TEXT, kind TEXT, \
          content TEXT, context TEXT, timestamp TEXT, status TEXT DEFAULT 'active', \
          linked_id TEXT, link_strength REAL);",
     )
     .expect("schema");
+}
+
+/// The sample's events, last first.
+fn sample_events() -> Vec<Value> {
     let text = std::fs::read_to_string(sample()).expect("sample");
     let mut events: Vec<Value> = text
         .lines()
         .map(|l| serde_json::from_str(l).expect("json"))
         .collect();
     events.reverse();
+    events
+}
+
+fn insert_events(conn: &rusqlite::Connection, events: &[Value]) {
     for e in events {
         conn.execute(
             "INSERT INTO events (id, source, kind, content, context, timestamp) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -134,6 +148,90 @@ fn a_sqlite_store_gives_the_same_trajectories_as_json_lines() {
     let out = trajkit().arg("convert").arg(&db).output().expect("runs");
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stderr).contains("detected ledgermind"));
+}
+
+/// The names and bytes of the files in `dir`, sorted.
+fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .expect("list")
+        .map(|e| {
+            let e = e.expect("entry");
+            let bytes = std::fs::read(e.path()).expect("read");
+            (e.file_name().to_string_lossy().into_owned(), bytes)
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// Converts the store in `dir`, checks that it gives the sample's trajectories, and that no
+/// file of `dir` was changed, added or removed.
+fn assert_reads_everything_untouched(dir: &Path, expected: &[Value]) {
+    let before = snapshot(dir);
+    let (code, out, stderr) = convert(&[&dir.join("episodic.db")], &[]);
+    assert_eq!(code, 0, "{}: {stderr}", dir.display());
+    assert_eq!(ids(&out), ids(expected), "{}", dir.display());
+    for (a, b) in out.iter().zip(expected) {
+        assert_eq!(a["content"], b["content"], "{}", dir.display());
+    }
+    let after = snapshot(dir);
+    let names = |s: &[(String, Vec<u8>)]| s.iter().map(|f| f.0.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&after), names(&before), "{}", dir.display());
+    for (a, b) in after.iter().zip(&before) {
+        assert!(a.1 == b.1, "{}: {} changed", dir.display(), a.0);
+    }
+}
+
+#[test]
+fn rows_still_in_the_write_ahead_log_are_read_and_the_store_is_not_touched() {
+    let dir = tempfile::tempdir().expect("dir");
+    let live = dir.path().join("live");
+    std::fs::create_dir(&live).expect("mkdir");
+    let db = live.join("episodic.db");
+    let writer = rusqlite::Connection::open(&db).expect("create db");
+    writer
+        .pragma_update(None, "journal_mode", "WAL")
+        .expect("wal");
+    create_events(&writer);
+    let events = sample_events();
+    let (early, late) = events.split_at(9);
+    insert_events(&writer, early);
+    // The first rows go to the database file; the rest stay in the log while the writer is
+    // open.
+    writer
+        .pragma_update(None, "wal_checkpoint", "TRUNCATE")
+        .expect("checkpoint");
+    writer
+        .pragma_update(None, "wal_autocheckpoint", 0)
+        .expect("no autocheckpoint");
+    insert_events(&writer, late);
+    let wal = live.join("episodic.db-wal");
+    assert!(std::fs::metadata(&wal).expect("wal").len() > 0);
+    let (_, expected, _) = convert(&[&sample()], &[]);
+    assert_eq!(expected.len(), 4);
+    // A live store: the writer is open, its -shm up to date.
+    assert_reads_everything_untouched(&live, &expected);
+    // The files of a writer that is gone without a checkpoint, with and without the -shm.
+    for (name, files) in [
+        (
+            "copy",
+            &["episodic.db", "episodic.db-wal", "episodic.db-shm"][..],
+        ),
+        ("no-shm", &["episodic.db", "episodic.db-wal"][..]),
+    ] {
+        let copy = dir.path().join(name);
+        std::fs::create_dir(&copy).expect("mkdir");
+        for f in files {
+            std::fs::copy(live.join(f), copy.join(f)).expect("copy");
+        }
+        assert_reads_everything_untouched(&copy, &expected);
+    }
+    // Still live: the reader never checkpointed the log away.
+    assert!(std::fs::metadata(&wal).expect("wal").len() > 0);
+    let rows: i64 = writer
+        .query_row("SELECT count(*) FROM events", [], |r| r.get(0))
+        .expect("count");
+    assert_eq!(rows, 15);
 }
 
 #[test]
@@ -396,5 +494,23 @@ fn a_store_out_of_time_order_gives_the_sessions_of_the_sorted_store() {
     assert_eq!(
         from_late[0]["details"]["source"]["native_ids"]["event_ids"],
         serde_json::json!([1, 2, 20_001])
+    );
+}
+
+#[test]
+fn semantic_events_without_any_session_are_rejected_not_dropped() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("events.jsonl");
+    std::fs::write(
+        &path,
+        "{\"id\": 10, \"source\": \"agent\", \"kind\": \"reflection_summary\", \"content\": \"Grep first.\", \"context\": {\"event_ids\": [3]}, \"timestamp\": \"2026-03-04T10:05:00\"}\n",
+    )
+    .expect("write");
+    let (code, out, stderr) = convert(&[&path], &[]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(out.is_empty());
+    assert!(
+        stderr.contains("events.jsonl:1:") && stderr.contains("no session to attach them to"),
+        "{stderr}"
     );
 }

@@ -141,6 +141,51 @@ fn malformed_lines_are_rejected_with_file_and_line_and_the_rest_converted() {
     assert_eq!(rejected[0]["raw"], "[\"not an object\"]");
 }
 
+#[test]
+fn an_unreadable_actions_file_rejects_its_attempt_and_an_absent_one_does_not() {
+    let dir = tempfile::tempdir().expect("dir");
+    let root = dir.path().join("ralph");
+    copy_sample(&root);
+    // A directory where the file should be: there, but not readable as a file.
+    let actions = root.join("tasks/task-001/attempts/002/actions.jsonl");
+    fs::remove_file(&actions).expect("rm");
+    fs::create_dir(&actions).expect("mkdir");
+    // Absent: the attempt has no actions yet, which the format allows.
+    fs::remove_file(root.join("tasks/task-002/attempts/001/actions.jsonl")).expect("rm");
+    let (code, out, stderr) = convert(&root, None);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(
+        ids(&out),
+        vec!["task-001/attempt-001", "task-002/attempt-001"]
+    );
+    assert!(
+        stderr.contains("attempts/002/actions.jsonl:1: error[episodic-file]")
+            && stderr.contains("cannot read"),
+        "{stderr}"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_dangling_plan_link_is_reported() {
+    let dir = tempfile::tempdir().expect("dir");
+    let root = dir.path().join("ralph");
+    copy_sample(&root);
+    let plan = root.join("tasks/task-001/attempts/001/plan.md");
+    fs::remove_file(&plan).expect("rm");
+    std::os::unix::fs::symlink(root.join("gone.md"), &plan).expect("symlink");
+    let (code, out, stderr) = convert(&root, None);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(
+        ids(&out),
+        vec!["task-001/attempt-002", "task-002/attempt-001"]
+    );
+    assert!(
+        stderr.contains("attempts/001/plan.md") && stderr.contains("broken symbolic link"),
+        "{stderr}"
+    );
+}
+
 #[cfg(unix)]
 #[test]
 fn a_symlink_leaving_the_root_is_refused() {

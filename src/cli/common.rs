@@ -131,7 +131,11 @@ pub fn inputs_with_units(
     if given.is_empty() {
         return Ok(vec!["-".to_owned()]);
     }
-    expand_inputs_with(given, is_unit).map_err(CliError::io)
+    let expanded = expand_inputs_with(given, is_unit).map_err(CliError::io)?;
+    for w in &expanded.warnings {
+        eprintln!("trajkit: warning: {w}");
+    }
+    Ok(expanded.paths)
 }
 
 /// `N.N MB in N.NN s (N MB/s)` for summaries (kB below a megabyte).

@@ -50,7 +50,8 @@ impl Converter for Atif {
         let value = check_raw(record, "atif", false)?;
         let id = value["trajectory_id"]
             .as_str()
-            .or(value["session_id"].as_str())
+            .filter(|s| !s.is_empty())
+            .or(value["session_id"].as_str().filter(|s| !s.is_empty()))
             .map_or_else(
                 || record_id(&Node::from_value(&value["id"]), record),
                 str::to_owned,

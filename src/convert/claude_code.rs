@@ -8,8 +8,10 @@ use std::io;
 
 use serde_json::{json, Value};
 
-use super::bundle::FileBundle;
-use super::{has_keys, parse_bundle, source_details, ConvertOptions, Converter, Mapping};
+use super::bundle::{bundle_lines, FileBundle};
+use super::{
+    file_stem, has_keys, parse_bundle, source_details, ConvertOptions, Converter, Mapping,
+};
 use crate::ingest::{RawRecord, RecordSource};
 use crate::model::links::unlink_unanswered;
 use crate::model::{AdpVersion, JsonObject, Source, Step, Trajectory};
@@ -64,7 +66,7 @@ struct Entry<'a> {
 }
 
 /// The entries of the main chain, in order: from the last non-sidechain user or assistant
-/// entry back through `parentUuid` to the root. Also returns the uuids left out.
+/// entry with a uuid back through `parentUuid` to the root. Also returns the uuids left out.
 fn main_chain(lines: &[Value]) -> (Vec<Entry<'_>>, Vec<String>) {
     let conversational = |v: &Value| matches!(v["type"].as_str(), Some("user" | "assistant"));
     let by_uuid: HashMap<&str, (u64, &Value)> = lines
@@ -80,7 +82,7 @@ fn main_chain(lines: &[Value]) -> (Vec<Entry<'_>>, Vec<String>) {
         .iter()
         .rev()
         .map(|l| &l["entry"])
-        .find(|e| conversational(e) && e["isSidechain"] != true);
+        .find(|e| conversational(e) && e["isSidechain"] != true && e["uuid"].is_string());
     let mut chain = Vec::new();
     let mut seen: HashSet<&str> = HashSet::new();
     let mut cursor = leaf.and_then(|e| e["uuid"].as_str());
@@ -150,23 +152,87 @@ fn tool_action(block: &Value) -> Step {
     step.with_tool_call_id(id)
 }
 
+/// The session id: the first non-empty `sessionId`.
+fn session_id(lines: &[Value]) -> Option<String> {
+    lines
+        .iter()
+        .filter_map(|l| l["entry"]["sessionId"].as_str())
+        .find(|s| !s.is_empty())
+        .map(str::to_owned)
+}
+
+/// What could not be mapped, kept in `details.claude_code.unmapped`: the entry's line, a JSON
+/// pointer into the entry, why, and the value itself.
+struct Unmapped(Vec<Value>);
+
+impl Unmapped {
+    fn keep(&mut self, line: u64, pointer: &str, reason: String, value: &Value) {
+        self.0
+            .push(json!({"line": line, "pointer": pointer, "reason": reason, "value": value}));
+    }
+}
+
+/// The blocks of a message's `content` with their pointers: a list's elements (a string in it
+/// is a text block), or one block given alone as an object; `None` for anything else.
+fn content_blocks(content: &Value) -> Option<Vec<(String, Value)>> {
+    let block = |b: &Value| match b {
+        Value::String(s) => json!({"type": "text", "text": s}),
+        other => other.clone(),
+    };
+    match content {
+        Value::String(s) => Some(vec![(
+            "/message/content".to_owned(),
+            json!({"type": "text", "text": s}),
+        )]),
+        Value::Array(b) => Some(
+            b.iter()
+                .enumerate()
+                .map(|(k, b)| (format!("/message/content/{k}"), block(b)))
+                .collect(),
+        ),
+        Value::Object(_) => Some(vec![("/message/content".to_owned(), content.clone())]),
+        _ => None,
+    }
+}
+
+/// The reason a block of type `kind` is not mapped.
+fn unmapped_block(kind: &Value) -> String {
+    match kind.as_str() {
+        Some(k) => format!("a {k:?} block is not mapped"),
+        None => "a block without a string `type` is not mapped".to_owned(),
+    }
+}
+
 fn to_trajectory(bundle: &Value, record: &RawRecord) -> Result<Trajectory, Vec<Diagnostic>> {
     let lines = bundle["lines"].as_array().map(Vec::as_slice).unwrap_or(&[]);
     let (chain, left_out) = main_chain(lines);
-    let session = lines
-        .iter()
-        .find_map(|l| l["entry"]["sessionId"].as_str())
-        .map(str::to_owned);
-    let id = session.clone().unwrap_or_else(|| {
-        record
-            .provenance
-            .file
-            .rsplit('/')
-            .next()
-            .unwrap_or_default()
-            .trim_end_matches(".jsonl")
-            .to_owned()
-    });
+    let session = session_id(lines);
+    let Some(id) = session.clone().or_else(|| {
+        (record.provenance.file.as_ref() != "-").then(|| file_stem(&record.provenance.file))
+    }) else {
+        return Err(vec![Diagnostic::error(
+            &record.provenance,
+            None,
+            "/sessionId",
+            "missing-id",
+            "no entry has a non-empty sessionId, and there is no file name to use instead",
+        )]);
+    };
+    let mut unmapped = Unmapped(Vec::new());
+    for (line, e) in bundle_lines(bundle) {
+        match e["type"].as_str() {
+            Some("user" | "assistant") if e["uuid"].is_string() => {}
+            Some("user" | "assistant") => unmapped.keep(
+                line,
+                "/uuid",
+                "a turn without a string uuid cannot be placed on the main chain".into(),
+                e,
+            ),
+            Some("summary") => {}
+            Some(kind) => unmapped.keep(line, "", format!("a {kind:?} entry is not a turn"), e),
+            None => unmapped.keep(line, "/type", "an entry without a string type".into(), e),
+        }
+    }
     let fail = |line: u64, pointer: &str, message: String| {
         let mut d = Diagnostic::error(
             &record.provenance,
@@ -211,21 +277,25 @@ fn to_trajectory(bundle: &Value, record: &RawRecord) -> Result<Trajectory, Vec<D
                 }
                 current_message = mid;
             }
-            let blocks: Vec<Value> = match &message["content"] {
-                Value::String(s) => vec![json!({"type": "text", "text": s})],
-                Value::Array(b) => b.clone(),
-                _ => Vec::new(),
+            let Some(blocks) = content_blocks(&message["content"]) else {
+                unmapped.keep(
+                    e.line,
+                    "/message/content",
+                    "content is neither a string nor content blocks".into(),
+                    &message["content"],
+                );
+                continue;
             };
-            for b in blocks {
+            for (pointer, b) in blocks {
                 match b["type"].as_str().unwrap_or_default() {
-                    "thinking" => {
+                    "thinking" if b["thinking"].is_string() => {
                         let t = b["thinking"].as_str().unwrap_or_default();
                         pending_thought = Some(match pending_thought.take() {
                             Some(prev) => format!("{prev}\n\n{t}"),
                             None => t.to_owned(),
                         });
                     }
-                    "text" => {
+                    "text" if b["text"].is_string() => {
                         flush_text(&mut content, &mut pending_text, &mut pending_thought);
                         pending_text = b["text"].as_str().map(str::to_owned);
                     }
@@ -249,15 +319,14 @@ fn to_trajectory(bundle: &Value, record: &RawRecord) -> Result<Trajectory, Vec<D
                         );
                         content.push(step);
                     }
-                    _ => {}
+                    _ => unmapped.keep(e.line, &pointer, unmapped_block(&b["type"]), &b),
                 }
             }
             continue;
         }
         flush_text(&mut content, &mut pending_text, &mut pending_thought);
-        if let Some(prev) = current_message.take() {
-            finished_messages.insert(prev);
-        }
+        // A tool's result may be written between the lines of the response that called it
+        // (the tool runs while the response streams): the response is not over yet.
         match &message["content"] {
             Value::String(s) => {
                 if v["isMeta"] == true {
@@ -266,13 +335,22 @@ fn to_trajectory(bundle: &Value, record: &RawRecord) -> Result<Trajectory, Vec<D
                     content.push(Step::user_text(s.clone()));
                 }
             }
-            Value::Array(blocks) => {
-                for (k, b) in blocks.iter().enumerate() {
+            other => {
+                let Some(blocks) = content_blocks(other) else {
+                    unmapped.keep(
+                        e.line,
+                        "/message/content",
+                        "content is neither a string nor content blocks".into(),
+                        other,
+                    );
+                    continue;
+                };
+                for (pointer, b) in blocks {
                     match b["type"].as_str().unwrap_or_default() {
                         "tool_result" => {
                             let call = b["tool_use_id"].as_str().unwrap_or_default();
                             let Some(name) = tools.get(call) else {
-                                return Err(fail(e.line, &format!("/message/content/{k}/tool_use_id"), format!(
+                                return Err(fail(e.line, &format!("{pointer}/tool_use_id"), format!(
                                     "tool_result for {call:?}, which no earlier tool_use on the main chain made"
                                 )));
                             };
@@ -287,7 +365,7 @@ fn to_trajectory(bundle: &Value, record: &RawRecord) -> Result<Trajectory, Vec<D
                                 .with_tool_call_id(call),
                             );
                         }
-                        "text" => {
+                        "text" if b["text"].is_string() => {
                             content.push(Step::user_text(b["text"].as_str().unwrap_or_default()))
                         }
                         "image" => {
@@ -302,11 +380,10 @@ fn to_trajectory(bundle: &Value, record: &RawRecord) -> Result<Trajectory, Vec<D
                             };
                             content.push(Step::image(uri, Source::User));
                         }
-                        _ => {}
+                        _ => unmapped.keep(e.line, &pointer, unmapped_block(&b["type"]), &b),
                     }
                 }
             }
-            _ => {}
         }
     }
     flush_text(&mut content, &mut pending_text, &mut pending_thought);
@@ -344,5 +421,10 @@ fn to_trajectory(bundle: &Value, record: &RawRecord) -> Result<Trajectory, Vec<D
             "left_out_uuids": left_out,
         }),
     );
+    if !unmapped.0.is_empty() {
+        if let Some(Value::Object(cc)) = details.get_mut("claude_code") {
+            cc.insert("unmapped".into(), Value::Array(unmapped.0));
+        }
+    }
     Ok(Trajectory::new(id, content, details))
 }

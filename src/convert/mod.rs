@@ -243,6 +243,20 @@ pub fn not_a_unit(record: &RawRecord, hint: &str) -> Vec<Diagnostic> {
     )]
 }
 
+/// A file's name without directories, compression suffix and extension (`run-7.jsonl.gz` is
+/// `run-7`): the id of the stream or session it holds, for formats that name files so.
+pub fn file_stem(file: &str) -> String {
+    let name = file.rsplit('/').next().unwrap_or(file);
+    let name = name
+        .strip_suffix(".gz")
+        .or_else(|| name.strip_suffix(".zst"))
+        .unwrap_or(name);
+    match name.rsplit_once('.') {
+        Some((stem, _)) if !stem.is_empty() => stem.to_owned(),
+        _ => name.to_owned(),
+    }
+}
+
 /// True when the JSON object `first` has every one of `keys` (the usual `sniff`).
 pub fn has_keys(first: &Value, keys: &[&str]) -> bool {
     keys.iter().all(|k| first.get(k).is_some())
@@ -344,6 +358,17 @@ pub fn upgrade_checked(
     prov: &Provenance,
     opts: &UpgradeOptions,
 ) -> Result<(), Vec<Diagnostic>> {
+    // ADP requires an id: a reader that could not make one must not write what `validate`
+    // rejects.
+    if traj.id.is_empty() {
+        return Err(vec![Diagnostic::error(
+            prov,
+            None,
+            "/id",
+            "missing-id",
+            "the record yields an empty trajectory id (ADP requires a non-empty one)",
+        )]);
+    }
     let mut violations = upgrade(traj, opts);
     if violations.is_empty() {
         violations = rules::check(traj, opts.target);
@@ -485,6 +510,22 @@ pub fn empty_inputs(counts: &[pipeline::InputCount]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_empty_trajectory_id_is_rejected_before_it_is_written() {
+        let prov = Provenance {
+            input: "in.jsonl".into(),
+            file: "in.jsonl".into(),
+            line: 3,
+            index: 2,
+        };
+        let mut traj = Trajectory::new(String::new(), Vec::new(), Default::default());
+        let err = upgrade_checked(&mut traj, &prov, &UpgradeOptions::default())
+            .expect_err("an empty id is rejected");
+        assert_eq!(err[0].rule, "missing-id");
+        assert_eq!(err[0].pointer, "/id");
+        assert_eq!(err[0].line, 3);
+    }
 
     #[test]
     fn format_names_are_unique() {

@@ -3,9 +3,11 @@
 
 use std::collections::HashMap;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
-use super::chat::{chat_trajectory, message_text, parse_arguments, record_id, system_step};
+use super::chat::{
+    chat_trajectory, extend_details, message_text, parse_arguments, record_id, system_step,
+};
 use super::{Converter, Mapping};
 use crate::ingest::RawRecord;
 use crate::json::Node;
@@ -54,7 +56,8 @@ impl Converter for OpenAi {
             .as_array()
             .map(|t| t.iter().map(Node::to_value).collect())
             .unwrap_or_default();
-        let traj = chat_trajectory(
+        let unmapped = unmapped_parts(&value);
+        let mut traj = chat_trajectory(
             "openai",
             record,
             &value,
@@ -63,8 +66,41 @@ impl Converter for OpenAi {
             tools,
             &["messages", "tools"],
         );
+        if !unmapped.is_empty() {
+            let extra = [("unmapped_parts".to_owned(), Value::Array(unmapped))];
+            extend_details(&mut traj.details, "openai", extra.into_iter().collect());
+        }
         Ok(vec![(traj, AdpVersion::V1_5)])
     }
+}
+
+/// The content parts no step holds (audio, files, an image outside a user message, ...), each
+/// with its JSON pointer and the reason, kept in `details.openai.unmapped_parts`: a part is
+/// held when it has a string `text`, or is an image of a user message.
+fn unmapped_parts(v: &Node) -> Vec<Value> {
+    let messages = v["messages"].as_array().unwrap_or(&[]);
+    let mut out = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        let user = m["role"].as_str() == Some("user");
+        for (k, p) in m["content"].as_array().unwrap_or(&[]).iter().enumerate() {
+            if p["text"].as_str().is_some() || (user && image_url(p).is_some()) {
+                continue;
+            }
+            let reason = match p["type"].as_str() {
+                Some(t) => format!(
+                    "a {t:?} part of a {:?} message is not mapped",
+                    m["role"].text()
+                ),
+                None => "a part without a string `text` is not mapped".to_owned(),
+            };
+            out.push(json!({
+                "pointer": format!("/messages/{i}/content/{k}"),
+                "reason": reason,
+                "value": p.to_value(),
+            }));
+        }
+    }
+    out
 }
 
 /// Image URLs among a message's content parts.
@@ -73,13 +109,16 @@ fn images_of(content: &Node) -> Vec<String> {
         .as_array()
         .into_iter()
         .flatten()
-        .filter_map(|p| {
-            p["image_url"]["url"]
-                .as_str()
-                .or(p["image_url"].as_str())
-                .map(str::to_owned)
-        })
+        .filter_map(image_url)
         .collect()
+}
+
+/// The URL of an image part.
+fn image_url(part: &Node) -> Option<String> {
+    part["image_url"]["url"]
+        .as_str()
+        .or(part["image_url"].as_str())
+        .map(str::to_owned)
 }
 
 /// The steps of a chat, or the pointer and reason of the first message that cannot be mapped.

@@ -23,7 +23,7 @@ use super::chat::{
     call_step, chat_trajectory, extend_details, message_text, parse_arguments, record_id_with,
     verdict_outcome, OPENHANDS_CODE_TOOLS,
 };
-use super::{source_details, ConvertOptions, Converter, Mapping};
+use super::{file_stem, source_details, ConvertOptions, Converter, Mapping};
 use crate::ingest::{FramedRecords, RawRecord, RecordSource};
 use crate::json::Node;
 use crate::model::links::unlink_unanswered;
@@ -235,20 +235,6 @@ impl Iterator for Peeked {
 impl RecordSource for Peeked {
     fn bytes_read(&self) -> u64 {
         self.rest.bytes_read()
-    }
-}
-
-/// A file's name without directories, compression suffix and extension (`run-7.jsonl.gz` is
-/// `run-7`): the id of the stream it holds.
-fn file_stem(file: &str) -> String {
-    let name = file.rsplit('/').next().unwrap_or(file);
-    let name = name
-        .strip_suffix(".gz")
-        .or_else(|| name.strip_suffix(".zst"))
-        .unwrap_or(name);
-    match name.rsplit_once('.') {
-        Some((stem, _)) if !stem.is_empty() => stem.to_owned(),
-        _ => name.to_owned(),
     }
 }
 

@@ -4,8 +4,11 @@
 //! Accepted roots: the memory directory holding `tasks/`, the `tasks/` directory itself, or one
 //! `task-*` directory holding `attempts/`. Tasks and attempts are read in name order. Each
 //! attempt becomes a JSON bundle (see [`Bundle`]) that the `ralph` converter maps; files that
-//! are missing are `null`, files that are malformed are listed in `problems` with their file and
-//! line, and the converter rejects such an attempt. A line of the task's `reflections.jsonl`
+//! are missing are `null` (no `actions.jsonl`: no actions yet), files that are there but cannot
+//! be read (a directory, no permission) or are malformed are listed in `problems` with their
+//! file and line, and the converter rejects such an attempt. A directory that cannot be listed
+//! is a problem too; a task whose problems no attempt carries yields them as records of their
+//! own. A line of the task's `reflections.jsonl`
 //! that is not a JSON object becomes a record of its own, so it is rejected with its line.
 //! Symbolic links that resolve outside the root are refused.
 
@@ -72,16 +75,29 @@ fn has_task_dirs(dir: &Path) -> bool {
     })
 }
 
-/// Sorted subdirectories of `dir` (following links that stay inside `root`).
+/// Sorted subdirectories of `dir` (following links that stay inside `root`); a directory
+/// that cannot be listed, or an entry of it that cannot be read, is a problem.
 fn subdirs(dir: &Path, root: &Path, problems: &mut Vec<Problem>) -> Vec<PathBuf> {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return Vec::new();
+    let problem = |e: io::Error| Problem {
+        file: dir.display().to_string(),
+        line: None,
+        message: format!("cannot list the directory: {e}"),
     };
-    let mut out: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| confined(p, root, problems) && p.is_dir())
-        .collect();
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) => {
+            problems.push(problem(e));
+            return Vec::new();
+        }
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        match entry {
+            Ok(e) => out.push(e.path()),
+            Err(e) => problems.push(problem(e)),
+        }
+    }
+    out.retain(|p| confined(p, root, problems) && p.is_dir());
     out.sort();
     out
 }
@@ -164,12 +180,21 @@ struct BadLine {
     error: FrameError,
 }
 
-/// The JSON objects of a JSON-lines file with their line numbers, and the other lines.
-fn read_jsonl(path: &Path) -> (Vec<(u64, Value)>, Vec<BadLine>) {
+/// The JSON objects of a JSON-lines file with their line numbers, and its other lines.
+type Lines = (Vec<(u64, Value)>, Vec<BadLine>);
+
+/// The JSON objects of a JSON-lines file with their line numbers, and the other lines. A
+/// missing file has none; a file that is there but cannot be read (a directory, no permission)
+/// is an error, with the reason.
+fn read_jsonl(path: &Path) -> io::Result<Lines> {
     let mut good = Vec::new();
     let mut bad = Vec::new();
-    let Ok(text) = fs::read(path) else {
-        return (good, bad);
+    let text = match fs::read(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == io::ErrorKind::NotFound && fs::symlink_metadata(path).is_err() => {
+            return Ok((good, bad));
+        }
+        Err(e) => return Err(e),
     };
     for (i, line) in text.split(|&b| b == b'\n').enumerate() {
         let n = i as u64 + 1;
@@ -199,7 +224,22 @@ fn read_jsonl(path: &Path) -> (Vec<(u64, Value)>, Vec<BadLine>) {
             }),
         }
     }
-    (good, bad)
+    Ok((good, bad))
+}
+
+/// [`read_jsonl`] of `path`, when it is confined to `root`; why it cannot be read is a problem.
+fn read_jsonl_in(path: &Path, root: &Path, problems: &mut Vec<Problem>) -> Lines {
+    if !confined(path, root, problems) {
+        return (Vec::new(), Vec::new());
+    }
+    read_jsonl(path).unwrap_or_else(|e| {
+        problems.push(Problem {
+            file: path.display().to_string(),
+            line: None,
+            message: format!("cannot read: {e}"),
+        });
+        (Vec::new(), Vec::new())
+    })
 }
 
 /// The input's root as given and as resolved: files are read through the resolved path and
@@ -295,11 +335,7 @@ fn read_task(task: &Path, ctx: &Root, out: &mut Vec<RawRecord>) {
     let mut task_problems = Vec::new();
     let metadata = read_json(task, "metadata.json", root, &mut task_problems);
     let reflections_path = task.join("reflections.jsonl");
-    let (reflections, bad_lines) = if confined(&reflections_path, root, &mut task_problems) {
-        read_jsonl(&reflections_path)
-    } else {
-        (Vec::new(), Vec::new())
-    };
+    let (reflections, bad_lines) = read_jsonl_in(&reflections_path, root, &mut task_problems);
     for bad in bad_lines {
         let index = out.len() as u64;
         out.push(RawRecord {
@@ -308,7 +344,15 @@ fn read_task(task: &Path, ctx: &Root, out: &mut Vec<RawRecord>) {
             error: Some(bad.error),
         });
     }
-    for attempt in subdirs(&task.join("attempts"), root, &mut task_problems) {
+    let attempts = subdirs(&task.join("attempts"), root, &mut task_problems);
+    if attempts.is_empty() {
+        // No attempt to carry the task's problems: each is a record of its own.
+        for p in &task_problems {
+            let index = out.len() as u64;
+            out.push(problem_record(ctx, p, index));
+        }
+    }
+    for attempt in attempts {
         let name = attempt
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -325,7 +369,9 @@ fn read_task(task: &Path, ctx: &Root, out: &mut Vec<RawRecord>) {
         let attempt_meta = read_json(&attempt, "attempt.json", root, &mut problems);
         let outcome = read_json(&attempt, "outcome.json", root, &mut problems);
         let plan_path = attempt.join("plan.md");
-        let plan = if plan_path.exists() && confined(&plan_path, root, &mut problems) {
+        // A dangling link is there (and `confined` reports it), though `exists` says not.
+        let plan_there = fs::symlink_metadata(&plan_path).is_ok();
+        let plan = if plan_there && confined(&plan_path, root, &mut problems) {
             match fs::read(&plan_path) {
                 Ok(bytes) => match String::from_utf8(bytes) {
                     Ok(text) => Some(text),
@@ -351,11 +397,7 @@ fn read_task(task: &Path, ctx: &Root, out: &mut Vec<RawRecord>) {
             None
         };
         let actions_path = attempt.join("actions.jsonl");
-        let (actions, bad) = if confined(&actions_path, root, &mut problems) {
-            read_jsonl(&actions_path)
-        } else {
-            (Vec::new(), Vec::new())
-        };
+        let (actions, bad) = read_jsonl_in(&actions_path, root, &mut problems);
         problems.extend(bad.into_iter().map(|b| Problem {
             file: actions_path.display().to_string(),
             line: Some(b.line),

@@ -1,9 +1,10 @@
 //! Expanding the command line's inputs: files as given, directories into their data files;
 //! and a pipeline file's glob patterns into the paths they match.
 
+use std::collections::HashSet;
 use std::fs;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// File names read from a directory input: JSON, JSON lines and SWE-agent's `.traj` (one JSON
 /// document), optionally gzip- or zstd-compressed.
@@ -28,10 +29,24 @@ fn is_data_file(name: &str) -> bool {
     DATA_SUFFIXES.iter().any(|s| base.ends_with(s))
 }
 
+/// The inputs to read, and what was skipped while directories were walked.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Expanded {
+    /// The inputs, in order.
+    pub paths: Vec<String>,
+    /// Entries of input directories that were not read, each with the reason: a dangling
+    /// symbolic link, a directory reached a second time (a link loop, or two links to it).
+    pub warnings: Vec<String>,
+}
+
 /// Checks that every input exists and expands directories (recursively, in byte order of their
 /// paths, so runs are deterministic) into their data files. `-` (stdin) passes through. A
 /// directory without data files is an error.
-pub fn expand_inputs(inputs: &[String]) -> Result<Vec<String>, InputError> {
+///
+/// Symbolic links inside a directory are followed, to files and to directories. A directory
+/// already walked (by its canonical path: a link loop, or a second link to the same directory)
+/// is skipped, and so is a dangling link; both are listed in [`Expanded::warnings`].
+pub fn expand_inputs(inputs: &[String]) -> Result<Expanded, InputError> {
     expand_inputs_with(inputs, &|_| false)
 }
 
@@ -40,8 +55,9 @@ pub fn expand_inputs(inputs: &[String]) -> Result<Vec<String>, InputError> {
 pub fn expand_inputs_with(
     inputs: &[String],
     is_unit: &dyn Fn(&Path) -> bool,
-) -> Result<Vec<String>, InputError> {
+) -> Result<Expanded, InputError> {
     let mut out = Vec::new();
+    let mut warnings = Vec::new();
     for input in inputs {
         if input == "-" {
             out.push(input.clone());
@@ -55,8 +71,14 @@ pub fn expand_inputs_with(
         if meta.is_dir() && is_unit(Path::new(input)) {
             out.push(input.clone());
         } else if meta.is_dir() {
-            let mut found = Vec::new();
-            walk(Path::new(input), is_unit, &mut found).map_err(err)?;
+            let mut walk = Walk {
+                is_unit,
+                found: Vec::new(),
+                visited: HashSet::new(),
+                warnings: &mut warnings,
+            };
+            walk.dir(Path::new(input)).map_err(err)?;
+            let mut found = walk.found;
             if found.is_empty() {
                 return Err(err(io::Error::new(
                     io::ErrorKind::NotFound,
@@ -70,7 +92,10 @@ pub fn expand_inputs_with(
             out.push(input.clone());
         }
     }
-    Ok(out)
+    Ok(Expanded {
+        paths: out,
+        warnings,
+    })
 }
 
 /// True when `path` is a glob pattern (holds `*`, `?` or `[`).
@@ -109,25 +134,58 @@ pub fn expand_glob(pattern: &str) -> Result<Vec<String>, InputError> {
     Ok(found)
 }
 
-fn walk(dir: &Path, is_unit: &dyn Fn(&Path) -> bool, found: &mut Vec<String>) -> io::Result<()> {
-    for entry in fs::read_dir(dir)? {
-        let entry = entry?;
-        let path = entry.path();
-        let kind = entry.file_type()?;
-        if kind.is_dir() && is_unit(&path) {
-            found.push(path.to_string_lossy().into_owned());
-        } else if kind.is_dir() {
-            walk(&path, is_unit, found)?;
-        } else if is_unit(&path)
-            || path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(is_data_file)
-        {
-            found.push(path.to_string_lossy().into_owned());
+/// A walk of one input directory.
+struct Walk<'a> {
+    is_unit: &'a dyn Fn(&Path) -> bool,
+    found: Vec<String>,
+    /// The canonical paths of the directories walked so far.
+    visited: HashSet<PathBuf>,
+    warnings: &'a mut Vec<String>,
+}
+
+impl Walk<'_> {
+    /// Walks `dir` (unless it was walked already), its entries in byte order of their names so
+    /// that which of two links to one directory is read does not depend on the file system.
+    fn dir(&mut self, dir: &Path) -> io::Result<()> {
+        if !self.visited.insert(fs::canonicalize(dir)?) {
+            self.warnings.push(format!(
+                "{}: skipped: this directory was already read (a symbolic link loop, or another link to it)",
+                dir.display()
+            ));
+            return Ok(());
         }
+        let mut entries = fs::read_dir(dir)?
+            .map(|e| e.map(|e| e.path()))
+            .collect::<io::Result<Vec<PathBuf>>>()?;
+        entries.sort();
+        for path in entries {
+            // Links are followed, to files and to directories.
+            let kind = match fs::metadata(&path) {
+                Ok(meta) => meta.file_type(),
+                Err(e) if fs::symlink_metadata(&path).is_ok_and(|m| m.is_symlink()) => {
+                    self.warnings.push(format!(
+                        "{}: skipped: dangling symbolic link ({e})",
+                        path.display()
+                    ));
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            if kind.is_dir() && (self.is_unit)(&path) {
+                self.found.push(path.to_string_lossy().into_owned());
+            } else if kind.is_dir() {
+                self.dir(&path)?;
+            } else if (self.is_unit)(&path)
+                || path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(is_data_file)
+            {
+                self.found.push(path.to_string_lossy().into_owned());
+            }
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -143,7 +201,9 @@ mod tests {
             fs::write(p, "").expect("write");
         }
         let root = dir.path().to_string_lossy().into_owned();
-        let got = expand_inputs(&[root.clone(), "-".into()]).expect("expands");
+        let got = expand_inputs(&[root.clone(), "-".into()])
+            .expect("expands")
+            .paths;
         assert_eq!(
             got,
             vec![
@@ -154,7 +214,8 @@ mod tests {
             ]
         );
         let units = expand_inputs_with(std::slice::from_ref(&root), &|p| p.ends_with("sub"))
-            .expect("expands");
+            .expect("expands")
+            .paths;
         assert_eq!(
             units,
             vec![
@@ -165,6 +226,43 @@ mod tests {
         );
         let missing = expand_inputs(&[format!("{root}/nope.jsonl")]).expect_err("missing");
         assert!(missing.to_string().contains("nope.jsonl"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symbolic_links_are_followed_once_and_dangling_ones_reported() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let elsewhere = tempfile::tempdir().expect("temp dir");
+        fs::write(elsewhere.path().join("x.jsonl"), "").expect("write");
+        let root = dir.path().join("in");
+        fs::create_dir_all(root.join("real")).expect("mkdir");
+        fs::write(root.join("real/a.jsonl"), "").expect("write");
+        // A link to a directory outside, a second link to one inside, a loop back to the
+        // root, a link to a file and a dangling link.
+        symlink(elsewhere.path(), root.join("linked")).expect("link");
+        symlink(root.join("real"), root.join("same")).expect("link");
+        symlink(&root, root.join("real/up")).expect("link");
+        symlink(root.join("real/a.jsonl"), root.join("b.jsonl")).expect("link");
+        symlink(root.join("gone"), root.join("dangling.jsonl")).expect("link");
+        let r = root.to_string_lossy().into_owned();
+        let got = expand_inputs(std::slice::from_ref(&r)).expect("expands");
+        assert_eq!(
+            got.paths,
+            vec![
+                format!("{r}/b.jsonl"),
+                format!("{r}/linked/x.jsonl"),
+                format!("{r}/real/a.jsonl"),
+            ]
+        );
+        assert_eq!(got.warnings.len(), 3, "{:?}", got.warnings);
+        assert!(got.warnings[0].starts_with(&format!("{r}/dangling.jsonl: skipped: dangling")));
+        assert!(got.warnings[1].starts_with(&format!(
+            "{r}/real/up: skipped: this directory was already read"
+        )));
+        assert!(got.warnings[2].starts_with(&format!(
+            "{r}/same: skipped: this directory was already read"
+        )));
     }
 
     #[test]

@@ -22,10 +22,20 @@ pub fn sample_data() -> PathBuf {
 /// on a laptop without it; panics when `CI` is set, because CI always has it and a silently
 /// skipped corpus test proves nothing.
 pub fn adp_corpus() -> Option<PathBuf> {
+    shared_corpus("adp")
+}
+
+/// `../shared/corpus/agent-logs` (real logs of other agents), as [`adp_corpus`].
+pub fn agent_logs() -> Option<PathBuf> {
+    shared_corpus("agent-logs")
+}
+
+/// `corpus/<name>` of the shared directory, `None` (skip) on a laptop without it, a panic in CI.
+fn shared_corpus(name: &str) -> Option<PathBuf> {
     let shared = std::env::var_os("TRAJKIT_SHARED")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"));
-    let dir = shared.join("corpus/adp");
+    let dir = shared.join("corpus").join(name);
     if dir.is_dir() {
         return Some(dir);
     }

@@ -9,7 +9,7 @@
 //!
 //! Each stage does what its subcommand does, so the one-pass run writes the same shards as
 //! `convert`, then `join` for each stage, then `export` for each target:
-//! - convert: [`Converter::convert`], then [`upgrade_checked`] to the convert target;
+//! - convert: [`Converter::convert`], then [`converted_checked`] to the convert target;
 //! - join: [`upgrade_checked`] to the join's target (1.5.0), then [`Join::apply`];
 //! - export: [`export_trajectory`] with [`encode_any`].
 //!
@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::convert::{empty_inputs, upgrade_checked, ConvertOptions, Converter};
+use crate::convert::{converted_checked, empty_inputs, upgrade_checked, ConvertOptions, Converter};
 use crate::export::infer::{trajectory_calls, Gather};
 use crate::export::{
     encode_any, export_trajectory, export_upgraded, AnyRow, ExportError, ExportOptions,
@@ -297,7 +297,12 @@ impl Stages<'_> {
         let converted = converter.convert(record, &self.plan.convert.mapping)?;
         let mut trajectories = Vec::with_capacity(converted.len());
         for (mut traj, _) in converted {
-            upgrade_checked(&mut traj, prov, &self.plan.convert.upgrade)?;
+            converted_checked(
+                &mut traj,
+                prov,
+                &self.plan.convert.upgrade,
+                converter.reads_adp(),
+            )?;
             trajectories.push(traj);
         }
         Ok(trajectories)

@@ -201,6 +201,15 @@ fn an_empty_session_id_falls_back_to_the_file_name() {
     assert!(stderr.contains("error[missing-id]"), "{stderr}");
 }
 
+/// True when every line of the session file is a sidechain (a subagent's file).
+fn is_subagent_file(file: &Path) -> bool {
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .all(|v| v["isSidechain"] == true)
+}
+
 /// Every line of the real sessions is accounted for: on the main chain, left out (its uuid
 /// listed), a summary, or kept as unmapped; and every trajectory validates.
 #[test]
@@ -217,6 +226,12 @@ fn no_line_of_a_real_session_vanishes() {
     assert!(!files.is_empty());
     for file in files {
         let (code, out, stderr) = convert(&[&file], Some("claude-code"), &[]);
+        if is_subagent_file(&file) {
+            // A subagent's file has no main-chain line: refused rather than written empty.
+            assert_eq!(code, 1, "{}: {stderr}", file.display());
+            assert!(stderr.contains("error[empty-trajectory]"), "{stderr}");
+            continue;
+        }
         assert_eq!(code, 0, "{}: {stderr}", file.display());
         assert_eq!(out.len(), 1);
         assert_eq!(validate_adp(&out), 0, "{}", file.display());

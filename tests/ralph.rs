@@ -150,8 +150,9 @@ fn an_unreadable_actions_file_rejects_its_attempt_and_an_absent_one_does_not() {
     let actions = root.join("tasks/task-001/attempts/002/actions.jsonl");
     fs::remove_file(&actions).expect("rm");
     fs::create_dir(&actions).expect("mkdir");
-    // Absent: the attempt has no actions yet, which the format allows.
-    fs::remove_file(root.join("tasks/task-002/attempts/001/actions.jsonl")).expect("rm");
+    // Absent: the attempt has no actions yet, which the format allows (its plan and outcome
+    // still make steps).
+    fs::remove_file(root.join("tasks/task-001/attempts/001/actions.jsonl")).expect("rm");
     let (code, out, stderr) = convert(&root, None);
     assert_eq!(code, 1, "{stderr}");
     assert_eq!(

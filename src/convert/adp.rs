@@ -19,6 +19,10 @@ impl Converter for Adp {
         "ADP standardized trajectories, unversioned or 1.0.0 to 1.5.0 (JSON lines or a JSON array)"
     }
 
+    fn reads_adp(&self) -> bool {
+        true
+    }
+
     fn sniff(&self, first: &Value) -> bool {
         first["id"].is_string()
             && first["content"]

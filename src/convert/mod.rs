@@ -63,6 +63,12 @@ pub trait Converter: Sync {
     fn claims_path(&self, _path: &Path) -> bool {
         false
     }
+    /// True when the records are ADP trajectories already (ADP files, Parquet exports): they
+    /// are passed on as they are, even with no steps, where a reader of another format
+    /// refuses to make an empty trajectory ([`converted_checked`]).
+    fn reads_adp(&self) -> bool {
+        false
+    }
     /// Converts one record into trajectories, each with the ADP version it is expressed in, or
     /// diagnoses why it cannot; `map` holds the mapping choices (most formats have none).
     fn convert(
@@ -73,7 +79,7 @@ pub trait Converter: Sync {
     /// Converts one record, upgrades its trajectories to `opts.upgrade.target` and appends them
     /// to `out` as JSON lines in the output format `opts.to`, returning how many; on error, what
     /// was appended is to be dropped. The default does [`Converter::convert`],
-    /// [`upgrade_checked`] and [`write_line`]; converters that read records as [`Node`]s write a
+    /// [`converted_checked`] and [`write_line`]; converters that read records as [`Node`]s write a
     /// [`Partial`] instead.
     fn convert_into(
         &self,
@@ -84,7 +90,12 @@ pub trait Converter: Sync {
         let trajectories = self.convert(record, &opts.mapping)?;
         let count = trajectories.len() as u64;
         for (mut traj, _) in trajectories {
-            upgrade_checked(&mut traj, &record.provenance, &opts.upgrade)?;
+            converted_checked(
+                &mut traj,
+                &record.provenance,
+                &opts.upgrade,
+                self.reads_adp(),
+            )?;
             write_line(out, &traj, opts.to, &record.provenance).map_err(|d| vec![*d])?;
         }
         Ok(count)
@@ -161,11 +172,11 @@ impl Partial<'_> {
             && !self.tail.iter().any(|(_, v)| v.as_str().is_some());
         if as_is {
             let mut traj = self.trajectory;
-            upgrade_checked(&mut traj, prov, &opts.upgrade)?;
+            converted_checked(&mut traj, prov, &opts.upgrade, false)?;
             write_json(out, &traj.with_details_tail(&self.tail), &traj.id, prov)
         } else {
             let mut traj = self.into_trajectory();
-            upgrade_checked(&mut traj, prov, &opts.upgrade)?;
+            converted_checked(&mut traj, prov, &opts.upgrade, false)?;
             write_line(out, &traj, opts.to, prov)
         }
         .map_err(|d| vec![*d])?;
@@ -351,6 +362,28 @@ pub fn convert_record(
     }
 }
 
+/// What every stage that converts a record does to each trajectory it makes: refuses one with
+/// no steps, unless `reads_adp` (a reader never makes an empty trajectory: nothing in it can
+/// train, and it usually means the reader met a shape it does not know; ADP read as ADP is
+/// passed on as it is, see [`Converter::reads_adp`]), then [`upgrade_checked`].
+pub fn converted_checked(
+    traj: &mut Trajectory,
+    prov: &Provenance,
+    opts: &UpgradeOptions,
+    reads_adp: bool,
+) -> Result<(), Vec<Diagnostic>> {
+    if traj.content.is_empty() && !reads_adp {
+        return Err(vec![Diagnostic::error(
+            prov,
+            Some(&traj.id),
+            "/content",
+            "empty-trajectory",
+            "the record yields a trajectory with no steps",
+        )]);
+    }
+    upgrade_checked(traj, prov, opts)
+}
+
 /// Upgrades `traj` to `opts.target` and checks the semantic rules of that version; the
 /// diagnostics say why it cannot be written.
 pub fn upgrade_checked(
@@ -525,6 +558,24 @@ mod tests {
         assert_eq!(err[0].rule, "missing-id");
         assert_eq!(err[0].pointer, "/id");
         assert_eq!(err[0].line, 3);
+    }
+
+    #[test]
+    fn a_trajectory_with_no_steps_is_rejected_by_conversion() {
+        let prov = Provenance {
+            input: "in.jsonl".into(),
+            file: "in.jsonl".into(),
+            line: 4,
+            index: 3,
+        };
+        let mut traj = Trajectory::new("t".into(), Vec::new(), Default::default());
+        let err = converted_checked(&mut traj, &prov, &UpgradeOptions::default(), false)
+            .expect_err("an empty trajectory is rejected");
+        assert!(converted_checked(&mut traj, &prov, &UpgradeOptions::default(), true).is_ok());
+        assert_eq!(
+            (err[0].rule.as_str(), err[0].pointer.as_str(), err[0].line),
+            ("empty-trajectory", "/content", 4)
+        );
     }
 
     #[test]

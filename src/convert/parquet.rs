@@ -32,6 +32,10 @@ impl Converter for Parquet {
         is_parquet(path)
     }
 
+    fn reads_adp(&self) -> bool {
+        true
+    }
+
     fn open_source(
         &self,
         path: &str,

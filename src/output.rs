@@ -637,6 +637,22 @@ pub struct Commit {
 pub const ABORT_IN_COMMIT: &str = "TRAJKIT_TEST_ABORT_IN_COMMIT";
 
 impl Commit {
+    /// Makes every path absolute (against the current directory), so that the commit means the
+    /// same files when it is applied again from another directory (`run --resume`).
+    pub fn make_absolute(&mut self) -> io::Result<()> {
+        for p in &mut self.remove {
+            *p = std::path::absolute(&*p)?;
+        }
+        for (from, to) in &mut self.rename {
+            *from = std::path::absolute(&*from)?;
+            *to = std::path::absolute(&*to)?;
+        }
+        for (p, _) in &mut self.write {
+            *p = std::path::absolute(&*p)?;
+        }
+        Ok(())
+    }
+
     /// Adds `other`'s steps after this one's.
     pub fn extend(&mut self, other: Commit) {
         self.remove.extend(other.remove);
@@ -777,6 +793,71 @@ mod tests {
         assert!(kind.is_fifo(), "the pipe was replaced: {kind:?}");
         assert_eq!(reader.join().expect("reader"), b"through\n");
         assert_eq!(fs::read_dir(dir.path()).expect("dir").count(), 1);
+    }
+
+    /// A second lock of the same output is refused naming this process; once the first is
+    /// released, its file is gone and the output can be locked again.
+    #[test]
+    fn a_lock_is_exclusive_names_its_holder_and_is_removed_on_release() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let out = dir.path().join("out.jsonl");
+        let out = out.to_str().expect("utf-8");
+        let lock = Lock::file(out).expect("locks").expect("a file");
+        let err = Lock::file(out).expect_err("refused");
+        assert!(
+            err.to_string()
+                .contains(&format!("(pid {}: ", std::process::id())),
+            "{err}"
+        );
+        drop(lock);
+        assert_eq!(fs::read_dir(dir.path()).expect("dir").count(), 0);
+        assert!(Lock::file(out).expect("locks again").is_some());
+        assert!(Lock::file("-").expect("stdout").is_none());
+    }
+
+    /// A commit applied again after a kill at any step ends as one applied once, even when a
+    /// file it removes has the name a rename gives.
+    #[test]
+    fn a_commit_applied_again_after_any_step_completes_it() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let p = |n: &str| dir.path().join(n);
+        let commit = Commit {
+            remove: vec![p("a"), p("old")],
+            rename: vec![(p(".a.partial"), p("a")), (p(".b.partial"), p("b"))],
+            write: vec![(p("manifest"), "m".to_owned())],
+        };
+        let setup = || {
+            for (name, text) in [("a", "old a"), ("old", "x"), (".a.partial", "new a")] {
+                fs::write(p(name), text).expect("write");
+            }
+            fs::write(p(".b.partial"), "new b").expect("write");
+        };
+        // Each prefix of the steps, as a kill would leave it, then the whole commit again.
+        for done in 0..=5 {
+            setup();
+            let _ = fs::remove_file(p("manifest"));
+            let mut steps = 0;
+            for r in &commit.remove {
+                if steps < done {
+                    fs::remove_file(r).expect("remove");
+                }
+                steps += 1;
+            }
+            for (from, to) in &commit.rename {
+                if steps < done {
+                    fs::rename(from, to).expect("rename");
+                }
+                steps += 1;
+            }
+            commit.apply().expect("applies");
+            let mut names: Vec<String> = fs::read_dir(dir.path())
+                .expect("dir")
+                .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            assert_eq!(names, ["a", "b", "manifest"], "after {done} steps");
+            assert_eq!(fs::read_to_string(p("a")).expect("a"), "new a");
+        }
     }
 
     #[test]

@@ -948,7 +948,10 @@ pub fn run_plan(
         commit.write.extend(describe(&summary));
     }
     let mut journal = sink.journal;
-    if let Err(e) = journal.commit(&commit, &summary) {
+    let recorded = commit
+        .make_absolute()
+        .and_then(|()| journal.commit(&commit, &summary));
+    if let Err(e) = recorded {
         commit.discard();
         return Err(write(e));
     }

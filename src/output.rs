@@ -559,16 +559,9 @@ impl Lock {
             match file.try_lock() {
                 Ok(()) => {}
                 Err(fs::TryLockError::WouldBlock) => {
-                    let mut holder = String::new();
-                    let _ = file.read_to_string(&mut holder);
-                    let holder = holder.trim();
                     return Err(LockError::Busy {
                         what: what.to_owned(),
-                        holder: if holder.is_empty() {
-                            "pid unknown".to_owned()
-                        } else {
-                            holder.to_owned()
-                        },
+                        holder: holder(&mut file),
                         lock: path.display().to_string(),
                     });
                 }
@@ -588,6 +581,22 @@ impl Lock {
             return Ok(Lock { path, file });
         }
     }
+}
+
+/// The holder of a lock file, as it records itself: read again for up to 0.2 s while it is
+/// empty (the holder writes it just after taking the lock).
+fn holder(file: &mut File) -> String {
+    for _ in 0..20 {
+        let mut text = String::new();
+        let read = file
+            .seek(io::SeekFrom::Start(0))
+            .and_then(|_| file.read_to_string(&mut text));
+        if read.is_ok() && !text.trim().is_empty() {
+            return text.trim().to_owned();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    "pid unknown".to_owned()
 }
 
 /// True when `path` names the open file `file` (the same inode).

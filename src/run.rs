@@ -947,6 +947,12 @@ pub fn run_plan(
     if let Some(describe) = plan.describe {
         commit.write.extend(describe(&summary));
     }
+    if let Some(ms) = std::env::var(journal::PAUSE_BEFORE_COMMIT)
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        std::thread::sleep(Duration::from_millis(ms));
+    }
     let mut journal = sink.journal;
     let recorded = commit
         .make_absolute()

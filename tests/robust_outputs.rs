@@ -420,3 +420,52 @@ fn temporary_files_of_killed_commands_are_removed_by_the_next_writer() {
     assert!(!stale.exists(), "the stale temporary file is still there");
     assert!(live.exists() && other.exists());
 }
+
+/// `run --resume` started while the run goes on (what the audit saw corrupt a dataset) is
+/// refused at once, naming the running process; the run then completes.
+#[test]
+fn a_resume_while_the_run_goes_on_is_refused_naming_it() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let inp = input(tmp.path(), 20, 0);
+    let work = tmp.path().join("work");
+    let file = tmp.path().join("pipeline.toml");
+    fs::write(
+        &file,
+        format!(
+            "[[input]]\npath = \"{}\"\nformat = \"adp\"\n\n[[export]]\nto = \"parquet\"\n\
+             output = \"{}\"\n",
+            inp.display(),
+            work.display()
+        ),
+    )
+    .expect("write pipeline");
+    // The run holds on for 5 s before its commit: it is still going when the second starts.
+    let mut first = bin()
+        .args(["run", "-q"])
+        .arg(&file)
+        .env(trajkit::run::journal::PAUSE_BEFORE_COMMIT, "5000")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawns");
+    let lock = work.join(".trajkit.lock");
+    let started = Instant::now();
+    while !lock.exists() {
+        assert!(started.elapsed() < Duration::from_secs(30), "no lock file");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = trajkit()
+        .args(["run", "--resume"])
+        .arg(&file)
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains(&format!("pid {}: ", first.id())), "{err}");
+    assert!(first.wait().expect("waits").success());
+    assert_no_leftovers(&work);
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&fs::read(work.join("manifest.json")).expect("manifest"))
+            .expect("json");
+    assert_eq!(manifest["counts"]["written"], 20, "{manifest}");
+}

@@ -723,6 +723,18 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         global.summary(format_args!("{}: valid", args.pipeline));
         return Ok(0);
     }
+    // Each partition writes its own rejects file and run.json (stdout stays stdout).
+    let tagged = |path: &str| match &partition {
+        Some(p) if path != "-" => p.file_name(path),
+        _ => path.to_owned(),
+    };
+    let rejects_path = pipeline.rejects.as_deref().map(tagged);
+    // Every output is locked for the whole run, before any input is read: another command
+    // writing one is refused.
+    let mut _locks = lock_files([rejects_path.as_deref()])?;
+    for (a, _) in &pipeline.exports {
+        _locks.push(lock_dir(Path::new(&a.output), partition.as_ref())?);
+    }
     let mut plan: Vec<(String, &'static dyn Converter)> = Vec::new();
     for (input, conv) in pipeline.inputs.iter().zip(named) {
         let given = if input.glob {
@@ -772,12 +784,6 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         sessions: sessions(pipeline.idle_gap, pipeline.cut_at_prompt),
         mapping: pipeline.mapping,
     };
-    // Each partition writes its own rejects file and run.json (stdout stays stdout).
-    let tagged = |path: &str| match &partition {
-        Some(p) if path != "-" => p.file_name(path),
-        _ => path.to_owned(),
-    };
-    let rejects_path = pipeline.rejects.as_deref().map(tagged);
     if args.resume && pipeline.rejects.as_deref() == Some("-") {
         return Err(CliError::usage(
             "not supported yet: --resume with the rejects written to stdout",
@@ -795,11 +801,6 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         identity: identity(&identity_text, &paths),
         resume: args.resume,
     };
-    // Every output is locked for the whole run: another command writing one is refused.
-    let mut _locks = lock_files([rejects_path.as_deref()])?;
-    for e in &exports {
-        _locks.push(lock_dir(&e.dir, partition.as_ref())?);
-    }
     // `run.json` in each export directory is written with the outputs it describes.
     let run_jsons: Vec<PathBuf> = exports
         .iter()

@@ -56,6 +56,10 @@ pub fn state_dir(export_dir: &Path, partition: Option<&Partition>) -> PathBuf {
 /// destructor runs, no buffer is flushed) right after accepting this many records.
 pub const ABORT_AFTER_RECORDS: &str = "TRAJKIT_TEST_ABORT_AFTER_RECORDS";
 
+/// Environment variable of the test hook that holds a run between its pass and its commit for
+/// this many milliseconds (a run that is still going, for another command to meet).
+pub const PAUSE_BEFORE_COMMIT: &str = "TRAJKIT_TEST_PAUSE_BEFORE_COMMIT";
+
 /// How a run keeps its journal.
 #[derive(Debug, Clone)]
 pub struct JournalOptions {

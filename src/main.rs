@@ -16,8 +16,11 @@ fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     match cli.run() {
         Ok(code) => ExitCode::from(code),
+        // Nothing reads the output any more (`trajkit ... | head`): stop quietly, as ripgrep
+        // does (what was written was read; the outputs not yet committed are removed).
+        Err(_) if trajkit::output::stdout_closed() => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("trajkit: error: {}", e.message);
+            trajkit::output::warn(format_args!("trajkit: error: {}", e.message));
             ExitCode::from(e.code)
         }
     }

@@ -4,18 +4,107 @@
 //! is not a regular file (`/dev/null`, a named pipe, a terminal) is written in place: renaming
 //! over it would replace the device with a plain file.
 //!
+//! A command holds a [`Lock`] on every output it writes (a file, or an export directory) for
+//! its whole run, so two commands never write the same output at once. A temporary file left
+//! by a killed command (`NAME.tmp-PID` of a process no longer running) is removed by the next
+//! command that writes `NAME`.
+//!
+//! Diagnostics go to stderr through [`Stderr`] and [`warn`], which drop what cannot be written
+//! (a closed or full stderr must not stop a command); stdout goes through [`Stdout`], which
+//! notes a closed pipe so that the command can end quietly ([`stdout_closed`]).
+//!
 //! Output files are synced before they are renamed into place. So that the sync does not wait
 //! for the whole file at the end, [`WritebackFile`] has the kernel start writing each chunk to
 //! disk as soon as it is written.
 
+use std::fmt;
 use std::fs::{self, File};
-use std::io::{self, BufWriter, Seek, Write};
+use std::io::{self, BufWriter, Read, Seek, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Serialize};
+
+use crate::partition::Partition;
+
+/// Set once a write to stdout failed because nothing reads it any more (EPIPE).
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// True once a write to stdout failed because its reader went away (`trajkit ... | head`):
+/// the command then stops, and ends quietly as `ripgrep` does.
+pub fn stdout_closed() -> bool {
+    STDOUT_CLOSED.load(Ordering::Relaxed)
+}
+
+/// Standard output that notes a closed pipe (see [`stdout_closed`]).
+pub struct Stdout(io::Stdout);
+
+/// Standard output through [`Stdout`].
+pub fn stdout() -> Stdout {
+    Stdout(io::stdout())
+}
+
+fn note_broken_pipe<T>(r: io::Result<T>) -> io::Result<T> {
+    if r.as_ref()
+        .is_err_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+    {
+        STDOUT_CLOSED.store(true, Ordering::Relaxed);
+    }
+    r
+}
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        note_broken_pipe(self.0.write(buf))
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        note_broken_pipe(self.0.write_all(buf))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        note_broken_pipe(self.0.flush())
+    }
+}
+
+/// Writes `text` to stdout and flushes it (a closed stdout is an error, noted by
+/// [`stdout_closed`]).
+pub fn print(text: &str) -> io::Result<()> {
+    let mut out = stdout();
+    out.write_all(text.as_bytes())?;
+    out.flush()
+}
+
+/// Standard error for diagnostics and summaries: what cannot be written (stderr closed or
+/// full) is dropped, never an error or a panic.
+pub struct Stderr;
+
+impl Write for Stderr {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        Ok(io::stderr().write(buf).unwrap_or(buf.len()))
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        let _ = io::stderr().write_all(buf);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        let _ = io::stderr().flush();
+        Ok(())
+    }
+}
+
+/// Writes a line to stderr; dropped when stderr is closed or full (see [`Stderr`]).
+pub fn warn(line: fmt::Arguments<'_>) {
+    let _ = writeln!(Stderr, "{line}");
+}
 
 /// Where a command writes: stdout (`-`) or an atomically written file.
 pub enum Output {
     /// Standard output.
-    Stdout(BufWriter<io::Stdout>),
+    Stdout(BufWriter<Stdout>),
     /// A file being written under a temporary name.
     File(AtomicFile),
     /// A device or pipe, written in place.
@@ -49,7 +138,7 @@ impl Output {
         if path == "-" {
             Ok(Some(Output::Stdout(BufWriter::with_capacity(
                 1 << 20,
-                io::stdout(),
+                stdout(),
             ))))
         } else if is_special(Path::new(path)) {
             let file = fs::OpenOptions::new().write(true).open(path)?;
@@ -68,6 +157,16 @@ impl Output {
         match self {
             Output::File(f) => f.checkpoint().map(Some),
             Output::Stdout(_) | Output::Special(_) => Ok(None),
+        }
+    }
+
+    /// Flushes, and for a file syncs it and hands back its temporary name and target without
+    /// renaming it ([`AtomicFile::into_pending`]); `None` for stdout and devices.
+    pub fn into_pending(self) -> io::Result<Option<(PathBuf, PathBuf)>> {
+        match self {
+            Output::Stdout(mut w) => w.flush().map(|()| None),
+            Output::File(f) => f.into_pending().map(Some),
+            Output::Special(mut w) => w.flush().map(|()| None),
         }
     }
 
@@ -152,8 +251,25 @@ impl WritebackFile {
     }
 }
 
+/// Environment variable of the test hook that simulates a full disk: a write that would take
+/// an output file (an atomically written file or a shard) past this many bytes fails with
+/// `StorageFull`.
+pub const WRITE_LIMIT: &str = "TRAJKIT_TEST_WRITE_LIMIT";
+
+/// The limit of [`WRITE_LIMIT`], read once.
+fn write_limit() -> Option<u64> {
+    static LIMIT: OnceLock<Option<u64>> = OnceLock::new();
+    *LIMIT.get_or_init(|| std::env::var(WRITE_LIMIT).ok().and_then(|v| v.parse().ok()))
+}
+
 impl Write for WritebackFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if write_limit().is_some_and(|l| self.offset + buf.len() as u64 > l) {
+            return Err(io::Error::new(
+                io::ErrorKind::StorageFull,
+                "no space left on device (test hook)",
+            ));
+        }
         let n = self.file.write(buf)?;
         self.offset += n as u64;
         if self.offset - self.pending >= WRITEBACK_CHUNK {
@@ -195,9 +311,11 @@ pub struct AtomicFile {
 }
 
 impl AtomicFile {
-    /// Creates the temporary file beside `target` (creating parent directories).
+    /// Creates the temporary file beside `target` (creating parent directories), once the
+    /// temporary files of `target` that killed processes left are removed.
     pub fn create(target: &Path) -> io::Result<AtomicFile> {
         let temp = temp_beside(target, &format!(".tmp-{}", std::process::id()))?;
+        remove_stale_temps(target);
         let file = File::create(&temp)?;
         Ok(AtomicFile {
             target: target.to_path_buf(),
@@ -250,14 +368,29 @@ impl AtomicFile {
         file.stream_position()
     }
 
-    /// Flushes, syncs and renames the file into place.
-    pub fn finish(mut self) -> io::Result<()> {
+    /// Flushes and syncs the file, and hands back its temporary name and its target without
+    /// renaming it: the caller commits it (see [`Commit`]). The temporary is no longer removed
+    /// when this is dropped.
+    pub fn into_pending(mut self) -> io::Result<(PathBuf, PathBuf)> {
         if let Some(w) = self.writer.take() {
-            let file = w.into_inner().map_err(io::IntoInnerError::into_error)?;
-            file.file().sync_all()?;
-            fs::rename(&self.temp, &self.target)?;
+            let done = w
+                .into_inner()
+                .map_err(io::IntoInnerError::into_error)
+                .and_then(|f| f.file().sync_all());
+            if let Err(e) = done {
+                let _ = fs::remove_file(&self.temp);
+                return Err(e);
+            }
         }
-        Ok(())
+        Ok((self.temp.clone(), self.target.clone()))
+    }
+
+    /// Flushes, syncs and renames the file into place (the temporary is removed on an error).
+    pub fn finish(self) -> io::Result<()> {
+        let (temp, target) = self.into_pending()?;
+        fs::rename(&temp, &target).inspect_err(|_| {
+            let _ = fs::remove_file(&temp);
+        })
     }
 
     fn writer(&mut self) -> io::Result<&mut BufWriter<WritebackFile>> {
@@ -285,6 +418,309 @@ impl Drop for AtomicFile {
     fn drop(&mut self) {
         if self.writer.take().is_some() {
             let _ = fs::remove_file(&self.temp);
+        }
+    }
+}
+
+/// Removes the temporary files of `target` (`NAME.tmp-PID`) whose process no longer runs: a
+/// killed command leaves its temporary file behind.
+fn remove_stale_temps(target: &Path) {
+    let (Some(name), Some(dir)) = (target.file_name().and_then(|n| n.to_str()), target.parent())
+    else {
+        return;
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    let prefix = format!("{name}.tmp-");
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        let pid = file
+            .to_str()
+            .and_then(|f| f.strip_prefix(&prefix))
+            .and_then(|p| p.parse::<u32>().ok());
+        if pid.is_some_and(|p| p != std::process::id() && !process_runs(p)) {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// True unless process `pid` is known not to run (on Linux, `kill(pid, 0)` says so).
+#[cfg(target_os = "linux")]
+fn process_runs(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return true;
+    };
+    // SAFETY: signal 0 sends nothing; the call only checks that the process exists.
+    let sent = unsafe { libc::kill(pid, 0) };
+    sent == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn process_runs(_pid: u32) -> bool {
+    true
+}
+
+/// An exclusive advisory lock on an output, held while a command writes it: a second command
+/// that would write the same output is refused at once ([`LockError::Busy`], naming the
+/// process that holds it). The lock is a file that records the holder's pid and command line:
+/// `PATH.lock` beside an output file, `DIR/.trajkit.lock` in an export directory (a partition's
+/// is `DIR/.trajkit.part-I-of-N.lock`, as N partitions may write one directory). It is removed
+/// when the lock is released (dropped).
+#[derive(Debug)]
+pub struct Lock {
+    path: PathBuf,
+    file: File,
+}
+
+/// Why an output could not be locked.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    /// Another process holds the lock.
+    #[error(
+        "{what} is being written by another trajkit process ({holder}; lock file {lock}); \
+         wait for it to end, or write elsewhere"
+    )]
+    Busy {
+        /// The output.
+        what: String,
+        /// The holder's pid and command line, as its lock file records them.
+        holder: String,
+        /// The lock file.
+        lock: String,
+    },
+    /// The lock file could not be created or locked.
+    #[error("cannot lock {what} ({lock}): {source}")]
+    Io {
+        /// The output.
+        what: String,
+        /// The lock file.
+        lock: String,
+        /// Why.
+        source: io::Error,
+    },
+}
+
+/// The name of an export directory's lock file, for a partition or not.
+pub fn dir_lock_name(partition: Option<&Partition>) -> String {
+    match partition {
+        Some(p) => format!(".trajkit.{}.lock", p.tag()),
+        None => ".trajkit.lock".to_owned(),
+    }
+}
+
+impl Lock {
+    /// Locks the output file `path` (through `PATH.lock`); `None` for stdout (`-`) and devices,
+    /// which are not replaced.
+    pub fn file(path: &str) -> Result<Option<Lock>, LockError> {
+        if path == "-" || is_special(Path::new(path)) {
+            return Ok(None);
+        }
+        let lock = temp_beside(Path::new(path), ".lock").map_err(|source| LockError::Io {
+            what: path.to_owned(),
+            lock: format!("{path}.lock"),
+            source,
+        })?;
+        Lock::acquire(lock, path).map(Some)
+    }
+
+    /// Locks the export directory `dir` (created if missing) for an export of `partition`.
+    pub fn dir(dir: &Path, partition: Option<&Partition>) -> Result<Lock, LockError> {
+        let lock = dir.join(dir_lock_name(partition));
+        let what = dir.display().to_string();
+        fs::create_dir_all(dir).map_err(|source| LockError::Io {
+            what: what.clone(),
+            lock: lock.display().to_string(),
+            source,
+        })?;
+        Lock::acquire(lock, &what)
+    }
+
+    /// Takes the lock file `path` of the output `what`, and records this process in it.
+    fn acquire(path: PathBuf, what: &str) -> Result<Lock, LockError> {
+        let io_err = |source: io::Error| LockError::Io {
+            what: what.to_owned(),
+            lock: path.display().to_string(),
+            source,
+        };
+        loop {
+            let mut file = fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .read(true)
+                .write(true)
+                .open(&path)
+                .map_err(io_err)?;
+            match file.try_lock() {
+                Ok(()) => {}
+                Err(fs::TryLockError::WouldBlock) => {
+                    return Err(LockError::Busy {
+                        what: what.to_owned(),
+                        holder: holder(&mut file),
+                        lock: path.display().to_string(),
+                    });
+                }
+                Err(fs::TryLockError::Error(e)) => return Err(io_err(e)),
+            }
+            // The holder before removes the file when it releases the lock: locking a file
+            // no longer (or no longer the one) at `path` locks nothing, so try again.
+            if !same_file(&file, &path) {
+                continue;
+            }
+            let command: Vec<String> = std::env::args_os()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            let record = format!("pid {}: {}\n", std::process::id(), command.join(" "));
+            file.set_len(0).map_err(io_err)?;
+            file.write_all(record.as_bytes()).map_err(io_err)?;
+            return Ok(Lock { path, file });
+        }
+    }
+}
+
+/// The holder of a lock file, as it records itself: read again for up to 0.2 s while it is
+/// empty (the holder writes it just after taking the lock).
+fn holder(file: &mut File) -> String {
+    for _ in 0..20 {
+        let mut text = String::new();
+        let read = file
+            .seek(io::SeekFrom::Start(0))
+            .and_then(|_| file.read_to_string(&mut text));
+        if read.is_ok() && !text.trim().is_empty() {
+            return text.trim().to_owned();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    "pid unknown".to_owned()
+}
+
+/// True when `path` names the open file `file` (the same inode).
+#[cfg(unix)]
+fn same_file(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+#[cfg(not(unix))]
+fn same_file(_file: &File, path: &Path) -> bool {
+    path.exists()
+}
+
+impl Drop for Lock {
+    /// Removes the lock file while still holding it, then releases it (see [`Lock::acquire`]
+    /// for why a waiting process then tries again).
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+        let _ = self.file.unlock();
+    }
+}
+
+/// A temporary file's name and the target it is renamed to.
+pub type Rename = (PathBuf, PathBuf);
+
+/// The last step of a command that writes several files: removing what they replace, renaming
+/// the finished temporary files into place, and writing the small files that describe them
+/// (manifests, dataset cards). [`Commit::apply`] can be repeated after a kill at any point of
+/// it and completes it (`trajkit run --resume` does, from the copy in its journal).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Commit {
+    /// Files removed first (an earlier export's shards, a stale merged manifest).
+    pub remove: Vec<PathBuf>,
+    /// Then renamed, temporary name to target.
+    pub rename: Vec<Rename>,
+    /// Then written (atomically), path and text.
+    pub write: Vec<(PathBuf, String)>,
+}
+
+/// Environment variable of the test hook that simulates a kill while outputs are committed:
+/// the process aborts after this many steps of a [`Commit`] (removals, renames, writes; 0:
+/// before the first).
+pub const ABORT_IN_COMMIT: &str = "TRAJKIT_TEST_ABORT_IN_COMMIT";
+
+impl Commit {
+    /// Makes every path absolute (against the current directory), so that the commit means the
+    /// same files when it is applied again from another directory (`run --resume`).
+    pub fn make_absolute(&mut self) -> io::Result<()> {
+        for p in &mut self.remove {
+            *p = std::path::absolute(&*p)?;
+        }
+        for (from, to) in &mut self.rename {
+            *from = std::path::absolute(&*from)?;
+            *to = std::path::absolute(&*to)?;
+        }
+        for (p, _) in &mut self.write {
+            *p = std::path::absolute(&*p)?;
+        }
+        Ok(())
+    }
+
+    /// Adds `other`'s steps after this one's.
+    pub fn extend(&mut self, other: Commit) {
+        self.remove.extend(other.remove);
+        self.rename.extend(other.rename);
+        self.write.extend(other.write);
+    }
+
+    /// Applies the steps. Applied again after an interruption, it finishes the commit: the
+    /// removals are done again only while no rename is done (a removed file's name may be a
+    /// rename's target), renames already done are passed over, and the files are written again.
+    pub fn apply(&self) -> io::Result<()> {
+        let abort_after: Option<usize> = std::env::var(ABORT_IN_COMMIT)
+            .ok()
+            .and_then(|v| v.parse().ok());
+        let mut steps = 0;
+        let mut step = || {
+            steps += 1;
+            if abort_after == Some(steps) {
+                // The test hook: a kill at a chosen point, without destructors.
+                std::process::abort();
+            }
+        };
+        if abort_after == Some(0) {
+            std::process::abort();
+        }
+        let renamed = self.rename.iter().any(|(from, _)| !from.exists());
+        if !renamed {
+            for p in &self.remove {
+                match fs::remove_file(p) {
+                    Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                    _ => {}
+                }
+                step();
+            }
+        }
+        for (from, to) in &self.rename {
+            if from.exists() {
+                fs::rename(from, to)?;
+            } else if !to.exists() {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!("neither {} nor {} exists", from.display(), to.display()),
+                ));
+            }
+            step();
+        }
+        for (path, text) in &self.write {
+            let mut out = AtomicFile::create(path)?;
+            out.write_all(text.as_bytes())?;
+            out.finish()?;
+            step();
+        }
+        Ok(())
+    }
+
+    /// Removes the temporary files of a commit that will not be applied.
+    pub fn discard(&self) {
+        for (from, _) in &self.rename {
+            let _ = fs::remove_file(from);
         }
     }
 }
@@ -366,6 +802,71 @@ mod tests {
         assert!(kind.is_fifo(), "the pipe was replaced: {kind:?}");
         assert_eq!(reader.join().expect("reader"), b"through\n");
         assert_eq!(fs::read_dir(dir.path()).expect("dir").count(), 1);
+    }
+
+    /// A second lock of the same output is refused naming this process; once the first is
+    /// released, its file is gone and the output can be locked again.
+    #[test]
+    fn a_lock_is_exclusive_names_its_holder_and_is_removed_on_release() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let out = dir.path().join("out.jsonl");
+        let out = out.to_str().expect("utf-8");
+        let lock = Lock::file(out).expect("locks").expect("a file");
+        let err = Lock::file(out).expect_err("refused");
+        assert!(
+            err.to_string()
+                .contains(&format!("(pid {}: ", std::process::id())),
+            "{err}"
+        );
+        drop(lock);
+        assert_eq!(fs::read_dir(dir.path()).expect("dir").count(), 0);
+        assert!(Lock::file(out).expect("locks again").is_some());
+        assert!(Lock::file("-").expect("stdout").is_none());
+    }
+
+    /// A commit applied again after a kill at any step ends as one applied once, even when a
+    /// file it removes has the name a rename gives.
+    #[test]
+    fn a_commit_applied_again_after_any_step_completes_it() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let p = |n: &str| dir.path().join(n);
+        let commit = Commit {
+            remove: vec![p("a"), p("old")],
+            rename: vec![(p(".a.partial"), p("a")), (p(".b.partial"), p("b"))],
+            write: vec![(p("manifest"), "m".to_owned())],
+        };
+        let setup = || {
+            for (name, text) in [("a", "old a"), ("old", "x"), (".a.partial", "new a")] {
+                fs::write(p(name), text).expect("write");
+            }
+            fs::write(p(".b.partial"), "new b").expect("write");
+        };
+        // Each prefix of the steps, as a kill would leave it, then the whole commit again.
+        for done in 0..=5 {
+            setup();
+            let _ = fs::remove_file(p("manifest"));
+            let mut steps = 0;
+            for r in &commit.remove {
+                if steps < done {
+                    fs::remove_file(r).expect("remove");
+                }
+                steps += 1;
+            }
+            for (from, to) in &commit.rename {
+                if steps < done {
+                    fs::rename(from, to).expect("rename");
+                }
+                steps += 1;
+            }
+            commit.apply().expect("applies");
+            let mut names: Vec<String> = fs::read_dir(dir.path())
+                .expect("dir")
+                .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            assert_eq!(names, ["a", "b", "manifest"], "after {done} steps");
+            assert_eq!(fs::read_to_string(p("a")).expect("a"), "new a");
+        }
     }
 
     #[test]

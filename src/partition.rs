@@ -48,7 +48,7 @@ pub struct PartitionInfo {
 }
 
 /// What a partition left to the others (`run.json`, the summary).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Elsewhere {
     /// `I/N`.
     pub partition: String,

@@ -53,6 +53,7 @@ use crate::ingest::{Provenance, RawRecord};
 use crate::join::{finish_side, Join, JoinRunOptions, JoinSummary};
 use crate::model::upgrade::UpgradeOptions;
 use crate::model::{JsonObject, Trajectory};
+use crate::output::Commit;
 use crate::partition::{Elsewhere, Partition, PartitionBy};
 use crate::pipeline::{self, Flow, PipelineError, Progress, Sink};
 use crate::rejects::{reject, RejectsWriter};
@@ -76,6 +77,9 @@ pub struct ExportTarget {
     pub opts: ExportOptions,
 }
 
+/// Makes the files that describe a run from its summary: paths and texts.
+pub type Describe<'a> = &'a (dyn Fn(&RunSummary) -> Vec<(PathBuf, String)> + Sync);
+
 /// What a pipeline runs.
 pub struct Plan<'a> {
     /// Each input with its converter, in order.
@@ -93,6 +97,9 @@ pub struct Plan<'a> {
     pub all_inputs: Option<&'a [(String, &'static dyn Converter)]>,
     /// The journal (kept in the first export's directory) and whether to resume from it.
     pub journal: &'a JournalOptions,
+    /// Files that describe the run (`run.json`), from its summary: written as part of the
+    /// commit of its outputs.
+    pub describe: Option<Describe<'a>>,
 }
 
 /// Counts of one input.
@@ -120,7 +127,7 @@ fn is_zero(n: &u64) -> bool {
 }
 
 /// Counts of one stage: `in == written + filtered + rejected`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StageSummary {
     /// `convert`, `join[N]` or `export[N]` (1-based, in file order).
     pub stage: String,
@@ -138,7 +145,7 @@ pub struct StageSummary {
 }
 
 /// Counts of a run.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct RunSummary {
     /// Input records read.
     pub records: u64,
@@ -184,6 +191,12 @@ pub enum RunError {
     /// `--resume` refused, or the journal could not be written.
     #[error(transparent)]
     Resume(#[from] ResumeError),
+    /// The pass succeeded, but renaming its outputs into place failed part way.
+    #[error(
+        "the run's outputs could not all be committed ({0}); run again with --resume to \
+         finish committing them"
+    )]
+    Commit(io::Error),
 }
 
 /// Busy time per stage (convert, each join, each export), added to from any thread.
@@ -506,7 +519,9 @@ impl Sink for RunSink<'_> {
             return Ok(Flow::Continue);
         }
         self.input_started.get_or_insert_with(Instant::now);
-        if self.summary.records % STAGES_EVERY == 0 && self.reported.elapsed() >= STAGES_PERIOD {
+        if self.summary.records.is_multiple_of(STAGES_EVERY)
+            && self.reported.elapsed() >= STAGES_PERIOD
+        {
             self.progress.stages(&self.stages());
             self.reported = Instant::now();
         }
@@ -835,6 +850,17 @@ pub fn run_plan(
         }
     }
     let (journal, restart, exports) = match resumed {
+        Some((
+            journal,
+            Some(Restart {
+                commit: Some(done), ..
+            }),
+        )) => {
+            // The pass was over and its outputs were being committed: finish that.
+            done.commit.apply().map_err(RunError::Commit)?;
+            journal.close();
+            return Ok(done.summary);
+        }
         Some((journal, restart)) => {
             let restart = restart.unwrap_or_default();
             let exports = plan
@@ -899,7 +925,63 @@ pub fn run_plan(
         sink,
     )?;
     sink.close_input();
-    sink.journal.finishing().map_err(write)?;
+    // Everything is completed and synced under temporary names (gathered in `commit`) before
+    // the journal records the commit, after which a kill is finished by `--resume`.
+    let mut commit = Commit::default();
+    let completed = complete(&mut sink, plan, &export_opts, &busy, &mut commit);
+    let (stages, exports) = match completed {
+        Ok(done) => done,
+        Err(e) => {
+            commit.discard();
+            return Err(e);
+        }
+    };
+    progress.stages(&stages);
+    let mut summary = sink.summary;
+    summary.empty_inputs = empty_before;
+    summary.empty_inputs.extend(empty_inputs(&inputs_read));
+    summary.stages = stages;
+    summary.exports = exports;
+    summary.joins = sink.joins;
+    summary.partition = plan.partition.map(|p| Elsewhere {
+        partition: p.spec(),
+        by: p.by.name().to_owned(),
+        inputs: (all_inputs.len() - plan.inputs.len()) as u64,
+        ..sink.elsewhere
+    });
+    if let Some(describe) = plan.describe {
+        commit.write.extend(describe(&summary));
+    }
+    if let Some(ms) = std::env::var(journal::PAUSE_BEFORE_COMMIT)
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        std::thread::sleep(Duration::from_millis(ms));
+    }
+    let mut journal = sink.journal;
+    let recorded = commit
+        .make_absolute()
+        .and_then(|()| journal.commit(&commit, &summary));
+    if let Err(e) = recorded {
+        commit.discard();
+        return Err(write(e));
+    }
+    commit.apply().map_err(RunError::Commit)?;
+    journal.close();
+    Ok(summary)
+}
+
+/// Completes the run's outputs once its pass is over: the joins' side files are checked for
+/// orphans, the rejects file and every export's shards are completed and synced, and what
+/// commits them is added to `commit`. Returns the stages' counts and the exports' summaries.
+fn complete(
+    sink: &mut RunSink<'_>,
+    plan: &Plan<'_>,
+    export_opts: &[ExportOptions],
+    busy: &Busy,
+    commit: &mut Commit,
+) -> Result<(Vec<StageSummary>, Vec<ExportSummary>), RunError> {
+    let write = |e: io::Error| RunError::Pipeline(PipelineError::Write(e));
     for (i, stage) in plan.joins.iter().enumerate() {
         let (Some(summary), Some(used)) = (sink.joins.get_mut(i), sink.used.get(i)) else {
             continue;
@@ -917,31 +999,24 @@ pub fn run_plan(
     }
     sink.reporter.finish(&Default::default()).map_err(write)?;
     if let Some(r) = sink.rejects.take() {
-        r.finish().map_err(write)?;
+        commit.rename.extend(r.into_pending().map_err(write)?);
     }
     let mut stages = sink.stages();
     let first = 1 + plan.joins.len();
     let mut exports = Vec::new();
-    for (i, (stage, o)) in sink.exports.into_iter().zip(&export_opts).enumerate() {
+    for (i, (stage, o)) in std::mem::take(&mut sink.exports)
+        .into_iter()
+        .zip(export_opts)
+        .enumerate()
+    {
         let started = Instant::now();
-        exports.push(stage.finish(o)?);
+        let (summary, c) = stage.into_commit(o)?;
+        commit.extend(c);
+        exports.push(summary);
         busy.add(first + i, started);
         if let Some(s) = stages.get_mut(first + i) {
             s.seconds = busy.seconds(first + i);
         }
     }
-    progress.stages(&stages);
-    let mut summary = sink.summary;
-    summary.empty_inputs = empty_before;
-    summary.empty_inputs.extend(empty_inputs(&inputs_read));
-    summary.stages = stages;
-    summary.exports = exports;
-    summary.joins = sink.joins;
-    summary.partition = plan.partition.map(|p| Elsewhere {
-        partition: p.spec(),
-        by: p.by.name().to_owned(),
-        inputs: (all_inputs.len() - plan.inputs.len()) as u64,
-        ..sink.elsewhere
-    });
-    Ok(summary)
+    Ok((stages, exports))
 }

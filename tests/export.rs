@@ -134,7 +134,7 @@ fn check_openai(r: &Value, ctx: &str) {
 fn check_sharegpt(r: &Value, ctx: &str) {
     let conv = r["conversations"].as_array().expect("conversations");
     assert!(
-        !conv.is_empty() && conv.len() % 2 == 0,
+        !conv.is_empty() && conv.len().is_multiple_of(2),
         "{ctx}: count {}",
         conv.len()
     );

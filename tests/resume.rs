@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use common::{adp_corpus, corpus_std_files, sample_data, trajkit, valid_v15};
 
 const HOOK: &str = "TRAJKIT_TEST_ABORT_AFTER_RECORDS";
+const COMMIT_HOOK: &str = trajkit::output::ABORT_IN_COMMIT;
 
 /// Every file under `dir`, by path relative to it (hidden ones included).
 fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
@@ -355,6 +356,61 @@ fn resume_without_a_journal_runs_from_the_start() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_same_tree(&want, &s.work, "resumed without a journal");
+}
+
+/// A kill at each step of the commit (after the journal recorded it: renaming the rejects file
+/// and the shards into place, writing manifests, cards and `run.json`; step 0 is before the
+/// first), with the temporary manifest a kill while writing it would leave: a plain run is
+/// refused and points to `--resume`, which finishes the commit to the bytes of an
+/// uninterrupted run.
+#[test]
+fn killed_while_committing_and_resumed_writes_the_same_bytes() {
+    let s = setup("");
+    let want = reference(&s);
+    let dead = {
+        let mut child = std::process::Command::new("true")
+            .spawn()
+            .expect("true runs");
+        let pid = child.id();
+        child.wait().expect("waits");
+        pid
+    };
+    let mut step = 0;
+    loop {
+        let out = trajkit()
+            .arg("run")
+            .arg(&s.file)
+            .arg("-q")
+            .env(COMMIT_HOOK, step.to_string())
+            .output()
+            .expect("runs");
+        if out.status.success() {
+            // Past the last step: the run was not killed.
+            assert!(step > 10, "only {step} steps in the commit");
+            break;
+        }
+        fs::write(
+            s.work.join(format!("openai/manifest.json.tmp-{dead}")),
+            "{\"half\": ",
+        )
+        .expect("write a stale temporary file");
+        if step % 4 == 0 {
+            let plain = run(&s, false, None);
+            let err = String::from_utf8_lossy(&plain.stderr);
+            assert_eq!(plain.status.code(), Some(2), "step {step}: {err}");
+            assert!(err.contains("--resume"), "step {step}: {err}");
+        }
+        let out = run(&s, true, None);
+        assert!(
+            out.status.success(),
+            "resume after commit step {step}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_same_tree(&want, &s.work, &format!("killed at commit step {step}"));
+        fs::remove_dir_all(&s.work).expect("clear");
+        step += 1;
+    }
+    assert_same_tree(&want, &s.work, "not killed");
 }
 
 /// A real SIGKILL at whatever point the run reached once a shard was being written; the

@@ -1,11 +1,13 @@
 //! Options and error handling shared by the subcommands.
 
 use std::fmt;
-use std::io::{self, Write};
+use std::io;
 use std::time::Instant;
 
 use clap::Args;
 use trajkit::ingest::inputs::expand_inputs_with;
+use trajkit::output::{warn, Lock, LockError, Stderr};
+use trajkit::partition::Partition;
 use trajkit::pipeline::{PipelineError, RunOptions};
 use trajkit::rejects::RejectsWriter;
 use trajkit::validate::report::{reporter, ReportFormat, Reporter, ValidationSummary};
@@ -64,7 +66,7 @@ impl GlobalArgs {
     /// Prints a summary line to stderr unless quiet.
     pub fn summary(&self, line: fmt::Arguments<'_>) {
         if !self.quiet {
-            let _ = writeln!(std::io::stderr(), "{line}");
+            warn(line);
         }
     }
 }
@@ -102,6 +104,30 @@ impl From<PipelineError> for CliError {
     }
 }
 
+impl From<LockError> for CliError {
+    fn from(e: LockError) -> Self {
+        CliError::io(e)
+    }
+}
+
+/// Locks the output files a command writes (`-o`, `--rejects`; `None`s, stdout and devices are
+/// passed over) for as long as the locks are kept: another command writing one of them is
+/// refused at once.
+pub fn lock_files<'a>(
+    paths: impl IntoIterator<Item = Option<&'a str>>,
+) -> Result<Vec<Lock>, CliError> {
+    let mut locks = Vec::new();
+    for path in paths.into_iter().flatten() {
+        locks.extend(Lock::file(path)?);
+    }
+    Ok(locks)
+}
+
+/// Locks an export directory (see [`Lock::dir`]).
+pub fn lock_dir(dir: &std::path::Path, partition: Option<&Partition>) -> Result<Lock, CliError> {
+    Ok(Lock::dir(dir, partition)?)
+}
+
 /// Opens the `--rejects` file when one was asked for.
 pub fn rejects_writer(path: Option<&str>) -> Result<Option<RejectsWriter>, CliError> {
     path.map(RejectsWriter::create)
@@ -113,7 +139,7 @@ pub fn rejects_writer(path: Option<&str>) -> Result<Option<RejectsWriter>, CliEr
 pub fn warn_empty<'a>(global: &GlobalArgs, paths: impl IntoIterator<Item = &'a str>) {
     if !global.quiet {
         for p in paths {
-            eprintln!("trajkit: warning: {p} holds no records");
+            warn(format_args!("trajkit: warning: {p} holds no records"));
         }
     }
 }
@@ -162,7 +188,7 @@ impl Capped {
     /// Human diagnostics on stderr: none when quiet, the first 20, or all with `-v`.
     pub fn stderr(global: &GlobalArgs) -> Capped {
         Capped {
-            inner: reporter(ReportFormat::Human, Box::new(io::stderr())),
+            inner: reporter(ReportFormat::Human, Box::new(Stderr)),
             shown: 0,
             limit: match (global.quiet, global.verbose) {
                 (true, _) => 0,
@@ -185,10 +211,10 @@ impl Reporter for Capped {
     fn finish(&mut self, summary: &ValidationSummary) -> io::Result<()> {
         // A limit of 0 is `-q`: nothing on stderr, not even the count.
         if self.limit > 0 && self.shown > self.limit {
-            eprintln!(
+            warn(format_args!(
                 "... and {} more diagnostics (-v shows them all here; rejected records are in the --rejects file)",
                 self.shown - self.limit
-            );
+            ));
         }
         self.inner.finish(summary)
     }

@@ -11,10 +11,11 @@ use trajkit::convert::{
 use trajkit::ingest::ledgermind::SessionOptions;
 use trajkit::model::upgrade::{DetailsDecode, UpgradeOptions};
 use trajkit::model::AdpVersion;
-use trajkit::output::Output;
+use trajkit::output::{warn, Output};
 
 use super::common::{
-    inputs_with_units, rejects_writer, throughput, warn_empty, Capped, CliError, GlobalArgs,
+    inputs_with_units, lock_files, rejects_writer, throughput, warn_empty, Capped, CliError,
+    GlobalArgs,
 };
 
 /// Convert records of any supported format into ADP trajectories, one compact JSON object per
@@ -156,7 +157,10 @@ pub fn plan_inputs(
             })?,
         };
         if named.is_none() && !global.quiet {
-            eprintln!("trajkit: {input}: detected {}", converter.name());
+            warn(format_args!(
+                "trajkit: {input}: detected {}",
+                converter.name()
+            ));
         }
         plan.push((input, converter));
     }
@@ -183,6 +187,7 @@ pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     let upgrade = upgrade_options(args.adp_version, args.decode_details.as_deref())?;
     let plan = plan_inputs(&args.inputs, named, global)?;
     let inputs: Vec<String> = plan.iter().map(|(p, _)| p.clone()).collect();
+    let _locks = lock_files([Some(args.output.as_str()), args.rejects.as_deref()])?;
     let output = Output::create(&args.output)
         .map_err(|e| CliError::io(format!("cannot create {}: {e}", args.output)))?;
     let rejects = rejects_writer(args.rejects.as_deref())?;

@@ -16,7 +16,10 @@ use trajkit::export::{
 };
 use trajkit::model::upgrade::UpgradeOptions;
 
-use super::common::{inputs, rejects_writer, throughput, warn_empty, Capped, CliError, GlobalArgs};
+use super::common::{
+    inputs, lock_dir, lock_files, rejects_writer, throughput, warn_empty, Capped, CliError,
+    GlobalArgs,
+};
 
 /// Export ADP trajectories as training data: SFT JSON lines (openai, hf, sharegpt) or ADP,
 /// sharded and split, with manifest.json and a dataset card.
@@ -249,6 +252,10 @@ pub fn export_options(
 pub fn run(args: ExportArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     let inputs = inputs(&args.inputs)?;
     let opts = export_options(&args, &inputs, global)?;
+    let _locks = (
+        lock_dir(Path::new(&args.output), opts.shards.partition.as_ref())?,
+        lock_files([args.rejects.as_deref()])?,
+    );
     let rejects = rejects_writer(args.rejects.as_deref())?;
     let started = Instant::now();
     let bar = global.progress(&inputs, "export");

@@ -1,7 +1,10 @@
 //! `trajkit formats`
 
+use std::fmt::Write as _;
+
 use clap::Args;
 use trajkit::convert::{converters, spec, Converter};
+use trajkit::output::print;
 
 use super::common::CliError;
 
@@ -11,15 +14,16 @@ pub struct FormatsArgs {}
 
 /// Runs `formats`.
 pub fn run(_args: FormatsArgs) -> Result<u8, CliError> {
+    let mut text = String::new();
     for c in converters() {
-        println!("{:<14} {}", c.name(), c.description());
+        let _ = writeln!(text, "{:<14} {}", c.name(), c.description());
     }
-    println!();
-    println!(
-        "declarative converters (converters/*.toml; --from NAME, or --spec FILE for your own):"
+    text.push_str(
+        "\ndeclarative converters (converters/*.toml; --from NAME, or --spec FILE for your own):\n",
     );
     for c in spec::embedded() {
-        println!("{:<20} {}", c.name(), c.description());
+        let _ = writeln!(text, "{:<20} {}", c.name(), c.description());
     }
+    print(&text).map_err(CliError::io)?;
     Ok(0)
 }

@@ -12,7 +12,9 @@ use trajkit::model::AdpVersion;
 use trajkit::output::Output;
 use trajkit::validate::report::Reporter;
 
-use super::common::{inputs, rejects_writer, throughput, warn_empty, Capped, CliError, GlobalArgs};
+use super::common::{
+    inputs, lock_files, rejects_writer, throughput, warn_empty, Capped, CliError, GlobalArgs,
+};
 
 /// Attach reflections and rewards from side files to ADP trajectories, by declared keys.
 ///
@@ -256,6 +258,11 @@ pub fn run(args: JoinArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     }
     let started = Instant::now();
     let join = build_join(&args, sets, global)?;
+    let _locks = lock_files([
+        Some(args.output.as_str()),
+        args.rejects.as_deref(),
+        args.summary_json.as_deref(),
+    ])?;
     let output = Output::create(&args.output)
         .map_err(|e| CliError::io(format!("cannot create {}: {e}", args.output)))?;
     let rejects = rejects_writer(args.rejects.as_deref())?;

@@ -11,6 +11,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use trajkit::output::warn;
 use trajkit::pipeline::Progress;
 use trajkit::run::StageSummary;
 
@@ -137,7 +138,7 @@ impl Bar {
             while !flag.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(50));
                 if counts.started.elapsed() >= next {
-                    eprintln!("{}", counts.line(false));
+                    warn(format_args!("{}", counts.line(false)));
                     next += JSON_EVERY;
                 }
             }
@@ -164,7 +165,7 @@ impl Bar {
         if let Some(t) = ticker {
             t.stop.store(true, Ordering::Relaxed);
             let _ = t.thread.join();
-            eprintln!("{}", self.counts.line(true));
+            warn(format_args!("{}", self.counts.line(true)));
         }
     }
 }

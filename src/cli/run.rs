@@ -14,13 +14,13 @@ use trajkit::ingest::inputs::{expand_glob, is_glob};
 use trajkit::ingest::ledgermind::SessionOptions;
 use trajkit::join::policy::Orphans;
 use trajkit::model::AdpVersion;
-use trajkit::output::Output;
+use trajkit::output::print;
 use trajkit::partition::{Partition, PartitionBy};
 use trajkit::run::journal::{identity, state_dir, JournalOptions, ResumeError};
 use trajkit::run::{run_plan, ExportTarget, JoinStage, Plan, RunError, RunSummary};
 use trajkit::validate::schemas::{pipeline_validator, PIPELINE_SCHEMA};
 
-use super::common::{throughput, warn_empty, Capped, CliError, GlobalArgs};
+use super::common::{lock_dir, lock_files, throughput, warn_empty, Capped, CliError, GlobalArgs};
 use super::convert::{named_converter, plan_inputs, sessions, upgrade_options};
 use super::export::{export_options, ExportArgs};
 use super::join::{build_join, run_options, side_sets, JoinArgs};
@@ -687,9 +687,9 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         let config = effective(&pipeline);
         if args.json {
             let text = serde_json::to_string_pretty(&config).map_err(CliError::io)?;
-            println!("{text}");
+            print(&format!("{text}\n")).map_err(CliError::io)?;
         } else {
-            print!("{}", to_toml(&config));
+            print(&to_toml(&config)).map_err(CliError::io)?;
         }
         return Ok(0);
     }
@@ -714,6 +714,7 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         }
         sets.push(side_sets(a).map_err(|e| stage_error(&args.pipeline, "join", i, e))?);
     }
+    check_outputs(&args.pipeline, &pipeline)?;
     if args.check {
         for (i, (a, _)) in pipeline.exports.iter().enumerate() {
             export_options(a, &[], global)
@@ -721,6 +722,18 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         }
         global.summary(format_args!("{}: valid", args.pipeline));
         return Ok(0);
+    }
+    // Each partition writes its own rejects file and run.json (stdout stays stdout).
+    let tagged = |path: &str| match &partition {
+        Some(p) if path != "-" => p.file_name(path),
+        _ => path.to_owned(),
+    };
+    let rejects_path = pipeline.rejects.as_deref().map(tagged);
+    // Every output is locked for the whole run, before any input is read: another command
+    // writing one is refused.
+    let mut _locks = lock_files([rejects_path.as_deref()])?;
+    for (a, _) in &pipeline.exports {
+        _locks.push(lock_dir(Path::new(&a.output), partition.as_ref())?);
     }
     let mut plan: Vec<(String, &'static dyn Converter)> = Vec::new();
     for (input, conv) in pipeline.inputs.iter().zip(named) {
@@ -771,12 +784,6 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         sessions: sessions(pipeline.idle_gap, pipeline.cut_at_prompt),
         mapping: pipeline.mapping,
     };
-    // Each partition writes its own rejects file and run.json (stdout stays stdout).
-    let tagged = |path: &str| match &partition {
-        Some(p) if path != "-" => p.file_name(path),
-        _ => path.to_owned(),
-    };
-    let rejects_path = pipeline.rejects.as_deref().map(tagged);
     if args.resume && pipeline.rejects.as_deref() == Some("-") {
         return Err(CliError::usage(
             "not supported yet: --resume with the rejects written to stdout",
@@ -794,6 +801,19 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         identity: identity(&identity_text, &paths),
         resume: args.resume,
     };
+    // `run.json` in each export directory is written with the outputs it describes.
+    let run_jsons: Vec<PathBuf> = exports
+        .iter()
+        .map(|e| e.dir.join(tagged("run.json")))
+        .collect();
+    let describe = |summary: &RunSummary| -> Vec<(PathBuf, String)> {
+        let report = run_report(&args.pipeline, max, summary);
+        let text = format!("{report:#}\n");
+        run_jsons
+            .iter()
+            .map(|p| (p.clone(), text.clone()))
+            .collect()
+    };
     let started = Instant::now();
     let bar = match args.progress {
         Some(_) => Bar::json(&paths, "run"),
@@ -808,22 +828,26 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
             partition,
             all_inputs: partition.map(|_| plan.as_slice()),
             journal: &journal,
+            describe: Some(&describe),
         },
         &bar,
         rejects_path.as_deref(),
         Box::new(Capped::stderr(global)),
     )
     .map_err(|e| match e {
-        RunError::Export(ExportError::Exists(_)) => {
+        RunError::Export(ExportError::Exists(dir)) => {
             let journal = exports
                 .first()
                 .map(|e| state_dir(&e.dir, partition.as_ref()));
             let hint = if journal.is_some_and(|j| j.exists()) {
-                "; or pass --resume to resume the interrupted run it holds"
+                "; or pass --resume to finish the interrupted run it holds"
             } else {
                 ""
             };
-            CliError::usage(format!("{e}{hint}"))
+            CliError::usage(format!(
+                "{dir} already holds an export (manifest.json or data files); set `force = \
+                 true` in its [[export]] table to replace it{hint}"
+            ))
         }
         RunError::Resume(ResumeError::Refused(_)) => CliError::usage(e.to_string()),
         other => CliError::io(other),
@@ -843,17 +867,6 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
              trajectories",
             e.partition, e.by, e.inputs, e.records, e.trajectories
         ));
-    }
-    let report = json!({
-        "trajkit_version": env!("CARGO_PKG_VERSION"),
-        "pipeline": args.pipeline,
-        "max_reject_rate": max,
-        "reject_rate": summary.reject_rate(),
-        "reject_rate_exceeded": exceeded,
-        "summary": untimed(&summary),
-    });
-    for e in &exports {
-        write_run_json(&e.dir.join(tagged("run.json")), &report)?;
     }
     if exceeded {
         return Err(CliError {
@@ -957,14 +970,71 @@ fn untimed(summary: &RunSummary) -> Value {
     v
 }
 
-fn write_run_json(path: &Path, report: &Value) -> Result<(), CliError> {
-    let name = path.display().to_string();
-    let mut out =
-        Output::create(&name).map_err(|e| CliError::io(format!("cannot create {name}: {e}")))?;
-    let io = |e: std::io::Error| CliError::io(format!("cannot write {name}: {e}"));
-    serde_json::to_writer_pretty(&mut out, report).map_err(|e| io(e.into()))?;
-    std::io::Write::write_all(&mut out, b"\n").map_err(io)?;
-    out.finish().map_err(io)
+/// What `run.json` holds: the run's options that matter to its outcome and its summary.
+fn run_report(pipeline: &str, max: f64, summary: &RunSummary) -> Value {
+    json!({
+        "trajkit_version": env!("CARGO_PKG_VERSION"),
+        "pipeline": pipeline,
+        "max_reject_rate": max,
+        "reject_rate": summary.reject_rate(),
+        "reject_rate_exceeded": summary.reject_rate() > max,
+        "summary": untimed(summary),
+    })
+}
+
+/// Refuses exports that would write the same files: two with one `output`, or one inside
+/// another's, or the rejects file inside an export's directory (paths compared as resolved
+/// from the pipeline file, component by component).
+fn check_outputs(file: &str, p: &Pipeline) -> Result<(), CliError> {
+    let outputs: Vec<&Path> = p
+        .exports
+        .iter()
+        .map(|(a, _)| Path::new(&a.output))
+        .collect();
+    for (i, out) in outputs.iter().enumerate() {
+        for (j, other) in outputs.iter().enumerate().take(i) {
+            let problem = if out == other {
+                format!("its output {} is export[{}]'s too", out.display(), j + 1)
+            } else if out.starts_with(other) || other.starts_with(out) {
+                let (inner, outer) = if out.starts_with(other) {
+                    (out, other)
+                } else {
+                    (other, out)
+                };
+                format!(
+                    "its output and export[{}]'s nest ({} is inside {})",
+                    j + 1,
+                    inner.display(),
+                    outer.display()
+                )
+            } else {
+                continue;
+            };
+            return Err(stage_error(
+                file,
+                "export",
+                i,
+                CliError::usage(format!(
+                    "{problem}; each export needs a directory of its own"
+                )),
+            ));
+        }
+    }
+    if let Some(rejects) = p.rejects.as_deref().filter(|r| *r != "-") {
+        let inside = outputs
+            .iter()
+            .enumerate()
+            .find(|(_, o)| Path::new(rejects).starts_with(o));
+        if let Some((i, dir)) = inside {
+            return Err(CliError::usage(format!(
+                "{file}: [validate] rejects: {rejects} is inside the directory of export[{}] \
+                 ({}); write it elsewhere",
+                i + 1,
+                dir.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,6 +1,9 @@
 //! `trajkit schema`
 
+use std::fmt::Write as _;
+
 use clap::Args;
+use trajkit::output::print;
 use trajkit::validate::schemas::embedded;
 
 use super::common::CliError;
@@ -25,9 +28,11 @@ pub struct SchemaArgs {
 pub fn run(args: SchemaArgs) -> Result<u8, CliError> {
     let all = embedded();
     if args.list {
+        let mut text = String::new();
         for s in &all {
-            println!("{:<26} {}", s.name, s.title);
+            let _ = writeln!(text, "{:<26} {}", s.name, s.title);
         }
+        print(&text).map_err(CliError::io)?;
         return Ok(0);
     }
     let name = if args.name == "adp" {
@@ -37,7 +42,7 @@ pub fn run(args: SchemaArgs) -> Result<u8, CliError> {
     };
     match all.iter().find(|s| s.name == name) {
         Some(s) => {
-            print!("{}", s.text);
+            print(s.text).map_err(CliError::io)?;
             Ok(0)
         }
         None => Err(CliError::usage(format!(

@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use clap::Args;
+use trajkit::output::print;
 use trajkit::stats::{stats_inputs, Stats};
 
 use super::common::{inputs, CliError, GlobalArgs};
@@ -31,9 +32,9 @@ pub fn run(args: StatsArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     bar.finish();
     if args.json {
         let text = serde_json::to_string_pretty(&stats).map_err(CliError::io)?;
-        println!("{text}");
+        print(&format!("{text}\n")).map_err(CliError::io)?;
     } else {
-        print!("{}", table(&stats, args.top));
+        print(&table(&stats, args.top)).map_err(CliError::io)?;
     }
     Ok(u8::from(stats.invalid > 0))
 }

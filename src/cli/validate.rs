@@ -13,7 +13,9 @@ use trajkit::validate::run::{validate_inputs, Target, ValidateOptions};
 use trajkit::validate::schemas::{raw_schema, RAW_SCHEMAS};
 use trajkit::validate::{Diagnostic, Severity};
 
-use super::common::{inputs, rejects_writer, throughput, warn_empty, CliError, GlobalArgs};
+use super::common::{
+    inputs, lock_files, rejects_writer, throughput, warn_empty, CliError, GlobalArgs,
+};
 
 /// Check ADP trajectories against the JSON Schema of their version and trajkit's semantic rules
 /// (tool-call links, code languages, available_code_languages).
@@ -71,6 +73,7 @@ pub fn run(args: ValidateArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         )));
     };
     let inputs = inputs(&args.inputs)?;
+    let _locks = lock_files([args.rejects.as_deref()])?;
     let out = report_output(&args)?;
     let rejects = rejects_writer(args.rejects.as_deref())?;
     let opts = ValidateOptions {
@@ -116,7 +119,7 @@ fn report_output(args: &ValidateArgs) -> Result<Box<dyn Write + Send>, CliError>
                 CliError::io(format!("cannot create {path}: {e}"))
             })?))
         }
-        None => Box::new(BufWriter::new(io::stdout())),
+        None => Box::new(BufWriter::new(trajkit::output::stdout())),
     })
 }
 

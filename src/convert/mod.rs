@@ -35,7 +35,7 @@ use crate::model::upgrade::{upgrade, UpgradeOptions};
 use crate::model::{AdpVersion, Trajectory};
 use crate::output::Output;
 use crate::pipeline::{self, Flow, PipelineError, Progress, RunOptions, Sink};
-use crate::rejects::{reject, RejectsWriter};
+use crate::rejects::{commit_outputs, reject, RejectsWriter};
 use crate::validate::check::check_raw_node;
 use crate::validate::report::Reporter;
 use crate::validate::Diagnostic;
@@ -523,10 +523,7 @@ pub fn convert_inputs(
     )?;
     let write = |e: io::Error| PipelineError::Write(e);
     sink.reporter.finish(&Default::default()).map_err(write)?;
-    sink.output.finish().map_err(write)?;
-    if let Some(r) = sink.rejects {
-        r.finish().map_err(write)?;
-    }
+    commit_outputs(sink.output, sink.rejects).map_err(write)?;
     sink.summary.empty_inputs = empty_inputs(&inputs_read);
     Ok(sink.summary)
 }

@@ -29,7 +29,7 @@ pub mod tools;
 use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -47,10 +47,11 @@ use crate::ingest::{Provenance, RawRecord};
 use crate::join::policy::choice;
 use crate::model::upgrade::UpgradeOptions;
 use crate::model::Trajectory;
-use crate::output::Output;
+use crate::output::Commit;
 use crate::partition::Partition;
 use crate::pipeline::{self, Flow, InputCount, PipelineError, Progress, RunOptions, Sink};
 use crate::rejects::{reject, RejectsWriter};
+use crate::run::journal;
 use crate::validate::report::Reporter;
 use crate::validate::Diagnostic;
 
@@ -710,20 +711,28 @@ impl<W: ShardWriter> Shards<W> {
         Ok(None)
     }
 
-    /// Completes the shards, removes the `earlier` ones and gives the new ones their final
-    /// names.
-    fn commit(mut self, earlier: &[PathBuf]) -> io::Result<(ExportSummary, Vec<ShardFile>)> {
+    /// Completes the shards, and hands back the commit that removes the `earlier` ones and
+    /// gives the new ones their final names.
+    fn into_commit(
+        mut self,
+        earlier: &[PathBuf],
+    ) -> io::Result<(ExportSummary, Vec<ShardFile>, Commit)> {
+        // Every shard is completed before any is handed over: on an error, dropping the sets
+        // removes every partial file.
         for s in &mut self.shards {
             s.finish()?;
         }
-        for old in earlier {
-            fs::remove_file(old)?;
-        }
+        let mut commit = Commit {
+            remove: earlier.to_vec(),
+            ..Commit::default()
+        };
         let mut files: Vec<ShardFile> = Vec::new();
         for s in self.shards.drain(..) {
-            files.extend(s.commit()?);
+            let (renames, f) = s.into_commit()?;
+            commit.rename.extend(renames);
+            files.extend(f);
         }
-        Ok((self.summary, files))
+        Ok((self.summary, files, commit))
     }
 }
 
@@ -821,7 +830,7 @@ impl Run<'_> {
         self,
         config: &W::Config,
         encode: &Encoder<W::Row>,
-    ) -> Result<(ExportSummary, Vec<ShardFile>, Vec<InputCount>), RunError> {
+    ) -> Result<(ExportSummary, Vec<ShardFile>, Commit, Vec<InputCount>), RunError> {
         let opts = self.opts;
         let sink = ExportSink::<W> {
             out: Shards::new(self.data, opts, config),
@@ -842,8 +851,8 @@ impl Run<'_> {
         if let Some(r) = sink.rejects.take() {
             r.finish().map_err(RunError::Io)?;
         }
-        let (summary, files) = sink.out.commit(self.earlier).map_err(RunError::Io)?;
-        Ok((summary, files, inputs_read))
+        let (summary, files, commit) = sink.out.into_commit(self.earlier).map_err(RunError::Io)?;
+        Ok((summary, files, commit, inputs_read))
     }
 }
 
@@ -870,30 +879,40 @@ fn prepare_dir(
         source,
     };
     let data = dir.join("data");
-    let mut earlier = earlier_shards(&data, partition).map_err(io_err)?;
-    let manifest = |name: &str| dir.join(name).exists();
-    if !force
-        && (!earlier.is_empty() || manifest("manifest.json") || manifest(&manifest_name(partition)))
-    {
+    let (partial, earlier): (Vec<PathBuf>, Vec<PathBuf>) = earlier_shards(&data, partition)
+        .map_err(io_err)?
+        .into_iter()
+        .partition(|p| is_partial(p));
+    // Partial files beside the journal of a killed `run` are what `--resume` goes on from:
+    // kept unless `force`. Any other partial file was left by a killed command (the
+    // directory's lock keeps out a running one): removed now, as this run writes partial
+    // files of the same names.
+    let interrupted = !partial.is_empty() && journal::state_dir(dir, partition).exists();
+    if !force && (interrupted || holds_export(dir, &earlier, partition)) {
         return Err(ExportError::Exists(dir.display().to_string()));
     }
-    // Partial files are left by an interrupted run (never a finished export): removed now, as
-    // this run writes partial files of the same names.
-    for p in earlier.iter().filter(|p| is_partial(p)) {
+    for p in &partial {
         fs::remove_file(p).map_err(io_err)?;
     }
-    earlier.retain(|p| !is_partial(p));
     fs::create_dir_all(&data).map_err(io_err)?;
     Ok((data, earlier))
 }
 
-/// Writes `manifest.json` and the dataset card of a finished export.
-fn write_manifest(
+/// True when `dir` holds a finished export: shards (`earlier`, partial files left out) or a
+/// manifest. The lock file and the files of an interrupted run do not count.
+fn holds_export(dir: &Path, earlier: &[PathBuf], partition: Option<&Partition>) -> bool {
+    let manifest = |name: &str| dir.join(name).exists();
+    !earlier.is_empty() || manifest("manifest.json") || manifest(&manifest_name(partition))
+}
+
+/// The commit step that writes `manifest.json` and the dataset card of a finished export (and
+/// for a partition, removes a stale merged manifest and card).
+fn manifest_commit(
     dir: &Path,
     opts: &ExportOptions,
     summary: &ExportSummary,
     files: &[ShardFile],
-) -> io::Result<()> {
+) -> io::Result<Commit> {
     let mut manifest = Manifest::new(
         opts.target.name(),
         &opts.recorded_options,
@@ -903,18 +922,40 @@ fn write_manifest(
     );
     let partition = opts.shards.partition.as_ref();
     manifest.partition = partition.map(Partition::info);
-    write_manifest_files(dir, &manifest_name(partition), &manifest, opts.target)?;
+    let mut commit = manifest_files(dir, &manifest_name(partition), &manifest, opts.target)?;
     if partition.is_some() {
         // A merged manifest and card no longer describe the data files: the directory must not
         // look finished until `merge-manifests` runs again.
-        for stale in ["manifest.json", "README.md"] {
-            match fs::remove_file(dir.join(stale)) {
-                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-                _ => {}
-            }
-        }
+        commit.remove = ["manifest.json", "README.md"]
+            .iter()
+            .map(|stale| dir.join(stale))
+            .collect();
     }
-    Ok(())
+    Ok(commit)
+}
+
+/// The commit step that writes `manifest` as `name` in `dir`, with the dataset card unless it
+/// is a partition's.
+fn manifest_files(
+    dir: &Path,
+    name: &str,
+    manifest: &Manifest<'_>,
+    target: Target,
+) -> io::Result<Commit> {
+    let mut text = serde_json::to_string_pretty(manifest)?;
+    text.push('\n');
+    let mut commit = Commit::default();
+    commit.write.push((dir.join(name), text));
+    if manifest
+        .partition
+        .as_ref()
+        .is_none_or(|p| p.index.is_none())
+    {
+        commit
+            .write
+            .push((dir.join("README.md"), manifest.card(target.shape())));
+    }
+    Ok(commit)
 }
 
 /// Writes `manifest` as `name` in `dir`, with the dataset card unless it is a partition's.
@@ -924,19 +965,7 @@ fn write_manifest_files(
     manifest: &Manifest<'_>,
     target: Target,
 ) -> io::Result<()> {
-    write_file(&dir.join(name), |out| {
-        serde_json::to_writer_pretty(&mut *out, manifest)?;
-        out.write_all(b"\n")
-    })?;
-    if manifest
-        .partition
-        .as_ref()
-        .is_some_and(|p| p.index.is_some())
-    {
-        return Ok(());
-    }
-    let card = manifest.card(target.shape());
-    write_file(&dir.join("README.md"), |out| out.write_all(card.as_bytes()))
+    manifest_files(dir, name, manifest, target)?.apply()
 }
 
 enum AnyShards {
@@ -994,12 +1023,7 @@ impl ExportStage {
             .map_err(io_err)?
             .into_iter()
             .partition(|p| is_partial(p));
-        let manifest = |name: &str| dir.join(name).exists();
-        if !opts.force
-            && (!earlier.is_empty()
-                || manifest("manifest.json")
-                || manifest(&manifest_name(partition)))
-        {
+        if !opts.force && holds_export(dir, &earlier, partition) {
             return Err(ExportError::Exists(dir.display().to_string()));
         }
         let names = opts.splits.names();
@@ -1090,19 +1114,26 @@ impl ExportStage {
         }
     }
 
-    /// Commits the shards and writes the manifest and card.
-    pub fn finish(self, opts: &ExportOptions) -> Result<ExportSummary, ExportError> {
+    /// Completes the shards, and hands back the export's counts and the commit that renames
+    /// the shards into place (replacing an earlier export's) and writes the manifest and card.
+    pub fn into_commit(self, opts: &ExportOptions) -> Result<(ExportSummary, Commit), ExportError> {
         let io_err = |source: io::Error| ExportError::Io {
             dir: self.dir.display().to_string(),
             source,
         };
-        let (summary, files) = match self.shards {
-            AnyShards::Lines(s) => s.commit(&self.earlier),
-            AnyShards::Parquet(s) => s.commit(&self.earlier),
+        let (summary, files, mut commit) = match self.shards {
+            AnyShards::Lines(s) => s.into_commit(&self.earlier),
+            AnyShards::Parquet(s) => s.into_commit(&self.earlier),
         }
         .map_err(io_err)?;
-        write_manifest(&self.dir, opts, &summary, &files).map_err(io_err)?;
-        Ok(summary)
+        match manifest_commit(&self.dir, opts, &summary, &files) {
+            Ok(m) => commit.extend(m),
+            Err(e) => {
+                commit.discard();
+                return Err(io_err(e));
+            }
+        }
+        Ok((summary, commit))
     }
 }
 
@@ -1142,7 +1173,7 @@ pub fn export_inputs(
         rejects,
         reporter,
     };
-    let (mut summary, files, inputs_read) = match opts.target {
+    let (mut summary, files, mut commit, inputs_read) = match opts.target {
         Target::Parquet => run.write::<ParquetShard>(&opts.parquet, &encode_parquet),
         _ => run.write::<JsonLines>(&opts.shards.zstd, &encode_line),
     }
@@ -1151,14 +1182,15 @@ pub fn export_inputs(
         RunError::Io(e) => io_err(e),
     })?;
     summary.empty_inputs = empty_inputs(&inputs_read);
-    write_manifest(dir, opts, &summary, &files).map_err(io_err)?;
+    let done = manifest_commit(dir, opts, &summary, &files).and_then(|m| {
+        commit.extend(m);
+        commit.apply()
+    });
+    if let Err(e) = done {
+        commit.discard();
+        return Err(io_err(e));
+    }
     Ok(summary)
-}
-
-fn write_file(path: &Path, write: impl FnOnce(&mut Output) -> io::Result<()>) -> io::Result<()> {
-    let mut out = Output::create(&path.to_string_lossy())?;
-    write(&mut out)?;
-    out.finish()
 }
 
 #[cfg(test)]

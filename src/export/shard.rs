@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::output::WritebackFile;
+use crate::output::{Rename, WritebackFile};
 use crate::partition::Partition;
 
 /// How shards are cut and compressed.
@@ -263,12 +263,18 @@ impl<W: ShardWriter> ShardSet<W> {
             hasher: Sha256::new(),
             bytes: 0,
         };
-        Ok(Open {
-            writer: W::start(file, &self.config)?,
-            temp,
-            rows: 0,
-            uncompressed: 0,
-        })
+        match W::start(file, &self.config) {
+            Ok(writer) => Ok(Open {
+                writer,
+                temp,
+                rows: 0,
+                uncompressed: 0,
+            }),
+            Err(e) => {
+                let _ = fs::remove_file(&temp);
+                Err(e)
+            }
+        }
     }
 
     /// Completes the open shard, if any, and syncs it to disk; it keeps its partial name.
@@ -276,9 +282,20 @@ impl<W: ShardWriter> ShardSet<W> {
         let Some(open) = self.open.take() else {
             return Ok(None);
         };
-        let mut file = open.writer.finish()?;
-        file.flush()?;
-        file.inner.get_ref().file().sync_all()?;
+        // A shard that cannot be completed (a full disk) is removed at once: the set no
+        // longer knows it.
+        let completed = open.writer.finish().and_then(|mut file| {
+            file.flush()?;
+            file.inner.get_ref().file().sync_all()?;
+            Ok(file)
+        });
+        let file = match completed {
+            Ok(f) => f,
+            Err(e) => {
+                let _ = fs::remove_file(&open.temp);
+                return Err(e);
+            }
+        };
         let sha256 = file
             .hasher
             .finalize()
@@ -302,17 +319,27 @@ impl<W: ShardWriter> ShardSet<W> {
 
     /// Renames the finished shards to their final names and describes them (paths relative to
     /// the parent of `data/`).
-    pub fn commit(mut self) -> io::Result<Vec<ShardFile>> {
+    pub fn commit(self) -> io::Result<Vec<ShardFile>> {
+        let (renames, files) = self.into_commit()?;
+        for (from, to) in renames {
+            fs::rename(from, to)?;
+        }
+        Ok(files)
+    }
+
+    /// Completes the last shard and hands back the renames that give the shards their final
+    /// names, with their descriptions, for the caller to commit: the partial files are no
+    /// longer removed when the set is dropped.
+    pub fn into_commit(mut self) -> io::Result<(Vec<Rename>, Vec<ShardFile>)> {
         self.close()?;
         let n = self.closed.len();
         let ext = W::extension(&self.config);
+        let prefix = self.opts.prefix(&self.split);
+        let mut renames = Vec::with_capacity(n);
         let mut files = Vec::with_capacity(n);
         for (i, c) in self.closed.iter().enumerate() {
-            let name = format!("{}{i:05}-of-{n:05}.{ext}", self.opts.prefix(&self.split));
-            fs::rename(
-                partial_path(&self.dir, &self.opts.prefix(&self.split), i),
-                self.dir.join(&name),
-            )?;
+            let name = format!("{prefix}{i:05}-of-{n:05}.{ext}");
+            renames.push((partial_path(&self.dir, &prefix, i), self.dir.join(&name)));
             files.push(ShardFile {
                 path: format!("data/{name}"),
                 split: self.split.clone(),
@@ -323,7 +350,7 @@ impl<W: ShardWriter> ShardSet<W> {
             });
         }
         self.committed = true;
-        Ok(files)
+        Ok((renames, files))
     }
 }
 

@@ -35,7 +35,7 @@ use crate::ingest::{FramedRecords, RawRecord};
 use crate::model::upgrade::UpgradeOptions;
 use crate::output::Output;
 use crate::pipeline::{self, Flow, PipelineError, Progress, RunOptions, Sink};
-use crate::rejects::{reject, RejectsWriter};
+use crate::rejects::{commit_outputs, reject, RejectsWriter};
 use crate::validate::report::Reporter;
 use crate::validate::{Diagnostic, Severity};
 
@@ -226,10 +226,7 @@ pub fn join_inputs(
     )
     .map_err(write)?;
     sink.reporter.finish(&Default::default()).map_err(write)?;
-    sink.output.finish().map_err(write)?;
-    if let Some(r) = sink.rejects {
-        r.finish().map_err(write)?;
-    }
+    commit_outputs(sink.output, sink.rejects).map_err(write)?;
     let mut summary = sink.summary;
     summary.empty_inputs = empty_inputs(&inputs_read);
     Ok(summary)

@@ -13,7 +13,11 @@
 //!   the exports so far (every export is offered the same trajectories);
 //! - `shard`: each time a shard of an export starts, that export's state at that position (see
 //!   [`ShardCheckpoint`]) with the shard it completed, if any;
-//! - `finishing`: the pass is over and the outputs are being committed (too late to resume).
+//! - `commit`: the pass is over and every output is complete under a temporary name; the line
+//!   holds the [`Commit`] that puts them in place (with the manifests, cards and `run.json` to
+//!   write) and the run's summary. A run killed after it is finished by `--resume`, which
+//!   applies the commit again (see [`Commit::apply`]); one killed before it has renamed nothing,
+//!   and `--resume` restarts it from its checkpoints as usual.
 //!
 //! A resumed run restarts each export at the oldest start of its splits' open shards (every
 //! shard completed before is kept, no file is ever appended to), and the whole pass at the
@@ -29,10 +33,11 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::InputSummary;
+use super::{InputSummary, RunSummary};
 use crate::export::shard::ClosedShard;
 use crate::export::{ExportRestart, ExportSummary, ShardCheckpoint};
 use crate::join::JoinSummary;
+use crate::output::Commit;
 use crate::partition::Partition;
 
 /// The state directory's name, inside the first export's directory.
@@ -50,6 +55,10 @@ pub fn state_dir(export_dir: &Path, partition: Option<&Partition>) -> PathBuf {
 /// Environment variable of the test hook that simulates a kill: the process aborts (no
 /// destructor runs, no buffer is flushed) right after accepting this many records.
 pub const ABORT_AFTER_RECORDS: &str = "TRAJKIT_TEST_ABORT_AFTER_RECORDS";
+
+/// Environment variable of the test hook that holds a run between its pass and its commit for
+/// this many milliseconds (a run that is still going, for another command to meet).
+pub const PAUSE_BEFORE_COMMIT: &str = "TRAJKIT_TEST_PAUSE_BEFORE_COMMIT";
 
 /// How a run keeps its journal.
 #[derive(Debug, Clone)]
@@ -107,7 +116,16 @@ enum Line {
         #[serde(flatten)]
         checkpoint: ShardCheckpoint,
     },
-    Finishing,
+    Commit(Box<Committing>),
+}
+
+/// What the `commit` line holds: the commit of a run's outputs and the run's summary.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Committing {
+    /// Puts the outputs in place.
+    pub commit: Commit,
+    /// The run's counts.
+    pub summary: RunSummary,
 }
 
 /// Where a resumed pass starts.
@@ -121,6 +139,9 @@ pub struct Restart {
     pub state: GlobalState,
     /// Per export, where it restarts.
     pub exports: Vec<ExportRestart>,
+    /// The commit the interrupted run was making, when its pass was over: `--resume` finishes
+    /// it instead of restarting anything.
+    pub commit: Option<Committing>,
 }
 
 /// A journal being written.
@@ -129,6 +150,9 @@ pub struct Journal {
     file: File,
     seen: Vec<Option<File>>,
     seen_counts: Vec<u64>,
+    /// The `commit` line is written: the journal stays (for `--resume` to finish the commit)
+    /// unless [`Journal::close`] removes it.
+    committing: bool,
 }
 
 /// The identity of a run: the SHA-256 of `config` (the effective configuration, as text) and
@@ -177,6 +201,7 @@ impl Journal {
             file,
             seen: splits.iter().map(|_| None).collect(),
             seen_counts: vec![0; splits.len()],
+            committing: false,
         };
         match &restart {
             Some(r) => {
@@ -264,17 +289,30 @@ impl Journal {
         })
     }
 
-    /// Records that the outputs are being committed.
-    pub fn finishing(&mut self) -> io::Result<()> {
-        self.write(&Line::Finishing)
+    /// Records the commit of the run's outputs, and the run's summary: from here on, the
+    /// journal stays until [`Journal::close`], and a kill is finished by `--resume`.
+    pub fn commit(&mut self, commit: &Commit, summary: &RunSummary) -> io::Result<()> {
+        self.write(&Line::Commit(Box::new(Committing {
+            commit: commit.clone(),
+            summary: summary.clone(),
+        })))?;
+        self.committing = true;
+        Ok(())
+    }
+
+    /// Removes the journal of a run whose outputs are committed.
+    pub fn close(mut self) {
+        self.committing = false;
     }
 }
 
 impl Drop for Journal {
     /// A run that ends (successfully or with an error: its partial files are removed) leaves
-    /// nothing to resume.
+    /// nothing to resume, unless its commit failed part way.
     fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.dir);
+        if !self.committing {
+            let _ = fs::remove_dir_all(&self.dir);
+        }
     }
 }
 
@@ -326,6 +364,16 @@ fn plan_restart(
     splits: &[usize],
     dir: &Path,
 ) -> Result<Restart, ResumeError> {
+    // A commit is finished whatever changed since: its outputs are complete.
+    if let Some(committing) = lines.iter().find_map(|l| match l {
+        Line::Commit(c) => Some(c),
+        _ => None,
+    }) {
+        return Ok(Restart {
+            commit: Some((**committing).clone()),
+            ..Restart::default()
+        });
+    }
     match lines.first() {
         Some(Line::Run {
             trajkit,
@@ -359,35 +407,25 @@ fn plan_restart(
     let mut snapshots: Vec<BTreeMap<u64, (ExportSummary, u64)>> =
         splits.iter().map(|_| BTreeMap::new()).collect();
     for line in lines {
-        match line {
-            Line::Finishing => {
+        if let Line::Shard {
+            export,
+            seen,
+            checkpoint: c,
+        } = line
+        {
+            let (Some(st), Some(snap)) = (
+                states.get_mut(*export).and_then(|s| s.get_mut(c.split)),
+                snapshots.get_mut(*export),
+            ) else {
                 return Err(ResumeError::Refused(
-                    "the interrupted run had finished its pass and was committing its outputs; \
-                     run again without --resume"
-                        .to_owned(),
-                ))
+                    "the journal names an export or split the pipeline does not have".to_owned(),
+                ));
+            };
+            if let Some(closed) = &c.closed {
+                st.closed.insert(closed.index, closed.clone());
             }
-            Line::Shard {
-                export,
-                seen,
-                checkpoint: c,
-            } => {
-                let (Some(st), Some(snap)) = (
-                    states.get_mut(*export).and_then(|s| s.get_mut(c.split)),
-                    snapshots.get_mut(*export),
-                ) else {
-                    return Err(ResumeError::Refused(
-                        "the journal names an export or split the pipeline does not have"
-                            .to_owned(),
-                    ));
-                };
-                if let Some(closed) = &c.closed {
-                    st.closed.insert(closed.index, closed.clone());
-                }
-                st.open_at = Some(st.open_at.map_or(c.at, |a| a.max(c.at)));
-                snap.insert(c.at, (c.summary.clone(), *seen));
-            }
-            _ => {}
+            st.open_at = Some(st.open_at.map_or(c.at, |a| a.max(c.at)));
+            snap.insert(c.at, (c.summary.clone(), *seen));
         }
     }
     let mut exports = Vec::new();

@@ -31,9 +31,13 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   echo "scripts/fuzz.sh needs cargo-fuzz: cargo install cargo-fuzz --locked --version 0.13.2" >&2
   exit 2
 fi
+BUILD=(-s "$SANITIZER")
 if [ "$SANITIZER" != none ]; then
-  # Sanitizers are unstable compiler options; the stable toolchain accepts them this way.
+  # Sanitizers are unstable compiler options; the stable toolchain accepts them this way. The
+  # instrumented build goes to a target directory of its own, so the two builds do not
+  # invalidate each other.
   export RUSTC_BOOTSTRAP=1
+  BUILD+=(--target-dir "target/$SANITIZER")
 fi
 
 echo "== fuzz seeds"
@@ -87,7 +91,7 @@ for i, spec in enumerate(specs):
 PY
 
 echo "== fuzz build (sanitizer: $SANITIZER)"
-(cd fuzz && cargo fuzz build -s "$SANITIZER")
+(cd fuzz && cargo fuzz build "${BUILD[@]}")
 mkdir -p fuzz/target/logs
 status=0
 for target in "${TARGETS[@]}"; do
@@ -103,7 +107,7 @@ for target in "${TARGETS[@]}"; do
   if [ "$target" = spec ] && [ "$SANITIZER" = address ]; then
     extra+=(-detect_leaks=0)   # a loaded spec's name is leaked on purpose (docs/fuzzing.md)
   fi
-  (cd fuzz && cargo fuzz run -s "$SANITIZER" "$target" "corpus/$target" -- \
+  (cd fuzz && cargo fuzz run "${BUILD[@]}" "$target" "corpus/$target" -- \
       -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=4096 -max_len=262144 \
       -print_final_stats=1 "${extra[@]}") >"$log" 2>&1 || failed=$?
   # The final stats (executions, coverage, peak memory), and what went wrong if anything did.

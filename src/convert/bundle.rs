@@ -7,6 +7,7 @@
 use serde_json::{json, Value};
 
 use crate::ingest::{FrameError, FramedRecords, RawRecord, RecordSource};
+use crate::json::strict::{self, ParseError};
 
 /// The records of a bundled file: the bundle first, then the frames that are not objects.
 pub struct FileBundle {
@@ -34,17 +35,17 @@ impl FileBundle {
         let mut bad = Vec::new();
         let mut head: Option<RawRecord> = None;
         for mut record in read.into_iter().chain(framed.by_ref()) {
+            // An entry that breaks trajkit's rules on JSON text is rejected as it is.
             let parsed = match &record.error {
                 Some(_) => None,
-                None => serde_json::from_slice::<Value>(&record.bytes).ok(),
-            };
-            // An entry that breaks trajkit's rules on JSON text is rejected as it is.
-            let parsed = match parsed.map(|v| (crate::json::strict::check(&record.bytes), v)) {
-                Some((Err(p), _)) => {
-                    record.error = Some(FrameError::Json(p));
-                    None
-                }
-                other => other.map(|(_, v)| v),
+                None => match strict::parse_value(&record.bytes) {
+                    Ok(value) => Some(value),
+                    Err(ParseError::Rule(p)) => {
+                        record.error = Some(FrameError::Json(p));
+                        None
+                    }
+                    Err(ParseError::Syntax(_)) => None,
+                },
             };
             match parsed {
                 Some(entry) if entry.is_object() => {

@@ -21,6 +21,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{FrameError, Provenance, RawRecord, RecordSource};
+use crate::json::strict::{self, ParseError};
 
 /// One attempt with everything the directory says about it.
 #[derive(Debug, Serialize)]
@@ -147,18 +148,16 @@ fn read_json(dir: &Path, name: &str, root: &Path, problems: &mut Vec<Problem>) -
         message,
     };
     match fs::read(&path) {
-        Ok(bytes) => match serde_json::from_slice(&bytes) {
-            Ok(value) => match crate::json::strict::check(&bytes) {
-                Ok(()) => value,
-                Err(p) => {
-                    problems.push(problem(format!(
-                        "[{}] {}: {}",
-                        p.rule, p.pointer, p.message
-                    )));
-                    Value::Null
-                }
-            },
-            Err(e) => {
+        Ok(bytes) => match strict::parse_value(&bytes) {
+            Ok(value) => value,
+            Err(ParseError::Rule(p)) => {
+                problems.push(problem(format!(
+                    "[{}] {}: {}",
+                    p.rule, p.pointer, p.message
+                )));
+                Value::Null
+            }
+            Err(ParseError::Syntax(e)) => {
                 problems.push(Problem {
                     line: Some(e.line() as u64),
                     ..problem(format!("not valid JSON: {e}"))
@@ -201,23 +200,19 @@ fn read_jsonl(path: &Path) -> io::Result<Lines> {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let parsed = serde_json::from_slice::<Value>(line);
-        if let (Ok(_), Err(p)) = (&parsed, crate::json::strict::check(line)) {
-            bad.push(BadLine {
-                line: n,
-                text: String::from_utf8_lossy(line).into_owned(),
-                error: FrameError::Json(p),
-            });
-            continue;
-        }
-        match parsed {
+        match strict::parse_value(line) {
             Ok(v @ Value::Object(_)) => good.push((n, v)),
             Ok(_) => bad.push(BadLine {
                 line: n,
                 text: String::from_utf8_lossy(line).into_owned(),
                 error: FrameError::Invalid("a line must be a JSON object".to_owned()),
             }),
-            Err(e) => bad.push(BadLine {
+            Err(ParseError::Rule(p)) => bad.push(BadLine {
+                line: n,
+                text: String::from_utf8_lossy(line).into_owned(),
+                error: FrameError::Json(p),
+            }),
+            Err(ParseError::Syntax(e)) => bad.push(BadLine {
                 line: n,
                 text: String::from_utf8_lossy(line).into_owned(),
                 error: FrameError::Syntax(format!("not valid JSON: {e}")),

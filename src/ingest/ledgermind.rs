@@ -28,6 +28,7 @@ use serde_json::{json, Value};
 
 use super::open::{self, is_plain_file};
 use super::{layout_hint, Frame, FrameError, Framer, Provenance, RawRecord, RecordSource};
+use crate::json::strict::{self, ParseError};
 use crate::json::{Node, Shapes};
 
 /// Event kinds that record knowledge rather than a step of work.
@@ -458,10 +459,7 @@ fn read_sqlite(path: &Path) -> rusqlite::Result<(Index, Vec<u8>)> {
             .map(|c| {
                 // Text that is not JSON, or JSON that would lose data read as a `Value` (a
                 // duplicate key, an integer past 64 bits), is kept as the text it is.
-                serde_json::from_str::<Value>(c)
-                    .ok()
-                    .filter(|_| crate::json::strict::check(c.as_bytes()).is_ok())
-                    .unwrap_or_else(|| Value::String(c.to_owned()))
+                strict::parse_value(c.as_bytes()).unwrap_or_else(|_| Value::String(c.to_owned()))
             })
             .unwrap_or(json!({}));
         let value = json!({
@@ -636,8 +634,10 @@ fn index_frames(frames: &[Frame], check: EventCheck<'_>, input: &Arc<str>) -> Pa
 /// An event the compiled checks did not accept, parsed as a `Value` and checked by the schema;
 /// the error to reject it with when it is not a valid event (`None`: it is not JSON).
 fn slow_check(bytes: &[u8], check: EventCheck<'_>) -> Result<Value, Option<FrameError>> {
-    let value = serde_json::from_slice::<Value>(bytes).map_err(|_| None)?;
-    crate::json::strict::check(bytes).map_err(|p| Some(FrameError::Json(p)))?;
+    let value = strict::parse_value(bytes).map_err(|e| match e {
+        ParseError::Rule(p) => Some(FrameError::Json(p)),
+        ParseError::Syntax(_) => None,
+    })?;
     let problems = if value.is_object() {
         (check.problems)(&value)
     } else {

@@ -10,11 +10,18 @@
 //!   exponent are floats by their own account and are read as such.
 //!
 //! The fast reader ([`super::Shapes::parse`]) refuses both (and its callers take the slow way
-//! through `serde_json`); the slow way runs [`check`] on the text `serde_json` accepted, so the
-//! rules hold on every path a record takes.
+//! through `serde_json`); the slow way reads with [`parse_value`], which finds a duplicate key
+//! while it builds each object and looks for a long integer only in text that has a run of 19
+//! digits, so the rules hold on every path a record takes at next to no cost. [`check`] is the
+//! scan that locates a problem (its JSON pointer) once one is known to be there.
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::collections::HashSet;
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Number, Value};
 
 use crate::model::rules::escape_pointer;
 
@@ -202,9 +209,191 @@ fn decode(quoted: &[u8]) -> Option<Cow<'_, str>> {
         .map(Cow::Owned)
 }
 
+/// Why JSON text could not be read as a [`Value`] under trajkit's rules.
+#[derive(Debug)]
+pub enum ParseError {
+    /// Not JSON (as `serde_json` says).
+    Syntax(serde_json::Error),
+    /// Well-formed JSON that breaks one of trajkit's rules.
+    Rule(JsonProblem),
+}
+
+/// Reads `text` into a [`Value`] exactly as `serde_json::from_slice` does, but refuses a
+/// duplicate key (found while each object is built) and an integer literal past 64 bits
+/// (looked for only when the text has a run of 19 digits). Either problem is then located by
+/// [`check`].
+pub fn parse_value(text: &[u8]) -> Result<Value, ParseError> {
+    let duplicate = Cell::new(false);
+    let mut de = serde_json::Deserializer::from_slice(text);
+    let read = StrictValue(&duplicate)
+        .deserialize(&mut de)
+        .and_then(|value| de.end().map(|()| value));
+    match read {
+        Err(_) if duplicate.get() => Err(ParseError::Rule(locate(text))),
+        Err(e) => Err(ParseError::Syntax(e)),
+        Ok(value) if has_digit_run(text, 19) => match check(text) {
+            Ok(()) => Ok(value),
+            Err(p) => Err(ParseError::Rule(p)),
+        },
+        Ok(value) => Ok(value),
+    }
+}
+
+/// The problem [`check`] finds in text known to have one.
+fn locate(text: &[u8]) -> JsonProblem {
+    check(text).err().unwrap_or_else(|| JsonProblem {
+        rule: DUPLICATE_KEY,
+        pointer: String::new(),
+        message: "duplicate key in an object (JSON readers would keep only its last value)"
+            .to_owned(),
+    })
+}
+
+/// True when `text` has `n` ASCII digits in a row. Such a run covers one of every `n`
+/// positions, so only those are looked at, and around them only when they hold a digit.
+fn has_digit_run(text: &[u8], n: usize) -> bool {
+    let mut at = n - 1;
+    while let Some(b) = text.get(at) {
+        if b.is_ascii_digit() {
+            let left = text[..at]
+                .iter()
+                .rev()
+                .take_while(|b| b.is_ascii_digit())
+                .count();
+            let right = text[at..].iter().take_while(|b| b.is_ascii_digit()).count();
+            if left + right >= n {
+                return true;
+            }
+            // This run ends before `at + right`; a long enough run after it covers
+            // `at + right + n`.
+            at += right + n;
+        } else {
+            at += n;
+        }
+    }
+    false
+}
+
+/// A [`Value`] as `serde_json` builds one, noting a duplicate key in `.0` (and failing there).
+#[derive(Clone, Copy)]
+struct StrictValue<'a>(&'a Cell<bool>);
+
+impl<'de> DeserializeSeed<'de> for StrictValue<'_> {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for StrictValue<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        self.deserialize(deserializer)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(item) = seq.next_element_seed(self)? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut object = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let value = map.next_value_seed(self)?;
+            if object.insert(key, value).is_some() {
+                self.0.set(true);
+                return Err(de::Error::custom("duplicate key"));
+            }
+        }
+        Ok(Value::Object(object))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parse_value_reads_as_serde_json_does_and_refuses_what_check_refuses() {
+        let texts = [
+            r#"{"id":"a","content":[{"x":1.5,"y":null,"z":[true,"s\u00e9"]}],"n":-3}"#,
+            r#"{"id":"a","content":[{"x":1,"y":{"k":1},"x":2}]}"#,
+            r#"{"events":[{"id":18446744073709551616}]}"#,
+            r#"{"big":18446744073709551615,"float":0.12345678901234567890123}"#,
+            r#"[1,2"#,
+            r#"{"a":1} x"#,
+            r#""a\ud800""#,
+        ];
+        for text in texts {
+            let ours = parse_value(text.as_bytes());
+            let theirs = serde_json::from_str::<Value>(text);
+            match (ours, check(text.as_bytes())) {
+                (Ok(v), Ok(())) => assert_eq!(Some(v), theirs.ok(), "{text}"),
+                (Err(ParseError::Rule(p)), Err(q)) => assert_eq!(p, q, "{text}"),
+                (Err(ParseError::Syntax(e)), _) => {
+                    let theirs = theirs.expect_err("serde_json refuses it too");
+                    assert_eq!(e.to_string(), theirs.to_string(), "{text}");
+                }
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn digit_runs_are_found_wherever_they_stand() {
+        for n in [1, 2, 5, 19] {
+            for len in 0..60 {
+                for start in 0..len {
+                    for run in 0..=(len - start) {
+                        let mut text = vec![b'x'; len];
+                        text[start..start + run].fill(b'7');
+                        assert_eq!(has_digit_run(&text, n), run >= n, "{n} {len} {start} {run}");
+                    }
+                }
+            }
+        }
+    }
 
     fn problem(text: &str) -> Option<(&'static str, String, String)> {
         check(text.as_bytes())

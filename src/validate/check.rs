@@ -9,7 +9,8 @@ use serde_json::Value;
 use super::diagnostic::Diagnostic;
 use super::schemas::{adp_validator, raw_schema, raw_shapes, raw_validator};
 use crate::ingest::{FrameError, Provenance, RawRecord};
-use crate::json::{strict, Node, Shapes};
+use crate::json::strict::{self, ParseError};
+use crate::json::{Node, Shapes};
 use crate::model::rules::{self, escape_pointer};
 use crate::model::{AdpVersion, Trajectory};
 
@@ -62,11 +63,16 @@ pub fn parse_json(rec: &RawRecord) -> Result<Value, Box<Diagnostic>> {
     if let Some(error) = &rec.error {
         return Err(Box::new(frame_diagnostic(prov, error)));
     }
-    let value = parse_syntax(rec)?;
-    match strict::check(&rec.bytes) {
-        Ok(()) => Ok(value),
-        Err(p) => {
-            let id = value.get("id").and_then(Value::as_str);
+    match strict::parse_value(&rec.bytes) {
+        Ok(value) => Ok(value),
+        Err(ParseError::Syntax(e)) => Err(syntax_diagnostic(prov, &e)),
+        Err(ParseError::Rule(p)) => {
+            // Read again (as serde_json reads it) only to name the record in the diagnostic.
+            let value = serde_json::from_slice::<Value>(&rec.bytes).ok();
+            let id = value
+                .as_ref()
+                .and_then(|v| v.get("id"))
+                .and_then(Value::as_str);
             Err(Box::new(Diagnostic::error(
                 prov, id, p.pointer, p.rule, p.message,
             )))
@@ -74,33 +80,30 @@ pub fn parse_json(rec: &RawRecord) -> Result<Value, Box<Diagnostic>> {
     }
 }
 
-/// Parses a record's bytes as JSON with `serde_json`, or diagnoses why they are not JSON.
-fn parse_syntax(rec: &RawRecord) -> Result<Value, Box<Diagnostic>> {
-    let prov = &rec.provenance;
-    serde_json::from_slice::<Value>(&rec.bytes).map_err(|e| {
-        let text = e.to_string();
-        let what = text
-            .rsplit_once(" at line ")
-            .map_or(text.as_str(), |(w, _)| w);
-        let (rule, hint) = if what.contains("recursion limit") {
-            ("json-depth", " (nesting deeper than 128 levels)")
-        } else if what.contains("unicode") || what.contains("UTF-8") {
-            ("json-encoding", " (input must be UTF-8)")
-        } else if e.is_eof() {
-            ("json-truncated", "")
-        } else {
-            ("json-syntax", "")
-        };
-        let mut d = Diagnostic::error(
-            prov,
-            None,
-            "",
-            rule,
-            format!("{what}{hint} at column {}", e.column()),
-        );
-        d.line = prov.line + (e.line() as u64).saturating_sub(1);
-        Box::new(d)
-    })
+/// Why a record's bytes at `prov` are not JSON, as `serde_json` said (`e`).
+fn syntax_diagnostic(prov: &Provenance, e: &serde_json::Error) -> Box<Diagnostic> {
+    let text = e.to_string();
+    let what = text
+        .rsplit_once(" at line ")
+        .map_or(text.as_str(), |(w, _)| w);
+    let (rule, hint) = if what.contains("recursion limit") {
+        ("json-depth", " (nesting deeper than 128 levels)")
+    } else if what.contains("unicode") || what.contains("UTF-8") {
+        ("json-encoding", " (input must be UTF-8)")
+    } else if e.is_eof() {
+        ("json-truncated", "")
+    } else {
+        ("json-syntax", "")
+    };
+    let mut d = Diagnostic::error(
+        prov,
+        None,
+        "",
+        rule,
+        format!("{what}{hint} at column {}", e.column()),
+    );
+    d.line = prov.line + (e.line() as u64).saturating_sub(1);
+    Box::new(d)
 }
 
 /// Checks one record as an ADP trajectory of whatever version it declares.

@@ -7,6 +7,7 @@ use arrow_array::{Array, Float64Array, ListArray, RecordBatch, StringArray, Stru
 use serde::de::DeserializeOwned;
 
 use super::schema::STEP_FIELDS;
+use crate::json::strict::{self, ParseError};
 use crate::model::step::{
     ApiAction, CodeAction, ImageObservation, JsonObservation, MessageAction, Source, Step,
     TextObservation, WebObservation,
@@ -296,9 +297,9 @@ fn string_list(a: &ListArray, i: usize) -> Option<Vec<String>> {
 /// Reads a column's JSON text as `T`; the text must keep trajkit's rules on JSON (no duplicate
 /// key, no integer past 64 bits: [`crate::json::strict`]) as records read from JSON do.
 fn parse<T: DeserializeOwned>(json: &str, pointer: &str) -> Result<T, RowError> {
-    let value = serde_json::from_str(json)
-        .map_err(|e| err(pointer, format!("not the JSON expected: {e}")))?;
-    crate::json::strict::check(json.as_bytes())
-        .map_err(|p| err(format!("{pointer}{}", p.pointer), p.message))?;
-    Ok(value)
+    let value = strict::parse_value(json.as_bytes()).map_err(|e| match e {
+        ParseError::Syntax(e) => err(pointer, format!("not the JSON expected: {e}")),
+        ParseError::Rule(p) => err(format!("{pointer}{}", p.pointer), p.message),
+    })?;
+    T::deserialize(value).map_err(|e| err(pointer, format!("not the JSON expected: {e}")))
 }

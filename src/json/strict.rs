@@ -290,7 +290,8 @@ impl<'de> Visitor<'de> for StrictValue<'_> {
     }
 
     fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-        if v.abs() >= 9.223_372_036_854_775_808e18 && v.fract() == 0.0 {
+        // 2^63: an integer literal that fits neither i64 nor u64 is at least this large.
+        if v.abs() >= -(i64::MIN as f64) && v.fract() == 0.0 {
             self.0.huge.set(true);
         }
         Ok(Number::from_f64(v).map_or(Value::Null, Value::Number))

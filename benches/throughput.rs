@@ -130,8 +130,8 @@ fn bench_convert(bencher: Bencher, converter: &dyn Converter, bytes: &[u8]) {
     });
 }
 
-/// The README's declarative-converter example (`docs/spec-example`), repeated to about 4 MB,
-/// converted with its spec: the regex rules, templates and argument parsing per turn.
+/// The declarative-converter example of docs/specs.md (`docs/spec-example`), repeated to about
+/// 4 MB, converted with its spec: the regex rules, templates and argument parsing per turn.
 #[divan::bench]
 fn convert_records_with_spec(bencher: Bencher) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/spec-example");

@@ -129,7 +129,7 @@ fn every_corpus_dataset_round_trips_losslessly_and_byte_stably() {
     }
 }
 
-/// The top-level columns as the README documents them.
+/// The top-level columns as docs/export.md documents them.
 const DOCUMENTED_COLUMNS: &[&str] = &[
     "id",
     "schema_version",
@@ -148,7 +148,7 @@ const DOCUMENTED_COLUMNS: &[&str] = &[
     "details",
 ];
 
-/// The fields of a `steps` element as the README documents them.
+/// The fields of a `steps` element as docs/export.md documents them.
 const DOCUMENTED_STEP_FIELDS: &[&str] = &[
     "class",
     "content",
@@ -259,7 +259,7 @@ fn the_file_has_the_documented_schema_metadata_and_derived_columns() {
         assert!(id.column_index_offset().is_some(), "column index");
     }
 
-    // Derived columns, as the README documents them, from the fixture's details.
+    // Derived columns, as docs/export.md documents them, from the fixture's details.
     assert_eq!(strings(batch, "id").value(0), "loop-1#2");
     assert_eq!(strings(batch, "source_format").value(0), "reflexion");
     assert_eq!(strings(batch, "outcome").value(0), "failure");

@@ -494,7 +494,7 @@ fn raw_schemas_check_the_samples_and_flag_drift() {
 
 /// A difference from ADP's `sample_std.json` that trajkit makes on purpose. Each is an error or
 /// an invention in ADP's conversion (its scripts are `datasets/<name>/raw_to_standardized.py`);
-/// the README's agreement table explains them.
+/// docs/agreement.md explains them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Documented {
     /// ADP appends a closing pair picked at random from fixed texts (a user "Congratulations!

@@ -40,8 +40,8 @@ pub struct ConvertArgs {
     /// refused. Standard input needs a named format.
     #[arg(long, default_value = "auto")]
     pub from: String,
-    /// Convert with the declarative converter spec in this TOML file (see the README,
-    /// "Declarative converters"); the spec is checked before any data is read.
+    /// Convert with the declarative converter spec in this TOML file (see
+    /// docs/specs.md); the spec is checked before any data is read.
     #[arg(long, value_name = "FILE", conflicts_with = "from")]
     pub spec: Option<String>,
     /// Output format: adp, or atif (ATIF v1.7, built from ADP 1.5.0; what ATIF has no field
@@ -73,8 +73,8 @@ pub struct ConvertArgs {
     pub mapping: MappingArgs,
 }
 
-/// Mapping choices the seed formats do not force (README, "Mapping options"); what a choice
-/// leaves out of the steps stays in `details`.
+/// Mapping choices the seed formats do not force (docs/inputs.md, "Mapping options"); what a
+/// choice leaves out of the steps stays in `details`.
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Mapping options")]
 pub struct MappingArgs {

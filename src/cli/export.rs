@@ -28,7 +28,7 @@ use super::common::{
 /// Output in DIR: data/{split}-{i:05}-of-{n:05}.jsonl[.zst], manifest.json (files, rows,
 /// bytes, sha256, options, counts) and README.md (Hugging Face `configs` front matter).
 /// Trajectories that cannot train (no assistant turn, a tool call left unanswered before the
-/// conversation goes on, an empty turn) are rejected with a reason. See the README, "Export".
+/// conversation goes on, an empty turn) are rejected with a reason. See docs/export.md.
 #[derive(Debug, Args)]
 #[command(after_help = EXAMPLES)]
 pub struct ExportArgs {

@@ -30,7 +30,7 @@ use super::progress::Bar;
 /// streaming pass (each record is read once, converted, validated, joined and written to every
 /// export).
 ///
-/// The file is TOML (`trajkit schema pipeline`; see the README, "Pipeline"): `[[input]]`
+/// The file is TOML (`trajkit schema pipeline`; see docs/pipeline.md): `[[input]]`
 /// (`path`, `format` = auto, or `spec`), `[convert]` (`adp_version`, `idle_gap`,
 /// `decode_details`), `[validate]` (`max_reject_rate`, `rejects`), `[[join]]` and `[[export]]`
 /// stages whose keys are the long options of `trajkit join` and `trajkit export` in

@@ -35,7 +35,7 @@ pub struct ValidateArgs {
     /// input is a declarative converter spec (TOML), fully loaded as `convert --spec` would.
     #[arg(long, default_value = "adp")]
     pub schema: String,
-    /// With a raw format: accept the documented drift of real files (see the README).
+    /// With a raw format: accept the documented drift of real files (see docs/validation.md).
     #[arg(long)]
     pub lenient: bool,
     /// Report format: human, json (one object per diagnostic), junit, github, sarif.

@@ -6,7 +6,7 @@
 //! are system steps. What ATIF has no field for (a step's class, names, sources, rewards, the
 //! trajectory's details, ...) goes into `extra.adp`, so reading trajkit's ATIF back gives the
 //! same trajectory. Reading native ATIF (no `extra.adp`) follows ATIF's own conventions; see
-//! the README ("ATIF").
+//! docs/formats/atif.md.
 
 use std::collections::{HashMap, HashSet};
 

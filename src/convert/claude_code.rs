@@ -1,7 +1,7 @@
 //! Claude Code sessions: one JSON-lines file per session, one trajectory per file. The main
 //! chain is followed through `parentUuid` (sidechains stay out), the lines of one assistant
 //! response (one per content block, sharing `message.id`) are merged, and `tool_use` /
-//! `tool_result` blocks are linked by id. The mapping is in the README ("Claude Code").
+//! `tool_result` blocks are linked by id. The mapping is in docs/formats/claude-code.md.
 
 use std::collections::{HashMap, HashSet};
 use std::io;

@@ -1,5 +1,5 @@
 //! LedgerMind memory events: one trajectory per session, read and cut by
-//! [`crate::ingest::ledgermind`]. The mapping is in the README ("LedgerMind").
+//! [`crate::ingest::ledgermind`]. The mapping is in docs/formats/ledgermind.md.
 
 use std::io;
 use std::path::Path;

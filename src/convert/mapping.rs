@@ -1,5 +1,5 @@
-//! Mapping choices that a raw format does not force, each with its default (README, "Mapping
-//! options"). What a choice leaves out of the steps stays in `details`, so nothing is lost
+//! Mapping choices that a raw format does not force, each with its default (docs/inputs.md,
+//! "Mapping options"). What a choice leaves out of the steps stays in `details`, so nothing is lost
 //! either way.
 
 /// The mapping choices of the seed-format converters.

@@ -1,6 +1,6 @@
 //! memabra task-level traces: one trajectory per record. Events, in timestamp order, drive the
 //! steps; when no event records execution, the routing decisions do. The mapping, including the
-//! payload keys read (memabra does not publish payload shapes), is in the README ("memabra").
+//! payload keys read (memabra does not publish payload shapes), is in docs/formats/memabra.md.
 
 use serde_json::{json, Value};
 

@@ -1,5 +1,5 @@
 //! OpenAI-style chat records (`messages` with roles, `tool_calls`, `tool_call_id`, `tools`), the
-//! lingua franca of fine-tuning data. The mapping is in the README ("OpenAI chat").
+//! lingua franca of fine-tuning data. The mapping is in docs/formats/openai.md.
 
 use std::collections::HashMap;
 

@@ -11,7 +11,7 @@
 //!   tool results prefixed `OBSERVATION:` (`get_observation_message` in the agent). Chats look
 //!   like any OpenAI chat, so they are read with `--from openhands` only, never detected.
 //!
-//! The mapping is in the README ("OpenHands").
+//! The mapping is in docs/formats/openhands.md.
 
 use std::collections::{HashMap, HashSet};
 use std::io;

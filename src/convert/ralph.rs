@@ -1,5 +1,5 @@
 //! aiwg Ralph episodic memory: one trajectory per attempt directory, read by
-//! [`crate::ingest::episodic`]. The mapping is in the README ("Ralph episodic memory").
+//! [`crate::ingest::episodic`]. The mapping is in docs/formats/ralph.md.
 
 use std::io;
 use std::path::Path;

@@ -1,5 +1,5 @@
 //! Reflexion iteration records (aiwg Ralph reflection memory): one record per `(loop_id,
-//! iteration)`, one trajectory per record. The mapping is in the README ("Reflexion").
+//! iteration)`, one trajectory per record. The mapping is in docs/formats/reflexion.md.
 
 use serde_json::{json, Value};
 

@@ -1,6 +1,6 @@
 //! ShareGPT conversations (`conversations` of `{from, value}`), including LLaMA-Factory's
 //! `function_call` and `observation` turns and top-level `system` and `tools`. The mapping is in
-//! the README ("ShareGPT").
+//! docs/formats/sharegpt.md.
 
 use serde_json::Value;
 

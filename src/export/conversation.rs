@@ -1,6 +1,6 @@
 //! The target-independent conversation an ADP trajectory becomes before a target renders it.
 //!
-//! Mapping (the README's "Export: mapping rules"):
+//! Mapping (docs/export.md, "Mapping rules"):
 //! - a maximal run of consecutive actions is one assistant turn: message texts and (by default)
 //!   `description`s form its text, `reasoning_content` its thought, api and code actions its
 //!   tool calls (code actions through [`CodeTools`]);

@@ -1,9 +1,9 @@
 //! The step classes of an ADP trajectory: actions taken by the agent and observations it receives.
 //!
-//! Field order in these structs is the key order trajkit writes (see the README, "Output key
-//! order"). Class-specific fields are always written (as `null` when absent), as ADP's own dumps
-//! do; the link and training fields added in ADP 1.x (`reasoning_content`, `tool_call_id`,
-//! `reward`) are written only when set.
+//! Field order in these structs is the key order trajkit writes (see docs/adp-versions.md,
+//! "Output key order"). Class-specific fields are always written (as `null` when absent), as
+//! ADP's own dumps do; the link and training fields added in ADP 1.x (`reasoning_content`,
+//! `tool_call_id`, `reward`) are written only when set.
 //!
 //! Each struct repeats those shared optional fields rather than `#[serde(flatten)]`-ing them:
 //! flatten disables `deny_unknown_fields` and makes decoding buffer every step.

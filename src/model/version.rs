@@ -83,7 +83,7 @@ impl AdpVersion {
     }
 
     /// `json_observation` steps. Upstream added this class on a side branch only; trajkit
-    /// accepts it in 1.5.0 data (see the README, "ADP versions").
+    /// accepts it in 1.5.0 data (see docs/adp-versions.md).
     pub fn has_json_observation(self) -> bool {
         self >= AdpVersion::V1_5
     }

@@ -1,7 +1,7 @@
 //! The converter-spec file format, as written (`converters/*.toml`). The JSON Schema in
 //! `schemas/converter-spec.schema.json` describes the same shape and is checked first, so these
-//! types only decode what the schema has accepted. The README's "Declarative converters"
-//! section is the reference.
+//! types only decode what the schema has accepted. docs/specs.md is the
+//! reference.
 
 use serde::Deserialize;
 use serde_json::{Map, Value};

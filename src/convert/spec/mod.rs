@@ -1,5 +1,5 @@
 //! Declarative converters: a raw format described in a TOML spec (`converters/*.toml`) instead
-//! of Rust code. The README's "Declarative converters" section is the reference.
+//! of Rust code. docs/specs.md is the reference.
 //!
 //! Loading a spec goes TOML → JSON (remembering lines) → the converter-spec JSON Schema →
 //! typed decode → compile (regexes, templates). Every problem names the spec file, line and

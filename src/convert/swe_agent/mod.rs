@@ -11,7 +11,7 @@
 //!   SWE-smith-trajectories: `<function=…>` calls in the text, `OBSERVATION:` results), or
 //!   with OpenAI-style `tool_calls`.
 //!
-//! The mapping is in the README ("SWE-agent"); how command lines and model outputs are read is
+//! The mapping is in docs/formats/swe-agent.md; how command lines and model outputs are read is
 //! in [`command`].
 
 pub mod command;

@@ -1,6 +1,6 @@
 //! Parquet: one row per ADP 1.5.0 trajectory.
 //!
-//! - [`schema`]: the Arrow schema (documented in the README, "Parquet layout");
+//! - [`schema`]: the Arrow schema (documented in docs/export.md, "Parquet layout");
 //! - [`row`]: a trajectory taken apart into the values of one row (done by the parallel
 //!   workers, so writing the row only copies);
 //! - [`columns`]: rows accumulated into Arrow arrays, a record batch at a time;

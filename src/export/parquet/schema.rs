@@ -1,5 +1,5 @@
-//! The Arrow schema of trajkit's Parquet files. Every field is listed in the README ("Parquet
-//! layout"); [`columns`](super::columns) builds arrays of exactly these types, and
+//! The Arrow schema of trajkit's Parquet files. Every field is listed in docs/export.md
+//! ("Parquet layout"); [`columns`](super::columns) builds arrays of exactly these types, and
 //! [`decode`](super::decode) reads them.
 
 use std::sync::{Arc, LazyLock};

@@ -3,7 +3,7 @@
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]   run each target for SECONDS (default 20)
 #
-# Targets (fuzz/fuzz_targets/): framer, convert, ralph, spec; all of them when none is named.
+# Targets (fuzz/fuzz_targets/): framer, convert, ralph, spec, pipeline; all when none is named.
 # Seeds are made afresh in fuzz/corpus/<target>/ from sample_data/ and, when it is beside the
 # checkout, the shared corpus (../shared/corpus, never copied into the repository); what the
 # fuzzer finds is added there too, so a longer campaign goes on where the last one stopped.
@@ -21,7 +21,7 @@ SECONDS_EACH="${1:-20}"
 shift || true
 TARGETS=("$@")
 if [ ${#TARGETS[@]} -eq 0 ]; then
-  TARGETS=(framer convert ralph spec)
+  TARGETS=(framer convert ralph spec pipeline)
 fi
 SANITIZER="${FUZZ_SANITIZER:-none}"
 JOBS="${FUZZ_JOBS:-1}"
@@ -77,6 +77,8 @@ order = ["tasks/task-001/metadata.json", "tasks/task-001/reflections.jsonl",
          "tasks/task-001/attempts/002/actions.jsonl", "tasks/task-002/attempts/001/actions.jsonl"]
 parts = [(ralph / f).read_bytes() if (ralph / f).is_file() else b"" for f in order]
 put("ralph", "seed-sample", b"\n%%\n".join(parts))
+
+put("pipeline", "seed-sample", pathlib.Path("sample_data/pipeline.toml").read_bytes())
 
 specs = sorted(pathlib.Path("converters").glob("*.toml"))
 # The shipped specs in the order of spec::EMBEDDED (alphabetical, as the files are).

@@ -14,7 +14,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{sample_data, trajkit};
+use common::{copy_dir, sample_data, trajkit};
 
 /// How long one conversion of a small mutant may take before it counts as a hang.
 const TIME_BOUND: Duration = Duration::from_secs(15);
@@ -158,19 +158,6 @@ fn stage(dir: &Path, sample: &Path, bytes: &[u8]) -> PathBuf {
     let path = dir.join(name);
     fs::write(&path, bytes).expect("write the mutant");
     path
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).expect("create the copy");
-    for entry in fs::read_dir(from).expect("read the sample directory") {
-        let entry = entry.expect("directory entry");
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), &target).expect("copy a sample file");
-        }
-    }
 }
 
 /// `records in`, `written` and `rejected` of convert's summary line.

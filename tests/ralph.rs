@@ -11,19 +11,7 @@ use serde_json::Value;
 
 /// Copies `sample_data/ralph` into a temporary directory to mutate it.
 fn copy_sample(to: &Path) {
-    fn copy(from: &Path, to: &Path) {
-        fs::create_dir_all(to).expect("mkdir");
-        for e in fs::read_dir(from).expect("read dir") {
-            let e = e.expect("entry");
-            let target = to.join(e.file_name());
-            if e.path().is_dir() {
-                copy(&e.path(), &target);
-            } else {
-                fs::copy(e.path(), target).expect("copy");
-            }
-        }
-    }
-    copy(&sample_data().join("ralph"), to);
+    common::copy_dir(&sample_data().join("ralph"), to);
 }
 
 fn convert(root: &Path, rejects: Option<&Path>) -> (i32, Vec<Value>, String) {

@@ -15,31 +15,10 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{adp_corpus, corpus_std_files, sample_data, trajkit, valid_v15};
+use common::{adp_corpus, corpus_std_files, sample_data, trajkit, tree, valid_v15};
 
 const HOOK: &str = "TRAJKIT_TEST_ABORT_AFTER_RECORDS";
 const COMMIT_HOOK: &str = trajkit::output::ABORT_IN_COMMIT;
-
-/// Every file under `dir`, by path relative to it (hidden ones included).
-fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
-        for e in fs::read_dir(dir).expect("read dir") {
-            let p = e.expect("entry").path();
-            if p.is_dir() {
-                walk(root, &p, out);
-            } else {
-                let rel = p.strip_prefix(root).expect("under root");
-                out.insert(
-                    rel.to_string_lossy().into_owned(),
-                    fs::read(&p).expect("read"),
-                );
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(dir, dir, &mut out);
-    out
-}
 
 /// Asserts that `got` holds exactly the files of `want`, byte for byte.
 fn assert_same_tree(want: &BTreeMap<String, Vec<u8>>, got: &Path, what: &str) {

@@ -12,6 +12,11 @@ use std::time::{Duration, Instant};
 
 use common::{sample_data, trajkit, valid_v15};
 
+/// Names of the files under `dir` (recursively), relative to it, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    common::tree(dir).into_keys().collect()
+}
+
 /// The binary, for commands whose pipes the test holds itself.
 fn bin() -> Command {
     let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("trajkit"));
@@ -33,27 +38,6 @@ fn input(dir: &Path, n: usize, bad: usize) -> PathBuf {
     let path = dir.join("in.jsonl");
     fs::write(&path, text).expect("write input");
     path
-}
-
-/// Names of the files under `dir` (recursively), relative to it.
-fn names(dir: &Path) -> Vec<String> {
-    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
-        for e in fs::read_dir(dir).expect("read dir") {
-            let p = e.expect("entry").path();
-            if p.is_dir() {
-                walk(root, &p, out);
-            } else {
-                let rel = p.strip_prefix(root).expect("under root");
-                out.push(rel.to_string_lossy().into_owned());
-            }
-        }
-    }
-    let mut out = Vec::new();
-    if dir.exists() {
-        walk(dir, dir, &mut out);
-    }
-    out.sort();
-    out
 }
 
 /// Asserts that no temporary, partial or lock file is left under `dir`.

@@ -257,11 +257,7 @@ pub fn not_a_unit(record: &RawRecord, hint: &str) -> Vec<Diagnostic> {
 /// A file's name without directories, compression suffix and extension (`run-7.jsonl.gz` is
 /// `run-7`): the id of the stream or session it holds, for formats that name files so.
 pub fn file_stem(file: &str) -> String {
-    let name = file.rsplit('/').next().unwrap_or(file);
-    let name = name
-        .strip_suffix(".gz")
-        .or_else(|| name.strip_suffix(".zst"))
-        .unwrap_or(name);
+    let name = crate::ingest::without_compression(file.rsplit('/').next().unwrap_or(file));
     match name.rsplit_once('.') {
         Some((stem, _)) if !stem.is_empty() => stem.to_owned(),
         _ => name.to_owned(),
@@ -363,15 +359,25 @@ pub fn convert_record(
 }
 
 /// What every stage that converts a record does to each trajectory it makes: refuses one with
-/// no steps, unless `reads_adp` (a reader never makes an empty trajectory: nothing in it can
-/// train, and it usually means the reader met a shape it does not know; ADP read as ADP is
-/// passed on as it is, see [`Converter::reads_adp`]), then [`upgrade_checked`].
+/// no id (ADP requires one: a reader must not write what `validate` rejects) or no steps,
+/// unless `reads_adp` (a reader never makes an empty trajectory: nothing in it can train, and
+/// it usually means the reader met a shape it does not know; ADP read as ADP is passed on as it
+/// is, see [`Converter::reads_adp`]), then [`upgrade_checked`].
 pub fn converted_checked(
     traj: &mut Trajectory,
     prov: &Provenance,
     opts: &UpgradeOptions,
     reads_adp: bool,
 ) -> Result<(), Vec<Diagnostic>> {
+    if traj.id.is_empty() {
+        return Err(vec![Diagnostic::error(
+            prov,
+            None,
+            "/id",
+            "missing-id",
+            "the record yields an empty trajectory id (ADP requires a non-empty one)",
+        )]);
+    }
     if traj.content.is_empty() && !reads_adp {
         return Err(vec![Diagnostic::error(
             prov,
@@ -391,17 +397,6 @@ pub fn upgrade_checked(
     prov: &Provenance,
     opts: &UpgradeOptions,
 ) -> Result<(), Vec<Diagnostic>> {
-    // ADP requires an id: a reader that could not make one must not write what `validate`
-    // rejects.
-    if traj.id.is_empty() {
-        return Err(vec![Diagnostic::error(
-            prov,
-            None,
-            "/id",
-            "missing-id",
-            "the record yields an empty trajectory id (ADP requires a non-empty one)",
-        )]);
-    }
     let mut violations = upgrade(traj, opts);
     if violations.is_empty() {
         violations = rules::check(traj, opts.target);
@@ -550,7 +545,7 @@ mod tests {
             index: 2,
         };
         let mut traj = Trajectory::new(String::new(), Vec::new(), Default::default());
-        let err = upgrade_checked(&mut traj, &prov, &UpgradeOptions::default())
+        let err = converted_checked(&mut traj, &prov, &UpgradeOptions::default(), false)
             .expect_err("an empty id is rejected");
         assert_eq!(err[0].rule, "missing-id");
         assert_eq!(err[0].pointer, "/id");

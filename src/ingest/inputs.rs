@@ -22,10 +22,7 @@ pub struct InputError {
 }
 
 fn is_data_file(name: &str) -> bool {
-    let base = name
-        .strip_suffix(".gz")
-        .or_else(|| name.strip_suffix(".zst"))
-        .unwrap_or(name);
+    let base = super::without_compression(name);
     DATA_SUFFIXES.iter().any(|s| base.ends_with(s))
 }
 

@@ -105,12 +105,16 @@ pub enum LayoutHint {
     Sniff,
 }
 
+/// `name` without a compression suffix (`.gz`, `.zst`), which the readers look through.
+pub fn without_compression(name: &str) -> &str {
+    name.strip_suffix(".gz")
+        .or_else(|| name.strip_suffix(".zst"))
+        .unwrap_or(name)
+}
+
 /// The layout hint for an input name (compression suffixes `.gz` and `.zst` are looked through).
 pub fn layout_hint(path: &str) -> LayoutHint {
-    let base = path
-        .strip_suffix(".gz")
-        .or_else(|| path.strip_suffix(".zst"))
-        .unwrap_or(path);
+    let base = without_compression(path);
     if base.ends_with(".jsonl") || base.ends_with(".ndjson") {
         LayoutHint::Lines
     } else if base.ends_with(".json") || base.ends_with(".traj") {

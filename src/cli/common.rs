@@ -159,7 +159,7 @@ pub fn inputs_with_units(
     }
     let expanded = expand_inputs_with(given, is_unit).map_err(CliError::io)?;
     for w in &expanded.warnings {
-        eprintln!("trajkit: warning: {w}");
+        warn(format_args!("trajkit: warning: {w}"));
     }
     Ok(expanded.paths)
 }

@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use divan::counter::BytesCount;
 use divan::Bencher;
-use trajkit::convert::{adp::Adp, convert_record, lookup, ConvertOptions, Converted, Converter};
+use trajkit::convert::{convert_record, ConvertOptions, Converted, Converter};
+use trajkit::formats::{adp::Adp, lookup};
 use trajkit::ingest::{Framer, LayoutHint, Provenance, RawRecord};
 use trajkit::json::Shapes;
 use trajkit::validate::check_adp;
@@ -111,7 +112,9 @@ fn read_nodes(bencher: Bencher, schema: &str) {
     let bytes = events.repeat((4 << 20) / events.len() + 1);
     let lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
     let shapes = match schema {
-        "ledgermind" => trajkit::validate::schemas::raw_shapes(schema, true).expect("compiles"),
+        "ledgermind" => trajkit::formats::ledgermind::SCHEMA
+            .shapes(true)
+            .expect("compiles"),
         _ => Shapes::any(),
     };
     bencher
@@ -136,7 +139,7 @@ fn bench_convert(bencher: Bencher, converter: &dyn Converter, bytes: &[u8]) {
 fn convert_records_with_spec(bencher: Bencher) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/spec-example");
     let spec_text = std::fs::read_to_string(dir.join("ticketbot.toml")).expect("spec");
-    let spec = trajkit::convert::spec::load("ticketbot.toml", &spec_text).expect("spec loads");
+    let spec = trajkit::formats::spec::load("ticketbot.toml", &spec_text).expect("spec loads");
     let line = std::fs::read(dir.join("tickets.jsonl")).expect("tickets");
     let bytes = line.repeat((4 << 20) / line.len() + 1);
     bench_convert(bencher, &spec, &bytes);

@@ -6,6 +6,7 @@
 
 pub mod convert;
 pub mod export;
+pub mod formats;
 pub mod ingest;
 pub mod join;
 pub mod json;

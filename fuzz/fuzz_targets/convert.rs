@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use trajkit::convert::{converters, detect::detect_input, path_converter};
+use trajkit::formats::{converters, detect::detect_input, path_converter};
 use trajkit_fuzz::{convert_path, scratch};
 
 const ENDINGS: [&str; 6] = [".jsonl", ".json", ".traj", ".db", "", ".parquet"];

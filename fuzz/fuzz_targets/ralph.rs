@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use trajkit::convert::lookup;
+use trajkit::formats::lookup;
 use trajkit_fuzz::{convert_path, scratch, split_once};
 
 const FILES: [&str; 8] = [

@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use trajkit::convert::spec;
+use trajkit::formats::spec;
 use trajkit_fuzz::{convert_path, scratch, split_once};
 
 const RECORDS: &[u8] = b"{\"id\":\"a\",\"conversations\":[{\"from\":\"human\",\"value\":\"hi\"},\

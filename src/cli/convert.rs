@@ -3,12 +3,13 @@
 use std::path::Path;
 use std::time::Instant;
 
-use clap::{ArgAction, Args};
-use trajkit::convert::detect::{detect_input, DetectError};
+use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
 use trajkit::convert::{
-    convert_inputs, lookup, path_converter, spec, ConvertOptions, Converter, Mapping, OutputFormat,
+    convert_inputs, ConvertOptions, Converter, FormatOption, FormatOptions, OptionValue,
+    OutputFormat,
 };
-use trajkit::ingest::ledgermind::SessionOptions;
+use trajkit::formats::detect::{detect_input, DetectError};
+use trajkit::formats::{self, lookup, path_converter, spec};
 use trajkit::model::upgrade::{DetailsDecode, UpgradeOptions};
 use trajkit::model::AdpVersion;
 use trajkit::output::{warn, Output};
@@ -57,49 +58,72 @@ pub struct ConvertArgs {
     /// Write each rejected record, with its diagnostics, to this JSON-lines file.
     #[arg(long, value_name = "FILE")]
     pub rejects: Option<String>,
-    /// LedgerMind: an idle gap longer than this many minutes between events without a
-    /// session id starts a new session.
-    #[arg(long, default_value_t = 30, value_name = "MINUTES")]
-    pub idle_gap: i64,
-    /// LedgerMind: a prompt event without a session id starts a new session (with false, only
-    /// the idle gap cuts them).
-    #[arg(long, default_value_t = SessionOptions::default().cut_at_prompt, action = ArgAction::Set, value_name = "BOOL")]
-    pub ledgermind_cut_at_prompt: bool,
     /// Decode JSON-encoded strings in `details` into JSON values: a comma-separated list of
     /// keys, or `*` for every value that holds a JSON object or array (1.1.0+ only).
     #[arg(long, value_name = "KEYS")]
     pub decode_details: Option<String>,
     #[command(flatten)]
-    pub mapping: MappingArgs,
+    pub formats: FormatArgs,
 }
 
-/// Mapping choices the seed formats do not force (docs/inputs.md, "Mapping options"); what a
-/// choice leaves out of the steps stays in `details`.
-#[derive(Debug, Clone, Args)]
-#[command(next_help_heading = "Mapping options")]
-pub struct MappingArgs {
-    /// memabra: when no event of a trace records execution, build its steps from the routing
-    /// decisions.
-    #[arg(long, default_value_t = Mapping::default().memabra_decisions, action = ArgAction::Set, value_name = "BOOL")]
-    pub memabra_decisions: bool,
-    /// Reflexion: close each attempt with a message action holding the actor's rationale and
-    /// strategy.
-    #[arg(long, default_value_t = Mapping::default().reflexion_closing_message, action = ArgAction::Set, value_name = "BOOL")]
-    pub reflexion_closing_message: bool,
-    /// Ralph: put the attempt's plan.md into the first observation (else into
-    /// details.ralph.plan).
-    #[arg(long, default_value_t = Mapping::default().ralph_plan, action = ArgAction::Set, value_name = "BOOL")]
-    pub ralph_plan: bool,
+/// The options the formats declare ([`FormatOption`]), as flags: one per option, named and
+/// described by its declaration, so a format adds a flag by declaring an option in its folder
+/// (docs/inputs.md, "Mapping options"). What a choice leaves out of the steps stays in
+/// `details`.
+#[derive(Debug, Clone, Default)]
+pub struct FormatArgs {
+    /// The values given on the command line.
+    pub options: FormatOptions,
 }
 
-impl MappingArgs {
-    /// The library's mapping choices.
-    pub fn mapping(&self) -> Mapping {
-        Mapping {
-            memabra_decisions: self.memabra_decisions,
-            reflexion_closing_message: self.reflexion_closing_message,
-            ralph_plan: self.ralph_plan,
+impl Args for FormatArgs {
+    fn augment_args(cmd: Command) -> Command {
+        let cmd = cmd.next_help_heading("Format options");
+        formats::options().fold(cmd, |cmd, o| cmd.arg(format_flag(o)))
+    }
+
+    fn augment_args_for_update(cmd: Command) -> Command {
+        Self::augment_args(cmd)
+    }
+}
+
+/// The flag of option `o`.
+fn format_flag(o: &'static FormatOption) -> Arg {
+    let parser: clap::builder::ValueParser = match o.default {
+        OptionValue::Bool(_) => clap::value_parser!(bool),
+        OptionValue::Int(_) => clap::value_parser!(i64).into(),
+    };
+    Arg::new(o.key)
+        .long(o.flag)
+        .value_name(o.value_name)
+        .help(format!("{} [default: {}]", o.help, o.default))
+        .action(ArgAction::Set)
+        .value_parser(parser)
+}
+
+impl FromArgMatches for FormatArgs {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        let mut args = FormatArgs::default();
+        args.update_from_arg_matches(matches)?;
+        Ok(args)
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        for o in formats::options() {
+            let value = match o.default {
+                OptionValue::Bool(_) => matches
+                    .get_one::<bool>(o.key)
+                    .copied()
+                    .map(OptionValue::Bool),
+                OptionValue::Int(_) => matches.get_one::<i64>(o.key).copied().map(OptionValue::Int),
+            };
+            if let Some(v) = value {
+                self.options
+                    .set(o, v)
+                    .map_err(|e| clap::Error::raw(clap::error::ErrorKind::ValueValidation, e))?;
+            }
         }
+        Ok(())
     }
 }
 
@@ -170,20 +194,7 @@ pub fn plan_inputs(
 /// Runs `convert`.
 pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     let named = named_converter(&args.from, args.spec.as_deref())?;
-    let to = match args.to.as_str() {
-        "adp" => OutputFormat::Adp,
-        "atif" if args.adp_version == AdpVersion::LATEST => OutputFormat::Atif,
-        "atif" => {
-            return Err(CliError::usage(
-                "--to atif is built from ADP 1.5.0; leave --adp-version at its default",
-            ))
-        }
-        other => {
-            return Err(CliError::usage(format!(
-                "unknown output format {other:?} (supported: adp, atif)"
-            )))
-        }
-    };
+    let to = output_format(&args.to, args.adp_version)?;
     let upgrade = upgrade_options(args.adp_version, args.decode_details.as_deref())?;
     let plan = plan_inputs(&args.inputs, named, global)?;
     let inputs: Vec<String> = plan.iter().map(|(p, _)| p.clone()).collect();
@@ -195,8 +206,7 @@ pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         to,
         upgrade,
         run: global.run_options(),
-        sessions: sessions(args.idle_gap, args.ledgermind_cut_at_prompt),
-        mapping: args.mapping.mapping(),
+        mapping: args.formats.options,
     };
     let shown = Capped::stderr(global);
     let started = Instant::now();
@@ -216,11 +226,28 @@ pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     Ok(u8::from(summary.rejected > 0))
 }
 
-/// LedgerMind sessions of `--idle-gap MINUTES` and `--ledgermind-cut-at-prompt`.
-pub fn sessions(idle_gap_minutes: i64, cut_at_prompt: bool) -> SessionOptions {
-    SessionOptions {
-        idle_gap_seconds: idle_gap_minutes.saturating_mul(60),
-        cut_at_prompt,
+/// The output format of `--to NAME`: `adp`, or a format that can be written (its converter has
+/// a [`Converter::writer`]), which is built from ADP 1.5.0.
+fn output_format(name: &str, version: AdpVersion) -> Result<OutputFormat, CliError> {
+    if name == "adp" {
+        return Ok(OutputFormat::Adp);
+    }
+    let writable: Vec<&'static dyn Converter> = formats::converters()
+        .into_iter()
+        .filter(|c| c.writer().is_some())
+        .collect();
+    match writable.iter().find(|c| c.name() == name) {
+        Some(_) if version != AdpVersion::LATEST => Err(CliError::usage(format!(
+            "--to {name} is built from ADP 1.5.0; leave --adp-version at its default"
+        ))),
+        Some(c) => Ok(OutputFormat::Native(*c)),
+        None => {
+            let names: Vec<&str> = writable.iter().map(|c| c.name()).collect();
+            Err(CliError::usage(format!(
+                "unknown output format {name:?} (supported: adp, {})",
+                names.join(", ")
+            )))
+        }
     }
 }
 

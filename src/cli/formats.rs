@@ -3,7 +3,8 @@
 use std::fmt::Write as _;
 
 use clap::Args;
-use trajkit::convert::{converters, spec, Converter};
+use trajkit::convert::Converter;
+use trajkit::formats::{converters, spec};
 use trajkit::output::print;
 
 use super::common::CliError;

@@ -6,12 +6,11 @@ use std::time::Instant;
 use clap::{Arg, ArgAction, ArgMatches, Args, Parser};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
-use trajkit::convert::spec::located::LocatedDoc;
-use trajkit::convert::spec::SpecError;
-use trajkit::convert::{ConvertOptions, Converter, Mapping, OutputFormat};
+use trajkit::convert::{ConvertOptions, Converter, FormatOptions, OptionValue, OutputFormat};
 use trajkit::export::{ExportError, InferTools};
+use trajkit::formats::spec::located::LocatedDoc;
+use trajkit::formats::spec::SpecError;
 use trajkit::ingest::inputs::{expand_glob, is_glob};
-use trajkit::ingest::ledgermind::SessionOptions;
 use trajkit::join::policy::Orphans;
 use trajkit::model::AdpVersion;
 use trajkit::output::print;
@@ -21,7 +20,7 @@ use trajkit::run::{run_plan, ExportTarget, JoinStage, Plan, RunError, RunSummary
 use trajkit::validate::schemas::{pipeline_validator, PIPELINE_SCHEMA};
 
 use super::common::{lock_dir, lock_files, throughput, warn_empty, Capped, CliError, GlobalArgs};
-use super::convert::{named_converter, plan_inputs, sessions, upgrade_options};
+use super::convert::{named_converter, plan_inputs, upgrade_options};
 use super::export::{export_options, ExportArgs};
 use super::join::{build_join, run_options, side_sets, JoinArgs};
 use super::progress::Bar;
@@ -151,15 +150,13 @@ fn auto() -> String {
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct ConvertSection {
     adp_version: Option<String>,
-    idle_gap: Option<i64>,
     decode_details: Option<String>,
-    memabra_decisions: Option<bool>,
-    reflexion_closing_message: Option<bool>,
-    ralph_plan: Option<bool>,
-    ledgermind_cut_at_prompt: Option<bool>,
+    /// The formats' options, by pipeline key ([`trajkit::convert::FormatOption`]); the
+    /// pipeline schema has checked their names and types.
+    #[serde(flatten)]
+    formats: Map<String, Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -182,10 +179,8 @@ struct Pipeline {
     inputs: Vec<InputEntry>,
     partition_by: PartitionBy,
     adp_version: AdpVersion,
-    idle_gap: i64,
     decode_details: Option<String>,
-    mapping: Mapping,
-    cut_at_prompt: bool,
+    formats: FormatOptions,
     max_reject_rate: f64,
     rejects: Option<String>,
     joins: Vec<(JoinArgs, ArgMatches)>,
@@ -467,6 +462,7 @@ fn load(path: &str) -> Result<Pipeline, CliError> {
         Value::Null => ValidateSection::default(),
         v => serde_json::from_value(v).map_err(|e| CliError::usage(e.to_string()))?,
     };
+    let formats = format_options(&convert.formats, &mut problems);
     let adp_version = match convert.adp_version.as_deref().unwrap_or("1.5.0").parse() {
         Ok(v) => v,
         Err(e) => {
@@ -517,28 +513,40 @@ fn load(path: &str) -> Result<Pipeline, CliError> {
         inputs,
         partition_by,
         adp_version,
-        idle_gap: convert.idle_gap.unwrap_or(30),
         decode_details: convert.decode_details,
-        mapping: {
-            let default = Mapping::default();
-            Mapping {
-                memabra_decisions: convert
-                    .memabra_decisions
-                    .unwrap_or(default.memabra_decisions),
-                reflexion_closing_message: convert
-                    .reflexion_closing_message
-                    .unwrap_or(default.reflexion_closing_message),
-                ralph_plan: convert.ralph_plan.unwrap_or(default.ralph_plan),
-            }
-        },
-        cut_at_prompt: convert
-            .ledgermind_cut_at_prompt
-            .unwrap_or(SessionOptions::default().cut_at_prompt),
+        formats,
         max_reject_rate: validate.max_reject_rate.unwrap_or(0.0),
         rejects: validate.rejects,
         joins,
         exports,
     })
+}
+
+/// The formats' options of a `[convert]` table (its keys other than `adp_version` and
+/// `decode_details`); a key no format declares, or a value of the wrong type, is a problem.
+fn format_options(table: &Map<String, Value>, problems: &mut Problems) -> FormatOptions {
+    let mut opts = FormatOptions::default();
+    for (key, value) in table {
+        let Some(option) = trajkit::formats::option(key) else {
+            problems.add(
+                format!("/convert/{key}"),
+                "not a key of [convert]".to_owned(),
+            );
+            continue;
+        };
+        let value = match (option.default, value) {
+            (OptionValue::Bool(_), Value::Bool(b)) => Some(OptionValue::Bool(*b)),
+            (OptionValue::Int(_), v) => v.as_i64().map(OptionValue::Int),
+            _ => None,
+        };
+        let set = value
+            .ok_or_else(|| format!("not a {}", option.default.type_name()))
+            .and_then(|v| opts.set(option, v));
+        if let Err(e) = set {
+            problems.add(format!("/convert/{key}"), e);
+        }
+    }
+    opts
 }
 
 /// A stage's effective options: every pipeline key with its value or default, typed as the
@@ -588,14 +596,10 @@ fn effective(p: &Pipeline) -> Value {
             None => json!({"path": i.path, "format": i.format}),
         })
         .collect();
-    let mut convert = json!({
-        "adp_version": p.adp_version.to_string(),
-        "idle_gap": p.idle_gap,
-        "memabra_decisions": p.mapping.memabra_decisions,
-        "reflexion_closing_message": p.mapping.reflexion_closing_message,
-        "ralph_plan": p.mapping.ralph_plan,
-        "ledgermind_cut_at_prompt": p.cut_at_prompt,
-    });
+    let mut convert = json!({"adp_version": p.adp_version.to_string()});
+    for o in trajkit::formats::options() {
+        convert[o.key] = p.formats.get(o).to_json();
+    }
     if let Some(d) = &p.decode_details {
         convert["decode_details"] = json!(d);
     }
@@ -781,8 +785,7 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         to: OutputFormat::Adp,
         upgrade,
         run: global.run_options(),
-        sessions: sessions(pipeline.idle_gap, pipeline.cut_at_prompt),
-        mapping: pipeline.mapping,
+        mapping: pipeline.formats.clone(),
     };
     if args.resume && pipeline.rejects.as_deref() == Some("-") {
         return Err(CliError::usage(
@@ -1076,6 +1079,33 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The pipeline schema's `[convert]` keys are `adp_version`, `decode_details` and the
+    /// formats' options, each with the option's type, default and help.
+    #[test]
+    fn every_format_option_is_a_convert_key_of_the_schema() {
+        let schema: Value = serde_json::from_str(PIPELINE_SCHEMA).expect("schema is JSON");
+        let props = schema["properties"]["convert"]["properties"]
+            .as_object()
+            .expect("properties");
+        let mut keys: Vec<&str> = trajkit::formats::options().map(|o| o.key).collect();
+        for o in trajkit::formats::options() {
+            let prop = &props[o.key];
+            assert_eq!(prop["type"], o.default.type_name(), "{}", o.key);
+            assert_eq!(prop["default"], o.default.to_json(), "{}", o.key);
+            let text = prop["description"].as_str().unwrap_or_default();
+            assert!(
+                text.starts_with(o.help) && text.ends_with(&format!("(convert --{}).", o.flag)),
+                "{}: the schema's description is the option's help and its flag",
+                o.key
+            );
+        }
+        keys.extend(["adp_version", "decode_details"]);
+        keys.sort_unstable();
+        let mut schema_keys: Vec<&str> = props.keys().map(String::as_str).collect();
+        schema_keys.sort_unstable();
+        assert_eq!(schema_keys, keys);
     }
 
     #[test]

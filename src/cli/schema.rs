@@ -3,8 +3,8 @@
 use std::fmt::Write as _;
 
 use clap::Args;
+use trajkit::formats::schemas;
 use trajkit::output::print;
-use trajkit::validate::schemas::embedded;
 
 use super::common::CliError;
 
@@ -26,7 +26,7 @@ pub struct SchemaArgs {
 
 /// Runs `schema`.
 pub fn run(args: SchemaArgs) -> Result<u8, CliError> {
-    let all = embedded();
+    let all = schemas();
     if args.list {
         let mut text = String::new();
         for s in &all {

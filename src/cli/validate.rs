@@ -7,10 +7,10 @@ use std::time::Instant;
 use clap::Args;
 use std::sync::Arc;
 
-use trajkit::convert::spec;
+use trajkit::formats::spec;
+use trajkit::formats::{raw_schema, raw_schemas};
 use trajkit::validate::report::{reporter, FileCounts, ReportFormat, ValidationSummary};
 use trajkit::validate::run::{validate_inputs, Target, ValidateOptions};
-use trajkit::validate::schemas::{raw_schema, RAW_SCHEMAS};
 use trajkit::validate::{Diagnostic, Severity};
 
 use super::common::{
@@ -59,13 +59,13 @@ pub fn run(args: ValidateArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     }
     let target = if args.schema == "adp" {
         Target::Adp
-    } else if raw_schema(&args.schema).is_some() {
+    } else if let Some(schema) = raw_schema(&args.schema) {
         Target::Raw {
-            format: args.schema.clone(),
+            schema,
             lenient: args.lenient,
         }
     } else {
-        let known: Vec<&str> = RAW_SCHEMAS.iter().map(|s| s.format).collect();
+        let known: Vec<&str> = raw_schemas().map(|s| s.format).collect();
         return Err(CliError::usage(format!(
             "no schema for {:?} (supported: adp, converter-spec, {})",
             args.schema,

@@ -1,33 +1,17 @@
-//! Converters: raw records of some format into ADP trajectories, and the `convert` runner that
-//! upgrades them to the target version and writes them as JSON lines.
+//! The convert stage: what a format implements to be read ([`Converter`]), and the `convert`
+//! runner that converts records, upgrades them to the target version and writes them as JSON
+//! lines. The formats themselves are in [`crate::formats`]; nothing here names one.
 
-pub mod adp;
-pub mod atif;
-pub mod bundle;
-pub mod chat;
-pub mod claude_code;
-pub mod detect;
-pub mod ledgermind;
-pub mod mapping;
-pub mod memabra;
-pub mod openai;
-pub mod openhands;
-pub mod parquet;
-pub mod ralph;
-pub mod reflexion;
-pub mod sharegpt;
-pub mod spec;
-pub mod swe_agent;
+pub mod options;
 
-pub use mapping::Mapping;
+pub use options::{FormatOption, FormatOptions, OptionValue};
 
 use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::Path;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use crate::ingest::ledgermind::SessionOptions;
 use crate::ingest::{Provenance, RawRecord, RecordSource};
 use crate::json::Node;
 use crate::model::rules;
@@ -38,6 +22,7 @@ use crate::pipeline::{self, Flow, PipelineError, Progress, RunOptions, Sink};
 use crate::rejects::{commit_outputs, reject, RejectsWriter};
 use crate::validate::check::check_raw_node;
 use crate::validate::report::Reporter;
+use crate::validate::schemas::RawSchema;
 use crate::validate::Diagnostic;
 
 /// Turns raw records of one format into trajectories.
@@ -69,12 +54,25 @@ pub trait Converter: Sync {
     fn reads_adp(&self) -> bool {
         false
     }
+    /// The options this format declares (pipeline keys in `[convert]`, `convert` flags).
+    fn options(&self) -> &'static [&'static FormatOption] {
+        &[]
+    }
+    /// The JSON Schemas of this format's raw records (`validate --schema NAME`).
+    fn raw_schemas(&self) -> &'static [&'static RawSchema] {
+        &[]
+    }
+    /// When ADP trajectories can be written in this format (`convert --to NAME`), the function
+    /// that builds one record of it from an ADP 1.5.0 trajectory.
+    fn writer(&self) -> Option<fn(&Trajectory) -> Value> {
+        None
+    }
     /// Converts one record into trajectories, each with the ADP version it is expressed in, or
-    /// diagnoses why it cannot; `map` holds the mapping choices (most formats have none).
+    /// diagnoses why it cannot; `map` holds the format options.
     fn convert(
         &self,
         record: &RawRecord,
-        map: &Mapping,
+        map: &FormatOptions,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>>;
     /// Converts one record, upgrades its trajectories to `opts.upgrade.target` and appends them
     /// to `out` as JSON lines in the output format `opts.to`, returning how many; on error, what
@@ -107,16 +105,16 @@ pub trait Converter: Sync {
 /// [`Converter::convert`] and [`Converter::convert_into`] are [`node_convert`] and
 /// [`node_convert_into`].
 pub trait NodeFormat {
-    /// The raw schema's name.
-    const SCHEMA: &'static str;
+    /// The raw schema.
+    const SCHEMA: &'static RawSchema;
     /// The trajectory of a record the schema accepted.
-    fn partial<'a>(node: Node<'a>, record: &RawRecord, map: &Mapping) -> Partial<'a>;
+    fn partial<'a>(node: Node<'a>, record: &RawRecord, map: &FormatOptions) -> Partial<'a>;
 }
 
 /// [`Converter::convert`] of a [`NodeFormat`].
 pub fn node_convert<F: NodeFormat>(
     record: &RawRecord,
-    map: &Mapping,
+    map: &FormatOptions,
 ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
     let mut slow = None;
     let node = check_raw_node(record, F::SCHEMA, true, &mut slow)?;
@@ -167,7 +165,7 @@ impl Partial<'_> {
         opts: &ConvertOptions,
         out: &mut Vec<u8>,
     ) -> Result<u64, Vec<Diagnostic>> {
-        let as_is = opts.to == OutputFormat::Adp
+        let as_is = matches!(opts.to, OutputFormat::Adp)
             && opts.upgrade.target.has_free_details()
             && !self.tail.iter().any(|(_, v)| v.as_str().is_some());
         if as_is {
@@ -184,125 +182,24 @@ impl Partial<'_> {
     }
 }
 
-/// Every built-in converter.
-pub fn converters() -> Vec<&'static dyn Converter> {
-    vec![
-        &adp::Adp,
-        &atif::Atif,
-        &claude_code::ClaudeCode,
-        &ledgermind::LedgerMind,
-        &memabra::Memabra,
-        &openai::OpenAi,
-        &openhands::OpenHands,
-        &parquet::Parquet,
-        &ralph::Ralph,
-        &reflexion::Reflexion,
-        &sharegpt::ShareGpt,
-        &swe_agent::SweAgent,
-    ]
-}
-
-/// The converter that claims `path` (a directory or a non-JSON file) as one input, if any.
-pub fn path_converter(path: &Path) -> Option<&'static dyn Converter> {
-    converters().into_iter().find(|c| c.claims_path(path))
-}
-
-/// The converter for `name` (a built-in format or a shipped spec), or a message saying why there
-/// is none.
-pub fn lookup(name: &str) -> Result<&'static dyn Converter, String> {
-    if let Some(c) = converters().into_iter().find(|c| c.name() == name) {
-        return Ok(c);
-    }
-    if let Some(c) = spec::embedded().iter().find(|c| c.name() == name) {
-        return Ok(c);
-    }
-    let known: Vec<&str> = converters()
-        .iter()
-        .map(|c| c.name())
-        .chain(spec::embedded().iter().map(|c| c.name()))
-        .collect();
-    Err(format!(
-        "unknown format {name:?} (supported: {}; run `trajkit formats`)",
-        known.join(", ")
-    ))
-}
-
-/// Parses a record a format's own reader built (a directory attempt, a session), recognized by
-/// `marker: true`; anything else (a stray line given to the wrong converter) is diagnosed with
-/// `hint`.
-pub fn parse_bundle(
-    record: &RawRecord,
-    marker: &str,
-    hint: &str,
-) -> Result<Value, Vec<Diagnostic>> {
-    let bundle = crate::validate::check::parse_json(record).map_err(|d| vec![*d])?;
-    if bundle[marker] == true {
-        Ok(bundle)
-    } else {
-        Err(not_a_unit(record, hint))
-    }
-}
-
-/// The diagnostic of a record that is not the unit a reader bundled (`hint` says what to do).
-pub fn not_a_unit(record: &RawRecord, hint: &str) -> Vec<Diagnostic> {
-    vec![Diagnostic::error(
-        &record.provenance,
-        None,
-        "",
-        "not-a-unit",
-        hint,
-    )]
-}
-
-/// A file's name without directories, compression suffix and extension (`run-7.jsonl.gz` is
-/// `run-7`): the id of the stream or session it holds, for formats that name files so.
-pub fn file_stem(file: &str) -> String {
-    let name = crate::ingest::without_compression(file.rsplit('/').next().unwrap_or(file));
-    match name.rsplit_once('.') {
-        Some((stem, _)) if !stem.is_empty() => stem.to_owned(),
-        _ => name.to_owned(),
-    }
-}
-
-/// True when the JSON object `first` has every one of `keys` (the usual `sniff`).
-pub fn has_keys(first: &Value, keys: &[&str]) -> bool {
-    keys.iter().all(|k| first.get(k).is_some())
-}
-
-/// `details.source` for a trajectory converted from `record` of `format` (see
-/// `schemas/details.schema.json`).
-pub fn source_details(format: &str, record: &RawRecord, native_ids: Value) -> Value {
-    json!({
-        "format": format,
-        "file": record.provenance.file.as_ref(),
-        "line": record.provenance.line,
-        "native_ids": native_ids,
-    })
-}
-
-/// [`source_details`] as a node, for a [`Partial`]'s tail: its keys are not copied or hashed
-/// (building it as a `Value` cost a LedgerMind session more than reading its events).
-pub fn source_node<'a>(
-    format: &'static str,
-    record: &'a RawRecord,
-    native_ids: Node<'a>,
-) -> Node<'a> {
-    Node::object([
-        ("format", Node::from(format)),
-        ("file", Node::from(record.provenance.file.as_ref())),
-        ("line", Node::from(record.provenance.line)),
-        ("native_ids", native_ids),
-    ])
-}
-
 /// What `convert` writes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Default)]
 pub enum OutputFormat {
     /// ADP, in the version of [`UpgradeOptions::target`].
     #[default]
     Adp,
-    /// ATIF v1.7, built from ADP 1.5.0.
-    Atif,
+    /// Records of another format, built from ADP 1.5.0 by the format's
+    /// [`Converter::writer`] (`convert --to atif`).
+    Native(&'static dyn Converter),
+}
+
+impl std::fmt::Debug for OutputFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OutputFormat::Adp => f.write_str("Adp"),
+            OutputFormat::Native(c) => write!(f, "Native({})", c.name()),
+        }
+    }
 }
 
 /// Options of [`convert_inputs`].
@@ -314,10 +211,8 @@ pub struct ConvertOptions {
     pub upgrade: UpgradeOptions,
     /// Runner options.
     pub run: RunOptions,
-    /// How event streams (LedgerMind) are cut into sessions.
-    pub sessions: SessionOptions,
-    /// The mapping choices of the seed formats.
-    pub mapping: Mapping,
+    /// The options of the formats (reading and mapping choices).
+    pub mapping: FormatOptions,
 }
 
 /// Counts of a conversion: `records == written_records + rejected`.
@@ -410,6 +305,17 @@ pub fn upgrade_checked(
         .collect())
 }
 
+impl OutputFormat {
+    /// The function that builds a record of the output format from a trajectory, or `None`
+    /// for ADP (written as it is).
+    fn writer(self) -> Option<fn(&Trajectory) -> Value> {
+        match self {
+            OutputFormat::Adp => None,
+            OutputFormat::Native(c) => c.writer(),
+        }
+    }
+}
+
 /// Appends `traj` to `out` as one JSON line in the output format `to`.
 pub fn write_line(
     out: &mut Vec<u8>,
@@ -417,9 +323,9 @@ pub fn write_line(
     to: OutputFormat,
     prov: &Provenance,
 ) -> Result<(), Box<Diagnostic>> {
-    match to {
-        OutputFormat::Adp => write_json(out, traj, &traj.id, prov),
-        OutputFormat::Atif => write_json(out, &atif::to_atif(traj), &traj.id, prov),
+    match to.writer() {
+        None => write_json(out, traj, &traj.id, prov),
+        Some(native) => write_json(out, &native(traj), &traj.id, prov),
     }
 }
 
@@ -567,40 +473,6 @@ mod tests {
         assert_eq!(
             (err[0].rule.as_str(), err[0].pointer.as_str(), err[0].line),
             ("empty-trajectory", "/content", 4)
-        );
-    }
-
-    #[test]
-    fn format_names_are_unique() {
-        let names: Vec<&str> = converters().iter().map(|c| c.name()).collect();
-        let mut sorted = names.clone();
-        sorted.sort_unstable();
-        sorted.dedup();
-        assert_eq!(sorted.len(), names.len(), "converter names are unique");
-        for name in ["swe-agent", "openhands"] {
-            assert!(lookup(name).is_ok_and(|c| c.name() == name));
-        }
-        assert!(lookup("klingon").is_err_and(|e| e.starts_with("unknown format")));
-    }
-
-    /// The node form of `details.source` writes what the value form writes.
-    #[test]
-    fn source_node_is_source_details() {
-        let record = RawRecord {
-            provenance: Provenance {
-                input: "in \"x\".jsonl".into(),
-                file: "dir/in \"x\".jsonl".into(),
-                line: 42,
-                index: 7,
-            },
-            bytes: Vec::new(),
-            error: None,
-        };
-        let ids = serde_json::json!({"session": "s-1", "event_ids": [1, 2]});
-        let node = source_node("ledgermind", &record, Node::from_value(&ids));
-        assert_eq!(
-            serde_json::to_string(&node).ok(),
-            serde_json::to_string(&source_details("ledgermind", &record, ids.clone())).ok()
         );
     }
 }

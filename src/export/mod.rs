@@ -42,7 +42,7 @@ use self::parquet::{ParquetConfig, ParquetShard};
 use self::shard::{ClosedShard, JsonLines, ShardFile, ShardOptions, ShardSet, ShardWriter};
 use self::split::Splits;
 use self::tools::{tool_specs, ToolCatalog};
-use crate::convert::{adp::Adp, empty_inputs, upgrade_checked, Converter, Mapping};
+use crate::convert::{empty_inputs, upgrade_checked};
 use crate::ingest::{Provenance, RawRecord};
 use crate::join::policy::choice;
 use crate::model::upgrade::UpgradeOptions;
@@ -53,7 +53,7 @@ use crate::pipeline::{self, Flow, InputCount, PipelineError, Progress, RunOption
 use crate::rejects::{reject, RejectsWriter};
 use crate::run::journal;
 use crate::validate::report::Reporter;
-use crate::validate::Diagnostic;
+use crate::validate::{check_adp, Diagnostic};
 
 choice!(
     /// What `export` writes.
@@ -344,14 +344,10 @@ pub fn export_record<R>(
     opts: &ExportOptions,
     encode: &Encoder<R>,
 ) -> Vec<Outcome<R>> {
-    let trajectories = match Adp.convert(record, &Mapping::default()) {
-        Ok(t) => t,
-        Err(d) => return vec![Outcome::Rejected(d)],
-    };
-    trajectories
-        .into_iter()
-        .map(|(traj, _)| export_trajectory(traj, &record.provenance, opts, encode))
-        .collect()
+    match check_adp(record).into_result() {
+        Ok((traj, _)) => vec![export_trajectory(traj, &record.provenance, opts, encode)],
+        Err(d) => vec![Outcome::Rejected(d)],
+    }
 }
 
 /// Exports one trajectory: upgrade to 1.5.0 and check, filter, then `encode`, and assign the

@@ -1,12 +1,9 @@
 //! Reading inputs into raw records with provenance: files or stdin, plain, gzip or zstd,
 //! JSON lines, JSON arrays or JSON documents.
 
-pub mod episodic;
 pub mod framing;
 pub mod inputs;
-pub mod ledgermind;
 pub mod open;
-pub mod parquet;
 
 use std::io::{self, BufRead};
 use std::sync::Arc;

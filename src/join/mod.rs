@@ -28,16 +28,14 @@ pub use key::KeyExpr;
 pub use policy::{Conflicts, Duplicates, Orphans, Unmatched};
 pub use spec::{GenericFields, Preset, SideSpec};
 
-use crate::convert::{
-    adp::Adp, empty_inputs, upgrade_checked, write_line, Converter, Mapping, OutputFormat,
-};
+use crate::convert::{empty_inputs, upgrade_checked, write_line, OutputFormat};
 use crate::ingest::{FramedRecords, RawRecord};
 use crate::model::upgrade::UpgradeOptions;
 use crate::output::Output;
 use crate::pipeline::{self, Flow, PipelineError, Progress, RunOptions, Sink};
 use crate::rejects::{commit_outputs, reject, RejectsWriter};
 use crate::validate::report::Reporter;
-use crate::validate::{Diagnostic, Severity};
+use crate::validate::{check_adp, Diagnostic, Severity};
 
 /// Options of [`join_inputs`] beyond the join itself.
 #[derive(Debug, Clone, Default)]
@@ -111,8 +109,8 @@ pub enum Joined {
 
 /// Reads one ADP record (any version), upgrades it to `opts.target`, joins it, serializes it.
 pub fn join_record(join: &Join, record: &RawRecord, opts: &UpgradeOptions) -> Joined {
-    let trajectories = match Adp.convert(record, &Mapping::default()) {
-        Ok(t) => t,
+    let trajectories = match check_adp(record).into_result() {
+        Ok(t) => [t],
         Err(d) => return Joined::Rejected(d),
     };
     let prov = &record.provenance;

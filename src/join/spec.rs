@@ -8,8 +8,8 @@ use std::str::FromStr;
 use serde_json::{json, Map, Number, Value};
 
 use super::key::{kind, KeyExpr};
-use crate::convert::{ledgermind, memabra, ralph, reflexion};
-use crate::ingest::ledgermind::{CITATION_KEYS, SEMANTIC_KINDS};
+use crate::formats::ledgermind::store::{CITATION_KEYS, SEMANTIC_KINDS};
+use crate::formats::{ledgermind, memabra, ralph, reflexion};
 use crate::json::Node;
 
 /// A side-file format.

@@ -7,7 +7,7 @@ use jsonschema::ValidationError;
 use serde_json::Value;
 
 use super::diagnostic::Diagnostic;
-use super::schemas::{adp_validator, raw_schema, raw_shapes, raw_validator};
+use super::schemas::{adp_validator, RawSchema};
 use crate::ingest::{FrameError, Provenance, RawRecord};
 use crate::json::strict::{self, ParseError};
 use crate::json::{Node, Shapes};
@@ -24,6 +24,11 @@ pub struct Checked {
 }
 
 impl Checked {
+    /// The trajectory and its version, or why the record is not valid ADP.
+    pub fn into_result(self) -> Result<(Trajectory, AdpVersion), Vec<Diagnostic>> {
+        self.trajectory.ok_or(self.diagnostics)
+    }
+
     fn invalid(diagnostics: Vec<Diagnostic>) -> Self {
         Checked {
             trajectory: None,
@@ -192,39 +197,34 @@ pub fn check_adp_value(prov: &Provenance, value: Value) -> Checked {
     }
 }
 
-/// Checks one record against the JSON Schema of raw `format` (strict, or with the format's
+/// Checks one record against a raw format's JSON Schema (strict, or with the format's
 /// documented leniencies), returning the parsed value when it conforms.
-pub fn check_raw(rec: &RawRecord, format: &str, lenient: bool) -> Result<Value, Vec<Diagnostic>> {
+pub fn check_raw(
+    rec: &RawRecord,
+    schema: &RawSchema,
+    lenient: bool,
+) -> Result<Value, Vec<Diagnostic>> {
     let value = parse_json(rec).map_err(|d| vec![*d])?;
-    let id_key = raw_schema(format).map_or("id", |s| s.id_key);
-    let id = value.get(id_key).and_then(Value::as_str);
-    check_raw_value(&rec.provenance, id, &value, format, lenient)?;
+    let id = value.get(schema.id_key).and_then(Value::as_str);
+    check_raw_value(&rec.provenance, id, &value, schema, lenient)?;
     Ok(value)
 }
 
 /// Checks a parsed value (a record, or a part of one that is a unit of the format, such as one
-/// event of a stream) against raw `format`'s schema; the diagnostics name `prov` and `id`, and
-/// point into `value`.
+/// event of a stream) against a raw format's `schema`; the diagnostics name `prov` and `id`,
+/// and point into `value`.
 pub fn check_raw_value(
     prov: &Provenance,
     id: Option<&str>,
     value: &Value,
-    format: &str,
+    schema: &RawSchema,
     lenient: bool,
 ) -> Result<(), Vec<Diagnostic>> {
-    let Some(validator) = raw_validator(format, lenient) else {
-        return Err(vec![Diagnostic::error(
-            prov,
-            id,
-            "",
-            "schema-missing",
-            format!("no schema for raw format {format:?}"),
-        )]);
-    };
+    let validator = schema.validator(lenient);
     if validator.is_valid(value) {
         return Ok(());
     }
-    let name = format!("the {format} schema");
+    let name = format!("the {} schema", schema.format);
     Err(validator
         .iter_errors(value)
         .map(|e| schema_diagnostic(prov, id, &name, &e))
@@ -232,23 +232,23 @@ pub fn check_raw_value(
 }
 
 /// [`check_raw`] for converters that read records as [`Node`]s. A record the compiled checks of
-/// the schema accept ([`raw_shapes`]) is read straight from its bytes; any other goes through
-/// `check_raw`, so an invalid record gets the schema's diagnostics, and a valid one is read
-/// from the value `check_raw` parsed, kept in `slow`.
+/// the schema accept ([`RawSchema::shapes`]) is read straight from its bytes; any other goes
+/// through `check_raw`, so an invalid record gets the schema's diagnostics, and a valid one is
+/// read from the value `check_raw` parsed, kept in `slow`.
 pub fn check_raw_node<'a>(
     rec: &'a RawRecord,
-    format: &str,
+    schema: &RawSchema,
     lenient: bool,
     slow: &'a mut Option<Value>,
 ) -> Result<Node<'a>, Vec<Diagnostic>> {
-    let fast = match (&rec.error, raw_shapes(format, lenient)) {
+    let fast = match (&rec.error, schema.shapes(lenient)) {
         (None, Some(shapes)) => shapes.parse(&rec.bytes),
         _ => None,
     };
     match fast {
         Some(node) => Ok(node),
         None => Ok(Node::from_value(
-            slow.insert(check_raw(rec, format, lenient)?),
+            slow.insert(check_raw(rec, schema, lenient)?),
         )),
     }
 }
@@ -270,24 +270,23 @@ pub fn parse_node<'a>(
     }
 }
 
-/// The problems of `value` under raw `format`'s schema, as `pointer: message` lines (empty
+/// The problems of `value` under a raw format's `schema`, as `pointer: message` lines (empty
 /// when it conforms), for readers that check parts of an input before framing records.
-pub fn raw_schema_problems(value: &Value, format: &str, lenient: bool) -> Vec<String> {
-    match raw_validator(format, lenient) {
-        Some(v) if !v.is_valid(value) => v
-            .iter_errors(value)
-            .map(|e| {
-                let pointer = e.instance_path().as_str().to_owned();
-                let message = e.masked_with(preview(e.instance())).to_string();
-                format!(
-                    "{}: {message}",
-                    if pointer.is_empty() { "/" } else { &pointer }
-                )
-            })
-            .collect(),
-        Some(_) => Vec::new(),
-        None => vec![format!("no schema for raw format {format:?}")],
+pub fn raw_schema_problems(value: &Value, schema: &RawSchema, lenient: bool) -> Vec<String> {
+    let v = schema.validator(lenient);
+    if v.is_valid(value) {
+        return Vec::new();
     }
+    v.iter_errors(value)
+        .map(|e| {
+            let pointer = e.instance_path().as_str().to_owned();
+            let message = e.masked_with(preview(e.instance())).to_string();
+            format!(
+                "{}: {message}",
+                if pointer.is_empty() { "/" } else { &pointer }
+            )
+        })
+        .collect()
 }
 
 /// Turns a JSON Schema error into a diagnostic with a pointer to the offending key where

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use super::check::{check_adp, check_raw};
 use super::diagnostic::{Diagnostic, Severity};
 use super::report::{FileCounts, Reporter, ValidationSummary};
+use super::schemas::RawSchema;
 use crate::ingest::RawRecord;
 use crate::pipeline::{self, Flow, PipelineError, Progress, RunOptions, Sink};
 use crate::rejects::RejectsWriter;
@@ -18,8 +19,8 @@ pub enum Target {
     Adp,
     /// A raw input format with a schema in `schemas/raw/`.
     Raw {
-        /// The format name.
-        format: String,
+        /// The format's schema.
+        schema: &'static RawSchema,
         /// Apply the format's documented leniencies.
         lenient: bool,
     },
@@ -112,8 +113,8 @@ pub fn validate_inputs(
         progress,
         |r| match &opts.target {
             Target::Adp => check_adp(r).diagnostics,
-            Target::Raw { format, lenient } => {
-                check_raw(r, format, *lenient).err().unwrap_or_default()
+            Target::Raw { schema, lenient } => {
+                check_raw(r, schema, *lenient).err().unwrap_or_default()
             }
         },
         sink,

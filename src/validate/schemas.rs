@@ -33,10 +33,11 @@ pub fn adp_schema_text(version: AdpVersion) -> &'static str {
 }
 
 /// The title of raw-format schemas in `trajkit schema --list`.
-const RAW_TITLE: &str = "raw input format";
+pub const RAW_TITLE: &str = "raw input format";
 
 /// A raw input format's JSON Schema: its root document, the documents the root refers to by
-/// relative `$ref`, and the leniencies `--lenient` applies for drift seen in real files.
+/// relative `$ref`, and the leniencies `--lenient` applies for drift seen in real files. Each
+/// format declares its own as a `static` ([`RawSchema::new`]); they are compiled on first use.
 pub struct RawSchema {
     /// The format name (`--schema NAME`, `--from NAME`).
     pub format: &'static str,
@@ -46,6 +47,8 @@ pub struct RawSchema {
     pub documents: &'static [(&'static str, &'static str)],
     /// What `--lenient` accepts beyond the published schema.
     pub leniencies: &'static [Leniency],
+    validators: [OnceLock<Validator>; 2],
+    shapes: [OnceLock<Option<Shapes>>; 2],
 }
 
 /// One documented relaxation of a raw schema: `key` becomes an allowed property (with schema
@@ -61,210 +64,75 @@ pub struct Leniency {
     pub why: &'static str,
 }
 
-/// The raw formats with a schema.
-pub const RAW_SCHEMAS: &[RawSchema] = &[
-    RawSchema {
-        format: "memabra",
-        id_key: "trajectory_id",
-        documents: &[
-            (
-                "https://trajkit.invalid/schemas/raw/memabra/trajectory.schema.json",
-                include_str!("../../schemas/raw/memabra/trajectory.schema.json"),
-            ),
-            (
-                "https://trajkit.invalid/schemas/raw/memabra/event.schema.json",
-                include_str!("../../schemas/raw/memabra/event.schema.json"),
-            ),
-            (
-                "https://trajkit.invalid/schemas/raw/memabra/candidate_object.schema.json",
-                include_str!("../../schemas/raw/memabra/candidate_object.schema.json"),
-            ),
-        ],
-        leniencies: &[Leniency {
-            pointer: "/properties/decisions/items/properties",
-            key: "selected_payloads",
-            schema: "{}",
-            why: "memabra's own demo trajectories carry selected_payloads in decisions, which its schema forbids",
-        }],
-    },
-    RawSchema {
-        format: "atif",
-        id_key: "trajectory_id",
-        documents: &[(
-            "https://trajkit.invalid/schemas/raw/atif.schema.json",
-            include_str!("../../schemas/raw/atif.schema.json"),
-        )],
-        leniencies: &[],
-    },
-    RawSchema {
-        format: "ledgermind",
-        id_key: "id",
-        documents: &[
-            (
-                "https://trajkit.invalid/schemas/raw/ledgermind.schema.json",
-                include_str!("../../schemas/raw/ledgermind.schema.json"),
-            ),
-        ],
-        leniencies: &[],
-    },
-    RawSchema {
-        format: "ralph-action",
-        id_key: "type",
-        documents: &[
-            (
-                "https://trajkit.invalid/schemas/raw/ralph/action.schema.json",
-                include_str!("../../schemas/raw/ralph/action.schema.json"),
-            ),
-        ],
-        leniencies: &[],
-    },
-    RawSchema {
-        format: "ralph-attempt",
-        id_key: "task_id",
-        documents: &[
-            (
-                "https://trajkit.invalid/schemas/raw/ralph/attempt.schema.json",
-                include_str!("../../schemas/raw/ralph/attempt.schema.json"),
-            ),
-            (
-                "https://trajkit.invalid/schemas/raw/ralph/outcome.schema.json",
-                include_str!("../../schemas/raw/ralph/outcome.schema.json"),
-            ),
-        ],
-        leniencies: &[],
-    },
-    RawSchema {
-        format: "ralph-outcome",
-        id_key: "status",
-        documents: &[
-            (
-                "https://trajkit.invalid/schemas/raw/ralph/outcome.schema.json",
-                include_str!("../../schemas/raw/ralph/outcome.schema.json"),
-            ),
-        ],
-        leniencies: &[],
-    },
-    RawSchema {
-        format: "ralph-reflection",
-        id_key: "attempt_id",
-        documents: &[
-            (
-                "https://trajkit.invalid/schemas/raw/ralph/reflection.schema.json",
-                include_str!("../../schemas/raw/ralph/reflection.schema.json"),
-            ),
-        ],
-        leniencies: &[],
-    },
-    RawSchema {
-        format: "ralph-task",
-        id_key: "id",
-        documents: &[
-            (
-                "https://trajkit.invalid/schemas/raw/ralph/task.schema.json",
-                include_str!("../../schemas/raw/ralph/task.schema.json"),
-            ),
-        ],
-        leniencies: &[],
-    },
-    RawSchema {
-        format: "openai",
-        id_key: "id",
-        documents: &[(
-            "https://trajkit.invalid/schemas/raw/openai.schema.json",
-            include_str!("../../schemas/raw/openai.schema.json"),
-        )],
-        leniencies: &[],
-    },
-    RawSchema {
-        format: "sharegpt",
-        id_key: "id",
-        documents: &[(
-            "https://trajkit.invalid/schemas/raw/sharegpt.schema.json",
-            include_str!("../../schemas/raw/sharegpt.schema.json"),
-        )],
-        leniencies: &[],
-    },
-    RawSchema {
-        format: "swe-agent",
-        id_key: "instance_id",
-        documents: &[
-            (
-                "https://trajkit.invalid/schemas/raw/swe-agent.schema.json",
-                include_str!("../../schemas/raw/swe-agent.schema.json"),
-            ),
-            (
-                "https://trajkit.invalid/schemas/raw/openai.schema.json",
-                include_str!("../../schemas/raw/openai.schema.json"),
-            ),
-        ],
-        leniencies: &[],
-    },
-    RawSchema {
-        format: "openhands",
-        id_key: "instance_id",
-        documents: &[
-            (
-                "https://trajkit.invalid/schemas/raw/openhands.schema.json",
-                include_str!("../../schemas/raw/openhands.schema.json"),
-            ),
-            (
-                "https://trajkit.invalid/schemas/raw/openai.schema.json",
-                include_str!("../../schemas/raw/openai.schema.json"),
-            ),
-        ],
-        leniencies: &[],
-    },
-    RawSchema {
-        format: "reflexion",
-        id_key: "loop_id",
-        documents: &[(
-            "https://trajkit.invalid/schemas/raw/reflexion.schema.json",
-            include_str!("../../schemas/raw/reflexion.schema.json"),
-        )],
-        leniencies: &[],
-    },
-];
-
-/// The raw schema of `format`, if it has one.
-pub fn raw_schema(format: &str) -> Option<&'static RawSchema> {
-    RAW_SCHEMAS.iter().find(|s| s.format == format)
+impl std::fmt::Debug for RawSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RawSchema({})", self.format)
+    }
 }
 
-/// The compiled validator of raw `format` (strict or lenient), built on first use.
-pub fn raw_validator(format: &str, lenient: bool) -> Option<&'static Validator> {
-    static VALIDATORS: OnceLock<HashMap<(&'static str, bool), Validator>> = OnceLock::new();
-    let map = VALIDATORS.get_or_init(|| {
-        RAW_SCHEMAS
-            .iter()
-            .flat_map(|s| [(s, false), (s, true)])
-            .map(|(s, lenient)| ((s.format, lenient), compile_raw(s, lenient)))
-            .collect()
-    });
-    map.iter()
-        .find(|((f, l), _)| *f == format && *l == lenient)
-        .map(|(_, v)| v)
+/// Schemas are told apart by their format name.
+impl PartialEq for RawSchema {
+    fn eq(&self, other: &Self) -> bool {
+        self.format == other.format
+    }
 }
 
-/// The compiled checks of raw `format` (strict or lenient) for reading records as nodes, built
-/// on first use; `None` when the format has no schema or its schema uses what
-/// [`Shapes`] does not check.
-pub fn raw_shapes(format: &str, lenient: bool) -> Option<&'static Shapes> {
-    static SHAPES: OnceLock<HashMap<(&'static str, bool), Option<Shapes>>> = OnceLock::new();
-    let map = SHAPES.get_or_init(|| {
-        RAW_SCHEMAS
-            .iter()
-            .flat_map(|s| [(s, false), (s, true)])
-            .map(|(s, lenient)| {
-                (
-                    (s.format, lenient),
-                    Shapes::compile(&raw_documents(s, lenient)),
-                )
-            })
-            .collect()
-    });
-    map.iter()
-        .find(|((f, l), _)| *f == format && *l == lenient)
-        .and_then(|(_, shapes)| shapes.as_ref())
+impl Eq for RawSchema {}
+
+impl RawSchema {
+    /// A schema of `format` whose records show `id_key` as their id in diagnostics;
+    /// `documents` and `leniencies` as in the fields.
+    pub const fn new(
+        format: &'static str,
+        id_key: &'static str,
+        documents: &'static [(&'static str, &'static str)],
+        leniencies: &'static [Leniency],
+    ) -> RawSchema {
+        RawSchema {
+            format,
+            id_key,
+            documents,
+            leniencies,
+            validators: [OnceLock::new(), OnceLock::new()],
+            shapes: [OnceLock::new(), OnceLock::new()],
+        }
+    }
+
+    /// The compiled validator (strict, or with the leniencies), built on first use.
+    pub fn validator(&self, lenient: bool) -> &Validator {
+        self.validators[usize::from(lenient)].get_or_init(|| compile_raw(self, lenient))
+    }
+
+    /// The compiled checks for reading records as nodes (strict or lenient), built on first
+    /// use; `None` when the schema uses what [`Shapes`] does not check.
+    pub fn shapes(&self, lenient: bool) -> Option<&Shapes> {
+        self.shapes[usize::from(lenient)]
+            .get_or_init(|| Shapes::compile(&raw_documents(self, lenient)))
+            .as_ref()
+    }
+
+    /// The documents `trajkit schema` prints for this schema: the root as `FORMAT`, each
+    /// other document as `FORMAT/STEM` unless it is in `roots` (the root of another schema).
+    pub fn embedded(&self, roots: &[&str]) -> Vec<EmbeddedSchema> {
+        let mut out = vec![EmbeddedSchema {
+            name: self.format.to_owned(),
+            title: RAW_TITLE,
+            text: self.documents[0].1,
+        }];
+        for &(uri, text) in &self.documents[1..] {
+            if roots.contains(&uri) {
+                continue;
+            }
+            let file = uri.rsplit('/').next().unwrap_or(uri);
+            let stem = file.strip_suffix(".schema.json").unwrap_or(file);
+            out.push(EmbeddedSchema {
+                name: format!("{}/{stem}", self.format),
+                title: RAW_TITLE,
+                text,
+            });
+        }
+        out
+    }
 }
 
 /// The documents of a raw schema as `(uri, schema)`, the root first, with the leniencies
@@ -315,8 +183,9 @@ fn compile_raw(raw: &RawSchema, lenient: bool) -> Validator {
         .unwrap_or_else(|e| panic!("embedded schema {root_uri} does not compile: {e}"))
 }
 
-/// Every schema `trajkit schema` can print.
-pub fn embedded() -> Vec<EmbeddedSchema> {
+/// Every schema `trajkit schema` can print: trajkit's own (details, pipeline), then
+/// `formats` (those of the input formats), then ADP's.
+pub fn embedded(formats: Vec<EmbeddedSchema>) -> Vec<EmbeddedSchema> {
     let mut out = vec![EmbeddedSchema {
         name: "details".to_owned(),
         title: "trajkit's keys in a trajectory's details (source, outcome, reward, reflections)",
@@ -327,31 +196,7 @@ pub fn embedded() -> Vec<EmbeddedSchema> {
         title: "trajkit run pipeline file (TOML, read as JSON)",
         text: PIPELINE_SCHEMA,
     });
-    out.push(EmbeddedSchema {
-        name: "converter-spec".to_owned(),
-        title: "declarative converter spec (converters/*.toml, read as JSON)",
-        text: crate::convert::spec::SPEC_SCHEMA,
-    });
-    let roots: Vec<&str> = RAW_SCHEMAS.iter().map(|r| r.documents[0].0).collect();
-    for raw in RAW_SCHEMAS {
-        out.push(EmbeddedSchema {
-            name: raw.format.to_owned(),
-            title: RAW_TITLE,
-            text: raw.documents[0].1,
-        });
-        for &(uri, text) in &raw.documents[1..] {
-            if roots.contains(&uri) {
-                continue;
-            }
-            let file = uri.rsplit('/').next().unwrap_or(uri);
-            let stem = file.strip_suffix(".schema.json").unwrap_or(file);
-            out.push(EmbeddedSchema {
-                name: format!("{}/{stem}", raw.format),
-                title: RAW_TITLE,
-                text,
-            });
-        }
-    }
+    out.extend(formats);
     for v in AdpVersion::ALL {
         out.push(EmbeddedSchema {
             name: adp_schema_name(v).to_owned(),
@@ -406,61 +251,4 @@ pub(crate) fn compile(text: &str, name: &str) -> Validator {
         .with_draft(jsonschema::Draft::Draft202012)
         .build(&schema)
         .unwrap_or_else(|e| panic!("embedded schema {name} does not compile: {e}"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_embedded_schema_compiles_and_is_draft_2020_12() {
-        for s in embedded() {
-            let v: Value = serde_json::from_str(s.text).expect("schema is JSON");
-            assert_eq!(
-                v["$schema"], "https://json-schema.org/draft/2020-12/schema",
-                "{}",
-                s.name
-            );
-            if s.title != RAW_TITLE {
-                compile(s.text, &s.name);
-            }
-        }
-        for v in AdpVersion::ALL {
-            let _ = adp_validator(v);
-        }
-        for raw in RAW_SCHEMAS {
-            assert!(raw_validator(raw.format, false).is_some());
-            assert!(raw_validator(raw.format, true).is_some());
-        }
-    }
-
-    #[test]
-    fn memabra_refs_resolve_and_leniency_admits_selected_payloads() {
-        let decision = serde_json::json!({
-            "step": 1, "decision_type": "call_tool", "selected_ids": ["t"], "rationale": "r",
-            "selected_payloads": [{"id": "t"}]
-        });
-        let mut traj = serde_json::json!({
-            "trajectory_id": "x",
-            "task": {"task_id": "t", "input": "i", "channel": "cli", "created_at": "2026-01-01T00:00:00Z"},
-            "context_snapshot": {"conversation_summary": "", "environment_summary": ""},
-            "candidate_sets": {"memory": [], "skill": [], "tool": [{"id": 5}]},
-            "decisions": [decision],
-            "events": [],
-            "outcome": {"status": "success", "steps": 1, "latency_ms": 3, "user_corrections": 0},
-            "reward": {"total": 1.0, "components": {"task_success": 1, "retrieval_hit": 0, "tool_error": 0, "user_correction": 0, "latency": 0, "context_cost": 0, "useful_reuse": 0}}
-        });
-        let strict = raw_validator("memabra", false).expect("memabra");
-        let lenient = raw_validator("memabra", true).expect("memabra");
-        let pointers = |v: &Validator, t: &Value| -> Vec<String> {
-            v.iter_errors(t)
-                .map(|e| e.instance_path().as_str().to_owned())
-                .collect()
-        };
-        // The candidate is checked through the relative $ref: its id must be a string.
-        assert!(pointers(strict, &traj).contains(&"/candidate_sets/tool/0".to_owned()));
-        traj["candidate_sets"]["tool"] = serde_json::json!([]);
-        assert_eq!(pointers(strict, &traj), vec!["/decisions/0".to_owned()]);
-        assert!(pointers(lenient, &traj).is_empty());
-    }
 }

@@ -4,15 +4,53 @@
 
 use serde_json::{json, Value};
 
-use super::{
-    has_keys, node_convert, node_convert_into, source_details, ConvertOptions, Converter, Mapping,
-    NodeFormat, Partial,
+use crate::convert::{
+    node_convert, node_convert_into, ConvertOptions, Converter, FormatOption, FormatOptions,
+    NodeFormat, OptionValue, Partial,
 };
+use crate::formats::kit::{has_keys, source_details};
 use crate::ingest::RawRecord;
 use crate::json::Node;
 use crate::model::links::unlink_unanswered;
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
+use crate::validate::schemas::{Leniency, RawSchema};
 use crate::validate::Diagnostic;
+
+/// The JSON Schema of raw `memabra` records (`validate --schema memabra`).
+pub static SCHEMA: RawSchema = RawSchema::new(
+    "memabra",
+    "trajectory_id",
+    &[
+        (
+            "https://trajkit.invalid/schemas/raw/memabra/trajectory.schema.json",
+            include_str!("../../../schemas/raw/memabra/trajectory.schema.json"),
+        ),
+        (
+            "https://trajkit.invalid/schemas/raw/memabra/event.schema.json",
+            include_str!("../../../schemas/raw/memabra/event.schema.json"),
+        ),
+        (
+            "https://trajkit.invalid/schemas/raw/memabra/candidate_object.schema.json",
+            include_str!("../../../schemas/raw/memabra/candidate_object.schema.json"),
+        ),
+    ],
+    &[Leniency {
+    pointer: "/properties/decisions/items/properties",
+    key: "selected_payloads",
+    schema: "{}",
+    why: "memabra's own demo trajectories carry selected_payloads in decisions, which its schema forbids",
+}],
+);
+
+/// `memabra_decisions`: when no event of a trace records execution, build its steps from the
+/// routing decisions (else such a trace keeps only its task observation).
+pub const DECISIONS: FormatOption = FormatOption {
+    key: "memabra_decisions",
+    flag: "memabra-decisions",
+    default: OptionValue::Bool(true),
+    value_name: "BOOL",
+    help: "memabra: when no event of a trace records execution, build its steps from the routing decisions",
+};
 
 /// Reads memabra trajectories.
 pub struct Memabra;
@@ -33,6 +71,15 @@ impl Converter for Memabra {
         "memabra"
     }
 
+    fn raw_schemas(&self) -> &'static [&'static RawSchema] {
+        static SCHEMAS: [&RawSchema; 1] = [&SCHEMA];
+        &SCHEMAS
+    }
+
+    fn options(&self) -> &'static [&'static FormatOption] {
+        &[&DECISIONS]
+    }
+
     fn description(&self) -> &'static str {
         "memabra task traces: task, decisions, events, outcome, reward components"
     }
@@ -44,7 +91,7 @@ impl Converter for Memabra {
     fn convert(
         &self,
         record: &RawRecord,
-        map: &Mapping,
+        map: &FormatOptions,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
         node_convert::<Self>(record, map)
     }
@@ -60,9 +107,9 @@ impl Converter for Memabra {
 }
 
 impl NodeFormat for Memabra {
-    const SCHEMA: &'static str = "memabra";
+    const SCHEMA: &'static RawSchema = &SCHEMA;
 
-    fn partial<'a>(node: Node<'a>, record: &RawRecord, map: &Mapping) -> Partial<'a> {
+    fn partial<'a>(node: Node<'a>, record: &RawRecord, map: &FormatOptions) -> Partial<'a> {
         to_partial(node, record, map)
     }
 }
@@ -254,7 +301,7 @@ fn decision_steps(decisions: &[Node<'_>]) -> Vec<Step> {
 
 /// The trajectory of a trace; the trace's native data (task, context, candidates, decisions,
 /// events, outcome, reward) stays in the tail.
-fn to_partial<'a>(mut v: Node<'a>, record: &RawRecord, map: &Mapping) -> Partial<'a> {
+fn to_partial<'a>(mut v: Node<'a>, record: &RawRecord, map: &FormatOptions) -> Partial<'a> {
     let id = v["trajectory_id"].as_str().unwrap_or_default().to_owned();
     let task_id = v["task"]["task_id"].to_value();
     // Steps first, reading the trace; then its parts move into the details.
@@ -290,7 +337,7 @@ fn to_partial<'a>(mut v: Node<'a>, record: &RawRecord, map: &Mapping) -> Partial
         let executed = mapper.consumed.iter().flatten().count();
         let mut content = mapper.content;
         unlink_unanswered(&mut content);
-        if executed == 0 && map.memabra_decisions {
+        if executed == 0 && map.bool(&DECISIONS) {
             content.extend(decision_steps(decisions));
         }
         let order: Vec<usize> = events.iter().map(|&(index, _)| index).collect();
@@ -384,4 +431,39 @@ fn event_rest<'a>(mut e: Node<'a>, consumed: Option<&Vec<&'static str>>) -> Node
         }
     }
     e
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memabra_refs_resolve_and_leniency_admits_selected_payloads() {
+        let decision = serde_json::json!({
+            "step": 1, "decision_type": "call_tool", "selected_ids": ["t"], "rationale": "r",
+            "selected_payloads": [{"id": "t"}]
+        });
+        let mut traj = serde_json::json!({
+            "trajectory_id": "x",
+            "task": {"task_id": "t", "input": "i", "channel": "cli", "created_at": "2026-01-01T00:00:00Z"},
+            "context_snapshot": {"conversation_summary": "", "environment_summary": ""},
+            "candidate_sets": {"memory": [], "skill": [], "tool": [{"id": 5}]},
+            "decisions": [decision],
+            "events": [],
+            "outcome": {"status": "success", "steps": 1, "latency_ms": 3, "user_corrections": 0},
+            "reward": {"total": 1.0, "components": {"task_success": 1, "retrieval_hit": 0, "tool_error": 0, "user_correction": 0, "latency": 0, "context_cost": 0, "useful_reuse": 0}}
+        });
+        let strict = SCHEMA.validator(false);
+        let lenient = SCHEMA.validator(true);
+        let pointers = |v: &jsonschema::Validator, t: &Value| -> Vec<String> {
+            v.iter_errors(t)
+                .map(|e| e.instance_path().as_str().to_owned())
+                .collect()
+        };
+        // The candidate is checked through the relative $ref: its id must be a string.
+        assert!(pointers(strict, &traj).contains(&"/candidate_sets/tool/0".to_owned()));
+        traj["candidate_sets"]["tool"] = serde_json::json!([]);
+        assert_eq!(pointers(strict, &traj), vec!["/decisions/0".to_owned()]);
+        assert!(pointers(lenient, &traj).is_empty());
+    }
 }

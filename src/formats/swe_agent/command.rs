@@ -20,7 +20,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 use serde_json::Value;
 
-use crate::convert::chat::{call_step, CodeTool};
+use crate::formats::chat::{call_step, CodeTool};
 use crate::model::{JsonObject, Step};
 
 /// SWE-agent's shell tool in function-calling mode.

@@ -12,16 +12,29 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{json, Map, Value};
 
-use super::chat::{call_step, record_id, OPENHANDS_CODE_TOOLS};
-use super::{has_keys, source_details, Converter, Mapping};
+use crate::convert::{Converter, FormatOptions};
+use crate::formats::chat::{call_step, record_id, OPENHANDS_CODE_TOOLS};
+use crate::formats::kit::{has_keys, source_details};
 use crate::ingest::RawRecord;
 use crate::json::Node;
 use crate::model::{AdpVersion, JsonObject, Source, Step, Trajectory};
 use crate::validate::check::check_raw;
+use crate::validate::schemas::RawSchema;
 use crate::validate::Diagnostic;
 
 /// The ATIF version read and written.
 pub const ATIF_VERSION: &str = "ATIF-v1.7";
+
+/// The JSON Schema of raw `atif` records (`validate --schema atif`).
+pub static SCHEMA: RawSchema = RawSchema::new(
+    "atif",
+    "trajectory_id",
+    &[(
+        "https://trajkit.invalid/schemas/raw/atif.schema.json",
+        include_str!("../../../schemas/raw/atif.schema.json"),
+    )],
+    &[],
+);
 
 /// Reads ATIF trajectories.
 pub struct Atif;
@@ -29,6 +42,15 @@ pub struct Atif;
 impl Converter for Atif {
     fn name(&self) -> &'static str {
         "atif"
+    }
+
+    fn raw_schemas(&self) -> &'static [&'static RawSchema] {
+        static SCHEMAS: [&RawSchema; 1] = [&SCHEMA];
+        &SCHEMAS
+    }
+
+    fn writer(&self) -> Option<fn(&Trajectory) -> Value> {
+        Some(to_atif)
     }
 
     fn description(&self) -> &'static str {
@@ -45,9 +67,9 @@ impl Converter for Atif {
     fn convert(
         &self,
         record: &RawRecord,
-        _map: &Mapping,
+        _map: &FormatOptions,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
-        let value = check_raw(record, "atif", false)?;
+        let value = check_raw(record, &SCHEMA, false)?;
         let id = value["trajectory_id"]
             .as_str()
             .filter(|s| !s.is_empty())

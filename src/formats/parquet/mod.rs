@@ -1,13 +1,16 @@
 //! trajkit's own Parquet export read back (`--from parquet`): every row is one trajectory,
-//! decoded by [`crate::ingest::parquet`] into ADP JSON and then read like `--from adp`.
+//! decoded by [`reader`] into ADP JSON and then read like `--from adp`.
+
+pub mod reader;
 
 use std::io;
 use std::path::Path;
 
 use serde_json::Value;
 
-use super::{adp::Adp, ConvertOptions, Converter, Mapping};
-use crate::ingest::parquet::{is_parquet, ParquetRecords};
+use self::reader::{is_parquet, ParquetRecords};
+use crate::convert::{ConvertOptions, Converter, FormatOptions};
+use crate::formats::adp::Adp;
 use crate::ingest::{RawRecord, RecordSource};
 use crate::model::{AdpVersion, Trajectory};
 use crate::validate::Diagnostic;
@@ -47,8 +50,8 @@ impl Converter for Parquet {
     fn convert(
         &self,
         record: &RawRecord,
-        _map: &Mapping,
+        _map: &FormatOptions,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
-        Adp.convert(record, &Mapping::default())
+        Adp.convert(record, &FormatOptions::default())
     }
 }

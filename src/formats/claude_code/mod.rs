@@ -8,10 +8,9 @@ use std::io;
 
 use serde_json::{json, Value};
 
-use super::bundle::{bundle_lines, FileBundle};
-use super::{
-    file_stem, has_keys, parse_bundle, source_details, ConvertOptions, Converter, Mapping,
-};
+use crate::convert::{ConvertOptions, Converter, FormatOptions};
+use crate::formats::bundle::{bundle_lines, FileBundle};
+use crate::formats::kit::{file_stem, has_keys, parse_bundle, source_details};
 use crate::ingest::{RawRecord, RecordSource};
 use crate::model::links::unlink_unanswered;
 use crate::model::{AdpVersion, JsonObject, Source, Step, Trajectory};
@@ -48,7 +47,7 @@ impl Converter for ClaudeCode {
     fn convert(
         &self,
         record: &RawRecord,
-        _map: &Mapping,
+        _map: &FormatOptions,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
         let bundle = parse_bundle(
             record,

@@ -3,14 +3,37 @@
 
 use serde_json::{json, Value};
 
-use super::{
-    has_keys, node_convert, node_convert_into, source_details, ConvertOptions, Converter, Mapping,
-    NodeFormat, Partial,
+use crate::convert::{
+    node_convert, node_convert_into, ConvertOptions, Converter, FormatOption, FormatOptions,
+    NodeFormat, OptionValue, Partial,
 };
+use crate::formats::kit::{has_keys, source_details};
 use crate::ingest::RawRecord;
 use crate::json::Node;
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
+use crate::validate::schemas::RawSchema;
 use crate::validate::Diagnostic;
+
+/// The JSON Schema of raw `reflexion` records (`validate --schema reflexion`).
+pub static SCHEMA: RawSchema = RawSchema::new(
+    "reflexion",
+    "loop_id",
+    &[(
+        "https://trajkit.invalid/schemas/raw/reflexion.schema.json",
+        include_str!("../../../schemas/raw/reflexion.schema.json"),
+    )],
+    &[],
+);
+
+/// `reflexion_closing_message`: close each attempt with a `message_action` holding the actor's
+/// `rationale` and `strategy` (else both stay in `details.reflexion`).
+pub const CLOSING_MESSAGE: FormatOption = FormatOption {
+    key: "reflexion_closing_message",
+    flag: "reflexion-closing-message",
+    default: OptionValue::Bool(true),
+    value_name: "BOOL",
+    help: "Reflexion: close each attempt with a message action holding the actor's rationale and strategy",
+};
 
 /// Reads Reflexion records.
 pub struct Reflexion;
@@ -18,6 +41,15 @@ pub struct Reflexion;
 impl Converter for Reflexion {
     fn name(&self) -> &'static str {
         "reflexion"
+    }
+
+    fn raw_schemas(&self) -> &'static [&'static RawSchema] {
+        static SCHEMAS: [&RawSchema; 1] = [&SCHEMA];
+        &SCHEMAS
+    }
+
+    fn options(&self) -> &'static [&'static FormatOption] {
+        &[&CLOSING_MESSAGE]
     }
 
     fn description(&self) -> &'static str {
@@ -34,7 +66,7 @@ impl Converter for Reflexion {
     fn convert(
         &self,
         record: &RawRecord,
-        map: &Mapping,
+        map: &FormatOptions,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
         node_convert::<Self>(record, map)
     }
@@ -50,9 +82,9 @@ impl Converter for Reflexion {
 }
 
 impl NodeFormat for Reflexion {
-    const SCHEMA: &'static str = "reflexion";
+    const SCHEMA: &'static RawSchema = &SCHEMA;
 
-    fn partial<'a>(node: Node<'a>, record: &RawRecord, map: &Mapping) -> Partial<'a> {
+    fn partial<'a>(node: Node<'a>, record: &RawRecord, map: &FormatOptions) -> Partial<'a> {
         to_partial(node, record, map)
     }
 }
@@ -64,7 +96,7 @@ pub fn trajectory_id(loop_id: &str, iteration: u64) -> String {
 
 /// Builds the trajectory, moving the record's parts into steps and details (no copies of the
 /// large ones: diffs, outputs, the evaluator's results, which stay in the tail).
-fn to_partial<'a>(mut v: Node<'a>, record: &RawRecord, map: &Mapping) -> Partial<'a> {
+fn to_partial<'a>(mut v: Node<'a>, record: &RawRecord, map: &FormatOptions) -> Partial<'a> {
     if !v.is_object() {
         return Partial {
             trajectory: Trajectory::new(String::new(), Vec::new(), JsonObject::new()),
@@ -91,7 +123,7 @@ fn to_partial<'a>(mut v: Node<'a>, record: &RawRecord, map: &Mapping) -> Partial
             stamps.push(stamp);
         }
     }
-    if map.reflexion_closing_message {
+    if map.bool(&CLOSING_MESSAGE) {
         content.push(Step::message(
             take_string(actor.remove("rationale")).unwrap_or_default(),
             take_string(actor.remove("strategy")),

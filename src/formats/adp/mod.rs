@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::{Converter, Mapping};
+use crate::convert::{Converter, FormatOptions};
 use crate::ingest::RawRecord;
 use crate::model::{AdpVersion, Trajectory};
 use crate::validate::{check_adp, Diagnostic};
@@ -33,12 +33,8 @@ impl Converter for Adp {
     fn convert(
         &self,
         record: &RawRecord,
-        _map: &Mapping,
+        _map: &FormatOptions,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
-        let checked = check_adp(record);
-        checked
-            .trajectory
-            .map(|t| vec![t])
-            .ok_or(checked.diagnostics)
+        check_adp(record).into_result().map(|t| vec![t])
     }
 }

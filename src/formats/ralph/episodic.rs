@@ -20,7 +20,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{FrameError, Provenance, RawRecord, RecordSource};
+use crate::ingest::{FrameError, Provenance, RawRecord, RecordSource};
 use crate::json::strict::{self, ParseError};
 
 /// One attempt with everything the directory says about it.

@@ -26,8 +26,8 @@ use rayon::prelude::*;
 use rusqlite::{Connection, OpenFlags};
 use serde_json::{json, Value};
 
-use super::open::{self, is_plain_file};
-use super::{layout_hint, Frame, FrameError, Framer, Provenance, RawRecord, RecordSource};
+use crate::ingest::open::{self, is_plain_file};
+use crate::ingest::{layout_hint, Frame, FrameError, Framer, Provenance, RawRecord, RecordSource};
 use crate::json::strict::{self, ParseError};
 use crate::json::{Node, Shapes};
 
@@ -55,7 +55,7 @@ pub struct EventCheck<'a> {
     pub problems: &'a (dyn Fn(&Value) -> Vec<String> + Sync),
 }
 
-/// How events are cut into sessions.
+/// How events are cut into sessions (made from the format's options by [`super::sessions`]).
 #[derive(Debug, Clone, Copy)]
 pub struct SessionOptions {
     /// A gap longer than this between two events starts a new implicit session.
@@ -63,15 +63,6 @@ pub struct SessionOptions {
     /// A `prompt` event without a session id starts a new implicit session (else only the
     /// idle gap cuts them).
     pub cut_at_prompt: bool,
-}
-
-impl Default for SessionOptions {
-    fn default() -> Self {
-        SessionOptions {
-            idle_gap_seconds: 30 * 60,
-            cut_at_prompt: true,
-        }
-    }
 }
 
 /// True when the file at `path` starts with SQLite's header.

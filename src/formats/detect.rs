@@ -2,7 +2,8 @@
 
 use serde_json::Value;
 
-use super::{converters, Converter};
+use super::converters;
+use crate::convert::Converter;
 use crate::ingest::{layout_hint, open, Framer};
 
 /// Why an input's format could not be chosen.

@@ -18,18 +18,37 @@ use std::io;
 
 use serde_json::{json, Value};
 
-use super::bundle::{bundle_lines, FileBundle};
-use super::chat::{
+use crate::convert::{ConvertOptions, Converter, FormatOptions};
+use crate::formats::bundle::{bundle_lines, FileBundle};
+use crate::formats::chat::{
     call_step, chat_trajectory, extend_details, message_text, parse_arguments, record_id_with,
     verdict_outcome, OPENHANDS_CODE_TOOLS,
 };
-use super::{file_stem, source_details, ConvertOptions, Converter, Mapping};
+use crate::formats::kit::{file_stem, source_details};
 use crate::ingest::{FramedRecords, RawRecord, RecordSource};
 use crate::json::Node;
 use crate::model::links::unlink_unanswered;
 use crate::model::{AdpVersion, JsonObject, Source, Step, Trajectory, WebObservation};
 use crate::validate::check::{check_raw_value, parse_json};
+use crate::validate::schemas::RawSchema;
 use crate::validate::Diagnostic;
+
+/// The JSON Schema of raw `openhands` records (`validate --schema openhands`).
+pub static SCHEMA: RawSchema = RawSchema::new(
+    "openhands",
+    "instance_id",
+    &[
+        (
+            "https://trajkit.invalid/schemas/raw/openhands.schema.json",
+            include_str!("../../../schemas/raw/openhands.schema.json"),
+        ),
+        (
+            "https://trajkit.invalid/schemas/raw/openai.schema.json",
+            include_str!("../../../schemas/raw/openai.schema.json"),
+        ),
+    ],
+    &[],
+);
 
 /// Reads OpenHands event streams and chats.
 pub struct OpenHands;
@@ -88,6 +107,11 @@ impl Converter for OpenHands {
         "openhands"
     }
 
+    fn raw_schemas(&self) -> &'static [&'static RawSchema] {
+        static SCHEMAS: [&RawSchema; 1] = [&SCHEMA];
+        &SCHEMAS
+    }
+
     fn description(&self) -> &'static str {
         "OpenHands event streams (a file of events, or records with a history of them), or its chats (messages; --from only)"
     }
@@ -113,7 +137,7 @@ impl Converter for OpenHands {
     fn convert(
         &self,
         record: &RawRecord,
-        _map: &Mapping,
+        _map: &FormatOptions,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
         let value = parse_json(record).map_err(|d| vec![*d])?;
         let prov = &record.provenance;
@@ -134,7 +158,7 @@ impl Converter for OpenHands {
                 })
                 .collect();
             for e in &events {
-                if let Err(ds) = check_raw_value(prov, Some(&id), e.v, "openhands", true) {
+                if let Err(ds) = check_raw_value(prov, Some(&id), e.v, &SCHEMA, true) {
                     problems.extend(ds.into_iter().map(|mut d| {
                         d.line = e.line.unwrap_or(prov.line);
                         d
@@ -152,7 +176,7 @@ impl Converter for OpenHands {
             )]);
         }
         let id = record_id_with(&value, record, &["instance_id", "sid", "session_id"]);
-        check_raw_value(prov, Some(&id), &value, "openhands", true)?;
+        check_raw_value(prov, Some(&id), &value, &SCHEMA, true)?;
         let mut run = Run::default();
         let built = if let Some(messages) = value["messages"].as_array() {
             run.tools = value["tools"].as_array().cloned().unwrap_or_default();

@@ -1,20 +1,64 @@
 //! LedgerMind memory events: one trajectory per session, read and cut by
-//! [`crate::ingest::ledgermind`]. The mapping is in docs/formats/ledgermind.md.
+//! [`store`]. The mapping is in docs/formats/ledgermind.md.
+
+pub mod store;
 
 use std::io;
 use std::path::Path;
 
 use serde_json::Value;
 
-use super::{has_keys, not_a_unit, source_node, ConvertOptions, Converter, Mapping, Partial};
-use crate::ingest::ledgermind::{is_sqlite, EventCheck, SessionRecords};
+use self::store::{is_sqlite, EventCheck, SessionOptions, SessionRecords};
+use crate::convert::{
+    ConvertOptions, Converter, FormatOption, FormatOptions, OptionValue, Partial,
+};
+use crate::formats::kit::{has_keys, not_a_unit, source_node};
 use crate::ingest::{RawRecord, RecordSource};
 use crate::json::Node;
 use crate::model::links::unlink_unanswered;
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
 use crate::validate::check::{parse_node, raw_schema_problems};
-use crate::validate::schemas::raw_shapes;
+use crate::validate::schemas::RawSchema;
 use crate::validate::Diagnostic;
+
+/// The JSON Schema of raw `ledgermind` records (`validate --schema ledgermind`).
+pub static SCHEMA: RawSchema = RawSchema::new(
+    "ledgermind",
+    "id",
+    &[(
+        "https://trajkit.invalid/schemas/raw/ledgermind.schema.json",
+        include_str!("../../../schemas/raw/ledgermind.schema.json"),
+    )],
+    &[],
+);
+
+/// `idle_gap`: an idle gap longer than this many minutes between events without a session id
+/// starts a new session.
+pub const IDLE_GAP: FormatOption = FormatOption {
+    key: "idle_gap",
+    flag: "idle-gap",
+    default: OptionValue::Int(30),
+    value_name: "MINUTES",
+    help: "LedgerMind: an idle gap longer than this many minutes between events without a session id starts a new session",
+};
+
+/// `ledgermind_cut_at_prompt`: a prompt event without a session id starts a new session (with
+/// false, only the idle gap cuts them).
+pub const CUT_AT_PROMPT: FormatOption = FormatOption {
+    key: "ledgermind_cut_at_prompt",
+    flag: "ledgermind-cut-at-prompt",
+    default: OptionValue::Bool(true),
+    value_name: "BOOL",
+    help: "LedgerMind: a prompt event without a session id starts a new session; with false, only the idle gap cuts them",
+};
+
+/// How the options cut events into sessions.
+pub fn sessions(opts: &FormatOptions) -> SessionOptions {
+    SessionOptions {
+        idle_gap_seconds: opts.int(&IDLE_GAP).saturating_mul(60),
+        cut_at_prompt: opts.bool(&CUT_AT_PROMPT),
+    }
+}
 
 /// Reads LedgerMind event stores.
 pub struct LedgerMind;
@@ -27,6 +71,15 @@ const TOOL_ARGS: &[&str] = &["arguments", "args", "params", "input"];
 impl Converter for LedgerMind {
     fn name(&self) -> &'static str {
         "ledgermind"
+    }
+
+    fn raw_schemas(&self) -> &'static [&'static RawSchema] {
+        static SCHEMAS: [&RawSchema; 1] = [&SCHEMA];
+        &SCHEMAS
+    }
+
+    fn options(&self) -> &'static [&'static FormatOption] {
+        &[&IDLE_GAP, &CUT_AT_PROMPT]
     }
 
     fn description(&self) -> &'static str {
@@ -50,11 +103,11 @@ impl Converter for LedgerMind {
         Some(
             SessionRecords::open(
                 path,
-                opts.sessions,
+                sessions(&opts.mapping),
                 opts.run.max_record_bytes,
                 EventCheck {
-                    fast: raw_shapes("ledgermind", true),
-                    problems: &|event| raw_schema_problems(event, "ledgermind", true),
+                    fast: SCHEMA.shapes(true),
+                    problems: &|event| raw_schema_problems(event, &SCHEMA, true),
                 },
             )
             .map(|r| Box::new(r) as Box<dyn RecordSource>),
@@ -64,7 +117,7 @@ impl Converter for LedgerMind {
     fn convert(
         &self,
         record: &RawRecord,
-        _map: &Mapping,
+        _map: &FormatOptions,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
         let mut slow = None;
         let partial = to_partial(session(record, &mut slow)?, record);

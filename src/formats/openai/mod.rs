@@ -5,16 +5,28 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
-use super::chat::{
+use crate::convert::{Converter, FormatOptions};
+use crate::formats::chat::{
     chat_trajectory, extend_details, message_text, parse_arguments, record_id, system_step,
 };
-use super::{Converter, Mapping};
 use crate::ingest::RawRecord;
 use crate::json::Node;
 use crate::model::links::unlink_unanswered;
 use crate::model::{AdpVersion, Source, Step, Trajectory};
 use crate::validate::check::check_raw_node;
+use crate::validate::schemas::RawSchema;
 use crate::validate::Diagnostic;
+
+/// The JSON Schema of raw `openai` records (`validate --schema openai`).
+pub static SCHEMA: RawSchema = RawSchema::new(
+    "openai",
+    "id",
+    &[(
+        "https://trajkit.invalid/schemas/raw/openai.schema.json",
+        include_str!("../../../schemas/raw/openai.schema.json"),
+    )],
+    &[],
+);
 
 /// Reads OpenAI-style chat records.
 pub struct OpenAi;
@@ -22,6 +34,11 @@ pub struct OpenAi;
 impl Converter for OpenAi {
     fn name(&self) -> &'static str {
         "openai"
+    }
+
+    fn raw_schemas(&self) -> &'static [&'static RawSchema] {
+        static SCHEMAS: [&RawSchema; 1] = [&SCHEMA];
+        &SCHEMAS
     }
 
     fn description(&self) -> &'static str {
@@ -38,10 +55,10 @@ impl Converter for OpenAi {
     fn convert(
         &self,
         record: &RawRecord,
-        _map: &Mapping,
+        _map: &FormatOptions,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
         let mut slow = None;
-        let value = check_raw_node(record, "openai", true, &mut slow)?;
+        let value = check_raw_node(record, &SCHEMA, true, &mut slow)?;
         let id = record_id(&value["id"], record);
         let content = steps(&value).map_err(|(pointer, message)| {
             vec![Diagnostic::error(

@@ -21,7 +21,8 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use super::{source_details, Converter, Mapping};
+use crate::convert::{Converter, FormatOptions};
+use crate::formats::kit::source_details;
 use crate::ingest::RawRecord;
 use crate::model::{AdpVersion, Trajectory};
 use crate::validate::check::{parse_node, preview};
@@ -181,7 +182,7 @@ impl Converter for SpecConverter {
     fn convert(
         &self,
         record: &RawRecord,
-        _map: &Mapping,
+        _map: &FormatOptions,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
         let mut slow = None;
         let node = parse_node(record, &mut slow).map_err(|d| vec![*d])?;
@@ -218,7 +219,7 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), EMBEDDED.len(), "spec names are unique");
-        for builtin in crate::convert::converters() {
+        for builtin in crate::formats::converters() {
             assert!(
                 !names.contains(&builtin.name()),
                 "{} is both a built-in format and a spec",

@@ -4,13 +4,26 @@
 
 use serde_json::Value;
 
-use super::chat::{chat_trajectory, parse_arguments, record_id, system_step};
-use super::{has_keys, Converter, Mapping};
+use crate::convert::{Converter, FormatOptions};
+use crate::formats::chat::{chat_trajectory, parse_arguments, record_id, system_step};
+use crate::formats::kit::has_keys;
 use crate::ingest::RawRecord;
 use crate::json::Node;
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
 use crate::validate::check::check_raw_node;
+use crate::validate::schemas::RawSchema;
 use crate::validate::Diagnostic;
+
+/// The JSON Schema of raw `sharegpt` records (`validate --schema sharegpt`).
+pub static SCHEMA: RawSchema = RawSchema::new(
+    "sharegpt",
+    "id",
+    &[(
+        "https://trajkit.invalid/schemas/raw/sharegpt.schema.json",
+        include_str!("../../../schemas/raw/sharegpt.schema.json"),
+    )],
+    &[],
+);
 
 /// Reads ShareGPT conversations.
 pub struct ShareGpt;
@@ -18,6 +31,11 @@ pub struct ShareGpt;
 impl Converter for ShareGpt {
     fn name(&self) -> &'static str {
         "sharegpt"
+    }
+
+    fn raw_schemas(&self) -> &'static [&'static RawSchema] {
+        static SCHEMAS: [&RawSchema; 1] = [&SCHEMA];
+        &SCHEMAS
     }
 
     fn description(&self) -> &'static str {
@@ -34,10 +52,10 @@ impl Converter for ShareGpt {
     fn convert(
         &self,
         record: &RawRecord,
-        _map: &Mapping,
+        _map: &FormatOptions,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
         let mut slow = None;
-        let value = check_raw_node(record, "sharegpt", true, &mut slow)?;
+        let value = check_raw_node(record, &SCHEMA, true, &mut slow)?;
         let id = record_id(&value["id"], record);
         let diagnostic = |pointer: String, message: String| {
             vec![Diagnostic::error(

@@ -1,5 +1,7 @@
 //! aiwg Ralph episodic memory: one trajectory per attempt directory, read by
-//! [`crate::ingest::episodic`]. The mapping is in docs/formats/ralph.md.
+//! [`episodic`]. The mapping is in docs/formats/ralph.md.
+
+pub mod episodic;
 
 use std::io;
 use std::path::Path;
@@ -7,11 +9,85 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use super::{parse_bundle, source_details, ConvertOptions, Converter, Mapping};
-use crate::ingest::episodic::{is_episodic_root, EpisodicRecords};
+use self::episodic::{is_episodic_root, EpisodicRecords};
+use crate::convert::{ConvertOptions, Converter, FormatOption, FormatOptions, OptionValue};
+use crate::formats::kit::{parse_bundle, source_details};
 use crate::ingest::{RawRecord, RecordSource};
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
+use crate::validate::schemas::RawSchema;
 use crate::validate::Diagnostic;
+
+/// The JSON Schema of raw `ralph-action` records (`validate --schema ralph-action`).
+pub static SCHEMA_ACTION: RawSchema = RawSchema::new(
+    "ralph-action",
+    "type",
+    &[(
+        "https://trajkit.invalid/schemas/raw/ralph/action.schema.json",
+        include_str!("../../../schemas/raw/ralph/action.schema.json"),
+    )],
+    &[],
+);
+
+/// The JSON Schema of raw `ralph-attempt` records (`validate --schema ralph-attempt`).
+pub static SCHEMA_ATTEMPT: RawSchema = RawSchema::new(
+    "ralph-attempt",
+    "task_id",
+    &[
+        (
+            "https://trajkit.invalid/schemas/raw/ralph/attempt.schema.json",
+            include_str!("../../../schemas/raw/ralph/attempt.schema.json"),
+        ),
+        (
+            "https://trajkit.invalid/schemas/raw/ralph/outcome.schema.json",
+            include_str!("../../../schemas/raw/ralph/outcome.schema.json"),
+        ),
+    ],
+    &[],
+);
+
+/// The JSON Schema of raw `ralph-outcome` records (`validate --schema ralph-outcome`).
+pub static SCHEMA_OUTCOME: RawSchema = RawSchema::new(
+    "ralph-outcome",
+    "status",
+    &[(
+        "https://trajkit.invalid/schemas/raw/ralph/outcome.schema.json",
+        include_str!("../../../schemas/raw/ralph/outcome.schema.json"),
+    )],
+    &[],
+);
+
+/// The JSON Schema of raw `ralph-reflection` records (`validate --schema ralph-reflection`).
+pub static SCHEMA_REFLECTION: RawSchema = RawSchema::new(
+    "ralph-reflection",
+    "attempt_id",
+    &[(
+        "https://trajkit.invalid/schemas/raw/ralph/reflection.schema.json",
+        include_str!("../../../schemas/raw/ralph/reflection.schema.json"),
+    )],
+    &[],
+);
+
+/// The JSON Schema of raw `ralph-task` records (`validate --schema ralph-task`).
+pub static SCHEMA_TASK: RawSchema = RawSchema::new(
+    "ralph-task",
+    "id",
+    &[(
+        "https://trajkit.invalid/schemas/raw/ralph/task.schema.json",
+        include_str!("../../../schemas/raw/ralph/task.schema.json"),
+    )],
+    &[],
+);
+
+/// `ralph_plan`: put the attempt's `plan.md` into the first observation, after the task (else
+/// it goes to `details.ralph.plan`).
+pub const PLAN: FormatOption = FormatOption {
+    key: "ralph_plan",
+    flag: "ralph-plan",
+    default: OptionValue::Bool(true),
+    value_name: "BOOL",
+    help:
+        "Ralph: put the attempt's plan.md into the first observation; with false, into details.ralph.plan",
+};
 
 /// Reads Ralph episodic-memory directories.
 pub struct Ralph;
@@ -22,6 +98,21 @@ const ACTION_OWN: &[&str] = &["type", "params", "reasoning", "output", "error"];
 impl Converter for Ralph {
     fn name(&self) -> &'static str {
         "ralph"
+    }
+
+    fn raw_schemas(&self) -> &'static [&'static RawSchema] {
+        static SCHEMAS: [&RawSchema; 5] = [
+            &SCHEMA_ACTION,
+            &SCHEMA_ATTEMPT,
+            &SCHEMA_OUTCOME,
+            &SCHEMA_REFLECTION,
+            &SCHEMA_TASK,
+        ];
+        &SCHEMAS
+    }
+
+    fn options(&self) -> &'static [&'static FormatOption] {
+        &[&PLAN]
     }
 
     fn description(&self) -> &'static str {
@@ -47,7 +138,7 @@ impl Converter for Ralph {
     fn convert(
         &self,
         record: &RawRecord,
-        map: &Mapping,
+        map: &FormatOptions,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
         let bundle = parse_bundle(
             record,
@@ -170,10 +261,10 @@ pub(crate) fn reflection(r: &Value, key: &str) -> Value {
     out
 }
 
-fn to_trajectory(b: &Value, id: String, record: &RawRecord, map: &Mapping) -> Trajectory {
+fn to_trajectory(b: &Value, id: String, record: &RawRecord, map: &FormatOptions) -> Trajectory {
     let mut content = Vec::new();
     let plan = b["plan"].as_str();
-    if let Some(text) = task_text(&b["task"], plan.filter(|_| map.ralph_plan)) {
+    if let Some(text) = task_text(&b["task"], plan.filter(|_| map.bool(&PLAN))) {
         content.push(Step::user_text(text));
     }
     let actions = b["actions"].as_array().map(Vec::as_slice).unwrap_or(&[]);
@@ -230,7 +321,7 @@ fn to_trajectory(b: &Value, id: String, record: &RawRecord, map: &Mapping) -> Tr
         "outcome": b["outcome"],
         "actions": extras,
     });
-    if let (Some(plan), false) = (plan, map.ralph_plan) {
+    if let (Some(plan), false) = (plan, map.bool(&PLAN)) {
         native["plan"] = json!(plan);
     }
     details.insert("ralph".into(), native);

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use super::source_details;
+use super::kit::source_details;
 use crate::ingest::RawRecord;
 use crate::json::Node;
 use crate::model::{JsonObject, Step, Trajectory};

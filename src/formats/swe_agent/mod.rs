@@ -21,16 +21,34 @@ use std::collections::HashMap;
 use serde_json::{json, Value};
 
 use self::command::{command_step, thought_action, tool_call_step, xml_function};
-use super::chat::{
+use crate::convert::{Converter, FormatOptions};
+use crate::formats::chat::{
     chat_trajectory, extend_details, message_text, parse_arguments, record_id_with, verdict_outcome,
 };
-use super::{Converter, Mapping};
 use crate::ingest::RawRecord;
 use crate::json::Node;
 use crate::model::links::unlink_unanswered;
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
 use crate::validate::check::check_raw;
+use crate::validate::schemas::RawSchema;
 use crate::validate::Diagnostic;
+
+/// The JSON Schema of raw `swe-agent` records (`validate --schema swe-agent`).
+pub static SCHEMA: RawSchema = RawSchema::new(
+    "swe-agent",
+    "instance_id",
+    &[
+        (
+            "https://trajkit.invalid/schemas/raw/swe-agent.schema.json",
+            include_str!("../../../schemas/raw/swe-agent.schema.json"),
+        ),
+        (
+            "https://trajkit.invalid/schemas/raw/openai.schema.json",
+            include_str!("../../../schemas/raw/openai.schema.json"),
+        ),
+    ],
+    &[],
+);
 
 /// Reads SWE-agent runs.
 pub struct SweAgent;
@@ -38,6 +56,11 @@ pub struct SweAgent;
 impl Converter for SweAgent {
     fn name(&self) -> &'static str {
         "swe-agent"
+    }
+
+    fn raw_schemas(&self) -> &'static [&'static RawSchema] {
+        static SCHEMAS: [&RawSchema; 1] = [&SCHEMA];
+        &SCHEMAS
     }
 
     fn description(&self) -> &'static str {
@@ -58,9 +81,9 @@ impl Converter for SweAgent {
     fn convert(
         &self,
         record: &RawRecord,
-        _map: &Mapping,
+        _map: &FormatOptions,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
-        let value = check_raw(record, "swe-agent", true)?;
+        let value = check_raw(record, &SCHEMA, true)?;
         let id = trajectory_id(&value, record);
         let mut run = Run::default();
         let built = match (value["trajectory"].as_array(), value["messages"].as_array()) {
@@ -332,7 +355,7 @@ impl Run {
         let d = &mut traj.details;
         d.insert(
             "source".into(),
-            super::source_details(
+            crate::formats::kit::source_details(
                 "swe-agent",
                 record,
                 json!({"id": v["id"].as_str(), "instance_id": v["instance_id"].as_str()}),

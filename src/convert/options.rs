@@ -1,0 +1,147 @@
+//! Options a format declares for its own reading and mapping (docs/inputs.md, "Mapping
+//! options"): choices its raw records do not force, each with a default. A format declares
+//! each option once, as a [`FormatOption`] beside its converter: the pipeline key in
+//! `[convert]`, the `convert` flag and the help text all come from that declaration, so a new
+//! option is one constant in the format's folder. What a choice leaves out of the steps stays in
+//! `details`, so nothing is lost either way.
+
+use std::fmt;
+
+/// The type and default of a [`FormatOption`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OptionValue {
+    /// A boolean (`--flag true|false`, `key = true` in a pipeline file).
+    Bool(bool),
+    /// An integer (`--flag N`, `key = N`).
+    Int(i64),
+}
+
+impl fmt::Display for OptionValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OptionValue::Bool(b) => write!(f, "{b}"),
+            OptionValue::Int(i) => write!(f, "{i}"),
+        }
+    }
+}
+
+impl OptionValue {
+    /// The value as JSON (for the effective configuration a run records).
+    pub fn to_json(self) -> serde_json::Value {
+        match self {
+            OptionValue::Bool(b) => b.into(),
+            OptionValue::Int(i) => i.into(),
+        }
+    }
+
+    /// The JSON Schema type name of values of this kind.
+    pub fn type_name(self) -> &'static str {
+        match self {
+            OptionValue::Bool(_) => "boolean",
+            OptionValue::Int(_) => "integer",
+        }
+    }
+}
+
+/// One option of a format: its key in a pipeline file's `[convert]` table, its `trajkit
+/// convert` flag, its default and its help. Declared as a constant in the format's folder and
+/// listed by its converter's [`super::Converter::options`].
+#[derive(Debug)]
+pub struct FormatOption {
+    /// The pipeline key, snake_case (`memabra_decisions`).
+    pub key: &'static str,
+    /// The flag without dashes: the key with `-` for `_` (`memabra-decisions`).
+    pub flag: &'static str,
+    /// The default, which also gives the type.
+    pub default: OptionValue,
+    /// The value's name in `--help` (`BOOL`, `MINUTES`).
+    pub value_name: &'static str,
+    /// One or two sentences for `--help` and the pipeline schema, starting with the format's
+    /// name (`memabra: ...`).
+    pub help: &'static str,
+}
+
+/// The values of the format options a run was given; an option not given has its default.
+/// Reading a value is a scan of the few given ones, cheap enough per record.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FormatOptions {
+    given: Vec<(&'static str, OptionValue)>,
+}
+
+impl FormatOptions {
+    /// Sets `option` to `value`, which must be of the option's type.
+    pub fn set(&mut self, option: &'static FormatOption, value: OptionValue) -> Result<(), String> {
+        if std::mem::discriminant(&value) != std::mem::discriminant(&option.default) {
+            return Err(format!(
+                "{} takes a value of type {}, not {value}",
+                option.key,
+                option.default.type_name()
+            ));
+        }
+        self.given.retain(|(k, _)| *k != option.key);
+        self.given.push((option.key, value));
+        Ok(())
+    }
+
+    /// The value of `option`: the one given, or its default.
+    pub fn get(&self, option: &FormatOption) -> OptionValue {
+        self.given
+            .iter()
+            .find(|(k, _)| *k == option.key)
+            .map_or(option.default, |&(_, v)| v)
+    }
+
+    /// The value of a boolean `option` (its default if the option is not boolean, which the
+    /// type check of [`FormatOptions::set`] rules out).
+    pub fn bool(&self, option: &FormatOption) -> bool {
+        match (self.get(option), option.default) {
+            (OptionValue::Bool(b), _) => b,
+            (_, OptionValue::Bool(d)) => d,
+            _ => false,
+        }
+    }
+
+    /// The value of an integer `option` (see [`FormatOptions::bool`]).
+    pub fn int(&self, option: &FormatOption) -> i64 {
+        match (self.get(option), option.default) {
+            (OptionValue::Int(i), _) => i,
+            (_, OptionValue::Int(d)) => d,
+            _ => 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static FLAG: FormatOption = FormatOption {
+        key: "demo_flag",
+        flag: "demo-flag",
+        default: OptionValue::Bool(true),
+        value_name: "BOOL",
+        help: "demo: a flag.",
+    };
+    static GAP: FormatOption = FormatOption {
+        key: "demo_gap",
+        flag: "demo-gap",
+        default: OptionValue::Int(30),
+        value_name: "MINUTES",
+        help: "demo: a number.",
+    };
+
+    #[test]
+    fn unset_options_have_their_defaults_and_set_ones_their_values() {
+        let mut opts = FormatOptions::default();
+        assert!(opts.bool(&FLAG));
+        assert_eq!(opts.int(&GAP), 30);
+        opts.set(&FLAG, OptionValue::Bool(false)).ok();
+        opts.set(&GAP, OptionValue::Int(5)).ok();
+        opts.set(&GAP, OptionValue::Int(7)).ok();
+        assert!(!opts.bool(&FLAG));
+        assert_eq!(opts.int(&GAP), 7);
+        assert!(opts
+            .set(&GAP, OptionValue::Bool(true))
+            .is_err_and(|e| e.contains("integer")));
+    }
+}

@@ -1,0 +1,103 @@
+//! Helpers the format converters share: bundles, ids from file names, sniffing, and
+//! `details.source`.
+
+use serde_json::{json, Value};
+
+use crate::ingest::RawRecord;
+use crate::json::Node;
+use crate::validate::Diagnostic;
+
+/// Parses a record a format's own reader built (a directory attempt, a session), recognized by
+/// `marker: true`; anything else (a stray line given to the wrong converter) is diagnosed with
+/// `hint`.
+pub fn parse_bundle(
+    record: &RawRecord,
+    marker: &str,
+    hint: &str,
+) -> Result<Value, Vec<Diagnostic>> {
+    let bundle = crate::validate::check::parse_json(record).map_err(|d| vec![*d])?;
+    if bundle[marker] == true {
+        Ok(bundle)
+    } else {
+        Err(not_a_unit(record, hint))
+    }
+}
+
+/// The diagnostic of a record that is not the unit a reader bundled (`hint` says what to do).
+pub fn not_a_unit(record: &RawRecord, hint: &str) -> Vec<Diagnostic> {
+    vec![Diagnostic::error(
+        &record.provenance,
+        None,
+        "",
+        "not-a-unit",
+        hint,
+    )]
+}
+
+/// A file's name without directories, compression suffix and extension (`run-7.jsonl.gz` is
+/// `run-7`): the id of the stream or session it holds, for formats that name files so.
+pub fn file_stem(file: &str) -> String {
+    let name = crate::ingest::without_compression(file.rsplit('/').next().unwrap_or(file));
+    match name.rsplit_once('.') {
+        Some((stem, _)) if !stem.is_empty() => stem.to_owned(),
+        _ => name.to_owned(),
+    }
+}
+
+/// True when the JSON object `first` has every one of `keys` (the usual `sniff`).
+pub fn has_keys(first: &Value, keys: &[&str]) -> bool {
+    keys.iter().all(|k| first.get(k).is_some())
+}
+
+/// `details.source` for a trajectory converted from `record` of `format` (see
+/// `schemas/details.schema.json`).
+pub fn source_details(format: &str, record: &RawRecord, native_ids: Value) -> Value {
+    json!({
+        "format": format,
+        "file": record.provenance.file.as_ref(),
+        "line": record.provenance.line,
+        "native_ids": native_ids,
+    })
+}
+
+/// [`source_details`] as a node, for a [`Partial`]'s tail: its keys are not copied or hashed
+/// (building it as a `Value` cost a LedgerMind session more than reading its events).
+pub fn source_node<'a>(
+    format: &'static str,
+    record: &'a RawRecord,
+    native_ids: Node<'a>,
+) -> Node<'a> {
+    Node::object([
+        ("format", Node::from(format)),
+        ("file", Node::from(record.provenance.file.as_ref())),
+        ("line", Node::from(record.provenance.line)),
+        ("native_ids", native_ids),
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ingest::Provenance;
+
+    /// The node form of `details.source` writes what the value form writes.
+    #[test]
+    fn source_node_is_source_details() {
+        let record = RawRecord {
+            provenance: Provenance {
+                input: "in \"x\".jsonl".into(),
+                file: "dir/in \"x\".jsonl".into(),
+                line: 42,
+                index: 7,
+            },
+            bytes: Vec::new(),
+            error: None,
+        };
+        let ids = serde_json::json!({"session": "s-1", "event_ids": [1, 2]});
+        let node = source_node("ledgermind", &record, Node::from_value(&ids));
+        assert_eq!(
+            serde_json::to_string(&node).ok(),
+            serde_json::to_string(&source_details("ledgermind", &record, ids.clone())).ok()
+        );
+    }
+}

@@ -1,0 +1,270 @@
+//! The input formats: one folder each (detection, reader, raw schema, options, converter), and
+//! the registry below, the one list of them. Adding a format is a folder here, a line in
+//! [`converters`], a sample in `sample_data/`, its tests and its docs page
+//! (docs/development.md, "Adding a format"). Helpers several formats share are in [`kit`],
+//! [`chat`] (chat messages) and [`bundle`] (files read whole); `spec` is the declarative
+//! converter interpreter.
+
+pub mod bundle;
+pub mod chat;
+pub mod detect;
+pub mod kit;
+pub mod spec;
+
+pub mod adp;
+pub mod atif;
+pub mod claude_code;
+pub mod ledgermind;
+pub mod memabra;
+pub mod openai;
+pub mod openhands;
+pub mod parquet;
+pub mod ralph;
+pub mod reflexion;
+pub mod sharegpt;
+pub mod swe_agent;
+
+use std::path::Path;
+
+use crate::convert::{Converter, FormatOption};
+use crate::validate::schemas::{self, EmbeddedSchema, RawSchema};
+
+/// Every built-in format: the registry.
+pub fn converters() -> Vec<&'static dyn Converter> {
+    vec![
+        &adp::Adp,
+        &atif::Atif,
+        &claude_code::ClaudeCode,
+        &ledgermind::LedgerMind,
+        &memabra::Memabra,
+        &openai::OpenAi,
+        &openhands::OpenHands,
+        &parquet::Parquet,
+        &ralph::Ralph,
+        &reflexion::Reflexion,
+        &sharegpt::ShareGpt,
+        &swe_agent::SweAgent,
+    ]
+}
+
+/// The converter that claims `path` (a directory or a non-JSON file) as one input, if any.
+pub fn path_converter(path: &Path) -> Option<&'static dyn Converter> {
+    converters().into_iter().find(|c| c.claims_path(path))
+}
+
+/// The converter for `name` (a built-in format or a shipped spec), or a message saying why there
+/// is none.
+pub fn lookup(name: &str) -> Result<&'static dyn Converter, String> {
+    if let Some(c) = converters().into_iter().find(|c| c.name() == name) {
+        return Ok(c);
+    }
+    if let Some(c) = spec::embedded().iter().find(|c| c.name() == name) {
+        return Ok(c);
+    }
+    let known: Vec<&str> = converters()
+        .iter()
+        .map(|c| c.name())
+        .chain(spec::embedded().iter().map(|c| c.name()))
+        .collect();
+    Err(format!(
+        "unknown format {name:?} (supported: {}; run `trajkit formats`)",
+        known.join(", ")
+    ))
+}
+
+/// Every option the formats declare, in registry order.
+pub fn options() -> impl Iterator<Item = &'static FormatOption> {
+    converters()
+        .into_iter()
+        .flat_map(|c| c.options().iter().copied())
+}
+
+/// The option whose pipeline key is `key`.
+pub fn option(key: &str) -> Option<&'static FormatOption> {
+    options().find(|o| o.key == key)
+}
+
+/// Every raw schema the formats declare, in registry order.
+pub fn raw_schemas() -> impl Iterator<Item = &'static RawSchema> {
+    converters()
+        .into_iter()
+        .flat_map(|c| c.raw_schemas().iter().copied())
+}
+
+/// The raw schema called `name` (`validate --schema NAME`).
+pub fn raw_schema(name: &str) -> Option<&'static RawSchema> {
+    raw_schemas().find(|s| s.format == name)
+}
+
+/// Every schema `trajkit schema` can print: trajkit's own, the declarative-converter spec's,
+/// each raw format's, ADP's.
+pub fn schemas() -> Vec<EmbeddedSchema> {
+    let roots: Vec<&str> = raw_schemas().map(|r| r.documents[0].0).collect();
+    let mut formats = vec![EmbeddedSchema {
+        name: "converter-spec".to_owned(),
+        title: "declarative converter spec (converters/*.toml, read as JSON)",
+        text: spec::SPEC_SCHEMA,
+    }];
+    formats.extend(raw_schemas().flat_map(|r| r.embedded(&roots)));
+    schemas::embedded(formats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::AdpVersion;
+    use crate::validate::schemas::{adp_validator, compile, RAW_TITLE};
+    use serde_json::{json, Value};
+
+    #[test]
+    fn every_embedded_schema_compiles_and_is_draft_2020_12() {
+        for s in schemas() {
+            let v: Value = serde_json::from_str(s.text).expect("schema is JSON");
+            assert_eq!(
+                v["$schema"], "https://json-schema.org/draft/2020-12/schema",
+                "{}",
+                s.name
+            );
+            if s.title != RAW_TITLE {
+                compile(s.text, &s.name);
+            }
+        }
+        for v in AdpVersion::ALL {
+            let _ = adp_validator(v);
+        }
+        for raw in raw_schemas() {
+            let _ = raw.validator(false);
+            let _ = raw.validator(true);
+        }
+    }
+
+    #[test]
+    fn format_names_are_unique() {
+        let names: Vec<&str> = converters().iter().map(|c| c.name()).collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), names.len(), "converter names are unique");
+        for name in ["swe-agent", "openhands"] {
+            assert!(lookup(name).is_ok_and(|c| c.name() == name));
+        }
+        assert!(lookup("klingon").is_err_and(|e| e.starts_with("unknown format")));
+    }
+
+    #[test]
+    fn option_keys_are_unique_and_flags_are_their_keys_with_dashes() {
+        let keys: Vec<&str> = options().map(|o| o.key).collect();
+        let mut sorted = keys.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), keys.len(), "option keys are unique");
+        for o in options() {
+            assert_eq!(o.flag, o.key.replace('_', "-"), "{}", o.key);
+        }
+    }
+
+    #[test]
+    fn raw_schema_names_are_unique() {
+        let names: Vec<&str> = raw_schemas().map(|s| s.format).collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), names.len());
+    }
+
+    /// The seed formats' samples with every value replaced, in turn, by values of other kinds:
+    /// whatever the fast parse accepts, the validator accepts.
+    #[test]
+    fn accepts_nothing_the_raw_schema_refuses() {
+        let samples = [
+            (
+                "memabra",
+                include_str!("../../sample_data/memabra/traces.jsonl"),
+            ),
+            (
+                "reflexion",
+                include_str!("../../sample_data/reflexion/loop.jsonl"),
+            ),
+            (
+                "openai",
+                include_str!("../../sample_data/openai/chats.jsonl"),
+            ),
+            (
+                "sharegpt",
+                include_str!("../../sample_data/sharegpt/conversations.json"),
+            ),
+        ];
+        let replacements = [
+            json!(null),
+            json!(true),
+            json!(-1),
+            json!(0),
+            json!(11),
+            json!(0.5),
+            json!(""),
+            json!("x"),
+            json!("ralph-a"),
+            json!("tool_called"),
+            json!([]),
+            json!({}),
+        ];
+        for (format, text) in samples {
+            for lenient in [false, true] {
+                let schema = raw_schema(format).expect("the seed formats have schemas");
+                let shapes = schema.shapes(lenient).expect("the seed formats compile");
+                let validator = schema.validator(lenient);
+                // A sample is JSON lines, or one JSON list of records.
+                let records: Vec<Value> = match serde_json::from_str(text) {
+                    Ok(Value::Array(items)) => items,
+                    _ => text
+                        .lines()
+                        .map(|l| serde_json::from_str(l).expect("sample"))
+                        .collect(),
+                };
+                for record in records {
+                    let line = serde_json::to_vec(&record).expect("json");
+                    assert_eq!(
+                        shapes.parse(&line).is_some(),
+                        validator.is_valid(&record),
+                        "{format} sample, lenient {lenient}"
+                    );
+                    for pointer in pointers(&record, String::new()) {
+                        for r in &replacements {
+                            let mut mutated = record.clone();
+                            if let Some(slot) = mutated.pointer_mut(&pointer) {
+                                *slot = r.clone();
+                            }
+                            let bytes = serde_json::to_vec(&mutated).expect("json");
+                            if shapes.parse(&bytes).is_some() {
+                                assert!(
+                                    validator.is_valid(&mutated),
+                                    "{format} {pointer} = {r} passes the fast check only"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn pointers(v: &Value, at: String) -> Vec<String> {
+        let children: Vec<(String, &Value)> = match v {
+            Value::Object(m) => m
+                .iter()
+                .map(|(k, x)| (k.replace('~', "~0").replace('/', "~1"), x))
+                .collect(),
+            Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .map(|(i, x)| (i.to_string(), x))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let mut out = vec![at.clone()];
+        for (k, child) in children {
+            out.extend(pointers(child, format!("{at}/{k}")));
+        }
+        out
+    }
+}

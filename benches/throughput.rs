@@ -149,9 +149,9 @@ fn convert_records_with_spec(bencher: Bencher) {
 /// written as a zstd Parquet file in memory: the writer side of `export --to parquet`.
 #[divan::bench]
 fn encode_parquet(bencher: Bencher) {
-    use trajkit::export::parquet::columns::Columns;
-    use trajkit::export::parquet::{schema::schema, Row};
     use trajkit::model::Trajectory;
+    use trajkit::parquet::columns::Columns;
+    use trajkit::parquet::{schema::schema, Row};
 
     let bytes = input();
     let trajectories: Vec<Trajectory> = bytes

@@ -2,19 +2,26 @@
 //! training data.
 //!
 //! The library has no command-line or terminal dependencies; the `trajkit` binary is a thin
-//! layer over it.
+//! layer over it. Its layers, each using only those below it (docs/development.md, "Layout"):
+//!
+//! - [`commands`]: convert, validate, join, export, run, stats: stages composed over the engine;
+//! - [`formats`]: the input formats, one folder each, and their registry;
+//! - the stages: [`convert`] (what a format implements, checking and writing what it makes),
+//!   [`join`], [`export`], and [`validate`] (schemas, checks, diagnostics, reporters);
+//! - [`engine`]: the streaming runner, outputs, rejects, partitions; it knows no format, stage
+//!   or command;
+//! - [`model`], [`parquet`], [`json`], [`ingest`], [`choice`]: trajectories and their Parquet
+//!   layout, JSON reading, framing.
 
+pub mod choice;
+pub mod commands;
 pub mod convert;
+pub mod engine;
 pub mod export;
 pub mod formats;
 pub mod ingest;
 pub mod join;
 pub mod json;
 pub mod model;
-pub mod output;
-pub mod partition;
-pub mod pipeline;
-pub mod rejects;
-pub mod run;
-pub mod stats;
+pub mod parquet;
 pub mod validate;

@@ -18,9 +18,9 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         // Nothing reads the output any more (`trajkit ... | head`): stop quietly, as ripgrep
         // does (what was written was read; the outputs not yet committed are removed).
-        Err(_) if trajkit::output::stdout_closed() => ExitCode::SUCCESS,
+        Err(_) if trajkit::engine::output::stdout_closed() => ExitCode::SUCCESS,
         Err(e) => {
-            trajkit::output::warn(format_args!("trajkit: error: {}", e.message));
+            trajkit::engine::output::warn(format_args!("trajkit: error: {}", e.message));
             ExitCode::from(e.code)
         }
     }

@@ -16,9 +16,9 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use serde_json::{json, Value};
-use trajkit::export::parquet::columns::Columns;
-use trajkit::export::parquet::row::StepRow;
-use trajkit::export::parquet::Row;
+use trajkit::parquet::columns::Columns;
+use trajkit::parquet::row::StepRow;
+use trajkit::parquet::Row;
 
 /// Runs trajkit with `args`; returns the exit code and stderr.
 fn run(args: &[&str]) -> (i32, String) {

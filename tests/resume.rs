@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use common::{adp_corpus, corpus_std_files, sample_data, trajkit, tree, valid_v15};
 
 const HOOK: &str = "TRAJKIT_TEST_ABORT_AFTER_RECORDS";
-const COMMIT_HOOK: &str = trajkit::output::ABORT_IN_COMMIT;
+const COMMIT_HOOK: &str = trajkit::engine::output::ABORT_IN_COMMIT;
 
 /// Asserts that `got` holds exactly the files of `want`, byte for byte.
 fn assert_same_tree(want: &BTreeMap<String, Vec<u8>>, got: &Path, what: &str) {

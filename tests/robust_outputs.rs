@@ -275,7 +275,7 @@ fn a_parquet_export_on_a_full_disk_leaves_no_partial_file_and_a_retry_succeeds()
             .arg("-o")
             .arg(&dir);
         if full {
-            cmd.env(trajkit::output::WRITE_LIMIT, "4096");
+            cmd.env(trajkit::engine::output::WRITE_LIMIT, "4096");
         }
         cmd.output().expect("runs")
     };
@@ -315,7 +315,7 @@ fn a_run_on_a_full_disk_leaves_nothing_to_resume_and_a_retry_succeeds() {
         let mut cmd = trajkit();
         cmd.args(["run", "-q"]).arg(&file);
         if full {
-            cmd.env(trajkit::output::WRITE_LIMIT, "4096");
+            cmd.env(trajkit::engine::output::WRITE_LIMIT, "4096");
         }
         cmd.output().expect("runs")
     };
@@ -427,7 +427,7 @@ fn a_resume_while_the_run_goes_on_is_refused_naming_it() {
     let mut first = bin()
         .args(["run", "-q"])
         .arg(&file)
-        .env(trajkit::run::journal::PAUSE_BEFORE_COMMIT, "5000")
+        .env(trajkit::commands::run::journal::PAUSE_BEFORE_COMMIT, "5000")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

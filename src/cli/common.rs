@@ -5,11 +5,11 @@ use std::io;
 use std::time::Instant;
 
 use clap::Args;
+use trajkit::engine::output::{warn, Lock, LockError, Stderr};
+use trajkit::engine::partition::Partition;
+use trajkit::engine::pipeline::{PipelineError, RunOptions};
+use trajkit::engine::rejects::RejectsWriter;
 use trajkit::ingest::inputs::expand_inputs_with;
-use trajkit::output::{warn, Lock, LockError, Stderr};
-use trajkit::partition::Partition;
-use trajkit::pipeline::{PipelineError, RunOptions};
-use trajkit::rejects::RejectsWriter;
 use trajkit::validate::report::{reporter, ReportFormat, Reporter, ValidationSummary};
 use trajkit::validate::Diagnostic;
 

@@ -4,15 +4,15 @@ use std::path::Path;
 use std::time::Instant;
 
 use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
+use trajkit::commands::convert::convert_inputs;
 use trajkit::convert::{
-    convert_inputs, ConvertOptions, Converter, FormatOption, FormatOptions, OptionValue,
-    OutputFormat,
+    ConvertOptions, Converter, FormatOption, FormatOptions, OptionValue, OutputFormat,
 };
+use trajkit::engine::output::{warn, Output};
 use trajkit::formats::detect::{detect_input, DetectError};
 use trajkit::formats::{self, lookup, path_converter, spec};
 use trajkit::model::upgrade::{DetailsDecode, UpgradeOptions};
 use trajkit::model::AdpVersion;
-use trajkit::output::{warn, Output};
 
 use super::common::{
     inputs_with_units, lock_files, rejects_writer, throughput, warn_empty, Capped, CliError,

@@ -5,11 +5,12 @@ use std::time::Instant;
 
 use clap::Args;
 use serde_json::json;
+use trajkit::export::code_tools::CodeTools;
 use trajkit::export::conversation::{DescriptionAs, MapOptions};
 use trajkit::export::parquet::ParquetConfig;
 use trajkit::export::shard::ShardOptions;
 use trajkit::export::split::Splits;
-use trajkit::export::tools::{CodeTools, ToolCatalog};
+use trajkit::export::tools::ToolCatalog;
 use trajkit::export::{
     export_inputs, ExportError, ExportOptions, ExportSummary, Filters, InferTools, SftOptions,
     Target, Thoughts, TrainOn,

@@ -4,8 +4,8 @@ use std::fmt::Write as _;
 
 use clap::Args;
 use trajkit::convert::Converter;
+use trajkit::engine::output::print;
 use trajkit::formats::{converters, spec};
-use trajkit::output::print;
 
 use super::common::CliError;
 

@@ -3,13 +3,14 @@
 use std::time::Instant;
 
 use clap::Args;
+use trajkit::commands::join::join_inputs;
+use trajkit::engine::output::Output;
 use trajkit::join::{
-    join_inputs, Conflicts, Duplicates, GenericFields, IndexError, Join, JoinPolicies,
-    JoinRunOptions, JoinSummary, KeyExpr, Orphans, Preset, SideIndex, SideSet, SideSpec, Unmatched,
+    Conflicts, Duplicates, GenericFields, IndexError, Join, JoinPolicies, JoinRunOptions,
+    JoinSummary, KeyExpr, Orphans, Preset, SideIndex, SideSet, SideSpec, Unmatched,
 };
 use trajkit::model::upgrade::UpgradeOptions;
 use trajkit::model::AdpVersion;
-use trajkit::output::Output;
 use trajkit::validate::report::Reporter;
 
 use super::common::{

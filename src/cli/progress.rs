@@ -11,9 +11,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use trajkit::output::warn;
-use trajkit::pipeline::Progress;
-use trajkit::run::StageSummary;
+use trajkit::engine::output::warn;
+use trajkit::engine::pipeline::Progress;
+use trajkit::engine::pipeline::StageSummary;
 
 /// How often `--progress json` writes a line.
 pub const JSON_EVERY: Duration = Duration::from_secs(5);

@@ -3,8 +3,8 @@
 use std::fmt::Write as _;
 
 use clap::Args;
+use trajkit::engine::output::print;
 use trajkit::formats::schemas;
-use trajkit::output::print;
 
 use super::common::CliError;
 

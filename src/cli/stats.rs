@@ -3,8 +3,8 @@
 use std::fmt::Write as _;
 
 use clap::Args;
-use trajkit::output::print;
-use trajkit::stats::{stats_inputs, Stats};
+use trajkit::commands::stats::{stats_inputs, Stats};
+use trajkit::engine::output::print;
 
 use super::common::{inputs, CliError, GlobalArgs};
 

@@ -7,10 +7,10 @@ use std::time::Instant;
 use clap::Args;
 use std::sync::Arc;
 
+use trajkit::commands::validate::{validate_inputs, Target, ValidateOptions};
 use trajkit::formats::spec;
 use trajkit::formats::{raw_schema, raw_schemas};
 use trajkit::validate::report::{reporter, FileCounts, ReportFormat, ValidationSummary};
-use trajkit::validate::run::{validate_inputs, Target, ValidateOptions};
 use trajkit::validate::{Diagnostic, Severity};
 
 use super::common::{
@@ -119,7 +119,7 @@ fn report_output(args: &ValidateArgs) -> Result<Box<dyn Write + Send>, CliError>
                 CliError::io(format!("cannot create {path}: {e}"))
             })?))
         }
-        None => Box::new(BufWriter::new(trajkit::output::stdout())),
+        None => Box::new(BufWriter::new(trajkit::engine::output::stdout())),
     })
 }
 

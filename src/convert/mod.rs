@@ -1,27 +1,24 @@
-//! The convert stage: what a format implements to be read ([`Converter`]), and the `convert`
-//! runner that converts records, upgrades them to the target version and writes them as JSON
-//! lines. The formats themselves are in [`crate::formats`]; nothing here names one.
+//! The convert stage: what a format implements to be read ([`Converter`]), and what is done to
+//! each trajectory a format makes: checked, upgraded to the target version, written as a JSON
+//! line. The formats themselves are in [`crate::formats`], the `convert` command in
+//! [`crate::commands::convert`]; nothing here names a format.
 
 pub mod options;
 
 pub use options::{FormatOption, FormatOptions, OptionValue};
 
-use std::collections::HashMap;
-use std::io::{self, Write};
+use std::io;
 use std::path::Path;
 
 use serde_json::Value;
 
+use crate::engine::output::write_json;
+use crate::engine::pipeline::RunOptions;
 use crate::ingest::{Provenance, RawRecord, RecordSource};
 use crate::json::Node;
-use crate::model::rules;
-use crate::model::upgrade::{upgrade, UpgradeOptions};
+use crate::model::upgrade::UpgradeOptions;
 use crate::model::{AdpVersion, Trajectory};
-use crate::output::Output;
-use crate::pipeline::{self, Flow, PipelineError, Progress, RunOptions, Sink};
-use crate::rejects::{commit_outputs, reject, RejectsWriter};
-use crate::validate::check::check_raw_node;
-use crate::validate::report::Reporter;
+use crate::validate::check::{check_raw_node, upgrade_checked};
 use crate::validate::schemas::RawSchema;
 use crate::validate::Diagnostic;
 
@@ -215,21 +212,6 @@ pub struct ConvertOptions {
     pub mapping: FormatOptions,
 }
 
-/// Counts of a conversion: `records == written_records + rejected`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ConvertSummary {
-    /// Input records read.
-    pub records: u64,
-    /// Input records converted and written.
-    pub written_records: u64,
-    /// Trajectories written (a record may yield several).
-    pub trajectories: u64,
-    /// Input records rejected.
-    pub rejected: u64,
-    /// Inputs that held no records.
-    pub empty_inputs: Vec<String>,
-}
-
 /// The result of converting one record.
 pub enum Converted {
     /// Serialized JSON lines, one per trajectory.
@@ -285,26 +267,6 @@ pub fn converted_checked(
     upgrade_checked(traj, prov, opts)
 }
 
-/// Upgrades `traj` to `opts.target` and checks the semantic rules of that version; the
-/// diagnostics say why it cannot be written.
-pub fn upgrade_checked(
-    traj: &mut Trajectory,
-    prov: &Provenance,
-    opts: &UpgradeOptions,
-) -> Result<(), Vec<Diagnostic>> {
-    let mut violations = upgrade(traj, opts);
-    if violations.is_empty() {
-        violations = rules::check(traj, opts.target);
-    }
-    if violations.is_empty() {
-        return Ok(());
-    }
-    Err(violations
-        .into_iter()
-        .map(|v| Diagnostic::error(prov, Some(&traj.id), v.pointer, v.rule, v.message))
-        .collect())
-}
-
 impl OutputFormat {
     /// The function that builds a record of the output format from a trajectory, or `None`
     /// for ADP (written as it is).
@@ -327,115 +289,6 @@ pub fn write_line(
         None => write_json(out, traj, &traj.id, prov),
         Some(native) => write_json(out, &native(traj), &traj.id, prov),
     }
-}
-
-/// Appends `value`, the output of trajectory `id`, to `out` as one JSON line.
-fn write_json(
-    out: &mut Vec<u8>,
-    value: &impl serde::Serialize,
-    id: &str,
-    prov: &Provenance,
-) -> Result<(), Box<Diagnostic>> {
-    match serde_json::to_writer(&mut *out, value) {
-        Ok(()) => {
-            out.push(b'\n');
-            Ok(())
-        }
-        Err(e) => Err(Box::new(Diagnostic::error(
-            prov,
-            Some(id),
-            "",
-            "serialize",
-            e.to_string(),
-        ))),
-    }
-}
-
-struct ConvertSink {
-    output: Output,
-    rejects: Option<RejectsWriter>,
-    reporter: Box<dyn Reporter>,
-    summary: ConvertSummary,
-}
-
-impl Sink for ConvertSink {
-    type Item = Converted;
-
-    fn accept(&mut self, record: RawRecord, item: Converted) -> io::Result<Flow> {
-        self.summary.records += 1;
-        match item {
-            Converted::Written(bytes, n) => {
-                self.output.write_all(&bytes)?;
-                self.summary.written_records += 1;
-                self.summary.trajectories += n;
-            }
-            Converted::Rejected(diagnostics) => {
-                self.summary.rejected += 1;
-                reject(
-                    self.reporter.as_mut(),
-                    self.rejects.as_mut(),
-                    &record,
-                    "convert",
-                    &diagnostics,
-                )?;
-            }
-        }
-        Ok(Flow::Continue)
-    }
-}
-
-/// Converts every record of each input with its converter (`plan` pairs inputs with
-/// converters, in order), writing trajectories to `output`, rejected records to `rejects`, and
-/// their diagnostics to `reporter`.
-pub fn convert_inputs(
-    plan: &[(String, &'static dyn Converter)],
-    opts: &ConvertOptions,
-    progress: &dyn Progress,
-    output: Output,
-    rejects: Option<RejectsWriter>,
-    reporter: Box<dyn Reporter>,
-) -> Result<ConvertSummary, PipelineError> {
-    let sink = ConvertSink {
-        output,
-        rejects,
-        reporter,
-        summary: ConvertSummary::default(),
-    };
-    let inputs: Vec<String> = plan.iter().map(|(path, _)| path.clone()).collect();
-    let by_path: HashMap<&str, &dyn Converter> =
-        plan.iter().map(|(path, c)| (path.as_str(), *c)).collect();
-    let sources = |path: &str| by_path.get(path).and_then(|c| c.open_source(path, opts));
-    let (mut sink, inputs_read) = pipeline::run_with_sources(
-        &inputs,
-        &sources,
-        &opts.run,
-        progress,
-        |r| match by_path.get(r.provenance.input.as_ref()) {
-            Some(converter) => convert_record(*converter, r, opts),
-            None => Converted::Rejected(vec![Diagnostic::error(
-                &r.provenance,
-                None,
-                "",
-                "no-converter",
-                "no converter was chosen for this input",
-            )]),
-        },
-        sink,
-    )?;
-    let write = |e: io::Error| PipelineError::Write(e);
-    sink.reporter.finish(&Default::default()).map_err(write)?;
-    commit_outputs(sink.output, sink.rejects).map_err(write)?;
-    sink.summary.empty_inputs = empty_inputs(&inputs_read);
-    Ok(sink.summary)
-}
-
-/// The inputs of a run that held no records.
-pub fn empty_inputs(counts: &[pipeline::InputCount]) -> Vec<String> {
-    counts
-        .iter()
-        .filter(|c| c.records == 0)
-        .map(|c| c.path.to_string())
-        .collect()
 }
 
 #[cfg(test)]

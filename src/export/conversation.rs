@@ -16,8 +16,8 @@
 
 use serde_json::Value;
 
-use super::tools::CodeTools;
-use crate::join::policy::choice;
+use super::code_tools::CodeTools;
+use crate::choice::choice;
 use crate::model::{JsonObject, Step, Trajectory, WebObservation};
 
 /// One tool call of an assistant turn.

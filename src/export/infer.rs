@@ -13,9 +13,9 @@ use std::io;
 use serde::Deserialize;
 
 use super::tools::ArgShapes;
+use crate::engine::pipeline::{self, Flow, PipelineError, Progress, RunOptions, Sink};
 use crate::ingest::RawRecord;
 use crate::model::{JsonObject, Step, Trajectory};
-use crate::pipeline::{self, Flow, PipelineError, Progress, RunOptions, Sink};
 
 #[derive(Deserialize)]
 struct Record {

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::shard::ShardFile;
 use super::ExportSummary;
-use crate::partition::PartitionInfo;
+use crate::engine::partition::PartitionInfo;
 
 /// What `manifest.json` holds.
 #[derive(Debug, Serialize)]

@@ -18,7 +18,7 @@ use serde_json::Value;
 use super::manifest::{Manifest, SplitEntry};
 use super::shard::{is_shard_name, ShardFile};
 use super::{write_manifest_files, ExportSummary, Target};
-use crate::partition::PartitionInfo;
+use crate::engine::partition::PartitionInfo;
 
 /// What a merge combined.
 #[derive(Debug, Clone)]

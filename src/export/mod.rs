@@ -14,6 +14,7 @@
 //! and assigned its split in parallel; the ordered writer drops duplicates and writes shards,
 //! so the output bytes do not depend on the thread count.
 
+pub mod code_tools;
 pub mod conversation;
 pub mod hf;
 pub mod infer;
@@ -42,16 +43,17 @@ use self::parquet::{ParquetConfig, ParquetShard};
 use self::shard::{ClosedShard, JsonLines, ShardFile, ShardOptions, ShardSet, ShardWriter};
 use self::split::Splits;
 use self::tools::{tool_specs, ToolCatalog};
-use crate::convert::{empty_inputs, upgrade_checked};
+use crate::choice::choice;
+use crate::engine::output::Commit;
+use crate::engine::partition::{state_dir, Partition};
+use crate::engine::pipeline::{
+    self, empty_inputs, Flow, InputCount, PipelineError, Progress, RunOptions, Sink,
+};
+use crate::engine::rejects::{reject, RejectsWriter};
 use crate::ingest::{Provenance, RawRecord};
-use crate::join::policy::choice;
 use crate::model::upgrade::UpgradeOptions;
 use crate::model::Trajectory;
-use crate::output::Commit;
-use crate::partition::Partition;
-use crate::pipeline::{self, Flow, InputCount, PipelineError, Progress, RunOptions, Sink};
-use crate::rejects::{reject, RejectsWriter};
-use crate::run::journal;
+use crate::validate::check::upgrade_checked;
 use crate::validate::report::Reporter;
 use crate::validate::{check_adp, Diagnostic};
 
@@ -398,7 +400,7 @@ pub enum AnyRow {
     /// A JSON line (SFT targets and `adp`).
     Line(Vec<u8>),
     /// A Parquet row.
-    Parquet(Box<parquet::Row>),
+    Parquet(Box<crate::parquet::Row>),
 }
 
 /// Encodes a row of `opts.target`, whichever it is.
@@ -494,14 +496,14 @@ const SCRATCH_KEEP: usize = 4 << 20;
 fn encode_parquet(
     traj: Cow<'_, Trajectory>,
     opts: &ExportOptions,
-) -> Result<Encoded<parquet::Row>, RenderError> {
+) -> Result<Encoded<crate::parquet::Row>, RenderError> {
     let mut traj = traj;
     // Hashing blanks the id for a moment: a borrowed trajectory is copied only then.
     let hash = opts
         .dedup
         .then(|| trajectory_hash(traj.to_mut()))
         .transpose()?;
-    let row = parquet::Row::new(&traj)?;
+    let row = crate::parquet::Row::new(&traj)?;
     Ok(Encoded {
         len: row.bytes,
         row,
@@ -883,7 +885,7 @@ fn prepare_dir(
     // kept unless `force`. Any other partial file was left by a killed command (the
     // directory's lock keeps out a running one): removed now, as this run writes partial
     // files of the same names.
-    let interrupted = !partial.is_empty() && journal::state_dir(dir, partition).exists();
+    let interrupted = !partial.is_empty() && state_dir(dir, partition).exists();
     if !force && (interrupted || holds_export(dir, &earlier, partition)) {
         return Err(ExportError::Exists(dir.display().to_string()));
     }

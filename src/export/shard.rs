@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::output::{Rename, WritebackFile};
-use crate::partition::Partition;
+use crate::engine::output::{Rename, WritebackFile};
+use crate::engine::partition::Partition;
 
 /// How shards are cut and compressed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]

@@ -12,8 +12,8 @@ use super::key_table::KeyTable;
 use super::packed::{self, Components, Kind};
 use super::policy::Duplicates;
 use super::spec::{Extracted, Outcome, SideSpec, OUTCOMES};
+use crate::engine::pipeline::{self, Flow, NoProgress, PipelineError, RunOptions, Sink};
 use crate::ingest::{Provenance, RawRecord};
-use crate::pipeline::{self, Flow, NoProgress, PipelineError, RunOptions, Sink};
 use crate::validate::check::parse_json;
 use crate::validate::Diagnostic;
 

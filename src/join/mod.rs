@@ -7,8 +7,8 @@
 //! - [`attach`]: [`Join::apply`], the join of one trajectory (the stage `run` pipelines use);
 //! - [`policy`]: unmatched, orphan, duplicate and conflict policies.
 //!
-//! [`join_inputs`] streams ADP trajectories (any version) through the pipeline, joins each one
-//! and writes it in the target version.
+//! [`join_record`] reads one ADP trajectory (any version), joins it and writes it in the target
+//! version; the `join` command ([`crate::commands::join`]) streams inputs through it.
 
 pub mod attach;
 pub mod index;
@@ -18,7 +18,7 @@ mod packed;
 pub mod policy;
 pub mod spec;
 
-use std::io::{self, Write};
+use std::io;
 
 use serde::{Deserialize, Serialize};
 
@@ -28,16 +28,16 @@ pub use key::KeyExpr;
 pub use policy::{Conflicts, Duplicates, Orphans, Unmatched};
 pub use spec::{GenericFields, Preset, SideSpec};
 
-use crate::convert::{empty_inputs, upgrade_checked, write_line, OutputFormat};
+use crate::engine::output::write_json;
+use crate::engine::pipeline::RunOptions;
+use crate::engine::rejects::RejectsWriter;
 use crate::ingest::{FramedRecords, RawRecord};
 use crate::model::upgrade::UpgradeOptions;
-use crate::output::Output;
-use crate::pipeline::{self, Flow, PipelineError, Progress, RunOptions, Sink};
-use crate::rejects::{commit_outputs, reject, RejectsWriter};
+use crate::validate::check::upgrade_checked;
 use crate::validate::report::Reporter;
 use crate::validate::{check_adp, Diagnostic, Severity};
 
-/// Options of [`join_inputs`] beyond the join itself.
+/// Options of the `join` command beyond the join itself.
 #[derive(Debug, Clone, Default)]
 pub struct JoinRunOptions {
     /// The ADP version written (1.1.0 or later: the join writes JSON values into `details`).
@@ -130,7 +130,7 @@ pub fn join_record(join: &Join, record: &RawRecord, opts: &UpgradeOptions) -> Jo
         }
         matched |= applied.matched;
         used.extend(applied.used);
-        if let Err(d) = write_line(&mut out, &traj, OutputFormat::Adp, prov) {
+        if let Err(d) = write_json(&mut out, &traj, &traj.id, prov) {
             return Joined::Rejected(vec![*d]);
         }
     }
@@ -139,95 +139,6 @@ pub fn join_record(join: &Join, record: &RawRecord, opts: &UpgradeOptions) -> Jo
     } else {
         Joined::Written(out, matched, used)
     }
-}
-
-struct JoinSink {
-    output: Output,
-    rejects: Option<RejectsWriter>,
-    reporter: Box<dyn Reporter>,
-    summary: JoinSummary,
-    used: Vec<bool>,
-}
-
-impl Sink for JoinSink {
-    type Item = Joined;
-
-    fn accept(&mut self, record: RawRecord, item: Joined) -> io::Result<Flow> {
-        self.summary.records += 1;
-        match item {
-            Joined::Written(bytes, matched, used) => {
-                self.output.write_all(&bytes)?;
-                self.summary.written_records += 1;
-                if matched {
-                    self.summary.matched += 1;
-                } else {
-                    self.summary.unmatched_kept += 1;
-                }
-                for r in used {
-                    if let Some(u) = self.used.get_mut(r as usize) {
-                        *u = true;
-                    }
-                }
-            }
-            Joined::Dropped => self.summary.dropped += 1,
-            Joined::Rejected(diagnostics) => {
-                self.summary.rejected += 1;
-                reject(
-                    self.reporter.as_mut(),
-                    self.rejects.as_mut(),
-                    &record,
-                    "join",
-                    &diagnostics,
-                )?;
-            }
-        }
-        Ok(Flow::Continue)
-    }
-}
-
-/// Joins every trajectory of `inputs` (ADP, any version) with `join`, writing them to
-/// `output`, rejected records to `rejects` and diagnostics to `reporter`. Side records no
-/// trajectory matched are reported through `reporter` (as warnings under
-/// [`Orphans::Report`], as errors written to `rejects` under [`Orphans::Reject`]).
-pub fn join_inputs(
-    inputs: &[String],
-    join: &Join,
-    opts: &JoinRunOptions,
-    progress: &dyn Progress,
-    output: Output,
-    rejects: Option<RejectsWriter>,
-    reporter: Box<dyn Reporter>,
-) -> Result<JoinSummary, PipelineError> {
-    let sink = JoinSink {
-        output,
-        rejects,
-        reporter,
-        summary: JoinSummary::default(),
-        used: vec![false; join.index.len()],
-    };
-    let (mut sink, inputs_read) = pipeline::run(
-        inputs,
-        &opts.run,
-        progress,
-        |r| join_record(join, r, &opts.upgrade),
-        sink,
-    )?;
-    let write = |e: io::Error| PipelineError::Write(e);
-    finish_side(
-        join,
-        &sink.used,
-        opts,
-        "join",
-        sink.reporter.as_mut(),
-        sink.rejects.as_mut(),
-        &mut sink.summary,
-    )
-    .map_err(write)?;
-    sink.reporter.finish(&Default::default()).map_err(write)?;
-    commit_outputs(sink.output, sink.rejects).map_err(write)?;
-    let mut summary = sink.summary;
-    summary.empty_inputs = empty_inputs(&inputs_read);
-    Ok(summary)
 }
 
 /// After a pass over the trajectories (`used[r]`: side record `r` was attached to one): reports

@@ -1,43 +1,7 @@
 //! The join's policies: what happens to unmatched trajectories, side records no trajectory
 //! matched, duplicate keys and conflicting values.
 
-/// Defines an enum of command-line choices with their names (`name()`, `FromStr`); `$what`
-/// names the choice in the error for an unknown name. Used by the join's policies and by
-/// export's options.
-macro_rules! policy {
-    ($(#[$doc:meta])* $name:ident, $what:literal { $($(#[$vdoc:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        pub enum $name {
-            $($(#[$vdoc])* $variant),+
-        }
-
-        impl $name {
-            /// The name used on the command line and in summaries.
-            pub fn name(self) -> &'static str {
-                match self {
-                    $($name::$variant => $text),+
-                }
-            }
-        }
-
-        impl std::str::FromStr for $name {
-            type Err = String;
-            fn from_str(s: &str) -> Result<Self, String> {
-                match s {
-                    $($text => Ok($name::$variant),)+
-                    other => Err(format!(
-                        concat!("unknown ", $what, " {:?} (known: {})"),
-                        other,
-                        [$($text),+].join(", ")
-                    )),
-                }
-            }
-        }
-    };
-}
-
-pub(crate) use policy as choice;
+use crate::choice::choice as policy;
 
 policy!(
     /// A trajectory that no side record matches.

@@ -8,8 +8,8 @@ use std::collections::HashSet;
 
 use foldhash::{HashMap, HashMapExt};
 
-use super::rules::Violation;
 use super::step::{Source, Step};
+use super::violation::Violation;
 
 /// Checks the link rules over `content`, returning one violation per problem: a consequence of
 /// a problem already reported is not reported again (the answer to a duplicated action id is

@@ -8,6 +8,7 @@ pub mod step;
 pub mod trajectory;
 pub mod upgrade;
 pub mod version;
+pub mod violation;
 
 pub use step::{
     ApiAction, CodeAction, ImageObservation, JsonObject, JsonObservation, MessageAction, Source,

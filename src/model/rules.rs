@@ -7,28 +7,7 @@ use super::links::check_links;
 use super::step::Step;
 use super::trajectory::Trajectory;
 use super::version::AdpVersion;
-
-/// One broken rule, located by a JSON pointer into the trajectory.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Violation {
-    /// JSON pointer (RFC 6901) to the offending value.
-    pub pointer: String,
-    /// Stable rule name, e.g. `link-dangling`.
-    pub rule: &'static str,
-    /// Readable explanation.
-    pub message: String,
-}
-
-impl Violation {
-    /// Builds a violation.
-    pub fn new(pointer: impl Into<String>, rule: &'static str, message: impl Into<String>) -> Self {
-        Violation {
-            pointer: pointer.into(),
-            rule,
-            message: message.into(),
-        }
-    }
-}
+pub use super::violation::Violation;
 
 /// Runs every semantic rule that applies to `version`.
 pub fn check(traj: &Trajectory, version: AdpVersion) -> Vec<Violation> {

@@ -12,6 +12,7 @@ use crate::ingest::{FrameError, Provenance, RawRecord};
 use crate::json::strict::{self, ParseError};
 use crate::json::{Node, Shapes};
 use crate::model::rules::{self, escape_pointer};
+use crate::model::upgrade::{upgrade, UpgradeOptions};
 use crate::model::{AdpVersion, Trajectory};
 
 /// The result of checking one record.
@@ -195,6 +196,26 @@ pub fn check_adp_value(prov: &Provenance, value: Value) -> Checked {
     } else {
         Checked::invalid(diagnostics)
     }
+}
+
+/// Upgrades `traj` to `opts.target` and checks the semantic rules of that version; the
+/// diagnostics say why it cannot be written.
+pub fn upgrade_checked(
+    traj: &mut Trajectory,
+    prov: &Provenance,
+    opts: &UpgradeOptions,
+) -> Result<(), Vec<Diagnostic>> {
+    let mut violations = upgrade(traj, opts);
+    if violations.is_empty() {
+        violations = rules::check(traj, opts.target);
+    }
+    if violations.is_empty() {
+        return Ok(());
+    }
+    Err(violations
+        .into_iter()
+        .map(|v| Diagnostic::error(prov, Some(&traj.id), v.pointer, v.rule, v.message))
+        .collect())
 }
 
 /// Checks one record against a raw format's JSON Schema (strict, or with the format's

@@ -4,7 +4,6 @@
 pub mod check;
 pub mod diagnostic;
 pub mod report;
-pub mod run;
 pub mod schemas;
 
 pub use check::{check_adp, Checked};

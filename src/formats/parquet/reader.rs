@@ -10,8 +10,8 @@ use arrow_array::RecordBatch;
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
 
-use crate::export::parquet::decode::{RowError, Rows, READ_COLUMNS};
 use crate::ingest::{FrameError, Provenance, RawRecord, RecordSource};
+use crate::parquet::decode::{RowError, Rows, READ_COLUMNS};
 
 /// Rows decoded per batch.
 const BATCH_ROWS: usize = 1024;

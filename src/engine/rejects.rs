@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::engine::output::{Commit, Output};
 use crate::ingest::RawRecord;
-use crate::output::{Commit, Output};
 use crate::validate::report::Reporter;
 use crate::validate::Diagnostic;
 

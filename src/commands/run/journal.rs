@@ -33,24 +33,11 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::{InputSummary, RunSummary};
+use super::summary::{InputSummary, RunSummary};
+use crate::engine::output::Commit;
 use crate::export::shard::ClosedShard;
 use crate::export::{ExportRestart, ExportSummary, ShardCheckpoint};
 use crate::join::JoinSummary;
-use crate::output::Commit;
-use crate::partition::Partition;
-
-/// The state directory's name, inside the first export's directory.
-const STATE_DIR: &str = ".trajkit-run";
-
-/// The state directory of a run whose first export writes to `export_dir`: `.trajkit-run`, or
-/// `.trajkit-run-part-I-of-N` for a partition (N partitions may share the export directory).
-pub fn state_dir(export_dir: &Path, partition: Option<&Partition>) -> PathBuf {
-    match partition {
-        Some(p) => export_dir.join(format!("{STATE_DIR}-{}", p.tag())),
-        None => export_dir.join(STATE_DIR),
-    }
-}
 
 /// Environment variable of the test hook that simulates a kill: the process aborts (no
 /// destructor runs, no buffer is flushed) right after accepting this many records.

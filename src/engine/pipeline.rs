@@ -23,6 +23,7 @@ use std::sync::Mutex;
 use std::thread;
 
 use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 
 use crate::ingest::{FramedRecords, RawRecord, RecordSource};
 
@@ -78,7 +79,34 @@ pub trait Progress: Sync {
     /// The counts of every stage of a pass with stages (`trajkit run`), in pipeline order:
     /// from the writer thread now and then while the pass runs, and once at the end with the
     /// counts of the summary.
-    fn stages(&self, _stages: &[crate::run::StageSummary]) {}
+    fn stages(&self, _stages: &[StageSummary]) {}
+}
+
+/// Counts of one stage: `in == written + filtered + rejected`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StageSummary {
+    /// `convert`, `join[N]` or `export[N]` (1-based, in file order).
+    pub stage: String,
+    /// Records (convert) or trajectories (join, export) in.
+    #[serde(rename = "in")]
+    pub records_in: u64,
+    /// Passed on (convert: records converted; join: trajectories kept; export: rows written).
+    pub written: u64,
+    /// Dropped by a policy or filter (join `unmatched = "drop"`, export filters and dedup).
+    pub filtered: u64,
+    /// Rejected.
+    pub rejected: u64,
+    /// Busy time of the stage, summed over threads, in seconds (see `commands::run`).
+    pub seconds: f64,
+}
+
+/// The inputs that held no records.
+pub fn empty_inputs(counts: &[InputCount]) -> Vec<String> {
+    counts
+        .iter()
+        .filter(|c| c.records == 0)
+        .map(|c| c.path.to_string())
+        .collect()
 }
 
 /// A progress observer that shows nothing.

@@ -26,7 +26,9 @@ use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
-use crate::partition::Partition;
+use crate::engine::partition::Partition;
+use crate::ingest::Provenance;
+use crate::validate::Diagnostic;
 
 /// Set once a write to stdout failed because nothing reads it any more (EPIPE).
 static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
@@ -722,6 +724,29 @@ impl Commit {
         for (from, _) in &self.rename {
             let _ = fs::remove_file(from);
         }
+    }
+}
+
+/// Appends `value`, the output of trajectory `id`, to `out` as one JSON line; a value that
+/// cannot be serialized is diagnosed for `prov`.
+pub fn write_json(
+    out: &mut Vec<u8>,
+    value: &impl serde::Serialize,
+    id: &str,
+    prov: &Provenance,
+) -> Result<(), Box<Diagnostic>> {
+    match serde_json::to_writer(&mut *out, value) {
+        Ok(()) => {
+            out.push(b'\n');
+            Ok(())
+        }
+        Err(e) => Err(Box::new(Diagnostic::error(
+            prov,
+            Some(id),
+            "",
+            "serialize",
+            e.to_string(),
+        ))),
     }
 }
 

@@ -1,11 +1,11 @@
-//! Parquet: one row per ADP 1.5.0 trajectory.
+//! trajkit's Parquet layout, written and read: one row per ADP 1.5.0 trajectory. The export
+//! target writes shard files with it ([`crate::export::parquet`]); the `parquet` format reads
+//! them back (`crate::formats::parquet`).
 //!
 //! - [`schema`]: the Arrow schema (documented in docs/export.md, "Parquet layout");
 //! - [`row`]: a trajectory taken apart into the values of one row (done by the parallel
 //!   workers, so writing the row only copies);
 //! - [`columns`]: rows accumulated into Arrow arrays, a record batch at a time;
-//! - [`file`]: a shard file ([`ParquetShard`]): zstd, row groups cut by bytes, trajkit's
-//!   version and options in the file metadata;
 //! - [`decode`]: rows back into trajectories (`convert --from parquet`), the exact inverse of
 //!   [`row`] for everything in `steps`, `details` and the top-level ADP fields.
 //!
@@ -17,9 +17,7 @@
 
 pub mod columns;
 pub mod decode;
-pub mod file;
 pub mod row;
 pub mod schema;
 
-pub use file::{ParquetConfig, ParquetShard};
 pub use row::Row;

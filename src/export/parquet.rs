@@ -13,10 +13,10 @@ use parquet::file::metadata::KeyValue;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
 
-use super::columns::Columns;
-use super::row::Row;
-use super::schema::{schema, PLAIN_COLUMNS};
-use crate::export::shard::{HashingFile, ShardWriter};
+use super::shard::{HashingFile, ShardWriter};
+use crate::parquet::columns::Columns;
+use crate::parquet::row::Row;
+use crate::parquet::schema::{schema, PLAIN_COLUMNS};
 
 /// Rows are handed to the Parquet writer in record batches of about this many bytes.
 const BATCH_BYTES: u64 = 8 << 20;

@@ -7,10 +7,12 @@
 //! never changes with a trajkit version or a machine, and anyone can recompute it (Python:
 //! `int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") % N`).
 
+use std::path::{Path, PathBuf};
+
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::join::policy::choice;
+use crate::choice::choice;
 
 choice!(
     /// What a partition is chosen by.
@@ -119,6 +121,19 @@ impl Partition {
             }
             _ => format!("{path}.{tag}"),
         }
+    }
+}
+
+/// The name of a `run`'s state directory (its resume journal), inside its first export's
+/// directory.
+const STATE_DIR: &str = ".trajkit-run";
+
+/// The state directory of a run whose first export writes to `export_dir`: `.trajkit-run`, or
+/// `.trajkit-run-part-I-of-N` for a partition (N partitions may share the export directory).
+pub fn state_dir(export_dir: &Path, partition: Option<&Partition>) -> PathBuf {
+    match partition {
+        Some(p) => export_dir.join(format!("{STATE_DIR}-{}", p.tag())),
+        None => export_dir.join(STATE_DIR),
     }
 }
 

@@ -3,13 +3,13 @@
 use std::io;
 use std::sync::Arc;
 
-use super::check::{check_adp, check_raw};
-use super::diagnostic::{Diagnostic, Severity};
-use super::report::{FileCounts, Reporter, ValidationSummary};
-use super::schemas::RawSchema;
+use crate::engine::pipeline::{self, Flow, PipelineError, Progress, RunOptions, Sink};
+use crate::engine::rejects::RejectsWriter;
 use crate::ingest::RawRecord;
-use crate::pipeline::{self, Flow, PipelineError, Progress, RunOptions, Sink};
-use crate::rejects::RejectsWriter;
+use crate::validate::check::{check_adp, check_raw};
+use crate::validate::diagnostic::{Diagnostic, Severity};
+use crate::validate::report::{FileCounts, Reporter, ValidationSummary};
+use crate::validate::schemas::RawSchema;
 
 /// What records are validated as.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

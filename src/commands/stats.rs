@@ -5,9 +5,9 @@ use std::io;
 
 use serde::Serialize;
 
+use crate::engine::pipeline::{self, Flow, PipelineError, Progress, RunOptions, Sink};
 use crate::ingest::RawRecord;
 use crate::model::{AdpVersion, Step, Trajectory};
-use crate::pipeline::{self, Flow, PipelineError, Progress, RunOptions, Sink};
 use crate::validate::check_adp;
 
 /// Counts over the valid trajectories of the input (invalid records are only counted).

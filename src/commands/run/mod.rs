@@ -32,6 +32,9 @@
 //! which `--resume` restarts a killed run to the same output bytes.
 
 pub mod journal;
+pub mod summary;
+
+pub use summary::{InputSummary, RunSummary};
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -41,9 +44,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
-use crate::convert::{converted_checked, empty_inputs, upgrade_checked, ConvertOptions, Converter};
+use crate::convert::{converted_checked, ConvertOptions, Converter};
+use crate::engine::output::Commit;
+use crate::engine::partition::{state_dir, Elsewhere, Partition, PartitionBy};
+use crate::engine::pipeline::{
+    self, empty_inputs, Flow, PipelineError, Progress, Sink, StageSummary,
+};
+use crate::engine::rejects::{reject, RejectsWriter};
 use crate::export::infer::{trajectory_calls, Gather};
 use crate::export::{
     encode_any, export_trajectory, export_upgraded, AnyRow, ExportError, ExportOptions,
@@ -53,10 +60,7 @@ use crate::ingest::{Provenance, RawRecord};
 use crate::join::{finish_side, Join, JoinRunOptions, JoinSummary};
 use crate::model::upgrade::UpgradeOptions;
 use crate::model::{JsonObject, Trajectory};
-use crate::output::Commit;
-use crate::partition::{Elsewhere, Partition, PartitionBy};
-use crate::pipeline::{self, Flow, PipelineError, Progress, Sink};
-use crate::rejects::{reject, RejectsWriter};
+use crate::validate::check::upgrade_checked;
 use crate::validate::report::Reporter;
 use crate::validate::Diagnostic;
 use journal::{GlobalState, Journal, JournalOptions, Restart, ResumeError};
@@ -100,83 +104,6 @@ pub struct Plan<'a> {
     /// Files that describe the run (`run.json`), from its summary: written as part of the
     /// commit of its outputs.
     pub describe: Option<Describe<'a>>,
-}
-
-/// Counts of one input.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct InputSummary {
-    /// The input path.
-    pub path: String,
-    /// Records read.
-    pub records: u64,
-    /// Trajectories converted from them.
-    pub trajectories: u64,
-    /// Records rejected at some stage (or with a trajectory rejected at some stage).
-    pub rejected: u64,
-    /// In a partition by id: records read whose trajectories all belong to other partitions
-    /// (not in `records`; left out of the JSON when 0).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub elsewhere: u64,
-    /// Wall time from the writer's first to its last record of this input (reading,
-    /// processing and writing overlap, so this is the input's share of the run), in seconds.
-    pub seconds: f64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
-/// Counts of one stage: `in == written + filtered + rejected`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct StageSummary {
-    /// `convert`, `join[N]` or `export[N]` (1-based, in file order).
-    pub stage: String,
-    /// Records (convert) or trajectories (join, export) in.
-    #[serde(rename = "in")]
-    pub records_in: u64,
-    /// Passed on (convert: records converted; join: trajectories kept; export: rows written).
-    pub written: u64,
-    /// Dropped by a policy or filter (join `unmatched = "drop"`, export filters and dedup).
-    pub filtered: u64,
-    /// Rejected.
-    pub rejected: u64,
-    /// Busy time of the stage, summed over threads, in seconds (see the module docs).
-    pub seconds: f64,
-}
-
-/// Counts of a run.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct RunSummary {
-    /// Input records read.
-    pub records: u64,
-    /// Trajectories converted.
-    pub trajectories: u64,
-    /// Records rejected at any stage (a record counts once).
-    pub rejected_records: u64,
-    /// Per input.
-    pub inputs: Vec<InputSummary>,
-    /// Per stage, in pipeline order.
-    pub stages: Vec<StageSummary>,
-    /// Per join stage, with its side files.
-    pub joins: Vec<JoinSummary>,
-    /// Per export.
-    pub exports: Vec<ExportSummary>,
-    /// Inputs that held no records.
-    pub empty_inputs: Vec<String>,
-    /// What a partitioned run left to the other partitions.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub partition: Option<Elsewhere>,
-}
-
-impl RunSummary {
-    /// Rejected records over records read (0 when nothing was read).
-    pub fn reject_rate(&self) -> f64 {
-        if self.records == 0 {
-            0.0
-        } else {
-            self.rejected_records as f64 / self.records as f64
-        }
-    }
 }
 
 /// A run that could not complete.
@@ -817,7 +744,7 @@ pub fn run_plan(
     let sources = |path: &str| by_path.get(path).and_then(|c| c.open_source(path, opts));
     let mut export_opts: Vec<ExportOptions> = plan.exports.iter().map(|e| e.opts.clone()).collect();
     let state_dir = match plan.exports.first() {
-        Some(e) => journal::state_dir(&e.dir, plan.partition.as_ref()),
+        Some(e) => state_dir(&e.dir, plan.partition.as_ref()),
         None => return Err(RunError::Resume(ResumeError::Refused("no export".into()))),
     };
     let splits: Vec<usize> = export_opts.iter().map(|o| o.splits.names().len()).collect();

@@ -1,0 +1,9 @@
+//! The commands: each composes stages over the engine, reading inputs and committing outputs.
+//! The command-line front end (`src/cli/`) maps flags onto their options; any other front end
+//! can call them the same way.
+
+pub mod convert;
+pub mod join;
+pub mod run;
+pub mod stats;
+pub mod validate;

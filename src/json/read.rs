@@ -9,6 +9,11 @@
 //! what is wrong or reads what is right. Building nodes on this reader costs about 30 % less
 //! than building them through serde's visitors did (`read_nodes` in `benches/`): records are
 //! small and structure-heavy, and there the per-token calls cost more than the scanning.
+//! End to end it is smaller: converting the 268 MB LedgerMind bench input took 2.31 s of CPU
+//! instead of 2.47 s (about 6 %). It is kept because [`super::Shapes`] needs a reader that
+//! checks while it reads, and this one is small and tested against `serde_json` byte by byte
+//! (`reads_nothing_serde_json_reads_otherwise`); were it to cost more upkeep, serde's visitors
+//! are the fallback (git history has that version).
 
 use std::borrow::Cow;
 

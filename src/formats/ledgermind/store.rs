@@ -13,6 +13,10 @@
 //! timestamp, id, session id, kind). Each session's events are read back when it is emitted:
 //! from the input file itself when it is a plain file, else from a copy kept in memory (stdin,
 //! a compressed input, a SQLite table).
+//!
+//! Holding this index rather than the parsed events took the peak memory of converting the
+//! 268 MB LedgerMind bench input from 1.1 GB to 335-367 MB (the input is read whole before the
+//! first session is emitted, so without it memory grows with the input).
 
 use std::fs::File;
 use std::hash::BuildHasher;

@@ -29,10 +29,9 @@ pub struct ValidateArgs {
     /// Input files or directories (JSON lines, JSON arrays, .gz/.zst); none or `-` reads stdin.
     pub inputs: Vec<String>,
     /// What to validate against: `adp` (any ADP version, chosen by each record's
-    /// schema_version), or a raw input format: memabra, reflexion, ledgermind, atif, openai,
-    /// sharegpt, swe-agent, openhands, ralph-action, ralph-reflection, ralph-attempt,
-    /// ralph-outcome, ralph-task; or `converter-spec`: each
-    /// input is a declarative converter spec (TOML), fully loaded as `convert --spec` would.
+    /// schema_version), or a raw input format's schema (`trajkit schema --list` shows them as
+    /// "raw input format"; an unknown name lists them too), or `converter-spec`: each input is
+    /// a declarative converter spec (TOML), fully loaded as `convert --spec` would.
     #[arg(long, default_value = "adp")]
     pub schema: String,
     /// With a raw format: accept the documented drift of real files (see docs/validation.md).

@@ -5,9 +5,10 @@ use std::time::Instant;
 use clap::Args;
 use trajkit::commands::join::join_inputs;
 use trajkit::engine::output::Output;
+use trajkit::formats::{side_format, side_formats};
 use trajkit::join::{
     Conflicts, Duplicates, GenericFields, IndexError, Join, JoinPolicies, JoinRunOptions,
-    JoinSummary, KeyExpr, Orphans, Preset, SideIndex, SideSet, SideSpec, Unmatched,
+    JoinSummary, KeyExpr, Orphans, SideFormat, SideFrom, SideIndex, SideSet, SideSpec, Unmatched,
 };
 use trajkit::model::upgrade::UpgradeOptions;
 use trajkit::model::AdpVersion;
@@ -19,21 +20,9 @@ use super::common::{
 
 /// Attach reflections and rewards from side files to ADP trajectories, by declared keys.
 ///
-/// Trajectories (ADP of any version, like `convert --from adp`) stream through; the side files
-/// are read into memory first. What is attached goes into `details` (`reward`,
-/// `reward_components`, `outcome`, `reflections`, `prior_reflections`) and the steps' `reward`;
-/// see `trajkit schema details`.
-///
-/// Side formats (--reflections-from / --rewards-from): reflexion (key `{loop_id}#{iteration}`),
-/// ralph (`reflections.jsonl` lines, key `{task_id}/attempt-{attempt_id:03}`, the task from the
-/// file's directory), memabra (`/trajectory_id`), ledgermind (semantic events, by session id and
-/// cited event ids), generic (--key and --value/--components/--outcome/--step-rewards/--text).
-///
-/// Keys: a JSON pointer (`/instance_id`), a field path (`details.source.native_ids.loop_id`) or
-/// a template (`{task}#{n:03}`); `:0N` pads integers, `:lower`/`:upper` change case. Nothing
-/// else is converted.
+/// The rest of `join --help` is `long_about()`, which lists the registry's side formats.
 #[derive(Debug, Args)]
-#[command(after_help = EXAMPLES)]
+#[command(long_about = long_about(), after_help = EXAMPLES)]
 pub struct JoinArgs {
     /// ADP trajectory files or directories; none or `-` reads stdin.
     pub inputs: Vec<String>,
@@ -41,14 +30,14 @@ pub struct JoinArgs {
     #[arg(long, num_args = 1.., value_name = "FILE")]
     pub reflections: Vec<String>,
     /// Format of the --reflections files.
-    #[arg(long, default_value = "generic", value_name = "FORMAT")]
-    pub reflections_from: Preset,
+    #[arg(long, default_value = "generic", value_name = "FORMAT", value_parser = side_format)]
+    pub reflections_from: SideFrom,
     /// Side files of rewards.
     #[arg(long, num_args = 1.., value_name = "FILE")]
     pub rewards: Vec<String>,
     /// Format of the --rewards files.
-    #[arg(long, default_value = "generic", value_name = "FORMAT")]
-    pub rewards_from: Preset,
+    #[arg(long, default_value = "generic", value_name = "FORMAT", value_parser = side_format)]
+    pub rewards_from: SideFrom,
     /// Key of a generic side record (pointer, field path or template).
     #[arg(long, value_name = "EXPR")]
     pub key: Option<KeyExpr>,
@@ -58,9 +47,9 @@ pub struct JoinArgs {
     /// Key of a --rewards record, instead of its format's (or --key).
     #[arg(long, value_name = "EXPR")]
     pub rewards_key: Option<KeyExpr>,
-    /// Key of a trajectory: `id` (the default for every format but ledgermind), a details
-    /// path (`/details/source/native_ids/task_id`) or a template.
-    #[arg(long, value_name = "EXPR")]
+    /// Key of a trajectory: `id` (the default of most side formats), a details path or a
+    /// template (`trajectory_key_help()` names the formats).
+    #[arg(long, value_name = "EXPR", help = trajectory_key_help())]
     pub trajectory_key: Option<KeyExpr>,
     /// Generic: the reward (a number, or a boolean read as 1.0 / 0.0).
     #[arg(long, value_name = "POINTER")]
@@ -80,8 +69,8 @@ pub struct JoinArgs {
     #[arg(long, value_name = "POINTER")]
     pub text: Option<String>,
     /// Attach the reflections of the previous N iterations of the same loop as
-    /// `details.prior_reflections` (reflexion and ralph side files).
-    #[arg(long, default_value_t = 0, value_name = "N")]
+    /// `details.prior_reflections` (`memory_window_help()` names the side formats with loops).
+    #[arg(long, default_value_t = 0, value_name = "N", help = memory_window_help())]
     pub memory_window: usize,
     /// A trajectory no side record matches: keep, drop or reject.
     #[arg(long, default_value = "keep", value_name = "POLICY")]
@@ -111,6 +100,62 @@ pub struct JoinArgs {
     pub summary_json: Option<String>,
 }
 
+/// `join --help`'s description, with the side formats of the registry and what each reads.
+fn long_about() -> String {
+    let formats: Vec<String> = side_formats()
+        .map(|s| format!("{} ({})", s.name(), s.help()))
+        .collect();
+    format!(
+        "Attach reflections and rewards from side files to ADP trajectories, by declared keys.\n\n\
+         Trajectories (ADP of any version, like `convert --from adp`) stream through; the side \
+         files are read into memory first. What is attached goes into `details` (`reward`, \
+         `reward_components`, `outcome`, `reflections`, `prior_reflections`) and the steps' \
+         `reward`; see `trajkit schema details`.\n\n\
+         Side formats (--reflections-from / --rewards-from): {}.\n\n\
+         Keys: a JSON pointer (`/instance_id`), a field path \
+         (`details.source.native_ids.loop_id`) or a template (`{{task}}#{{n:03}}`); `:0N` pads \
+         integers, `:lower`/`:upper` change case. Nothing else is converted.",
+        formats.join(", ")
+    )
+}
+
+/// The help of `--trajectory-key`, naming the side formats whose trajectory key is not `id`.
+fn trajectory_key_help() -> String {
+    let others = listed(|f| f.trajectory_keys() != ["id"]);
+    let default = if others.is_empty() {
+        "the default".to_owned()
+    } else {
+        format!("the default for every format but {others}")
+    };
+    format!(
+        "Key of a trajectory: `id` ({default}), a details path \
+         (`/details/source/native_ids/task_id`) or a template"
+    )
+}
+
+/// The help of `--memory-window`, naming the side formats whose records have loops.
+fn memory_window_help() -> String {
+    format!(
+        "Attach the reflections of the previous N iterations of the same loop as \
+         `details.prior_reflections` ({} side files)",
+        listed(|f| f.window().is_some())
+    )
+}
+
+/// The names of the registry's side formats that `pick` picks, as prose (`a, b and c`).
+fn listed(pick: impl Fn(&dyn SideFormat) -> bool) -> String {
+    let names: Vec<&str> = side_formats()
+        .filter_map(|s| match s {
+            SideFrom::Format(f) if pick(f) => Some(f.name()),
+            _ => None,
+        })
+        .collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => names.concat(),
+    }
+}
+
 /// Shown after the options (kept out of the doc comment, which clap re-wraps).
 const EXAMPLES: &str = "Examples:
   trajkit join std.jsonl --reflections loop.jsonl --reflections-from reflexion \\
@@ -123,14 +168,15 @@ const EXAMPLES: &str = "Examples:
 fn side_set(
     name: &str,
     files: &[String],
-    preset: Preset,
+    from: SideFrom,
     key: Option<&KeyExpr>,
     args: &JoinArgs,
 ) -> Result<Option<SideSet>, CliError> {
     if files.is_empty() {
         return Ok(None);
     }
-    let generic = if preset == Preset::Generic {
+    let generic = matches!(from, SideFrom::Generic);
+    let fields = if generic {
         GenericFields {
             reward: args.value.clone(),
             components: args.components.clone(),
@@ -141,12 +187,8 @@ fn side_set(
     } else {
         GenericFields::default()
     };
-    let key = key.or(if preset == Preset::Generic {
-        args.key.as_ref()
-    } else {
-        None
-    });
-    let spec = SideSpec::new(preset, key.cloned(), args.trajectory_key.clone(), generic)
+    let key = key.or(if generic { args.key.as_ref() } else { None });
+    let spec = SideSpec::new(from, key.cloned(), args.trajectory_key.clone(), fields)
         .map_err(|e| CliError::usage(format!("--{name}: {e}")))?;
     Ok(Some(SideSet {
         name: name.to_owned(),

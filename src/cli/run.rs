@@ -1109,6 +1109,26 @@ mod tests {
         assert_eq!(schema_keys, keys);
     }
 
+    /// The pipeline schema's `reflections_from` and `rewards_from` name the registry's side
+    /// formats, and only them.
+    #[test]
+    fn every_side_format_is_a_join_format_of_the_schema() {
+        let schema: Value = serde_json::from_str(PIPELINE_SCHEMA).expect("schema is JSON");
+        let mut names: Vec<&str> = trajkit::formats::side_formats().map(|s| s.name()).collect();
+        names.sort_unstable();
+        for key in ["reflections_from", "rewards_from"] {
+            let prop = &schema["$defs"]["join"]["properties"][key];
+            let mut listed: Vec<&str> = prop["enum"]
+                .as_array()
+                .expect("an enum")
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            listed.sort_unstable();
+            assert_eq!(listed, names, "{key}");
+        }
+    }
+
     #[test]
     fn partition_keys_are_relative_to_the_pipeline_directory() {
         assert_eq!(

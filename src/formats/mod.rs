@@ -1,9 +1,9 @@
-//! The input formats: one folder each (detection, reader, raw schema, options, converter), and
-//! the registry below, the one list of them. Adding a format is a folder here, a line in
-//! [`converters`], a sample in `sample_data/`, its tests and its docs page
-//! (docs/development.md, "Adding a format"). Helpers several formats share are in [`kit`],
-//! [`chat`] (chat messages) and [`bundle`] (files read whole); `spec` is the declarative
-//! converter interpreter.
+//! The input formats: one folder each (detection, reader, raw schema, options, converter and,
+//! when `join` reads the format's files as side files, its side format), and the registry below,
+//! the one list of them. Adding a format is a folder here, a line in [`FORMATS`], a sample in
+//! `sample_data/`, its tests and its docs page (docs/development.md, "Adding a format").
+//! Helpers several formats share are in [`kit`], [`chat`] (chat messages) and [`bundle`] (files
+//! read whole); `spec` is the declarative converter interpreter.
 
 pub mod bundle;
 pub mod chat;
@@ -27,24 +27,58 @@ pub mod swe_agent;
 use std::path::Path;
 
 use crate::convert::{Converter, FormatOption};
+use crate::join::{SideFormat, SideFrom};
 use crate::validate::schemas::{self, EmbeddedSchema, RawSchema};
 
-/// Every built-in format: the registry.
+/// One built-in format, as its folder exports it (`FORMAT`): its converter, and the side format
+/// `join` reads its files with (`--reflections-from NAME`), if any.
+#[derive(Clone, Copy)]
+pub struct Format {
+    /// The converter (`convert --from NAME`).
+    pub converter: &'static dyn Converter,
+    /// The side format, named as the converter.
+    pub side: Option<&'static dyn SideFormat>,
+}
+
+/// Every built-in format: the registry, by name. Everything listed from it (`trajkit
+/// formats`, `--from auto`'s candidates, the options, raw schemas and side formats) is in
+/// this order.
+pub static FORMATS: &[Format] = &[
+    adp::FORMAT,
+    atif::FORMAT,
+    claude_code::FORMAT,
+    ledgermind::FORMAT,
+    memabra::FORMAT,
+    openai::FORMAT,
+    openhands::FORMAT,
+    parquet::FORMAT,
+    ralph::FORMAT,
+    reflexion::FORMAT,
+    sharegpt::FORMAT,
+    swe_agent::FORMAT,
+];
+
+/// Every built-in converter, in registry order.
 pub fn converters() -> Vec<&'static dyn Converter> {
-    vec![
-        &adp::Adp,
-        &atif::Atif,
-        &claude_code::ClaudeCode,
-        &ledgermind::LedgerMind,
-        &memabra::Memabra,
-        &openai::OpenAi,
-        &openhands::OpenHands,
-        &parquet::Parquet,
-        &ralph::Ralph,
-        &reflexion::Reflexion,
-        &sharegpt::ShareGpt,
-        &swe_agent::SweAgent,
-    ]
+    FORMATS.iter().map(|f| f.converter).collect()
+}
+
+/// Every side format `join` reads, in registry order, then the built-in `generic`.
+pub fn side_formats() -> impl Iterator<Item = SideFrom> {
+    FORMATS
+        .iter()
+        .filter_map(|f| f.side)
+        .map(SideFrom::Format)
+        .chain([SideFrom::Generic])
+}
+
+/// The side format called `name` (`--reflections-from NAME`, `--rewards-from NAME`), or a
+/// message listing the known ones.
+pub fn side_format(name: &str) -> Result<SideFrom, String> {
+    side_formats().find(|s| s.name() == name).ok_or_else(|| {
+        let names: Vec<&str> = side_formats().map(SideFrom::name).collect();
+        format!("unknown side format {name:?} (known: {})", names.join(", "))
+    })
 }
 
 /// The converter that claims `path` (a directory or a non-JSON file) as one input, if any.
@@ -72,7 +106,7 @@ pub fn lookup(name: &str) -> Result<&'static dyn Converter, String> {
     ))
 }
 
-/// Every option the formats declare, in registry order.
+/// Every option the formats declare, in the order of [`converters`] (by format name).
 pub fn options() -> impl Iterator<Item = &'static FormatOption> {
     converters()
         .into_iter()
@@ -84,7 +118,7 @@ pub fn option(key: &str) -> Option<&'static FormatOption> {
     options().find(|o| o.key == key)
 }
 
-/// Every raw schema the formats declare, in registry order.
+/// Every raw schema the formats declare, in the order of [`converters`] (by format name).
 pub fn raw_schemas() -> impl Iterator<Item = &'static RawSchema> {
     converters()
         .into_iter()
@@ -149,6 +183,52 @@ mod tests {
             assert!(lookup(name).is_ok_and(|c| c.name() == name));
         }
         assert!(lookup("klingon").is_err_and(|e| e.starts_with("unknown format")));
+    }
+
+    /// The registry is sorted by name; side formats are listed in its order, then `generic`.
+    #[test]
+    fn side_formats_are_named_as_their_formats_and_listed_in_registry_order() {
+        let names: Vec<&str> = side_formats().map(SideFrom::name).collect();
+        assert_eq!(
+            names,
+            ["ledgermind", "memabra", "ralph", "reflexion", "generic"]
+        );
+        for f in FORMATS {
+            if let Some(side) = f.side {
+                assert_eq!(side.name(), f.converter.name());
+            }
+        }
+        let converters: Vec<&str> = converters().iter().map(|c| c.name()).collect();
+        assert!(converters.is_sorted(), "{converters:?}");
+        assert!(side_format("ralph").is_ok_and(|s| s.name() == "ralph"));
+        assert!(matches!(side_format("generic"), Ok(SideFrom::Generic)));
+        assert_eq!(
+            side_format("klingon").map(SideFrom::name),
+            Err("unknown side format \"klingon\" (known: ledgermind, memabra, ralph, reflexion, generic)".to_owned())
+        );
+    }
+
+    /// Every key text of every side format parses (the join leaves out those that do not) and
+    /// gives the spec keys of both kinds.
+    #[test]
+    fn every_side_format_has_side_and_trajectory_keys_that_parse() {
+        use crate::join::key::KeyExpr;
+        use crate::join::spec::WindowSpec;
+        for side in FORMATS.iter().filter_map(|f| f.side) {
+            let keys = side.keys();
+            let trajectory_keys = side.trajectory_keys();
+            assert!(!keys.is_empty() && !trajectory_keys.is_empty(), "{side:?}");
+            for text in keys
+                .iter()
+                .map(String::as_str)
+                .chain(trajectory_keys.iter().copied())
+            {
+                assert!(KeyExpr::parse(text).is_ok(), "{side:?}: {text}");
+            }
+            if let Some(w) = side.window() {
+                assert!(WindowSpec::parse(w).is_ok(), "{side:?}");
+            }
+        }
     }
 
     #[test]

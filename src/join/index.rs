@@ -11,7 +11,8 @@ use serde_json::{Map, Number, Value};
 use super::key_table::KeyTable;
 use super::packed::{self, Components, Kind};
 use super::policy::Duplicates;
-use super::spec::{Extracted, Outcome, SideSpec, OUTCOMES};
+use super::side::{Outcome, OUTCOMES};
+use super::spec::{Extracted, SideSpec};
 use crate::engine::pipeline::{self, Flow, NoProgress, PipelineError, RunOptions, Sink};
 use crate::ingest::{Provenance, RawRecord};
 use crate::validate::check::parse_json;
@@ -40,7 +41,7 @@ pub struct SideFile {
     pub set: String,
     /// Records read.
     pub records: u64,
-    /// Records the format does not attach (LedgerMind events that are steps).
+    /// Records the side format does not attach (skipped).
     pub skipped: u64,
     /// The number of its set.
     pub(crate) set_no: u16,
@@ -76,7 +77,7 @@ pub(crate) struct SideRecord {
 struct Rest {
     reflection: Option<Value>,
     step_rewards: Vec<(usize, f64)>,
-    /// An outcome that is a whole JSON value (the presets' outcomes).
+    /// An outcome that is a whole JSON value (the side formats' outcomes).
     outcome: Option<Value>,
     /// Group id and iteration for the memory window.
     window: Option<(u32, i64)>,

@@ -1,7 +1,10 @@
 //! Join: attach reflections and rewards from side files to trajectories, by declared keys.
 //!
 //! - [`key`]: key expressions (pointers, field paths, templates with explicit formatting);
-//! - [`spec`]: side-file formats (presets and `generic`) and what a record attaches;
+//! - [`side`]: [`SideFormat`], what a side format provides (the input formats implement it in
+//!   their folders; the formats registry lists them) and what a record attaches;
+//! - [`generic`]: the built-in side format, reading the paths the user declares;
+//! - [`spec`]: how a side set's records are read, as its side format and the user's keys say;
 //! - [`index`]: the side records in memory, by key, with the duplicate policy applied (its keys
 //!   in a compact `key_table`);
 //! - [`attach`]: [`Join::apply`], the join of one trajectory (the stage `run` pipelines use);
@@ -11,11 +14,13 @@
 //! version; the `join` command ([`crate::commands::join`]) streams inputs through it.
 
 pub mod attach;
+pub mod generic;
 pub mod index;
 pub mod key;
 mod key_table;
 mod packed;
 pub mod policy;
+pub mod side;
 pub mod spec;
 
 use std::io;
@@ -23,10 +28,12 @@ use std::io;
 use serde::{Deserialize, Serialize};
 
 pub use attach::{Applied, Join, JoinPolicies};
+pub use generic::GenericFields;
 pub use index::{IndexError, SideFile, SideIndex, SideSet};
 pub use key::KeyExpr;
 pub use policy::{Conflicts, Duplicates, Orphans, Unmatched};
-pub use spec::{GenericFields, Preset, SideSpec};
+pub use side::{SideFormat, SideFrom};
+pub use spec::SideSpec;
 
 use crate::engine::output::write_json;
 use crate::engine::pipeline::RunOptions;
@@ -60,7 +67,7 @@ pub struct SideFileSummary {
     pub set: String,
     /// Records read.
     pub records: u64,
-    /// Records the format does not attach (LedgerMind step events).
+    /// Records the side format does not attach (skipped).
     pub skipped: u64,
     /// Records attached to at least one trajectory.
     pub matched: u64,

@@ -3,12 +3,19 @@
 use serde_json::Value;
 
 use crate::convert::{Converter, FormatOptions};
+use crate::formats::Format;
 use crate::ingest::RawRecord;
 use crate::model::{AdpVersion, Trajectory};
 use crate::validate::{check_adp, Diagnostic};
 
 /// Reads ADP trajectories of any supported version, validating them in that version.
 pub struct Adp;
+
+/// The format in the registry: its converter (`join` reads no side files of it).
+pub const FORMAT: Format = Format {
+    converter: &Adp,
+    side: None,
+};
 
 impl Converter for Adp {
     fn name(&self) -> &'static str {

@@ -15,6 +15,7 @@ use serde_json::{json, Map, Value};
 use crate::convert::{Converter, FormatOptions};
 use crate::formats::chat::{call_step, record_id, OPENHANDS_CODE_TOOLS};
 use crate::formats::kit::{has_keys, source_details};
+use crate::formats::Format;
 use crate::ingest::RawRecord;
 use crate::json::Node;
 use crate::model::{AdpVersion, JsonObject, Source, Step, Trajectory};
@@ -38,6 +39,12 @@ pub static SCHEMA: RawSchema = RawSchema::new(
 
 /// Reads ATIF trajectories.
 pub struct Atif;
+
+/// The format in the registry: its converter (`join` reads no side files of it).
+pub const FORMAT: Format = Format {
+    converter: &Atif,
+    side: None,
+};
 
 impl Converter for Atif {
     fn name(&self) -> &'static str {

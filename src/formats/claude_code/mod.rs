@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use crate::convert::{ConvertOptions, Converter, FormatOptions};
 use crate::formats::bundle::{bundle_lines, FileBundle};
 use crate::formats::kit::{file_stem, has_keys, parse_bundle, source_details};
+use crate::formats::Format;
 use crate::ingest::{RawRecord, RecordSource};
 use crate::model::links::unlink_unanswered;
 use crate::model::{AdpVersion, JsonObject, Source, Step, Trajectory};
@@ -18,6 +19,12 @@ use crate::validate::Diagnostic;
 
 /// Reads Claude Code session files.
 pub struct ClaudeCode;
+
+/// The format in the registry: its converter (`join` reads no side files of it).
+pub const FORMAT: Format = Format {
+    converter: &ClaudeCode,
+    side: None,
+};
 
 impl Converter for ClaudeCode {
     fn name(&self) -> &'static str {

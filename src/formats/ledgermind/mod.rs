@@ -1,6 +1,7 @@
 //! LedgerMind memory events: one trajectory per session, read and cut by
 //! [`store`]. The mapping is in docs/formats/ledgermind.md.
 
+pub mod side;
 pub mod store;
 
 use std::io;
@@ -13,6 +14,7 @@ use crate::convert::{
     ConvertOptions, Converter, FormatOption, FormatOptions, OptionValue, Partial,
 };
 use crate::formats::kit::{has_keys, not_a_unit, source_node};
+use crate::formats::Format;
 use crate::ingest::{RawRecord, RecordSource};
 use crate::json::Node;
 use crate::model::links::unlink_unanswered;
@@ -62,6 +64,12 @@ pub fn sessions(opts: &FormatOptions) -> SessionOptions {
 
 /// Reads LedgerMind event stores.
 pub struct LedgerMind;
+
+/// The format in the registry: its converter, and its side format for `join`.
+pub const FORMAT: Format = Format {
+    converter: &LedgerMind,
+    side: Some(&side::LedgerMindSide),
+};
 
 /// `context` keys naming the tool of a `call`, first present wins.
 const TOOL_NAME: &[&str] = &["tool", "tool_name", "name", "function"];
@@ -267,7 +275,7 @@ fn to_partial<'a>(mut s: Node<'a>, record: &'a RawRecord) -> Partial<'a> {
 }
 
 /// A semantic event (a reflection, decision, proposal, ...) in trajkit's reflection shape (also
-/// used by `join`'s ledgermind preset).
+/// used by the side format, [`side`]).
 pub(crate) fn reflection<'a>(e: &Node<'a>) -> Node<'a> {
     Node::object([
         ("source", Node::from("ledgermind")),

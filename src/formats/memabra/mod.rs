@@ -2,6 +2,8 @@
 //! steps; when no event records execution, the routing decisions do. The mapping, including the
 //! payload keys read (memabra does not publish payload shapes), is in docs/formats/memabra.md.
 
+pub mod side;
+
 use serde_json::{json, Value};
 
 use crate::convert::{
@@ -9,6 +11,7 @@ use crate::convert::{
     NodeFormat, OptionValue, Partial,
 };
 use crate::formats::kit::{has_keys, source_details};
+use crate::formats::Format;
 use crate::ingest::RawRecord;
 use crate::json::Node;
 use crate::model::links::unlink_unanswered;
@@ -54,6 +57,12 @@ pub const DECISIONS: FormatOption = FormatOption {
 
 /// Reads memabra trajectories.
 pub struct Memabra;
+
+/// The format in the registry: its converter, and its side format for `join`.
+pub const FORMAT: Format = Format {
+    converter: &Memabra,
+    side: Some(&side::MemabraSide),
+};
 
 /// Payload keys read for each purpose, first present wins.
 const TOOL_NAME: &[&str] = &["tool_name", "tool", "name", "tool_id"];
@@ -408,7 +417,7 @@ fn to_partial<'a>(mut v: Node<'a>, record: &RawRecord, map: &FormatOptions) -> P
 }
 
 /// `details.outcome` of a trace from its `outcome`: the `status`, and the outcome as `native`
-/// (also used by `join`'s memabra preset).
+/// (also used by the side format, [`side`]).
 pub(crate) fn outcome<'a>(native: &Node<'a>) -> Node<'a> {
     Node::object([
         ("status", native["status"].clone()),

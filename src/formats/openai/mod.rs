@@ -9,6 +9,7 @@ use crate::convert::{Converter, FormatOptions};
 use crate::formats::chat::{
     chat_trajectory, extend_details, message_text, parse_arguments, record_id, system_step,
 };
+use crate::formats::Format;
 use crate::ingest::RawRecord;
 use crate::json::Node;
 use crate::model::links::unlink_unanswered;
@@ -30,6 +31,12 @@ pub static SCHEMA: RawSchema = RawSchema::new(
 
 /// Reads OpenAI-style chat records.
 pub struct OpenAi;
+
+/// The format in the registry: its converter (`join` reads no side files of it).
+pub const FORMAT: Format = Format {
+    converter: &OpenAi,
+    side: None,
+};
 
 impl Converter for OpenAi {
     fn name(&self) -> &'static str {

@@ -25,6 +25,7 @@ use crate::formats::chat::{
     verdict_outcome, OPENHANDS_CODE_TOOLS,
 };
 use crate::formats::kit::{file_stem, source_details};
+use crate::formats::Format;
 use crate::ingest::{FramedRecords, RawRecord, RecordSource};
 use crate::json::Node;
 use crate::model::links::unlink_unanswered;
@@ -52,6 +53,12 @@ pub static SCHEMA: RawSchema = RawSchema::new(
 
 /// Reads OpenHands event streams and chats.
 pub struct OpenHands;
+
+/// The format in the registry: its converter (`join` reads no side files of it).
+pub const FORMAT: Format = Format {
+    converter: &OpenHands,
+    side: None,
+};
 
 /// The key marking a record built from a file of events.
 const MARKER: &str = "openhands_events";

@@ -11,12 +11,19 @@ use serde_json::Value;
 use self::reader::{is_parquet, ParquetRecords};
 use crate::convert::{ConvertOptions, Converter, FormatOptions};
 use crate::formats::adp::Adp;
+use crate::formats::Format;
 use crate::ingest::{RawRecord, RecordSource};
 use crate::model::{AdpVersion, Trajectory};
 use crate::validate::Diagnostic;
 
 /// Reads Parquet files written by `trajkit export --to parquet`.
 pub struct Parquet;
+
+/// The format in the registry: its converter (`join` reads no side files of it).
+pub const FORMAT: Format = Format {
+    converter: &Parquet,
+    side: None,
+};
 
 impl Converter for Parquet {
     fn name(&self) -> &'static str {

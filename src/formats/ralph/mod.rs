@@ -2,6 +2,7 @@
 //! [`episodic`]. The mapping is in docs/formats/ralph.md.
 
 pub mod episodic;
+pub mod side;
 
 use std::io;
 use std::path::Path;
@@ -12,6 +13,7 @@ use serde_json::{json, Map, Value};
 use self::episodic::{is_episodic_root, EpisodicRecords};
 use crate::convert::{ConvertOptions, Converter, FormatOption, FormatOptions, OptionValue};
 use crate::formats::kit::{parse_bundle, source_details};
+use crate::formats::Format;
 use crate::ingest::{RawRecord, RecordSource};
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
 use crate::validate::schemas::RawSchema;
@@ -91,6 +93,12 @@ pub const PLAN: FormatOption = FormatOption {
 
 /// Reads Ralph episodic-memory directories.
 pub struct Ralph;
+
+/// The format in the registry: its converter, and its side format for `join`.
+pub const FORMAT: Format = Format {
+    converter: &Ralph,
+    side: Some(&side::RalphSide),
+};
 
 /// Action fields that are the step's own or kept in details (the rest are arguments).
 const ACTION_OWN: &[&str] = &["type", "params", "reasoning", "output", "error"];
@@ -229,7 +237,7 @@ fn action_steps(a: &Value) -> Vec<Step> {
 }
 
 /// A reflection of `reflections.jsonl` in trajkit's reflection shape; other keys kept (also
-/// used by `join`'s ralph preset).
+/// used by the side format, [`side`]).
 pub(crate) fn reflection(r: &Value, key: &str) -> Value {
     let mut text = Vec::new();
     for (label, field) in [

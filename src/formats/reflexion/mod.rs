@@ -1,6 +1,8 @@
 //! Reflexion iteration records (aiwg Ralph reflection memory): one record per `(loop_id,
 //! iteration)`, one trajectory per record. The mapping is in docs/formats/reflexion.md.
 
+pub mod side;
+
 use serde_json::{json, Value};
 
 use crate::convert::{
@@ -8,6 +10,7 @@ use crate::convert::{
     NodeFormat, OptionValue, Partial,
 };
 use crate::formats::kit::{has_keys, source_details};
+use crate::formats::Format;
 use crate::ingest::RawRecord;
 use crate::json::Node;
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
@@ -37,6 +40,12 @@ pub const CLOSING_MESSAGE: FormatOption = FormatOption {
 
 /// Reads Reflexion records.
 pub struct Reflexion;
+
+/// The format in the registry: its converter, and its side format for `join`.
+pub const FORMAT: Format = Format {
+    converter: &Reflexion,
+    side: Some(&side::ReflexionSide),
+};
 
 impl Converter for Reflexion {
     fn name(&self) -> &'static str {
@@ -262,7 +271,7 @@ fn render_evaluation(e: &Node<'_>) -> String {
 }
 
 /// `details.outcome` from an evaluator output: `success` when `passed` is true, else `failure`
-/// (also used by `join`'s reflexion preset).
+/// (also used by the side format, [`side`]).
 pub(crate) fn outcome<'a>(evaluator: &Node<'a>) -> Node<'a> {
     let status = if evaluator["passed"].as_bool() == Some(true) {
         "success"
@@ -287,7 +296,7 @@ pub(crate) fn reward<'n, 'a>(evaluator: &'n Node<'a>) -> Option<&'n Node<'a>> {
 }
 
 /// The self-reflection in trajkit's reflection shape (see `schemas/details.schema.json`); keys
-/// it does not normalize are moved over as they are (also used by `join`'s reflexion preset).
+/// it does not normalize are moved over as they are (also used by the side format, [`side`]).
 pub(crate) fn reflection<'a>(r: Node<'a>, key: &str, iteration: u64) -> Node<'a> {
     let mut r = take_object(Some(r));
     let mut credit = take_object(r.remove("credit_assignment"));

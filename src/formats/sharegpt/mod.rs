@@ -7,6 +7,7 @@ use serde_json::Value;
 use crate::convert::{Converter, FormatOptions};
 use crate::formats::chat::{chat_trajectory, parse_arguments, record_id, system_step};
 use crate::formats::kit::has_keys;
+use crate::formats::Format;
 use crate::ingest::RawRecord;
 use crate::json::Node;
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
@@ -27,6 +28,12 @@ pub static SCHEMA: RawSchema = RawSchema::new(
 
 /// Reads ShareGPT conversations.
 pub struct ShareGpt;
+
+/// The format in the registry: its converter (`join` reads no side files of it).
+pub const FORMAT: Format = Format {
+    converter: &ShareGpt,
+    side: None,
+};
 
 impl Converter for ShareGpt {
     fn name(&self) -> &'static str {

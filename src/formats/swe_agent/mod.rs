@@ -25,6 +25,7 @@ use crate::convert::{Converter, FormatOptions};
 use crate::formats::chat::{
     chat_trajectory, extend_details, message_text, parse_arguments, record_id_with, verdict_outcome,
 };
+use crate::formats::Format;
 use crate::ingest::RawRecord;
 use crate::json::Node;
 use crate::model::links::unlink_unanswered;
@@ -52,6 +53,12 @@ pub static SCHEMA: RawSchema = RawSchema::new(
 
 /// Reads SWE-agent runs.
 pub struct SweAgent;
+
+/// The format in the registry: its converter (`join` reads no side files of it).
+pub const FORMAT: Format = Format {
+    converter: &SweAgent,
+    side: None,
+};
 
 impl Converter for SweAgent {
     fn name(&self) -> &'static str {

@@ -1,31 +1,52 @@
-//! Export: ADP trajectories into training datasets, as sharded, split JSON lines with a
-//! manifest and a dataset card.
+//! Export: ADP trajectories into training datasets, as sharded, split JSON lines or Parquet
+//! files with a manifest and a dataset card.
 //!
+//! - [`options`]: the target, the SFT options and [`ExportOptions`]; [`filter`]: which
+//!   trajectories are written; [`summary`]: the counts;
+//! - [`encode`]: one trajectory into a row of the target (or why it is filtered or rejected);
 //! - [`conversation`]: a trajectory as a target-independent conversation (the mapping rules,
 //!   and why a trajectory cannot train);
 //! - [`openai`], [`hf`], [`sharegpt`]: the SFT targets, one file each (`adp` writes the
-//!   upgraded trajectories themselves);
-//! - [`tools`]: code actions as tool calls, tool specs from `--tools` or inferred;
-//! - [`split`]: the stable split hash; [`shard`]: shard files; [`manifest`]: `manifest.json`
-//!   and the card.
+//!   upgraded trajectories themselves); [`parquet`]: Parquet shard files;
+//! - [`code_tools`], [`tools`], [`infer`]: code actions as tool calls, tool specs from
+//!   `--tools` or inferred;
+//! - [`split`]: the stable split hash; [`shard`]: one split's shard files; [`writer`]: the
+//!   ordered writer of one export (dedup, shards, counts, checkpoints);
+//! - [`dir`]: the output directory and [`ExportError`]; [`manifest`]: `manifest.json`, the card
+//!   and the commit that writes them; [`merge`]: the part manifests of a partitioned export
+//!   combined;
+//! - [`stage`]: [`ExportStage`], an export as a stage of `trajkit run`.
 //!
-//! [`export_inputs`] streams the input through the pipeline: each record is parsed as ADP
-//! (any version, like `convert --from adp`), upgraded to 1.5.0 and checked, filtered, rendered
-//! and assigned its split in parallel; the ordered writer drops duplicates and writes shards,
-//! so the output bytes do not depend on the thread count.
+//! The `export` command ([`crate::commands::export`]) streams inputs through [`encode`] and a
+//! [`writer`].
 
 pub mod code_tools;
 pub mod conversation;
-mod encode;
+pub mod dir;
+pub mod encode;
+pub mod filter;
 pub mod hf;
 pub mod infer;
 pub mod manifest;
 pub mod merge;
 pub mod openai;
+pub mod options;
 pub mod parquet;
 pub mod shard;
 pub mod sharegpt;
 pub mod split;
+pub mod stage;
+pub mod summary;
 pub mod tools;
+pub mod writer;
 
-pub use encode::*;
+pub use dir::ExportError;
+pub use encode::{
+    encode_any, export_record, export_trajectory, export_upgraded, AnyRow, Encoded, Encoder,
+    Outcome, RenderError,
+};
+pub use filter::{Filtered, Filters};
+pub use options::{visible, ExportOptions, InferTools, SftOptions, Target, Thoughts, TrainOn};
+pub use stage::ExportStage;
+pub use summary::{ExportSummary, FilteredBy};
+pub use writer::{ExportRestart, ShardCheckpoint};

@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use clap::Args;
 use serde_json::json;
+use trajkit::commands::export::export_inputs;
 use trajkit::export::code_tools::CodeTools;
 use trajkit::export::conversation::{DescriptionAs, MapOptions};
 use trajkit::export::parquet::ParquetConfig;
@@ -12,8 +13,8 @@ use trajkit::export::shard::ShardOptions;
 use trajkit::export::split::Splits;
 use trajkit::export::tools::ToolCatalog;
 use trajkit::export::{
-    export_inputs, ExportError, ExportOptions, ExportSummary, Filters, InferTools, SftOptions,
-    Target, Thoughts, TrainOn,
+    ExportError, ExportOptions, ExportSummary, Filters, InferTools, SftOptions, Target, Thoughts,
+    TrainOn,
 };
 use trajkit::model::upgrade::UpgradeOptions;
 

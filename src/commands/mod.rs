@@ -3,6 +3,7 @@
 //! can call them the same way.
 
 pub mod convert;
+pub mod export;
 pub mod join;
 pub mod run;
 pub mod stats;

@@ -12,8 +12,8 @@ use serde::Serialize;
 
 use super::conversation::{Conversation, Turn};
 use super::openai::{Tool, ToolCall};
+use super::options::{visible, SftOptions, Thoughts};
 use super::tools::ToolSpec;
-use super::{visible, SftOptions, Thoughts};
 use crate::model::JsonObject;
 
 #[derive(Serialize)]

@@ -1,14 +1,20 @@
-//! `manifest.json` and the dataset card `README.md` of an export directory.
+//! `manifest.json` and the dataset card `README.md` of an export directory, and the commit
+//! step that writes them.
 //!
 //! Both are deterministic: no timestamps or host names, so the same input and options give
 //! the same bytes.
 
+use std::io;
+use std::path::Path;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::options::{ExportOptions, Target};
 use super::shard::ShardFile;
-use super::ExportSummary;
-use crate::engine::partition::PartitionInfo;
+use super::summary::ExportSummary;
+use crate::engine::output::Commit;
+use crate::engine::partition::{Partition, PartitionInfo};
 
 /// What `manifest.json` holds.
 #[derive(Debug, Serialize)]
@@ -119,4 +125,76 @@ impl<'a> Manifest<'a> {
         ));
         out
     }
+}
+
+/// The manifest's file name: `manifest.json`, or `manifest.part-00000-of-00002.json` for a
+/// partition.
+pub(super) fn manifest_name(partition: Option<&Partition>) -> String {
+    match partition {
+        Some(p) => p.file_name("manifest.json"),
+        None => "manifest.json".to_owned(),
+    }
+}
+
+/// The commit step that writes `manifest.json` and the dataset card of a finished export (and
+/// for a partition, removes a stale merged manifest and card).
+pub fn manifest_commit(
+    dir: &Path,
+    opts: &ExportOptions,
+    summary: &ExportSummary,
+    files: &[ShardFile],
+) -> io::Result<Commit> {
+    let mut manifest = Manifest::new(
+        opts.target.name(),
+        &opts.recorded_options,
+        summary,
+        opts.splits.names(),
+        files,
+    );
+    let partition = opts.shards.partition.as_ref();
+    manifest.partition = partition.map(Partition::info);
+    let mut commit = manifest_files(dir, &manifest_name(partition), &manifest, opts.target)?;
+    if partition.is_some() {
+        // A merged manifest and card no longer describe the data files: the directory must not
+        // look finished until `merge-manifests` runs again.
+        commit.remove = ["manifest.json", "README.md"]
+            .iter()
+            .map(|stale| dir.join(stale))
+            .collect();
+    }
+    Ok(commit)
+}
+
+/// The commit step that writes `manifest` as `name` in `dir`, with the dataset card unless it
+/// is a partition's.
+fn manifest_files(
+    dir: &Path,
+    name: &str,
+    manifest: &Manifest<'_>,
+    target: Target,
+) -> io::Result<Commit> {
+    let mut text = serde_json::to_string_pretty(manifest)?;
+    text.push('\n');
+    let mut commit = Commit::default();
+    commit.write.push((dir.join(name), text));
+    if manifest
+        .partition
+        .as_ref()
+        .is_none_or(|p| p.index.is_none())
+    {
+        commit
+            .write
+            .push((dir.join("README.md"), manifest.card(target.shape())));
+    }
+    Ok(commit)
+}
+
+/// Writes `manifest` as `name` in `dir`, with the dataset card unless it is a partition's.
+pub(super) fn write_manifest_files(
+    dir: &Path,
+    name: &str,
+    manifest: &Manifest<'_>,
+    target: Target,
+) -> io::Result<()> {
+    manifest_files(dir, name, manifest, target)?.apply()
 }

@@ -15,9 +15,10 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::manifest::{Manifest, SplitEntry};
+use super::manifest::{write_manifest_files, Manifest, SplitEntry};
+use super::options::Target;
 use super::shard::{is_shard_name, ShardFile};
-use super::{write_manifest_files, ExportSummary, Target};
+use super::summary::ExportSummary;
 use crate::engine::partition::PartitionInfo;
 
 /// What a merge combined.

@@ -12,8 +12,8 @@ use std::borrow::Cow;
 use serde::Serialize;
 
 use super::conversation::{Conversation, Turn};
+use super::options::{visible, SftOptions, TrainOn};
 use super::tools::ToolSpec;
-use super::{visible, SftOptions, TrainOn};
 
 #[derive(Serialize)]
 struct Record<'a> {

@@ -14,8 +14,8 @@
 use serde::Serialize;
 
 use super::conversation::{Conversation, Turn, Untrainable};
+use super::options::{visible, SftOptions, Thoughts};
 use super::tools::ToolSpec;
-use super::{visible, SftOptions, Thoughts};
 use crate::model::JsonObject;
 
 #[derive(Serialize)]

@@ -1,0 +1,299 @@
+//! Encoding: one trajectory into a row of the target. [`export_record`] and
+//! [`export_trajectory`] parse, upgrade and check, filter, encode and assign the split
+//! ([`Outcome`]); [`encode_line`] renders a JSON line (an SFT record, or the trajectory for
+//! `adp`), [`encode_parquet`] a Parquet row, [`encode_any`] either; with `--dedup` each row
+//! carries the hash of its content without the id.
+
+use std::borrow::Cow;
+
+use sha2::{Digest, Sha256};
+
+use super::conversation::{self, Untrainable};
+use super::filter::Filtered;
+use super::hf;
+use super::openai;
+use super::options::{ExportOptions, Target};
+use super::sharegpt;
+use super::tools::tool_specs;
+use crate::ingest::{Provenance, RawRecord};
+use crate::model::Trajectory;
+use crate::validate::check::upgrade_checked;
+use crate::validate::{check_adp, Diagnostic};
+
+/// A row of the target, ready for the writer.
+pub struct Encoded<R> {
+    /// The row.
+    pub row: R,
+    /// Its bytes of data (what shards are cut by).
+    pub len: u64,
+    /// With `--dedup`, the hash of its content without the id.
+    pub hash: Option<[u8; 16]>,
+}
+
+/// What export made of one trajectory.
+pub enum Outcome<R> {
+    /// A row, and its split.
+    Row(usize, Encoded<R>),
+    /// Filtered out.
+    Filtered(Filtered),
+    /// Rejected.
+    Rejected(Vec<Diagnostic>),
+}
+
+/// Why a trajectory could not be encoded.
+pub enum RenderError {
+    /// It cannot train.
+    Untrainable(Untrainable),
+    /// A value did not serialize.
+    Json(serde_json::Error),
+}
+
+impl From<serde_json::Error> for RenderError {
+    fn from(e: serde_json::Error) -> Self {
+        RenderError::Json(e)
+    }
+}
+
+/// Turns an accepted trajectory into a row of the target; given a borrowed one, a target that
+/// needs its own copy (the SFT targets) clones it, and Parquet does not.
+pub type Encoder<R> =
+    dyn Fn(Cow<'_, Trajectory>, &ExportOptions) -> Result<Encoded<R>, RenderError> + Sync;
+
+/// Exports one ADP record (any version): parse, then [`export_trajectory`] each trajectory.
+pub fn export_record<R>(
+    record: &RawRecord,
+    opts: &ExportOptions,
+    encode: &Encoder<R>,
+) -> Vec<Outcome<R>> {
+    match check_adp(record).into_result() {
+        Ok((traj, _)) => vec![export_trajectory(traj, &record.provenance, opts, encode)],
+        Err(d) => vec![Outcome::Rejected(d)],
+    }
+}
+
+/// Exports one trajectory: upgrade to 1.5.0 and check, filter, then `encode`, and assign the
+/// split. `prov` locates it for diagnostics.
+pub fn export_trajectory<R>(
+    mut traj: Trajectory,
+    prov: &Provenance,
+    opts: &ExportOptions,
+    encode: &Encoder<R>,
+) -> Outcome<R> {
+    if let Err(d) = upgrade_checked(&mut traj, prov, &opts.upgrade) {
+        return Outcome::Rejected(d);
+    }
+    export_upgraded(Cow::Owned(traj), prov, opts, encode)
+}
+
+/// [`export_trajectory`] of a trajectory already upgraded and checked with `opts.upgrade`.
+pub fn export_upgraded<R>(
+    traj: Cow<'_, Trajectory>,
+    prov: &Provenance,
+    opts: &ExportOptions,
+    encode: &Encoder<R>,
+) -> Outcome<R> {
+    if let Some(f) = opts.filters.check(&traj) {
+        return Outcome::Filtered(f);
+    }
+    let id = traj.id.clone();
+    let split = opts.splits.assign(&id);
+    let diagnose = |rule: &str, pointer: &str, message: String| {
+        Outcome::Rejected(vec![Diagnostic::error(
+            prov,
+            Some(&id),
+            pointer,
+            rule,
+            message,
+        )])
+    };
+    match encode(traj, opts) {
+        Ok(row) => Outcome::Row(split, row),
+        Err(RenderError::Untrainable(u)) => diagnose(u.rule, &u.pointer, u.message),
+        Err(RenderError::Json(e)) => diagnose("serialize", "", e.to_string()),
+    }
+}
+
+/// A row of any target: what [`encode_any`] makes, for passes that fan one trajectory out to
+/// exports of several targets (`trajkit run`).
+pub enum AnyRow {
+    /// A JSON line (SFT targets and `adp`).
+    Line(Vec<u8>),
+    /// A Parquet row.
+    Parquet(Box<crate::parquet::Row>),
+}
+
+/// Encodes a row of `opts.target`, whichever it is.
+pub fn encode_any(
+    traj: Cow<'_, Trajectory>,
+    opts: &ExportOptions,
+) -> Result<Encoded<AnyRow>, RenderError> {
+    Ok(match opts.target {
+        Target::Parquet => {
+            let e = encode_parquet(traj, opts)?;
+            Encoded {
+                row: AnyRow::Parquet(Box::new(e.row)),
+                len: e.len,
+                hash: e.hash,
+            }
+        }
+        _ => {
+            let e = encode_line(traj, opts)?;
+            Encoded {
+                row: AnyRow::Line(e.row),
+                len: e.len,
+                hash: e.hash,
+            }
+        }
+    })
+}
+
+fn content_hash(body: &[u8]) -> [u8; 16] {
+    let mut h = [0u8; 16];
+    h.copy_from_slice(&Sha256::digest(body)[..16]);
+    h
+}
+
+/// The `--dedup` hash of a trajectory: of its JSON with the id left out.
+fn trajectory_hash(traj: &mut Trajectory) -> Result<[u8; 16], serde_json::Error> {
+    let id = std::mem::take(&mut traj.id);
+    let body = serde_json::to_vec(&*traj);
+    traj.id = id;
+    Ok(content_hash(&body?))
+}
+
+/// Encodes a JSON-lines row: an SFT record, or the trajectory itself for `adp`.
+///
+/// The body is rendered into a per-thread scratch buffer and copied out once into a line of
+/// exactly its size: the rows of a batch wait for their turn to be written, so a buffer grown while
+/// rendering (or a generous first capacity) would be held that long for each of them.
+pub fn encode_line(
+    traj: Cow<'_, Trajectory>,
+    opts: &ExportOptions,
+) -> Result<Encoded<Vec<u8>>, RenderError> {
+    thread_local! {
+        static BODY: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let mut traj = traj;
+    let id = traj.id.clone();
+    BODY.with_borrow_mut(|body| {
+        body.clear();
+        let (with_id, hash) = if opts.target == Target::Adp {
+            // Written from a borrowed trajectory; hashing blanks the id for a moment, so a
+            // borrowed one is copied only for --dedup.
+            let hash = opts
+                .dedup
+                .then(|| trajectory_hash(traj.to_mut()))
+                .transpose()?;
+            serde_json::to_writer(&mut *body, &*traj)?;
+            (false, hash)
+        } else {
+            // Rendering takes the trajectory apart: a borrowed one is copied.
+            render_sft(traj.into_owned(), opts, body)?;
+            // OpenAI's format has no id key; the others carry it first.
+            (
+                opts.target != Target::Openai,
+                opts.dedup.then(|| content_hash(body)),
+            )
+        };
+        let row = line(&id, body, with_id);
+        // A scratch buffer grown by one huge record is not kept for the rest of the run.
+        if body.capacity() > SCRATCH_KEEP {
+            *body = Vec::new();
+        }
+        Ok(Encoded {
+            len: row.len() as u64,
+            row,
+            hash,
+        })
+    })
+}
+
+/// The largest scratch buffer [`encode_line`] keeps between rows.
+const SCRATCH_KEEP: usize = 4 << 20;
+
+/// Encodes a Parquet row.
+pub fn encode_parquet(
+    traj: Cow<'_, Trajectory>,
+    opts: &ExportOptions,
+) -> Result<Encoded<crate::parquet::Row>, RenderError> {
+    let mut traj = traj;
+    // Hashing blanks the id for a moment: a borrowed trajectory is copied only then.
+    let hash = opts
+        .dedup
+        .then(|| trajectory_hash(traj.to_mut()))
+        .transpose()?;
+    let row = crate::parquet::Row::new(&traj)?;
+    Ok(Encoded {
+        len: row.bytes,
+        row,
+        hash,
+    })
+}
+
+/// An SFT record body (a JSON object without the id).
+fn render_sft(
+    traj: Trajectory,
+    opts: &ExportOptions,
+    body: &mut Vec<u8>,
+) -> Result<(), RenderError> {
+    let available = traj.available_custom_tools.clone().unwrap_or_default();
+    let sft = &opts.sft;
+    let conv = conversation::build(traj, &sft.map).map_err(RenderError::Untrainable)?;
+    let tools = tool_specs(&conv, &available, &sft.map.code_tools, &sft.catalog);
+    match opts.target {
+        Target::Openai => openai::render(&conv, &tools, sft, body)?,
+        Target::Hf => hf::render(&conv, &tools, sft, body)?,
+        _ => sharegpt::render(&conv, &tools, sft, body).map_err(|e| match e {
+            sharegpt::Error::Untrainable(u) => RenderError::Untrainable(u),
+            sharegpt::Error::Json(e) => RenderError::Json(e),
+        })?,
+    }
+    Ok(())
+}
+
+/// The JSON line of a row, at exactly its size: `{"id":…,` before the body's members when
+/// `with_id`.
+fn line(id: &str, body: &[u8], with_id: bool) -> Vec<u8> {
+    if !with_id {
+        let mut out = Vec::with_capacity(body.len() + 1);
+        out.extend_from_slice(body);
+        out.push(b'\n');
+        return out;
+    }
+    let members = body.get(1..).unwrap_or_default();
+    // `{"id":`, the quoted id (longer only when it has characters to escape), `,`, `\n`.
+    let mut out = Vec::with_capacity(6 + id.len() + 2 + 1 + members.len() + 1);
+    out.extend_from_slice(b"{\"id\":");
+    // A string always serializes.
+    let _ = serde_json::to_writer(&mut out, id);
+    if body.len() > 2 {
+        out.push(b',');
+    }
+    out.extend_from_slice(members);
+    out.push(b'\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_id_goes_first_in_the_line() {
+        assert_eq!(
+            line("x\"", b"{\"a\":1}", true),
+            b"{\"id\":\"x\\\"\",\"a\":1}\n"
+        );
+        assert_eq!(line("x", b"{}", true), b"{\"id\":\"x\"}\n");
+        assert_eq!(line("x", b"{\"a\":1}", false), b"{\"a\":1}\n");
+    }
+
+    #[test]
+    fn a_line_is_allocated_at_its_size() {
+        // Rows wait in queues for the writer: room left over in each would add up.
+        for (id, body, with_id) in [("x", &b"{\"a\":1}"[..], true), ("y", b"{\"b\":2}", false)] {
+            let l = line(id, body, with_id);
+            assert_eq!(l.capacity(), l.len(), "{}", String::from_utf8_lossy(&l));
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! The options of an export: the target, where thoughts go and the other SFT options, and
+//! [`ExportOptions`], everything one export needs (splits, shards, Parquet files, filters,
+//! `--dedup`, runner options).
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+use super::conversation::MapOptions;
+use super::filter::Filters;
+use super::parquet::ParquetConfig;
+use super::shard::ShardOptions;
+use super::split::Splits;
+use super::tools::ToolCatalog;
+use crate::choice::choice;
+use crate::engine::pipeline::RunOptions;
+use crate::model::upgrade::UpgradeOptions;
+
+choice!(
+    /// What `export` writes.
+    Target, "export target" {
+        /// OpenAI chat fine-tuning JSONL.
+        Openai = "openai",
+        /// Hugging Face chat-template messages (TRL, transformers, axolotl).
+        Hf = "hf",
+        /// LLaMA-Factory ShareGPT.
+        Sharegpt = "sharegpt",
+        /// ADP 1.5.0 trajectories.
+        Adp = "adp",
+        /// Parquet, one row per ADP 1.5.0 trajectory.
+        Parquet = "parquet",
+    }
+);
+
+impl Target {
+    /// True for the SFT JSON-lines targets (openai, hf, sharegpt), which list tool specs.
+    pub fn is_sft(self) -> bool {
+        matches!(self, Target::Openai | Target::Hf | Target::Sharegpt)
+    }
+
+    /// Where thoughts go unless `--thoughts` says otherwise.
+    pub fn default_thoughts(self) -> Thoughts {
+        match self {
+            Target::Hf => Thoughts::Reasoning,
+            _ => Thoughts::Think,
+        }
+    }
+
+    /// The row shape, for the dataset card.
+    pub(super) fn shape(self) -> &'static str {
+        match self {
+            Target::Openai => "Each row is an OpenAI chat fine-tuning record: `messages` (system, user, assistant with `tool_calls` whose `arguments` are JSON strings, tool with `tool_call_id`; optional `weight`), `tools` (function specs) and `parallel_tool_calls`.",
+            Target::Hf => "Each row has `id`, `messages` for chat templates (assistant `tool_calls` with `arguments` as objects, thoughts in `reasoning_content`, tool messages with `tool_call_id` and `name`) and `tools` (function specs).",
+            Target::Sharegpt => "Each row is LLaMA-Factory ShareGPT: `id`, `conversations` of `{from, value}` (human/observation at odd positions, gpt/function_call at even ones), `system` and `tools` (a JSON string).",
+            Target::Adp => "Each row is an ADP 1.5.0 trajectory (`schema_version`, `id`, `content`, `details`, ...).",
+            Target::Parquet => "Each row is one ADP 1.5.0 trajectory: `id`, `schema_version`, columns derived from `details` (`source_format`, `outcome`, `reward`, `reward_components`, `reflections`), counts (`num_steps`, `num_actions`, `num_observations`, `num_chars`), `available_custom_tools`, `available_code_languages`, `steps` (a list of structs tagged by `class`; kwargs, JSON content and other free-form values as JSON text) and `details` (JSON text). `trajkit convert --from parquet` turns the files back into ADP JSON lines.",
+        }
+    }
+}
+
+choice!(
+    /// Where an assistant turn's thought (`reasoning_content`, and descriptions with
+    /// `--description-as thought`) goes.
+    Thoughts, "thought placement" {
+        /// Before the text, as plain text.
+        Content = "content",
+        /// In `reasoning_content` (hf only).
+        Reasoning = "reasoning",
+        /// Before the text, as `<think>\n…\n</think>\n\n`.
+        Think = "think",
+        /// Nowhere.
+        Drop = "drop",
+    }
+);
+
+choice!(
+    /// Where the inferred spec of a tool comes from (tools without a `--tools` or code-tool
+    /// spec).
+    InferTools, "--infer-tools value" {
+        /// The arguments of all its calls in the input (a first pass over the inputs).
+        Dataset = "dataset",
+        /// The arguments of its calls in the same trajectory (one pass; for stdin).
+        Trajectory = "trajectory",
+    }
+);
+
+choice!(
+    /// Which assistant messages train (`weight`, openai only).
+    TrainOn, "--train-on value" {
+        /// All of them (no `weight` written).
+        All = "all",
+        /// Only the last one (`weight` 1 on it, 0 on the others).
+        Last = "last",
+    }
+);
+
+/// Options of the SFT targets.
+#[derive(Debug, Clone)]
+pub struct SftOptions {
+    /// Where thoughts go.
+    pub thoughts: Thoughts,
+    /// `weight` on assistant messages (openai).
+    pub train_on: TrainOn,
+    /// The mapping from trajectories to conversations.
+    pub map: MapOptions,
+    /// Tool specs by name (`--tools`).
+    pub catalog: ToolCatalog,
+    /// Where inferred tool specs come from.
+    pub infer_tools: InferTools,
+}
+
+/// An assistant turn's text with its thought placed: before it (plain or in `<think>`), or
+/// not at all.
+pub fn visible<'a>(text: &'a str, thought: &'a str, placement: Thoughts) -> Cow<'a, str> {
+    if thought.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let sep = if text.is_empty() { "" } else { "\n\n" };
+    match placement {
+        Thoughts::Reasoning | Thoughts::Drop => Cow::Borrowed(text),
+        Thoughts::Content => Cow::Owned(format!("{thought}{sep}{text}")),
+        Thoughts::Think => Cow::Owned(format!("<think>\n{thought}\n</think>\n\n{text}")),
+    }
+}
+
+/// Options of an export ([`crate::commands::export::export_inputs`], [`super::ExportStage`]).
+#[derive(Debug, Clone)]
+pub struct ExportOptions {
+    /// The target.
+    pub target: Target,
+    /// SFT options (ignored by `adp`).
+    pub sft: SftOptions,
+    /// Splits.
+    pub splits: Splits,
+    /// Shards.
+    pub shards: ShardOptions,
+    /// Parquet files (`--to parquet`).
+    pub parquet: ParquetConfig,
+    /// Filters.
+    pub filters: Filters,
+    /// Drop rows whose content (the row without its id) was already written.
+    pub dedup: bool,
+    /// Replace the data files and manifest of an earlier export in the directory.
+    pub force: bool,
+    /// Recorded in the manifest as the run's options.
+    pub recorded_options: Value,
+    /// The ADP version read into (1.5.0).
+    pub upgrade: UpgradeOptions,
+    /// Runner options.
+    pub run: RunOptions,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thoughts_are_placed() {
+        assert_eq!(
+            visible("a", "t", Thoughts::Think),
+            "<think>\nt\n</think>\n\na"
+        );
+        assert_eq!(visible("a", "t", Thoughts::Content), "t\n\na");
+        assert_eq!(visible("", "t", Thoughts::Content), "t");
+        assert_eq!(visible("a", "t", Thoughts::Reasoning), "a");
+        assert_eq!(visible("a", "", Thoughts::Think), "a");
+    }
+}

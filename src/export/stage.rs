@@ -1,0 +1,188 @@
+//! [`ExportStage`]: one export as a stage of a larger pass (`trajkit run`), its rows of any
+//! target, checkpointed and resumable.
+
+use std::collections::HashSet;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::dir::{earlier_shards, holds_export, is_partial, prepare_dir, ExportError};
+use super::encode::{AnyRow, Encoded, Outcome};
+use super::manifest::manifest_commit;
+use super::options::{ExportOptions, Target};
+use super::parquet::ParquetShard;
+use super::shard::{self, JsonLines};
+use super::summary::ExportSummary;
+use super::writer::{ExportRestart, ShardCheckpoint, Shards};
+use crate::engine::output::Commit;
+use crate::validate::Diagnostic;
+
+enum AnyShards {
+    Lines(Shards<JsonLines>),
+    Parquet(Shards<ParquetShard>),
+}
+
+/// One export as a stage of a larger pass (`trajkit run`): the caller encodes rows with
+/// [`export_trajectory`](super::export_trajectory) and [`encode_any`](super::encode_any) in
+/// parallel, and hands the outcomes to [`ExportStage::add`] in input order. Like
+/// [`crate::commands::export::export_inputs`], nothing in the directory looks finished until
+/// [`ExportStage::into_commit`].
+pub struct ExportStage {
+    dir: PathBuf,
+    earlier: Vec<PathBuf>,
+    shards: AnyShards,
+    /// Trajectories still to pass over (a resumed run, before the restart position).
+    skip: u64,
+}
+
+impl ExportStage {
+    /// Prepares `dir` for an export with `opts` (refused if it holds one, unless `force`).
+    pub fn open(dir: &Path, opts: &ExportOptions) -> Result<Self, ExportError> {
+        let (data, earlier) = prepare_dir(dir, opts.force, opts.shards.partition.as_ref())?;
+        let mut shards = match opts.target {
+            Target::Parquet => AnyShards::Parquet(Shards::new(&data, opts, &opts.parquet)),
+            _ => AnyShards::Lines(Shards::new(&data, opts, &opts.shards.zstd)),
+        };
+        match &mut shards {
+            AnyShards::Lines(s) => s.checkpoints = true,
+            AnyShards::Parquet(s) => s.checkpoints = true,
+        }
+        Ok(ExportStage {
+            dir: dir.to_owned(),
+            earlier,
+            shards,
+            skip: 0,
+        })
+    }
+
+    /// Reopens `dir` for a resumed run: keeps the completed shards `restart` lists and removes
+    /// every other partial shard file. An earlier finished export in the directory is still
+    /// replaced only with `force`.
+    pub fn resume(
+        dir: &Path,
+        opts: &ExportOptions,
+        restart: ExportRestart,
+    ) -> Result<Self, ExportError> {
+        let io_err = |source: io::Error| ExportError::Io {
+            dir: dir.display().to_string(),
+            source,
+        };
+        let data = dir.join("data");
+        let partition = opts.shards.partition.as_ref();
+        let (partial, earlier): (Vec<PathBuf>, Vec<PathBuf>) = earlier_shards(&data, partition)
+            .map_err(io_err)?
+            .into_iter()
+            .partition(|p| is_partial(p));
+        if !opts.force && holds_export(dir, &earlier, partition) {
+            return Err(ExportError::Exists(dir.display().to_string()));
+        }
+        let names = opts.splits.names();
+        let keep: HashSet<PathBuf> = restart
+            .closed
+            .iter()
+            .zip(names)
+            .flat_map(|(c, n)| {
+                let (data, prefix) = (&data, opts.shards.prefix(n));
+                c.iter()
+                    .map(move |c| shard::partial_path(data, &prefix, c.index))
+            })
+            .collect();
+        for p in partial.iter().filter(|p| !keep.contains(*p)) {
+            fs::remove_file(p).map_err(io_err)?;
+        }
+        fs::create_dir_all(&data).map_err(io_err)?;
+        let skip = restart.skip;
+        let shards = match opts.target {
+            Target::Parquet => AnyShards::Parquet(
+                Shards::resume(&data, opts, &opts.parquet, restart).map_err(io_err)?,
+            ),
+            _ => AnyShards::Lines(
+                Shards::resume(&data, opts, &opts.shards.zstd, restart).map_err(io_err)?,
+            ),
+        };
+        Ok(ExportStage {
+            dir: dir.to_owned(),
+            earlier,
+            shards,
+            skip,
+        })
+    }
+
+    /// The checkpoints collected since the last call, in order: one each time a shard starts.
+    pub fn take_checkpoints(&mut self) -> Vec<ShardCheckpoint> {
+        match &mut self.shards {
+            AnyShards::Lines(s) => std::mem::take(&mut s.pending),
+            AnyShards::Parquet(s) => std::mem::take(&mut s.pending),
+        }
+    }
+
+    /// Writes or counts one outcome; a rejection's diagnostics are handed back to report.
+    pub fn add(&mut self, item: Outcome<AnyRow>) -> io::Result<Option<Vec<Diagnostic>>> {
+        if self.skip > 0 {
+            self.skip -= 1;
+            return Ok(match item {
+                Outcome::Rejected(d) => Some(d),
+                _ => None,
+            });
+        }
+        let mismatch = || io::Error::other("a row of another target reached this export");
+        match (&mut self.shards, item) {
+            (AnyShards::Lines(s), Outcome::Row(split, e)) => match e.row {
+                AnyRow::Line(row) => s.add(Outcome::Row(
+                    split,
+                    Encoded {
+                        row,
+                        len: e.len,
+                        hash: e.hash,
+                    },
+                )),
+                AnyRow::Parquet(_) => Err(mismatch()),
+            },
+            (AnyShards::Parquet(s), Outcome::Row(split, e)) => match e.row {
+                AnyRow::Parquet(row) => s.add(Outcome::Row(
+                    split,
+                    Encoded {
+                        row: *row,
+                        len: e.len,
+                        hash: e.hash,
+                    },
+                )),
+                AnyRow::Line(_) => Err(mismatch()),
+            },
+            (AnyShards::Lines(s), Outcome::Filtered(f)) => s.add(Outcome::Filtered(f)),
+            (AnyShards::Parquet(s), Outcome::Filtered(f)) => s.add(Outcome::Filtered(f)),
+            (AnyShards::Lines(s), Outcome::Rejected(d)) => s.add(Outcome::Rejected(d)),
+            (AnyShards::Parquet(s), Outcome::Rejected(d)) => s.add(Outcome::Rejected(d)),
+        }
+    }
+
+    /// Counts so far.
+    pub fn summary(&self) -> &ExportSummary {
+        match &self.shards {
+            AnyShards::Lines(s) => &s.summary,
+            AnyShards::Parquet(s) => &s.summary,
+        }
+    }
+
+    /// Completes the shards, and hands back the export's counts and the commit that renames
+    /// the shards into place (replacing an earlier export's) and writes the manifest and card.
+    pub fn into_commit(self, opts: &ExportOptions) -> Result<(ExportSummary, Commit), ExportError> {
+        let io_err = |source: io::Error| ExportError::Io {
+            dir: self.dir.display().to_string(),
+            source,
+        };
+        let (summary, files, mut commit) = match self.shards {
+            AnyShards::Lines(s) => s.into_commit(&self.earlier),
+            AnyShards::Parquet(s) => s.into_commit(&self.earlier),
+        }
+        .map_err(io_err)?;
+        match manifest_commit(&self.dir, opts, &summary, &files) {
+            Ok(m) => commit.extend(m),
+            Err(e) => {
+                commit.discard();
+                return Err(io_err(e));
+            }
+        }
+        Ok((summary, commit))
+    }
+}

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use clap::Args;
-use trajkit::export::merge::{merge_parts, MergeError};
+use trajkit::commands::merge_manifests::{merge_parts, MergeError};
 
 use super::common::{lock_dir, CliError, GlobalArgs};
 

@@ -5,6 +5,7 @@
 pub mod convert;
 pub mod export;
 pub mod join;
+pub mod merge_manifests;
 pub mod run;
 pub mod stats;
 pub mod validate;

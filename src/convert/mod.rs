@@ -199,7 +199,7 @@ impl std::fmt::Debug for OutputFormat {
     }
 }
 
-/// Options of [`convert_inputs`].
+/// Options of the convert stage ([`crate::commands::convert::convert_inputs`] and `run`).
 #[derive(Debug, Clone, Default)]
 pub struct ConvertOptions {
     /// The output format.

@@ -190,7 +190,7 @@ fn manifest_files(
 }
 
 /// Writes `manifest` as `name` in `dir`, with the dataset card unless it is a partition's.
-pub(super) fn write_manifest_files(
+pub fn write_manifest_files(
     dir: &Path,
     name: &str,
     manifest: &Manifest<'_>,

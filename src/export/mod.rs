@@ -13,8 +13,8 @@
 //! - [`split`]: the stable split hash; [`shard`]: one split's shard files; [`writer`]: the
 //!   ordered writer of one export (dedup, shards, counts, checkpoints);
 //! - [`dir`]: the output directory and [`ExportError`]; [`manifest`]: `manifest.json`, the card
-//!   and the commit that writes them; [`merge`]: the part manifests of a partitioned export
-//!   combined;
+//!   and the commit that writes them (`merge-manifests` combines a partitioned export's parts:
+//!   [`crate::commands::merge_manifests`]);
 //! - [`stage`]: [`ExportStage`], an export as a stage of `trajkit run`.
 //!
 //! The `export` command ([`crate::commands::export`]) streams inputs through [`encode`] and a
@@ -28,7 +28,6 @@ pub mod filter;
 pub mod hf;
 pub mod infer;
 pub mod manifest;
-pub mod merge;
 pub mod openai;
 pub mod options;
 pub mod parquet;

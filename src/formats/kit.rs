@@ -60,7 +60,7 @@ pub fn source_details(format: &str, record: &RawRecord, native_ids: Value) -> Va
     })
 }
 
-/// [`source_details`] as a node, for a [`Partial`]'s tail: its keys are not copied or hashed
+/// [`source_details`] as a node, for a [`crate::convert::Partial`]'s tail: its keys are not copied or hashed
 /// (building it as a `Value` cost a LedgerMind session more than reading its events).
 pub fn source_node<'a>(
     format: &'static str,

@@ -10,7 +10,7 @@
 //! annotations are ignored, as the validator does. A schema using anything else does not
 //! compile, and its format is always read the slow way.
 //!
-//! Records are read by [`super::read::Reader`], straight from their bytes rather than through
+//! Records are read by `super::read::Reader`, straight from their bytes rather than through
 //! serde's visitors (about 30 % less CPU on small, structure-heavy records).
 //!
 //! Why this is hand-written rather than `jsonschema` over a `serde_json::Value`: end to end,

@@ -1,4 +1,4 @@
-//! Rows accumulated into the Arrow arrays of [`schema`](super::schema), one record batch at a
+//! Rows accumulated into the Arrow arrays of [`super::schema`], one record batch at a
 //! time.
 
 use std::sync::Arc;

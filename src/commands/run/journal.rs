@@ -21,7 +21,7 @@
 //!
 //! A resumed run restarts each export at the oldest start of its splits' open shards (every
 //! shard completed before is kept, no file is ever appended to), and the whole pass at the
-//! last input boundary before the oldest of those positions ([`plan_restart`]). A resumed run
+//! last input boundary before the oldest of those positions (`plan_restart`). A resumed run
 //! appends to the journal: lines written again by the replay repeat what they said, so a run
 //! can be interrupted and resumed any number of times.
 

@@ -15,11 +15,10 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::manifest::{write_manifest_files, Manifest, SplitEntry};
-use super::options::Target;
-use super::shard::{is_shard_name, ShardFile};
-use super::summary::ExportSummary;
 use crate::engine::partition::PartitionInfo;
+use crate::export::manifest::{write_manifest_files, Manifest, SplitEntry};
+use crate::export::shard::{is_shard_name, ShardFile};
+use crate::export::{ExportSummary, Target};
 
 /// What a merge combined.
 #[derive(Debug, Clone)]

@@ -220,9 +220,9 @@ fn step_rewards(v: &Value, at: &str) -> Result<Vec<(usize, f64)>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::join::side::SideFrom;
     use crate::join::spec::SideSpec;
     use crate::join::KeyExpr;
+    use crate::join::SideFrom;
 
     #[test]
     fn generic_values_are_read_from_declared_paths_only() {

@@ -32,8 +32,8 @@ pub use generic::GenericFields;
 pub use index::{IndexError, SideFile, SideIndex, SideSet};
 pub use key::KeyExpr;
 pub use policy::{Conflicts, Duplicates, Orphans, Unmatched};
-pub use side::{SideFormat, SideFrom};
-pub use spec::SideSpec;
+pub use side::SideFormat;
+pub use spec::{SideFrom, SideSpec};
 
 use crate::engine::output::write_json;
 use crate::engine::pipeline::RunOptions;

@@ -1,14 +1,13 @@
 //! What a side format provides: the trait an input format implements, in its own folder, so that
 //! `join` reads its files as side files (`--reflections-from NAME`, `--rewards-from NAME`), and
 //! what a side record attaches. The formats' side formats are listed by the formats registry
-//! (`crate::formats::side_formats`); `generic` ([`super::generic`]), which reads declared paths,
+//! (`crate::formats::side_formats`); `generic` (`super::generic`), which reads declared paths,
 //! is the one built into `join`.
 
 use std::fmt;
 
 use serde_json::{json, Map, Number, Value};
 
-use super::generic;
 use super::key::kind;
 
 /// How `join` reads the records of one side format: their keys, the trajectory keys they match,
@@ -77,34 +76,6 @@ pub struct WindowKeys {
     pub trajectory_group: &'static str,
     /// The iteration of such a trajectory.
     pub trajectory_iteration: &'static str,
-}
-
-/// A side format chosen by name (`--reflections-from NAME`): a format's, or the built-in
-/// `generic`, which reads the paths the user declares.
-#[derive(Debug, Clone, Copy)]
-pub enum SideFrom {
-    /// The side format of an input format, from the formats registry.
-    Format(&'static dyn SideFormat),
-    /// `generic`: `--key` and the value paths say everything.
-    Generic,
-}
-
-impl SideFrom {
-    /// The name used on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            SideFrom::Format(f) => f.name(),
-            SideFrom::Generic => generic::NAME,
-        }
-    }
-
-    /// What `join --help` says of it ([`SideFormat::help`]).
-    pub fn help(self) -> &'static str {
-        match self {
-            SideFrom::Format(f) => f.help(),
-            SideFrom::Generic => generic::HELP,
-        }
-    }
 }
 
 /// What one side record attaches.

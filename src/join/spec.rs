@@ -4,9 +4,37 @@
 
 use serde_json::Value;
 
-use super::generic::{Generic, GenericFields};
+use super::generic::{self, Generic, GenericFields};
 use super::key::{kind, KeyExpr};
-use super::side::{Attach, Prepared, SideFormat, SideFrom, WindowKeys};
+use super::side::{Attach, Prepared, SideFormat, WindowKeys};
+
+/// A side format chosen by name (`--reflections-from NAME`): a format's, or the built-in
+/// `generic`, which reads the paths the user declares.
+#[derive(Debug, Clone, Copy)]
+pub enum SideFrom {
+    /// The side format of an input format, from the formats registry.
+    Format(&'static dyn SideFormat),
+    /// `generic`: `--key` and the value paths say everything.
+    Generic,
+}
+
+impl SideFrom {
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            SideFrom::Format(f) => f.name(),
+            SideFrom::Generic => generic::NAME,
+        }
+    }
+
+    /// What `join --help` says of it ([`SideFormat::help`]).
+    pub fn help(self) -> &'static str {
+        match self {
+            SideFrom::Format(f) => f.help(),
+            SideFrom::Generic => generic::HELP,
+        }
+    }
+}
 
 /// Where the memory window finds a record's loop and iteration, and a trajectory's.
 #[derive(Debug, Clone)]

@@ -2,11 +2,9 @@
 //! SQL (LedgerMind's own files may not be redistributed), reflections attached by citation,
 //! corrupt databases and bad lines rejected while the rest converts.
 
-mod common;
-
 use std::path::Path;
 
-use common::{json_lines, sample_data, trajkit};
+use crate::common::{json_lines, sample_data, trajkit};
 use serde_json::Value;
 
 fn convert(inputs: &[&Path], extra: &[&str]) -> (i32, Vec<Value>, String) {

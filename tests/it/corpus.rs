@@ -2,11 +2,9 @@
 //! 1.5.0 without losing content, and converts identically whatever the thread count.
 //! Skipped on a laptop without the corpus; they fail when `CI` is set and the corpus is missing.
 
-mod common;
-
 use std::path::Path;
 
-use common::{adp_corpus, corpus_std_files, json_lines, trajkit};
+use crate::common::{adp_corpus, corpus_std_files, json_lines, trajkit};
 use serde_json::{Map, Value};
 
 fn convert_bytes(inputs: &[&Path], extra: &[&str]) -> Vec<u8> {

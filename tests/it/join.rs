@@ -2,12 +2,10 @@
 //! corpus, LedgerMind), each policy, diagnostics with side file and line, bad side input.
 //! Expected values are read from the input fixtures, never from an earlier run.
 
-mod common;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use common::{json_lines, sample_data, trajkit, validate_adp};
+use crate::common::{self, json_lines, sample_data, trajkit, validate_adp};
 use serde_json::{json, Value};
 
 /// The result of one `trajkit join` run.
@@ -90,7 +88,7 @@ fn write_jsonl(path: &Path, values: &[Value]) {
 /// Checks every trajectory's `details` against `schemas/details.schema.json`, the documented
 /// contract of what trajkit attaches.
 fn assert_details_fit(out: &[Value]) {
-    let schema: Value = serde_json::from_str(include_str!("../schemas/details.schema.json"))
+    let schema: Value = serde_json::from_str(include_str!("../../schemas/details.schema.json"))
         .expect("details schema is JSON");
     let validator = jsonschema::validator_for(&schema).expect("details schema compiles");
     for t in out {

@@ -2,12 +2,10 @@
 //! filters, dedup, splits, shards, the manifest and determinism.
 //! Expected values come from `tests/fixtures/export/small.jsonl` and the documented rules.
 
-mod common;
-
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use common::{adp_corpus, converted_samples, corpus_std_files, json_lines, trajkit};
+use crate::common::{adp_corpus, converted_samples, corpus_std_files, json_lines, trajkit};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 

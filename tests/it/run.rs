@@ -1,13 +1,11 @@
 //! `trajkit run PIPELINE.toml`: the one-pass run against the staged commands, determinism,
 //! `--check`, `--print-config` and the reject threshold.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use common::{adp_corpus, corpus_std_files, sample_data, sample_pipeline, trajkit};
+use crate::common::{self, adp_corpus, corpus_std_files, sample_data, sample_pipeline, trajkit};
 
 /// Every file under `dir/data`, by relative path.
 fn data_files(dir: &Path) -> BTreeMap<String, Vec<u8>> {

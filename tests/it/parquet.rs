@@ -2,16 +2,14 @@
 //! the columns derived from details, row groups and shards, determinism, the lossless round
 //! trip on the corpus, and diagnostics for bad Parquet input.
 
-mod common;
-
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::common::{adp_corpus, converted_samples, corpus_std_files, json_lines, trajkit};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type};
 use arrow_array::{Array, RecordBatch, StringArray};
-use common::{adp_corpus, converted_samples, corpus_std_files, json_lines, trajkit};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;

@@ -2,12 +2,12 @@
 //! input diagnosed at its line and pointer, and agreement with ADP's own conversion of the
 //! corpus datasets these agents produced.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use common::{adp_corpus, convert, json_lines, sample_data, step_classes, trajkit, validate_adp};
+use crate::common::{
+    adp_corpus, convert, json_lines, sample_data, step_classes, trajkit, validate_adp,
+};
 use serde_json::{json, Value};
 
 fn write(dir: &Path, name: &str, lines: &[Value]) -> PathBuf {

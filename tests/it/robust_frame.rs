@@ -2,13 +2,11 @@
 //! hang nor in an endless stream of rejects, UTF-16 input is named, duplicate keys and integers
 //! past 64 bits are rejected, `--from auto` looks past damaged records, JUnit stays XML.
 
-mod common;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{json_lines, trajkit, valid_v15};
+use crate::common::{json_lines, trajkit, valid_v15};
 use serde_json::Value;
 
 /// Every command is stopped after this long: a hang fails the test instead of filling the disk.

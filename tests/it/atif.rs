@@ -1,11 +1,9 @@
 //! ATIF v1.7 in and out: ADP -> ATIF -> ADP is the identity on the corpus and the samples, the
 //! ATIF written validates, native ATIF maps by ATIF's conventions, malformed ATIF is rejected.
 
-mod common;
-
 use std::path::PathBuf;
 
-use common::{adp_corpus, corpus_std_files, json_lines, sample_data, trajkit};
+use crate::common::{self, adp_corpus, corpus_std_files, json_lines, sample_data, trajkit};
 use serde_json::json;
 
 fn run(args: &[&str], inputs: &[PathBuf], stdin: Option<Vec<u8>>) -> (i32, Vec<u8>, String) {

@@ -1,10 +1,8 @@
 //! `trajkit convert --from adp` and `trajkit stats` from the command line.
 
-mod common;
-
 use std::io::Write;
 
-use common::{json_lines, sample_data, trajkit, valid_v15};
+use crate::common::{json_lines, sample_data, trajkit, valid_v15};
 use serde_json::{json, Value};
 
 #[test]

@@ -1,11 +1,9 @@
 //! Declarative converters: each shipped spec against ADP's own output for its corpus dataset,
 //! and the spec language's error handling.
 
-mod common;
-
 use std::path::Path;
 
-use common::{adp_corpus, convert, json_lines, trajkit, validate_adp};
+use crate::common::{self, adp_corpus, convert, json_lines, trajkit, validate_adp};
 use serde_json::Value;
 
 /// A difference from ADP's `sample_std.json` that a spec makes on purpose; each is explained in

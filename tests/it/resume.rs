@@ -6,8 +6,6 @@
 //! (the process aborts after accepting N records: no destructor runs, no buffer is flushed),
 //! and once with a real SIGKILL.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
@@ -15,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{adp_corpus, corpus_std_files, sample_data, trajkit, tree, valid_v15};
+use crate::common::{adp_corpus, corpus_std_files, sample_data, trajkit, tree, valid_v15};
 
 const HOOK: &str = "TRAJKIT_TEST_ABORT_AFTER_RECORDS";
 const COMMIT_HOOK: &str = trajkit::engine::output::ABORT_IN_COMMIT;

@@ -1,11 +1,9 @@
 //! Claude Code sessions: lines of one response merged, the main chain followed, tool results
 //! linked; interleaved responses, unknown results and bad lines diagnosed.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::{agent_logs, convert, sample_data, step_classes, trajkit, validate_adp};
+use crate::common::{agent_logs, convert, sample_data, step_classes, trajkit, validate_adp};
 use serde_json::{json, Value};
 
 fn session_file() -> PathBuf {

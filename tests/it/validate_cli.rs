@@ -1,9 +1,7 @@
 //! `trajkit validate` from the command line: exit codes, one diagnostic per problem at the right
 //! pointer, reporters, rejects.
 
-mod common;
-
-use common::{json_lines, trajkit, valid_v15};
+use crate::common::{self, json_lines, trajkit, valid_v15};
 use serde_json::{json, Value};
 
 /// Validates one record given on stdin and returns (exit code, JSON diagnostics).

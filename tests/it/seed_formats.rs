@@ -1,11 +1,9 @@
 //! The seed formats (memabra, Reflexion): conversion of the bundled samples and the real
 //! Reflexion example, edge cases, raw-schema validation and auto-detection.
 
-mod common;
-
 use std::path::PathBuf;
 
-use common::{convert, json_lines, sample_data, step_classes, trajkit, validate_adp};
+use crate::common::{self, convert, json_lines, sample_data, step_classes, trajkit, validate_adp};
 use serde_json::{json, Value};
 
 fn seeds() -> Option<PathBuf> {

@@ -1,5 +1,4 @@
-//! Helpers shared by the integration tests.
-#![allow(dead_code)]
+//! Helpers shared by the integration tests (the `common` module of `tests/it/main.rs`).
 
 use std::path::{Path, PathBuf};
 

@@ -1,12 +1,10 @@
 //! Bad input never panics or hangs: each case gets a clear diagnostic naming file, line and
 //! rule, a non-zero exit code, and the rest of the input is still processed.
 
-mod common;
-
 use std::fs;
 use std::path::Path;
 
-use common::{json_lines, trajkit, valid_v15};
+use crate::common::{json_lines, trajkit, valid_v15};
 
 /// Runs `validate --report json` on `path`, returning (exit code, diagnostics, stderr).
 fn validate_file(path: &Path, extra: &[&str]) -> (i32, Vec<serde_json::Value>, String) {

@@ -1,13 +1,11 @@
 //! `trajkit run --partition I/N` and `trajkit merge-manifests`: partitioned runs merged give the
 //! rows of one run; globs in `[[input]] path`.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
 
-use common::{adp_corpus, sample_data, sample_pipeline, trajkit};
+use crate::common::{adp_corpus, sample_data, sample_pipeline, trajkit};
 use serde_json::Value;
 
 fn s(p: &Path) -> String {

@@ -1,9 +1,7 @@
 //! OpenAI chat and ShareGPT: the bundled samples, malformed chats, and corpus raw samples of
 //! these families (toucan_1_5m must match ADP's own step structure).
 
-mod common;
-
-use common::{adp_corpus, convert, sample_data, step_classes, validate_adp};
+use crate::common::{adp_corpus, convert, sample_data, step_classes, validate_adp};
 use serde_json::{json, Value};
 
 #[test]

@@ -1,12 +1,10 @@
 //! aiwg Ralph episodic-memory directories: one trajectory per attempt, reflections attached by
 //! attempt, malformed files reported with file and line, links out of the root refused.
 
-mod common;
-
 use std::fs;
 use std::path::Path;
 
-use common::{json_lines, sample_data, trajkit};
+use crate::common::{self, json_lines, sample_data, trajkit};
 use serde_json::Value;
 
 /// Copies `sample_data/ralph` into a temporary directory to mutate it.

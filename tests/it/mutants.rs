@@ -8,13 +8,11 @@
 //! `TRAJKIT_MUTANTS=500 TRAJKIT_MUTANTS_SEED=$RANDOM` (docs/fuzzing.md). A failing mutant is
 //! saved under `target/mutants-failures/` with the command that reproduces it.
 
-mod common;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{copy_dir, sample_data, trajkit};
+use crate::common::{self, copy_dir, sample_data, trajkit};
 
 /// How long one conversion of a small mutant may take before it counts as a hang.
 const TIME_BOUND: Duration = Duration::from_secs(15);

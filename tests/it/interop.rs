@@ -5,12 +5,10 @@
 //! The Python comes from `TRAJKIT_PYTHON` (`.ci/run` makes a virtual environment with the four
 //! libraries and sets it). Without it the test is skipped on a laptop and fails in CI.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{adp_corpus, converted_samples, corpus_std_files, trajkit};
+use crate::common::{adp_corpus, converted_samples, corpus_std_files, trajkit};
 
 fn python() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("TRAJKIT_PYTHON") {

@@ -2,15 +2,13 @@
 //! command writing the same output, a full disk, a failing rejects file, pipelines whose
 //! exports overlap, temporary files that a killed command left.
 
-mod common;
-
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{sample_data, trajkit, valid_v15};
+use crate::common::{self, sample_data, trajkit, valid_v15};
 
 /// Names of the files under `dir` (recursively), relative to it, sorted.
 fn names(dir: &Path) -> Vec<String> {

@@ -1,0 +1,36 @@
+//! The integration tests, linked into one binary (one link against the library instead of one
+//! per file): a module per area, the shared helpers in `common`. Run one area with
+//! `cargo test --release --test it AREA::`, e.g. `cargo test --release --test it mutants::`.
+//!
+//! Every test runs the `trajkit` binary or calls the library without touching process-wide
+//! state (environment, current directory, signal handlers): test hooks such as
+//! `TRAJKIT_TEST_ABORT_AFTER_RECORDS` go into the child command's environment only, so the
+//! areas can share this process and its test threads. Keep it that way.
+//!
+//! Fixtures stay outside this folder: `tests/fixtures/` and `tests/interop/check.py`, found
+//! from `CARGO_MANIFEST_DIR`.
+
+mod common;
+
+mod atif;
+mod bad_input;
+mod chat_formats;
+mod claude_code;
+mod convert_cli;
+mod corpus;
+mod export;
+mod interop;
+mod join;
+mod ledgermind;
+mod mutants;
+mod parquet;
+mod partition;
+mod ralph;
+mod resume;
+mod robust_frame;
+mod robust_outputs;
+mod run;
+mod seed_formats;
+mod specs;
+mod swe_openhands;
+mod validate_cli;

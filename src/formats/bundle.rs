@@ -41,7 +41,7 @@ impl FileBundle {
                 None => match strict::parse_value(&record.bytes) {
                     Ok(value) => Some(value),
                     Err(ParseError::Rule(p)) => {
-                        record.error = Some(FrameError::Json(p));
+                        record.error = Some(FrameError::Json(Box::new(p)));
                         None
                     }
                     Err(ParseError::Syntax(_)) => None,

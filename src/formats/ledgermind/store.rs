@@ -630,7 +630,7 @@ fn index_frames(frames: &[Frame], check: EventCheck<'_>, input: &Arc<str>) -> Pa
 /// the error to reject it with when it is not a valid event (`None`: it is not JSON).
 fn slow_check(bytes: &[u8], check: EventCheck<'_>) -> Result<Value, Option<FrameError>> {
     let value = strict::parse_value(bytes).map_err(|e| match e {
-        ParseError::Rule(p) => Some(FrameError::Json(p)),
+        ParseError::Rule(p) => Some(FrameError::Json(Box::new(p))),
         ParseError::Syntax(_) => None,
     })?;
     let problems = if value.is_object() {

@@ -210,7 +210,7 @@ fn read_jsonl(path: &Path) -> io::Result<Lines> {
             Err(ParseError::Rule(p)) => bad.push(BadLine {
                 line: n,
                 text: String::from_utf8_lossy(line).into_owned(),
-                error: FrameError::Json(p),
+                error: FrameError::Json(Box::new(p)),
             }),
             Err(ParseError::Syntax(e)) => bad.push(BadLine {
                 line: n,

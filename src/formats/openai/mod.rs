@@ -134,15 +134,15 @@ fn images_of(content: &Node) -> Vec<String> {
         .into_iter()
         .flatten()
         .filter_map(image_url)
+        .map(str::to_owned)
         .collect()
 }
 
-/// The URL of an image part.
-fn image_url(part: &Node) -> Option<String> {
+/// The URL of an image part (borrowed: [`unmapped_parts`] only asks whether there is one).
+fn image_url<'n>(part: &'n Node<'_>) -> Option<&'n str> {
     part["image_url"]["url"]
         .as_str()
         .or(part["image_url"].as_str())
-        .map(str::to_owned)
 }
 
 /// The steps of a chat, or the pointer and reason of the first message that cannot be mapped.

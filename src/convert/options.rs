@@ -91,22 +91,18 @@ impl FormatOptions {
             .map_or(option.default, |&(_, v)| v)
     }
 
-    /// The value of a boolean `option` (its default if the option is not boolean, which the
-    /// type check of [`FormatOptions::set`] rules out).
+    /// The value of a boolean `option` (`false` for an option of another type: a format asks
+    /// for its own options by their declared type, and [`FormatOptions::set`] keeps the type).
     pub fn bool(&self, option: &FormatOption) -> bool {
-        match (self.get(option), option.default) {
-            (OptionValue::Bool(b), _) => b,
-            (_, OptionValue::Bool(d)) => d,
-            _ => false,
-        }
+        matches!(self.get(option), OptionValue::Bool(true))
     }
 
-    /// The value of an integer `option` (see [`FormatOptions::bool`]).
+    /// The value of an integer `option` (0 for an option of another type, as for
+    /// [`FormatOptions::bool`]).
     pub fn int(&self, option: &FormatOption) -> i64 {
-        match (self.get(option), option.default) {
-            (OptionValue::Int(i), _) => i,
-            (_, OptionValue::Int(d)) => d,
-            _ => 0,
+        match self.get(option) {
+            OptionValue::Int(i) => i,
+            OptionValue::Bool(_) => 0,
         }
     }
 }

@@ -1,10 +1,11 @@
 //! Enums of named choices, as options and pipeline keys spell them.
 
-/// Defines an enum of command-line choices with their names (`name()`, `FromStr`); `$what`
-/// names the choice in the error for an unknown name. Used by the join's policies, export's
-/// options and partitions.
+/// Defines an enum of named choices: `name()`, `FromStr` and `Display` by name, serde as the
+/// name (so a pipeline key and a flag read the same words), and `Default` when a
+/// `default = Variant` follows `$what`. `$what` names the choice in the error for an unknown
+/// name. Used by the join's policies, export's options and partitions.
 macro_rules! choice {
-    ($(#[$doc:meta])* $name:ident, $what:literal { $($(#[$vdoc:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+    ($(#[$doc:meta])* $name:ident, $what:literal $(, default = $default:ident)? { $($(#[$vdoc:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         pub enum $name {
@@ -20,6 +21,14 @@ macro_rules! choice {
             }
         }
 
+        $(
+            impl Default for $name {
+                fn default() -> Self {
+                    $name::$default
+                }
+            }
+        )?
+
         impl std::str::FromStr for $name {
             type Err = String;
             fn from_str(s: &str) -> Result<Self, String> {
@@ -33,7 +42,36 @@ macro_rules! choice {
                 }
             }
         }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.name())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                $crate::choice::from_name(d)
+            }
+        }
     };
 }
 
 pub(crate) use choice;
+
+/// Deserializes a value written as its name (`FromStr`); an unknown name is an error that
+/// says which names are known.
+pub fn from_name<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: std::str::FromStr<Err = String>,
+{
+    let text = <String as serde::Deserialize>::deserialize(d)?;
+    text.parse().map_err(serde::de::Error::custom)
+}

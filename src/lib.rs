@@ -5,6 +5,9 @@
 //! layer over it. Its layers, each using only those below it (docs/development.md, "Layout"):
 //!
 //! - [`commands`]: convert, validate, join, export, run, stats: stages composed over the engine;
+//! - [`config`]: the pipeline file and each stage's options, as typed structs checked in one
+//!   place (`trajkit run` and any other front end load a pipeline with
+//!   [`config::pipeline::load`] and run it with [`commands::run::file`]);
 //! - [`formats`]: the input formats, one folder each, and their registry;
 //! - the stages: [`convert`] (what a format implements, checking and writing what it makes),
 //!   [`join`], [`export`], and [`validate`] (schemas, checks, diagnostics, reporters);
@@ -15,6 +18,7 @@
 
 pub mod choice;
 pub mod commands;
+pub mod config;
 pub mod convert;
 pub mod engine;
 pub mod export;

@@ -1,18 +1,14 @@
 //! The pipeline-file loader: the fuzz bytes as `pipeline.toml` beside a copy of `sample_data/`
-//! (so that its paths resolve), checked as `trajkit run --check` does. The loader is still part
-//! of the command line, so this target compiles the command-line modules themselves; it will
-//! call the library once the loader moves there.
+//! (so that its paths resolve), loaded and checked as `trajkit run --check` does, and its
+//! effective configuration printed as `run --print-config` does.
 #![no_main]
-
-#[allow(dead_code, unused_imports)]
-#[path = "../../src/cli/mod.rs"]
-mod cli;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use clap::Parser;
 use libfuzzer_sys::fuzz_target;
+use trajkit::commands::run::file::check;
+use trajkit::config::pipeline::parse;
 use trajkit_fuzz::scratch;
 
 /// A copy of `sample_data/` in the scratch directory, made once.
@@ -42,12 +38,13 @@ fn copy(from: &Path, to: &Path) {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let path = samples().join("pipeline.toml");
-    if std::fs::write(&path, data).is_err() {
+    let Ok(text) = std::str::from_utf8(data) else {
         return;
-    }
+    };
+    let path = samples().join("pipeline.toml");
     let path = path.to_str().expect("UTF-8 path");
-    if let Ok(cli) = cli::Cli::try_parse_from(["trajkit", "-q", "run", "--check", path]) {
-        let _ = cli.run();
+    if let Ok(pipeline) = parse(path, text) {
+        let _ = check(&pipeline, None);
+        let _ = pipeline.effective_toml();
     }
 });

@@ -5,11 +5,12 @@ use std::io;
 use std::time::Instant;
 
 use clap::Args;
+use trajkit::commands::inputs::expand;
+use trajkit::config::ConfigError;
 use trajkit::engine::output::{warn, Lock, LockError, Stderr};
 use trajkit::engine::partition::Partition;
 use trajkit::engine::pipeline::{PipelineError, RunOptions};
 use trajkit::engine::rejects::RejectsWriter;
-use trajkit::ingest::inputs::expand_inputs_with;
 use trajkit::validate::report::{reporter, ReportFormat, Reporter, ValidationSummary};
 use trajkit::validate::Diagnostic;
 
@@ -63,6 +64,14 @@ impl GlobalArgs {
         Bar::new(inputs, what, !(self.quiet || self.no_progress))
     }
 
+    /// Prints `trajkit: MESSAGE` to stderr unless quiet: what the library notices on the way
+    /// (a detected format, a directory entry skipped).
+    pub fn notice(&self, message: &str) {
+        if !self.quiet {
+            warn(format_args!("trajkit: {message}"));
+        }
+    }
+
     /// Prints a summary line to stderr unless quiet.
     pub fn summary(&self, line: fmt::Arguments<'_>) {
         if !self.quiet {
@@ -101,6 +110,15 @@ impl CliError {
 impl From<PipelineError> for CliError {
     fn from(e: PipelineError) -> Self {
         CliError::io(e)
+    }
+}
+
+impl From<ConfigError> for CliError {
+    fn from(e: ConfigError) -> Self {
+        match e {
+            ConfigError::Invalid(m) => CliError::usage(m),
+            ConfigError::Io(m) => CliError::io(m),
+        }
     }
 }
 
@@ -145,23 +163,8 @@ pub fn warn_empty<'a>(global: &GlobalArgs, paths: impl IntoIterator<Item = &'a s
 }
 
 /// Expands the inputs (none means stdin), or fails with exit 3 naming the unreadable one.
-pub fn inputs(given: &[String]) -> Result<Vec<String>, CliError> {
-    inputs_with_units(given, &|_| false)
-}
-
-/// [`inputs`], keeping directories for which `is_unit` holds whole.
-pub fn inputs_with_units(
-    given: &[String],
-    is_unit: &dyn Fn(&std::path::Path) -> bool,
-) -> Result<Vec<String>, CliError> {
-    if given.is_empty() {
-        return Ok(vec!["-".to_owned()]);
-    }
-    let expanded = expand_inputs_with(given, is_unit).map_err(CliError::io)?;
-    for w in &expanded.warnings {
-        warn(format_args!("trajkit: warning: {w}"));
-    }
-    Ok(expanded.paths)
+pub fn inputs(given: &[String], global: &GlobalArgs) -> Result<Vec<String>, CliError> {
+    Ok(expand(given, &|_| false, &|m| global.notice(m))?)
 }
 
 /// `N.N MB in N.NN s (N MB/s)` for summaries (kB below a megabyte).

@@ -1,22 +1,20 @@
 //! `trajkit convert`
 
-use std::path::Path;
 use std::time::Instant;
 
 use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
 use trajkit::commands::convert::convert_inputs;
+use trajkit::commands::inputs::plan;
+use trajkit::config::convert::{named_converter, upgrade_options};
 use trajkit::convert::{
     ConvertOptions, Converter, FormatOption, FormatOptions, OptionValue, OutputFormat,
 };
-use trajkit::engine::output::{warn, Output};
-use trajkit::formats::detect::{detect_input, DetectError};
-use trajkit::formats::{self, lookup, path_converter, spec};
-use trajkit::model::upgrade::{DetailsDecode, UpgradeOptions};
+use trajkit::engine::output::Output;
+use trajkit::formats;
 use trajkit::model::AdpVersion;
 
 use super::common::{
-    inputs_with_units, lock_files, rejects_writer, throughput, warn_empty, Capped, CliError,
-    GlobalArgs,
+    lock_files, rejects_writer, throughput, warn_empty, Capped, CliError, GlobalArgs,
 };
 
 /// Convert records of any supported format into ADP trajectories, one compact JSON object per
@@ -127,76 +125,12 @@ impl FromArgMatches for FormatArgs {
     }
 }
 
-/// The converter named by `--spec FILE` or `--from NAME`, or `None` for `auto`.
-pub fn named_converter(
-    from: &str,
-    spec: Option<&str>,
-) -> Result<Option<&'static dyn Converter>, CliError> {
-    Ok(match (spec, from) {
-        (Some(path), _) => Some(spec::load_file(path).map_err(spec_errors)?),
-        (None, "auto") => None,
-        (None, name) => Some(lookup(name).map_err(CliError::usage)?),
-    })
-}
-
-/// The upgrade of `--adp-version` and `--decode-details`.
-pub fn upgrade_options(
-    target: AdpVersion,
-    decode_details: Option<&str>,
-) -> Result<UpgradeOptions, CliError> {
-    let decode_details = match decode_details {
-        None => DetailsDecode::None,
-        Some("*") => DetailsDecode::All,
-        Some(keys) => DetailsDecode::Keys(keys.split(',').map(str::to_owned).collect()),
-    };
-    if decode_details != DetailsDecode::None && !target.has_free_details() {
-        return Err(CliError::usage(format!(
-            "--decode-details needs ADP 1.1.0 or later (details values are strings in {target})"
-        )));
-    }
-    Ok(UpgradeOptions {
-        target,
-        decode_details,
-    })
-}
-
-/// Pairs each input (expanded; directories a format claims stay whole) with its converter:
-/// `named`, or the one detected from its first record (reported on stderr unless quiet).
-pub fn plan_inputs(
-    given: &[String],
-    named: Option<&'static dyn Converter>,
-    global: &GlobalArgs,
-) -> Result<Vec<(String, &'static dyn Converter)>, CliError> {
-    let claimant = |p: &Path| match named {
-        Some(c) => c.claims_path(p).then_some(c),
-        None => path_converter(p),
-    };
-    let mut plan = Vec::new();
-    for input in inputs_with_units(given, &|p| claimant(p).is_some())? {
-        let converter = match (claimant(Path::new(&input)), named) {
-            (Some(c), _) | (None, Some(c)) => c,
-            (None, None) => detect_input(&input).map_err(|e| match e {
-                DetectError::Read { .. } => CliError::io(e),
-                _ => CliError::usage(e.to_string()),
-            })?,
-        };
-        if named.is_none() && !global.quiet {
-            warn(format_args!(
-                "trajkit: {input}: detected {}",
-                converter.name()
-            ));
-        }
-        plan.push((input, converter));
-    }
-    Ok(plan)
-}
-
 /// Runs `convert`.
 pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     let named = named_converter(&args.from, args.spec.as_deref())?;
     let to = output_format(&args.to, args.adp_version)?;
     let upgrade = upgrade_options(args.adp_version, args.decode_details.as_deref())?;
-    let plan = plan_inputs(&args.inputs, named, global)?;
+    let plan = plan(&args.inputs, named, &|m| global.notice(m))?;
     let inputs: Vec<String> = plan.iter().map(|(p, _)| p.clone()).collect();
     let _locks = lock_files([Some(args.output.as_str()), args.rejects.as_deref()])?;
     let output = Output::create(&args.output)
@@ -249,13 +183,4 @@ fn output_format(name: &str, version: AdpVersion) -> Result<OutputFormat, CliErr
             )))
         }
     }
-}
-
-/// A spec that does not load is a usage error listing every problem.
-fn spec_errors(errors: Vec<spec::SpecError>) -> CliError {
-    let lines: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
-    CliError::usage(format!(
-        "the converter spec is invalid:\n{}",
-        lines.join("\n")
-    ))
 }

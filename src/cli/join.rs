@@ -4,15 +4,14 @@ use std::time::Instant;
 
 use clap::Args;
 use trajkit::commands::join::join_inputs;
+use trajkit::config::join::JoinConfig;
 use trajkit::engine::output::Output;
-use trajkit::formats::{side_format, side_formats};
-use trajkit::join::{
-    Conflicts, Duplicates, GenericFields, IndexError, Join, JoinPolicies, JoinRunOptions,
-    JoinSummary, KeyExpr, Orphans, SideFormat, SideFrom, SideIndex, SideSet, SideSpec, Unmatched,
-};
+use trajkit::formats::side_formats;
+use trajkit::join::{IndexError, JoinRunOptions, JoinSummary, Orphans};
 use trajkit::model::upgrade::UpgradeOptions;
 use trajkit::model::AdpVersion;
 use trajkit::validate::report::Reporter;
+use trajkit::validate::Diagnostic;
 
 use super::common::{
     inputs, lock_files, rejects_writer, throughput, warn_empty, Capped, CliError, GlobalArgs,
@@ -26,65 +25,9 @@ use super::common::{
 pub struct JoinArgs {
     /// ADP trajectory files or directories; none or `-` reads stdin.
     pub inputs: Vec<String>,
-    /// Side files of reflections (JSON lines or a JSON array; .gz/.zst read).
-    #[arg(long, num_args = 1.., value_name = "FILE")]
-    pub reflections: Vec<String>,
-    /// Format of the --reflections files.
-    #[arg(long, default_value = "generic", value_name = "FORMAT", value_parser = side_format)]
-    pub reflections_from: SideFrom,
-    /// Side files of rewards.
-    #[arg(long, num_args = 1.., value_name = "FILE")]
-    pub rewards: Vec<String>,
-    /// Format of the --rewards files.
-    #[arg(long, default_value = "generic", value_name = "FORMAT", value_parser = side_format)]
-    pub rewards_from: SideFrom,
-    /// Key of a generic side record (pointer, field path or template).
-    #[arg(long, value_name = "EXPR")]
-    pub key: Option<KeyExpr>,
-    /// Key of a --reflections record, instead of its format's (or --key).
-    #[arg(long, value_name = "EXPR")]
-    pub reflections_key: Option<KeyExpr>,
-    /// Key of a --rewards record, instead of its format's (or --key).
-    #[arg(long, value_name = "EXPR")]
-    pub rewards_key: Option<KeyExpr>,
-    /// Key of a trajectory: `id` (the default of most side formats), a details path or a
-    /// template (`trajectory_key_help()` names the formats).
-    #[arg(long, value_name = "EXPR", help = trajectory_key_help())]
-    pub trajectory_key: Option<KeyExpr>,
-    /// Generic: the reward (a number, or a boolean read as 1.0 / 0.0).
-    #[arg(long, value_name = "POINTER")]
-    pub value: Option<String>,
-    /// Generic: reward components (an object of numbers).
-    #[arg(long, value_name = "POINTER")]
-    pub components: Option<String>,
-    /// Generic: the outcome (success, partial_success, failure, timeout, unknown, or a
-    /// boolean read as success / failure).
-    #[arg(long, value_name = "POINTER")]
-    pub outcome: Option<String>,
-    /// Generic: per-step rewards (a list with a number or null per step, or of
-    /// {"step": i, "reward": r}).
-    #[arg(long, value_name = "POINTER")]
-    pub step_rewards: Option<String>,
-    /// Generic: a reflection's text.
-    #[arg(long, value_name = "POINTER")]
-    pub text: Option<String>,
-    /// Attach the reflections of the previous N iterations of the same loop as
-    /// `details.prior_reflections` (`memory_window_help()` names the side formats with loops).
-    #[arg(long, default_value_t = 0, value_name = "N", help = memory_window_help())]
-    pub memory_window: usize,
-    /// A trajectory no side record matches: keep, drop or reject.
-    #[arg(long, default_value = "keep", value_name = "POLICY")]
-    pub unmatched: Unmatched,
-    /// A side record no trajectory matches: report (warnings) or reject (to --rejects, exit 1).
-    #[arg(long, default_value = "report", value_name = "POLICY")]
-    pub orphans: Orphans,
-    /// Several side records with one key: first, last, all, or error.
-    #[arg(long, default_value = "all", value_name = "POLICY")]
-    pub duplicates: Duplicates,
-    /// Two different values for one reward, component, outcome or step reward: error (reject
-    /// the trajectory), keep (the value already there) or replace.
-    #[arg(long, default_value = "error", value_name = "POLICY")]
-    pub conflicts: Conflicts,
+    /// What to attach, from where, by which keys, under which policies.
+    #[command(flatten)]
+    pub config: JoinConfig,
     /// ADP version to write: 1.5.0 (default) down to 1.1.0 (older versions hold no JSON in
     /// details).
     #[arg(long, default_value = "1.5.0", value_name = "VERSION")]
@@ -119,43 +62,6 @@ fn long_about() -> String {
     )
 }
 
-/// The help of `--trajectory-key`, naming the side formats whose trajectory key is not `id`.
-fn trajectory_key_help() -> String {
-    let others = listed(|f| f.trajectory_keys() != ["id"]);
-    let default = if others.is_empty() {
-        "the default".to_owned()
-    } else {
-        format!("the default for every format but {others}")
-    };
-    format!(
-        "Key of a trajectory: `id` ({default}), a details path \
-         (`/details/source/native_ids/task_id`) or a template"
-    )
-}
-
-/// The help of `--memory-window`, naming the side formats whose records have loops.
-fn memory_window_help() -> String {
-    format!(
-        "Attach the reflections of the previous N iterations of the same loop as \
-         `details.prior_reflections` ({} side files)",
-        listed(|f| f.window().is_some())
-    )
-}
-
-/// The names of the registry's side formats that `pick` picks, as prose (`a, b and c`).
-fn listed(pick: impl Fn(&dyn SideFormat) -> bool) -> String {
-    let names: Vec<&str> = side_formats()
-        .filter_map(|s| match s {
-            SideFrom::Format(f) if pick(f) => Some(f.name()),
-            _ => None,
-        })
-        .collect();
-    match names.split_last() {
-        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
-        _ => names.concat(),
-    }
-}
-
 /// Shown after the options (kept out of the doc comment, which clap re-wraps).
 const EXAMPLES: &str = "Examples:
   trajkit join std.jsonl --reflections loop.jsonl --reflections-from reflexion \\
@@ -165,116 +71,32 @@ const EXAMPLES: &str = "Examples:
   trajkit join attempts.jsonl --reflections mem/tasks/*/reflections.jsonl \\
       --reflections-from ralph -o out.jsonl";
 
-fn side_set(
-    name: &str,
-    files: &[String],
-    from: SideFrom,
-    key: Option<&KeyExpr>,
-    args: &JoinArgs,
-) -> Result<Option<SideSet>, CliError> {
-    if files.is_empty() {
-        return Ok(None);
+/// The side files' problems, shown on stderr: exit 1.
+pub fn side_file_problems(problems: &[Diagnostic], global: &GlobalArgs) -> CliError {
+    let mut shown = Capped::stderr(global);
+    let listed = problems
+        .iter()
+        .try_for_each(|d| shown.diagnostic(d))
+        .and_then(|()| shown.finish(&Default::default()));
+    if let Err(e) = listed {
+        return CliError::io(e);
     }
-    let generic = matches!(from, SideFrom::Generic);
-    let fields = if generic {
-        GenericFields {
-            reward: args.value.clone(),
-            components: args.components.clone(),
-            outcome: args.outcome.clone(),
-            step_rewards: args.step_rewards.clone(),
-            text: args.text.clone(),
-        }
-    } else {
-        GenericFields::default()
-    };
-    let key = key.or(if generic { args.key.as_ref() } else { None });
-    let spec = SideSpec::new(from, key.cloned(), args.trajectory_key.clone(), fields)
-        .map_err(|e| CliError::usage(format!("--{name}: {e}")))?;
-    Ok(Some(SideSet {
-        name: name.to_owned(),
-        spec,
-        files: files.to_vec(),
-    }))
-}
-
-/// The side sets of the join's options (no file is read), or why they are wrong.
-pub fn side_sets(args: &JoinArgs) -> Result<Vec<SideSet>, CliError> {
-    let sets: Vec<SideSet> = [
-        side_set(
-            "reflections",
-            &args.reflections,
-            args.reflections_from,
-            args.reflections_key.as_ref(),
-            args,
-        )?,
-        side_set(
-            "rewards",
-            &args.rewards,
-            args.rewards_from,
-            args.rewards_key.as_ref(),
-            args,
-        )?,
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
-    if sets.is_empty() {
-        return Err(CliError::usage(
-            "nothing to join: give --reflections FILE... and/or --rewards FILE...",
-        ));
+    CliError {
+        code: 1,
+        message: format!(
+            "{} problem(s) in the side files (listed above); nothing was written",
+            problems.len()
+        ),
     }
-    Ok(sets)
 }
 
-/// Reads and indexes the side files of `sets` and makes the join of `args`; problems in the
-/// side files are listed on stderr and fail with exit 1.
-pub fn build_join(
-    args: &JoinArgs,
-    sets: Vec<SideSet>,
-    global: &GlobalArgs,
-) -> Result<Join, CliError> {
-    let index = match SideIndex::build(sets, args.duplicates, global.max_record_bytes) {
-        Ok(i) => i,
-        Err(IndexError::Invalid(problems)) => {
-            let mut shown = Capped::stderr(global);
-            for d in &problems {
-                shown.diagnostic(d).map_err(CliError::io)?;
-            }
-            shown.finish(&Default::default()).map_err(CliError::io)?;
-            return Err(CliError {
-                code: 1,
-                message: format!(
-                    "{} problem(s) in the side files (listed above); nothing was written",
-                    problems.len()
-                ),
-            });
-        }
-        Err(e) => return Err(CliError::io(e)),
-    };
-    Ok(Join {
-        index,
-        policies: JoinPolicies {
-            unmatched: args.unmatched,
-            conflicts: args.conflicts,
-            memory_window: args.memory_window,
-        },
-    })
-}
-
-/// The run options of the join of `args`.
-pub fn run_options(args: &JoinArgs, global: &GlobalArgs) -> JoinRunOptions {
-    JoinRunOptions {
-        upgrade: UpgradeOptions {
-            target: args.adp_version,
-            ..UpgradeOptions::default()
-        },
-        run: global.run_options(),
-        orphans: Some(args.orphans),
-        orphan_diagnostics: match (global.quiet, global.verbose) {
-            (true, _) => Some(0),
-            (false, 0) => Some(20),
-            (false, _) => None,
-        },
+/// How many orphans a join reports as warnings: none when quiet, the first 20, or all with
+/// `-v`.
+pub fn orphan_diagnostics(global: &GlobalArgs) -> Option<u64> {
+    match (global.quiet, global.verbose) {
+        (true, _) => Some(0),
+        (false, 0) => Some(20),
+        (false, _) => None,
     }
 }
 
@@ -286,12 +108,13 @@ pub fn run(args: JoinArgs, global: &GlobalArgs) -> Result<u8, CliError> {
             args.adp_version
         )));
     }
-    let sets = side_sets(&args)?;
-    let inputs = inputs(&args.inputs)?;
-    let side_stdin = args
+    let config = &args.config;
+    let sets = config.side_sets()?;
+    let inputs = inputs(&args.inputs, global)?;
+    let side_stdin = config
         .reflections
         .iter()
-        .chain(&args.rewards)
+        .chain(&config.rewards)
         .filter(|f| *f == "-")
         .count();
     if side_stdin + usize::from(inputs.iter().any(|i| i == "-")) > 1 {
@@ -300,7 +123,12 @@ pub fn run(args: JoinArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         ));
     }
     let started = Instant::now();
-    let join = build_join(&args, sets, global)?;
+    let join = config
+        .build(sets, global.max_record_bytes)
+        .map_err(|e| match e {
+            IndexError::Invalid(problems) => side_file_problems(&problems, global),
+            other => CliError::io(other),
+        })?;
     let _locks = lock_files([
         Some(args.output.as_str()),
         args.rejects.as_deref(),
@@ -309,7 +137,15 @@ pub fn run(args: JoinArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     let output = Output::create(&args.output)
         .map_err(|e| CliError::io(format!("cannot create {}: {e}", args.output)))?;
     let rejects = rejects_writer(args.rejects.as_deref())?;
-    let opts = run_options(&args, global);
+    let opts = JoinRunOptions {
+        upgrade: UpgradeOptions {
+            target: args.adp_version,
+            ..UpgradeOptions::default()
+        },
+        run: global.run_options(),
+        orphans: Some(config.orphans),
+        orphan_diagnostics: orphan_diagnostics(global),
+    };
     let bar = global.progress(&inputs, "join");
     let summary = join_inputs(
         &inputs,
@@ -326,7 +162,7 @@ pub fn run(args: JoinArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     if let Some(path) = &args.summary_json {
         write_summary(path, &summary)?;
     }
-    let orphans_rejected = args.orphans == Orphans::Reject && summary.side_orphans > 0;
+    let orphans_rejected = config.orphans == Orphans::Reject && summary.side_orphans > 0;
     Ok(u8::from(summary.rejected > 0 || orphans_rejected))
 }
 

@@ -26,7 +26,7 @@ pub struct StatsArgs {
 
 /// Runs `stats`.
 pub fn run(args: StatsArgs, global: &GlobalArgs) -> Result<u8, CliError> {
-    let inputs = inputs(&args.inputs)?;
+    let inputs = inputs(&args.inputs, global)?;
     let bar = global.progress(&inputs, "stats");
     let stats = stats_inputs(&inputs, &global.run_options(), &bar)?;
     bar.finish();

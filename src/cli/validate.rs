@@ -71,7 +71,7 @@ pub fn run(args: ValidateArgs, global: &GlobalArgs) -> Result<u8, CliError> {
             known.join(", ")
         )));
     };
-    let inputs = inputs(&args.inputs)?;
+    let inputs = inputs(&args.inputs, global)?;
     let _locks = lock_files([args.rejects.as_deref()])?;
     let out = report_output(&args)?;
     let rejects = rejects_writer(args.rejects.as_deref())?;

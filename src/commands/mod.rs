@@ -4,6 +4,7 @@
 
 pub mod convert;
 pub mod export;
+pub mod inputs;
 pub mod join;
 pub mod merge_manifests;
 pub mod run;

@@ -114,7 +114,7 @@ impl Untrainable {
 
 choice!(
     /// Where an action's `description` goes.
-    DescriptionAs, "--description-as value" {
+    DescriptionAs, "--description-as value", default = Text {
         /// Into the assistant's visible text (ADP descriptions are mostly what the agent said).
         Text = "text",
         /// Into the thought, with `reasoning_content`.
@@ -123,14 +123,6 @@ choice!(
         Drop = "drop",
     }
 );
-
-// `choice!` defines the enum, so `Default` cannot be derived on it.
-#[allow(clippy::derivable_impls)]
-impl Default for DescriptionAs {
-    fn default() -> Self {
-        DescriptionAs::Text
-    }
-}
 
 /// Options of [`build`].
 #[derive(Debug, Clone, Default)]

@@ -86,7 +86,7 @@ choice!(
 
 choice!(
     /// Which assistant messages train (`weight`, openai only).
-    TrainOn, "--train-on value" {
+    TrainOn, "--train-on value", default = All {
         /// All of them (no `weight` written).
         All = "all",
         /// Only the last one (`weight` 1 on it, 0 on the others).

@@ -233,6 +233,19 @@ impl std::str::FromStr for KeyExpr {
     }
 }
 
+/// As its text, the way it was written.
+impl serde::Serialize for KeyExpr {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for KeyExpr {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        crate::choice::from_name(d)
+    }
+}
+
 fn parse_field(spec: &str, whole: &str) -> Result<Field, String> {
     let bad = |why: String| format!("key expression {whole:?}: {why}");
     let (path_text, format) = match spec.rsplit_once(':') {

@@ -5,7 +5,7 @@ use crate::choice::choice as policy;
 
 policy!(
     /// A trajectory that no side record matches.
-    Unmatched, "unmatched policy" {
+    Unmatched, "unmatched policy", default = Keep {
         /// Written unchanged (the default).
         Keep = "keep",
         /// Not written; counted as filtered.
@@ -17,7 +17,7 @@ policy!(
 
 policy!(
     /// A side record that no trajectory matched (an orphan).
-    Orphans, "orphan policy" {
+    Orphans, "orphan policy", default = Report {
         /// Counted in the summary, the first ones shown as warnings (the default).
         Report = "report",
         /// Written to the rejects file, and the exit code is 1.
@@ -27,7 +27,7 @@ policy!(
 
 policy!(
     /// Several records of one side set with the same key.
-    Duplicates, "duplicate policy" {
+    Duplicates, "duplicate policy", default = All {
         /// Keep the first (in file order); the others are superseded.
         First = "first",
         /// Keep the last.
@@ -43,7 +43,7 @@ policy!(
 policy!(
     /// Two different values for one slot (a reward, a reward component, the outcome, a step's
     /// reward): from two side records, or from a side record and the trajectory itself.
-    Conflicts, "conflict policy" {
+    Conflicts, "conflict policy", default = Error {
         /// Reject the trajectory with a `join-conflict` diagnostic naming both origins (the
         /// default).
         Error = "error",

@@ -10,11 +10,13 @@ use super::side::{Attach, Prepared, SideFormat, WindowKeys};
 
 /// A side format chosen by name (`--reflections-from NAME`): a format's, or the built-in
 /// `generic`, which reads the paths the user declares.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub enum SideFrom {
     /// The side format of an input format, from the formats registry.
     Format(&'static dyn SideFormat),
-    /// `generic`: `--key` and the value paths say everything.
+    /// `generic`: `--key` and the value paths say everything. The default of `join` and of a
+    /// `[[join]]` table that names no format.
+    #[default]
     Generic,
 }
 
@@ -33,6 +35,20 @@ impl SideFrom {
             SideFrom::Format(f) => f.help(),
             SideFrom::Generic => generic::HELP,
         }
+    }
+}
+
+impl std::fmt::Display for SideFrom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// As its name. Reading a name needs the formats registry, which sits above the join:
+/// `config::join` does that.
+impl serde::Serialize for SideFrom {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
     }
 }
 

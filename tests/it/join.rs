@@ -972,3 +972,30 @@ fn templates_with_integer_padding_key_ralph_style_ids() {
         "task-002/attempt-001"
     );
 }
+
+/// `--key` and the value paths read generic side files; with only side sets of a format of
+/// their own they would be ignored, so they are refused instead.
+#[test]
+fn generic_options_without_a_generic_side_set_are_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let side = dir.path().join("rewards.jsonl");
+    fs::write(&side, "{}\n").expect("side");
+    let trajectories = dir.path().join("t.jsonl");
+    fs::write(&trajectories, "").expect("trajectories");
+    for extra in [&["--value", "/v"][..], &["--key", "/id"]] {
+        let mut args = vec![
+            "--rewards",
+            side.to_str().expect("utf-8"),
+            "--rewards-from",
+            "memabra",
+        ];
+        args.extend(extra);
+        let run = join(&[&trajectories], &args);
+        assert_eq!(run.code, 2, "{extra:?}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("are for generic side files"),
+            "{}",
+            run.stderr
+        );
+    }
+}

@@ -492,3 +492,52 @@ fn bars_are_hidden_when_stderr_is_not_a_terminal() {
         .lines()
         .any(|l| l.starts_with("run: input ") && l.ends_with(" s")));
 }
+
+/// The library loads and runs a pipeline file without the command line, to the same outputs
+/// as `trajkit run` (run.json aside, which holds the pipeline file's path).
+#[test]
+fn the_library_runs_a_pipeline_file_as_the_command_does() {
+    use trajkit::commands::run::file::{Prepared, Request};
+    use trajkit::config::pipeline::load;
+    use trajkit::engine::pipeline::NoProgress;
+    use trajkit::validate::report::{reporter, ReportFormat};
+
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (cli_out, lib_out) = (tmp.path().join("cli"), tmp.path().join("lib"));
+    for out in [&cli_out, &lib_out] {
+        fs::create_dir_all(out).expect("out");
+        fs::write(out.join("p.toml"), sample_pipeline(out, "")).expect("pipeline");
+    }
+    trajkit()
+        .args(["-q", "run"])
+        .arg(cli_out.join("p.toml"))
+        .assert()
+        .code(0);
+    let pipeline = load(&s(&lib_out.join("p.toml"))).expect("the pipeline loads");
+    let prepared = Prepared::new(&pipeline, Request::default(), &|_| {}).expect("prepared");
+    let outcome = prepared
+        .run(
+            &NoProgress,
+            reporter(ReportFormat::Human, Box::new(std::io::sink())),
+        )
+        .expect("the run");
+    assert!(!outcome.exceeded);
+    assert_eq!(outcome.summary.records, 26);
+    // The outputs stay locked while the run is kept.
+    drop(prepared);
+    let files = |dir: &Path| -> BTreeMap<String, Vec<u8>> {
+        common::tree(dir)
+            .into_iter()
+            .filter(|(name, _)| !name.ends_with("run.json") && !name.ends_with(".toml"))
+            .collect()
+    };
+    let (lib, cli) = (files(&lib_out), files(&cli_out));
+    assert_eq!(
+        lib.keys().collect::<Vec<_>>(),
+        cli.keys().collect::<Vec<_>>()
+    );
+    for (name, bytes) in &lib {
+        assert!(cli.get(name) == Some(bytes), "{name} differs");
+    }
+    assert!(lib.keys().any(|k| k.starts_with("parquet/data/")));
+}

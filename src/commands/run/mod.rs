@@ -31,6 +31,7 @@
 //! Every run keeps a [`journal`] of checkpoints (at input boundaries and shard starts), from
 //! which `--resume` restarts a killed run to the same output bytes.
 
+pub mod file;
 pub mod journal;
 pub mod summary;
 

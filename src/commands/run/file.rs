@@ -1,0 +1,359 @@
+//! Running a pipeline file: what `trajkit run` does between reading the file and printing the
+//! summary, for any front end.
+//!
+//! [`Prepared::new`] checks what the file names (converters, converter specs, join keys,
+//! export options, outputs that would collide), locks every output, expands the inputs and
+//! reads the side files; [`Prepared::run`] makes the one streaming pass and commits the
+//! outputs. [`check`] is the first half without locking or reading anything (`run --check`).
+
+use std::path::PathBuf;
+
+use serde_json::{json, Value};
+
+use super::journal::{identity, JournalOptions};
+use super::{run_plan, ExportTarget, JoinStage, Plan, RunError, RunSummary};
+use crate::config::convert::{named_converter, upgrade_options};
+use crate::config::pipeline::Pipeline;
+use crate::config::ConfigError;
+use crate::convert::{ConvertOptions, Converter, OutputFormat};
+use crate::engine::output::{Lock, LockError};
+use crate::engine::partition::{Partition, PartitionBy};
+use crate::engine::pipeline::{Progress, RunOptions};
+use crate::ingest::inputs::expand_glob;
+use crate::join::{IndexError, JoinRunOptions, Orphans, SideSet};
+use crate::model::upgrade::UpgradeOptions;
+use crate::validate::report::Reporter;
+use crate::validate::Diagnostic;
+
+/// How a pipeline is run: the choices a pipeline file does not hold.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    /// The maximum reject rate, instead of `[validate] max_reject_rate`.
+    pub max_reject_rate: Option<f64>,
+    /// Finish a killed run from its journal.
+    pub resume: bool,
+    /// The partition to make, if any.
+    pub partition: Option<Partition>,
+    /// The runner's options (the record size limit).
+    pub run: RunOptions,
+    /// How many orphan warnings each join reports (`None`: all).
+    pub orphan_diagnostics: Option<u64>,
+}
+
+/// Why a pipeline could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum FileRunError {
+    /// The pipeline, or what it names, cannot work.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The side files of a join hold records that cannot be attached; nothing was written.
+    #[error("{} problem(s) in the side files; nothing was written", .0.len())]
+    SideFiles(Vec<Diagnostic>),
+    /// Another process writes an output.
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    /// The pass failed.
+    #[error(transparent)]
+    Run(#[from] RunError),
+}
+
+/// The converter of each `[[input]]` and the side sets of each `[[join]]`: what the file names,
+/// checked without reading any input.
+struct Checked {
+    upgrade: UpgradeOptions,
+    named: Vec<Option<&'static dyn Converter>>,
+    sets: Vec<Vec<SideSet>>,
+}
+
+fn checked(p: &Pipeline, partition: Option<&Partition>) -> Result<Checked, ConfigError> {
+    let upgrade = upgrade_options(p.adp_version, p.decode_details.as_deref())?;
+    let named = p
+        .inputs
+        .iter()
+        .map(|i| named_converter(&i.format, i.spec.as_deref()))
+        .collect::<Result<_, _>>()?;
+    let mut sets = Vec::new();
+    for (i, j) in p.joins.iter().enumerate() {
+        if partition.is_some() && j.orphans == Orphans::Reject {
+            return Err(p.stage_error(
+                "join",
+                i,
+                ConfigError::Invalid(
+                    "not supported yet: orphans = \"reject\" with --partition (a partition \
+                     sees its share of the trajectories, so it cannot tell which side records \
+                     no partition uses)"
+                        .into(),
+                ),
+            ));
+        }
+        sets.push(j.side_sets().map_err(|e| p.stage_error("join", i, e))?);
+    }
+    p.check_outputs()?;
+    Ok(Checked {
+        upgrade,
+        named,
+        sets,
+    })
+}
+
+/// Checks everything the pipeline names without reading an input or writing anything: the
+/// converters and converter specs, the joins' keys, the exports' options (their tool and
+/// system-prompt files are read) and outputs that would collide.
+pub fn check(p: &Pipeline, partition: Option<&Partition>) -> Result<(), ConfigError> {
+    checked(p, partition)?;
+    for (i, e) in p.exports.iter().enumerate() {
+        e.options(&[], RunOptions::default())
+            .map_err(|err| p.stage_error("export", i, err))?;
+    }
+    Ok(())
+}
+
+/// A pipeline ready to run: outputs locked, inputs expanded, side files read.
+pub struct Prepared<'p> {
+    pipeline: &'p Pipeline,
+    request: Request,
+    plan: Vec<(String, &'static dyn Converter)>,
+    share: Vec<(String, &'static dyn Converter)>,
+    convert: ConvertOptions,
+    joins: Vec<JoinStage>,
+    exports: Vec<ExportTarget>,
+    rejects: Option<String>,
+    max_reject_rate: f64,
+    _locks: Vec<Lock>,
+}
+
+/// The outcome of a run: its summary, and whether it rejected more than the maximum rate.
+pub struct Outcome {
+    /// What the run read, wrote and rejected.
+    pub summary: RunSummary,
+    /// The maximum reject rate the run was held to.
+    pub max_reject_rate: f64,
+    /// Rejected records over records read exceed the maximum (the outputs are written).
+    pub exceeded: bool,
+}
+
+impl<'p> Prepared<'p> {
+    /// Checks `p` as [`check`] does, locks its outputs (another process writing one is
+    /// refused), expands its inputs (detecting their formats; each detection and skipped
+    /// entry goes to `notice`) and reads its side files.
+    pub fn new(
+        p: &'p Pipeline,
+        request: Request,
+        notice: &dyn Fn(&str),
+    ) -> Result<Prepared<'p>, FileRunError> {
+        let partition = request.partition;
+        let Checked {
+            upgrade,
+            named,
+            sets,
+        } = checked(p, partition.as_ref())?;
+        if let Some(r) = request.max_reject_rate.filter(|r| !(0.0..=1.0).contains(r)) {
+            return Err(ConfigError::Invalid(format!(
+                "the maximum reject rate {r} is not a fraction between 0 and 1"
+            ))
+            .into());
+        }
+        if request.resume && p.rejects.as_deref() == Some("-") {
+            return Err(ConfigError::Invalid(
+                "not supported yet: --resume with the rejects written to stdout".into(),
+            )
+            .into());
+        }
+        // Each partition writes its own rejects file and run.json (stdout stays stdout).
+        let rejects = p.rejects.as_deref().map(|r| tagged(partition.as_ref(), r));
+        // Every output is locked for the whole run, before any input is read: another command
+        // writing one is refused.
+        let mut locks: Vec<Lock> = rejects
+            .as_deref()
+            .map(Lock::file)
+            .transpose()?
+            .into_iter()
+            .flatten()
+            .collect();
+        for e in &p.exports {
+            locks.push(Lock::dir(
+                std::path::Path::new(&e.output),
+                partition.as_ref(),
+            )?);
+        }
+        let mut plan = Vec::new();
+        for (input, conv) in p.inputs.iter().zip(named) {
+            let given = if input.glob {
+                expand_glob(&input.path).map_err(|e| ConfigError::Io(e.to_string()))?
+            } else {
+                vec![input.path.clone()]
+            };
+            plan.extend(super::super::inputs::plan(&given, conv, notice)?);
+        }
+        let all_paths: Vec<String> = plan.iter().map(|(p, _)| p.clone()).collect();
+        let share = match partition {
+            Some(part) if part.by == PartitionBy::Path => plan
+                .iter()
+                .filter(|(path, _)| part.owns(&p.partition_key(path)))
+                .cloned()
+                .collect(),
+            _ => plan.clone(),
+        };
+        let mut exports = Vec::new();
+        for (i, e) in p.exports.iter().enumerate() {
+            // Every partition records every input, so their options agree.
+            let mut opts = e
+                .options(&all_paths, request.run.clone())
+                .map_err(|err| p.stage_error("export", i, err))?;
+            opts.shards.partition = partition;
+            exports.push(ExportTarget {
+                dir: PathBuf::from(&e.output),
+                opts,
+            });
+        }
+        let mut joins = Vec::new();
+        for (j, s) in p.joins.iter().zip(sets) {
+            let join = j
+                .build(s, request.run.max_record_bytes)
+                .map_err(|e| match e {
+                    IndexError::Invalid(problems) => FileRunError::SideFiles(problems),
+                    other => ConfigError::Io(other.to_string()).into(),
+                })?;
+            let opts = JoinRunOptions {
+                upgrade: UpgradeOptions::default(),
+                run: request.run.clone(),
+                orphans: Some(j.orphans),
+                // Side records other partitions use would be reported as orphans.
+                orphan_diagnostics: match partition {
+                    Some(_) => Some(0),
+                    None => request.orphan_diagnostics,
+                },
+            };
+            joins.push(JoinStage { join, opts });
+        }
+        let convert = ConvertOptions {
+            to: OutputFormat::Adp,
+            upgrade,
+            run: request.run.clone(),
+            mapping: p.formats.clone(),
+        };
+        Ok(Prepared {
+            pipeline: p,
+            max_reject_rate: request.max_reject_rate.unwrap_or(p.max_reject_rate),
+            request,
+            plan,
+            share,
+            convert,
+            joins,
+            exports,
+            rejects,
+            _locks: locks,
+        })
+    }
+
+    /// The inputs this run reads (its partition's share), in order.
+    pub fn inputs(&self) -> Vec<String> {
+        self.share.iter().map(|(p, _)| p.clone()).collect()
+    }
+
+    /// The rejects file this run writes, if any (tagged with the partition).
+    pub fn rejects(&self) -> Option<&str> {
+        self.rejects.as_deref()
+    }
+
+    /// The journal of this run's first export (`.trajkit-run/`), where `--resume` starts from.
+    pub fn journal_dir(&self) -> Option<PathBuf> {
+        self.exports
+            .first()
+            .map(|e| crate::engine::partition::state_dir(&e.dir, self.request.partition.as_ref()))
+    }
+
+    /// Makes the pass: every input converted, joined and exported, the rejects written, the
+    /// outputs (and each export's `run.json`) committed; progress to `progress`, diagnostics to
+    /// `reporter`.
+    pub fn run(
+        &self,
+        progress: &dyn Progress,
+        reporter: Box<dyn Reporter>,
+    ) -> Result<Outcome, RunError> {
+        let p = self.pipeline;
+        let partition = self.request.partition;
+        let max = self.max_reject_rate;
+        let identity_text = json!({
+            "config": p.effective(),
+            "max_reject_rate": max,
+            "max_record_bytes": self.request.run.max_record_bytes,
+            "partition": partition.map(|p| p.spec()),
+        })
+        .to_string();
+        let paths = self.inputs();
+        let journal = JournalOptions {
+            identity: identity(&identity_text, &paths),
+            resume: self.request.resume,
+        };
+        // `run.json` in each export directory is written with the outputs it describes.
+        let run_jsons: Vec<PathBuf> = self
+            .exports
+            .iter()
+            .map(|e| e.dir.join(tagged(partition.as_ref(), "run.json")))
+            .collect();
+        let describe = |summary: &RunSummary| -> Vec<(PathBuf, String)> {
+            let text = format!("{:#}\n", run_report(&p.file, max, summary));
+            run_jsons
+                .iter()
+                .map(|p| (p.clone(), text.clone()))
+                .collect()
+        };
+        let summary = run_plan(
+            &Plan {
+                inputs: &self.share,
+                convert: &self.convert,
+                joins: &self.joins,
+                exports: &self.exports,
+                partition,
+                all_inputs: partition.map(|_| self.plan.as_slice()),
+                journal: &journal,
+                describe: Some(&describe),
+            },
+            progress,
+            self.rejects.as_deref(),
+            reporter,
+        )?;
+        let exceeded = summary.reject_rate() > max;
+        Ok(Outcome {
+            summary,
+            max_reject_rate: max,
+            exceeded,
+        })
+    }
+}
+
+/// `path` tagged with the partition (`part-I-of-N`), unless it is stdout.
+fn tagged(partition: Option<&Partition>, path: &str) -> String {
+    match partition {
+        Some(p) if path != "-" => p.file_name(path),
+        _ => path.to_owned(),
+    }
+}
+
+/// `summary` as JSON without its times (`seconds` of stages and inputs): `run.json` holds
+/// what the run made, so the same run (or one resumed) writes the same bytes; the times are
+/// in the summary on stderr and in `--progress json` lines.
+fn untimed(summary: &RunSummary) -> Value {
+    let mut v = json!(summary);
+    for list in ["stages", "inputs"] {
+        for item in v[list].as_array_mut().into_iter().flatten() {
+            if let Some(o) = item.as_object_mut() {
+                o.remove("seconds");
+            }
+        }
+    }
+    v
+}
+
+/// What `run.json` holds: the run's options that matter to its outcome and its summary.
+fn run_report(pipeline: &str, max: f64, summary: &RunSummary) -> Value {
+    json!({
+        "trajkit_version": env!("CARGO_PKG_VERSION"),
+        "pipeline": pipeline,
+        "max_reject_rate": max,
+        "reject_rate": summary.reject_rate(),
+        "reject_rate_exceeded": summary.reject_rate() > max,
+        "summary": untimed(summary),
+    })
+}

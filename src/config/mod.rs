@@ -1,0 +1,27 @@
+//! Configuration as data: the pipeline file and each stage's options, as typed serde structs
+//! checked in one place. The command line maps its flags onto the same structs (with the `cli`
+//! feature they derive `clap::Args`), so a flag, a pipeline key and its default are one
+//! definition; the pipeline's JSON Schema is tested against them.
+//!
+//! - [`convert`]: the input's converter and the ADP version to write;
+//! - [`join`]: [`join::JoinConfig`], a `[[join]]` table or `trajkit join`'s options;
+//! - [`export`]: [`export::ExportConfig`], an `[[export]]` table or `trajkit export`'s options;
+//! - [`pipeline`]: a whole pipeline file, read and checked ([`pipeline::load`]), every
+//!   problem located by file, line and key.
+
+pub mod convert;
+pub mod export;
+pub mod join;
+pub mod pipeline;
+
+/// Options that cannot work: wrong values or combinations (a usage error, exit 2 on the
+/// command line), or a file they name that cannot be read (exit 3).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ConfigError {
+    /// A value or combination of options that cannot work; the message names the options.
+    #[error("{0}")]
+    Invalid(String),
+    /// A file the options name could not be read.
+    #[error("{0}")]
+    Io(String),
+}

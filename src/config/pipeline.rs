@@ -1,0 +1,651 @@
+//! A pipeline file (TOML; `trajkit schema pipeline`, docs/pipeline.md): read, checked against
+//! the schema and every stage's own rules, its paths resolved against its directory.
+//!
+//! Every problem is reported with the file, the line and the key (`p.toml:7:
+//! export.0.shard_rowz: ...`), all of them at once.
+
+use std::path::{Component, Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use super::export::ExportConfig;
+use super::join::JoinConfig;
+use super::ConfigError;
+use crate::convert::{FormatOptions, OptionValue};
+use crate::engine::partition::PartitionBy;
+use crate::export::InferTools;
+use crate::formats::spec::located::LocatedDoc;
+use crate::formats::spec::SpecError;
+use crate::ingest::inputs::is_glob;
+use crate::model::AdpVersion;
+use crate::validate::schemas::pipeline_validator;
+
+/// `trajkit join` options that are not pipeline keys, and where the pipeline says the same
+/// thing.
+pub const JOIN_ELSEWHERE: &[(&str, &str)] = &[
+    ("inputs", "[[input]] (the converted trajectories flow in)"),
+    ("output", "an [[export]] with to = \"adp\""),
+    ("rejects", "[validate] rejects"),
+    ("summary_json", "run.json in each export directory"),
+    (
+        "adp_version",
+        "joins write 1.5.0 (exports read 1.5.0); [convert] adp_version checks the conversion",
+    ),
+];
+
+/// `trajkit export` options that are not pipeline keys.
+pub const EXPORT_ELSEWHERE: &[(&str, &str)] =
+    &[("inputs", "[[input]]"), ("rejects", "[validate] rejects")];
+
+/// Keys holding paths, resolved against the pipeline file's directory.
+const PATH_KEYS: &[&str] = &[
+    "path",
+    "spec",
+    "rejects",
+    "reflections",
+    "rewards",
+    "output",
+    "tools",
+    "system_prompt",
+];
+
+/// An `[[input]]`: a path (or glob) and how to read it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    /// A file, directory or glob pattern, resolved against the pipeline file's directory.
+    pub path: String,
+    /// A format's name, or `auto` (detected per file).
+    #[serde(default = "auto")]
+    pub format: String,
+    /// A declarative converter spec file, instead of `format`.
+    pub spec: Option<String>,
+    /// `path` is a glob pattern.
+    #[serde(skip)]
+    pub glob: bool,
+}
+
+fn auto() -> String {
+    "auto".to_owned()
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct ConvertSection {
+    adp_version: Option<String>,
+    decode_details: Option<String>,
+    /// The formats' options, by pipeline key ([`crate::convert::FormatOption`]); the
+    /// pipeline schema has checked their names and types.
+    #[serde(flatten)]
+    formats: Map<String, Value>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PartitionSection {
+    by: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ValidateSection {
+    max_reject_rate: Option<f64>,
+    rejects: Option<String>,
+}
+
+/// A pipeline file, checked, with its paths resolved.
+#[derive(Debug, Clone)]
+pub struct Pipeline {
+    /// The file, as given.
+    pub file: String,
+    /// The file's directory, lexically normalized (`.` for the current one).
+    pub dir: String,
+    /// `[[input]]`, in order.
+    pub inputs: Vec<Input>,
+    /// `[partition] by`.
+    pub partition_by: PartitionBy,
+    /// `[convert] adp_version`.
+    pub adp_version: AdpVersion,
+    /// `[convert] decode_details`.
+    pub decode_details: Option<String>,
+    /// The formats' options of `[convert]`.
+    pub formats: FormatOptions,
+    /// `[validate] max_reject_rate`.
+    pub max_reject_rate: f64,
+    /// `[validate] rejects`.
+    pub rejects: Option<String>,
+    /// `[[join]]`, in order.
+    pub joins: Vec<JoinConfig>,
+    /// `[[export]]`, in order.
+    pub exports: Vec<ExportConfig>,
+}
+
+/// Problems of a pipeline file, each located.
+struct Problems {
+    file: String,
+    doc: LocatedDoc,
+    list: Vec<SpecError>,
+}
+
+impl Problems {
+    fn add(&mut self, pointer: String, message: impl Into<String>) {
+        self.list.push(SpecError {
+            file: self.file.clone(),
+            line: self.doc.line(&pointer),
+            pointer,
+            message: message.into(),
+        });
+    }
+
+    fn into_error(self) -> ConfigError {
+        let lines: Vec<String> = self.list.iter().map(|e| e.to_string()).collect();
+        ConfigError::Invalid(format!(
+            "the pipeline file is invalid:\n{}",
+            lines.join("\n")
+        ))
+    }
+
+    /// A section or table deserialized, its problems added (located at the key that has
+    /// them).
+    fn parse<T: for<'de> Deserialize<'de>>(&mut self, pointer: &str, value: &Value) -> Option<T> {
+        match serde_path_to_error::deserialize(value) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                let key = e.path().iter().find_map(|s| match s {
+                    serde_path_to_error::Segment::Map { key } => Some(key.clone()),
+                    _ => None,
+                });
+                let at = match key {
+                    Some(k) => format!("{pointer}/{k}"),
+                    None => pointer.to_owned(),
+                };
+                self.add(at, e.inner().to_string());
+                None
+            }
+        }
+    }
+}
+
+/// `base/path` with `.` and `..` resolved lexically (so `sample_data/../out` is `out`, and the
+/// paths recorded in the outputs are those a user would type from the same directory).
+pub fn resolve(base: &Path, path: &str) -> String {
+    let p = Path::new(path);
+    if p.is_absolute() || path == "-" {
+        return path.to_owned();
+    }
+    let mut out = PathBuf::new();
+    for c in base.join(p).components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir
+                if matches!(out.components().next_back(), Some(Component::Normal(_))) =>
+            {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        ".".to_owned()
+    } else {
+        out.to_string_lossy().into_owned()
+    }
+}
+
+fn resolve_paths(value: &mut Value, base: &Path) {
+    match value {
+        Value::Object(map) => {
+            for (k, v) in map.iter_mut() {
+                if PATH_KEYS.contains(&k.as_str()) {
+                    match v {
+                        Value::String(s) => *s = resolve(base, s),
+                        Value::Array(items) => {
+                            for i in items.iter_mut() {
+                                if let Value::String(s) = i {
+                                    *s = resolve(base, s);
+                                }
+                            }
+                        }
+                        _ => {}
+                    }
+                } else {
+                    resolve_paths(v, base);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|i| resolve_paths(i, base)),
+        _ => {}
+    }
+}
+
+/// Reads and checks the pipeline file at `path`.
+pub fn load(path: &str) -> Result<Pipeline, ConfigError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ConfigError::Io(format!("cannot read {path}: {e}")))?;
+    parse(path, &text)
+}
+
+/// Checks the pipeline file `path` whose text is `text`: TOML syntax, the schema, every
+/// stage's options. Paths in it are resolved against `path`'s directory.
+pub fn parse(path: &str, text: &str) -> Result<Pipeline, ConfigError> {
+    let mut doc = LocatedDoc::parse(text).map_err(|e| {
+        ConfigError::Invalid(format!(
+            "the pipeline file is invalid:\n{path}:{}: {}",
+            e.line, e.message
+        ))
+    })?;
+    let mut value = std::mem::take(&mut doc.value);
+    let mut problems = Problems {
+        file: path.to_owned(),
+        doc,
+        list: Vec::new(),
+    };
+    not_pipeline_keys(&value, &mut problems);
+    if !problems.list.is_empty() {
+        return Err(problems.into_error());
+    }
+    let schema = pipeline_validator();
+    if !schema.is_valid(&value) {
+        for e in schema.iter_errors(&value) {
+            let mut pointer = e.instance_path().as_str().to_owned();
+            // An unknown key is reported at the key itself.
+            if let jsonschema::error::ValidationErrorKind::AdditionalProperties { unexpected } =
+                e.kind()
+            {
+                if let Some(k) = unexpected.first() {
+                    pointer = format!("{pointer}/{k}");
+                }
+            }
+            problems.add(pointer, e.to_string());
+        }
+        return Err(problems.into_error());
+    }
+    let base = Path::new(path).parent().unwrap_or(Path::new(""));
+    let raw_inputs: Vec<String> = match value.get("input") {
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|i| i["path"].as_str().unwrap_or_default().to_owned())
+            .collect(),
+        _ => Vec::new(),
+    };
+    resolve_paths(&mut value, base);
+    let section = |key: &str| value.get(key).cloned().unwrap_or(Value::Null);
+    let mut inputs: Vec<Input> = problems
+        .parse("/input", &section("input"))
+        .unwrap_or_default();
+    for (i, (input, raw)) in inputs.iter_mut().zip(&raw_inputs).enumerate() {
+        if !is_glob(raw) || Path::new(raw).is_absolute() {
+            input.glob = is_glob(raw);
+        } else {
+            // The directory is a literal prefix of the pattern, whatever characters it holds.
+            let escaped = glob::Pattern::escape(&base.to_string_lossy());
+            input.path = resolve(Path::new(&escaped), raw);
+            input.glob = true;
+        }
+        if let (true, Err(e)) = (input.glob, glob::Pattern::new(&input.path)) {
+            problems.add(
+                format!("/input/{i}/path"),
+                format!("not a valid glob pattern: {e}"),
+            );
+        }
+        if input.path == "-" {
+            problems.add(
+                format!("/input/{i}/path"),
+                "stdin cannot be a pipeline input (a pipeline may read its inputs twice)",
+            );
+        }
+    }
+    let or_default = |v: Value| if v.is_null() { json!({}) } else { v };
+    let convert: ConvertSection = problems
+        .parse("/convert", &or_default(section("convert")))
+        .unwrap_or_default();
+    let partition: PartitionSection = problems
+        .parse("/partition", &or_default(section("partition")))
+        .unwrap_or_default();
+    let partition_by = match partition.by.as_deref().unwrap_or("path").parse() {
+        Ok(by) => by,
+        Err(e) => {
+            problems.add("/partition/by".into(), e);
+            PartitionBy::Path
+        }
+    };
+    let validate: ValidateSection = problems
+        .parse("/validate", &or_default(section("validate")))
+        .unwrap_or_default();
+    let formats = format_options(&convert.formats, &mut problems);
+    let adp_version = match convert.adp_version.as_deref().unwrap_or("1.5.0").parse() {
+        Ok(v) => v,
+        Err(e) => {
+            problems.add("/convert/adp_version".into(), format!("{e}"));
+            AdpVersion::LATEST
+        }
+    };
+    let tables = |key: &str| match value.get(key) {
+        Some(Value::Array(items)) => items.clone(),
+        _ => Vec::new(),
+    };
+    let joins: Vec<JoinConfig> = tables("join")
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| problems.parse(&format!("/join/{i}"), t))
+        .collect();
+    let mut exports: Vec<ExportConfig> = tables("export")
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| problems.parse(&format!("/export/{i}"), t))
+        .collect();
+    if !problems.list.is_empty() {
+        return Err(problems.into_error());
+    }
+    // `run` is one streaming pass that reads each record once, so its SFT exports infer tool
+    // specs per trajectory unless a pipeline asks for `infer_tools = "dataset"`, which costs a
+    // first pass over every input (`export`, which reads ADP files, defaults to "dataset").
+    for e in exports.iter_mut().filter(|e| e.to.is_sft()) {
+        e.infer_tools.get_or_insert(InferTools::Trajectory);
+    }
+    Ok(Pipeline {
+        file: path.to_owned(),
+        dir: resolve(base, "."),
+        inputs,
+        partition_by,
+        adp_version,
+        decode_details: convert.decode_details,
+        formats,
+        max_reject_rate: validate.max_reject_rate.unwrap_or(0.0),
+        rejects: validate.rejects,
+        joins,
+        exports,
+    })
+}
+
+/// Keys that are options of a command but not of a pipeline, each reported with where the
+/// pipeline says the same thing.
+fn not_pipeline_keys(value: &Value, problems: &mut Problems) {
+    if value.get("resume").is_some() {
+        problems.add(
+            "/resume".to_owned(),
+            "not a pipeline key: resuming an interrupted run is chosen on the command line \
+             (--resume)",
+        );
+    }
+    if value.get("progress").is_some() {
+        problems.add(
+            "/progress".to_owned(),
+            "not a pipeline key: how a run reports is chosen on the command line \
+             (--progress json)",
+        );
+    }
+    for (kind, elsewhere) in [("join", JOIN_ELSEWHERE), ("export", EXPORT_ELSEWHERE)] {
+        let Some(Value::Array(tables)) = value.get(kind) else {
+            continue;
+        };
+        for (i, t) in tables.iter().enumerate() {
+            for (key, instead) in elsewhere {
+                if t.get(*key).is_some() {
+                    problems.add(
+                        format!("/{kind}/{i}/{key}"),
+                        format!(
+                            "not a pipeline key (`{kind} --{}`): use {instead}",
+                            key.replace('_', "-")
+                        ),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The formats' options of a `[convert]` table (its keys other than `adp_version` and
+/// `decode_details`); a key no format declares, or a value of the wrong type, is a problem.
+fn format_options(table: &Map<String, Value>, problems: &mut Problems) -> FormatOptions {
+    let mut opts = FormatOptions::default();
+    for (key, value) in table {
+        let Some(option) = crate::formats::option(key) else {
+            problems.add(format!("/convert/{key}"), "not a key of [convert]");
+            continue;
+        };
+        let value = match (option.default, value) {
+            (OptionValue::Bool(_), Value::Bool(b)) => Some(OptionValue::Bool(*b)),
+            (OptionValue::Int(_), v) => v.as_i64().map(OptionValue::Int),
+            _ => None,
+        };
+        let set = value
+            .ok_or_else(|| format!("not a {}", option.default.type_name()))
+            .and_then(|v| opts.set(option, v));
+        if let Err(e) = set {
+            problems.add(format!("/convert/{key}"), e);
+        }
+    }
+    opts
+}
+
+impl Pipeline {
+    /// The effective configuration as JSON: every key with its value or default, paths
+    /// resolved (what `run --print-config --json` prints, and what a run's journal is
+    /// keyed by).
+    pub fn effective(&self) -> Value {
+        let inputs: Vec<Value> = self
+            .inputs
+            .iter()
+            .map(|i| match &i.spec {
+                Some(s) => json!({"path": i.path, "spec": s}),
+                None => json!({"path": i.path, "format": i.format}),
+            })
+            .collect();
+        let mut convert = json!({"adp_version": self.adp_version.to_string()});
+        for o in crate::formats::options() {
+            convert[o.key] = self.formats.get(o).to_json();
+        }
+        if let Some(d) = &self.decode_details {
+            convert["decode_details"] = json!(d);
+        }
+        let mut validate = json!({"max_reject_rate": self.max_reject_rate});
+        if let Some(r) = &self.rejects {
+            validate["rejects"] = json!(r);
+        }
+        let mut out = json!({
+            "input": inputs,
+            "convert": convert,
+            "validate": validate,
+            "partition": {"by": self.partition_by.name()},
+        });
+        if !self.joins.is_empty() {
+            out["join"] = json!(self.joins);
+        }
+        out["export"] = json!(self.exports);
+        out
+    }
+
+    /// The effective configuration as TOML (what `run --print-config` prints).
+    pub fn effective_toml(&self) -> String {
+        to_toml(&self.effective())
+    }
+
+    /// A stage's problem, located at its table: `FILE: export[2]: message`.
+    pub fn stage_error(&self, kind: &str, i: usize, e: ConfigError) -> ConfigError {
+        let located = |m: String| format!("{}: {kind}[{}]: {m}", self.file, i + 1);
+        match e {
+            ConfigError::Invalid(m) => ConfigError::Invalid(located(m)),
+            ConfigError::Io(m) => ConfigError::Io(located(m)),
+        }
+    }
+
+    /// Refuses exports that would write the same files: two with one `output`, or one inside
+    /// another's, or the rejects file inside an export's directory (paths compared as
+    /// resolved from the pipeline file, component by component).
+    pub fn check_outputs(&self) -> Result<(), ConfigError> {
+        let outputs: Vec<&Path> = self.exports.iter().map(|e| Path::new(&e.output)).collect();
+        for (i, out) in outputs.iter().enumerate() {
+            for (j, other) in outputs.iter().enumerate().take(i) {
+                let problem = if out == other {
+                    format!("its output {} is export[{}]'s too", out.display(), j + 1)
+                } else if out.starts_with(other) || other.starts_with(out) {
+                    let (inner, outer) = if out.starts_with(other) {
+                        (out, other)
+                    } else {
+                        (other, out)
+                    };
+                    format!(
+                        "its output and export[{}]'s nest ({} is inside {})",
+                        j + 1,
+                        inner.display(),
+                        outer.display()
+                    )
+                } else {
+                    continue;
+                };
+                return Err(self.stage_error(
+                    "export",
+                    i,
+                    ConfigError::Invalid(format!(
+                        "{problem}; each export needs a directory of its own"
+                    )),
+                ));
+            }
+        }
+        if let Some(rejects) = self.rejects.as_deref().filter(|r| *r != "-") {
+            let inside = outputs
+                .iter()
+                .enumerate()
+                .find(|(_, o)| Path::new(rejects).starts_with(o));
+            if let Some((i, dir)) = inside {
+                return Err(ConfigError::Invalid(format!(
+                    "{}: [validate] rejects: {rejects} is inside the directory of export[{}] \
+                     ({}); write it elsewhere",
+                    self.file,
+                    i + 1,
+                    dir.display()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The key an input is partitioned by: its path relative to the pipeline file's
+    /// directory (so machines that mount the data in different places agree), or as given
+    /// when it is outside that directory.
+    pub fn partition_key(&self, path: &str) -> String {
+        partition_key(&self.dir, path)
+    }
+}
+
+fn partition_key(dir: &str, path: &str) -> String {
+    if dir == "." {
+        return path.to_owned();
+    }
+    match Path::new(path).strip_prefix(dir) {
+        Ok(rel) => rel.to_string_lossy().into_owned(),
+        Err(_) => path.to_owned(),
+    }
+}
+
+/// TOML for the effective configuration: tables of scalars and arrays of scalars, and arrays of
+/// such tables. JSON strings and numbers are valid TOML.
+fn to_toml(config: &Value) -> String {
+    let mut out = String::from(
+        "# trajkit run --print-config: paths are relative to the directory trajkit ran in\n",
+    );
+    let scalars = |out: &mut String, table: &Map<String, Value>| {
+        for (k, v) in table {
+            out.push_str(&format!("{k} = {v}\n"));
+        }
+    };
+    let Some(top) = config.as_object() else {
+        return out;
+    };
+    for (name, v) in top {
+        match v {
+            Value::Object(t) => {
+                out.push_str(&format!("\n[{name}]\n"));
+                scalars(&mut out, t);
+            }
+            Value::Array(items) => {
+                for t in items.iter().filter_map(Value::as_object) {
+                    out.push_str(&format!("\n[[{name}]]\n"));
+                    scalars(&mut out, t);
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partition_keys_are_relative_to_the_pipeline_directory() {
+        assert_eq!(
+            partition_key("/mnt/a/p", "/mnt/a/p/logs/x.jsonl"),
+            "logs/x.jsonl"
+        );
+        assert_eq!(partition_key("data", "data/logs/x.jsonl"), "logs/x.jsonl");
+        assert_eq!(partition_key(".", "logs/x.jsonl"), "logs/x.jsonl");
+        assert_eq!(
+            partition_key("data", "/elsewhere/x.jsonl"),
+            "/elsewhere/x.jsonl"
+        );
+    }
+
+    #[test]
+    fn paths_resolve_lexically() {
+        assert_eq!(resolve(Path::new("sample_data"), "../out/pq"), "out/pq");
+        assert_eq!(resolve(Path::new("sample_data"), "."), "sample_data");
+        assert_eq!(resolve(Path::new(""), "a/b"), "a/b");
+        assert_eq!(resolve(Path::new("x"), "/abs"), "/abs");
+        assert_eq!(resolve(Path::new(""), ".."), "..");
+    }
+
+    /// Every key of a `[[join]]` and `[[export]]` table in the pipeline schema is a field of
+    /// the stage's config, and every field is a key.
+    #[test]
+    fn stage_configs_and_the_schema_have_the_same_keys() {
+        let schema: Value =
+            serde_json::from_str(crate::validate::schemas::PIPELINE_SCHEMA).expect("schema");
+        let full_join = JoinConfig {
+            reflections: vec!["r".into()],
+            rewards: vec!["w".into()],
+            key: "/k".parse().ok(),
+            reflections_key: "/k".parse().ok(),
+            rewards_key: "/k".parse().ok(),
+            trajectory_key: "id".parse().ok(),
+            value: Some("/v".into()),
+            components: Some("/c".into()),
+            outcome: Some("/o".into()),
+            step_rewards: Some("/s".into()),
+            text: Some("/t".into()),
+            ..JoinConfig::default()
+        };
+        let export: ExportConfig =
+            serde_json::from_value(json!({"to": "openai", "output": "o"})).expect("export");
+        let full_export = ExportConfig {
+            thoughts: Some(crate::export::Thoughts::Drop),
+            code_tool: vec!["x=y".into()],
+            tools: Some("t".into()),
+            infer_tools: Some(InferTools::Dataset),
+            system_prompt: Some("s".into()),
+            split: Some("train=1".into()),
+            shard_rows: Some(1),
+            shard_bytes: Some(1),
+            compress: Some("zstd".into()),
+            min_reward: Some(0.5),
+            outcome: vec!["success".into()],
+            max_steps: Some(1),
+            max_chars: Some(1),
+            ..export
+        };
+        for (kind, config) in [("join", json!(full_join)), ("export", json!(full_export))] {
+            let mut fields: Vec<&String> = config.as_object().expect("object").keys().collect();
+            let mut keys: Vec<&String> = schema["$defs"][kind]["properties"]
+                .as_object()
+                .expect("properties")
+                .keys()
+                .collect();
+            fields.sort();
+            keys.sort();
+            assert_eq!(fields, keys, "{kind}");
+        }
+    }
+}

@@ -5,10 +5,8 @@ use std::time::Instant;
 use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
 use trajkit::commands::convert::convert_inputs;
 use trajkit::commands::inputs::plan;
-use trajkit::config::convert::{named_converter, upgrade_options};
-use trajkit::convert::{
-    ConvertOptions, Converter, FormatOption, FormatOptions, OptionValue, OutputFormat,
-};
+use trajkit::config::convert::{named_converter, output_format, upgrade_options};
+use trajkit::convert::{ConvertOptions, FormatOption, FormatOptions, OptionValue};
 use trajkit::engine::output::Output;
 use trajkit::formats;
 use trajkit::model::AdpVersion;
@@ -158,29 +156,4 @@ pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         throughput(bar.bytes_read(), started)
     ));
     Ok(u8::from(summary.rejected > 0))
-}
-
-/// The output format of `--to NAME`: `adp`, or a format that can be written (its converter has
-/// a [`Converter::writer`]), which is built from ADP 1.5.0.
-fn output_format(name: &str, version: AdpVersion) -> Result<OutputFormat, CliError> {
-    if name == "adp" {
-        return Ok(OutputFormat::Adp);
-    }
-    let writable: Vec<&'static dyn Converter> = formats::converters()
-        .into_iter()
-        .filter(|c| c.writer().is_some())
-        .collect();
-    match writable.iter().find(|c| c.name() == name) {
-        Some(_) if version != AdpVersion::LATEST => Err(CliError::usage(format!(
-            "--to {name} is built from ADP 1.5.0; leave --adp-version at its default"
-        ))),
-        Some(c) => Ok(OutputFormat::Native(*c)),
-        None => {
-            let names: Vec<&str> = writable.iter().map(|c| c.name()).collect();
-            Err(CliError::usage(format!(
-                "unknown output format {name:?} (supported: adp, {})",
-                names.join(", ")
-            )))
-        }
-    }
 }

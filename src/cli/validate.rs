@@ -1,17 +1,13 @@
 //! `trajkit validate`
 
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{BufWriter, Write};
 use std::time::Instant;
 
 use clap::Args;
-use std::sync::Arc;
 
-use trajkit::commands::validate::{validate_inputs, Target, ValidateOptions};
-use trajkit::formats::spec;
-use trajkit::formats::{raw_schema, raw_schemas};
-use trajkit::validate::report::{reporter, FileCounts, ReportFormat, ValidationSummary};
-use trajkit::validate::{Diagnostic, Severity};
+use trajkit::commands::validate::{validate_inputs, validate_specs, Target, ValidateOptions};
+use trajkit::validate::report::{reporter, ReportFormat};
 
 use super::common::{
     inputs, lock_files, rejects_writer, throughput, warn_empty, CliError, GlobalArgs,
@@ -54,23 +50,9 @@ pub struct ValidateArgs {
 /// Runs `validate`.
 pub fn run(args: ValidateArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     if args.schema == "converter-spec" {
-        return validate_specs(&args, global);
+        return check_specs(&args, global);
     }
-    let target = if args.schema == "adp" {
-        Target::Adp
-    } else if let Some(schema) = raw_schema(&args.schema) {
-        Target::Raw {
-            schema,
-            lenient: args.lenient,
-        }
-    } else {
-        let known: Vec<&str> = raw_schemas().map(|s| s.format).collect();
-        return Err(CliError::usage(format!(
-            "no schema for {:?} (supported: adp, converter-spec, {})",
-            args.schema,
-            known.join(", ")
-        )));
-    };
+    let target = Target::named(&args.schema, args.lenient)?;
     let inputs = inputs(&args.inputs, global)?;
     let _locks = lock_files([args.rejects.as_deref()])?;
     let out = report_output(&args)?;
@@ -123,43 +105,15 @@ fn report_output(args: &ValidateArgs) -> Result<Box<dyn Write + Send>, CliError>
 }
 
 /// `validate --schema converter-spec`: loads each spec file and reports its problems.
-fn validate_specs(args: &ValidateArgs, global: &GlobalArgs) -> Result<u8, CliError> {
+fn check_specs(args: &ValidateArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     if args.inputs.is_empty() {
         return Err(CliError::usage(
             "--schema converter-spec needs the spec files to check",
         ));
     }
     let mut report = reporter(args.report, report_output(args)?);
-    let mut summary = ValidationSummary::default();
-    let write = |e: io::Error| CliError::io(format!("cannot write the report: {e}"));
-    for (index, file) in args.inputs.iter().enumerate() {
-        let errors = spec::load_file(file).err().unwrap_or_default();
-        for e in &errors {
-            report
-                .diagnostic(&Diagnostic {
-                    file: Arc::from(e.file.as_str()),
-                    line: e.line as u64,
-                    index: index as u64,
-                    record_id: None,
-                    pointer: e.pointer.clone(),
-                    rule: "converter-spec".into(),
-                    message: e.message.clone(),
-                    severity: Severity::Error,
-                })
-                .map_err(write)?;
-        }
-        let invalid = u64::from(!errors.is_empty());
-        summary.files.push(FileCounts {
-            file: Arc::from(file.as_str()),
-            records: 1,
-            invalid,
-        });
-        summary.records += 1;
-        summary.invalid += invalid;
-        summary.valid += 1 - invalid;
-        summary.diagnostics += errors.len() as u64;
-    }
-    report.finish(&summary).map_err(write)?;
+    let summary = validate_specs(&args.inputs, report.as_mut())
+        .map_err(|e| CliError::io(format!("cannot write the report: {e}")))?;
     global.summary(format_args!(
         "validate: {} converter specs, {} valid, {} invalid",
         summary.records, summary.valid, summary.invalid

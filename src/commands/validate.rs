@@ -3,8 +3,10 @@
 use std::io;
 use std::sync::Arc;
 
+use crate::config::ConfigError;
 use crate::engine::pipeline::{self, Flow, PipelineError, Progress, RunOptions, Sink};
 use crate::engine::rejects::RejectsWriter;
+use crate::formats::{raw_schema, raw_schemas, spec};
 use crate::ingest::RawRecord;
 use crate::validate::check::{check_adp, check_raw};
 use crate::validate::diagnostic::{Diagnostic, Severity};
@@ -24,6 +26,62 @@ pub enum Target {
         /// Apply the format's documented leniencies.
         lenient: bool,
     },
+}
+
+impl Target {
+    /// The target named `name`: `adp`, or a raw input format's schema (by the format's name),
+    /// with its leniencies when `lenient`. `converter-spec` is [`validate_specs`]'s.
+    pub fn named(name: &str, lenient: bool) -> Result<Target, ConfigError> {
+        if name == "adp" {
+            return Ok(Target::Adp);
+        }
+        match raw_schema(name) {
+            Some(schema) => Ok(Target::Raw { schema, lenient }),
+            None => {
+                let known: Vec<&str> = raw_schemas().map(|s| s.format).collect();
+                Err(ConfigError::Invalid(format!(
+                    "no schema for {name:?} (supported: adp, converter-spec, {})",
+                    known.join(", ")
+                )))
+            }
+        }
+    }
+}
+
+/// Loads each declarative converter spec in `files` as `convert --spec` would, and reports
+/// every problem to `report` (a spec counts as one record, valid or not).
+pub fn validate_specs(
+    files: &[String],
+    report: &mut dyn Reporter,
+) -> io::Result<ValidationSummary> {
+    let mut summary = ValidationSummary::default();
+    for (index, file) in files.iter().enumerate() {
+        let errors = spec::load_file(file).err().unwrap_or_default();
+        for e in &errors {
+            report.diagnostic(&Diagnostic {
+                file: Arc::from(e.file.as_str()),
+                line: e.line as u64,
+                index: index as u64,
+                record_id: None,
+                pointer: e.pointer.clone(),
+                rule: "converter-spec".into(),
+                message: e.message.clone(),
+                severity: Severity::Error,
+            })?;
+        }
+        let invalid = u64::from(!errors.is_empty());
+        summary.files.push(FileCounts {
+            file: Arc::from(file.as_str()),
+            records: 1,
+            invalid,
+        });
+        summary.records += 1;
+        summary.invalid += invalid;
+        summary.valid += 1 - invalid;
+        summary.diagnostics += errors.len() as u64;
+    }
+    report.finish(&summary)?;
+    Ok(summary)
 }
 
 /// Options of [`validate_inputs`].

@@ -1,7 +1,7 @@
 //! The convert stage's options: which converter reads an input, and the ADP it writes.
 
 use super::ConfigError;
-use crate::convert::Converter;
+use crate::convert::{Converter, OutputFormat};
 use crate::formats::{lookup, spec};
 use crate::model::upgrade::{DetailsDecode, UpgradeOptions};
 use crate::model::AdpVersion;
@@ -48,4 +48,29 @@ pub fn upgrade_options(
         target,
         decode_details,
     })
+}
+
+/// The output format of `--to NAME`: `adp`, or a format that can be written (its converter has
+/// a [`Converter::writer`]), which is built from ADP 1.5.0.
+pub fn output_format(name: &str, version: AdpVersion) -> Result<OutputFormat, ConfigError> {
+    if name == "adp" {
+        return Ok(OutputFormat::Adp);
+    }
+    let writable: Vec<&'static dyn Converter> = crate::formats::converters()
+        .into_iter()
+        .filter(|c| c.writer().is_some())
+        .collect();
+    match writable.iter().find(|c| c.name() == name) {
+        Some(_) if version != AdpVersion::LATEST => Err(ConfigError::Invalid(format!(
+            "--to {name} is built from ADP 1.5.0; leave --adp-version at its default"
+        ))),
+        Some(c) => Ok(OutputFormat::Native(*c)),
+        None => {
+            let names: Vec<&str> = writable.iter().map(|c| c.name()).collect();
+            Err(ConfigError::Invalid(format!(
+                "unknown output format {name:?} (supported: adp, {})",
+                names.join(", ")
+            )))
+        }
+    }
 }

@@ -5,7 +5,7 @@
 //!   non-blank line is a record.
 //! - **JSON array**: a `.json` or unnamed input whose first non-blank byte is `[`; each element
 //!   is a record.
-//! - **JSON documents**: a `.json` file (or SWE-agent's `.traj`) that is not an array holds one
+//! - **JSON documents**: a `.json` or `.traj` file that is not an array holds one
 //!   or more JSON values (one pretty-printed object, or several concatenated).
 //!
 //! Framing only finds record boundaries (tracking strings, escapes and nesting depth without

@@ -6,7 +6,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// File names read from a directory input: JSON, JSON lines and SWE-agent's `.traj` (one JSON
+/// File names read from a directory input: JSON, JSON lines and `.traj` (one JSON
 /// document), optionally gzip- or zstd-compressed.
 const DATA_SUFFIXES: &[&str] = &[".json", ".jsonl", ".ndjson", ".traj"];
 

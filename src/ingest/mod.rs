@@ -95,8 +95,8 @@ pub struct RawRecord {
 pub enum LayoutHint {
     /// `*.jsonl`, `*.ndjson`: one record per line, whatever the first byte.
     Lines,
-    /// `*.json` (and SWE-agent's `*.traj`): a JSON array of records, or one or more JSON
-    /// documents.
+    /// `*.json` and `*.traj` (agent trajectories written as one pretty-printed JSON object): a
+    /// JSON array of records, or one or more JSON documents.
     Json,
     /// Anything else (stdin included): a JSON array if the first byte is `[`, else lines.
     Sniff,
@@ -115,7 +115,6 @@ pub fn layout_hint(path: &str) -> LayoutHint {
     if base.ends_with(".jsonl") || base.ends_with(".ndjson") {
         LayoutHint::Lines
     } else if base.ends_with(".json") || base.ends_with(".traj") {
-        // SWE-agent writes each run as one pretty-printed JSON object in `<instance>.traj`.
         LayoutHint::Json
     } else {
         LayoutHint::Sniff

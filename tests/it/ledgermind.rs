@@ -2,9 +2,10 @@
 //! SQL (LedgerMind's own files may not be redistributed), reflections attached by citation,
 //! corrupt databases and bad lines rejected while the rest converts.
 
+use std::fs;
 use std::path::Path;
 
-use crate::common::{json_lines, sample_data, trajkit};
+use crate::common::{self, json_lines, sample_data, trajkit};
 use serde_json::Value;
 
 fn convert(inputs: &[&Path], extra: &[&str]) -> (i32, Vec<Value>, String) {
@@ -511,4 +512,53 @@ fn semantic_events_without_any_session_are_rejected_not_dropped() {
         stderr.contains("events.jsonl:1:") && stderr.contains("no session to attach them to"),
         "{stderr}"
     );
+}
+
+/// Events exported without the store's row ids get stable ids from their lines: two calls and
+/// their results in one session keep distinct links, and the trajectory validates.
+#[test]
+fn events_without_ids_are_known_by_their_lines() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let events = dir.path().join("events.jsonl");
+    let lines: Vec<String> = sample_events()
+        .into_iter()
+        .map(|mut e| {
+            e.as_object_mut().map(|o| o.remove("id"));
+            e.to_string()
+        })
+        .collect();
+    fs::write(&events, lines.join("\n") + "\n").expect("events");
+    let (code, out, err) = convert(&[&events], &[]);
+    assert_eq!(code, 0, "{err}");
+    let mut got = ids(&out);
+    assert_eq!(got.len(), convert(&[&sample()], &[]).1.len());
+    got.sort_unstable();
+    got.dedup();
+    assert_eq!(got.len(), out.len(), "unique ids");
+    let mut calls = 0;
+    for t in &out {
+        let links: Vec<&str> = t["content"]
+            .as_array()
+            .expect("content")
+            .iter()
+            .filter(|s| s["class_"] == "api_action" || s["class_"] == "code_action")
+            .filter_map(|s| s["tool_call_id"].as_str())
+            .collect();
+        assert!(
+            links.iter().all(|l| l.starts_with("event-line-")),
+            "{links:?}"
+        );
+        calls += links.len();
+        let event_ids = &t["details"]["source"]["native_ids"]["event_ids"];
+        assert!(
+            event_ids
+                .as_array()
+                .expect("ids")
+                .iter()
+                .all(|i| i.as_str().is_some_and(|s| s.starts_with("line-"))),
+            "{event_ids}"
+        );
+    }
+    assert!(calls >= 2, "{calls} linked calls");
+    assert_eq!(common::validate_adp(&out), 0);
 }

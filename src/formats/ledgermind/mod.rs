@@ -165,12 +165,22 @@ fn to_partial<'a>(mut s: Node<'a>, record: &'a RawRecord) -> Partial<'a> {
         Node::Array(events) => events,
         _ => Vec::new(),
     };
+    let lines = s.take("lines");
+    // An event's id: its `id`, else `line-N` as the reader indexed it (an export of events
+    // may leave the store's row ids out).
+    let event_id = |i: usize, e: &Node<'_>| match &e["id"] {
+        Node::Number(_) | Node::String(_) => e["id"].text(),
+        _ => {
+            let line = lines.as_array().and_then(|l| l.get(i));
+            format!("line-{}", line.map_or_else(String::new, Node::text))
+        }
+    };
     let mut content = Vec::new();
     let mut open_call: Option<(String, String)> = None;
     let mut mapped_flags = Vec::with_capacity(events.len());
     let mut failed = false;
     let mut success: Option<bool> = None;
-    for e in &events {
+    for (i, e) in events.iter().enumerate() {
         let ctx = &e["context"];
         // The content as text, read only by the kinds that make it a step.
         let body = || e["content"].text();
@@ -186,7 +196,7 @@ fn to_partial<'a>(mut s: Node<'a>, record: &'a RawRecord) -> Partial<'a> {
                     Some(other) => JsonObject::from_iter([("input".to_owned(), other.to_value())]),
                     None => JsonObject::from_iter([("input".to_owned(), Value::String(body()))]),
                 };
-                let call_id = format!("event-{}", e["id"].text());
+                let call_id = format!("event-{}", event_id(i, e));
                 let command = kwargs.get("command").and_then(Value::as_str);
                 let step = match command {
                     Some(c) if kwargs.len() == 1 && matches!(tool.as_str(), "bash" | "shell") => {
@@ -234,7 +244,14 @@ fn to_partial<'a>(mut s: Node<'a>, record: &'a RawRecord) -> Partial<'a> {
         .as_array()
         .into_iter()
         .flatten()
-        .map(reflection)
+        .enumerate()
+        .map(|(j, e)| {
+            let mut r = reflection(e);
+            if r["key"].as_str() == Some("") {
+                r.insert("key", Node::from(event_id(events.len() + j, e)));
+            }
+            r
+        })
         .collect();
     // All of details is in the tail, as nodes.
     let native_ids = Node::object([
@@ -242,7 +259,16 @@ fn to_partial<'a>(mut s: Node<'a>, record: &'a RawRecord) -> Partial<'a> {
         ("explicit_session", s["explicit"].clone()),
         (
             "event_ids",
-            Node::Array(events.iter().map(|e| e["id"].clone()).collect()),
+            Node::Array(
+                events
+                    .iter()
+                    .enumerate()
+                    .map(|(i, e)| match &e["id"] {
+                        Node::Number(_) | Node::String(_) => e["id"].clone(),
+                        _ => Node::from(event_id(i, e)),
+                    })
+                    .collect(),
+            ),
         ),
     ]);
     let outcome = Node::object([

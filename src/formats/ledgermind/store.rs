@@ -1037,7 +1037,12 @@ impl SessionRecords {
                 } else {
                     self.events.read_each(&session, &mut self.scratch)
                 }?;
-                Ok(bundle(&session, &ranges, &self.scratch))
+                Ok(bundle(
+                    &session,
+                    &ranges,
+                    &self.scratch,
+                    &self.events.events,
+                ))
             });
             let record = record(&self.events, &self.input, &session, bytes);
             self.ready.push_back(record);
@@ -1088,8 +1093,15 @@ fn clone_error(e: &io::Error) -> io::Error {
 
 /// The record of session `s` whose events' texts are at `ranges` of `texts` (its events, then
 /// its semantic events): `{"ledgermind_session": true, "key", "explicit", "events",
-/// "semantic"}`, the events as their JSON text.
-fn bundle(s: &Session<'_>, ranges: &[std::ops::Range<usize>], texts: &[u8]) -> Vec<u8> {
+/// "semantic", "lines"}`, the events as their JSON text, and `lines` the line (or row id) of
+/// each, events then semantic ones, from `index`: an event without an `id` is known by it.
+fn bundle(
+    s: &Session<'_>,
+    ranges: &[std::ops::Range<usize>],
+    texts: &[u8],
+    index: &[Event],
+) -> Vec<u8> {
+    use std::io::Write;
     let size: usize = ranges.iter().map(|r| r.len() + 1).sum();
     let mut out = Vec::with_capacity(size + s.key.len() + 96);
     out.extend_from_slice(b"{\"ledgermind_session\":true,\"key\":");
@@ -1112,6 +1124,16 @@ fn bundle(s: &Session<'_>, ranges: &[std::ops::Range<usize>], texts: &[u8]) -> V
         }
         out.push(b']');
     }
+    out.extend_from_slice(b",\"lines\":[");
+    for (i, &p) in s.events.iter().chain(s.semantic).enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        let line = index.get(p as usize).map_or(0, |e| e.line);
+        // Writing to a `Vec` cannot fail.
+        let _ = write!(out, "{line}");
+    }
+    out.push(b']');
     out.push(b'}');
     out
 }

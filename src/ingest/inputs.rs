@@ -155,6 +155,11 @@ impl Walk<'_> {
             .map(|e| e.map(|e| e.path()))
             .collect::<io::Result<Vec<PathBuf>>>()?;
         entries.sort();
+        if let Some(files) = dataset_files(dir, &entries)? {
+            self.found
+                .extend(files.iter().map(|p| p.to_string_lossy().into_owned()));
+            return Ok(());
+        }
         for path in entries {
             // Links are followed, to files and to directories.
             let kind = match fs::metadata(&path) {
@@ -183,6 +188,69 @@ impl Walk<'_> {
         }
         Ok(())
     }
+}
+
+/// The data files of a dataset directory that `trajkit export` wrote, as its manifests list
+/// them: `manifest.json`, else the partitions' `manifest.part-*.json` (a dataset not merged
+/// yet). `None` when `dir` holds no such manifest (a manifest of another tool, or a JSON file
+/// that is not one, is data like any other). A listed file that is missing is an error: the
+/// dataset is incomplete.
+fn dataset_files(dir: &Path, entries: &[PathBuf]) -> io::Result<Option<Vec<PathBuf>>> {
+    let name = |p: &PathBuf| p.file_name().and_then(|n| n.to_str()).map(str::to_owned);
+    let whole = dir.join("manifest.json");
+    let manifests: Vec<&PathBuf> = if entries.contains(&whole) {
+        entries.iter().filter(|p| **p == whole).collect()
+    } else {
+        entries
+            .iter()
+            .filter(|p| {
+                name(p).is_some_and(|n| n.starts_with("manifest.part-") && n.ends_with(".json"))
+            })
+            .collect()
+    };
+    let mut files = Vec::new();
+    for manifest in manifests {
+        let Ok(text) = fs::read(manifest) else {
+            return Ok(None);
+        };
+        let Some(listed) = export_manifest_paths(&text) else {
+            return Ok(None);
+        };
+        for path in listed {
+            let file = dir.join(&path);
+            if !file.is_file() {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!(
+                        "{} lists {path}, which is missing: the dataset is incomplete",
+                        manifest.display()
+                    ),
+                ));
+            }
+            files.push(file);
+        }
+    }
+    Ok((!files.is_empty()).then_some(files))
+}
+
+/// The `files[].path` of a manifest `trajkit export` wrote (an object with `trajkit_version`
+/// and `files`), each a relative path inside the directory; `None` for any other JSON.
+fn export_manifest_paths(text: &[u8]) -> Option<Vec<String>> {
+    let value: serde_json::Value = serde_json::from_slice(text).ok()?;
+    value.get("trajkit_version")?.as_str()?;
+    let files = value.get("files")?.as_array()?;
+    let mut out = Vec::with_capacity(files.len());
+    for f in files {
+        let path = f.get("path")?.as_str()?;
+        let relative = Path::new(path)
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+        if !relative {
+            return None;
+        }
+        out.push(path.to_owned());
+    }
+    Some(out)
 }
 
 #[cfg(test)]

@@ -605,3 +605,32 @@ fn inferred_tool_specs_cover_the_whole_input_or_one_trajectory() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("stdin can be read once"));
 }
+
+/// `convert DIR` of a directory `export` wrote reads the data files its manifest lists (not the
+/// manifest, run.json or the dataset card), for JSON-lines and Parquet exports alike.
+#[test]
+fn converting_an_export_directory_reads_the_files_its_manifest_lists() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let samples = converted_samples(tmp.path());
+    for (to, extra) in [
+        ("adp", &["--shard-rows", "7"][..]),
+        ("parquet", &[][..]),
+        ("openai", &["--compress", "zstd"][..]),
+    ] {
+        let dir = tmp.path().join(format!("export-{to}"));
+        let (code, err) = export(&[&samples], to, &dir, extra);
+        assert!(code < 2, "{to}: {err}");
+        let written = manifest(&dir)["counts"]["written"]
+            .as_u64()
+            .expect("written");
+        std::fs::write(dir.join("run.json"), "{\"not\": \"data\"}\n").expect("run.json");
+        let out = trajkit()
+            .args(["convert", "-o", "-"])
+            .arg(&dir)
+            .output()
+            .expect("runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{to}: {err}");
+        assert_eq!(json_lines(&out.stdout).len() as u64, written, "{to}: {err}");
+    }
+}

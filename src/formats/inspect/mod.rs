@@ -1,0 +1,219 @@
+//! Inspect AI eval logs (UK AISI's `inspect_ai`): an `.eval` file (a zip archive with a JSON
+//! document per sample and the log's header) or a `.json` log (one JSON document), read by
+//! [`reader`] into one record per sample and epoch, each mapped by [`sample`] into one
+//! trajectory. The mapping is in docs/formats/inspect.md.
+
+pub mod reader;
+pub mod sample;
+pub mod scan;
+
+use std::io;
+use std::path::Path;
+
+use serde_json::{json, Map, Value};
+
+use self::reader::{is_eval_archive, is_eval_spec, is_json_log, LogRecords, MARKER};
+use crate::convert::{ConvertOptions, Converter, FormatOptions};
+use crate::formats::chat::tool_names;
+use crate::formats::kit::{not_a_unit, source_details};
+use crate::formats::Format;
+use crate::ingest::{RawRecord, RecordSource};
+use crate::model::{AdpVersion, JsonObject, Trajectory};
+use crate::validate::check::parse_json;
+use crate::validate::Diagnostic;
+
+/// Reads Inspect AI logs.
+pub struct Inspect;
+
+/// The format in the registry: its converter (`join` reads no side files of it).
+pub const FORMAT: Format = Format {
+    converter: &Inspect,
+    side: None,
+};
+
+/// Sample fields that become steps, or are replaced in `details.inspect` (`events` by its
+/// summary; `attachments`, resolved where they are referenced).
+const MAPPED: &[&str] = &["messages", "events", "attachments"];
+
+impl Converter for Inspect {
+    fn name(&self) -> &'static str {
+        "inspect"
+    }
+
+    fn description(&self) -> &'static str {
+        "Inspect AI eval logs: .eval archives and .json logs (one trajectory per sample and epoch)"
+    }
+
+    /// A whole `.json` log: a `version` number and an `eval` naming a task and a model, with
+    /// `samples` or a `status`.
+    fn sniff(&self, first: &Value) -> bool {
+        first["version"].is_number()
+            && is_eval_spec(&first["eval"])
+            && (first["samples"].is_array() || first["status"].is_string())
+    }
+
+    /// An `.eval` archive (a zip archive with Inspect's entries), or a `.json` file that starts
+    /// like an Inspect log (read here, as a large log is more than detection reads whole).
+    fn claims_path(&self, path: &Path) -> bool {
+        is_eval_archive(path) || is_json_log(path)
+    }
+
+    fn open_source(
+        &self,
+        path: &str,
+        opts: &ConvertOptions,
+    ) -> Option<io::Result<Box<dyn RecordSource>>> {
+        Some(
+            LogRecords::open(path, opts.run.max_record_bytes)
+                .map(|r| Box::new(r) as Box<dyn RecordSource>),
+        )
+    }
+
+    fn convert(
+        &self,
+        record: &RawRecord,
+        _map: &FormatOptions,
+    ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
+        let bundle = parse_json(record).map_err(|d| vec![*d])?;
+        if !bundle[MARKER].is_object() {
+            return Err(not_a_unit(
+                record,
+                "not a sample of an Inspect AI log (use --from inspect on the .eval or .json log file)",
+            ));
+        }
+        to_trajectory(bundle, record).map(|t| vec![(t, AdpVersion::V1_5)])
+    }
+}
+
+fn to_trajectory(mut bundle: Value, record: &RawRecord) -> Result<Trajectory, Vec<Diagnostic>> {
+    let meta = bundle[MARKER].take();
+    let sample = bundle["sample"].take();
+    // Pointers are into the log file: a `.json` log's samples are at `/samples/<k>`; an
+    // `.eval` record's file is its entry.
+    let prefix = meta["index"]
+        .as_u64()
+        .map(|k| format!("/samples/{k}"))
+        .unwrap_or_default();
+    let fail = |id: Option<&str>, pointer: &str, rule: &str, message: String| {
+        vec![Diagnostic::error(
+            &record.provenance,
+            id,
+            format!("{prefix}{pointer}"),
+            rule,
+            message,
+        )]
+    };
+    if !sample.is_object() {
+        return Err(fail(
+            None,
+            "",
+            "not-a-sample",
+            "an Inspect sample must be a JSON object".into(),
+        ));
+    }
+    let log = &meta["log"];
+    let id = sample::trajectory_id(log, &sample, &record.provenance.file)
+        .map_err(|p| fail(None, &p.pointer, "missing-id", p.message))?;
+    let mapped = sample::map(&sample)
+        .map_err(|p| fail(Some(&id), &p.pointer, "sample-structure", p.message))?;
+    if mapped.content.is_empty() {
+        return Err(fail(
+            Some(&id),
+            "/messages",
+            "empty-trajectory",
+            "the sample has no messages, and no input or output to take steps from".into(),
+        ));
+    }
+    let scores = sample::scores(&sample);
+    let (reward, components) = sample::rewards(&scores);
+    let mut details = JsonObject::new();
+    let eval = &log["eval"];
+    let native = json!({
+        "eval_id": eval["eval_id"],
+        "run_id": eval["run_id"],
+        "task_id": eval["task_id"],
+        "sample_id": sample["id"],
+        "epoch": sample["epoch"],
+        "uuid": sample["uuid"].as_str(),
+        "entry": meta["entry"].as_str(),
+    });
+    let native: Map<String, Value> = native
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(_, v)| v.is_string() || v.is_i64() || v.is_u64())
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    details.insert(
+        "source".into(),
+        source_details("inspect", record, Value::Object(native)),
+    );
+    details.insert("outcome".into(), sample::outcome(&sample, &scores));
+    if let Some(r) = reward {
+        details.insert("reward".into(), json!(r));
+    }
+    if !components.is_empty() {
+        details.insert("reward_components".into(), Value::Object(components));
+    }
+    let names = (!mapped.tools.is_empty()).then(|| tool_names(&mapped.tools));
+    if !mapped.tools.is_empty() {
+        details.insert("tools".into(), Value::Array(mapped.tools));
+    }
+    details.insert(
+        "inspect".into(),
+        inspect_details(&meta, &sample, mapped.notes),
+    );
+    let mut traj = Trajectory::new(id, mapped.content, details);
+    traj.available_custom_tools = names;
+    Ok(traj)
+}
+
+/// `details.inspect`: the log header (`log`), where the sample is in the log (`entry` or
+/// `index`), the sample's own fields but those the steps hold (`events` replaced by its
+/// summary, attachment references in `input` resolved, the output's message left out when
+/// the messages hold it), and the mapping's notes.
+fn inspect_details(meta: &Value, sample: &Value, notes: JsonObject) -> Value {
+    let att = sample::Attachments::of(sample);
+    let mut out = Map::new();
+    out.insert("log".into(), meta["log"].clone());
+    for key in ["entry", "index"] {
+        if !meta[key].is_null() {
+            out.insert(key.into(), meta[key].clone());
+        }
+    }
+    for (k, v) in sample.as_object().into_iter().flatten() {
+        if MAPPED.contains(&k.as_str()) {
+            continue;
+        }
+        let value = match k.as_str() {
+            "input" => att.value(v),
+            "output" => output_without_messages(v, &sample["messages"]),
+            _ => v.clone(),
+        };
+        out.insert(k.clone(), value);
+    }
+    if let Some(summary) = sample::events_summary(&sample["events"]) {
+        out.insert("events".into(), summary);
+    }
+    out.extend(notes);
+    Value::Object(out)
+}
+
+/// The sample's `output` without the messages of its choices that the conversation holds
+/// already (the final assistant message, as a rule).
+fn output_without_messages(output: &Value, messages: &Value) -> Value {
+    let held = |m: &Value| {
+        messages
+            .as_array()
+            .is_some_and(|all| all.iter().any(|x| x == m))
+    };
+    let mut output = output.clone();
+    if let Some(choices) = output.get_mut("choices").and_then(Value::as_array_mut) {
+        for choice in choices.iter_mut().filter_map(Value::as_object_mut) {
+            if choice.get("message").is_some_and(held) {
+                choice.remove("message");
+            }
+        }
+    }
+    output
+}

@@ -206,7 +206,7 @@ enum Source {
     /// local headers.
     Recovered {
         file: File,
-        samples: Vec<(u64, String)>,
+        samples: Vec<LocalEntry>,
         size: u64,
     },
     /// A `.json` log, read a second time for its samples.
@@ -329,48 +329,31 @@ impl LogRecords {
     }
 
     /// Reads an archive whose central directory is missing or broken (a file cut short, an
-    /// interrupted copy) through its local headers: the complete entries are read, and where
-    /// the archive stops being readable is reported.
+    /// interrupted copy) through its local headers: the entries whose data is all there are
+    /// read, and where the archive stops being readable is reported.
     fn recover(&mut self, path: &str, size: u64, error: zip::result::ZipError) -> io::Result<()> {
         let mut file = File::open(path)?;
-        let mut entries: Vec<(u64, String)> = Vec::new();
+        let mut entries: Vec<LocalEntry> = Vec::new();
         let mut headers: Vec<(String, Value)> = Vec::new();
-        let mut cut: Option<String> = None;
-        loop {
-            let offset = file.stream_position()?;
-            match zip::read::read_zipfile_from_stream(&mut file) {
-                Ok(Some(mut entry)) => {
-                    let name = entry.name().map(|n| n.into_owned()).unwrap_or_default();
-                    if HEADER_ENTRIES.contains(&name.as_str()) || name == "results.json" {
-                        let mut bytes = Vec::new();
-                        match (&mut entry).take(64 << 20).read_to_end(&mut bytes) {
-                            Ok(_) => {
-                                if let Ok(v) = parse_header(bytes) {
-                                    headers.push((name.clone(), v));
-                                }
-                            }
-                            Err(e) => {
-                                cut = Some(format!("entry {name} is cut or corrupt ({e})"));
-                                break;
-                            }
+        let mut offset = 0u64;
+        let cut = loop {
+            match LocalEntry::read(&mut file, offset, size) {
+                Ok(Some(entry)) => {
+                    offset = entry.data + entry.compressed;
+                    if HEADER_ENTRIES.contains(&entry.name.as_str()) || entry.name == "results.json"
+                    {
+                        if let Ok(v) = entry.bytes(&mut file, 64 << 20).and_then(parse_header) {
+                            headers.push((entry.name.clone(), v));
                         }
-                    } else if let Err(e) = io::copy(&mut entry, &mut io::sink()) {
-                        cut = Some(format!("entry {name} is cut or corrupt ({e})"));
-                        break;
                     }
-                    if is_sample_entry(&name) {
-                        entries.push((offset, name));
+                    if is_sample_entry(&entry.name) {
+                        entries.push(entry);
                     }
                 }
-                Ok(None) => break,
-                Err(e) => {
-                    if offset < size {
-                        cut = Some(format!("the entry at byte {offset} cannot be read ({e})"));
-                    }
-                    break;
-                }
+                Ok(None) => break None,
+                Err(why) => break Some(format!("at byte {offset}: {why}")),
             }
-        }
+        };
         if entries.is_empty() && headers.is_empty() {
             return Err(invalid(
                 path,
@@ -387,14 +370,15 @@ impl LogRecords {
         let message = format!(
             "the archive's central directory cannot be read ({error}): the file is cut short or corrupt; {} complete sample entries were read from their local headers{}",
             entries.len(),
-            cut.map(|c| format!(", then {c}")).unwrap_or_default()
+            cut.map(|c| format!(", and the archive cannot be read on {c}"))
+                .unwrap_or_default()
         );
         self.last.push(RawRecord {
             provenance: self.provenance(self.input.clone(), 1),
             bytes: Vec::new(),
             error: Some(FrameError::Read(message)),
         });
-        entries.sort_by_key(|a| sample_order(&a.1));
+        entries.sort_by_key(|e| sample_order(&e.name));
         self.source = Source::Recovered {
             file,
             samples: entries,
@@ -577,9 +561,10 @@ impl LogRecords {
                 samples,
                 size,
             } => {
-                let (offset, name) = samples.get(k)?.clone();
-                let read = read_local_entry(file, offset, max).map_err(|e| (Vec::new(), e));
+                let entry = samples.get(k)?.clone();
+                let read = entry.bytes(file, max).map_err(|e| (Vec::new(), e));
                 self.bytes_read = *size * (k as u64 + 1) / samples.len().max(1) as u64;
+                let name = entry.name;
                 let file: Arc<str> = Arc::from(format!("{input}/{name}"));
                 (file, 1, serde_json::json!({"entry": name}), read)
             }
@@ -743,17 +728,110 @@ fn read_capped(reader: impl Read, max: usize, declared: u64) -> Result<Vec<u8>, 
     Ok(bytes)
 }
 
-/// Reads the entry whose local header is at `offset`.
-fn read_local_entry(file: &mut File, offset: u64, max: usize) -> Result<Vec<u8>, FrameError> {
-    file.seek(SeekFrom::Start(offset))
-        .map_err(|e| FrameError::Read(e.to_string()))?;
-    match zip::read::read_zipfile_from_stream(file) {
-        Ok(Some(entry)) => {
-            let size = entry.size();
-            read_capped(entry, max, size)
+/// An entry found from its local header (when the central directory cannot be read).
+#[derive(Debug, Clone)]
+struct LocalEntry {
+    name: String,
+    /// Offset of its data.
+    data: u64,
+    compressed: u64,
+    size: u64,
+    method: u16,
+}
+
+impl LocalEntry {
+    /// The entry whose local header is at `offset`: `None` at the central directory (or the
+    /// end of the file), an error when the header is not one or its data runs past the end.
+    fn read(file: &mut File, offset: u64, size: u64) -> Result<Option<LocalEntry>, String> {
+        if offset + 4 > size {
+            return Ok(None);
         }
-        Ok(None) => Err(FrameError::Read("the entry is gone".into())),
-        Err(e) => Err(FrameError::Read(format!("cannot read the entry: {e}"))),
+        let mut head = [0u8; 30];
+        file.seek(SeekFrom::Start(offset))
+            .and_then(|_| file.read_exact(&mut head[..4]))
+            .map_err(|e| e.to_string())?;
+        match &head[..4] {
+            b"PK\x03\x04" => {}
+            b"PK\x01\x02" | b"PK\x05\x06" | b"PK\x06\x06" => return Ok(None),
+            _ => return Err("no local file header where one should start".into()),
+        }
+        let short = |e: io::Error| format!("the local header is cut ({e})");
+        file.read_exact(&mut head[4..]).map_err(short)?;
+        let u16_at = |i: usize| u16::from_le_bytes([head[i], head[i + 1]]);
+        let u32_at =
+            |i: usize| u32::from_le_bytes([head[i], head[i + 1], head[i + 2], head[i + 3]]);
+        let (flags, method) = (u16_at(6), u16_at(8));
+        let (mut compressed, mut unpacked) = (u64::from(u32_at(18)), u64::from(u32_at(22)));
+        let mut name = vec![0u8; usize::from(u16_at(26))];
+        let mut extra = vec![0u8; usize::from(u16_at(28))];
+        file.read_exact(&mut name).map_err(short)?;
+        file.read_exact(&mut extra).map_err(short)?;
+        let name = String::from_utf8_lossy(&name).into_owned();
+        if flags & 0x0008 != 0 {
+            return Err(format!(
+                "entry {name} keeps its size after its data (a data descriptor), which only the central directory finds"
+            ));
+        }
+        // ZIP64: sizes past 4 GiB are in extra field 1 (the uncompressed size first).
+        let mut at = 0;
+        while at + 4 <= extra.len() {
+            let id = u16::from_le_bytes([extra[at], extra[at + 1]]);
+            let len = usize::from(u16::from_le_bytes([extra[at + 2], extra[at + 3]]));
+            let field = extra.get(at + 4..at + 4 + len).unwrap_or_default();
+            if id == 1 {
+                let u64_at = |i: usize| {
+                    field
+                        .get(i..i + 8)
+                        .and_then(|b| <[u8; 8]>::try_from(b).ok())
+                        .map(u64::from_le_bytes)
+                };
+                let mut i = 0;
+                if unpacked == u64::from(u32::MAX) {
+                    unpacked = u64_at(i).unwrap_or(unpacked);
+                    i += 8;
+                }
+                if compressed == u64::from(u32::MAX) {
+                    compressed = u64_at(i).unwrap_or(compressed);
+                }
+            }
+            at += 4 + len;
+        }
+        let data = offset + 30 + (name.len() + extra.len()) as u64;
+        if data + compressed > size {
+            return Err(format!("entry {name} is cut"));
+        }
+        Ok(Some(LocalEntry {
+            name,
+            data,
+            compressed,
+            size: unpacked,
+            method,
+        }))
+    }
+
+    /// The entry's bytes, decompressed (stored, deflate or zstd), at most `max` of them.
+    fn bytes(&self, file: &mut File, max: usize) -> Result<Vec<u8>, FrameError> {
+        if self.size > max as u64 {
+            return Err(FrameError::TooLarge {
+                size: self.size,
+                limit: max as u64,
+            });
+        }
+        file.seek(SeekFrom::Start(self.data))
+            .map_err(|e| FrameError::Read(e.to_string()))?;
+        let raw = Read::take(&mut *file, self.compressed);
+        match self.method {
+            0 => read_capped(raw, max, self.size),
+            8 => read_capped(flate2::read::DeflateDecoder::new(raw), max, self.size),
+            93 => {
+                let decoder = zstd::stream::read::Decoder::new(raw)
+                    .map_err(|e| FrameError::Read(format!("cannot read the zstd entry: {e}")))?;
+                read_capped(decoder, max, self.size)
+            }
+            m => Err(FrameError::Read(format!(
+                "the entry's compression (method {m}) is not supported: stored, deflate and zstd are"
+            ))),
+        }
     }
 }
 

@@ -19,6 +19,7 @@ mod claude_code;
 mod convert_cli;
 mod corpus;
 mod export;
+mod inspect;
 mod interop;
 mod join;
 mod ledgermind;

@@ -552,7 +552,7 @@ impl LogRecords {
             } => {
                 let (index, name) = samples.get(k)?.clone();
                 let read = read_entry(archive, index, max).map_err(|e| (Vec::new(), e));
-                self.bytes_read = *size * (k as u64 + 1) / samples.len().max(1) as u64;
+                self.bytes_read = size.saturating_mul(k as u64 + 1) / samples.len().max(1) as u64;
                 let file: Arc<str> = Arc::from(format!("{input}/{name}"));
                 (file, 1, serde_json::json!({"entry": name}), read)
             }
@@ -563,7 +563,7 @@ impl LogRecords {
             } => {
                 let entry = samples.get(k)?.clone();
                 let read = entry.bytes(file, max).map_err(|e| (Vec::new(), e));
-                self.bytes_read = *size * (k as u64 + 1) / samples.len().max(1) as u64;
+                self.bytes_read = size.saturating_mul(k as u64 + 1) / samples.len().max(1) as u64;
                 let name = entry.name;
                 let file: Arc<str> = Arc::from(format!("{input}/{name}"));
                 (file, 1, serde_json::json!({"entry": name}), read)
@@ -797,7 +797,7 @@ impl LocalEntry {
             at += 4 + len;
         }
         let data = offset + 30 + (name.len() + extra.len()) as u64;
-        if data + compressed > size {
+        if data.saturating_add(compressed) > size {
             return Err(format!("entry {name} is cut"));
         }
         Ok(Some(LocalEntry {

@@ -492,6 +492,25 @@ fn results_without_their_calls_and_other_broken_samples_are_rejected_with_pointe
 }
 
 #[test]
+fn a_duplicate_key_in_a_sample_is_diagnosed_at_its_place_in_the_log() {
+    let dir = tempfile::tempdir().expect("dir");
+    let text = std::fs::read_to_string(sample_log()).expect("sample");
+    let text = text.replacen(
+        "\"target\": \"picoCTF{p1n_0f_d00m}\",",
+        "\"target\": \"x\", \"target\": \"y\",",
+        1,
+    );
+    let path = dir.path().join("dup.json");
+    std::fs::write(&path, text).expect("write");
+    let (code, out, stderr) = convert(&[&path], Some("inspect"), &[]);
+    assert_eq!((code, out.len()), (1, 1), "{stderr}");
+    assert!(
+        stderr.contains("error[json-duplicate-key]") && stderr.contains("/samples/1/target"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn unanswered_calls_content_parts_and_legacy_fields_are_kept() {
     let dir = tempfile::tempdir().expect("dir");
     let mut log = sample_log_value();

@@ -18,6 +18,7 @@ use crate::formats::chat::tool_names;
 use crate::formats::kit::{not_a_unit, source_details};
 use crate::formats::Format;
 use crate::ingest::{RawRecord, RecordSource};
+use crate::json::strict::{self, ParseError};
 use crate::model::{AdpVersion, JsonObject, Trajectory};
 use crate::validate::check::parse_json;
 use crate::validate::Diagnostic;
@@ -74,7 +75,7 @@ impl Converter for Inspect {
         record: &RawRecord,
         _map: &FormatOptions,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
-        let bundle = parse_json(record).map_err(|d| vec![*d])?;
+        let bundle = parse_bundle(record)?;
         if !bundle[MARKER].is_object() {
             return Err(not_a_unit(
                 record,
@@ -85,15 +86,60 @@ impl Converter for Inspect {
     }
 }
 
+/// Parses a record. A sample that breaks trajkit's rules on JSON text (a duplicate key, an
+/// integer past 64 bits) is diagnosed at its pointer in the log, not in the record's wrapper.
+fn parse_bundle(record: &RawRecord) -> Result<Value, Vec<Diagnostic>> {
+    if record.error.is_some() {
+        return parse_json(record).map_err(|d| vec![*d]);
+    }
+    match strict::parse_value(&record.bytes) {
+        Ok(value) => Ok(value),
+        Err(ParseError::Rule(p)) => {
+            let pointer = match p.pointer.strip_prefix("/sample") {
+                Some(rest) => format!("{}{rest}", log_prefix(&wrapper(&record.bytes))),
+                None => p.pointer,
+            };
+            Err(vec![Diagnostic::error(
+                &record.provenance,
+                None,
+                pointer,
+                p.rule,
+                p.message,
+            )])
+        }
+        Err(ParseError::Syntax(_)) => parse_json(record).map_err(|d| vec![*d]),
+    }
+}
+
+/// The wrapper of a record (its first JSON value after the marker key), read alone.
+fn wrapper(bytes: &[u8]) -> Value {
+    let start = format!("{{\"{MARKER}\":").len();
+    bytes
+        .get(start..)
+        .and_then(|rest| {
+            serde_json::Deserializer::from_slice(rest)
+                .into_iter::<Value>()
+                .next()
+        })
+        .and_then(Result::ok)
+        .unwrap_or(Value::Null)
+}
+
+/// Where a record's sample is in its log file, as a pointer prefix: `/samples/<k>` in a
+/// `.json` log, nothing in an `.eval` entry (the record's file).
+fn log_prefix(meta: &Value) -> String {
+    meta["index"]
+        .as_u64()
+        .map(|k| format!("/samples/{k}"))
+        .unwrap_or_default()
+}
+
 fn to_trajectory(mut bundle: Value, record: &RawRecord) -> Result<Trajectory, Vec<Diagnostic>> {
     let meta = bundle[MARKER].take();
     let sample = bundle["sample"].take();
     // Pointers are into the log file: a `.json` log's samples are at `/samples/<k>`; an
     // `.eval` record's file is its entry.
-    let prefix = meta["index"]
-        .as_u64()
-        .map(|k| format!("/samples/{k}"))
-        .unwrap_or_default();
+    let prefix = log_prefix(&meta);
     let fail = |id: Option<&str>, pointer: &str, rule: &str, message: String| {
         vec![Diagnostic::error(
             &record.provenance,

@@ -19,6 +19,7 @@ mod claude_code;
 mod convert_cli;
 mod corpus;
 mod export;
+mod gemini_cli;
 mod interop;
 mod join;
 mod ledgermind;

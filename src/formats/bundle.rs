@@ -4,10 +4,10 @@
 //! frame that is not a JSON object follows as a record of its own, so it is rejected with its
 //! line while the rest of the file still converts.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::ingest::{FrameError, FramedRecords, RawRecord, RecordSource};
-use crate::json::strict::{self, ParseError};
+use crate::json::strict;
 
 /// The records of a bundled file: the bundle first, then the frames that are not objects.
 pub struct FileBundle {
@@ -31,30 +31,42 @@ impl FileBundle {
         mut framed: FramedRecords,
         marker: &str,
     ) -> FileBundle {
-        let mut lines = Vec::new();
+        // The bundle's text, written as the entries are checked: each entry's own bytes, not
+        // re-serialized (the converter parses the bundle once).
+        let mut text =
+            format!("{{{}:true,\"lines\":[", Value::String(marker.to_owned())).into_bytes();
+        let mut entries = 0usize;
         let mut bad = Vec::new();
         let mut head: Option<RawRecord> = None;
         for mut record in read.into_iter().chain(framed.by_ref()) {
             // An entry that breaks trajkit's rules on JSON text is rejected as it is.
-            let parsed = match &record.error {
+            let object = match &record.error {
                 Some(_) => None,
-                None => match strict::parse_value(&record.bytes) {
-                    Ok(value) => Some(value),
-                    Err(ParseError::Rule(p)) => {
+                None => match entry_kind(&record.bytes) {
+                    Ok(object) => Some(object),
+                    Err(Some(p)) => {
                         record.error = Some(FrameError::Json(Box::new(p)));
                         None
                     }
-                    Err(ParseError::Syntax(_)) => None,
+                    Err(None) => None,
                 },
             };
-            match parsed {
-                Some(entry) if entry.is_object() => {
-                    lines.push(json!({"line": record.provenance.line, "entry": entry}));
+            match object {
+                Some(true) => {
+                    if entries > 0 {
+                        text.push(b',');
+                    }
+                    entries += 1;
+                    text.extend_from_slice(
+                        format!("{{\"line\":{},\"entry\":", record.provenance.line).as_bytes(),
+                    );
+                    text.extend_from_slice(&record.bytes);
+                    text.push(b'}');
                     if head.is_none() {
                         head = Some(record);
                     }
                 }
-                Some(_) => {
+                Some(false) => {
                     record.error = Some(FrameError::Invalid(
                         "each entry of this file must be a JSON object".into(),
                     ));
@@ -63,12 +75,10 @@ impl FileBundle {
                 None => bad.push(record),
             }
         }
+        text.extend_from_slice(b"]}");
         let mut records = Vec::new();
         if let Some(mut head) = head {
-            let mut bundle = serde_json::Map::new();
-            bundle.insert(marker.to_owned(), Value::Bool(true));
-            bundle.insert("lines".to_owned(), Value::Array(lines));
-            head.bytes = serde_json::to_vec(&bundle).unwrap_or_default();
+            head.bytes = text;
             head.provenance.line = 1;
             head.provenance.index = 0;
             records.push(head);
@@ -96,6 +106,18 @@ impl RecordSource for FileBundle {
     fn bytes_read(&self) -> u64 {
         self.bytes
     }
+}
+
+/// Whether `bytes` are a JSON object (`Ok(true)`) or another JSON value (`Ok(false)`), read
+/// without building it; `Err` when they are not JSON (`None`: the parse of the bundle reports
+/// nothing more useful than the framer's syntax error, so the record is rejected as it is) or
+/// break one of trajkit's rules on JSON text (`Some`).
+fn entry_kind(bytes: &[u8]) -> Result<bool, Option<strict::JsonProblem>> {
+    if serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_err() {
+        return Err(None);
+    }
+    strict::check(bytes).map_err(Some)?;
+    Ok(bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{'))
 }
 
 /// The `(line, entry)` pairs of a bundle built by [`FileBundle`], in file order.

@@ -21,7 +21,7 @@ use std::io;
 use serde_json::{json, Map, Value};
 
 use crate::convert::{ConvertOptions, Converter, FormatOptions};
-use crate::formats::bundle::{bundle_lines, FileBundle};
+use crate::formats::bundle::FileBundle;
 use crate::formats::kit::{file_stem, has_keys, parse_bundle, source_details};
 use crate::formats::Format;
 use crate::ingest::{RawRecord, RecordSource};
@@ -80,7 +80,7 @@ impl Converter for GeminiCli {
             MARKER,
             "not a Gemini CLI session (use --from gemini-cli on the session file)",
         )?;
-        let session = replay(&bundle);
+        let session = replay(bundle);
         Ok(vec![(to_trajectory(session, record), AdpVersion::V1_5)])
     }
 }
@@ -97,27 +97,39 @@ struct Session {
     unmapped: Vec<Value>,
 }
 
-/// Replays the lines of a bundled session file (one line for the JSON document).
-fn replay(bundle: &Value) -> Session {
+/// Replays the lines of a bundled session file (one line for the JSON document), taking the
+/// messages out of it rather than copying them.
+fn replay(bundle: Value) -> Session {
     let mut s = Session::default();
     // Messages by id, in the order their id first appeared.
     let mut order: Vec<String> = Vec::new();
     let mut by_id: HashMap<String, Value> = HashMap::new();
-    let set_messages = |list: &Value, order: &mut Vec<String>, by_id: &mut HashMap<_, _>| {
+    let set_messages = |list: Value, order: &mut Vec<String>, by_id: &mut HashMap<_, _>| {
         order.clear();
         by_id.clear();
-        for (i, m) in list.as_array().into_iter().flatten().enumerate() {
+        let Value::Array(list) = list else { return };
+        for (i, m) in list.into_iter().enumerate() {
             // A message without an id keeps its place under one of its own.
             let id = m["id"]
                 .as_str()
                 .map_or_else(|| format!("#{i}"), str::to_owned);
-            if by_id.insert(id.clone(), m.clone()).is_none() {
+            if by_id.insert(id.clone(), m).is_none() {
                 order.push(id);
             }
         }
     };
-    for (line, entry) in bundle_lines(bundle) {
-        let Some(obj) = entry.as_object() else {
+    let lines = match bundle {
+        Value::Object(mut b) => b.remove("lines"),
+        _ => None,
+    };
+    let Some(Value::Array(lines)) = lines else {
+        return s;
+    };
+    for l in lines {
+        let Value::Object(mut l) = l else { continue };
+        let line = l.get("line").and_then(Value::as_u64).unwrap_or(0);
+        let entry = l.remove("entry").unwrap_or(Value::Null);
+        let Value::Object(mut obj) = entry else {
             continue;
         };
         if let Some(target) = obj.get("$rewindTo") {
@@ -129,17 +141,17 @@ fn replay(bundle: &Value) -> Session {
                 by_id.remove(&id);
                 s.rewound.push(json!(id));
             }
-        } else if let Some(set) = obj.get("$set").and_then(Value::as_object) {
+        } else if let Some(Value::Object(set)) = obj.remove("$set") {
             for (k, v) in set {
                 if k == "messages" {
                     set_messages(v, &mut order, &mut by_id);
                 } else {
-                    s.meta.insert(k.clone(), v.clone());
+                    s.meta.insert(k, v);
                 }
             }
         } else if obj.get("id").is_some_and(Value::is_string) {
             let id = obj["id"].as_str().unwrap_or_default().to_owned();
-            if by_id.insert(id.clone(), entry.clone()).is_none() {
+            if by_id.insert(id.clone(), Value::Object(obj)).is_none() {
                 order.push(id);
             }
         } else if obj.contains_key("sessionId") {
@@ -147,14 +159,14 @@ fn replay(bundle: &Value) -> Session {
                 if k == "messages" {
                     set_messages(v, &mut order, &mut by_id);
                 } else {
-                    s.meta.insert(k.clone(), v.clone());
+                    s.meta.insert(k, v);
                 }
             }
         } else {
             s.unmapped.push(json!({
                 "line": line,
                 "reason": "neither session metadata, a message, a $set nor a $rewindTo",
-                "value": entry,
+                "value": obj,
             }));
         }
     }
@@ -460,7 +472,7 @@ mod tests {
 
     #[test]
     fn a_log_replays_rewrites_sets_and_rewinds() {
-        let s = replay(&bundle(&[
+        let s = replay(bundle(&[
             json!({"sessionId": "s", "projectHash": "p", "startTime": "t0"}),
             json!({"id": "a", "type": "user", "content": "hi"}),
             json!({"id": "b", "type": "gemini", "content": "x"}),
@@ -480,7 +492,7 @@ mod tests {
 
     #[test]
     fn a_set_of_messages_replaces_them_all() {
-        let s = replay(&bundle(&[
+        let s = replay(bundle(&[
             json!({"sessionId": "s", "projectHash": "p"}),
             json!({"id": "a", "type": "user", "content": "hi"}),
             json!({"$set": {"messages": [{"id": "z", "type": "user", "content": "new"}]}}),

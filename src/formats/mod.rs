@@ -16,6 +16,7 @@ pub mod atif;
 pub mod claude_code;
 pub mod ledgermind;
 pub mod memabra;
+pub mod mini_swe_agent;
 pub mod openai;
 pub mod openhands;
 pub mod parquet;
@@ -49,6 +50,7 @@ pub static FORMATS: &[Format] = &[
     claude_code::FORMAT,
     ledgermind::FORMAT,
     memabra::FORMAT,
+    mini_swe_agent::FORMAT,
     openai::FORMAT,
     openhands::FORMAT,
     parquet::FORMAT,

@@ -22,6 +22,7 @@ mod export;
 mod interop;
 mod join;
 mod ledgermind;
+mod mini_swe_agent;
 mod mutants;
 mod parquet;
 mod partition;

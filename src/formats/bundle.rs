@@ -3,11 +3,63 @@
 //! `{<marker>: true, "lines": [{"line", "entry"}]}` (read back with [`bundle_lines`]); every
 //! frame that is not a JSON object follows as a record of its own, so it is rejected with its
 //! line while the rest of the file still converts.
+//!
+//! Chat formats read a file of bare messages (a JSON array of `{role, content}`, or JSON lines
+//! of them) the same way, as one chat: [`open_chat`].
+
+use std::io;
 
 use serde_json::Value;
 
+use super::chat::is_message;
 use crate::ingest::{FrameError, FramedRecords, RawRecord, RecordSource};
 use crate::json::strict;
+
+/// Opens `path` for a chat format. A file whose first record is one chat message
+/// ([`is_message`]: a string `role`, no `messages`) holds one chat: its records become one
+/// record `{"messages": [...]}` (line 1, index 0), in file order, so JSON pointers into it read
+/// `/messages/N` for the file's N-th message; a record that cannot be read (cut by the end of
+/// the file, too large, not JSON) follows as a record of its own, rejected with its line while
+/// the rest of the chat still converts. Any other file is framed as usual, a record each.
+pub fn open_chat(path: &str, max_record_bytes: usize) -> io::Result<Box<dyn RecordSource>> {
+    let mut framed = FramedRecords::open(path, max_record_bytes)?;
+    let Some(first) = framed.next() else {
+        return Ok(Box::new(FileBundle {
+            pending: Vec::new().into_iter(),
+            bytes: framed.bytes_read(),
+        }));
+    };
+    let message = first.error.is_none()
+        && serde_json::from_slice::<Value>(&first.bytes).is_ok_and(|v| is_message(&v));
+    if message {
+        Ok(Box::new(FileBundle::messages(first, framed)))
+    } else {
+        Ok(Box::new(Peeked {
+            first: Some(first),
+            rest: framed,
+        }))
+    }
+}
+
+/// A framed input whose first record was read ahead.
+struct Peeked {
+    first: Option<RawRecord>,
+    rest: FramedRecords,
+}
+
+impl Iterator for Peeked {
+    type Item = RawRecord;
+
+    fn next(&mut self) -> Option<RawRecord> {
+        self.first.take().or_else(|| self.rest.next())
+    }
+}
+
+impl RecordSource for Peeked {
+    fn bytes_read(&self) -> u64 {
+        self.rest.bytes_read()
+    }
+}
 
 /// The records of a bundled file: the bundle first, then the frames that are not objects.
 pub struct FileBundle {
@@ -26,15 +78,41 @@ impl FileBundle {
     }
 
     /// Bundles `read` (records already read from `framed`) and the rest of `framed`.
-    pub fn from_framed(
+    pub fn from_framed(read: Vec<RawRecord>, framed: FramedRecords, marker: &str) -> FileBundle {
+        let open = format!("{{{}:true,\"lines\":[", Value::String(marker.to_owned()));
+        FileBundle::build(read, framed, open, true, |text, record| {
+            text.extend_from_slice(
+                format!("{{\"line\":{},\"entry\":", record.provenance.line).as_bytes(),
+            );
+            text.extend_from_slice(&record.bytes);
+            text.push(b'}');
+        })
+    }
+
+    /// The chat of a file of messages ([`open_chat`]): `first`, then the rest of `framed`.
+    fn messages(first: RawRecord, framed: FramedRecords) -> FileBundle {
+        FileBundle::build(
+            vec![first],
+            framed,
+            "{\"messages\":[".into(),
+            false,
+            |text, r| text.extend_from_slice(&r.bytes),
+        )
+    }
+
+    /// One record whose text is `open`, then each readable record of `read` and `framed`
+    /// written by `entry` (the entry's own bytes, checked without building a value, so the
+    /// converter parses the bundle once), comma-separated, then `]}`; the records that cannot
+    /// be read (or, with `objects_only`, are not JSON objects) follow, each rejected with its
+    /// line while the rest still converts.
+    fn build(
         read: Vec<RawRecord>,
         mut framed: FramedRecords,
-        marker: &str,
+        open: String,
+        objects_only: bool,
+        entry: fn(&mut Vec<u8>, &RawRecord),
     ) -> FileBundle {
-        // The bundle's text, written as the entries are checked: each entry's own bytes, not
-        // re-serialized (the converter parses the bundle once).
-        let mut text =
-            format!("{{{}:true,\"lines\":[", Value::String(marker.to_owned())).into_bytes();
+        let mut text = open.into_bytes();
         let mut entries = 0usize;
         let mut bad = Vec::new();
         let mut head: Option<RawRecord> = None;
@@ -52,27 +130,27 @@ impl FileBundle {
                 },
             };
             match object {
-                Some(true) => {
-                    if entries > 0 {
-                        text.push(b',');
-                    }
-                    entries += 1;
-                    text.extend_from_slice(
-                        format!("{{\"line\":{},\"entry\":", record.provenance.line).as_bytes(),
-                    );
-                    text.extend_from_slice(&record.bytes);
-                    text.push(b'}');
-                    if head.is_none() {
-                        head = Some(record);
-                    }
-                }
+                Some(true) => {}
+                Some(false) if !objects_only => {}
                 Some(false) => {
                     record.error = Some(FrameError::Invalid(
                         "each entry of this file must be a JSON object".into(),
                     ));
                     bad.push(record);
+                    continue;
                 }
-                None => bad.push(record),
+                None => {
+                    bad.push(record);
+                    continue;
+                }
+            }
+            if entries > 0 {
+                text.push(b',');
+            }
+            entries += 1;
+            entry(&mut text, &record);
+            if head.is_none() {
+                head = Some(record);
             }
         }
         text.extend_from_slice(b"]}");

@@ -17,6 +17,7 @@ pub mod claude_code;
 pub mod gemini_cli;
 pub mod ledgermind;
 pub mod memabra;
+pub mod mini_swe_agent;
 pub mod openai;
 pub mod openhands;
 pub mod parquet;
@@ -51,6 +52,7 @@ pub static FORMATS: &[Format] = &[
     gemini_cli::FORMAT,
     ledgermind::FORMAT,
     memabra::FORMAT,
+    mini_swe_agent::FORMAT,
     openai::FORMAT,
     openhands::FORMAT,
     parquet::FORMAT,

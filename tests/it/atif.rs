@@ -64,6 +64,7 @@ fn every_sample_format_round_trips_through_atif_unchanged() {
         "ledgermind",
         "swe-agent",
         "openhands",
+        "mini-swe-agent",
     ]
     .iter()
     .map(|d| sample_data().join(d))

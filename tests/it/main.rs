@@ -23,6 +23,7 @@ mod gemini_cli;
 mod interop;
 mod join;
 mod ledgermind;
+mod mini_swe_agent;
 mod mutants;
 mod parquet;
 mod partition;

@@ -18,18 +18,44 @@ pub struct FileBundle {
 impl FileBundle {
     /// Bundles the objects of `path` under `marker`.
     pub fn open(path: &str, max_record_bytes: usize, marker: &str) -> std::io::Result<FileBundle> {
-        Ok(FileBundle::from_framed(
+        FileBundle::open_with(
+            path,
+            max_record_bytes,
+            marker,
+            &mut |_: &mut serde_json::Map<String, Value>| {},
+        )
+    }
+
+    /// [`FileBundle::open`], where `extend` sees the bundle (its marker and `lines`) before it
+    /// is written and may add keys to it: what the reader knows from outside the file (a
+    /// sidecar file, another file of the same directory).
+    pub fn open_with(
+        path: &str,
+        max_record_bytes: usize,
+        marker: &str,
+        extend: &mut dyn FnMut(&mut serde_json::Map<String, Value>),
+    ) -> std::io::Result<FileBundle> {
+        Ok(FileBundle::build(
             Vec::new(),
             FramedRecords::open(path, max_record_bytes)?,
             marker,
+            extend,
         ))
     }
 
     /// Bundles `read` (records already read from `framed`) and the rest of `framed`.
-    pub fn from_framed(
+    pub fn from_framed(read: Vec<RawRecord>, framed: FramedRecords, marker: &str) -> FileBundle {
+        FileBundle::build(read, framed, marker, &mut |_: &mut serde_json::Map<
+            String,
+            Value,
+        >| {})
+    }
+
+    fn build(
         read: Vec<RawRecord>,
         mut framed: FramedRecords,
         marker: &str,
+        extend: &mut dyn FnMut(&mut serde_json::Map<String, Value>),
     ) -> FileBundle {
         let mut lines = Vec::new();
         let mut bad = Vec::new();
@@ -68,6 +94,7 @@ impl FileBundle {
             let mut bundle = serde_json::Map::new();
             bundle.insert(marker.to_owned(), Value::Bool(true));
             bundle.insert("lines".to_owned(), Value::Array(lines));
+            extend(&mut bundle);
             head.bytes = serde_json::to_vec(&bundle).unwrap_or_default();
             head.provenance.line = 1;
             head.provenance.index = 0;

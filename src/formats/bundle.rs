@@ -77,6 +77,30 @@ impl FileBundle {
         ))
     }
 
+    /// [`FileBundle::open`], where `extend` sees the bundle (its marker and `lines`) before it
+    /// is handed on and may add keys to it: what the reader knows from outside the file (a
+    /// sidecar file, another file of the same directory). Only this path parses the bundle
+    /// to change it.
+    pub fn open_with(
+        path: &str,
+        max_record_bytes: usize,
+        marker: &str,
+        extend: &mut dyn FnMut(&mut serde_json::Map<String, Value>),
+    ) -> std::io::Result<FileBundle> {
+        let mut bundle = FileBundle::open(path, max_record_bytes, marker)?;
+        let mut records: Vec<RawRecord> = bundle.pending.by_ref().collect();
+        if let Some(head) = records.first_mut().filter(|r| r.error.is_none()) {
+            if let Ok(Value::Object(mut map)) = serde_json::from_slice::<Value>(&head.bytes) {
+                if map.get(marker) == Some(&Value::Bool(true)) {
+                    extend(&mut map);
+                    head.bytes = serde_json::to_vec(&map).unwrap_or_default();
+                }
+            }
+        }
+        bundle.pending = records.into_iter();
+        Ok(bundle)
+    }
+
     /// Bundles `read` (records already read from `framed`) and the rest of `framed`.
     pub fn from_framed(read: Vec<RawRecord>, framed: FramedRecords, marker: &str) -> FileBundle {
         let open = format!("{{{}:true,\"lines\":[", Value::String(marker.to_owned()));

@@ -198,6 +198,16 @@ mod tests {
             })),
             vec!["swe-agent"]
         );
+        // Claude Code sessions, whatever bookkeeping line comes first.
+        for first in [
+            json!({"type": "user", "sessionId": "s", "uuid": "u", "message": {}}),
+            json!({"type": "queue-operation", "operation": "enqueue", "sessionId": "s"}),
+            json!({"type": "summary", "summary": "x", "leafUuid": "u"}),
+            json!({"type": "file-history-snapshot", "messageId": "m", "snapshot": {},
+                "isSnapshotUpdate": false}),
+        ] {
+            assert_eq!(names(first), vec!["claude-code"]);
+        }
         assert!(names(json!({"messages": []})).is_empty());
         assert!(names(json!([1, 2])).is_empty());
     }

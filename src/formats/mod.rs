@@ -14,6 +14,7 @@ pub mod spec;
 pub mod adp;
 pub mod atif;
 pub mod claude_code;
+pub mod codex;
 pub mod ledgermind;
 pub mod memabra;
 pub mod openai;
@@ -47,6 +48,7 @@ pub static FORMATS: &[Format] = &[
     adp::FORMAT,
     atif::FORMAT,
     claude_code::FORMAT,
+    codex::FORMAT,
     ledgermind::FORMAT,
     memabra::FORMAT,
     openai::FORMAT,

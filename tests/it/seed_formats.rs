@@ -241,6 +241,7 @@ fn the_whole_sample_directory_converts_with_every_format_detected() {
     assert_eq!(code, 0, "{stderr}");
     for format in [
         "adp",
+        "codex",
         "ledgermind",
         "memabra",
         "openai",
@@ -252,10 +253,10 @@ fn the_whole_sample_directory_converts_with_every_format_detected() {
     ] {
         assert!(stderr.contains(&format!("detected {format}")), "{stderr}");
     }
-    // 5 ADP + 1 ATIF + 1 Claude Code session + 2 memabra + 2 Reflexion + 3 Ralph attempts
-    // + 4 LedgerMind sessions + 2 OpenAI chats + 2 ShareGPT conversations + 2 OpenHands runs
-    // + 2 SWE-agent runs.
-    assert_eq!(out.len(), 26);
+    // 5 ADP + 1 ATIF + 1 Claude Code session + 1 Codex rollout + 2 memabra + 2 Reflexion
+    // + 3 Ralph attempts + 4 LedgerMind sessions + 2 OpenAI chats + 2 ShareGPT conversations
+    // + 2 OpenHands runs + 2 SWE-agent runs.
+    assert_eq!(out.len(), 27);
     assert_eq!(validate_adp(&out), 0);
 }
 

@@ -14,6 +14,7 @@ pub mod spec;
 pub mod adp;
 pub mod atif;
 pub mod claude_code;
+pub mod codex;
 pub mod gemini_cli;
 pub mod ledgermind;
 pub mod memabra;
@@ -49,6 +50,7 @@ pub static FORMATS: &[Format] = &[
     adp::FORMAT,
     atif::FORMAT,
     claude_code::FORMAT,
+    codex::FORMAT,
     gemini_cli::FORMAT,
     ledgermind::FORMAT,
     memabra::FORMAT,

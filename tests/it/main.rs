@@ -16,6 +16,7 @@ mod atif;
 mod bad_input;
 mod chat_formats;
 mod claude_code;
+mod codex;
 mod convert_cli;
 mod corpus;
 mod export;

@@ -241,6 +241,7 @@ fn the_whole_sample_directory_converts_with_every_format_detected() {
     assert_eq!(code, 0, "{stderr}");
     for format in [
         "adp",
+        "codex",
         "gemini-cli",
         "ledgermind",
         "memabra",
@@ -254,11 +255,11 @@ fn the_whole_sample_directory_converts_with_every_format_detected() {
     ] {
         assert!(stderr.contains(&format!("detected {format}")), "{stderr}");
     }
-    // 5 ADP + 1 ATIF + 2 Claude Code files (a session and its subagent) + 2 memabra
-    // + 2 Reflexion + 3 Ralph attempts + 4 LedgerMind sessions + 2 OpenAI chats + 2 ShareGPT
-    // conversations + 2 OpenHands runs + 2 SWE-agent runs + 1 Gemini CLI session
+    // 5 ADP + 1 ATIF + 2 Claude Code files (a session and its subagent) + 1 Codex rollout
+    // + 2 memabra + 2 Reflexion + 3 Ralph attempts + 4 LedgerMind sessions + 2 OpenAI chats
+    // + 2 ShareGPT conversations + 2 OpenHands runs + 2 SWE-agent runs + 1 Gemini CLI session
     // + 2 mini-swe-agent runs.
-    assert_eq!(out.len(), 30);
+    assert_eq!(out.len(), 31);
     assert_eq!(validate_adp(&out), 0);
 }
 

@@ -507,6 +507,17 @@ fn every_version_is_read_and_a_later_one_with_a_warning() {
         "a/q.wav"
     );
     assert_eq!(out[9]["details"]["atif"]["steps"][0]["confidence"], 0.9);
+    // `run` reports the warning too.
+    let pipeline = tmp.path().join("p.toml");
+    let text = format!(
+        "[[input]]\npath = {:?}\nformat = \"atif\"\n\n[[export]]\nto = \"adp\"\noutput = {:?}\n",
+        input.display().to_string(),
+        tmp.path().join("run-out").display().to_string()
+    );
+    std::fs::write(&pipeline, text).expect("write");
+    let (code, _, stderr) = run(&["run"], &[pipeline], None);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("warning[atif-version-unknown]"), "{stderr}");
     // Another major version, or no version at all, is refused with the reason.
     let bad = write_docs(
         tmp.path(),
@@ -541,7 +552,8 @@ fn a_subagent_result_holding_only_its_reference_answers_its_call() {
     );
     d["subagent_trajectories"] = json!([doc(
         "ATIF-v1.7",
-        json!([{"step_id": 1, "source": "user", "message": "X?"}])
+        json!([{"step_id": 1, "source": "user", "message": "X?"},
+               {"step_id": 2, "source": "agent", "message": "X is Y."}])
     )]);
     d["subagent_trajectories"][0]["trajectory_id"] = json!("sub-1");
     let input = write_docs(tmp.path(), "delegation.jsonl", &[d]);
@@ -556,10 +568,15 @@ fn a_subagent_result_holding_only_its_reference_answers_its_call() {
         c[2]["content"]["subagent_trajectory_ref"][0]["trajectory_id"],
         "sub-1"
     );
+    // The embedded subagent is a trajectory of its own, named after its parent.
+    assert_eq!(out.len(), 2);
     assert_eq!(
-        out[0]["details"]["atif"]["subagent_trajectories"][0]["trajectory_id"],
-        "sub-1"
+        out[0]["details"]["atif"]["subagent_trajectories"][0],
+        json!({"trajectory_id": "sub-1", "session_id": "s", "converted_as": "s/sub-1"})
     );
+    assert_eq!(out[1]["id"], "s/sub-1");
+    assert_eq!(out[1]["details"]["atif"]["parent"]["trajectory_id"], "s");
+    assert_eq!(out[1]["content"][1]["content"], "X is Y.");
     assert_eq!(common::validate_adp(&out), 0);
     assert_exports_take_all(&out);
 }

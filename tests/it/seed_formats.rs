@@ -252,10 +252,11 @@ fn the_whole_sample_directory_converts_with_every_format_detected() {
     ] {
         assert!(stderr.contains(&format!("detected {format}")), "{stderr}");
     }
-    // 5 ADP + 2 ATIF (one of them two files: a trajectory and its continuation) + 1 Claude
-    // Code session + 2 memabra + 2 Reflexion + 3 Ralph attempts + 4 LedgerMind sessions + 2
-    // OpenAI chats + 2 ShareGPT conversations + 2 OpenHands runs + 2 SWE-agent runs.
-    assert_eq!(out.len(), 27);
+    // 5 ADP + 3 ATIF (a trajectory and the subagent it embeds; a trajectory and its
+    // continuation file) + 1 Claude Code session + 2 memabra + 2 Reflexion + 3 Ralph attempts
+    // + 4 LedgerMind sessions + 2 OpenAI chats + 2 ShareGPT conversations + 2 OpenHands runs
+    // + 2 SWE-agent runs.
+    assert_eq!(out.len(), 28);
     assert_eq!(validate_adp(&out), 0);
 }
 

@@ -40,11 +40,49 @@ pub fn convert(record: &RawRecord) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<
     let id = document_id(&value, record);
     let mut reader = Reader::default();
     let steps = reader.document(&value);
-    let details = reader.native_details(&value, steps);
-    Ok(vec![(
-        reader.into_trajectory(&value, id, record, details),
-        AdpVersion::V1_5,
-    )])
+    let mut details = reader.native_details(&value, steps);
+    let mut out = Vec::new();
+    subagents(&value, &id, record, &mut details, &mut out);
+    out.insert(0, reader.into_trajectory(&value, id, record, details));
+    Ok(out.into_iter().map(|t| (t, AdpVersion::V1_5)).collect())
+}
+
+/// The subagents embedded in `doc` (v1.7 `subagent_trajectories`) as trajectories of their
+/// own, recursively, with ids `{parent id}/{trajectory_id}` (`{parent id}/{index}` for one
+/// without) and `details.atif.parent`; the parent's `details.atif.subagent_trajectories`
+/// (`atif`) keeps, for each, its ids and the id of its trajectory (`converted_as`).
+fn subagents(
+    doc: &Value,
+    parent: &str,
+    record: &RawRecord,
+    atif: &mut Map<String, Value>,
+    out: &mut Vec<Trajectory>,
+) {
+    let Some(subs) = doc["subagent_trajectories"].as_array() else {
+        return;
+    };
+    let mut kept = Vec::new();
+    for (k, sub) in subs.iter().enumerate() {
+        let own = sub["trajectory_id"].as_str().filter(|s| !s.is_empty());
+        let id = match own {
+            Some(t) => format!("{parent}/{t}"),
+            None => format!("{parent}/{k}"),
+        };
+        kept.push(json!({
+            "trajectory_id": sub["trajectory_id"],
+            "session_id": sub["session_id"],
+            "converted_as": id,
+        }));
+        let mut reader = Reader::default();
+        let steps = reader.document(sub);
+        let mut details = reader.native_details(sub, steps);
+        details.insert("parent".into(), json!({"trajectory_id": parent}));
+        let mut nested = Vec::new();
+        subagents(sub, &id, record, &mut details, &mut nested);
+        out.push(reader.into_trajectory(sub, id, record, details));
+        out.extend(nested);
+    }
+    atif.insert("subagent_trajectories".into(), Value::Array(kept));
 }
 
 /// Checks a document: its version (rule `atif-version`), the raw schema (for a version later
@@ -79,12 +117,23 @@ fn check_document(value: &Value, prov: &Provenance) -> Result<(), Vec<Diagnostic
             return Err(diagnostics);
         }
     }
+    check_step_ids(value, "", prov, id)
+}
+
+/// Step ids are 1, 2, ... in order, in a document and each subagent it embeds (`at`: the
+/// document's JSON pointer).
+fn check_step_ids(
+    value: &Value,
+    at: &str,
+    prov: &Provenance,
+    id: Option<&str>,
+) -> Result<(), Vec<Diagnostic>> {
     for (i, s) in value["steps"].as_array().into_iter().flatten().enumerate() {
         if s["step_id"].as_u64() != Some(i as u64 + 1) {
             return Err(vec![Diagnostic::error(
                 prov,
                 id,
-                format!("/steps/{i}/step_id"),
+                format!("{at}/steps/{i}/step_id"),
                 "atif-step-id",
                 format!(
                     "step_id must be {} (1, 2, ... in order), found {}",
@@ -93,6 +142,14 @@ fn check_document(value: &Value, prov: &Provenance) -> Result<(), Vec<Diagnostic
                 ),
             )]);
         }
+    }
+    for (k, sub) in value["subagent_trajectories"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        check_step_ids(sub, &format!("{at}/subagent_trajectories/{k}"), prov, id)?;
     }
     Ok(())
 }
@@ -189,10 +246,10 @@ fn bundle(
             bytes: Vec::new(),
             error: None,
         };
-        return Ok(vec![(
-            reader.into_trajectory(doc, id, &prov_record, details),
-            AdpVersion::V1_5,
-        )]);
+        let mut out = Vec::new();
+        subagents(doc, &id, &prov_record, &mut details, &mut out);
+        out.insert(0, reader.into_trajectory(doc, id, &prov_record, details));
+        return Ok(out.into_iter().map(|t| (t, AdpVersion::V1_5)).collect());
     }
     // Merged: the first file, then each continuation without the context it copies.
     let root = json!({"file": first["file"], "trajectory_id": doc["trajectory_id"], "session_id": doc["session_id"]});
@@ -200,6 +257,7 @@ fn bundle(
     reader.track_copies = true;
     let steps = reader.document(doc);
     let mut continuations = Vec::new();
+    let mut out = Vec::new();
     for part in &parts[1..] {
         let cont = &part["document"];
         reader.dedupe_copies = true;
@@ -207,6 +265,7 @@ fn bundle(
         let mut entry = Map::new();
         entry.insert("file".into(), part["file"].clone());
         entry.extend(root_rest(cont));
+        subagents(cont, &id, record, &mut entry, &mut out);
         if !steps.is_empty() {
             entry.insert("steps".into(), Value::Array(steps));
         }
@@ -217,10 +276,14 @@ fn bundle(
     }
     let mut details = reader.native_details(doc, steps);
     details.insert("continuations".into(), Value::Array(continuations));
-    Ok(vec![(
-        reader.into_trajectory(doc, id, record, details),
-        AdpVersion::V1_5,
-    )])
+    let mut first_subagents = Vec::new();
+    subagents(doc, &id, record, &mut details, &mut first_subagents);
+    first_subagents.extend(out);
+    first_subagents.insert(0, reader.into_trajectory(doc, id, record, details));
+    Ok(first_subagents
+        .into_iter()
+        .map(|t| (t, AdpVersion::V1_5))
+        .collect())
 }
 
 /// Warnings about a converted record: each document whose version is later than those

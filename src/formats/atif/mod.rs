@@ -1,6 +1,6 @@
 //! ATIF (Harbor's Agent Trajectory Interchange Format), read in every version (v1.0 to v1.8,
-//! a later v1.N with a warning) and written as v1.7 or v1.8: [`read`], [`write`], and the
-//! continuation files a trajectory may be cut into, [`files`]. The mapping is in
+//! a later v1.N with a warning) and written as v1.7 or v1.8: `read.rs`, `write.rs`, and the
+//! continuation files a trajectory may be cut into, `files.rs`. The mapping is in
 //! docs/formats/atif.md.
 //!
 //! ATIF versions, from the RFC and Harbor's models (the reader accepts the fields of all of

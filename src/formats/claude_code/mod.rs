@@ -1,9 +1,9 @@
 //! Claude Code sessions: one JSON-lines file per session (and one per subagent), one trajectory
 //! per file. The lines form a tree through `parentUuid`: the trajectory is the main chain and
 //! what hangs off it in the same conversation (the results of parallel calls, the rest of a
-//! response written after one of them), see [`tree`]; the lines of one response are merged
-//! and its calls' results follow it in call order, see [`steps`]. A project directory is read
-//! whole, subagents included ([`project`]). The mapping is in docs/formats/claude-code.md.
+//! response written after one of them), see `tree.rs`; the lines of one response are merged
+//! and its calls' results follow it in call order, see `steps.rs`. A project directory is read
+//! whole, subagents included (`project.rs`). The mapping is in docs/formats/claude-code.md.
 
 mod project;
 mod steps;

@@ -1,12 +1,18 @@
 //! Writes a large JSON-lines file for benchmarks, from real record shapes.
 //!
 //! Usage: `cargo run --release --example gen_bench_input -- OUT.jsonl [BYTES] [SHAPES_DIR]`
+//! or `... -- OUT_DIR BYTES SHAPES_DIR rollouts` (Codex CLI rollouts, below).
 //!
 //! The shapes are the records (JSON objects) of every `*.json` or `*.jsonl` file in `SHAPES_DIR`,
 //! recursively. Without `SHAPES_DIR`, they are the ADP trajectories (an `id` and a `content`
 //! list of `class_`-tagged steps) of `../shared/corpus/adp`, falling back to `sample_data/adp`.
 //! They are written in turn, each made unique (`<trajectory_id>-<n>`, Reflexion iteration `n`,
 //! or `<id>#<n>`), until the output reaches BYTES (default 1 GiB). The output is deterministic.
+//!
+//! With `rollouts`, each `*.jsonl` file of `SHAPES_DIR` is a Codex CLI rollout (a session per
+//! file) and `OUT_DIR` gets files `rollout-<n>.jsonl` of about 1 MB until BYTES: a shape's first
+//! line (its `session_meta`, id made `<id>-<n>`), then its other lines repeated, call ids made
+//! `<call_id>-<k>` in repeat `k` so that each output still answers its own call.
 
 use std::fs;
 use std::io::{BufWriter, Write};
@@ -100,8 +106,83 @@ fn uniquify(r: &mut Value, n: u64, round: u64) {
     }
 }
 
+/// Writes Codex rollouts shaped like the files of `shapes` into `out` (see the module doc).
+fn rollouts(out: &Path, target: u64, shapes: &Path) -> Result<(), Box<dyn std::error::Error>> {
+    const FILE_BYTES: u64 = 1 << 20;
+    let mut files = Vec::new();
+    collect(shapes, &mut files);
+    let sessions: Vec<Vec<Value>> = files
+        .iter()
+        .filter_map(|f| fs::read_to_string(f).ok())
+        .map(|text| {
+            text.lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect::<Vec<Value>>()
+        })
+        .filter(|lines| lines.len() > 1)
+        .collect();
+    if sessions.is_empty() {
+        return Err("no rollout shapes found".into());
+    }
+    fs::create_dir_all(out)?;
+    let (mut written, mut n) = (0u64, 0u64);
+    while written < target {
+        let lines = &sessions[(n % sessions.len() as u64) as usize];
+        let path = out.join(format!("rollout-{n:06}.jsonl"));
+        let mut file = BufWriter::with_capacity(1 << 20, fs::File::create(path)?);
+        let mut bytes = 0u64;
+        let mut head = lines[0].clone();
+        let id = if head.get("payload").is_some() {
+            head.pointer_mut("/payload/id")
+        } else {
+            head.get_mut("id")
+        };
+        if let Some(id) = id {
+            *id = Value::String(format!("{}-{n}", id.as_str().unwrap_or("s")));
+        }
+        let put = |v: &Value, file: &mut BufWriter<fs::File>| -> std::io::Result<u64> {
+            let line = serde_json::to_vec(v)?;
+            file.write_all(&line)?;
+            file.write_all(b"\n")?;
+            Ok(line.len() as u64 + 1)
+        };
+        bytes += put(&head, &mut file)?;
+        let mut k = 0u64;
+        while bytes < FILE_BYTES {
+            for line in &lines[1..] {
+                let mut v = line.clone();
+                let slot = if v.get("payload").is_some() {
+                    v.pointer_mut("/payload/call_id")
+                } else {
+                    v.get_mut("call_id")
+                };
+                if let Some(id) = slot {
+                    *id = Value::String(format!("{}-{k}", id.as_str().unwrap_or("c")));
+                }
+                bytes += put(&v, &mut file)?;
+            }
+            k += 1;
+        }
+        file.flush()?;
+        written += bytes;
+        n += 1;
+    }
+    eprintln!(
+        "wrote {n} rollouts ({written} bytes) from {} shapes to {}",
+        sessions.len(),
+        out.display()
+    );
+    Ok(())
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [out, bytes, shapes, mode] = args.as_slice() {
+        if mode == "rollouts" {
+            return rollouts(Path::new(out), bytes.parse()?, Path::new(shapes));
+        }
+        return Err(format!("unknown mode {mode:?} (known: rollouts)").into());
+    }
     let out_path = args
         .first()
         .ok_or("usage: gen_bench_input OUT.jsonl [BYTES] [SHAPES_DIR]")?;

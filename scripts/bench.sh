@@ -18,7 +18,8 @@
 # Prints, per command, the input size, wall time, MB/s and peak RSS (GNU time's %M).
 # ADP: BYTES of trajectories shaped like the shared corpus. Seed formats: BYTES/4 each, shaped
 # like the bundled samples (small, structure-heavy records), and for Reflexion also like the
-# real example in the shared corpus (long diffs and outputs) when it is there.
+# real example in the shared corpus (long diffs and outputs) when it is there; Codex: BYTES/4
+# of 1 MB rollout files in a directory, shaped like the bundled sample.
 # join: the ADP input joined with a 1,000,000-record rewards JSON-lines file (one record per
 # trajectory of the input, the rest for ids not in it); MB/s is of trajectory input, and the
 # time includes indexing the rewards.
@@ -231,6 +232,15 @@ seed memabra-samples memabra sample_data/memabra
 seed reflexion-samples reflexion sample_data/reflexion
 # LedgerMind events shaped like the sample store, each round of copies in sessions of its own.
 seed ledgermind-samples ledgermind sample_data/ledgermind
+# Codex CLI rollouts: a directory of 1 MB rollout files shaped like the bundled sample (a file is
+# a session; MB/s of all the files).
+ROLLOUTS="$BENCH_DIR/codex-rollouts-$((BYTES / 4))"
+if [ ! -d "$ROLLOUTS" ]; then
+  "$TARGET"/release/examples/gen_bench_input "$ROLLOUTS" "$((BYTES / 4))" sample_data/codex rollouts 2>/dev/null
+fi
+SIZE=$(du -sb "$ROLLOUTS" | cut -f1)
+rm -f "$BENCH_DIR/out.jsonl"
+report "convert --from codex (codex-samples)" "$BIN" convert -q --from codex "$ROLLOUTS" -o "$BENCH_DIR/out.jsonl"
 REAL=../shared/corpus/seeds/aiwg/examples/reflections-example-001.json
 if [ -f "$REAL" ]; then
   mkdir -p "$BENCH_DIR/reflexion-real-shape"

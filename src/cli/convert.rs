@@ -41,8 +41,9 @@ pub struct ConvertArgs {
     /// docs/specs.md); the spec is checked before any data is read.
     #[arg(long, value_name = "FILE", conflicts_with = "from")]
     pub spec: Option<String>,
-    /// Output format: adp, or atif (ATIF v1.7, built from ADP 1.5.0; what ATIF has no field
-    /// for is kept in `extra.adp`, so `--from atif` gives the same ADP back).
+    /// Output format: adp, or atif (ATIF v1.7, or v1.8 with --atif-version 1.8, built from
+    /// ADP 1.5.0; what ATIF has no field for is kept in `extra.adp`, so `--from atif` gives the
+    /// same ADP back).
     #[arg(long, default_value = "adp")]
     pub to: String,
     /// ADP version to write: 1.5.0 (default), 1.4.0 ... 1.0.0, or unversioned.
@@ -88,6 +89,7 @@ fn format_flag(o: &'static FormatOption) -> Arg {
     let parser: clap::builder::ValueParser = match o.default {
         OptionValue::Bool(_) => clap::value_parser!(bool),
         OptionValue::Int(_) => clap::value_parser!(i64).into(),
+        OptionValue::Choice(_, names) => clap::builder::PossibleValuesParser::new(names).into(),
     };
     Arg::new(o.key)
         .long(o.flag)
@@ -112,6 +114,12 @@ impl FromArgMatches for FormatArgs {
                     .copied()
                     .map(OptionValue::Bool),
                 OptionValue::Int(_) => matches.get_one::<i64>(o.key).copied().map(OptionValue::Int),
+                OptionValue::Choice(..) => match matches.get_one::<String>(o.key) {
+                    Some(name) => Some(OptionValue::choice(o, name).map_err(|e| {
+                        clap::Error::raw(clap::error::ErrorKind::ValueValidation, e)
+                    })?),
+                    None => None,
+                },
             };
             if let Some(v) = value {
                 self.options
@@ -139,6 +147,7 @@ pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         upgrade,
         run: global.run_options(),
         mapping: args.formats.options,
+        inputs: std::sync::Arc::new(inputs.clone()),
     };
     let shown = Capped::stderr(global);
     let started = Instant::now();

@@ -372,6 +372,9 @@ mod tests {
             let prop = &props[o.key];
             assert_eq!(prop["type"], o.default.type_name(), "{}", o.key);
             assert_eq!(prop["default"], o.default.to_json(), "{}", o.key);
+            if let trajkit::convert::OptionValue::Choice(_, names) = o.default {
+                assert_eq!(prop["enum"], json!(names), "{}", o.key);
+            }
             let text = prop["description"].as_str().unwrap_or_default();
             assert!(
                 text.starts_with(o.help) && text.ends_with(&format!("(convert --{}).", o.flag)),

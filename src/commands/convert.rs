@@ -40,7 +40,10 @@ impl Sink for ConvertSink {
     fn accept(&mut self, record: RawRecord, item: Converted) -> io::Result<Flow> {
         self.summary.records += 1;
         match item {
-            Converted::Written(bytes, n) => {
+            Converted::Written(bytes, n, warnings) => {
+                for w in &warnings {
+                    self.reporter.diagnostic(w)?;
+                }
                 self.output.write_all(&bytes)?;
                 self.summary.written_records += 1;
                 self.summary.trajectories += n;
@@ -78,6 +81,10 @@ pub fn convert_inputs(
         summary: ConvertSummary::default(),
     };
     let inputs: Vec<String> = plan.iter().map(|(path, _)| path.clone()).collect();
+    let opts = &ConvertOptions {
+        inputs: std::sync::Arc::new(inputs.clone()),
+        ..opts.clone()
+    };
     let by_path: HashMap<&str, &dyn Converter> =
         plan.iter().map(|(path, c)| (path.as_str(), *c)).collect();
     let sources = |path: &str| by_path.get(path).and_then(|c| c.open_source(path, opts));

@@ -407,6 +407,15 @@ fn format_options(table: &Map<String, Value>, problems: &mut Problems) -> Format
         let value = match (option.default, value) {
             (OptionValue::Bool(_), Value::Bool(b)) => Some(OptionValue::Bool(*b)),
             (OptionValue::Int(_), v) => v.as_i64().map(OptionValue::Int),
+            (OptionValue::Choice(..), Value::String(name)) => {
+                match OptionValue::choice(option, name) {
+                    Ok(v) => Some(v),
+                    Err(e) => {
+                        problems.add(format!("/convert/{key}"), e);
+                        continue;
+                    }
+                }
+            }
             _ => None,
         };
         let set = value

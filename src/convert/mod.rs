@@ -9,6 +9,7 @@ pub use options::{FormatOption, FormatOptions, OptionValue};
 
 use std::io;
 use std::path::Path;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -60,9 +61,16 @@ pub trait Converter: Sync {
         &[]
     }
     /// When ADP trajectories can be written in this format (`convert --to NAME`), the function
-    /// that builds one record of it from an ADP 1.5.0 trajectory.
-    fn writer(&self) -> Option<fn(&Trajectory) -> Value> {
+    /// that builds one record of it from an ADP 1.5.0 trajectory and the format options (which
+    /// may choose, for instance, the version written).
+    fn writer(&self) -> Option<fn(&Trajectory, &FormatOptions) -> Value> {
         None
+    }
+    /// Warnings about a record this converter converted: something in it deserves a look but
+    /// did not stop it (a version of the format newer than those the converter knows). Called
+    /// once per converted record by `convert`, which reports them; none by default.
+    fn warnings(&self, _record: &RawRecord) -> Vec<Diagnostic> {
+        Vec::new()
     }
     /// Converts one record into trajectories, each with the ADP version it is expressed in, or
     /// diagnoses why it cannot; `map` holds the format options.
@@ -91,7 +99,7 @@ pub trait Converter: Sync {
                 &opts.upgrade,
                 self.reads_adp(),
             )?;
-            write_line(out, &traj, opts.to, &record.provenance).map_err(|d| vec![*d])?;
+            write_line(out, &traj, opts, &record.provenance).map_err(|d| vec![*d])?;
         }
         Ok(count)
     }
@@ -172,7 +180,7 @@ impl Partial<'_> {
         } else {
             let mut traj = self.into_trajectory();
             converted_checked(&mut traj, prov, &opts.upgrade, false)?;
-            write_line(out, &traj, opts.to, prov)
+            write_line(out, &traj, opts, prov)
         }
         .map_err(|d| vec![*d])?;
         Ok(1)
@@ -210,12 +218,17 @@ pub struct ConvertOptions {
     pub run: RunOptions,
     /// The options of the formats (reading and mapping choices).
     pub mapping: FormatOptions,
+    /// Every input of the run, as planned (directories a format does not claim expanded to
+    /// their files): a format whose unit spans files (ATIF continuation files) reads a group
+    /// only when its files were given together. Set by the runners from their plan.
+    pub inputs: Arc<Vec<String>>,
 }
 
 /// The result of converting one record.
 pub enum Converted {
-    /// Serialized JSON lines, one per trajectory.
-    Written(Vec<u8>, u64),
+    /// Serialized JSON lines, one per trajectory, their count, and warnings about the record
+    /// ([`Converter::warnings`]).
+    Written(Vec<u8>, u64, Vec<Diagnostic>),
     /// Why the record was rejected.
     Rejected(Vec<Diagnostic>),
 }
@@ -230,7 +243,7 @@ pub fn convert_record(
     // Converted records are up to about 1.6 times as large as their input.
     let mut out = Vec::with_capacity(2 * record.bytes.len() + 256);
     match converter.convert_into(record, opts, &mut out) {
-        Ok(count) => Converted::Written(out, count),
+        Ok(count) => Converted::Written(out, count, converter.warnings(record)),
         Err(d) => Converted::Rejected(d),
     }
 }
@@ -270,7 +283,7 @@ pub fn converted_checked(
 impl OutputFormat {
     /// The function that builds a record of the output format from a trajectory, or `None`
     /// for ADP (written as it is).
-    fn writer(self) -> Option<fn(&Trajectory) -> Value> {
+    fn writer(self) -> Option<fn(&Trajectory, &FormatOptions) -> Value> {
         match self {
             OutputFormat::Adp => None,
             OutputFormat::Native(c) => c.writer(),
@@ -278,16 +291,17 @@ impl OutputFormat {
     }
 }
 
-/// Appends `traj` to `out` as one JSON line in the output format `to`.
+/// Appends `traj` to `out` as one JSON line in the output format `opts.to` (built with the
+/// format options `opts.mapping`).
 pub fn write_line(
     out: &mut Vec<u8>,
     traj: &Trajectory,
-    to: OutputFormat,
+    opts: &ConvertOptions,
     prov: &Provenance,
 ) -> Result<(), Box<Diagnostic>> {
-    match to.writer() {
+    match opts.to.writer() {
         None => write_json(out, traj, &traj.id, prov),
-        Some(native) => write_json(out, &native(traj), &traj.id, prov),
+        Some(native) => write_json(out, &native(traj, &opts.mapping), &traj.id, prov),
     }
 }
 

@@ -14,6 +14,9 @@ pub enum OptionValue {
     Bool(bool),
     /// An integer (`--flag N`, `key = N`).
     Int(i64),
+    /// One of a fixed set of names (`--flag NAME`, `key = "NAME"`): the value, and the names
+    /// allowed (the same list in the default and in every value set).
+    Choice(&'static str, &'static [&'static str]),
 }
 
 impl fmt::Display for OptionValue {
@@ -21,6 +24,7 @@ impl fmt::Display for OptionValue {
         match self {
             OptionValue::Bool(b) => write!(f, "{b}"),
             OptionValue::Int(i) => write!(f, "{i}"),
+            OptionValue::Choice(c, _) => f.write_str(c),
         }
     }
 }
@@ -31,6 +35,7 @@ impl OptionValue {
         match self {
             OptionValue::Bool(b) => b.into(),
             OptionValue::Int(i) => i.into(),
+            OptionValue::Choice(c, _) => c.into(),
         }
     }
 
@@ -39,6 +44,29 @@ impl OptionValue {
         match self {
             OptionValue::Bool(_) => "boolean",
             OptionValue::Int(_) => "integer",
+            OptionValue::Choice(..) => "string",
+        }
+    }
+
+    /// The names a choice allows (empty for other kinds).
+    pub fn choices(self) -> &'static [&'static str] {
+        match self {
+            OptionValue::Choice(_, names) => names,
+            _ => &[],
+        }
+    }
+
+    /// The value of `option` named `name`, when it is one of the option's choices: the name as
+    /// the option declares it (so values stay `'static`).
+    pub fn choice(option: &FormatOption, name: &str) -> Result<OptionValue, String> {
+        let names = option.default.choices();
+        match names.iter().find(|n| **n == name) {
+            Some(n) => Ok(OptionValue::Choice(n, names)),
+            None => Err(format!(
+                "{} takes one of {}, not {name:?}",
+                option.key,
+                names.join(", ")
+            )),
         }
     }
 }
@@ -71,6 +99,15 @@ pub struct FormatOptions {
 impl FormatOptions {
     /// Sets `option` to `value`, which must be of the option's type.
     pub fn set(&mut self, option: &'static FormatOption, value: OptionValue) -> Result<(), String> {
+        if let OptionValue::Choice(name, _) = value {
+            if !option.default.choices().contains(&name) {
+                return Err(format!(
+                    "{} takes one of {}, not {name:?}",
+                    option.key,
+                    option.default.choices().join(", ")
+                ));
+            }
+        }
         if std::mem::discriminant(&value) != std::mem::discriminant(&option.default) {
             return Err(format!(
                 "{} takes a value of type {}, not {value}",
@@ -102,7 +139,16 @@ impl FormatOptions {
     pub fn int(&self, option: &FormatOption) -> i64 {
         match self.get(option) {
             OptionValue::Int(i) => i,
-            OptionValue::Bool(_) => 0,
+            _ => 0,
+        }
+    }
+
+    /// The value of a choice `option` (`""` for an option of another type, as for
+    /// [`FormatOptions::bool`]).
+    pub fn choice(&self, option: &FormatOption) -> &'static str {
+        match self.get(option) {
+            OptionValue::Choice(c, _) => c,
+            _ => "",
         }
     }
 }
@@ -139,5 +185,27 @@ mod tests {
         assert!(opts
             .set(&GAP, OptionValue::Bool(true))
             .is_err_and(|e| e.contains("integer")));
+    }
+
+    static PICK: FormatOption = FormatOption {
+        key: "demo_pick",
+        flag: "demo-pick",
+        default: OptionValue::Choice("a", &["a", "b"]),
+        value_name: "NAME",
+        help: "demo: a choice.",
+    };
+
+    #[test]
+    fn a_choice_takes_only_its_names() {
+        let mut opts = FormatOptions::default();
+        assert_eq!(opts.choice(&PICK), "a");
+        let b = OptionValue::choice(&PICK, "b").expect("a name of the option");
+        opts.set(&PICK, b).expect("set");
+        assert_eq!(opts.choice(&PICK), "b");
+        assert_eq!(PICK.default.to_json(), serde_json::json!("a"));
+        assert!(OptionValue::choice(&PICK, "c").is_err_and(|e| e.contains("a, b")));
+        assert!(opts
+            .set(&PICK, OptionValue::Choice("c", &["c"]))
+            .is_err_and(|e| e.contains("one of a, b")));
     }
 }

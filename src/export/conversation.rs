@@ -9,7 +9,11 @@
 //! - a message wrapped in `<finish> … </finish>` contributes the answer inside;
 //! - turns after the last assistant turn are dropped (they train nothing), with the results of
 //!   that turn's calls: the final assistant turn is the only one whose calls may go unanswered
-//!   (the call itself is the training target, as in OpenAI's function-calling examples).
+//!   (the call itself is the training target, as in OpenAI's function-calling examples);
+//! - a call whose action has no `tool_call_id` (ADP's way of saying no result was recorded)
+//!   that is still waiting when the conversation goes on (a later action, or user input) is
+//!   answered by a tool message with empty content; a call with an id stays an error
+//!   (`tool-call-unanswered`).
 //!
 //! A trajectory that cannot become a trainable conversation is [`Untrainable`], with a rule
 //! and a message for the rejects file.
@@ -143,8 +147,8 @@ pub struct MapOptions {
 pub fn build(traj: Trajectory, opts: &MapOptions) -> Result<Conversation, Untrainable> {
     let system = system_prompt(&traj.details, opts);
     let mut turns: Vec<Turn> = Vec::new();
-    // Calls of the last assistant turn not answered yet: (id, name, content index).
-    let mut pending: Vec<(String, String, usize)> = Vec::new();
+    // Calls of the last assistant turn not answered yet.
+    let mut pending: Vec<Pending> = Vec::new();
     let mut current: Option<(AssistantTurn, usize, bool)> = None;
     // User input arrived while calls were waiting: their results can no longer follow them.
     let mut interrupted = false;
@@ -153,6 +157,7 @@ pub fn build(traj: Trajectory, opts: &MapOptions) -> Result<Conversation, Untrai
             let (turn, _, finish) = match &mut current {
                 Some(c) => c,
                 None => {
+                    answer_unlinked(&mut turns, &mut pending);
                     if let Some(p) = pending.first() {
                         return Err(unanswered(p));
                     }
@@ -168,10 +173,10 @@ pub fn build(traj: Trajectory, opts: &MapOptions) -> Result<Conversation, Untrai
         }
         let id = step.tool_call_id().map(str::to_owned);
         match id {
-            Some(id) => match pending.iter().position(|p| p.0 == id) {
+            Some(id) => match pending.iter().position(|p| p.id == id) {
                 Some(k) if interrupted => return Err(unanswered(&pending[k])),
                 Some(k) => {
-                    let (id, name, _) = pending.remove(k);
+                    let Pending { id, name, .. } = pending.remove(k);
                     turns.push(Turn::Tool(ToolResult {
                         id,
                         name,
@@ -189,6 +194,7 @@ pub fn build(traj: Trajectory, opts: &MapOptions) -> Result<Conversation, Untrai
                 }
             },
             None => {
+                answer_unlinked(&mut turns, &mut pending);
                 interrupted |= !pending.is_empty();
                 let text = render_observation(step);
                 match turns.last_mut() {
@@ -234,13 +240,40 @@ pub fn build(traj: Trajectory, opts: &MapOptions) -> Result<Conversation, Untrai
     Ok(Conversation { system, turns })
 }
 
-fn unanswered(p: &(String, String, usize)) -> Untrainable {
+/// A call of the last assistant turn not answered yet.
+struct Pending {
+    /// The call id (the action's `tool_call_id`, else `call_{content index}`).
+    id: String,
+    name: String,
+    /// Content index of the action.
+    at: usize,
+    /// The action has a `tool_call_id`: an observation was recorded for it.
+    linked: bool,
+}
+
+/// Answers the waiting calls whose actions have no `tool_call_id` (no result was recorded)
+/// with empty tool messages, as the conversation goes on.
+fn answer_unlinked(turns: &mut Vec<Turn>, pending: &mut Vec<Pending>) {
+    pending.retain(|p| {
+        if p.linked {
+            return true;
+        }
+        turns.push(Turn::Tool(ToolResult {
+            id: p.id.clone(),
+            name: p.name.clone(),
+            content: String::new(),
+        }));
+        false
+    });
+}
+
+fn unanswered(p: &Pending) -> Untrainable {
     Untrainable::new(
         "tool-call-unanswered",
-        format!("/content/{}", p.2),
+        format!("/content/{}", p.at),
         format!(
             "the {} call at content index {} (tool_call_id {:?}) has no result before the conversation goes on",
-            p.1, p.2, p.0
+            p.name, p.at, p.id
         ),
     )
 }
@@ -317,8 +350,9 @@ fn add_action(
     step: Step,
     i: usize,
     opts: &MapOptions,
-    pending: &mut Vec<(String, String, usize)>,
+    pending: &mut Vec<Pending>,
 ) {
+    let linked;
     let call = match step {
         Step::MessageAction(m) => {
             add_thoughts(turn, m.description, m.reasoning_content, opts);
@@ -333,6 +367,7 @@ fn add_action(
         }
         Step::ApiAction(a) => {
             add_thoughts(turn, a.description, a.reasoning_content, opts);
+            linked = a.tool_call_id.is_some();
             Call {
                 id: a.tool_call_id.unwrap_or_else(|| format!("call_{i}")),
                 name: a.function,
@@ -341,6 +376,7 @@ fn add_action(
         }
         Step::CodeAction(c) => {
             add_thoughts(turn, c.description, c.reasoning_content, opts);
+            linked = c.tool_call_id.is_some();
             let (name, arguments) = opts.code_tools.call(&c.language, c.content);
             Call {
                 id: c.tool_call_id.unwrap_or_else(|| format!("call_{i}")),
@@ -350,7 +386,12 @@ fn add_action(
         }
         _ => return,
     };
-    pending.push((call.id.clone(), call.name.clone(), i));
+    pending.push(Pending {
+        id: call.id.clone(),
+        name: call.name.clone(),
+        at: i,
+        linked,
+    });
     turn.calls.push(call);
 }
 
@@ -504,9 +545,10 @@ mod tests {
             {"class_": "message_action", "content": "ok", "description": null}
         ]));
         assert_eq!(build(empty, &opts()).map_err(|e| e.rule), Err("empty-turn"));
+        // A call with an id was answered in the source: its lost result is an error.
         let unanswered = traj(json!([
             {"class_": "text_observation", "content": "hi", "source": "user"},
-            {"class_": "api_action", "function": "f", "kwargs": {}, "description": null},
+            {"class_": "api_action", "function": "f", "kwargs": {}, "description": null, "tool_call_id": "c1"},
             {"class_": "message_action", "content": "meanwhile", "description": null},
             {"class_": "text_observation", "content": "more", "source": "user"},
             {"class_": "message_action", "content": "ok", "description": null}
@@ -515,6 +557,36 @@ mod tests {
             build(unanswered, &opts()).map_err(|e| e.rule),
             Err("tool-call-unanswered")
         );
+    }
+
+    #[test]
+    fn a_call_without_a_recorded_result_is_answered_empty_when_the_conversation_goes_on() {
+        let t = traj(json!([
+            {"class_": "text_observation", "content": "hi", "source": "user"},
+            {"class_": "api_action", "function": "finish", "kwargs": {}, "description": null},
+            {"class_": "api_action", "function": "f", "kwargs": {"a": 1}, "description": null, "tool_call_id": "c1"},
+            {"class_": "text_observation", "content": "done", "source": "environment", "tool_call_id": "c1"},
+            {"class_": "api_action", "function": "g", "kwargs": {}, "description": null},
+            {"class_": "message_action", "content": "thinking", "description": null},
+            {"class_": "text_observation", "content": "go on", "source": "user"},
+            {"class_": "message_action", "content": "ok", "description": null}
+        ]));
+        let c = build(t, &opts()).expect("trainable");
+        let tool = |id: &str, name: &str, content: &str| {
+            Turn::Tool(ToolResult {
+                id: id.into(),
+                name: name.into(),
+                content: content.into(),
+            })
+        };
+        // The linked call's result where it was; the unlinked call is answered empty when the
+        // next assistant turn starts, and the next one before the user's turn.
+        assert_eq!(c.turns[2], tool("c1", "f", "done"));
+        assert_eq!(c.turns[3], tool("call_1", "finish", ""));
+        assert!(matches!(&c.turns[4], Turn::Assistant(a) if a.text == "thinking"));
+        assert_eq!(c.turns[5], tool("call_4", "g", ""));
+        assert_eq!(c.turns[6], Turn::User("go on".into()));
+        assert_eq!(c.turns.len(), 8);
     }
 
     #[test]

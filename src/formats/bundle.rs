@@ -3,11 +3,63 @@
 //! `{<marker>: true, "lines": [{"line", "entry"}]}` (read back with [`bundle_lines`]); every
 //! frame that is not a JSON object follows as a record of its own, so it is rejected with its
 //! line while the rest of the file still converts.
+//!
+//! Chat formats read a file of bare messages (a JSON array of `{role, content}`, or JSON lines
+//! of them) the same way, as one chat: [`open_chat`].
 
-use serde_json::{json, Value};
+use std::io;
 
+use serde_json::Value;
+
+use super::chat::is_message;
 use crate::ingest::{FrameError, FramedRecords, RawRecord, RecordSource};
-use crate::json::strict::{self, ParseError};
+use crate::json::strict;
+
+/// Opens `path` for a chat format. A file whose first record is one chat message
+/// ([`is_message`]: a string `role`, no `messages`) holds one chat: its records become one
+/// record `{"messages": [...]}` (line 1, index 0), in file order, so JSON pointers into it read
+/// `/messages/N` for the file's N-th message; a record that cannot be read (cut by the end of
+/// the file, too large, not JSON) follows as a record of its own, rejected with its line while
+/// the rest of the chat still converts. Any other file is framed as usual, a record each.
+pub fn open_chat(path: &str, max_record_bytes: usize) -> io::Result<Box<dyn RecordSource>> {
+    let mut framed = FramedRecords::open(path, max_record_bytes)?;
+    let Some(first) = framed.next() else {
+        return Ok(Box::new(FileBundle {
+            pending: Vec::new().into_iter(),
+            bytes: framed.bytes_read(),
+        }));
+    };
+    let message = first.error.is_none()
+        && serde_json::from_slice::<Value>(&first.bytes).is_ok_and(|v| is_message(&v));
+    if message {
+        Ok(Box::new(FileBundle::messages(first, framed)))
+    } else {
+        Ok(Box::new(Peeked {
+            first: Some(first),
+            rest: framed,
+        }))
+    }
+}
+
+/// A framed input whose first record was read ahead.
+struct Peeked {
+    first: Option<RawRecord>,
+    rest: FramedRecords,
+}
+
+impl Iterator for Peeked {
+    type Item = RawRecord;
+
+    fn next(&mut self) -> Option<RawRecord> {
+        self.first.take().or_else(|| self.rest.next())
+    }
+}
+
+impl RecordSource for Peeked {
+    fn bytes_read(&self) -> u64 {
+        self.rest.bytes_read()
+    }
+}
 
 /// The records of a bundled file: the bundle first, then the frames that are not objects.
 pub struct FileBundle {
@@ -25,50 +77,110 @@ impl FileBundle {
         ))
     }
 
+    /// [`FileBundle::open`], where `extend` sees the bundle (its marker and `lines`) before it
+    /// is handed on and may add keys to it: what the reader knows from outside the file (a
+    /// sidecar file, another file of the same directory). Only this path parses the bundle
+    /// to change it.
+    pub fn open_with(
+        path: &str,
+        max_record_bytes: usize,
+        marker: &str,
+        extend: &mut dyn FnMut(&mut serde_json::Map<String, Value>),
+    ) -> std::io::Result<FileBundle> {
+        let mut bundle = FileBundle::open(path, max_record_bytes, marker)?;
+        let mut records: Vec<RawRecord> = bundle.pending.by_ref().collect();
+        if let Some(head) = records.first_mut().filter(|r| r.error.is_none()) {
+            if let Ok(Value::Object(mut map)) = serde_json::from_slice::<Value>(&head.bytes) {
+                if map.get(marker) == Some(&Value::Bool(true)) {
+                    extend(&mut map);
+                    head.bytes = serde_json::to_vec(&map).unwrap_or_default();
+                }
+            }
+        }
+        bundle.pending = records.into_iter();
+        Ok(bundle)
+    }
+
     /// Bundles `read` (records already read from `framed`) and the rest of `framed`.
-    pub fn from_framed(
+    pub fn from_framed(read: Vec<RawRecord>, framed: FramedRecords, marker: &str) -> FileBundle {
+        let open = format!("{{{}:true,\"lines\":[", Value::String(marker.to_owned()));
+        FileBundle::build(read, framed, open, true, |text, record| {
+            text.extend_from_slice(
+                format!("{{\"line\":{},\"entry\":", record.provenance.line).as_bytes(),
+            );
+            text.extend_from_slice(&record.bytes);
+            text.push(b'}');
+        })
+    }
+
+    /// The chat of a file of messages ([`open_chat`]): `first`, then the rest of `framed`.
+    fn messages(first: RawRecord, framed: FramedRecords) -> FileBundle {
+        FileBundle::build(
+            vec![first],
+            framed,
+            "{\"messages\":[".into(),
+            false,
+            |text, r| text.extend_from_slice(&r.bytes),
+        )
+    }
+
+    /// One record whose text is `open`, then each readable record of `read` and `framed`
+    /// written by `entry` (the entry's own bytes, checked without building a value, so the
+    /// converter parses the bundle once), comma-separated, then `]}`; the records that cannot
+    /// be read (or, with `objects_only`, are not JSON objects) follow, each rejected with its
+    /// line while the rest still converts.
+    fn build(
         read: Vec<RawRecord>,
         mut framed: FramedRecords,
-        marker: &str,
+        open: String,
+        objects_only: bool,
+        entry: fn(&mut Vec<u8>, &RawRecord),
     ) -> FileBundle {
-        let mut lines = Vec::new();
+        let mut text = open.into_bytes();
+        let mut entries = 0usize;
         let mut bad = Vec::new();
         let mut head: Option<RawRecord> = None;
         for mut record in read.into_iter().chain(framed.by_ref()) {
             // An entry that breaks trajkit's rules on JSON text is rejected as it is.
-            let parsed = match &record.error {
+            let object = match &record.error {
                 Some(_) => None,
-                None => match strict::parse_value(&record.bytes) {
-                    Ok(value) => Some(value),
-                    Err(ParseError::Rule(p)) => {
+                None => match entry_kind(&record.bytes) {
+                    Ok(object) => Some(object),
+                    Err(Some(p)) => {
                         record.error = Some(FrameError::Json(Box::new(p)));
                         None
                     }
-                    Err(ParseError::Syntax(_)) => None,
+                    Err(None) => None,
                 },
             };
-            match parsed {
-                Some(entry) if entry.is_object() => {
-                    lines.push(json!({"line": record.provenance.line, "entry": entry}));
-                    if head.is_none() {
-                        head = Some(record);
-                    }
-                }
-                Some(_) => {
+            match object {
+                Some(true) => {}
+                Some(false) if !objects_only => {}
+                Some(false) => {
                     record.error = Some(FrameError::Invalid(
                         "each entry of this file must be a JSON object".into(),
                     ));
                     bad.push(record);
+                    continue;
                 }
-                None => bad.push(record),
+                None => {
+                    bad.push(record);
+                    continue;
+                }
+            }
+            if entries > 0 {
+                text.push(b',');
+            }
+            entries += 1;
+            entry(&mut text, &record);
+            if head.is_none() {
+                head = Some(record);
             }
         }
+        text.extend_from_slice(b"]}");
         let mut records = Vec::new();
         if let Some(mut head) = head {
-            let mut bundle = serde_json::Map::new();
-            bundle.insert(marker.to_owned(), Value::Bool(true));
-            bundle.insert("lines".to_owned(), Value::Array(lines));
-            head.bytes = serde_json::to_vec(&bundle).unwrap_or_default();
+            head.bytes = text;
             head.provenance.line = 1;
             head.provenance.index = 0;
             records.push(head);
@@ -96,6 +208,18 @@ impl RecordSource for FileBundle {
     fn bytes_read(&self) -> u64 {
         self.bytes
     }
+}
+
+/// Whether `bytes` are a JSON object (`Ok(true)`) or another JSON value (`Ok(false)`), read
+/// without building it; `Err` when they are not JSON (`None`: the parse of the bundle reports
+/// nothing more useful than the framer's syntax error, so the record is rejected as it is) or
+/// break one of trajkit's rules on JSON text (`Some`).
+fn entry_kind(bytes: &[u8]) -> Result<bool, Option<strict::JsonProblem>> {
+    if serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_err() {
+        return Err(None);
+    }
+    strict::check(bytes).map_err(Some)?;
+    Ok(bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{'))
 }
 
 /// The `(line, entry)` pairs of a bundle built by [`FileBundle`], in file order.

@@ -6,7 +6,40 @@ use serde_json::{json, Value};
 use super::kit::source_details;
 use crate::ingest::RawRecord;
 use crate::json::Node;
+use crate::model::links::unlink_unanswered;
 use crate::model::{JsonObject, Step, Trajectory};
+
+/// True when `v` is one chat message rather than a chat: an object with a string `role` and no
+/// `messages` (a file of them, such as a bare JSON array of messages, is one chat: see
+/// [`super::bundle::open_chat`]).
+pub fn is_message(v: &Value) -> bool {
+    v["role"].is_string() && v.get("messages").is_none()
+}
+
+/// Clears the link id of every tool action no observation answers (as [`unlink_unanswered`])
+/// and returns those calls as `{"step": content index, "id": the call's id}`, for
+/// `details.<format>.unanswered_calls`. `synthetic` tells the ids a converter made up (calls
+/// written as text carry none): those are listed with `"id": null`.
+pub fn unlink_unanswered_calls(
+    content: &mut [Step],
+    synthetic: impl Fn(&str) -> bool,
+) -> Vec<Value> {
+    let before: Vec<Option<String>> = content
+        .iter()
+        .map(|s| s.tool_call_id().map(str::to_owned))
+        .collect();
+    unlink_unanswered(content);
+    before
+        .into_iter()
+        .zip(content.iter())
+        .enumerate()
+        .filter_map(|(i, (id, step))| {
+            let id = id.filter(|_| step.is_tool_action() && step.tool_call_id().is_none())?;
+            let native = (!synthetic(&id)).then_some(id);
+            Some(json!({"step": i, "id": native}))
+        })
+        .collect()
+}
 
 /// The record's id: `id` (the record's `id` field) when a non-empty string or a number, else
 /// `{file name}#{index}` (stable across runs).

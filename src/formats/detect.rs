@@ -173,6 +173,41 @@ mod tests {
             ),
             vec!["openai"]
         );
+        // mini-swe-agent runs hold a chat, but name their own trajectory format (format 1
+        // used to pass for an OpenAI chat, format 1.1 to be refused for its `exit` role).
+        for format in ["mini-swe-agent-1", "mini-swe-agent-1.1"] {
+            assert_eq!(
+                names(json!({
+                    "info": {"exit_status": "Submitted", "mini_version": "2.1.0"},
+                    "messages": [{"role": "system", "content": ""}, {"role": "exit", "content": ""}],
+                    "trajectory_format": format
+                })),
+                vec!["mini-swe-agent"]
+            );
+        }
+        // A bare message is the first of a file that is one chat.
+        assert_eq!(
+            names(json!({"role": "system", "content": "You are terse."})),
+            vec!["openai"]
+        );
+        // A SWE-agent .traj with a history and no trajectory.
+        assert_eq!(
+            names(json!({
+                "history": [{"role": "system", "content": "", "agent": "main", "message_type": "system_prompt"}],
+                "info": {"exit_status": "submitted"}
+            })),
+            vec!["swe-agent"]
+        );
+        // Claude Code sessions, whatever bookkeeping line comes first.
+        for first in [
+            json!({"type": "user", "sessionId": "s", "uuid": "u", "message": {}}),
+            json!({"type": "queue-operation", "operation": "enqueue", "sessionId": "s"}),
+            json!({"type": "summary", "summary": "x", "leafUuid": "u"}),
+            json!({"type": "file-history-snapshot", "messageId": "m", "snapshot": {},
+                "isSnapshotUpdate": false}),
+        ] {
+            assert_eq!(names(first), vec!["claude-code"]);
+        }
         assert!(names(json!({"messages": []})).is_empty());
         assert!(names(json!([1, 2])).is_empty());
     }

@@ -14,9 +14,12 @@ pub mod spec;
 pub mod adp;
 pub mod atif;
 pub mod claude_code;
+pub mod codex;
+pub mod gemini_cli;
 pub mod inspect;
 pub mod ledgermind;
 pub mod memabra;
+pub mod mini_swe_agent;
 pub mod openai;
 pub mod openhands;
 pub mod parquet;
@@ -48,9 +51,12 @@ pub static FORMATS: &[Format] = &[
     adp::FORMAT,
     atif::FORMAT,
     claude_code::FORMAT,
+    codex::FORMAT,
+    gemini_cli::FORMAT,
     inspect::FORMAT,
     ledgermind::FORMAT,
     memabra::FORMAT,
+    mini_swe_agent::FORMAT,
     openai::FORMAT,
     openhands::FORMAT,
     parquet::FORMAT,

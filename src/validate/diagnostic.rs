@@ -68,4 +68,18 @@ impl Diagnostic {
             severity: Severity::Error,
         }
     }
+
+    /// A warning diagnostic for the record at `prov` (the record is still converted or valid).
+    pub fn warning(
+        prov: &Provenance,
+        record_id: Option<&str>,
+        pointer: impl Into<String>,
+        rule: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        Diagnostic {
+            severity: Severity::Warning,
+            ..Diagnostic::error(prov, record_id, pointer, rule, message)
+        }
+    }
 }

@@ -1,13 +1,17 @@
-//! Claude Code sessions: lines of one response merged, the main chain followed, tool results
-//! linked; interleaved responses, unknown results and bad lines diagnosed.
+//! Claude Code sessions: the parentUuid tree followed (parallel calls keep their results, edits
+//! are left out), lines of one response merged, subagent files and project directories,
+//! bookkeeping lines, cut-off sessions, other tools' files refused, and the real sessions of the
+//! corpus checked call by call and through validate and every SFT export.
 
 use std::path::{Path, PathBuf};
 
 use crate::common::{agent_logs, convert, sample_data, step_classes, trajkit, validate_adp};
 use serde_json::{json, Value};
 
+const SESSION: &str = "7f3c2a10-0000-4000-8000-000000000001";
+
 fn session_file() -> PathBuf {
-    sample_data().join("claude-code/7f3c2a10-0000-4000-8000-000000000001.jsonl")
+    sample_data().join(format!("claude-code/{SESSION}.jsonl"))
 }
 
 fn sample_lines() -> Vec<Value> {
@@ -25,21 +29,40 @@ fn write_lines(dir: &Path, lines: &[Value]) -> PathBuf {
     path
 }
 
+/// A turn of a hand-made session `s1`.
+fn turn(uuid: &str, parent: Option<&str>, kind: &str, mid: &str, content: Value) -> Value {
+    let mut v = json!({"sessionId": "s1", "uuid": uuid, "parentUuid": parent,
+        "isSidechain": false, "type": kind, "message": {"role": kind, "content": content}});
+    if kind == "assistant" {
+        v["message"]["id"] = json!(mid);
+    }
+    v
+}
+
+fn call(id: &str, name: &str) -> Value {
+    json!([{"type": "tool_use", "id": id, "name": name, "input": {"path": id}}])
+}
+
+fn result(id: &str, text: &str) -> Value {
+    json!([{"type": "tool_result", "tool_use_id": id, "content": text}])
+}
+
 #[test]
-fn a_session_becomes_one_trajectory_along_its_main_chain() {
+fn a_session_becomes_one_trajectory_along_its_tree() {
     let (code, out, stderr) = convert(&[&session_file()], None, &[]);
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("detected claude-code"), "{stderr}");
     assert_eq!(out.len(), 1);
     let t = &out[0];
-    assert_eq!(t["id"], "7f3c2a10-0000-4000-8000-000000000001");
+    assert_eq!(t["id"], SESSION);
     let c = t["content"].as_array().expect("content");
-    let classes = step_classes(t);
-    // Derived by hand from the fixture: the prompt; msg_1's three lines (thinking, text, Bash
+    // Derived by hand from the sample: the prompt; msg_1's three lines (thinking, text, Bash
     // with its own description, so the text stays a message); its error result; the edit and
-    // its result; the second test run and its result; the answer. The sidechain is left out.
+    // its result; the second test run and its result; the answer. Then the second prompt,
+    // msg_5's parallel Grep and Task calls, their results (each hanging off its own call) in
+    // call order, and the answer. The inline sidechain line is left out.
     assert_eq!(
-        classes,
+        step_classes(t),
         vec![
             "text_observation",
             "message_action",
@@ -48,6 +71,12 @@ fn a_session_becomes_one_trajectory_along_its_main_chain() {
             "api_action",
             "text_observation",
             "code_action",
+            "text_observation",
+            "message_action",
+            "text_observation",
+            "api_action",
+            "api_action",
+            "text_observation",
             "text_observation",
             "message_action"
         ]
@@ -61,51 +90,401 @@ fn a_session_becomes_one_trajectory_along_its_main_chain() {
     assert_eq!(c[3]["tool_call_id"], "toolu_1");
     assert_eq!(c[4]["kwargs"]["file_path"], "src/dates.py");
     assert_eq!(c[5]["content"], "The file src/dates.py has been updated.");
-    let details = &t["details"]["claude_code"];
-    assert_eq!(details["left_out_uuids"], json!(["s1"]));
-    assert_eq!(details["error_results"], json!(["toolu_1"]));
-    assert_eq!(details["summaries"], json!(["Fix failing date test"]));
-    trajkit()
-        .args(["validate", "-q", "-"])
-        .write_stdin(format!("{t}\n"))
-        .assert()
-        .code(0);
+    assert_eq!(c[10]["function"], "Grep");
+    assert_eq!(
+        c[10]["reasoning_content"],
+        "Search for the same pattern while a subagent reviews the tests."
+    );
+    assert_eq!(
+        [
+            &c[11]["function"],
+            &c[12]["tool_call_id"],
+            &c[13]["tool_call_id"]
+        ],
+        [&json!("Task"), &json!("toolu_4"), &json!("toolu_5")]
+    );
+    let cc = &t["details"]["claude_code"];
+    assert_eq!(
+        cc["left_out"],
+        json!([{"line": 7, "uuid": "s1", "reason": "sidechain"}])
+    );
+    assert_eq!(cc["error_results"], json!(["toolu_1"]));
+    assert_eq!(cc["summaries"], json!(["Fix failing date test"]));
+    assert_eq!(cc["envelope"]["cwd"], "/home/dev/app");
+    assert_eq!(
+        cc["subagents"],
+        json!([{"agent_id": "a1f0c3d", "tool_use_id": "toolu_5", "via": "agent_progress",
+            "trajectory_id": format!("{SESSION}/agent-a1f0c3d")}])
+    );
+    // Per line: its steps and what the steps do not hold (here the Task's toolUseResult).
+    let line19 = cc["lines"]
+        .as_array()
+        .expect("lines")
+        .iter()
+        .find(|l| l["line"] == 19)
+        .expect("line 19");
+    assert_eq!(line19["steps"], json!([13]));
+    assert_eq!(line19["fields"]["toolUseResult"]["agentId"], "a1f0c3d");
+    assert_eq!(validate_adp(&out), 0);
 }
 
 #[test]
-fn interleaved_response_lines_are_a_clear_error() {
+fn a_project_directory_converts_whole_with_its_subagents() {
+    // The sample directory: the session, then its subagent, linked to the Task call through
+    // the session's agent_progress line (read first).
+    let dir = sample_data().join("claude-code");
+    let (code, out, stderr) = convert(&[&dir], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("detected claude-code"), "{stderr}");
+    let ids: Vec<&str> = out.iter().filter_map(|t| t["id"].as_str()).collect();
+    let sub_id = format!("{SESSION}/agent-a1f0c3d");
+    assert_eq!(ids, vec![SESSION, sub_id.as_str()]);
+    let sub = &out[1];
+    assert_eq!(
+        step_classes(sub),
+        vec![
+            "text_observation",
+            "api_action",
+            "text_observation",
+            "message_action"
+        ]
+    );
+    let agent = &sub["details"]["claude_code"]["agent"];
+    assert_eq!(agent["agent_id"], "a1f0c3d");
+    assert_eq!(agent["parent_trajectory_id"], SESSION);
+    assert_eq!(agent["compaction"], false);
+    assert_eq!(agent["spawned_by"]["tool_use_id"], "toolu_5");
+    assert_eq!(agent["spawned_by"]["via"], "agent_progress");
+    assert_eq!(validate_adp(&out), 0);
+
+    // A project of a newer version: the subagent's meta.json names the call; a compaction
+    // file is marked; the non-transcript files of the project are not read.
+    let tmp = tempfile::tempdir().expect("dir");
+    let project = tmp.path().join("-home-dev-app");
+    let subagents = project.join("s1/subagents");
+    std::fs::create_dir_all(&subagents).expect("mkdir");
+    std::fs::create_dir_all(project.join("s1/tool-results")).expect("mkdir");
+    std::fs::write(project.join("s1/tool-results/x.txt"), "big output").expect("write");
+    let main = [
+        turn("u1", None, "user", "", json!("review the tests")),
+        turn("u2", Some("u1"), "assistant", "m1", call("t1", "Agent")),
+        turn("u3", Some("u2"), "user", "", result("t1", "all good")),
+        turn("u4", Some("u3"), "assistant", "m2", json!("They are fine.")),
+    ];
+    write_lines(&project, &main);
+    std::fs::rename(project.join("session.jsonl"), project.join("s1.jsonl")).expect("mv");
+    let side = |lines: &mut [Value], agent: &str| {
+        for l in lines.iter_mut() {
+            l["isSidechain"] = json!(true);
+            l["agentId"] = json!(agent);
+        }
+    };
+    let mut agent_lines = [
+        turn("a1", None, "user", "", json!("review the tests")),
+        turn("a2", Some("a1"), "assistant", "m3", json!("all good")),
+    ];
+    side(&mut agent_lines, "a9");
+    let text: String = agent_lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(subagents.join("agent-a9.jsonl"), text).expect("write");
+    std::fs::write(
+        subagents.join("agent-a9.meta.json"),
+        r#"{"agentType":"general-purpose","description":"Review","toolUseId":"t1"}"#,
+    )
+    .expect("write");
+    let mut compact = [
+        turn(
+            "c1",
+            Some("u3"),
+            "user",
+            "",
+            json!("summarize the conversation"),
+        ),
+        turn(
+            "c2",
+            Some("c1"),
+            "assistant",
+            "m4",
+            json!("<summary>tests</summary>"),
+        ),
+    ];
+    side(&mut compact, "acompact-77");
+    let text: String = compact.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(subagents.join("agent-acompact-77.jsonl"), text).expect("write");
+    let (code, out, stderr) = convert(&[tmp.path()], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let ids: Vec<&str> = out.iter().filter_map(|t| t["id"].as_str()).collect();
+    assert_eq!(ids, vec!["s1", "s1/agent-a9", "s1/agent-acompact-77"]);
+    let agent = &out[1]["details"]["claude_code"]["agent"];
+    assert_eq!(
+        agent["spawned_by"],
+        json!({"tool_use_id": "t1", "via": "meta.json"})
+    );
+    assert_eq!(agent["meta"]["agentType"], "general-purpose");
+    assert_eq!(
+        out[2]["details"]["claude_code"]["agent"]["compaction"],
+        true
+    );
+    assert_eq!(validate_adp(&out), 0);
+    // The subagent file alone still reads its sidecar.
+    let (code, out, stderr) = convert(&[&subagents.join("agent-a9.jsonl")], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        out[0]["details"]["claude_code"]["agent"]["spawned_by"]["via"],
+        "meta.json"
+    );
+}
+
+#[test]
+fn parallel_results_are_kept_in_call_order_and_edits_left_out() {
     let dir = tempfile::tempdir().expect("dir");
-    let mut lines = sample_lines();
-    // u3 (a line of msg_1) now claims to belong to another response, so msg_1's lines u2 and
-    // u4 are no longer consecutive on the chain.
-    lines[3]["message"]["id"] = json!("msg_other");
+    // m1 makes two calls; the second call's line hangs off a progress line, each result off
+    // its own call, in the reverse order; m1's third call is written after a result. The
+    // prompt is then edited: the first version and its answer are a branch.
+    let mut lines = vec![
+        json!({"type": "file-history-snapshot", "messageId": "f1",
+            "snapshot": {"trackedFileBackups": {}}, "isSnapshotUpdate": false}),
+        turn("u1", None, "user", "", json!("read a and b")),
+        turn("a1", Some("u1"), "assistant", "m1", call("ta", "Read")),
+        json!({"type": "progress", "uuid": "g1", "parentUuid": "a1", "sessionId": "s1",
+            "data": {"type": "hook_progress"}, "toolUseID": "ta"}),
+        turn("a2", Some("g1"), "assistant", "m1", call("tb", "Read")),
+        turn("r2", Some("a2"), "user", "", result("tb", "B")),
+        turn("r1", Some("a1"), "user", "", result("ta", "A")),
+        turn("a3", Some("r1"), "assistant", "m1", call("tc", "Read")),
+        turn("r3", Some("a3"), "user", "", result("tc", "C")),
+        turn("e0", Some("r3"), "user", "", json!("now summarize")),
+        turn("e1", Some("e0"), "assistant", "m2", json!("A and B.")),
+        turn("e2", Some("r3"), "user", "", json!("now summarize briefly")),
+        json!({"type": "queue-operation", "operation": "dequeue", "sessionId": "s1"}),
+        turn("e3", Some("e2"), "assistant", "m3", json!("AB.")),
+    ];
+    lines[8]["toolUseResult"] = json!({"type": "text", "file": {"filePath": "tc"}});
+    let (code, out, stderr) = convert(&[&write_lines(dir.path(), &lines)], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("detected claude-code"), "{stderr}");
+    let t = &out[0];
+    assert_eq!(
+        step_classes(t),
+        vec![
+            "text_observation",
+            "api_action",
+            "api_action",
+            "api_action",
+            "text_observation",
+            "text_observation",
+            "text_observation",
+            "text_observation",
+            "message_action"
+        ]
+    );
+    let c = t["content"].as_array().expect("content");
+    let ids: Vec<&Value> = c[1..8].iter().map(|s| &s["tool_call_id"]).collect();
+    assert_eq!(
+        ids,
+        [
+            json!("ta"),
+            json!("tb"),
+            json!("tc"),
+            json!("ta"),
+            json!("tb"),
+            json!("tc")
+        ]
+        .iter()
+        .chain(std::iter::once(&Value::Null))
+        .collect::<Vec<_>>()
+    );
+    assert_eq!(c[4]["content"], "A");
+    assert_eq!(c[7]["content"], "now summarize briefly");
+    let cc = &t["details"]["claude_code"];
+    assert_eq!(
+        cc["left_out"],
+        json!([{"line": 10, "uuid": "e0", "reason": "branch"},
+               {"line": 11, "uuid": "e1", "reason": "branch"}])
+    );
+    let unmapped: Vec<u64> = cc["unmapped"]
+        .as_array()
+        .expect("unmapped")
+        .iter()
+        .filter_map(|u| u["line"].as_u64())
+        .collect();
+    assert_eq!(unmapped, vec![1, 4, 13]);
+    assert_eq!(validate_adp(&out), 0);
+    for to in ["openai", "hf", "sharegpt"] {
+        let (code, stderr) = export(&out, to);
+        assert_eq!(code, 0, "{to}: {stderr}");
+    }
+}
+
+/// Exports `trajectories` to `to`; the exit code and stderr (a reject fails it).
+fn export(trajectories: &[Value], to: &str) -> (i32, String) {
+    let dir = tempfile::tempdir().expect("dir");
+    let input = dir.path().join("in.jsonl");
+    let text: String = trajectories.iter().map(|t| format!("{t}\n")).collect();
+    std::fs::write(&input, text).expect("write");
+    let rejects = dir.path().join("rejects.jsonl");
+    let out = trajkit()
+        .args(["export", "-q", "--to", to, "-o"])
+        .arg(dir.path().join("out"))
+        .arg("--rejects")
+        .arg(&rejects)
+        .arg(&input)
+        .output()
+        .expect("runs");
+    let rejected = std::fs::read_to_string(&rejects).unwrap_or_default();
+    let code = match out.status.code().expect("exit code") {
+        0 if !rejected.trim().is_empty() => 1,
+        c => c,
+    };
+    (
+        code,
+        format!("{}{rejected}", String::from_utf8_lossy(&out.stderr)),
+    )
+}
+
+#[test]
+fn a_session_cut_off_after_a_call_keeps_it_unanswered() {
+    let dir = tempfile::tempdir().expect("dir");
+    // m1 calls ta and tb; only ta's result was written before the session ended.
+    let lines = [
+        turn("u1", None, "user", "", json!("read a and b")),
+        turn("a1", Some("u1"), "assistant", "m1", call("ta", "Read")),
+        turn("a2", Some("a1"), "assistant", "m1", call("tb", "Read")),
+        turn("r1", Some("a1"), "user", "", result("ta", "A")),
+    ];
     let (code, out, stderr) = convert(
         &[&write_lines(dir.path(), &lines)],
         Some("claude-code"),
         &[],
     );
+    assert_eq!(code, 0, "{stderr}");
+    let t = &out[0];
+    let c = t["content"].as_array().expect("content");
+    // The unanswered call comes first among its response's actions, without an id.
+    assert_eq!(c[1]["kwargs"]["path"], "tb");
+    assert!(c[1].get("tool_call_id").is_none_or(Value::is_null), "{t}");
+    assert_eq!(c[2]["tool_call_id"], "ta");
+    assert_eq!(c[3]["tool_call_id"], "ta");
+    assert_eq!(
+        t["details"]["claude_code"]["unanswered_calls"],
+        json!([{"step": 1, "id": "tb"}])
+    );
+    assert_eq!(validate_adp(&out), 0);
+    // Cut off with no result at all: the final turn's calls stay unanswered; exports accept it.
+    let (code, out, stderr) = convert(
+        &[&write_lines(dir.path(), &lines[..3])],
+        Some("claude-code"),
+        &[],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        out[0]["details"]["claude_code"]["unanswered_calls"],
+        json!([{"step": 1, "id": "ta"}, {"step": 2, "id": "tb"}])
+    );
+    assert_eq!(validate_adp(&out), 0);
+    for to in ["openai", "hf", "sharegpt"] {
+        let (code, stderr) = export(&out, to);
+        assert_eq!(code, 0, "{to}: {stderr}");
+    }
+    // A lost result followed by a new prompt cannot be ADP: refused with the line.
+    let mut lost = lines[..3].to_vec();
+    lost.push(turn("u2", Some("a2"), "user", "", json!("go on")));
+    let (code, out, stderr) = convert(&[&write_lines(dir.path(), &lost)], Some("claude-code"), &[]);
     assert_eq!(code, 1);
     assert!(out.is_empty());
-    assert!(stderr.contains(":5: error[session-structure]"), "{stderr}");
-    assert!(stderr.contains("interleaved"), "{stderr}");
+    assert!(
+        stderr.contains(":3: error[session-structure]") && stderr.contains("\"tb\""),
+        "{stderr}"
+    );
 }
 
 #[test]
-fn a_result_for_an_unknown_call_and_bad_lines_are_diagnosed() {
+fn a_truncated_last_line_converts_the_rest_and_reports_the_cut() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = write_lines(dir.path(), &sample_lines());
+    let mut text = std::fs::read_to_string(&path).expect("read");
+    text.truncate(text.len() - 40);
+    std::fs::write(&path, text).expect("write");
+    let (code, out, stderr) = convert(&[&path], Some("claude-code"), &[]);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(out.len(), 1, "the complete part converts");
+    assert!(stderr.contains(":20: error["), "{stderr}");
+    assert_eq!(
+        out[0]["content"]
+            .as_array()
+            .expect("content")
+            .last()
+            .expect("last")["class_"],
+        "text_observation"
+    );
+    assert_eq!(validate_adp(&out), 0);
+}
+
+#[test]
+fn other_tools_json_lines_are_refused_not_written_empty() {
+    let dir = tempfile::tempdir().expect("dir");
+    let files = [
+        // Pi
+        vec![
+            json!({"type": "session", "version": 3, "id": "p1", "cwd": "/x"}),
+            json!({"type": "message", "id": "m1", "parentId": null,
+                "message": {"role": "user", "content": [{"type": "text", "text": "hi"}]}}),
+        ],
+        // Droid
+        vec![
+            json!({"type": "session_start", "id": "d1", "title": "t"}),
+            json!({"type": "message", "id": "m1",
+                "message": {"role": "assistant", "content": [{"type": "text", "text": "hi"}]}}),
+        ],
+        // Cursor
+        vec![json!({"role": "user", "message": {"content": [{"type": "text", "text": "hi"}]}})],
+    ];
+    for lines in files {
+        let (code, out, stderr) = convert(
+            &[&write_lines(dir.path(), &lines)],
+            Some("claude-code"),
+            &[],
+        );
+        assert_eq!(code, 1, "{stderr}");
+        assert!(out.is_empty());
+        assert!(
+            stderr.contains("error[empty-trajectory]")
+                && stderr.contains("no line is a Claude Code turn"),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn results_without_their_call_and_bad_lines_are_kept_or_diagnosed() {
     let dir = tempfile::tempdir().expect("dir");
     let mut lines = sample_lines();
+    // A result whose call is not in the file stays an observation, unlinked and listed.
     lines[5]["message"]["content"][0]["tool_use_id"] = json!("toolu_ghost");
-    let (code, _, stderr) = convert(
+    let (code, out, stderr) = convert(
         &[&write_lines(dir.path(), &lines)],
         Some("claude-code"),
         &[],
     );
-    assert_eq!(code, 1);
-    assert!(
-        stderr.contains(":6: error[session-structure]")
-            && stderr.contains("/message/content/0/tool_use_id"),
-        "{stderr}"
+    assert_eq!(code, 0, "{stderr}");
+    let t = &out[0];
+    assert_eq!(
+        t["details"]["claude_code"]["unlinked_results"][0]["id"],
+        "toolu_ghost"
     );
+    assert_eq!(
+        t["details"]["claude_code"]["unlinked_results"][0]["line"],
+        6
+    );
+    // The call it was meant to answer is kept, unanswered, before its response's message.
+    assert_eq!(
+        t["details"]["claude_code"]["unanswered_calls"],
+        json!([{"step": 1, "id": "toolu_1"}])
+    );
+    assert_eq!(
+        step_classes(t)[1..4],
+        ["code_action", "message_action", "text_observation"]
+    );
+    assert_eq!(validate_adp(&out), 0);
     let mut lines = sample_lines();
     lines.push(json!(["not", "an entry"]));
     let (code, out, stderr) = convert(
@@ -115,7 +494,7 @@ fn a_result_for_an_unknown_call_and_bad_lines_are_diagnosed() {
     );
     assert_eq!(code, 1);
     assert_eq!(out.len(), 1, "the session still converts");
-    assert!(stderr.contains(":13: error[invalid-record]"), "{stderr}");
+    assert!(stderr.contains(":21: error[invalid-record]"), "{stderr}");
 }
 
 #[test]
@@ -130,12 +509,12 @@ fn user_content_of_every_shape_is_read_and_what_is_not_mapped_is_kept() {
         {"type": "document", "source": {"data": "JVBERi0="}},
         {"type": "text", "text": 7}
     ]);
-    // A progress entry, and the final answer (line 12) given as one block, not a list.
+    // A progress entry, and the final answer (line 21) given as one block, not a list.
     lines.insert(
         2,
         json!({"type": "progress", "uuid": "p1", "parentUuid": "u1", "data": {"n": 1}}),
     );
-    lines[12]["message"]["content"] = json!({"type": "text", "text": "Done."});
+    lines[20]["message"]["content"] = json!({"type": "text", "text": "Done."});
     let (code, out, stderr) = convert(
         &[&write_lines(dir.path(), &lines)],
         Some("claude-code"),
@@ -149,24 +528,28 @@ fn user_content_of_every_shape_is_read_and_what_is_not_mapped_is_kept() {
     assert_eq!(c[1]["source"], "user");
     assert_eq!(c.last().expect("last")["content"], "Done.");
     let unmapped = &t["details"]["claude_code"]["unmapped"];
-    assert_eq!(
-        unmapped
-            .as_array()
-            .expect("unmapped")
-            .iter()
-            .map(|u| (
+    let found: Vec<(u64, &str)> = unmapped
+        .as_array()
+        .expect("unmapped")
+        .iter()
+        .map(|u| {
+            (
                 u["line"].as_u64().expect("line"),
-                u["pointer"].as_str().expect("pointer")
-            ))
-            .collect::<Vec<_>>(),
+                u["pointer"].as_str().expect("pointer"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found,
         vec![
             (3, ""),
+            (18, ""),
             (2, "/message/content/2"),
             (2, "/message/content/3")
         ]
     );
     assert_eq!(unmapped[0]["value"]["data"], json!({"n": 1}));
-    assert_eq!(unmapped[1]["value"]["type"], "document");
+    assert_eq!(unmapped[2]["value"]["type"], "document");
     assert_eq!(validate_adp(&out), 0);
 }
 
@@ -199,19 +582,31 @@ fn an_empty_session_id_falls_back_to_the_file_name() {
     assert!(stderr.contains("error[missing-id]"), "{stderr}");
 }
 
-/// True when every line of the session file is a sidechain (a subagent's file).
-fn is_subagent_file(file: &Path) -> bool {
-    let text = std::fs::read_to_string(file).unwrap_or_default();
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .all(|v| v["isSidechain"] == true)
+/// The tool_use blocks of the assistant lines and the tool_result blocks of the user lines of
+/// a session file, read as raw JSON.
+fn raw_calls_and_results(file: &Path) -> (usize, usize) {
+    let text = std::fs::read_to_string(file).expect("read");
+    let mut calls = 0;
+    let mut results = 0;
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(line).expect("json");
+        for b in v["message"]["content"].as_array().into_iter().flatten() {
+            match (v["type"].as_str(), b["type"].as_str()) {
+                (Some("assistant"), Some("tool_use")) => calls += 1,
+                (Some("user"), Some("tool_result")) => results += 1,
+                _ => {}
+            }
+        }
+    }
+    (calls, results)
 }
 
-/// Every line of the real sessions is accounted for: on the main chain, left out (its uuid
-/// listed), a summary, or kept as unmapped; and every trajectory validates.
+/// Every real session converts (the corpus directory read whole, as a project directory is):
+/// each tool call is one tool action, each result an observation carrying its call's id;
+/// every line is accounted for; `validate` accepts the output and every SFT export takes every
+/// trajectory.
 #[test]
-fn no_line_of_a_real_session_vanishes() {
+fn real_sessions_keep_every_call_and_result_and_export() {
     let Some(logs) = agent_logs() else {
         return;
     };
@@ -221,35 +616,90 @@ fn no_line_of_a_real_session_vanishes() {
         .map(|e| e.expect("entry").path())
         .collect();
     files.sort();
-    assert!(!files.is_empty());
-    for file in files {
-        let (code, out, stderr) = convert(&[&file], Some("claude-code"), &[]);
-        if is_subagent_file(&file) {
-            // A subagent's file has no main-chain line: refused rather than written empty.
-            assert_eq!(code, 1, "{}: {stderr}", file.display());
-            assert!(stderr.contains("error[empty-trajectory]"), "{stderr}");
-            continue;
-        }
-        assert_eq!(code, 0, "{}: {stderr}", file.display());
-        assert_eq!(out.len(), 1);
-        assert_eq!(validate_adp(&out), 0, "{}", file.display());
-        let cc = &out[0]["details"]["claude_code"];
-        let listed = |key: &str| -> Vec<Value> { cc[key].as_array().cloned().unwrap_or_default() };
-        let on_chain = listed("main_chain_lines");
-        let left_out = listed("left_out_uuids");
-        let unmapped: Vec<u64> = listed("unmapped")
+    assert_eq!(files.len(), 5);
+    let (code, out, stderr) = convert(&[&dir], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("detected claude-code"), "{stderr}");
+    assert_eq!(out.len(), files.len());
+    for (file, t) in files.iter().zip(&out) {
+        let name = file.display();
+        assert_eq!(
+            t["details"]["source"]["file"],
+            json!(file.display().to_string())
+        );
+        let (calls, results) = raw_calls_and_results(file);
+        let steps = t["content"].as_array().expect("content");
+        let actions = steps
             .iter()
-            .filter_map(|u| u["line"].as_u64())
-            .collect();
-        let text = std::fs::read_to_string(&file).expect("read");
+            .filter(|s| matches!(s["class_"].as_str(), Some("api_action" | "code_action")))
+            .count();
+        assert_eq!(actions, calls, "{name}: tool calls in, tool actions out");
+        let linked = steps
+            .iter()
+            .filter(|s| s["class_"] == "text_observation" && s["tool_call_id"].is_string())
+            .count();
+        assert_eq!(linked, results, "{name}: every result linked to its call");
+        let cc = &t["details"]["claude_code"];
+        assert_eq!(cc["unanswered_calls"], json!([]), "{name}");
+        assert_eq!(cc["unlinked_results"], json!([]), "{name}");
+        assert_eq!(cc["left_out"], json!([]), "{name}");
+        // Every line is accounted for: taken, left out, a summary or kept as unmapped.
+        let listed = |key: &str| -> Vec<u64> {
+            cc[key]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|u| u["line"].as_u64())
+                .collect()
+        };
+        let (taken, left, unmapped) = (listed("lines"), listed("left_out"), listed("unmapped"));
+        let text = std::fs::read_to_string(file).expect("read");
         for (i, line) in text.lines().enumerate() {
             let n = i as u64 + 1;
             let e: Value = serde_json::from_str(line).expect("json");
-            let kept = on_chain.contains(&json!(n))
-                || left_out.contains(&e["uuid"])
+            let kept = taken.contains(&n)
+                || left.contains(&n)
                 || e["type"] == "summary"
                 || unmapped.contains(&n);
-            assert!(kept, "{}:{n} vanished", file.display());
+            assert!(kept, "{name}:{n} vanished");
         }
     }
+    // The subagent file is its own trajectory, under its session and agent id.
+    let sub = out
+        .iter()
+        .find(|t| t["details"]["claude_code"]["agent"].is_object())
+        .expect("the subagent");
+    assert_eq!(
+        sub["id"],
+        "ae4a77f8-aedd-4bc1-888f-c94edc91af04/agent-aac57f5"
+    );
+    // The Task call of python-to-rust-port names the subagent it spawned.
+    let port = &out[1];
+    assert_eq!(
+        port["details"]["claude_code"]["subagents"][0]["agent_id"],
+        "ab81802"
+    );
+    assert_eq!(validate_adp(&out), 0);
+    for to in ["openai", "hf", "sharegpt"] {
+        let (code, stderr) = export(&out, to);
+        assert_eq!(code, 0, "{to}: {stderr}");
+    }
+}
+
+/// Each file alone, and detected from its first line whatever that line is.
+#[test]
+fn real_sessions_are_detected_from_any_first_line() {
+    let Some(logs) = agent_logs() else {
+        return;
+    };
+    let mut files: Vec<PathBuf> = std::fs::read_dir(logs.join("claude-code"))
+        .expect("list")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    files.sort();
+    let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    let (code, out, stderr) = convert(&refs, None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stderr.matches("detected claude-code").count(), files.len());
+    assert_eq!(out.len(), files.len());
 }

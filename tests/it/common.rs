@@ -131,6 +131,60 @@ pub fn validate_adp(trajectories: &[Value]) -> i32 {
         .expect("exited with a code, not a signal")
 }
 
+/// Exports `trajectories` to every SFT target (openai, hf, sharegpt) and asserts each accepts
+/// every one: exit 0 and as many rows written as trajectories (what `ctx` names on failure).
+pub fn assert_every_sft_target_accepts(trajectories: &[Value], ctx: &str) {
+    let dir = tempfile::tempdir().expect("tmp");
+    let input = dir.path().join("in.jsonl");
+    let text: String = trajectories.iter().map(|t| format!("{t}\n")).collect();
+    std::fs::write(&input, text).expect("write");
+    for target in ["openai", "hf", "sharegpt"] {
+        let out_dir = dir.path().join(target);
+        let out = trajkit()
+            .args(["export", "-q", "--to", target, "-o"])
+            .arg(&out_dir)
+            .arg(&input)
+            .output()
+            .expect("runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{ctx}: export --to {target}: {err}"
+        );
+        let manifest: Value = serde_json::from_slice(
+            &std::fs::read(out_dir.join("manifest.json")).expect("manifest"),
+        )
+        .expect("manifest JSON");
+        assert_eq!(
+            manifest["counts"]["written"].as_u64(),
+            Some(trajectories.len() as u64),
+            "{ctx}: export --to {target}"
+        );
+    }
+}
+
+/// Tool actions (`api_action`, `code_action`) of a trajectory, and whether every observation
+/// that carries a `tool_call_id` answers one of them.
+pub fn tool_actions_and_links(t: &Value) -> (usize, bool) {
+    let steps = t["content"].as_array().expect("content");
+    let calls: Vec<&str> = steps
+        .iter()
+        .filter(|s| s["class_"] == "api_action" || s["class_"] == "code_action")
+        .filter_map(|s| s["tool_call_id"].as_str())
+        .collect();
+    let actions = steps
+        .iter()
+        .filter(|s| s["class_"] == "api_action" || s["class_"] == "code_action")
+        .count();
+    let linked = steps
+        .iter()
+        .filter(|s| s["class_"] != "api_action" && s["class_"] != "code_action")
+        .filter_map(|s| s["tool_call_id"].as_str())
+        .all(|id| calls.contains(&id));
+    (actions, linked)
+}
+
 /// `sample_data/` converted to ADP 1.5.0 JSON lines in `dir/samples.jsonl` (every sample
 /// converts: the conversion must exit 0).
 pub fn converted_samples(dir: &Path) -> PathBuf {

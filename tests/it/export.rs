@@ -375,7 +375,7 @@ fn filters_and_dedup_are_counted() {
     assert_eq!(by["max_steps"], 3);
     let (c, _) = run("chars", &["--max-chars", "12"]);
     // Under 13 characters of text: no-assistant (6), empty (16 -> no), dup-a/dup-b (18 -> no),
-    // long (24 -> no), unanswered (Go. meanwhile More. ok = 18 -> no).
+    // long (24 -> no), unanswered (Go. meanwhile More. late result = 28 -> no).
     assert_eq!(c, (8, 0, 7, 1));
 }
 

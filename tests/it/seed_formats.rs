@@ -241,9 +241,12 @@ fn the_whole_sample_directory_converts_with_every_format_detected() {
     assert_eq!(code, 0, "{stderr}");
     for format in [
         "adp",
+        "codex",
+        "gemini-cli",
         "inspect",
         "ledgermind",
         "memabra",
+        "mini-swe-agent",
         "openai",
         "openhands",
         "ralph",
@@ -253,10 +256,12 @@ fn the_whole_sample_directory_converts_with_every_format_detected() {
     ] {
         assert!(stderr.contains(&format!("detected {format}")), "{stderr}");
     }
-    // 5 ADP + 1 ATIF + 1 Claude Code session + 2 memabra + 2 Reflexion + 3 Ralph attempts
-    // + 4 LedgerMind sessions + 2 OpenAI chats + 2 ShareGPT conversations + 2 OpenHands runs
-    // + 2 SWE-agent runs + 2 Inspect samples.
-    assert_eq!(out.len(), 28);
+    // 5 ADP + 3 ATIF (a trajectory and the subagent it embeds; a trajectory and its
+    // continuation file) + 2 Claude Code files (a session and its subagent) + 1 Codex rollout
+    // + 2 memabra + 2 Reflexion + 3 Ralph attempts + 4 LedgerMind sessions + 2 OpenAI chats
+    // + 2 ShareGPT conversations + 2 OpenHands runs + 2 SWE-agent runs + 1 Gemini CLI session
+    // + 2 mini-swe-agent runs + 2 Inspect samples.
+    assert_eq!(out.len(), 35);
     assert_eq!(validate_adp(&out), 0);
 }
 

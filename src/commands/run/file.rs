@@ -231,6 +231,7 @@ impl<'p> Prepared<'p> {
             upgrade,
             run: request.run.clone(),
             mapping: p.formats.clone(),
+            inputs: std::sync::Arc::new(all_paths.clone()),
         };
         Ok(Prepared {
             pipeline: p,

@@ -172,8 +172,9 @@ struct TrajectoryItem {
 /// What one record became.
 enum Item {
     Rejected(Vec<Diagnostic>),
-    /// Its trajectories in this partition, and how many belong to others.
-    Converted(Vec<TrajectoryItem>, u64),
+    /// Its trajectories in this partition, how many belong to others, and the converter's
+    /// warnings about it.
+    Converted(Vec<TrajectoryItem>, u64, Vec<Diagnostic>),
     /// Nothing of it belongs to this partition (by id); its trajectories, all elsewhere.
     Elsewhere(u64),
 }
@@ -206,6 +207,11 @@ impl Stages<'_> {
         if trajectories.is_empty() && (elsewhere > 0 || !first) {
             return Item::Elsewhere(elsewhere);
         }
+        let warnings = self
+            .by_path
+            .get(record.provenance.input.as_ref())
+            .map(|c| c.warnings(record))
+            .unwrap_or_default();
         Item::Converted(
             trajectories
                 .into_iter()
@@ -213,6 +219,7 @@ impl Stages<'_> {
                 .map(|(i, t)| self.trajectory(t, record, i, encode))
                 .collect(),
             elsewhere,
+            warnings,
         )
     }
 
@@ -468,7 +475,10 @@ impl Sink for RunSink<'_> {
                     &d,
                 )?;
             }
-            Item::Converted(trajectories, elsewhere) => {
+            Item::Converted(trajectories, elsewhere, warnings) => {
+                for w in &warnings {
+                    self.reporter.diagnostic(w)?;
+                }
                 self.elsewhere.trajectories += elsewhere;
                 converted = trajectories.len() as u64;
                 for t in trajectories {
@@ -714,7 +724,7 @@ impl Sink for Calls {
     type Item = Item;
 
     fn accept(&mut self, _record: RawRecord, item: Item) -> io::Result<Flow> {
-        if let Item::Converted(ts, _) = item {
+        if let Item::Converted(ts, ..) = item {
             for t in ts {
                 self.0.add(t.calls);
             }

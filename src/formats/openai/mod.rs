@@ -1,16 +1,20 @@
 //! OpenAI-style chat records (`messages` with roles, `tool_calls`, `tool_call_id`, `tools`), the
-//! lingua franca of fine-tuning data. The mapping is in docs/formats/openai.md.
+//! lingua franca of fine-tuning data; a file of bare messages (a JSON array of them) is one
+//! chat. The mapping is in docs/formats/openai.md.
 
 use std::collections::HashMap;
+use std::io;
 
 use serde_json::{json, Value};
 
-use crate::convert::{Converter, FormatOptions};
+use crate::convert::{ConvertOptions, Converter, FormatOptions};
+use crate::formats::bundle::open_chat;
 use crate::formats::chat::{
-    chat_trajectory, extend_details, message_text, parse_arguments, record_id, system_step,
+    chat_trajectory, extend_details, is_message, message_text, parse_arguments, record_id,
+    system_step,
 };
 use crate::formats::Format;
-use crate::ingest::RawRecord;
+use crate::ingest::{RawRecord, RecordSource};
 use crate::json::Node;
 use crate::model::links::unlink_unanswered;
 use crate::model::{AdpVersion, Source, Step, Trajectory};
@@ -52,11 +56,24 @@ impl Converter for OpenAi {
         "OpenAI-style chats: messages with tool_calls / tool_call_id, optional tools"
     }
 
+    /// A chat record (`messages` whose first item has a `role`), unless it names a
+    /// `trajectory_format` of its own (an agent's run that holds a chat, such as
+    /// mini-swe-agent's); or one bare message, the first of a file that is one chat
+    /// ([`open_chat`]).
     fn sniff(&self, first: &Value) -> bool {
-        first["messages"]
+        let chat = first["messages"]
             .as_array()
             .and_then(|m| m.first())
-            .is_some_and(|m| m.get("role").is_some())
+            .is_some_and(|m| m.get("role").is_some());
+        (chat && first.get("trajectory_format").is_none()) || is_message(first)
+    }
+
+    fn open_source(
+        &self,
+        path: &str,
+        opts: &ConvertOptions,
+    ) -> Option<io::Result<Box<dyn RecordSource>>> {
+        Some(open_chat(path, opts.run.max_record_bytes))
     }
 
     fn convert(

@@ -4,7 +4,8 @@
 //!   types in `sweagent/types.py`): `trajectory` (steps with `thought`, `action`,
 //!   `observation`, `response`, `state`, `execution_time`, `query`), `history` (the chat shown
 //!   to the model; `is_demo` entries are demonstrations), `info` (`exit_status`, `submission`,
-//!   `model_stats`, versions), `replay_config`, `environment`;
+//!   `model_stats`, versions), `replay_config`, `environment`; a `.traj` with a `history` and
+//!   no `trajectory` is read from its history, as a chat;
 //! - a dataset row whose `trajectory` is the chat as turns `{role: system|user|ai, text,
 //!   system_prompt, mask}` (nebius/SWE-agent-trajectories);
 //! - a dataset row whose `messages` are the history as chat messages (SWE-bench/
@@ -23,12 +24,12 @@ use serde_json::{json, Value};
 use self::command::{command_step, thought_action, tool_call_step, xml_function};
 use crate::convert::{Converter, FormatOptions};
 use crate::formats::chat::{
-    chat_trajectory, extend_details, message_text, parse_arguments, record_id_with, verdict_outcome,
+    chat_trajectory, extend_details, message_text, parse_arguments, record_id_with,
+    unlink_unanswered_calls, verdict_outcome,
 };
 use crate::formats::Format;
 use crate::ingest::RawRecord;
 use crate::json::Node;
-use crate::model::links::unlink_unanswered;
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
 use crate::validate::check::check_raw;
 use crate::validate::schemas::RawSchema;
@@ -76,7 +77,7 @@ impl Converter for SweAgent {
 
     fn sniff(&self, first: &Value) -> bool {
         let Some(steps) = first["trajectory"].as_array() else {
-            return false;
+            return history_only(first);
         };
         first.get("history").is_some()
             || first.get("info").is_some()
@@ -102,7 +103,10 @@ impl Converter for SweAgent {
                 Ok(())
             }
             (None, Some(messages)) => run.chat(messages, "/messages"),
-            (None, None) => Ok(()),
+            (None, None) => match value["history"].as_array() {
+                Some(history) => run.chat(history, "/history"),
+                None => Ok(()),
+            },
         };
         built.map_err(|(pointer, message)| {
             vec![Diagnostic::error(
@@ -118,6 +122,19 @@ impl Converter for SweAgent {
             AdpVersion::V1_5,
         )])
     }
+}
+
+/// A `.traj` file with a `history` and no `trajectory` (nor `messages`): the history's first
+/// item is one of SWE-agent's chat messages (a `role`, with its `agent` or `message_type`).
+fn history_only(v: &Value) -> bool {
+    v.get("messages").is_none()
+        && v["history"]
+            .as_array()
+            .and_then(|h| h.first())
+            .is_some_and(|m| {
+                m["role"].is_string()
+                    && (m.get("message_type").is_some() || m.get("agent").is_some())
+            })
 }
 
 /// The trajectory id: the record's `id`, else its `instance_id`, else the name of the `.traj`
@@ -348,7 +365,7 @@ impl Run {
     }
 
     fn into_trajectory(mut self, v: &Value, record: &RawRecord, id: String) -> Trajectory {
-        unlink_unanswered(&mut self.content);
+        let unanswered = unlink_unanswered_calls(&mut self.content, |_| false);
         let tools = v["tools"].as_array().cloned().unwrap_or_default();
         let mut traj = chat_trajectory(
             "swe-agent",
@@ -401,6 +418,9 @@ impl Run {
         }
         if let Some(attempts) = v["attempts"].as_array() {
             extra.insert("attempts".into(), attempts.len().into());
+        }
+        if !unanswered.is_empty() {
+            extra.insert("unanswered_calls".into(), Value::Array(unanswered));
         }
         extend_details(d, "swe_agent", extra);
         traj

@@ -1,0 +1,327 @@
+//! Reading Claude Code's files: a session file (with the `.meta.json` sidecar a subagent file
+//! may have), and a project directory (`~/.claude/projects/<project>/`: `<session>.jsonl`
+//! files and, under `<session>/subagents/`, one `agent-<id>.jsonl` per subagent), read as one
+//! input so that each subagent can be linked to the call that spawned it.
+
+use std::collections::{HashMap, HashSet};
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+
+use crate::convert::Converter;
+use crate::formats::bundle::FileBundle;
+use crate::ingest::{layout_hint, open, without_compression, FrameError, Framer};
+use crate::ingest::{Provenance, RawRecord, RecordSource};
+
+use super::{ClaudeCode, MARKER};
+
+/// The agent id of a subagent file name (`agent-<id>.jsonl`, optionally compressed).
+fn agent_of_name(name: &str) -> Option<&str> {
+    without_compression(name)
+        .strip_suffix(".jsonl")?
+        .strip_prefix("agent-")
+        .filter(|id| !id.is_empty())
+}
+
+fn is_jsonl(name: &str) -> bool {
+    without_compression(name).ends_with(".jsonl")
+}
+
+/// Files Claude Code keeps beside its transcripts that are not transcripts: a subagent's
+/// `agent-<id>.meta.json` (read with its transcript) and a project's `bridge-pointer.json`.
+fn is_sidecar(name: &str) -> bool {
+    name == "bridge-pointer.json" || (name.starts_with("agent-") && name.ends_with(".meta.json"))
+}
+
+/// The first JSON value of the file at `path` (a few unreadable records before it are skipped).
+fn first_value(path: &Path) -> Option<Value> {
+    let name = path.to_str()?;
+    let reader = open::open(name).ok()?;
+    Framer::new(reader, layout_hint(name), 16 << 20)
+        .take(8)
+        .filter(|f| f.error.is_none())
+        .find_map(|f| serde_json::from_slice::<Value>(&f.bytes).ok())
+}
+
+/// True when `dir` holds Claude Code transcripts as one input: at least one `.jsonl` file
+/// directly in it, each starting as a Claude Code session does, and no other data file than
+/// Claude Code's own sidecars (a directory mixing formats is walked file by file instead).
+pub(super) fn is_transcript_dir(dir: &Path) -> bool {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return false;
+    };
+    let mut any = false;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let base = without_compression(name);
+        let data = [".json", ".jsonl", ".ndjson", ".traj"]
+            .iter()
+            .any(|s| base.ends_with(s));
+        if !data || !path.is_file() || is_sidecar(name) {
+            continue;
+        }
+        if !is_jsonl(name) || !first_value(&path).is_some_and(|v| ClaudeCode.sniff(&v)) {
+            return false;
+        }
+        any = true;
+    }
+    any
+}
+
+/// The files of a transcript directory to read: the transcripts directly in it, then the
+/// subagent transcripts (`agent-*.jsonl`) anywhere below it, each group in path order.
+fn transcripts(dir: &Path) -> io::Result<(Vec<PathBuf>, Vec<PathBuf>)> {
+    let mut top = Vec::new();
+    let mut below = Vec::new();
+    let mut visited = HashSet::new();
+    let mut stack = vec![(dir.to_path_buf(), true)];
+    while let Some((d, is_top)) = stack.pop() {
+        if !visited.insert(fs::canonicalize(&d)?) {
+            continue;
+        }
+        for entry in fs::read_dir(&d)? {
+            let path = entry?.path();
+            let Ok(meta) = fs::metadata(&path) else {
+                continue;
+            };
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if meta.is_dir() {
+                stack.push((path, false));
+            } else if is_top && is_jsonl(name) {
+                top.push(path);
+            } else if !is_top && agent_of_name(name).is_some() {
+                below.push(path);
+            }
+        }
+    }
+    top.sort();
+    below.sort();
+    Ok((top, below))
+}
+
+/// The subagents a session's lines say it spawned: `(agent id, tool_use id, how it is known)`,
+/// from the `toolUseResult.agentId` of a `Task`/`Agent` call's result and from the
+/// `agent_progress` lines Claude Code writes while a subagent runs (`data.agentId`,
+/// `parentToolUseID`); the first found for an agent is kept.
+pub(super) fn spawned_agents<'a>(
+    entries: impl Iterator<Item = &'a Value>,
+) -> Vec<(String, String, &'static str)> {
+    let mut out: Vec<(String, String, &'static str)> = Vec::new();
+    let mut seen = HashSet::new();
+    for e in entries {
+        let found = if let Some(agent) = e["toolUseResult"]["agentId"].as_str() {
+            super::tree::result_ids(e)
+                .first()
+                .filter(|id| !id.is_empty())
+                .map(|id| (agent, *id, "toolUseResult"))
+        } else if e["type"] == "progress" && e["data"]["type"] == "agent_progress" {
+            e["data"]["agentId"]
+                .as_str()
+                .zip(e["parentToolUseID"].as_str())
+                .map(|(a, t)| (a, t, "agent_progress"))
+        } else {
+            None
+        };
+        if let Some((agent, tool, via)) = found {
+            if !agent.is_empty() && seen.insert(agent.to_owned()) {
+                out.push((agent.to_owned(), tool.to_owned(), via));
+            }
+        }
+    }
+    out
+}
+
+/// The entries of a bundle being built.
+fn entries(bundle: &Map<String, Value>) -> impl Iterator<Item = &Value> {
+    bundle
+        .get("lines")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|l| &l["entry"])
+}
+
+/// Adds `meta` to the bundle of the subagent file at `path` when its sidecar
+/// `agent-<id>.meta.json` is beside it (Claude Code writes one from version 2.1.x: the agent's
+/// type, description and the `toolUseId` of the call that spawned it). A sidecar that cannot
+/// be read or parsed is noted in `meta_error`.
+fn attach_meta(path: &Path, bundle: &mut Map<String, Value>) {
+    let Some(agent) = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(agent_of_name)
+    else {
+        return;
+    };
+    let sidecar = path.with_file_name(format!("agent-{agent}.meta.json"));
+    if !sidecar.is_file() {
+        return;
+    }
+    match fs::read(&sidecar)
+        .map_err(|e| e.to_string())
+        .and_then(|b| serde_json::from_slice::<Value>(&b).map_err(|e| e.to_string()))
+    {
+        Ok(meta) => {
+            bundle.insert("meta".into(), meta);
+        }
+        Err(e) => {
+            bundle.insert(
+                "meta_error".into(),
+                json!(format!("{}: {e}", sidecar.display())),
+            );
+        }
+    }
+}
+
+/// The session file at `path` as one bundle record (and its bad lines), with its sidecar.
+pub(super) fn open_file(path: &str, max_record_bytes: usize) -> io::Result<FileBundle> {
+    FileBundle::open_with(path, max_record_bytes, MARKER, &mut |b: &mut Map<
+        String,
+        Value,
+    >| {
+        attach_meta(Path::new(path), b)
+    })
+}
+
+/// The records of a transcript directory: each file's bundle, in the order of [`transcripts`];
+/// a subagent's bundle carries `spawned_by` when a session read before it names the call
+/// that spawned it.
+pub(super) struct DirRecords {
+    files: std::vec::IntoIter<PathBuf>,
+    pending: std::vec::IntoIter<RawRecord>,
+    input: Arc<str>,
+    max_record_bytes: usize,
+    index: u64,
+    bytes: u64,
+    /// `(session id, agent id)` → `(tool_use id, how it is known, the file that says so)`.
+    links: HashMap<(String, String), (String, &'static str, String)>,
+}
+
+impl DirRecords {
+    /// Lists the transcripts of `dir`.
+    pub(super) fn open(dir: &str, max_record_bytes: usize) -> io::Result<DirRecords> {
+        let (top, below) = transcripts(Path::new(dir))?;
+        let files: Vec<PathBuf> = top.into_iter().chain(below).collect();
+        Ok(DirRecords {
+            files: files.into_iter(),
+            pending: Vec::new().into_iter(),
+            input: Arc::from(dir),
+            max_record_bytes,
+            index: 0,
+            bytes: 0,
+            links: HashMap::new(),
+        })
+    }
+
+    fn read(&mut self, path: &Path) -> Vec<RawRecord> {
+        let shown = path.display().to_string();
+        let links = &mut self.links;
+        let mut extend = |b: &mut Map<String, Value>| {
+            attach_meta(path, b);
+            let session = entries(b)
+                .filter_map(|e| e["sessionId"].as_str())
+                .find(|s| !s.is_empty())
+                .unwrap_or_default()
+                .to_owned();
+            let agent = entries(b)
+                .filter_map(|e| e["agentId"].as_str())
+                .find(|s| !s.is_empty())
+                .map(str::to_owned);
+            if let Some(agent) = agent {
+                if let Some((tool, via, file)) = links.get(&(session.clone(), agent)) {
+                    b.insert(
+                        "spawned_by".into(),
+                        json!({"tool_use_id": tool, "via": via, "file": file}),
+                    );
+                }
+            }
+            for (agent, tool, via) in spawned_agents(entries(b)) {
+                links
+                    .entry((session.clone(), agent))
+                    .or_insert_with(|| (tool, via, shown.clone()));
+            }
+        };
+        match FileBundle::open_with(&shown, self.max_record_bytes, MARKER, &mut extend) {
+            Ok(bundle) => {
+                self.bytes += bundle.bytes_read();
+                bundle.collect()
+            }
+            Err(e) => vec![RawRecord {
+                provenance: Provenance {
+                    input: self.input.clone(),
+                    file: Arc::from(shown.as_str()),
+                    line: 1,
+                    index: 0,
+                },
+                bytes: Vec::new(),
+                error: Some(FrameError::Read(e.to_string())),
+            }],
+        }
+    }
+}
+
+impl Iterator for DirRecords {
+    type Item = RawRecord;
+
+    fn next(&mut self) -> Option<RawRecord> {
+        loop {
+            if let Some(mut record) = self.pending.next() {
+                record.provenance.input = self.input.clone();
+                record.provenance.index = self.index;
+                self.index += 1;
+                return Some(record);
+            }
+            let path = self.files.next()?;
+            self.pending = self.read(&path).into_iter();
+        }
+    }
+}
+
+impl RecordSource for DirRecords {
+    fn bytes_read(&self) -> u64 {
+        self.bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subagent_file_names_and_sidecars() {
+        assert_eq!(agent_of_name("agent-a1b2.jsonl"), Some("a1b2"));
+        assert_eq!(
+            agent_of_name("agent-acompact-e1.jsonl.gz"),
+            Some("acompact-e1")
+        );
+        assert_eq!(agent_of_name("agent-.jsonl"), None);
+        assert_eq!(agent_of_name("journal.jsonl"), None);
+        assert!(is_sidecar("agent-a1.meta.json") && !is_sidecar("wf_1.json"));
+    }
+
+    #[test]
+    fn spawned_agents_come_from_results_and_progress() {
+        let lines = [
+            json!({"type": "progress", "data": {"type": "agent_progress", "agentId": "a1"},
+                "parentToolUseID": "toolu_1"}),
+            json!({"type": "user", "toolUseResult": {"agentId": "a1"},
+                "message": {"content": [{"type": "tool_result", "tool_use_id": "toolu_1"}]}}),
+            json!({"type": "user", "toolUseResult": {"agentId": "a2", "status": "completed"},
+                "message": {"content": [{"type": "tool_result", "tool_use_id": "toolu_2"}]}}),
+            json!({"type": "progress", "data": {"type": "hook_progress"}}),
+        ];
+        assert_eq!(
+            spawned_agents(lines.iter()),
+            vec![
+                ("a1".to_owned(), "toolu_1".to_owned(), "agent_progress"),
+                ("a2".to_owned(), "toolu_2".to_owned(), "toolUseResult"),
+            ]
+        );
+    }
+}

@@ -1,0 +1,431 @@
+//! The steps of a session's selected lines. Claude Code writes a response as several lines
+//! (one per content block, sharing `message.id`) and may write a call's result before the
+//! response's next block: each response becomes one group of actions, wherever its lines
+//! fall, followed by the results of its calls in call order; what the user says (prompts,
+//! interruptions, hook feedback) follows in file order.
+
+use std::collections::HashMap;
+
+use serde_json::{json, Value};
+
+use crate::model::{Source, Step};
+
+/// A selected line: its number in the file and its entry.
+pub(super) struct Line<'a> {
+    pub line: u64,
+    pub entry: &'a Value,
+}
+
+/// What could not be mapped, kept in `details.claude_code.unmapped`: the entry's line, a JSON
+/// pointer into the entry, why, and the value itself.
+#[derive(Default)]
+pub(super) struct Unmapped(pub Vec<Value>);
+
+impl Unmapped {
+    pub(super) fn keep(&mut self, line: u64, pointer: &str, reason: String, value: &Value) {
+        self.0
+            .push(json!({"line": line, "pointer": pointer, "reason": reason, "value": value}));
+    }
+}
+
+/// The steps, with what `details` lists about them.
+#[derive(Default)]
+pub(super) struct Built {
+    pub content: Vec<Step>,
+    /// The line each step comes from.
+    pub origins: Vec<u64>,
+    /// Ids of the calls whose result has `is_error: true`.
+    pub error_results: Vec<Value>,
+    /// `{step, id}` of each call no result answers.
+    pub unanswered_calls: Vec<Value>,
+    /// `{step, id, line, reason}` of each result that answers no call it can be linked to.
+    pub unlinked_results: Vec<Value>,
+}
+
+/// Why the lines cannot be one trajectory.
+pub(super) struct Problem {
+    pub line: u64,
+    pub pointer: String,
+    pub message: String,
+}
+
+/// The blocks of a message's `content` with their pointers: a list's elements (a string in it
+/// is a text block), or one block given alone as an object; `None` for anything else.
+fn content_blocks(content: &Value) -> Option<Vec<(String, Value)>> {
+    let block = |b: &Value| match b {
+        Value::String(s) => json!({"type": "text", "text": s}),
+        other => other.clone(),
+    };
+    match content {
+        Value::String(s) => Some(vec![(
+            "/message/content".to_owned(),
+            json!({"type": "text", "text": s}),
+        )]),
+        Value::Array(b) => Some(
+            b.iter()
+                .enumerate()
+                .map(|(k, b)| (format!("/message/content/{k}"), block(b)))
+                .collect(),
+        ),
+        Value::Object(_) => Some(vec![("/message/content".to_owned(), content.clone())]),
+        _ => None,
+    }
+}
+
+/// The reason a block of type `kind` is not mapped.
+fn unmapped_block(kind: &Value) -> String {
+    match kind.as_str() {
+        Some(k) => format!("a {k:?} block is not mapped"),
+        None => "a block without a string `type` is not mapped".to_owned(),
+    }
+}
+
+/// A `tool_use` block as an action: `Bash` with only a command (and its description) is bash
+/// code; anything else an api action with the input as kwargs.
+fn tool_action(block: &Value) -> Step {
+    let name = block["name"].as_str().unwrap_or_default();
+    let input = block["input"].as_object().cloned().unwrap_or_default();
+    let bash_only = name == "Bash"
+        && input.keys().all(|k| k == "command" || k == "description")
+        && input.get("command").is_some_and(Value::is_string);
+    if bash_only {
+        let command = input
+            .get("command")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let description = input
+            .get("description")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        Step::code("bash", command, description)
+    } else {
+        Step::api(name, input, None)
+    }
+}
+
+/// A block of a response, where it is in the file.
+struct Block {
+    line: u64,
+    pointer: String,
+    value: Value,
+}
+
+/// A tool result waiting for its response to be written.
+struct Answer {
+    line: u64,
+    step: Step,
+}
+
+/// The steps in file order: a step as it is, or a response (written with its results).
+enum Unit {
+    Steps(Vec<(Step, u64, Option<Value>)>),
+    Response(Vec<Block>),
+}
+
+/// How a user line's text is observed: `isMeta` lines (hook feedback, reminders) and the
+/// summary that continues a compacted conversation come from the environment.
+fn user_text(entry: &Value, text: &str) -> Step {
+    if entry["isCompactSummary"] == true {
+        Step::environment_text(Some("compact_summary".into()), text)
+    } else if entry["isMeta"] == true {
+        Step::environment_text(Some("meta".into()), text)
+    } else {
+        Step::user_text(text)
+    }
+}
+
+/// The text of a `tool_result`'s content (a string, or its text blocks joined by newlines);
+/// its other blocks (images, tool references) are kept as unmapped.
+fn result_text(line: u64, pointer: &str, content: &Value, unmapped: &mut Unmapped) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => {
+            let mut texts = Vec::new();
+            for (k, b) in blocks.iter().enumerate() {
+                match b {
+                    Value::String(s) => texts.push(s.as_str()),
+                    b if b["type"] == "text" && b["text"].is_string() => {
+                        texts.push(b["text"].as_str().unwrap_or_default())
+                    }
+                    b => unmapped.keep(
+                        line,
+                        &format!("{pointer}/content/{k}"),
+                        format!("{} in a tool result", unmapped_block(&b["type"])),
+                        b,
+                    ),
+                }
+            }
+            texts.join("\n")
+        }
+        Value::Null => String::new(),
+        other => {
+            unmapped.keep(
+                line,
+                &format!("{pointer}/content"),
+                "a tool result's content is neither a string nor blocks".into(),
+                other,
+            );
+            String::new()
+        }
+    }
+}
+
+/// Builds the steps of `lines` (the selected turns, in file order).
+pub(super) fn build(lines: &[Line<'_>], unmapped: &mut Unmapped) -> Result<Built, Problem> {
+    let mut built = Built::default();
+    let mut units: Vec<Unit> = Vec::new();
+    // Response key (message id, else the line) → its unit; call id → (unit, tool name).
+    let mut responses: HashMap<String, usize> = HashMap::new();
+    let mut calls: HashMap<String, String> = HashMap::new();
+    let mut answers: HashMap<String, Answer> = HashMap::new();
+    for l in lines {
+        let (line, e) = (l.line, l.entry);
+        let message = &e["message"];
+        let Some(blocks) = content_blocks(&message["content"]) else {
+            unmapped.keep(
+                line,
+                "/message/content",
+                "content is neither a string nor content blocks".into(),
+                &message["content"],
+            );
+            continue;
+        };
+        if e["type"] == "assistant" && e["isApiErrorMessage"] == true {
+            // Claude Code writes an API failure in the model's place: the environment speaks.
+            let mut texts = Vec::new();
+            for (pointer, b) in &blocks {
+                match b["text"].as_str() {
+                    Some(t) if b["type"] == "text" => texts.push(t),
+                    _ => unmapped.keep(line, pointer, unmapped_block(&b["type"]), b),
+                }
+            }
+            let step = Step::environment_text(Some("api_error".into()), texts.join("\n"));
+            units.push(Unit::Steps(vec![(step, line, None)]));
+            continue;
+        }
+        if e["type"] == "assistant" {
+            let key = message["id"]
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| format!("\u{0}line {line}"));
+            let unit = *responses.entry(key).or_insert_with(|| {
+                units.push(Unit::Response(Vec::new()));
+                units.len() - 1
+            });
+            for (pointer, b) in blocks {
+                if b["type"] == "tool_use" {
+                    if let Some(id) = b["id"].as_str() {
+                        let name = b["name"].as_str().unwrap_or_default().to_owned();
+                        calls.entry(id.to_owned()).or_insert(name);
+                    }
+                }
+                if let Unit::Response(r) = &mut units[unit] {
+                    r.push(Block {
+                        line,
+                        pointer,
+                        value: b,
+                    });
+                }
+            }
+            continue;
+        }
+        let mut steps = Vec::new();
+        for (pointer, b) in blocks {
+            match b["type"].as_str().unwrap_or_default() {
+                "tool_result" => {
+                    let id = b["tool_use_id"].as_str().unwrap_or_default();
+                    let text = result_text(line, &pointer, &b["content"], unmapped);
+                    let known = calls.get(id).cloned();
+                    match known {
+                        Some(name) if !answers.contains_key(id) => {
+                            if b["is_error"] == true {
+                                built.error_results.push(json!(id));
+                            }
+                            let step =
+                                Step::environment_text(Some(name), text).with_tool_call_id(id);
+                            answers.insert(id.to_owned(), Answer { line, step });
+                        }
+                        known => {
+                            let reason = if known.is_some() {
+                                "a second result for a call already answered"
+                            } else {
+                                "no tool_use before it in the conversation has this id"
+                            };
+                            let note = json!({"id": id, "line": line, "pointer": pointer, "reason": reason});
+                            let step = Step::environment_text(
+                                Some(known.unwrap_or_else(|| "tool_result".into())),
+                                text,
+                            );
+                            steps.push((step, line, Some(note)));
+                        }
+                    }
+                }
+                "text" if b["text"].is_string() => {
+                    steps.push((
+                        user_text(e, b["text"].as_str().unwrap_or_default()),
+                        line,
+                        None,
+                    ));
+                }
+                "image" => {
+                    let src = &b["source"];
+                    let uri = match (src["media_type"].as_str(), src["data"].as_str()) {
+                        (Some(t), Some(d)) => format!("data:{t};base64,{d}"),
+                        _ => src["url"]
+                            .as_str()
+                            .or(src["path"].as_str())
+                            .unwrap_or_default()
+                            .to_owned(),
+                    };
+                    steps.push((Step::image(uri, Source::User), line, None));
+                }
+                _ => unmapped.keep(line, &pointer, unmapped_block(&b["type"]), &b),
+            }
+        }
+        if !steps.is_empty() {
+            units.push(Unit::Steps(steps));
+        }
+    }
+    for unit in units {
+        match unit {
+            Unit::Steps(steps) => {
+                for (step, line, note) in steps {
+                    if let Some(mut note) = note {
+                        note["step"] = json!(built.content.len());
+                        built.unlinked_results.push(note);
+                    }
+                    built.content.push(step);
+                    built.origins.push(line);
+                }
+            }
+            Unit::Response(blocks) => response(blocks, &mut answers, &mut built, unmapped),
+        }
+    }
+    // ADP links a call only when an observation answers it: an unanswered call may not stand
+    // right before an observation (the upgrade would link the two).
+    for (i, step) in built.content.iter().enumerate() {
+        let next_observes = built.content.get(i + 1).is_some_and(|n| !n.is_action());
+        if step.is_tool_action() && step.tool_call_id().is_none() && next_observes {
+            let call = built
+                .unanswered_calls
+                .iter()
+                .find(|c| c["step"] == json!(i))
+                .map(|c| c["id"].clone())
+                .unwrap_or(Value::Null);
+            return Err(Problem {
+                line: built.origins[i],
+                pointer: "/message/content".into(),
+                message: format!(
+                    "the call {call} has no result, and the session goes on with something else observed after it; ADP cannot place an unanswered call before an observation"
+                ),
+            });
+        }
+    }
+    Ok(built)
+}
+
+/// Writes one response: its actions (calls no result answers first, so that none of them
+/// stands before an observation), then its calls' results in call order.
+fn response(
+    blocks: Vec<Block>,
+    answers: &mut HashMap<String, Answer>,
+    built: &mut Built,
+    unmapped: &mut Unmapped,
+) {
+    // (step, line, call id when a tool call)
+    let mut actions: Vec<(Step, u64, Option<Option<String>>)> = Vec::new();
+    let mut thought: Option<(String, u64, String)> = None;
+    let mut text: Option<(String, u64)> = None;
+    let flush = |actions: &mut Vec<(Step, u64, Option<Option<String>>)>,
+                 text: &mut Option<(String, u64)>,
+                 thought: &mut Option<(String, u64, String)>| {
+        if let Some((t, line)) = text.take() {
+            let mut m = Step::message(t, None);
+            m.set_thought(None, thought.take().map(|t| t.0));
+            actions.push((m, line, None));
+        }
+    };
+    for Block {
+        line,
+        pointer,
+        value: b,
+    } in blocks
+    {
+        match b["type"].as_str().unwrap_or_default() {
+            "thinking" if b["thinking"].is_string() => {
+                let t = b["thinking"].as_str().unwrap_or_default();
+                thought = Some(match thought.take() {
+                    Some((prev, _, _)) => (format!("{prev}\n\n{t}"), line, pointer),
+                    None => (t.to_owned(), line, pointer),
+                });
+            }
+            "text" if b["text"].is_string() => {
+                flush(&mut actions, &mut text, &mut thought);
+                text = Some((b["text"].as_str().unwrap_or_default().to_owned(), line));
+            }
+            "tool_use" => {
+                if !b["input"].is_object() && !b["input"].is_null() {
+                    unmapped.keep(
+                        line,
+                        &format!("{pointer}/input"),
+                        "a tool input that is not an object has no place in kwargs".into(),
+                        &b["input"],
+                    );
+                }
+                let mut step = tool_action(&b);
+                let mut description = text.take().map(|t| t.0);
+                if let Step::CodeAction(c) = &step {
+                    // A Bash call carries its own description; the text before it stays a
+                    // message of its own.
+                    if c.description.is_some() {
+                        if let Some(d) = description.take() {
+                            actions.push((Step::message(d, None), line, None));
+                        }
+                        description = c.description.clone();
+                    }
+                }
+                step.set_thought(description, thought.take().map(|t| t.0));
+                actions.push((step, line, Some(b["id"].as_str().map(str::to_owned))));
+            }
+            _ => unmapped.keep(line, &pointer, unmapped_block(&b["type"]), &b),
+        }
+    }
+    flush(&mut actions, &mut text, &mut thought);
+    if let Some((t, line, pointer)) = thought {
+        unmapped.keep(
+            line,
+            &pointer,
+            "a thinking block with no text or call after it in its response".into(),
+            &json!({"type": "thinking", "thinking": t}),
+        );
+    }
+    let answered =
+        |call: &Option<Option<String>>| matches!(call, Some(Some(id)) if answers.contains_key(id));
+    let (mut order, rest): (Vec<_>, Vec<_>) = actions
+        .into_iter()
+        .partition(|(_, _, call)| call.is_some() && !answered(call));
+    order.extend(rest);
+    let mut results = Vec::new();
+    for (mut step, line, call) in order {
+        match call {
+            Some(Some(id)) if answers.contains_key(&id) => {
+                step = step.with_tool_call_id(id.clone());
+                results.push(id);
+            }
+            Some(id) => built
+                .unanswered_calls
+                .push(json!({"step": built.content.len(), "id": id})),
+            None => {}
+        }
+        built.content.push(step);
+        built.origins.push(line);
+    }
+    // Results in call order: the order of the calls' blocks, which `results` keeps except
+    // for the unanswered calls moved before them.
+    for id in results {
+        if let Some(a) = answers.remove(&id) {
+            built.content.push(a.step);
+            built.origins.push(a.line);
+        }
+    }
+}

@@ -32,6 +32,12 @@ pub trait Converter: Sync {
     /// True when `first`, the first record of an input, looks like this format (for
     /// `--from auto`). Exactly one converter may claim an input.
     fn sniff(&self, first: &Value) -> bool;
+    /// True when `messages`, the messages of a chat every converter of chats would read (an
+    /// OpenAI chat to [`Converter::sniff`]), carry marks that are this format's own (an agent's
+    /// fence or observation template): the chat is then this format's. None by default.
+    fn sniff_chat(&self, _messages: &[Value]) -> bool {
+        false
+    }
     /// Opens `path` as this format's records when they are not JSON values in a stream (a
     /// directory, a database); `None` (the default) uses the generic JSON framing.
     fn open_source(

@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use super::converters;
 use crate::convert::Converter;
-use crate::ingest::{layout_hint, open, Framer};
+use crate::ingest::{layout_hint, open, Frame, Framer};
 
 /// Why an input's format could not be chosen.
 #[derive(Debug, thiserror::Error)]
@@ -62,11 +62,11 @@ pub fn detect_input(path: &str) -> Result<&'static dyn Converter, DetectError> {
         return Err(DetectError::Stdin);
     }
     let reader = open::open(path).map_err(|e| read_err(e.to_string()))?;
-    let framer = Framer::new(reader, layout_hint(path), 64 << 20);
+    let mut framer = Framer::new(reader, layout_hint(path), 64 << 20);
     // The first record that is JSON, and the first problem of those before it.
     let mut skipped: Option<(u64, String)> = None;
     let mut parsed = None;
-    for frame in framer {
+    for frame in framer.by_ref() {
         let problem = match &frame.error {
             Some(e) => format!("cannot be read ({e})"),
             None => match serde_json::from_slice::<Value>(&frame.bytes) {
@@ -95,7 +95,14 @@ pub fn detect_input(path: &str) -> Result<&'static dyn Converter, DetectError> {
         line,
         what,
     };
-    let found = candidates(&first);
+    let mut found = candidates(&first);
+    if let [only] = found.as_slice() {
+        if only.name() == "openai" {
+            if let Some(agent) = chat_owner(&first, framer) {
+                found = vec![agent];
+            }
+        }
+    }
     match found.as_slice() {
         [one] => Ok(*one),
         [] => {
@@ -117,6 +124,43 @@ pub fn detect_input(path: &str) -> Result<&'static dyn Converter, DetectError> {
                 .collect::<Vec<_>>()
                 .join(" and "),
         }),
+    }
+}
+
+/// How many messages of a file that is one bare chat [`chat_owner`] reads: an agent's marks
+/// show in its first turns.
+const CHAT_SNIFF_MESSAGES: usize = 256;
+
+/// The converter that claims, by marks of its own ([`Converter::sniff_chat`]), the chat whose
+/// first record is `first`: a record holding `messages`, or the first message of a file that
+/// is one bare chat, whose next messages are the rest of `frames` (up to
+/// [`CHAT_SNIFF_MESSAGES`]; records that are not JSON are skipped, as conversion will report
+/// them).
+fn chat_owner(
+    first: &Value,
+    frames: impl Iterator<Item = Frame>,
+) -> Option<&'static dyn Converter> {
+    let read;
+    let messages: &[Value] = match first.get("messages").and_then(Value::as_array) {
+        Some(messages) => messages,
+        None => {
+            read = std::iter::once(first.clone())
+                .chain(frames.filter_map(|f| match f.error {
+                    None => serde_json::from_slice::<Value>(&f.bytes).ok(),
+                    Some(_) => None,
+                }))
+                .take(CHAT_SNIFF_MESSAGES)
+                .collect::<Vec<_>>();
+            &read
+        }
+    };
+    let owners: Vec<_> = converters()
+        .into_iter()
+        .filter(|c| c.sniff_chat(messages))
+        .collect();
+    match owners.as_slice() {
+        [one] => Some(*one),
+        _ => None,
     }
 }
 

@@ -323,22 +323,20 @@ fn the_samples_are_detected_and_mapped() {
     );
 }
 
-/// A bare list of messages: one OpenAI chat to detection, one mini-swe-agent run with --from;
-/// the test file of mini-swe-agent's repository.
+/// A bare list of messages (the test file of mini-swe-agent's repository) is one run: its
+/// `mswea_bash_command` fences are mini-swe-agent's own, so detection picks it as `--from` does.
 #[test]
-fn a_bare_list_of_messages_is_one_chat_or_one_run() {
+fn a_bare_list_of_messages_with_mini_swe_agent_marks_is_one_run() {
     let Some(logs) = agent_logs() else {
         return;
     };
     let file = logs.join("mini-swe-agent/mswea__test_local.traj.json");
-    let (code, out, stderr) = convert(&[&file], None, &[]);
+    let (code, detected, stderr) = convert(&[&file], None, &[]);
     assert_eq!(code, 0, "{stderr}");
-    assert!(stderr.contains("detected openai"), "{stderr}");
-    assert_eq!(out.len(), 1, "one chat, not a record per message");
-    assert_eq!(out[0]["id"], "mswea__test_local.traj.json#0");
-    assert_eq!(out[0]["content"].as_array().map(Vec::len), Some(6));
+    assert!(stderr.contains("detected mini-swe-agent"), "{stderr}");
     let (code, out, stderr) = convert(&[&file], Some("mini-swe-agent"), &[]);
     assert_eq!(code, 0, "{stderr}");
+    assert_eq!(detected, out);
     assert_eq!(out[0]["id"], "mswea__test_local");
     assert_eq!(
         step_classes(&out[0]),

@@ -81,13 +81,32 @@ impl Converter for MiniSweAgent {
     }
 
     /// Its own keys: a `trajectory_format` naming mini-swe-agent, or `info.mini_version`
-    /// beside `messages`. A bare list of messages has none: it is an OpenAI chat to detection
-    /// (`--from mini-swe-agent` reads it as a run).
+    /// beside `messages`. A bare list of messages has none: [`Converter::sniff_chat`] looks
+    /// for mini-swe-agent's marks in it.
     fn sniff(&self, first: &Value) -> bool {
         first["trajectory_format"]
             .as_str()
             .is_some_and(|f| f.starts_with("mini-swe-agent"))
             || (first["info"]["mini_version"].is_string() && first["messages"].is_array())
+    }
+
+    /// A chat with mini-swe-agent's own marks: an assistant message fencing its command as
+    /// ```` ```mswea_bash_command ```` (2.x), or a user message that is an observation of its
+    /// default template (`<returncode>N</returncode>` first) right after an assistant message.
+    fn sniff_chat(&self, messages: &[Value]) -> bool {
+        let text = |m: &Value| content_of(&m["content"]).0;
+        messages
+            .iter()
+            .enumerate()
+            .any(|(i, m)| match m["role"].as_str() {
+                Some("assistant") => text(m).contains("```mswea_bash_command"),
+                Some("user") => {
+                    i > 0
+                        && messages[i - 1]["role"] == "assistant"
+                        && text(m).trim_start().starts_with("<returncode>")
+                }
+                _ => false,
+            })
     }
 
     fn open_source(
@@ -639,6 +658,26 @@ mod tests {
         assert!(!MiniSweAgent.sniff(&json!({"messages": [{"role": "user", "content": "x"}]})));
         assert!(!MiniSweAgent.sniff(&json!({"role": "system", "content": "x"})));
         assert!(!MiniSweAgent.sniff(&json!({"trajectory_format": "other", "messages": []})));
+    }
+
+    #[test]
+    fn claims_chats_by_its_fence_or_observation_template_only() {
+        let chat = |v: Value| v.as_array().cloned().unwrap_or_default();
+        let fenced = chat(json!([
+            {"role": "user", "content": "fix it"},
+            {"role": "assistant", "content": "Run:\n```mswea_bash_command\nls\n```"}
+        ]));
+        assert!(MiniSweAgent.sniff_chat(&fenced));
+        let observed = chat(json!([
+            {"role": "assistant", "content": "```bash\nls\n```"},
+            {"role": "user", "content": "<returncode>0</returncode>\n<output>\na\n</output>"}
+        ]));
+        assert!(MiniSweAgent.sniff_chat(&observed));
+        let plain = chat(json!([
+            {"role": "user", "content": "<returncode>0</returncode> is what I got"},
+            {"role": "assistant", "content": "```bash\nls\n```"}
+        ]));
+        assert!(!MiniSweAgent.sniff_chat(&plain));
     }
 
     /// 1.x: one fenced block is a bash action answered by the next user message; an output

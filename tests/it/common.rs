@@ -287,3 +287,25 @@ pub fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// An Inspect log's samples: the `samples/` entries of an `.eval` archive, or `samples` of a
+/// `.json` log.
+pub fn inspect_samples(file: &Path) -> Vec<Value> {
+    if file.extension().is_some_and(|e| e == "eval") {
+        let mut archive =
+            zip::ZipArchive::new(std::fs::File::open(file).expect("open")).expect("zip");
+        let names: Vec<String> = archive
+            .file_names()
+            .filter_map(Result::ok)
+            .filter(|n| n.starts_with("samples/"))
+            .map(|n| n.into_owned())
+            .collect();
+        names
+            .iter()
+            .map(|n| serde_json::from_reader(archive.by_name(n).expect("entry")).expect("JSON"))
+            .collect()
+    } else {
+        let log: Value = serde_json::from_slice(&std::fs::read(file).expect("read")).expect("JSON");
+        log["samples"].as_array().cloned().unwrap_or_default()
+    }
+}

@@ -165,6 +165,7 @@ struct Builder<'a> {
     part_fields: Vec<Value>,
     call_fields: Vec<Value>,
     tool_errors: Vec<Value>,
+    unlinked_results: Vec<Value>,
     empty_messages: Vec<Value>,
 }
 
@@ -179,6 +180,7 @@ pub fn map(sample: &Value) -> Result<Mapped, Problem> {
         part_fields: Vec::new(),
         call_fields: Vec::new(),
         tool_errors: Vec::new(),
+        unlinked_results: Vec::new(),
         empty_messages: Vec::new(),
     };
     let mut from_input = false;
@@ -225,6 +227,7 @@ pub fn map(sample: &Value) -> Result<Mapped, Problem> {
     note("call_fields", b.call_fields);
     note("tool_errors", b.tool_errors);
     note("unanswered_calls", unanswered);
+    note("unlinked_results", b.unlinked_results);
     note("empty_messages", b.empty_messages);
     if from_input {
         notes.insert("steps_from".into(), json!("input and output"));
@@ -272,7 +275,7 @@ impl Builder<'_> {
                 } else {
                     Source::User
                 };
-                self.observation(m, at, source, None, None);
+                self.observation(m, at, source, None, None, "");
             }
             "assistant" => self.assistant(m, at)?,
             _ => self.tool_result(m, at)?,
@@ -298,17 +301,16 @@ impl Builder<'_> {
         at: &str,
         source: Source,
         name: Option<String>,
-        link: Option<(String, String)>,
+        link: Option<&str>,
+        error: &str,
     ) {
         let mut text = content_text(&m["content"], &self.att);
-        if let Some((_, error)) = &link {
-            if !error.is_empty() {
-                text = if text.trim().is_empty() || text.trim() == error.trim() {
-                    format!("Error: {error}")
-                } else {
-                    format!("{text}\n\nError: {error}")
-                };
-            }
+        if !error.is_empty() {
+            text = if text.trim().is_empty() || text.trim() == error.trim() {
+                format!("Error: {error}")
+            } else {
+                format!("{text}\n\nError: {error}")
+            };
         }
         let images: Vec<String> = m["content"]
             .as_array()
@@ -332,8 +334,8 @@ impl Builder<'_> {
             });
         }
         steps.extend(images.into_iter().map(|i| Step::image(i, source)));
-        if let (Some((id, _)), Some(first)) = (link, steps.first_mut()) {
-            *first.tool_call_id_mut() = Some(id);
+        if let (Some(id), Some(first)) = (link, steps.first_mut()) {
+            *first.tool_call_id_mut() = Some(id.to_owned());
         }
         self.content.extend(steps);
         self.unmapped_parts(m, at, &["text", "image"]);
@@ -549,26 +551,33 @@ impl Builder<'_> {
         Ok(())
     }
 
-    /// A tool message: the result of an earlier call.
+    /// A tool message: the result of an earlier call. A result whose call no earlier
+    /// assistant message made (or that answers one answered already) stays an observation
+    /// without a link, listed in `unlinked_results`.
     fn tool_result(&mut self, m: &Value, at: &str) -> Result<(), Problem> {
         let id = m["tool_call_id"].as_str().unwrap_or_default();
-        let Some(called) = self.calls.get(id).cloned() else {
-            return Err(problem(
-                format!("{at}/tool_call_id"),
-                if id.is_empty() {
-                    "a tool message without tool_call_id cannot be linked to its call".to_owned()
-                } else {
-                    format!("tool result for call {id:?}, which no earlier assistant message made")
-                },
-            ));
+        let called = self.calls.get(id).cloned();
+        let unlinked = match &called {
+            _ if id.is_empty() => Some("the tool message has no tool_call_id"),
+            None => Some("no earlier assistant message made this call"),
+            Some(_) if self.answered.contains(id) => Some("the call was answered already"),
+            Some(_) => None,
         };
-        if !self.answered.insert(id.to_owned()) {
-            return Err(problem(
-                format!("{at}/tool_call_id"),
-                format!("call {id:?} is answered twice"),
-            ));
+        if let Some(reason) = unlinked {
+            self.unlinked_results.push(json!({
+                "step": self.content.len(),
+                "id": id,
+                "pointer": format!("{at}/tool_call_id"),
+                "reason": reason,
+            }));
+        } else {
+            self.answered.insert(id.to_owned());
         }
-        let name = m["function"].as_str().map_or(called, str::to_owned);
+        let called = called.unwrap_or_default();
+        let name = m["function"]
+            .as_str()
+            .map(str::to_owned)
+            .or((!called.is_empty()).then_some(called));
         // `error` ({type, message}); `tool_error` (a string) before Inspect 0.3.50 or so.
         let (kind, message) = match (&m["error"], &m["tool_error"]) {
             (Value::Object(e), _) => (
@@ -586,8 +595,8 @@ impl Builder<'_> {
                 "message": message,
             }));
         }
-        let link = Some((id.to_owned(), message.to_owned()));
-        self.observation(m, at, Source::Environment, Some(name), link);
+        let link = unlinked.is_none().then_some(id);
+        self.observation(m, at, Source::Environment, name, link, message);
         Ok(())
     }
 

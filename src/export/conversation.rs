@@ -94,6 +94,10 @@ impl Conversation {
     }
 }
 
+/// The rule of a trajectory with no assistant turn: export filters it (nothing to learn)
+/// rather than rejecting it.
+pub const NO_ASSISTANT_TURN: &str = "no-assistant-turn";
+
 /// Why a trajectory cannot train.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Untrainable {
@@ -222,7 +226,7 @@ pub fn build(traj: Trajectory, opts: &MapOptions) -> Result<Conversation, Untrai
     }
     if turns.is_empty() {
         return Err(Untrainable::new(
-            "no-assistant-turn",
+            NO_ASSISTANT_TURN,
             "/content",
             "the trajectory has no assistant turn to train on",
         ));

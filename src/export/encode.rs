@@ -108,6 +108,11 @@ pub fn export_upgraded<R>(
     };
     match encode(traj, opts) {
         Ok(row) => Outcome::Row(split, row),
+        // Nothing to learn is no fault of the data (a session cut off before the agent
+        // answered): filtered and counted, where a malformed conversation is rejected.
+        Err(RenderError::Untrainable(u)) if u.rule == conversation::NO_ASSISTANT_TURN => {
+            Outcome::Filtered(Filtered::NoAssistantTurn)
+        }
         Err(RenderError::Untrainable(u)) => diagnose(u.rule, &u.pointer, u.message),
         Err(RenderError::Json(e)) => diagnose("serialize", "", e.to_string()),
     }

@@ -32,6 +32,8 @@ pub enum Filtered {
     MaxChars,
     /// `--dedup`.
     Duplicate,
+    /// No assistant turn to train on (always on: an SFT row needs one).
+    NoAssistantTurn,
 }
 
 impl Filters {

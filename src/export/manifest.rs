@@ -111,8 +111,8 @@ impl<'a> Manifest<'a> {
         let c = self.counts;
         out.push_str(&format!(
             "\n## Counts\n\n{} trajectories read: {} written, {} filtered ({} by reward, {} by \
-             outcome, {} by steps, {} by characters, {} duplicates), {} rejected as \
-             untrainable or invalid.\n",
+             outcome, {} by steps, {} by characters, {} duplicates, {} with no assistant turn), {} \
+             rejected as untrainable or invalid.\n",
             c.records_in,
             c.written,
             c.filtered,
@@ -121,6 +121,7 @@ impl<'a> Manifest<'a> {
             c.filtered_by.max_steps,
             c.filtered_by.max_chars,
             c.filtered_by.duplicate,
+            c.filtered_by.no_assistant_turn,
             c.rejected
         ));
         out

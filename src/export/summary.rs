@@ -16,6 +16,10 @@ pub struct FilteredBy {
     pub max_chars: u64,
     /// `--dedup`.
     pub duplicate: u64,
+    /// Trajectories with nothing for the model to learn: no assistant turn (a session cut off
+    /// before the agent answered). Always on. Absent from manifests written before it existed.
+    #[serde(default)]
+    pub no_assistant_turn: u64,
 }
 
 /// Counts of an export: `records_in == written + filtered + rejected` (trajectories; a record
@@ -51,5 +55,6 @@ impl ExportSummary {
         a.max_steps += b.max_steps;
         a.max_chars += b.max_chars;
         a.duplicate += b.duplicate;
+        a.no_assistant_turn += b.no_assistant_turn;
     }
 }

@@ -160,6 +160,7 @@ impl<W: ShardWriter> Shards<W> {
                     Filtered::MaxSteps => &mut by.max_steps,
                     Filtered::MaxChars => &mut by.max_chars,
                     Filtered::Duplicate => &mut by.duplicate,
+                    Filtered::NoAssistantTurn => &mut by.no_assistant_turn,
                 } += 1;
                 self.summary.filtered += 1;
             }

@@ -322,7 +322,7 @@ fn hf_and_sharegpt_rows_have_the_documented_shape() {
 }
 
 #[test]
-fn untrainable_records_are_rejected_with_a_reason() {
+fn untrainable_records_are_filtered_or_rejected_with_a_reason() {
     let tmp = tempfile::tempdir().expect("temp dir");
     for target in ["openai", "hf", "sharegpt"] {
         let dir = tmp.path().join(target);
@@ -334,9 +334,13 @@ fn untrainable_records_are_rejected_with_a_reason() {
             &["-q", "--rejects", rej.to_str().expect("utf-8")],
         );
         assert_eq!(code, 1);
-        assert_eq!(counts(&dir), (8, 5, 0, 3), "{target}");
+        // No assistant turn: nothing to learn, filtered; the malformed ones are rejected.
+        assert_eq!(counts(&dir), (8, 5, 1, 2), "{target}");
+        assert_eq!(
+            manifest(&dir)["counts"]["filtered_by"]["no_assistant_turn"],
+            1
+        );
         let expected: Vec<(String, String)> = [
-            ("no-assistant", "no-assistant-turn"),
             ("unanswered", "tool-call-unanswered"),
             ("empty", "empty-turn"),
         ]
@@ -371,12 +375,14 @@ fn filters_and_dedup_are_counted() {
     assert_eq!(c, (8, 3, 5, 0));
     assert_eq!(by["outcome"], 5);
     let (c, by) = run("steps", &["--max-steps", "5"]);
-    assert_eq!(c, (8, 2, 3, 3));
-    assert_eq!(by["max_steps"], 3);
+    assert_eq!(c, (8, 2, 4, 2));
+    assert_eq!(
+        (by["max_steps"].as_u64(), by["no_assistant_turn"].as_u64()),
+        (Some(3), Some(1))
+    );
     let (c, _) = run("chars", &["--max-chars", "12"]);
-    // Under 13 characters of text: no-assistant (6), empty (16 -> no), dup-a/dup-b (18 -> no),
-    // long (24 -> no), unanswered (Go. meanwhile More. late result = 28 -> no).
-    assert_eq!(c, (8, 0, 7, 1));
+    // Only no-assistant has at most 12 characters of text (6); it has no assistant turn.
+    assert_eq!(c, (8, 0, 8, 0));
 }
 
 #[test]

@@ -12,6 +12,7 @@
 
 mod common;
 
+mod agent_logs;
 mod atif;
 mod bad_input;
 mod chat_formats;

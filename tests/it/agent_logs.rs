@@ -1,0 +1,320 @@
+//! The conformance test of the agent-log readers: every file of `../shared/corpus/agent-logs/`
+//! (real logs other projects' agents wrote) converts with `--from auto`, exit 0 and no reject;
+//! its trajectories validate; the tool calls counted in the source, by this file's own reading
+//! of each format, equal the tool actions out; every result whose call is in the source is
+//! linked to it; and the `openai`, `hf` and `sharegpt` exports take every trajectory (a
+//! trajectory with no assistant turn, nothing to train on, is filtered, never rejected).
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::common::{agent_logs, convert, inspect_samples, trajkit, validate_adp};
+
+/// What a source holds, counted from its raw records: tool calls, and results whose call is
+/// among them.
+#[derive(Debug, Default, PartialEq)]
+struct Calls {
+    calls: usize,
+    answered: usize,
+}
+
+impl Calls {
+    /// Counts `ids` as calls and `results` (the call id each result names) as answered when
+    /// they name one of them, once each.
+    fn of<'a>(
+        ids: impl IntoIterator<Item = &'a str>,
+        results: impl IntoIterator<Item = &'a str>,
+    ) -> Calls {
+        let ids: Vec<&str> = ids.into_iter().collect();
+        let known: HashSet<&str> = ids.iter().copied().collect();
+        let mut seen = HashSet::new();
+        let answered = results
+            .into_iter()
+            .filter(|r| known.contains(r) && seen.insert(*r))
+            .count();
+        Calls {
+            calls: ids.len(),
+            answered,
+        }
+    }
+}
+
+#[test]
+fn every_agent_log_converts_whole_and_exports() {
+    let Some(root) = agent_logs() else { return };
+    let mut files = Vec::new();
+    for dir in std::fs::read_dir(&root).expect("list") {
+        let dir = dir.expect("entry").path();
+        if dir.is_dir() {
+            files.extend(
+                std::fs::read_dir(&dir)
+                    .expect("list")
+                    .map(|e| e.expect("entry").path()),
+            );
+        }
+    }
+    files.sort();
+    assert!(files.len() >= 17, "{files:?}");
+    let work = tempfile::tempdir().expect("dir");
+    for file in &files {
+        let name = file.display().to_string();
+        let format = format_of(file);
+        let (code, out, stderr) = convert(&[file], None, &[]);
+        assert_eq!(code, 0, "{name}: {stderr}");
+        assert!(
+            stderr.contains(&format!("detected {format}")),
+            "{name}: {stderr}"
+        );
+        assert!(!out.is_empty(), "{name}");
+        assert_eq!(validate_adp(&out), 0, "{name}");
+        assert_eq!(source_calls(format, file), converted_calls(&out), "{name}");
+        exported_whole(work.path(), &out, &name);
+    }
+}
+
+/// The format of a corpus file: its folder's name, spelled as `--from` spells it.
+fn format_of(file: &Path) -> &'static str {
+    let folder = file
+        .parent()
+        .and_then(Path::file_name)
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    match folder {
+        "atif" => "atif",
+        "claude-code" => "claude-code",
+        "codex" => "codex",
+        "gemini-cli" => "gemini-cli",
+        "inspect" => "inspect",
+        "mini-swe-agent" => "mini-swe-agent",
+        other => panic!(
+            "{}: a corpus folder this test does not know: {other}",
+            file.display()
+        ),
+    }
+}
+
+/// Tool actions out, and observations linked to one of them.
+fn converted_calls(trajectories: &[Value]) -> Calls {
+    let mut calls = 0;
+    let mut answered = 0;
+    for t in trajectories {
+        let mut ids = HashSet::new();
+        for s in t["content"].as_array().expect("content") {
+            let id = s["tool_call_id"].as_str();
+            match s["class_"].as_str() {
+                Some("api_action" | "code_action") => {
+                    calls += 1;
+                    ids.extend(id);
+                }
+                _ => answered += usize::from(id.is_some_and(|id| ids.contains(id))),
+            }
+        }
+    }
+    Calls { calls, answered }
+}
+
+/// The tool calls of a source file, read by this test from the format's raw records.
+fn source_calls(format: &str, file: &Path) -> Calls {
+    let bytes = std::fs::read(file).expect("read");
+    let lines = || {
+        std::str::from_utf8(&bytes)
+            .expect("utf-8")
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str::<Value>(l).expect("JSON line"))
+            .collect::<Vec<_>>()
+    };
+    match format {
+        "atif" => {
+            let doc: Value = serde_json::from_slice(&bytes).expect("JSON");
+            let steps = doc["steps"].as_array().cloned().unwrap_or_default();
+            let calls: Vec<Value> = steps
+                .iter()
+                .flat_map(|s| s["tool_calls"].as_array().cloned().unwrap_or_default())
+                .collect();
+            // A result names its call (`source_call_id`), or answers the one call of its step.
+            let results: Vec<&str> = steps
+                .iter()
+                .flat_map(|s| {
+                    let only = match s["tool_calls"].as_array().map(Vec::as_slice) {
+                        Some([one]) => one["tool_call_id"].as_str(),
+                        _ => None,
+                    };
+                    s["observation"]["results"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(move |r| r["source_call_id"].as_str().or(only))
+                })
+                .collect();
+            Calls::of(
+                calls.iter().filter_map(|c| c["tool_call_id"].as_str()),
+                results,
+            )
+        }
+        "claude-code" => {
+            let blocks: Vec<Value> = lines()
+                .iter()
+                .flat_map(|l| {
+                    l["message"]["content"]
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default()
+                })
+                .collect();
+            let mut uses = HashSet::new();
+            let calls: Vec<&str> = blocks
+                .iter()
+                .filter(|b| b["type"] == "tool_use")
+                .filter_map(|b| b["id"].as_str())
+                .filter(|id| uses.insert(*id))
+                .collect();
+            Calls::of(
+                calls,
+                blocks
+                    .iter()
+                    .filter(|b| b["type"] == "tool_result")
+                    .filter_map(|b| b["tool_use_id"].as_str()),
+            )
+        }
+        "codex" => {
+            let items: Vec<Value> = lines()
+                .into_iter()
+                .filter(|l| l["type"] == "response_item")
+                .map(|l| l["payload"].clone())
+                .collect();
+            let of_type = |types: &'static [&'static str]| {
+                move |i: &&Value| i["type"].as_str().is_some_and(|t| types.contains(&t))
+            };
+            let calls = of_type(&[
+                "function_call",
+                "custom_tool_call",
+                "local_shell_call",
+                "web_search_call",
+                "tool_search_call",
+            ]);
+            let outputs = of_type(&[
+                "function_call_output",
+                "custom_tool_call_output",
+                "local_shell_call_output",
+                "tool_search_output",
+            ]);
+            Calls::of(
+                items
+                    .iter()
+                    .filter(calls)
+                    .map(|i| i["call_id"].as_str().or(i["id"].as_str()).unwrap_or("")),
+                items
+                    .iter()
+                    .filter(outputs)
+                    .filter_map(|i| i["call_id"].as_str()),
+            )
+        }
+        "gemini-cli" => {
+            let doc: Value = serde_json::from_slice(&bytes).expect("JSON");
+            let calls: Vec<Value> = doc["messages"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|m| m["toolCalls"].as_array().cloned().unwrap_or_default())
+                .collect();
+            Calls::of(
+                calls.iter().filter_map(|c| c["id"].as_str()),
+                calls
+                    .iter()
+                    .filter(|c| !c["result"].is_null())
+                    .filter_map(|c| c["id"].as_str()),
+            )
+        }
+        "inspect" => {
+            let messages: Vec<Value> = inspect_samples(file)
+                .iter()
+                .flat_map(|s| s["messages"].as_array().cloned().unwrap_or_default())
+                .collect();
+            let calls: Vec<Value> = messages
+                .iter()
+                .filter(|m| m["role"] == "assistant")
+                .flat_map(|m| m["tool_calls"].as_array().cloned().unwrap_or_default())
+                .collect();
+            Calls::of(
+                calls.iter().filter_map(|c| c["id"].as_str()),
+                messages
+                    .iter()
+                    .filter(|m| m["role"] == "tool")
+                    .filter_map(|m| m["tool_call_id"].as_str()),
+            )
+        }
+        "mini-swe-agent" => mini_swe_agent_calls(&serde_json::from_slice(&bytes).expect("JSON")),
+        other => unreachable!("{other}"),
+    }
+}
+
+/// A mini-swe-agent run's calls: tool calls (format 1.1) answered by `tool` messages, or one
+/// fenced command per assistant message (format 1, bare lists) answered by the next message.
+fn mini_swe_agent_calls(run: &Value) -> Calls {
+    let messages = run
+        .get("messages")
+        .unwrap_or(run)
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let tool_calls: Vec<&str> = messages
+        .iter()
+        .flat_map(|m| m["tool_calls"].as_array().into_iter().flatten())
+        .filter_map(|c| c["id"].as_str())
+        .collect();
+    if !tool_calls.is_empty() {
+        return Calls::of(
+            tool_calls,
+            messages
+                .iter()
+                .filter(|m| m["role"] == "tool")
+                .filter_map(|m| m["tool_call_id"].as_str()),
+        );
+    }
+    let fenced = |m: &Value| {
+        let text = m["content"].as_str().unwrap_or_default();
+        m["role"] == "assistant"
+            && text.matches("```bash").count() + text.matches("```mswea_bash_command").count() == 1
+    };
+    let calls = messages.iter().filter(|m| fenced(m)).count();
+    let answered = messages
+        .windows(2)
+        .filter(|w| fenced(&w[0]) && w[1]["role"] == "user")
+        .count();
+    Calls { calls, answered }
+}
+
+/// Exports `trajectories` to every SFT target: exit 0, nothing rejected, every trajectory
+/// written or (having no assistant turn) filtered as such.
+fn exported_whole(work: &Path, trajectories: &[Value], name: &str) {
+    let input = work.join("in.jsonl");
+    let text: String = trajectories.iter().map(|t| format!("{t}\n")).collect();
+    std::fs::write(&input, text).expect("write");
+    for target in ["openai", "hf", "sharegpt"] {
+        let dir: PathBuf = work.join(target);
+        let out = trajkit()
+            .args(["export", "-q", "--force", "--to", target, "-o"])
+            .arg(&dir)
+            .arg(&input)
+            .output()
+            .expect("runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{name} --to {target}: {err}");
+        let manifest: Value =
+            serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).expect("manifest"))
+                .expect("JSON");
+        let c = &manifest["counts"];
+        assert_eq!(
+            (
+                c["written"].as_u64().unwrap_or(0)
+                    + c["filtered_by"]["no_assistant_turn"].as_u64().unwrap_or(0),
+                c["rejected"].as_u64()
+            ),
+            (trajectories.len() as u64, Some(0)),
+            "{name} --to {target}: {c}"
+        );
+    }
+}

@@ -1,7 +1,7 @@
 //! Writes a large JSON-lines file for benchmarks, from real record shapes.
 //!
 //! Usage: `cargo run --release --example gen_bench_input -- OUT.jsonl [BYTES] [SHAPES_DIR]`
-//! or `... -- OUT_DIR BYTES SHAPES_DIR rollouts` (Codex CLI rollouts, below).
+//! or `... -- OUT_DIR BYTES SHAPES_DIR sessions` (agent sessions, a file each, below).
 //!
 //! The shapes are the records (JSON objects) of every `*.json` or `*.jsonl` file in `SHAPES_DIR`,
 //! recursively. Without `SHAPES_DIR`, they are the ADP trajectories (an `id` and a `content`
@@ -9,10 +9,14 @@
 //! They are written in turn, each made unique (`<trajectory_id>-<n>`, Reflexion iteration `n`,
 //! or `<id>#<n>`), until the output reaches BYTES (default 1 GiB). The output is deterministic.
 //!
-//! With `rollouts`, each `*.jsonl` file of `SHAPES_DIR` is a Codex CLI rollout (a session per
-//! file) and `OUT_DIR` gets files `rollout-<n>.jsonl` of about 1 MB until BYTES: a shape's first
-//! line (its `session_meta`, id made `<id>-<n>`), then its other lines repeated, call ids made
-//! `<call_id>-<k>` in repeat `k` so that each output still answers its own call.
+//! With `sessions`, each file of `SHAPES_DIR` is one agent session (Codex, Claude Code or
+//! Gemini CLI JSON lines; a Gemini CLI, mini-swe-agent, Inspect AI or ATIF document), and
+//! `OUT_DIR` gets files `session-<n><extension>` of about 1 MB until BYTES. A JSON-lines
+//! session keeps its first line and repeats the others; a document keeps the first and last
+//! items of its `messages`, `samples` or `steps` and repeats those between (ATIF `step_id`s
+//! renumbered). Repeat `k` makes message, line and call ids `<id>-<k>` (so each result still
+//! answers its own call, and a Claude Code repeat hangs off the previous one); file `n` makes
+//! session and run ids `<id>-<n>`.
 
 use std::fs;
 use std::io::{BufWriter, Write};
@@ -106,70 +110,189 @@ fn uniquify(r: &mut Value, n: u64, round: u64) {
     }
 }
 
-/// Writes Codex rollouts shaped like the files of `shapes` into `out` (see the module doc).
-fn rollouts(out: &Path, target: u64, shapes: &Path) -> Result<(), Box<dyn std::error::Error>> {
-    const FILE_BYTES: u64 = 1 << 20;
+/// Keys whose string values name a session or run: made unique per output file (`<v>-<n>`),
+/// wherever they stand.
+const FILE_KEYS: &[&str] = &[
+    "sessionId",
+    "session_id",
+    "instance_id",
+    "run_id",
+    "eval_id",
+];
+
+/// Keys whose values name a message, line, call or result: made unique per repeat `k` of the
+/// repeated part (`<v>-<k>`, or a number plus `k` million), wherever they stand, so that every
+/// result still answers its own call.
+const REPEAT_KEYS: &[&str] = &[
+    "id",
+    "uuid",
+    "parentUuid",
+    "call_id",
+    "tool_call_id",
+    "tool_use_id",
+    "source_call_id",
+];
+
+/// Rewrites the values of `keys` in `v`, recursively, with `rename`.
+fn rename_keys(v: &mut Value, keys: &[&str], rename: &dyn Fn(&Value) -> Option<Value>) {
+    match v {
+        Value::Object(o) => {
+            for (k, child) in o.iter_mut() {
+                if keys.contains(&k.as_str()) {
+                    if let Some(new) = rename(child) {
+                        *child = new;
+                        continue;
+                    }
+                }
+                rename_keys(child, keys, rename);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|i| rename_keys(i, keys, rename)),
+        _ => {}
+    }
+}
+
+/// `<v>-<k>` of a string, `v + k * 1,000,000` of a number.
+fn suffixed(v: &Value, k: u64) -> Option<Value> {
+    match v {
+        Value::String(s) => Some(Value::String(format!("{s}-{k}"))),
+        Value::Number(n) => n.as_u64().map(|n| Value::from(n + k * 1_000_000)),
+        _ => None,
+    }
+}
+
+/// A session file: its lines (JSON lines), or its one document, whose main list (`messages`,
+/// `samples` or `steps`) is what grows.
+enum Session {
+    Lines(Vec<Value>),
+    Document(Value, &'static str),
+}
+
+impl Session {
+    fn read(path: &Path) -> Option<Session> {
+        let text = fs::read_to_string(path).ok()?;
+        if let Ok(doc) = serde_json::from_str::<Value>(&text) {
+            let list = ["messages", "samples", "steps"]
+                .into_iter()
+                .find(|k| doc[*k].as_array().is_some_and(|a| !a.is_empty()))?;
+            return Some(Session::Document(doc, list));
+        }
+        let lines: Vec<Value> = text
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        (lines.len() > 1).then_some(Session::Lines(lines))
+    }
+}
+
+/// Writes session files shaped like the files of `shapes` into `out` (see the module doc).
+fn sessions(out: &Path, target: u64, shapes: &Path) -> Result<(), Box<dyn std::error::Error>> {
+    const FILE_BYTES: usize = 1 << 20;
     let mut files = Vec::new();
     collect(shapes, &mut files);
-    let sessions: Vec<Vec<Value>> = files
+    let shapes: Vec<(Session, String)> = files
         .iter()
-        .filter_map(|f| fs::read_to_string(f).ok())
-        .map(|text| {
-            text.lines()
-                .filter_map(|l| serde_json::from_str(l).ok())
-                .collect::<Vec<Value>>()
+        .filter_map(|f| {
+            let name = f.file_name()?.to_str()?;
+            let ext = &name[name.find('.')?..];
+            Some((Session::read(f)?, ext.to_owned()))
         })
-        .filter(|lines| lines.len() > 1)
         .collect();
-    if sessions.is_empty() {
-        return Err("no rollout shapes found".into());
+    if shapes.is_empty() {
+        return Err("no session shapes found".into());
     }
     fs::create_dir_all(out)?;
     let (mut written, mut n) = (0u64, 0u64);
     while written < target {
-        let lines = &sessions[(n % sessions.len() as u64) as usize];
-        let path = out.join(format!("rollout-{n:06}.jsonl"));
-        let mut file = BufWriter::with_capacity(1 << 20, fs::File::create(path)?);
-        let mut bytes = 0u64;
-        let mut head = lines[0].clone();
-        let id = if head.get("payload").is_some() {
-            head.pointer_mut("/payload/id")
-        } else {
-            head.get_mut("id")
+        let (shape, ext) = &shapes[(n % shapes.len() as u64) as usize];
+        let per_file = |v: &mut Value| rename_keys(v, FILE_KEYS, &|v| suffixed(v, n));
+        let repeat = |v: &Value, k: u64| {
+            let mut v = v.clone();
+            rename_keys(&mut v, REPEAT_KEYS, &|v| suffixed(v, k));
+            per_file(&mut v);
+            v
         };
-        if let Some(id) = id {
-            *id = Value::String(format!("{}-{n}", id.as_str().unwrap_or("s")));
-        }
-        let put = |v: &Value, file: &mut BufWriter<fs::File>| -> std::io::Result<u64> {
-            let line = serde_json::to_vec(v)?;
-            file.write_all(&line)?;
-            file.write_all(b"\n")?;
-            Ok(line.len() as u64 + 1)
-        };
-        bytes += put(&head, &mut file)?;
-        let mut k = 0u64;
-        while bytes < FILE_BYTES {
-            for line in &lines[1..] {
-                let mut v = line.clone();
-                let slot = if v.get("payload").is_some() {
-                    v.pointer_mut("/payload/call_id")
-                } else {
-                    v.get_mut("call_id")
-                };
-                if let Some(id) = slot {
-                    *id = Value::String(format!("{}-{k}", id.as_str().unwrap_or("c")));
+        let mut bytes = Vec::with_capacity(FILE_BYTES + (64 << 10));
+        match shape {
+            Session::Lines(lines) => {
+                let mut head = lines[0].clone();
+                per_file(&mut head);
+                if let Some(id) = head.pointer_mut("/payload/id") {
+                    *id = suffixed(id, n).unwrap_or(Value::Null);
                 }
-                bytes += put(&v, &mut file)?;
+                serde_json::to_writer(&mut bytes, &head)?;
+                bytes.push(b'\n');
+                let mut known: std::collections::HashSet<String> = head["uuid"]
+                    .as_str()
+                    .map(str::to_owned)
+                    .into_iter()
+                    .collect();
+                let mut last_uuid = head.get("uuid").cloned().unwrap_or(Value::Null);
+                for k in 0.. {
+                    if bytes.len() >= FILE_BYTES {
+                        break;
+                    }
+                    let before = last_uuid.clone();
+                    for line in &lines[1..] {
+                        let mut v = repeat(line, k);
+                        // A line whose parent is in no earlier line (a repeat's root) hangs off
+                        // the previous repeat's last line: the file stays one conversation.
+                        let orphan = match &v["parentUuid"] {
+                            Value::Null => k > 0 && v.get("parentUuid").is_some(),
+                            Value::String(p) => !known.contains(p),
+                            _ => false,
+                        };
+                        if orphan {
+                            v["parentUuid"] = before.clone();
+                        }
+                        if let Some(u) = v["uuid"].as_str() {
+                            known.insert(u.to_owned());
+                            last_uuid = v["uuid"].clone();
+                        }
+                        serde_json::to_writer(&mut bytes, &v)?;
+                        bytes.push(b'\n');
+                    }
+                }
             }
-            k += 1;
+            Session::Document(doc, list) => {
+                let items = doc[*list].as_array().cloned().unwrap_or_default();
+                // The first and last items stay in place (a system prompt, a closing message);
+                // the ones between repeat.
+                let (first, middle, last) = match items.as_slice() {
+                    [a, middle @ .., z] if !middle.is_empty() => {
+                        (vec![a.clone()], middle, vec![z.clone()])
+                    }
+                    all => (Vec::new(), all, Vec::new()),
+                };
+                let one = serde_json::to_vec(&Value::Array(middle.to_vec()))?
+                    .len()
+                    .max(1);
+                let repeats = (FILE_BYTES / one).max(1) as u64;
+                let mut grown = first;
+                for k in 0..repeats {
+                    grown.extend(middle.iter().map(|i| repeat(i, k)));
+                }
+                grown.extend(last.into_iter().map(|i| repeat(&i, repeats)));
+                let mut step = 0u64;
+                for item in &mut grown {
+                    if item.get("step_id").is_some_and(Value::is_u64) {
+                        step += 1;
+                        item["step_id"] = Value::from(step);
+                    }
+                }
+                let mut doc = doc.clone();
+                doc[*list] = Value::Array(grown);
+                per_file(&mut doc);
+                serde_json::to_writer(&mut bytes, &doc)?;
+            }
         }
-        file.flush()?;
-        written += bytes;
+        fs::write(out.join(format!("session-{n:06}{ext}")), &bytes)?;
+        written += bytes.len() as u64;
         n += 1;
     }
     eprintln!(
-        "wrote {n} rollouts ({written} bytes) from {} shapes to {}",
-        sessions.len(),
+        "wrote {n} sessions ({written} bytes) from {} shapes to {}",
+        shapes.len(),
         out.display()
     );
     Ok(())
@@ -178,10 +301,10 @@ fn rollouts(out: &Path, target: u64, shapes: &Path) -> Result<(), Box<dyn std::e
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let [out, bytes, shapes, mode] = args.as_slice() {
-        if mode == "rollouts" {
-            return rollouts(Path::new(out), bytes.parse()?, Path::new(shapes));
+        if mode == "sessions" {
+            return sessions(Path::new(out), bytes.parse()?, Path::new(shapes));
         }
-        return Err(format!("unknown mode {mode:?} (known: rollouts)").into());
+        return Err(format!("unknown mode {mode:?} (known: sessions)").into());
     }
     let out_path = args
         .first()

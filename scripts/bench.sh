@@ -5,7 +5,8 @@
 #   BENCH_ONLY=join scripts/bench.sh [BYTES]    (only the join case)
 #   TRAJKIT_BIN=/path/to/trajkit scripts/bench.sh   (time that binary, e.g. a build of main, to compare)
 #   BENCH_ONLY=export scripts/bench.sh [BYTES]  (only the export cases: Parquet, SFT targets)
-#   BENCH_ONLY=seeds scripts/bench.sh [BYTES]   (only the seed-format and spec conversions)
+#   BENCH_ONLY=seeds scripts/bench.sh [BYTES]   (only the seed-format, spec and agent-log conversions)
+#   BENCH_ONLY=agents scripts/bench.sh [BYTES]  (only the agent-log conversions: Codex, Claude Code, ...)
 #   BENCH_ONLY=run scripts/bench.sh [BYTES]     (only `trajkit run` on a mixed input of 2 x BYTES)
 #   ADP_REPO=/path/to/agent-data-protocol BENCH_ONLY=run scripts/bench.sh
 #       also times ADP's agenttuning_os raw->std->SFT Python scripts against trajkit on the same
@@ -18,8 +19,9 @@
 # Prints, per command, the input size, wall time, MB/s and peak RSS (GNU time's %M).
 # ADP: BYTES of trajectories shaped like the shared corpus. Seed formats: BYTES/4 each, shaped
 # like the bundled samples (small, structure-heavy records), and for Reflexion also like the
-# real example in the shared corpus (long diffs and outputs) when it is there; Codex: BYTES/4
-# of 1 MB rollout files in a directory, shaped like the bundled sample.
+# real example in the shared corpus (long diffs and outputs) when it is there. Agent logs
+# (Codex, Claude Code, Gemini CLI, mini-swe-agent, Inspect AI, ATIF): BYTES/4 each of 1 MB
+# session files in a directory, shaped like the bundled sample.
 # join: the ADP input joined with a 1,000,000-record rewards JSON-lines file (one record per
 # trajectory of the input, the rest for ids not in it); MB/s is of trajectory input, and the
 # time includes indexing the rewards.
@@ -198,7 +200,7 @@ if [ "$BENCH_ONLY" = all ] || [ "$BENCH_ONLY" = export ]; then
   fi
 fi
 
-if [ "$BENCH_ONLY" != seeds ]; then
+if [ "$BENCH_ONLY" != seeds ] && [ "$BENCH_ONLY" != agents ]; then
   REWARDS="$BENCH_DIR/rewards-$BYTES-1000000.jsonl"
   if [ ! -s "$REWARDS" ]; then
     "$TARGET"/release/examples/gen_bench_rewards "$INPUT" "$REWARDS" 1000000 2>/dev/null
@@ -228,32 +230,36 @@ seed() {
   rm -f "$BENCH_DIR/out.jsonl"
   report "convert --from $format ($name)" "$BIN" convert -q --from "$format" "$input" -o "$BENCH_DIR/out.jsonl"
 }
-seed memabra-samples memabra sample_data/memabra
-seed reflexion-samples reflexion sample_data/reflexion
-# LedgerMind events shaped like the sample store, each round of copies in sessions of its own.
-seed ledgermind-samples ledgermind sample_data/ledgermind
-# Codex CLI rollouts: a directory of 1 MB rollout files shaped like the bundled sample (a file is
-# a session; MB/s of all the files).
-ROLLOUTS="$BENCH_DIR/codex-rollouts-$((BYTES / 4))"
-if [ ! -d "$ROLLOUTS" ]; then
-  "$TARGET"/release/examples/gen_bench_input "$ROLLOUTS" "$((BYTES / 4))" sample_data/codex rollouts 2>/dev/null
-fi
-SIZE=$(du -sb "$ROLLOUTS" | cut -f1)
-rm -f "$BENCH_DIR/out.jsonl"
-report "convert --from codex (codex-samples)" "$BIN" convert -q --from codex "$ROLLOUTS" -o "$BENCH_DIR/out.jsonl"
-REAL=../shared/corpus/seeds/aiwg/examples/reflections-example-001.json
-if [ -f "$REAL" ]; then
-  mkdir -p "$BENCH_DIR/reflexion-real-shape"
-  cp "$REAL" "$BENCH_DIR/reflexion-real-shape/"
-  seed reflexion-real reflexion "$BENCH_DIR/reflexion-real-shape"
-fi
-# Declarative converters: records shaped like the corpus samples of a few shipped specs.
-for spec in agenttuning_os codeactinstruct synatra; do
-  RAW=../shared/corpus/adp/$spec/sample_raw.json
-  if [ -f "$RAW" ]; then
-    mkdir -p "$BENCH_DIR/spec-$spec"
-    cp "$RAW" "$BENCH_DIR/spec-$spec/"
-    seed "spec-$spec" "$spec" "$BENCH_DIR/spec-$spec"
+if [ "$BENCH_ONLY" != agents ]; then
+  seed memabra-samples memabra sample_data/memabra
+  seed reflexion-samples reflexion sample_data/reflexion
+  # LedgerMind events shaped like the sample store, each round of copies in sessions of its own.
+  seed ledgermind-samples ledgermind sample_data/ledgermind
+  REAL=../shared/corpus/seeds/aiwg/examples/reflections-example-001.json
+  if [ -f "$REAL" ]; then
+    mkdir -p "$BENCH_DIR/reflexion-real-shape"
+    cp "$REAL" "$BENCH_DIR/reflexion-real-shape/"
+    seed reflexion-real reflexion "$BENCH_DIR/reflexion-real-shape"
   fi
+  # Declarative converters: records shaped like the corpus samples of a few shipped specs.
+  for spec in agenttuning_os codeactinstruct synatra; do
+    RAW=../shared/corpus/adp/$spec/sample_raw.json
+    if [ -f "$RAW" ]; then
+      mkdir -p "$BENCH_DIR/spec-$spec"
+      cp "$RAW" "$BENCH_DIR/spec-$spec/"
+      seed "spec-$spec" "$spec" "$BENCH_DIR/spec-$spec"
+    fi
+  done
+fi
+# Agent logs: a directory of 1 MB session files per format, shaped like the bundled sample
+# (a file is a session, or for Inspect AI a log of samples; MB/s of all the files).
+for format in codex claude-code gemini-cli mini-swe-agent inspect atif; do
+  SESSIONS="$BENCH_DIR/sessions-$format-$((BYTES / 4))"
+  if [ ! -d "$SESSIONS" ]; then
+    "$TARGET"/release/examples/gen_bench_input "$SESSIONS" "$((BYTES / 4))" "sample_data/$format" sessions 2>/dev/null
+  fi
+  SIZE=$(du -sb "$SESSIONS" | cut -f1)
+  rm -f "$BENCH_DIR/out.jsonl"
+  report "convert --from $format ($format-samples)" "$BIN" convert -q --from "$format" "$SESSIONS" -o "$BENCH_DIR/out.jsonl"
 done
 rm -f "$BENCH_DIR/out.jsonl"

@@ -109,7 +109,17 @@ fn a_session_becomes_one_trajectory_along_its_tree() {
         json!([{"line": 7, "uuid": "s1", "reason": "sidechain"}])
     );
     assert_eq!(cc["error_results"], json!(["toolu_1"]));
-    assert_eq!(cc["summaries"], json!(["Fix failing date test"]));
+    assert_eq!(cc["summaries"][0]["summary"], "Fix failing date test");
+    assert!(cc["summaries"][0]["leafUuid"].is_string());
+    // A thinking block's signature has no place in a step: it stays, at its block.
+    assert!(cc["unmapped"]
+        .as_array()
+        .expect("unmapped")
+        .iter()
+        .any(|u| u["value"]["signature"].is_string()
+            && u["pointer"]
+                .as_str()
+                .is_some_and(|p| p.starts_with("/message/content/"))));
     assert_eq!(cc["envelope"]["cwd"], "/home/dev/app");
     assert_eq!(
         cc["subagents"],
@@ -545,7 +555,10 @@ fn user_content_of_every_shape_is_read_and_what_is_not_mapped_is_kept() {
             (3, ""),
             (18, ""),
             (2, "/message/content/2"),
-            (2, "/message/content/3")
+            (2, "/message/content/3"),
+            // The signatures of the sample's two thinking blocks.
+            (4, "/message/content/0"),
+            (15, "/message/content/0")
         ]
     );
     assert_eq!(unmapped[0]["value"]["data"], json!({"n": 1}));

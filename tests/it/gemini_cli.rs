@@ -77,6 +77,11 @@ fn a_log_becomes_one_trajectory_with_every_call_answered() {
     let metas = g["messages"].as_array().expect("messages");
     assert_eq!(metas.len(), 5);
     assert_eq!(metas[1]["tokens"]["total"], 5225);
+    // A thought's timestamp has no place in the reasoning text: it stays with its message.
+    assert_eq!(
+        metas[1]["thoughts"][0]["timestamp"],
+        "2026-03-05T09:12:43.900Z"
+    );
     assert_eq!(validate_adp(&out), 0);
     assert_every_sft_target_accepts(&out, "gemini-cli sample");
 }

@@ -274,7 +274,15 @@ fn to_trajectory(bundle: &Value, record: &RawRecord) -> Result<Trajectory, Vec<D
     let summaries: Vec<Value> = entries
         .iter()
         .filter(|e| e["type"] == "summary")
-        .map(|e| e["summary"].clone())
+        .map(|e| match e {
+            Value::Object(o) => Value::Object(
+                o.iter()
+                    .filter(|(k, _)| k.as_str() != "type")
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            ),
+            other => (*other).clone(),
+        })
         .collect();
     let spawned: Vec<Value> = project::spawned_agents(entries.iter().copied())
         .into_iter()

@@ -26,6 +26,26 @@ impl Unmapped {
         self.0
             .push(json!({"line": line, "pointer": pointer, "reason": reason, "value": value}));
     }
+
+    /// Keeps the fields of a mapped block other than `mapped` (a thinking block's
+    /// `signature`, a text block's `citations`, ...), as one object at the block's pointer.
+    fn keep_block_fields(&mut self, line: u64, pointer: &str, block: &Value, mapped: &[&str]) {
+        let Value::Object(o) = block else { return };
+        let rest: serde_json::Map<String, Value> = o
+            .iter()
+            .filter(|(k, _)| !mapped.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if !rest.is_empty() {
+            let kind = block["type"].as_str().unwrap_or_default();
+            self.keep(
+                line,
+                pointer,
+                format!("fields of a {kind} block that no step holds"),
+                &Value::Object(rest),
+            );
+        }
+    }
 }
 
 /// The steps, with what `details` lists about them.
@@ -233,6 +253,12 @@ pub(super) fn build(lines: &[Line<'_>], unmapped: &mut Unmapped) -> Result<Built
         for (pointer, b) in blocks {
             match b["type"].as_str().unwrap_or_default() {
                 "tool_result" => {
+                    unmapped.keep_block_fields(
+                        line,
+                        &pointer,
+                        &b,
+                        &["type", "tool_use_id", "content", "is_error"],
+                    );
                     let id = b["tool_use_id"].as_str().unwrap_or_default();
                     let text = result_text(line, &pointer, &b["content"], unmapped);
                     let known = calls.get(id).cloned();
@@ -261,6 +287,7 @@ pub(super) fn build(lines: &[Line<'_>], unmapped: &mut Unmapped) -> Result<Built
                     }
                 }
                 "text" if b["text"].is_string() => {
+                    unmapped.keep_block_fields(line, &pointer, &b, &["type", "text"]);
                     steps.push((
                         user_text(e, b["text"].as_str().unwrap_or_default()),
                         line,
@@ -268,6 +295,7 @@ pub(super) fn build(lines: &[Line<'_>], unmapped: &mut Unmapped) -> Result<Built
                     ));
                 }
                 "image" => {
+                    unmapped.keep_block_fields(line, &pointer, &b, &["type", "source"]);
                     let src = &b["source"];
                     let uri = match (src["media_type"].as_str(), src["data"].as_str()) {
                         (Some(t), Some(d)) => format!("data:{t};base64,{d}"),
@@ -353,6 +381,7 @@ fn response(
     {
         match b["type"].as_str().unwrap_or_default() {
             "thinking" if b["thinking"].is_string() => {
+                unmapped.keep_block_fields(line, &pointer, &b, &["type", "thinking"]);
                 let t = b["thinking"].as_str().unwrap_or_default();
                 thought = Some(match thought.take() {
                     Some((prev, _, _)) => (format!("{prev}\n\n{t}"), line, pointer),
@@ -360,10 +389,12 @@ fn response(
                 });
             }
             "text" if b["text"].is_string() => {
+                unmapped.keep_block_fields(line, &pointer, &b, &["type", "text"]);
                 flush(&mut actions, &mut text, &mut thought);
                 text = Some((b["text"].as_str().unwrap_or_default().to_owned(), line));
             }
             "tool_use" => {
+                unmapped.keep_block_fields(line, &pointer, &b, &["type", "id", "name", "input"]);
                 if !b["input"].is_object() && !b["input"].is_null() {
                     unmapped.keep(
                         line,

@@ -301,6 +301,27 @@ fn to_trajectory(s: Session, record: &RawRecord) -> Trajectory {
             for k in ["content", "thoughts", "toolCalls"] {
                 meta.remove(k);
             }
+            // A thought's fields besides the text the reasoning holds (its `timestamp`).
+            let thought_fields: Vec<Value> = m["thoughts"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|t| match t {
+                    Value::Object(o) => Value::Object(
+                        o.iter()
+                            .filter(|(k, _)| !matches!(k.as_str(), "subject" | "description"))
+                            .map(|(k, v)| (k.clone(), v.clone()))
+                            .collect(),
+                    ),
+                    _ => Value::Object(Map::new()),
+                })
+                .collect();
+            if thought_fields
+                .iter()
+                .any(|t| t.as_object().is_some_and(|o| !o.is_empty()))
+            {
+                meta.insert("thoughts".into(), Value::Array(thought_fields));
+            }
             messages_meta.push(Value::Object(meta));
         }
         match kind {

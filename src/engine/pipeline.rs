@@ -25,7 +25,7 @@ use std::thread;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::ingest::{FramedRecords, RawRecord, RecordSource};
+use crate::ingest::{boxed, FramedRecords, RawRecord, RecordSource};
 
 /// Batches read ahead of processing.
 pub const QUEUE_DEPTH: usize = 2;
@@ -372,10 +372,8 @@ fn read_inputs(
     tx: SyncSender<Result<Batch, PipelineError>>,
 ) {
     for path in inputs {
-        let opened = sources(path).unwrap_or_else(|| {
-            FramedRecords::open(path, opts.max_record_bytes)
-                .map(|r| Box::new(r) as Box<dyn RecordSource>)
-        });
+        let opened = sources(path)
+            .unwrap_or_else(|| boxed(FramedRecords::open(path, opts.max_record_bytes)));
         let mut records = match opened {
             Ok(records) => records,
             Err(source) => {

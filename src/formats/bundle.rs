@@ -104,11 +104,9 @@ impl FileBundle {
     /// Bundles `read` (records already read from `framed`) and the rest of `framed`.
     pub fn from_framed(read: Vec<RawRecord>, framed: FramedRecords, marker: &str) -> FileBundle {
         let open = format!("{{{}:true,\"lines\":[", Value::String(marker.to_owned()));
-        FileBundle::build(read, framed, open, true, |text, record| {
-            text.extend_from_slice(
-                format!("{{\"line\":{},\"entry\":", record.provenance.line).as_bytes(),
-            );
-            text.extend_from_slice(&record.bytes);
+        FileBundle::build(read, framed, open, object_entry, |text, line, bytes| {
+            text.extend_from_slice(format!("{{\"line\":{line},\"entry\":").as_bytes());
+            text.extend_from_slice(bytes);
             text.push(b'}');
         })
     }
@@ -119,66 +117,58 @@ impl FileBundle {
             vec![first],
             framed,
             "{\"messages\":[".into(),
-            false,
-            |text, r| text.extend_from_slice(&r.bytes),
+            |bytes| entry_kind(bytes).map(|_| None).map_err(json_error),
+            |text, _, bytes| text.extend_from_slice(bytes),
         )
     }
 
-    /// One record whose text is `open`, then each readable record of `read` and `framed`
-    /// written by `entry` (the entry's own bytes, checked without building a value, so the
-    /// converter parses the bundle once), comma-separated, then `]}`; the records that cannot
-    /// be read (or, with `objects_only`, are not JSON objects) follow, each rejected with its
-    /// line while the rest still converts.
-    fn build(
+    /// One record whose text is `open`, then each record of `read` and `framed` that `classify`
+    /// takes, written by `entry` (with its line, and its bytes as they are or as `classify`
+    /// rewrote them), comma-separated, then `]}`. Entries are checked without building a value,
+    /// so the converter parses the bundle once. The records `classify` refuses, and those that
+    /// cannot be read, follow, each rejected with its line (and the error `classify` gave, if
+    /// any) while the rest still converts.
+    pub fn build(
         read: Vec<RawRecord>,
         mut framed: FramedRecords,
         open: String,
-        objects_only: bool,
-        entry: fn(&mut Vec<u8>, &RawRecord),
+        classify: fn(&[u8]) -> Classified,
+        entry: fn(&mut Vec<u8>, u64, &[u8]),
     ) -> FileBundle {
         let mut text = open.into_bytes();
         let mut entries = 0usize;
         let mut bad = Vec::new();
         let mut head: Option<RawRecord> = None;
         for mut record in read.into_iter().chain(framed.by_ref()) {
-            // An entry that breaks trajkit's rules on JSON text is rejected as it is.
-            let object = match &record.error {
-                Some(_) => None,
-                None => match entry_kind(&record.bytes) {
-                    Ok(object) => Some(object),
-                    Err(Some(p)) => {
-                        record.error = Some(FrameError::Json(Box::new(p)));
-                        None
+            let rewritten = match &record.error {
+                Some(_) => {
+                    bad.push(record);
+                    continue;
+                }
+                None => match classify(&record.bytes) {
+                    Ok(rewritten) => rewritten,
+                    Err(error) => {
+                        if error.is_some() {
+                            record.error = error;
+                        }
+                        bad.push(record);
+                        continue;
                     }
-                    Err(None) => None,
                 },
             };
-            match object {
-                Some(true) => {}
-                Some(false) if !objects_only => {}
-                Some(false) => {
-                    record.error = Some(FrameError::Invalid(
-                        "each entry of this file must be a JSON object".into(),
-                    ));
-                    bad.push(record);
-                    continue;
-                }
-                None => {
-                    bad.push(record);
-                    continue;
-                }
-            }
             if entries > 0 {
                 text.push(b',');
             }
             entries += 1;
-            entry(&mut text, &record);
+            let bytes = rewritten.as_deref().unwrap_or(&record.bytes);
+            entry(&mut text, record.provenance.line, bytes);
             if head.is_none() {
+                record.bytes = Vec::new();
                 head = Some(record);
             }
         }
         text.extend_from_slice(b"]}");
-        let mut records = Vec::new();
+        let mut records = Vec::with_capacity(bad.len() + 1);
         if let Some(mut head) = head {
             head.bytes = text;
             head.provenance.line = 1;
@@ -194,6 +184,28 @@ impl FileBundle {
             bytes: framed.bytes_read(),
         }
     }
+}
+
+/// What a bundle's classifier makes of a record's bytes: `Ok` to bundle them (`Some`: the text
+/// to bundle instead of the bytes), or `Err` to reject the record alone, with the error when
+/// it is known here (`None`: the converter diagnoses bad JSON with its exact position).
+pub type Classified = Result<Option<Vec<u8>>, Option<FrameError>>;
+
+/// A JSON object is bundled as it is; any other value, or text that breaks trajkit's rules on
+/// JSON, is rejected alone.
+fn object_entry(bytes: &[u8]) -> Classified {
+    match entry_kind(bytes) {
+        Ok(true) => Ok(None),
+        Ok(false) => Err(Some(FrameError::Invalid(
+            "each entry of this file must be a JSON object".into(),
+        ))),
+        Err(e) => Err(json_error(e)),
+    }
+}
+
+/// The frame error of an [`entry_kind`] failure.
+fn json_error(e: Option<strict::JsonProblem>) -> Option<FrameError> {
+    e.map(|p| FrameError::Json(Box::new(p)))
 }
 
 impl Iterator for FileBundle {

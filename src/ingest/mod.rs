@@ -20,6 +20,13 @@ pub trait RecordSource: Iterator<Item = RawRecord> + Send {
     }
 }
 
+/// An opened source as the boxed [`RecordSource`] readers hand on.
+pub fn boxed<S: RecordSource + 'static>(
+    source: io::Result<S>,
+) -> io::Result<Box<dyn RecordSource>> {
+    source.map(|s| Box::new(s) as Box<dyn RecordSource>)
+}
+
 /// The records of a JSON input (file or stdin): opened, decompressed and framed.
 pub struct FramedRecords {
     framer: Framer<Box<dyn BufRead + Send>>,

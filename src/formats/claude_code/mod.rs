@@ -18,7 +18,7 @@ use crate::convert::{ConvertOptions, Converter, FormatOptions};
 use crate::formats::bundle::bundle_lines;
 use crate::formats::kit::{file_stem, has_keys, parse_bundle, source_details};
 use crate::formats::Format;
-use crate::ingest::{RawRecord, RecordSource};
+use crate::ingest::{boxed, RawRecord, RecordSource};
 use crate::model::{AdpVersion, JsonObject, Trajectory};
 use crate::validate::Diagnostic;
 
@@ -84,9 +84,9 @@ impl Converter for ClaudeCode {
     ) -> Option<io::Result<Box<dyn RecordSource>>> {
         let max = opts.run.max_record_bytes;
         Some(if Path::new(path).is_dir() {
-            project::DirRecords::open(path, max).map(|s| Box::new(s) as Box<dyn RecordSource>)
+            boxed(project::DirRecords::open(path, max))
         } else {
-            project::open_file(path, max).map(|s| Box::new(s) as Box<dyn RecordSource>)
+            boxed(project::open_file(path, max))
         })
     }
 

@@ -17,13 +17,11 @@ use serde_json::Value;
 use crate::convert::{ConvertOptions, Converter, FormatOptions};
 use crate::formats::kit::not_a_unit;
 use crate::formats::Format;
-use crate::ingest::{RawRecord, RecordSource};
+use crate::ingest::{boxed, RawRecord, RecordSource};
 use crate::json::{Node, Shapes};
 use crate::model::{AdpVersion, Trajectory};
 use crate::validate::check::parse_json;
 use crate::validate::Diagnostic;
-
-pub use rollout::Rollout;
 
 /// Reads Codex CLI rollout files.
 pub struct Codex;
@@ -72,10 +70,7 @@ impl Converter for Codex {
         path: &str,
         opts: &ConvertOptions,
     ) -> Option<io::Result<Box<dyn RecordSource>>> {
-        Some(
-            Rollout::open(path, opts.run.max_record_bytes)
-                .map(|s| Box::new(s) as Box<dyn RecordSource>),
-        )
+        Some(boxed(rollout::open(path, opts.run.max_record_bytes)))
     }
 
     fn convert(

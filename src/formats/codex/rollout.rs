@@ -4,37 +4,27 @@
 //! its own, so it is rejected with its line (a cut last line: `json-truncated`) while the rest
 //! of the file still converts.
 
-use crate::ingest::{FrameError, FramedRecords, RawRecord, RecordSource};
+use crate::formats::bundle::{Classified, FileBundle};
+use crate::ingest::{FrameError, FramedRecords};
 use crate::json::strict::{self, ParseError};
 use crate::json::Shapes;
 
 /// The key that marks a record this reader built.
 pub const MARKER: &str = "codex_rollout";
 
-/// The records of one rollout file: the bundle first, then the lines that are not objects.
-pub struct Rollout {
-    pending: std::vec::IntoIter<RawRecord>,
-    bytes: u64,
-}
-
-/// What a line is.
-enum Line {
-    /// A JSON object: its text, as it is or (when only the slow parser read it) rewritten.
-    Object(Option<Vec<u8>>),
-    /// Anything else: the record keeps its bytes, with `error` set when the reason is known
-    /// here (left unset for bad JSON, which the converter diagnoses with the exact position).
-    Bad(Option<FrameError>),
-}
-
-fn classify(bytes: &[u8]) -> Line {
+/// What a line is: a JSON object is bundled, as it is or (when only the slow parser read it)
+/// rewritten, so that the converter's fast parser reads it; anything else is rejected alone,
+/// with the reason when it is known here (bad JSON is left to the converter, which diagnoses it
+/// with the exact position).
+fn classify(bytes: &[u8]) -> Classified {
     match Shapes::any().parse(bytes) {
-        Some(node) if node.is_object() => Line::Object(None),
-        Some(_) => Line::Bad(Some(not_an_object())),
+        Some(node) if node.is_object() => Ok(None),
+        Some(_) => Err(Some(not_an_object())),
         None => match strict::parse_value(bytes) {
-            Ok(value) if value.is_object() => Line::Object(serde_json::to_vec(&value).ok()),
-            Ok(_) => Line::Bad(Some(not_an_object())),
-            Err(ParseError::Rule(p)) => Line::Bad(Some(FrameError::Json(Box::new(p)))),
-            Err(ParseError::Syntax(_)) => Line::Bad(None),
+            Ok(value) if value.is_object() => Ok(serde_json::to_vec(&value).ok()),
+            Ok(_) => Err(Some(not_an_object())),
+            Err(ParseError::Rule(p)) => Err(Some(FrameError::Json(Box::new(p)))),
+            Err(ParseError::Syntax(_)) => Err(None),
         },
     }
 }
@@ -43,93 +33,37 @@ fn not_an_object() -> FrameError {
     FrameError::Invalid("each line of a Codex rollout must be a JSON object".into())
 }
 
-impl Rollout {
-    /// Reads the rollout at `path` (`-` is stdin).
-    pub fn open(path: &str, max_record_bytes: usize) -> std::io::Result<Rollout> {
-        Ok(Rollout::from_framed(FramedRecords::open(
-            path,
-            max_record_bytes,
-        )?))
-    }
-
-    fn from_framed(mut framed: FramedRecords) -> Rollout {
-        let mut bundle: Vec<u8> = Vec::new();
-        let mut head: Option<RawRecord> = None;
-        let mut bad: Vec<RawRecord> = Vec::new();
-        for mut record in framed.by_ref() {
-            let line = match &record.error {
-                Some(_) => Line::Bad(None),
-                None => classify(&record.bytes),
-            };
-            match line {
-                Line::Object(rewritten) => {
-                    bundle.push(if head.is_none() { b'[' } else { b',' });
-                    bundle.push(b'[');
-                    bundle.extend_from_slice(record.provenance.line.to_string().as_bytes());
-                    bundle.push(b',');
-                    bundle.extend_from_slice(rewritten.as_deref().unwrap_or(&record.bytes));
-                    bundle.push(b']');
-                    if head.is_none() {
-                        record.bytes = Vec::new();
-                        head = Some(record);
-                    }
-                }
-                Line::Bad(error) => {
-                    if error.is_some() {
-                        record.error = error;
-                    }
-                    bad.push(record);
-                }
-            }
-        }
-        let mut records = Vec::with_capacity(bad.len() + 1);
-        if let Some(mut head) = head {
-            let mut bytes = Vec::with_capacity(bundle.len() + 40);
-            bytes.extend_from_slice(b"{\"");
-            bytes.extend_from_slice(MARKER.as_bytes());
-            bytes.extend_from_slice(b"\":true,\"lines\":");
-            bytes.extend_from_slice(&bundle);
-            bytes.extend_from_slice(b"]}");
-            head.bytes = bytes;
-            head.provenance.line = 1;
-            head.provenance.index = 0;
-            records.push(head);
-        }
-        for (i, mut r) in bad.into_iter().enumerate() {
-            r.provenance.index = i as u64 + 1;
-            records.push(r);
-        }
-        Rollout {
-            pending: records.into_iter(),
-            bytes: framed.bytes_read(),
-        }
-    }
-}
-
-impl Iterator for Rollout {
-    type Item = RawRecord;
-
-    fn next(&mut self) -> Option<RawRecord> {
-        self.pending.next()
-    }
-}
-
-impl RecordSource for Rollout {
-    fn bytes_read(&self) -> u64 {
-        self.bytes
-    }
+/// Reads the rollout at `path` (`-` is stdin): the bundle first, then the lines that are not
+/// objects.
+pub fn open(path: &str, max_record_bytes: usize) -> std::io::Result<FileBundle> {
+    let framed = FramedRecords::open(path, max_record_bytes)?;
+    let head = format!("{{\"{MARKER}\":true,\"lines\":[");
+    Ok(FileBundle::build(
+        Vec::new(),
+        framed,
+        head,
+        classify,
+        |text, line, bytes| {
+            text.push(b'[');
+            text.extend_from_slice(line.to_string().as_bytes());
+            text.push(b',');
+            text.extend_from_slice(bytes);
+            text.push(b']');
+        },
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ingest::RawRecord;
     use std::io::Write;
 
     fn records(text: &str) -> Vec<RawRecord> {
         let mut file = tempfile::NamedTempFile::new().expect("temp file");
         file.write_all(text.as_bytes()).expect("write");
         let path = file.path().to_string_lossy().into_owned();
-        Rollout::open(&path, 1 << 20).expect("open").collect()
+        open(&path, 1 << 20).expect("open").collect()
     }
 
     #[test]

@@ -24,7 +24,7 @@ use crate::convert::{ConvertOptions, Converter, FormatOptions};
 use crate::formats::bundle::FileBundle;
 use crate::formats::kit::{file_stem, has_keys, parse_bundle, source_details};
 use crate::formats::Format;
-use crate::ingest::{RawRecord, RecordSource};
+use crate::ingest::{boxed, RawRecord, RecordSource};
 use crate::model::{AdpVersion, JsonObject, Source, Step, Trajectory};
 use crate::validate::Diagnostic;
 
@@ -64,10 +64,11 @@ impl Converter for GeminiCli {
         path: &str,
         opts: &ConvertOptions,
     ) -> Option<io::Result<Box<dyn RecordSource>>> {
-        Some(
-            FileBundle::open(path, opts.run.max_record_bytes, MARKER)
-                .map(|s| Box::new(s) as Box<dyn RecordSource>),
-        )
+        Some(boxed(FileBundle::open(
+            path,
+            opts.run.max_record_bytes,
+            MARKER,
+        )))
     }
 
     fn convert(

@@ -17,7 +17,7 @@ use crate::convert::{ConvertOptions, Converter, FormatOptions};
 use crate::formats::chat::tool_names;
 use crate::formats::kit::{not_a_unit, source_details};
 use crate::formats::Format;
-use crate::ingest::{RawRecord, RecordSource};
+use crate::ingest::{boxed, RawRecord, RecordSource};
 use crate::json::strict::{self, ParseError};
 use crate::model::{AdpVersion, JsonObject, Trajectory};
 use crate::validate::check::parse_json;
@@ -64,10 +64,7 @@ impl Converter for Inspect {
         path: &str,
         opts: &ConvertOptions,
     ) -> Option<io::Result<Box<dyn RecordSource>>> {
-        Some(
-            LogRecords::open(path, opts.run.max_record_bytes)
-                .map(|r| Box::new(r) as Box<dyn RecordSource>),
-        )
+        Some(boxed(LogRecords::open(path, opts.run.max_record_bytes)))
     }
 
     fn convert(

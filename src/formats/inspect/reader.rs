@@ -238,12 +238,10 @@ impl LogRecords {
         }
     }
 
-    fn open_archive(path: &str, max_bytes: usize) -> io::Result<LogRecords> {
-        let file = File::open(path)?;
-        let size = file.metadata()?.len();
-        let input: Arc<str> = Arc::from(path);
-        let mut records = LogRecords {
-            input: input.clone(),
+    /// No records yet, from the log at `path`.
+    fn empty(path: &str, max_bytes: usize) -> LogRecords {
+        LogRecords {
+            input: Arc::from(path),
             log: Value::Null,
             source: Source::Json {
                 reader: Box::new(io::empty()),
@@ -256,7 +254,14 @@ impl LogRecords {
             index: 0,
             max_bytes,
             bytes_read: 0,
-        };
+        }
+    }
+
+    fn open_archive(path: &str, max_bytes: usize) -> io::Result<LogRecords> {
+        let file = File::open(path)?;
+        let size = file.metadata()?.len();
+        let mut records = LogRecords::empty(path, max_bytes);
+        let input = records.input.clone();
         match zip::ZipArchive::new(file) {
             Ok(mut archive) => {
                 let names: Vec<String> = archive
@@ -434,22 +439,8 @@ impl LogRecords {
                 },
             ));
         }
-        let input: Arc<str> = Arc::from(path);
-        let mut records = LogRecords {
-            input: input.clone(),
-            log: Value::Null,
-            source: Source::Json {
-                reader: Box::new(io::empty()),
-                position: 0,
-                spans: Vec::new(),
-            },
-            first: Vec::new(),
-            last: Vec::new(),
-            next: 0,
-            index: 0,
-            max_bytes,
-            bytes_read: 0,
-        };
+        let mut records = LogRecords::empty(path, max_bytes);
+        let input = records.input.clone();
         let mut header = Map::new();
         for (key, raw) in &outline.header {
             match strict::parse_value(raw) {

@@ -15,7 +15,7 @@ use crate::convert::{
 };
 use crate::formats::kit::{has_keys, not_a_unit, source_node};
 use crate::formats::Format;
-use crate::ingest::{RawRecord, RecordSource};
+use crate::ingest::{boxed, RawRecord, RecordSource};
 use crate::json::Node;
 use crate::model::links::unlink_unanswered;
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
@@ -108,18 +108,15 @@ impl Converter for LedgerMind {
         path: &str,
         opts: &ConvertOptions,
     ) -> Option<io::Result<Box<dyn RecordSource>>> {
-        Some(
-            SessionRecords::open(
-                path,
-                sessions(&opts.mapping),
-                opts.run.max_record_bytes,
-                EventCheck {
-                    fast: SCHEMA.shapes(true),
-                    problems: &|event| raw_schema_problems(event, &SCHEMA, true),
-                },
-            )
-            .map(|r| Box::new(r) as Box<dyn RecordSource>),
-        )
+        Some(boxed(SessionRecords::open(
+            path,
+            sessions(&opts.mapping),
+            opts.run.max_record_bytes,
+            EventCheck {
+                fast: SCHEMA.shapes(true),
+                problems: &|event| raw_schema_problems(event, &SCHEMA, true),
+            },
+        )))
     }
 
     fn convert(

@@ -12,7 +12,7 @@ use self::reader::{is_parquet, ParquetRecords};
 use crate::convert::{ConvertOptions, Converter, FormatOptions};
 use crate::formats::adp::Adp;
 use crate::formats::Format;
-use crate::ingest::{RawRecord, RecordSource};
+use crate::ingest::{boxed, RawRecord, RecordSource};
 use crate::model::{AdpVersion, Trajectory};
 use crate::validate::Diagnostic;
 
@@ -51,7 +51,7 @@ impl Converter for Parquet {
         path: &str,
         _opts: &ConvertOptions,
     ) -> Option<io::Result<Box<dyn RecordSource>>> {
-        Some(ParquetRecords::open(path).map(|r| Box::new(r) as Box<dyn RecordSource>))
+        Some(boxed(ParquetRecords::open(path)))
     }
 
     fn convert(

@@ -14,7 +14,7 @@ use self::episodic::{is_episodic_root, EpisodicRecords};
 use crate::convert::{ConvertOptions, Converter, FormatOption, FormatOptions, OptionValue};
 use crate::formats::kit::{parse_bundle, source_details};
 use crate::formats::Format;
-use crate::ingest::{RawRecord, RecordSource};
+use crate::ingest::{boxed, RawRecord, RecordSource};
 use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
 use crate::validate::schemas::RawSchema;
 use crate::validate::Diagnostic;
@@ -140,7 +140,7 @@ impl Converter for Ralph {
         path: &str,
         _opts: &ConvertOptions,
     ) -> Option<io::Result<Box<dyn RecordSource>>> {
-        Some(EpisodicRecords::open(path).map(|r| Box::new(r) as Box<dyn RecordSource>))
+        Some(boxed(EpisodicRecords::open(path)))
     }
 
     fn convert(

@@ -16,7 +16,7 @@ use serde_json::{json, Map, Value};
 
 use crate::convert::{ConvertOptions, Converter, FormatOptions};
 use crate::formats::bundle::bundle_lines;
-use crate::formats::kit::{file_stem, has_keys, parse_bundle, source_details};
+use crate::formats::kit::{fields_except, file_stem, has_keys, parse_bundle, source_details};
 use crate::formats::Format;
 use crate::ingest::{boxed, RawRecord, RecordSource};
 use crate::model::{AdpVersion, JsonObject, Trajectory};
@@ -274,15 +274,7 @@ fn to_trajectory(bundle: &Value, record: &RawRecord) -> Result<Trajectory, Vec<D
     let summaries: Vec<Value> = entries
         .iter()
         .filter(|e| e["type"] == "summary")
-        .map(|e| match e {
-            Value::Object(o) => Value::Object(
-                o.iter()
-                    .filter(|(k, _)| k.as_str() != "type")
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect(),
-            ),
-            other => (*other).clone(),
-        })
+        .map(|e| Value::Object(fields_except(e, &["type"])))
         .collect();
     let spawned: Vec<Value> = project::spawned_agents(entries.iter().copied())
         .into_iter()

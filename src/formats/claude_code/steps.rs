@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
+use crate::formats::kit::fields_except;
 use crate::model::{Source, Step};
 
 /// A selected line: its number in the file and its entry.
@@ -30,12 +31,7 @@ impl Unmapped {
     /// Keeps the fields of a mapped block other than `mapped` (a thinking block's
     /// `signature`, a text block's `citations`, ...), as one object at the block's pointer.
     fn keep_block_fields(&mut self, line: u64, pointer: &str, block: &Value, mapped: &[&str]) {
-        let Value::Object(o) = block else { return };
-        let rest: serde_json::Map<String, Value> = o
-            .iter()
-            .filter(|(k, _)| !mapped.contains(&k.as_str()))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        let rest = fields_except(block, mapped);
         if !rest.is_empty() {
             let kind = block["type"].as_str().unwrap_or_default();
             self.keep(

@@ -15,6 +15,7 @@
 //! `thoughts` (`{subject, description}`), `tokens`, `model` and `toolCalls` (`{id, name, args,
 //! result, status, ...}`, the result a list of parts holding a `functionResponse`).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io;
 
@@ -22,7 +23,7 @@ use serde_json::{json, Map, Value};
 
 use crate::convert::{ConvertOptions, Converter, FormatOptions};
 use crate::formats::bundle::FileBundle;
-use crate::formats::kit::{file_stem, has_keys, parse_bundle, source_details};
+use crate::formats::kit::{fields_except, file_stem, has_keys, parse_bundle, source_details};
 use crate::formats::Format;
 use crate::ingest::{boxed, RawRecord, RecordSource};
 use crate::model::{AdpVersion, JsonObject, Source, Step, Trajectory};
@@ -176,18 +177,17 @@ fn replay(bundle: Value) -> Session {
 }
 
 /// The parts of a content: a string is one text part, a part a list of one.
-fn parts(content: &Value) -> Vec<Value> {
+fn parts(content: &Value) -> Vec<Cow<'_, Value>> {
+    fn part(p: &Value) -> Cow<'_, Value> {
+        match p {
+            Value::String(s) => Cow::Owned(json!({"text": s})),
+            other => Cow::Borrowed(other),
+        }
+    }
     match content {
-        Value::String(s) => vec![json!({"text": s})],
-        Value::Array(items) => items
-            .iter()
-            .map(|p| match p {
-                Value::String(s) => json!({"text": s}),
-                other => other.clone(),
-            })
-            .collect(),
+        Value::Array(items) => items.iter().map(part).collect(),
         Value::Null => Vec::new(),
-        other => vec![other.clone()],
+        other => vec![part(other)],
     }
 }
 
@@ -198,7 +198,7 @@ fn split_text(content: &Value) -> (String, Vec<Value>) {
     for p in parts(content) {
         match p.get("text").and_then(Value::as_str) {
             Some(t) if p.get("thought") != Some(&Value::Bool(true)) => text.push(t.to_owned()),
-            _ => other.push(p),
+            _ => other.push(p.into_owned()),
         }
     }
     (text.join("\n"), other)
@@ -298,24 +298,13 @@ fn to_trajectory(s: Session, record: &RawRecord) -> Trajectory {
         let pointer = format!("/messages/{i}");
         // What a message has besides its content, thoughts and calls (which become steps).
         if matches!(kind, "user" | "gemini") {
-            let mut meta = m.as_object().cloned().unwrap_or_default();
-            for k in ["content", "thoughts", "toolCalls"] {
-                meta.remove(k);
-            }
+            let mut meta = fields_except(m, &["content", "thoughts", "toolCalls"]);
             // A thought's fields besides the text the reasoning holds (its `timestamp`).
             let thought_fields: Vec<Value> = m["thoughts"]
                 .as_array()
                 .into_iter()
                 .flatten()
-                .map(|t| match t {
-                    Value::Object(o) => Value::Object(
-                        o.iter()
-                            .filter(|(k, _)| !matches!(k.as_str(), "subject" | "description"))
-                            .map(|(k, v)| (k.clone(), v.clone()))
-                            .collect(),
-                    ),
-                    _ => Value::Object(Map::new()),
-                })
+                .map(|t| Value::Object(fields_except(t, &["subject", "description"])))
                 .collect();
             if thought_fields
                 .iter()
@@ -390,10 +379,7 @@ fn to_trajectory(s: Session, record: &RawRecord) -> Trajectory {
                     if let Some(d) = call["description"].as_str().filter(|d| !d.is_empty()) {
                         tools.entry(name).or_insert_with(|| json!(d));
                     }
-                    let mut meta = call.as_object().cloned().unwrap_or_default();
-                    for k in ["name", "args", "result", "description"] {
-                        meta.remove(k);
-                    }
+                    let meta = fields_except(call, &["name", "args", "result", "description"]);
                     calls_meta.push(Value::Object(meta));
                 }
                 for (call_id, name, text) in results {

@@ -75,6 +75,17 @@ pub fn source_node<'a>(
     ])
 }
 
+/// The fields of object `v` other than `keys`, cloned (an empty map when `v` is no object):
+/// what a reader keeps in `details` of an object whose mapped fields became steps.
+pub fn fields_except(v: &Value, keys: &[&str]) -> Map<String, Value> {
+    v.as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| !keys.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,15 +111,4 @@ mod tests {
             serde_json::to_string(&source_details("ledgermind", &record, ids.clone())).ok()
         );
     }
-}
-
-/// The fields of object `v` other than `keys`, cloned (an empty map when `v` is no object):
-/// what a reader keeps in `details` of an object whose mapped fields became steps.
-pub fn fields_except(v: &Value, keys: &[&str]) -> Map<String, Value> {
-    v.as_object()
-        .into_iter()
-        .flatten()
-        .filter(|(k, _)| !keys.contains(&k.as_str()))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect()
 }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::common::{agent_logs, convert, inspect_samples, trajkit, validate_adp};
+use crate::common::{agent_logs, convert, files_in, inspect_samples, trajkit, validate_adp};
 
 /// What a source holds, counted from its raw records: tool calls, and results whose call is
 /// among them.
@@ -44,18 +44,11 @@ impl Calls {
 #[test]
 fn every_agent_log_converts_whole_and_exports() {
     let Some(root) = agent_logs() else { return };
-    let mut files = Vec::new();
-    for dir in std::fs::read_dir(&root).expect("list") {
-        let dir = dir.expect("entry").path();
-        if dir.is_dir() {
-            files.extend(
-                std::fs::read_dir(&dir)
-                    .expect("list")
-                    .map(|e| e.expect("entry").path()),
-            );
-        }
-    }
-    files.sort();
+    let files: Vec<PathBuf> = files_in(&root)
+        .into_iter()
+        .filter(|d| d.is_dir())
+        .flat_map(|d| files_in(&d))
+        .collect();
     assert!(files.len() >= 17, "{files:?}");
     let work = tempfile::tempdir().expect("dir");
     for file in &files {

@@ -5,7 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{agent_logs, convert, sample_data, step_classes, trajkit, validate_adp};
+use crate::common::{
+    agent_logs, convert, files_in, sample_data, step_classes, trajkit, validate_adp,
+};
 use serde_json::{json, Value};
 
 const SESSION: &str = "7f3c2a10-0000-4000-8000-000000000001";
@@ -624,11 +626,7 @@ fn real_sessions_keep_every_call_and_result_and_export() {
         return;
     };
     let dir = logs.join("claude-code");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("list")
-        .map(|e| e.expect("entry").path())
-        .collect();
-    files.sort();
+    let files = files_in(&dir);
     assert_eq!(files.len(), 5);
     let (code, out, stderr) = convert(&[&dir], None, &[]);
     assert_eq!(code, 0, "{stderr}");
@@ -705,11 +703,7 @@ fn real_sessions_are_detected_from_any_first_line() {
     let Some(logs) = agent_logs() else {
         return;
     };
-    let mut files: Vec<PathBuf> = std::fs::read_dir(logs.join("claude-code"))
-        .expect("list")
-        .map(|e| e.expect("entry").path())
-        .collect();
-    files.sort();
+    let files = files_in(&logs.join("claude-code"));
     let refs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
     let (code, out, stderr) = convert(&refs, None, &[]);
     assert_eq!(code, 0, "{stderr}");

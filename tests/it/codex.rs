@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::common::{
-    agent_logs, convert, json_lines, sample_data, step_classes, trajkit, validate_adp,
+    agent_logs, convert, files_in, json_lines, sample_data, step_classes, trajkit, validate_adp,
 };
 use serde_json::{json, Value};
 
@@ -436,11 +436,7 @@ fn every_call_of_the_real_rollouts_is_one_tool_action_and_every_output_is_linked
     let Some(logs) = agent_logs() else {
         return;
     };
-    let mut files: Vec<PathBuf> = std::fs::read_dir(logs.join("codex"))
-        .expect("list")
-        .map(|e| e.expect("entry").path())
-        .collect();
-    files.sort();
+    let files = files_in(&logs.join("codex"));
     assert!(!files.is_empty());
     for file in files {
         let name = file.display().to_string();

@@ -50,11 +50,18 @@ fn shared_corpus(name: &str) -> Option<PathBuf> {
 
 /// The 17 `sample_std.json` files of the corpus, sorted.
 pub fn corpus_std_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("corpus dir")
-        .filter_map(|e| e.ok())
-        .map(|e| e.path().join("sample_std.json"))
+    files_in(dir)
+        .into_iter()
+        .map(|d| d.join("sample_std.json"))
         .filter(|p| p.is_file())
+        .collect()
+}
+
+/// The entries of `dir` (files and folders), sorted by path.
+pub fn files_in(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("list {}: {e}", dir.display()))
+        .map(|e| e.expect("entry").path())
         .collect();
     files.sort();
     files

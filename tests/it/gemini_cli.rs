@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::common::{
-    agent_logs, assert_every_sft_target_accepts, convert, sample_data, tool_actions_and_links,
-    validate_adp,
+    agent_logs, assert_every_sft_target_accepts, convert, files_in, sample_data,
+    tool_actions_and_links, validate_adp,
 };
 use serde_json::{json, Value};
 
@@ -172,11 +172,7 @@ fn a_cut_off_log_converts_its_complete_part_and_keeps_an_unanswered_call() {
 #[test]
 fn real_sessions_convert_with_every_call_and_result() {
     let Some(dir) = agent_logs() else { return };
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir.join("gemini-cli"))
-        .expect("gemini-cli dir")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
-    files.sort();
+    let files = files_in(&dir.join("gemini-cli"));
     assert!(!files.is_empty());
     for f in &files {
         let (code, out, err) = convert(&[f], None, &[]);

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::common::{
-    agent_logs, convert, inspect_samples, json_lines, sample_data, step_classes, trajkit,
+    agent_logs, convert, files_in, inspect_samples, json_lines, sample_data, step_classes, trajkit,
     validate_adp,
 };
 use serde_json::{json, Value};
@@ -584,11 +584,7 @@ fn real_logs_keep_every_tool_call() {
     };
     let dir = logs.join("inspect");
     let work = tempfile::tempdir().expect("dir");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("list")
-        .map(|e| e.expect("entry").path())
-        .collect();
-    files.sort();
+    let files = files_in(&dir);
     assert_eq!(files.len(), 2);
     for file in &files {
         let samples = inspect_samples(file);

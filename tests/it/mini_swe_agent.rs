@@ -6,7 +6,9 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use crate::common::{agent_logs, convert, sample_data, step_classes, trajkit, validate_adp};
+use crate::common::{
+    agent_logs, convert, files_in, sample_data, step_classes, trajkit, validate_adp,
+};
 use regex::Regex;
 use serde_json::{json, Value};
 
@@ -150,11 +152,7 @@ fn real_runs_keep_every_call_validate_and_export() {
         return;
     };
     let dir = logs.join("mini-swe-agent");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("list")
-        .map(|e| e.expect("entry").path())
-        .collect();
-    files.sort();
+    let files = files_in(&dir);
     assert!(!files.is_empty());
     let tmp = tempfile::tempdir().expect("dir");
     for file in files {

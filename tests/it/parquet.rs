@@ -6,7 +6,9 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::common::{adp_corpus, converted_samples, corpus_std_files, json_lines, trajkit};
+use crate::common::{
+    adp_corpus, converted_samples, corpus_std_files, files_in, json_lines, trajkit,
+};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type};
 use arrow_array::{Array, RecordBatch, StringArray};
@@ -33,11 +35,7 @@ fn s(p: &Path) -> &str {
 
 /// The data files of an export, in name order.
 fn data_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir.join("data"))
-        .expect("data dir")
-        .map(|e| e.expect("entry").path())
-        .collect();
-    files.sort();
+    let files = files_in(&dir.join("data"));
     files
 }
 

@@ -35,8 +35,7 @@ fn s(p: &Path) -> &str {
 
 /// The data files of an export, in name order.
 fn data_files(dir: &Path) -> Vec<PathBuf> {
-    let files = files_in(&dir.join("data"));
-    files
+    files_in(&dir.join("data"))
 }
 
 /// Every record batch of a Parquet file, with its metadata.

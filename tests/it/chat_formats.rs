@@ -264,3 +264,35 @@ fn openai_parts_no_step_holds_are_kept_with_their_pointer() {
     assert_eq!(kept[0]["value"]["input_audio"]["format"], "wav");
     assert_eq!(validate_adp(&out), 0);
 }
+
+/// What a step has no place for (a message's `weight`, `refusal` or speaker `name`, a call's
+/// other type) is kept in `details.openai.message_fields`, with its pointer.
+#[test]
+fn openai_message_fields_no_step_holds_are_kept() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("chat.jsonl");
+    let chat = json!({"id": "w", "messages": [
+        {"role": "user", "content": "Hi", "name": "ada"},
+        {"role": "assistant", "content": "Hello.", "weight": 0, "refusal": null},
+        {"role": "user", "content": "List files."},
+        {"role": "assistant", "content": null, "weight": 1, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}},
+            {"id": "c2", "type": "custom", "function": {"name": "pwd", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "name": "ls", "content": "a.txt"},
+        {"role": "tool", "tool_call_id": "c2", "content": "/"},
+        {"role": "assistant", "content": "Done."}
+    ]});
+    std::fs::write(&path, format!("{chat}\n")).expect("write");
+    let (code, out, stderr) = convert(&[&path], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        out[0]["details"]["openai"]["message_fields"],
+        json!([
+            {"pointer": "/messages/0", "fields": {"name": "ada"}},
+            {"pointer": "/messages/1", "fields": {"weight": 0, "refusal": null}},
+            {"pointer": "/messages/3", "fields": {"weight": 1}},
+            {"pointer": "/messages/3/tool_calls/1", "fields": {"type": "custom"}}
+        ])
+    );
+    assert_eq!(validate_adp(&out), 0);
+}

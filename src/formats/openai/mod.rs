@@ -98,6 +98,7 @@ impl Converter for OpenAi {
             .map(|t| t.iter().map(Node::to_value).collect())
             .unwrap_or_default();
         let unmapped = unmapped_parts(&value);
+        let fields = message_fields(&value);
         let mut traj = chat_trajectory(
             "openai",
             record,
@@ -107,9 +108,14 @@ impl Converter for OpenAi {
             tools,
             &["messages", "tools"],
         );
-        if !unmapped.is_empty() {
-            let extra = [("unmapped_parts".to_owned(), Value::Array(unmapped))];
-            extend_details(&mut traj.details, "openai", extra.into_iter().collect());
+        let extra: serde_json::Map<String, Value> =
+            [("unmapped_parts", unmapped), ("message_fields", fields)]
+                .into_iter()
+                .filter(|(_, v)| !v.is_empty())
+                .map(|(k, v)| (k.to_owned(), Value::Array(v)))
+                .collect();
+        if !extra.is_empty() {
+            extend_details(&mut traj.details, "openai", extra);
         }
         Ok(vec![(traj, AdpVersion::V1_5)])
     }
@@ -139,6 +145,58 @@ fn unmapped_parts(v: &Node) -> Vec<Value> {
                 "reason": reason,
                 "value": p.to_value(),
             }));
+        }
+    }
+    out
+}
+
+/// The keys of a message the steps hold (a tool or function message's `name` names its
+/// observation; an assistant's `name` is the speaker's, kept below).
+fn mapped_key(role: &str, key: &str) -> bool {
+    match key {
+        "role" | "content" => true,
+        "tool_calls" | "function_call" | "reasoning_content" => role == "assistant",
+        "tool_call_id" => role == "tool",
+        "name" => matches!(role, "tool" | "function"),
+        _ => false,
+    }
+}
+
+/// The fields of each message that no step holds (`weight`, `refusal`, a speaker's `name`,
+/// provider extras, ...), and of each tool call besides its id and function (a `type` other
+/// than `"function"`), each with the message's pointer, kept in
+/// `details.openai.message_fields` so that nothing is dropped.
+fn message_fields(v: &Node) -> Vec<Value> {
+    let messages = v["messages"].as_array().unwrap_or(&[]);
+    let mut out = Vec::new();
+    for (i, m) in messages.iter().enumerate() {
+        let role = m["role"].as_str().unwrap_or_default();
+        let fields: serde_json::Map<String, Value> = m
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| !mapped_key(role, k))
+            .map(|(k, v)| (k.to_string(), v.to_value()))
+            .collect();
+        if !fields.is_empty() {
+            out.push(json!({"pointer": format!("/messages/{i}"), "fields": fields}));
+        }
+        for (j, call) in m["tool_calls"].as_array().into_iter().flatten().enumerate() {
+            let fields: serde_json::Map<String, Value> = call
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter(|(k, v)| match k.as_ref() {
+                    "id" | "function" => false,
+                    "type" => v.as_str() != Some("function"),
+                    _ => true,
+                })
+                .map(|(k, v)| (k.to_string(), v.to_value()))
+                .collect();
+            if !fields.is_empty() {
+                let pointer = format!("/messages/{i}/tool_calls/{j}");
+                out.push(json!({"pointer": pointer, "fields": fields}));
+            }
         }
     }
     out

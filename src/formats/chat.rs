@@ -41,6 +41,24 @@ pub fn unlink_unanswered_calls(
         .collect()
 }
 
+/// The fields of object `node` that `mapped` does not claim, as JSON, each with `pointer`:
+/// `{pointer, fields}`, or `None` when there are none. Chat readers keep these in `details`
+/// (a message's `weight`, a turn's extra keys) so that nothing is dropped.
+pub fn unmapped_fields(
+    node: &Node,
+    pointer: String,
+    mapped: impl Fn(&str, &Node) -> bool,
+) -> Option<Value> {
+    let fields: serde_json::Map<String, Value> = node
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(k, v)| !mapped(k, v))
+        .map(|(k, v)| (k.to_string(), v.to_value()))
+        .collect();
+    (!fields.is_empty()).then(|| json!({"pointer": pointer, "fields": fields}))
+}
+
 /// The record's id: `id` (the record's `id` field) when a non-empty string or a number, else
 /// `{file name}#{index}` (stable across runs).
 pub fn record_id(id: &Node, record: &RawRecord) -> String {

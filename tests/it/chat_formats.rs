@@ -296,3 +296,22 @@ fn openai_message_fields_no_step_holds_are_kept() {
     );
     assert_eq!(validate_adp(&out), 0);
 }
+
+/// A ShareGPT turn's keys besides `from` and `value` (a loss weight, a speaker) are kept in
+/// `details.sharegpt.turn_fields`, with the turn's pointer.
+#[test]
+fn sharegpt_turn_fields_no_step_holds_are_kept() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("sg.jsonl");
+    let row = json!({"id": "s", "conversations": [
+        {"from": "human", "value": "Hi"},
+        {"from": "gpt", "value": "Hello.", "weight": 0.5, "name": "bot"}
+    ]});
+    std::fs::write(&path, format!("{row}\n")).expect("write");
+    let (code, out, stderr) = convert(&[&path], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        out[0]["details"]["sharegpt"]["turn_fields"],
+        json!([{"pointer": "/conversations/1", "fields": {"weight": 0.5, "name": "bot"}}])
+    );
+}

@@ -11,7 +11,7 @@ use crate::convert::{ConvertOptions, Converter, FormatOptions};
 use crate::formats::bundle::open_chat;
 use crate::formats::chat::{
     chat_trajectory, extend_details, is_message, message_text, parse_arguments, record_id,
-    system_step,
+    system_step, unmapped_fields,
 };
 use crate::formats::Format;
 use crate::ingest::{RawRecord, RecordSource};
@@ -171,32 +171,16 @@ fn message_fields(v: &Node) -> Vec<Value> {
     let mut out = Vec::new();
     for (i, m) in messages.iter().enumerate() {
         let role = m["role"].as_str().unwrap_or_default();
-        let fields: serde_json::Map<String, Value> = m
-            .as_object()
-            .into_iter()
-            .flatten()
-            .filter(|(k, _)| !mapped_key(role, k))
-            .map(|(k, v)| (k.to_string(), v.to_value()))
-            .collect();
-        if !fields.is_empty() {
-            out.push(json!({"pointer": format!("/messages/{i}"), "fields": fields}));
-        }
+        out.extend(unmapped_fields(m, format!("/messages/{i}"), |k, _| {
+            mapped_key(role, k)
+        }));
         for (j, call) in m["tool_calls"].as_array().into_iter().flatten().enumerate() {
-            let fields: serde_json::Map<String, Value> = call
-                .as_object()
-                .into_iter()
-                .flatten()
-                .filter(|(k, v)| match k.as_ref() {
-                    "id" | "function" => false,
-                    "type" => v.as_str() != Some("function"),
-                    _ => true,
-                })
-                .map(|(k, v)| (k.to_string(), v.to_value()))
-                .collect();
-            if !fields.is_empty() {
-                let pointer = format!("/messages/{i}/tool_calls/{j}");
-                out.push(json!({"pointer": pointer, "fields": fields}));
-            }
+            let at = format!("/messages/{i}/tool_calls/{j}");
+            out.extend(unmapped_fields(call, at, |k, v| match k {
+                "id" | "function" => true,
+                "type" => v.as_str() == Some("function"),
+                _ => false,
+            }));
         }
     }
     out

@@ -5,7 +5,9 @@
 use serde_json::Value;
 
 use crate::convert::{Converter, FormatOptions};
-use crate::formats::chat::{chat_trajectory, parse_arguments, record_id, system_step};
+use crate::formats::chat::{
+    chat_trajectory, extend_details, parse_arguments, record_id, system_step, unmapped_fields,
+};
 use crate::formats::kit::has_keys;
 use crate::formats::Format;
 use crate::ingest::RawRecord;
@@ -92,7 +94,11 @@ impl Converter for ShareGpt {
         }
         let mut last_call: Option<String> = None;
         let turns = value["conversations"].as_array().unwrap_or(&[]);
+        let mut turn_fields = Vec::new();
         for (i, t) in turns.iter().enumerate() {
+            turn_fields.extend(unmapped_fields(t, format!("/conversations/{i}"), |k, _| {
+                matches!(k, "from" | "value")
+            }));
             let text = t["value"].as_str().unwrap_or_default().to_owned();
             match t["from"].as_str().unwrap_or_default() {
                 "human" | "user" => content.push(Step::user_text(text)),
@@ -110,7 +116,11 @@ impl Converter for ShareGpt {
             }
         }
         let mapped = ["conversations", "tools", "system"];
-        let traj = chat_trajectory("sharegpt", record, &value, id, content, tools, &mapped);
+        let mut traj = chat_trajectory("sharegpt", record, &value, id, content, tools, &mapped);
+        if !turn_fields.is_empty() {
+            let extra = [("turn_fields".to_owned(), Value::Array(turn_fields))];
+            extend_details(&mut traj.details, "sharegpt", extra.into_iter().collect());
+        }
         Ok(vec![(traj, AdpVersion::V1_5)])
     }
 }

@@ -127,6 +127,27 @@ fn malformed_lines_are_rejected_with_file_and_line_and_the_rest_converted() {
     assert_eq!(rejected[0]["raw"], "[\"not an object\"]");
 }
 
+/// A reflection for an attempt that has no directory would be lost: it is rejected with its
+/// line, and the attempts still convert.
+#[test]
+fn a_reflection_of_no_attempt_is_rejected_with_its_line() {
+    let dir = tempfile::tempdir().expect("dir");
+    let root = dir.path().join("ralph");
+    copy_sample(&root);
+    let reflections = root.join("tasks/task-001/reflections.jsonl");
+    let mut text = fs::read_to_string(&reflections).expect("read");
+    text.push_str("{\"attempt_id\": 9, \"reflection\": \"lost\"}\n");
+    fs::write(&reflections, text).expect("write");
+    let (code, out, stderr) = convert(&root, None);
+    assert_eq!(code, 1);
+    assert_eq!(out.len(), 3, "{stderr}");
+    assert!(
+        stderr.contains("reflections.jsonl:3: error[invalid-record]")
+            && stderr.contains("attempt 9, which has no directory"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn an_unreadable_actions_file_rejects_its_attempt_and_an_absent_one_does_not() {
     let dir = tempfile::tempdir().expect("dir");

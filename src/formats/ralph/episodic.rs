@@ -8,8 +8,9 @@
 //! be read (a directory, no permission) or are malformed are listed in `problems` with their
 //! file and line, and the converter rejects such an attempt. A directory that cannot be listed
 //! is a problem too; a task whose problems no attempt carries yields them as records of their
-//! own. A line of the task's `reflections.jsonl`
-//! that is not a JSON object becomes a record of its own, so it is rejected with its line.
+//! own. A line of the task's `reflections.jsonl` that is not a JSON object, or whose
+//! `attempt_id` names no attempt directory, becomes a record of its own, so it is rejected
+//! with its line.
 //! Symbolic links that resolve outside the root are refused.
 
 use std::fs;
@@ -347,6 +348,10 @@ fn read_task(task: &Path, ctx: &Root, out: &mut Vec<RawRecord>) {
             out.push(problem_record(ctx, p, index));
         }
     }
+    let numbers: Vec<u64> = attempts
+        .iter()
+        .filter_map(|a| a.file_name()?.to_str()?.parse().ok())
+        .collect();
     for attempt in attempts {
         let name = attempt
             .file_name()
@@ -423,6 +428,23 @@ fn read_task(task: &Path, ctx: &Root, out: &mut Vec<RawRecord>) {
             provenance: ctx.provenance(&attempt, 1, index),
             bytes,
             error: None,
+        });
+    }
+    // A reflection no attempt takes would be lost: it is a record of its own, rejected with
+    // its line.
+    for (line, r) in &reflections {
+        let why = match r["attempt_id"].as_u64() {
+            Some(n) if numbers.contains(&n) => continue,
+            Some(n) => {
+                format!("a reflection for attempt {n}, which has no directory under attempts/")
+            }
+            None => "a reflection without an integer attempt_id belongs to no attempt".to_owned(),
+        };
+        let index = out.len() as u64;
+        out.push(RawRecord {
+            provenance: ctx.provenance(&reflections_path, *line, index),
+            bytes: serde_json::to_vec(r).unwrap_or_default(),
+            error: Some(FrameError::Invalid(why)),
         });
     }
 }

@@ -229,6 +229,14 @@ fn openhands_samples_convert_to_valid_adp() {
         .map(|e| &e["id"])
         .collect();
     assert_eq!(skipped, vec![&json!(2), &json!(3), &json!(4), &json!(18)]);
+    // What the steps do not hold stays, event by event: the system action's own arguments,
+    // and every mapped event's id and timestamp.
+    let fields = d["event_fields"].as_array().expect("event fields");
+    assert_eq!(fields[0]["line"], 1);
+    assert_eq!(fields[0]["steps"], json!([]));
+    assert_eq!(fields[0]["fields"]["args"]["agent_class"], "CodeActAgent");
+    assert_eq!(fields[1]["steps"], json!([0]));
+    assert!(fields.iter().all(|f| f["fields"]["timestamp"].is_string()));
 }
 
 #[test]

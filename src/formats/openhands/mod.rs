@@ -24,7 +24,7 @@ use crate::formats::chat::{
     call_step, chat_trajectory, extend_details, message_text, parse_arguments, record_id_with,
     verdict_outcome, OPENHANDS_CODE_TOOLS,
 };
-use crate::formats::kit::{file_stem, source_details};
+use crate::formats::kit::{fields_except, file_stem, source_details};
 use crate::formats::Format;
 use crate::ingest::{FramedRecords, RawRecord, RecordSource};
 use crate::json::Node;
@@ -304,7 +304,63 @@ struct Run {
     system_prompt: Option<String>,
     tools: Vec<Value>,
     skipped: Vec<Value>,
+    /// What each event has that its steps do not hold: `{line or pointer, steps, fields}`.
+    event_fields: Vec<Value>,
     task_seen: bool,
+}
+
+/// An event's keys its steps hold (`source` says who speaks; `cause` and the call metadata's
+/// ids give the links).
+const EVENT_MAPPED: &[&str] = &[
+    "action",
+    "observation",
+    "args",
+    "content",
+    "cause",
+    "source",
+];
+
+/// What an event has that its steps do not hold: its `id`, `timestamp`, display `message`,
+/// `extras` (a browse observation's `url` aside), the `args` no step holds (a message's or the
+/// system's others, a tool action's bookkeeping), and the call metadata but the ids and the
+/// model response's `choices` (the calls the steps hold).
+fn event_fields(v: &Value) -> JsonObject {
+    let mut fields = fields_except(v, EVENT_MAPPED);
+    if let Some(kind) = v["action"].as_str() {
+        // A message's or the system's arguments beside what its step (or the system prompt)
+        // holds; a tool action's bookkeeping (its kwargs hold the call's arguments).
+        let args: JsonObject = match kind {
+            "message" => fields_except(
+                &v["args"],
+                &["content", "image_urls", "images_urls", "thought"],
+            ),
+            "system" => fields_except(&v["args"], &["content", "tools"]),
+            _ => fields_except(&v["args"], &["thought"])
+                .into_iter()
+                .filter(|(k, _)| BOOKKEEPING.contains(&k.as_str()))
+                .collect(),
+        };
+        if !args.is_empty() {
+            fields.insert("args".into(), Value::Object(args));
+        }
+    }
+    if let Some(Value::Object(extras)) = fields.get_mut("extras") {
+        if v["observation"] == "browse" {
+            extras.remove("url");
+        }
+    }
+    if let Some(meta) = fields.remove("tool_call_metadata") {
+        let mut meta = fields_except(&meta, &["function_name", "tool_call_id"]);
+        if let Some(response) = meta.remove("model_response") {
+            meta.insert(
+                "model_response".into(),
+                Value::Object(fields_except(&response, &["choices"])),
+            );
+        }
+        fields.insert("tool_call_metadata".into(), Value::Object(meta));
+    }
+    fields.retain(|_, v| !v.as_object().is_some_and(|o| o.is_empty()));
+    fields
 }
 
 /// An action's `thought`: a string, or OpenHands' `Thought` object (`text`,
@@ -437,12 +493,23 @@ impl Run {
     /// An event stream, in order.
     fn events(&mut self, events: &[Event]) -> Result<(), Failure> {
         for e in events {
+            let (first, skipped) = (self.content.len(), self.skipped.len());
             let seen = if e.v["action"].is_string() {
                 self.action(e.v)
             } else {
                 self.observation(e)?;
                 Seen::Other
             };
+            let fields = event_fields(e.v);
+            if self.skipped.len() == skipped && !fields.is_empty() {
+                let steps: Vec<usize> = (first..self.content.len()).collect();
+                let mut note = json!({"steps": steps, "fields": fields});
+                match e.line {
+                    Some(line) => note["line"] = json!(line),
+                    None => note["pointer"] = json!(e.at),
+                }
+                self.event_fields.push(note);
+            }
             if let Some(id) = e.v["id"].as_i64() {
                 self.seen.insert(id, seen);
             }
@@ -736,6 +803,9 @@ impl Run {
         }
         if !self.skipped.is_empty() {
             extra.insert("skipped_events".into(), Value::Array(self.skipped));
+        }
+        if !self.event_fields.is_empty() {
+            extra.insert("event_fields".into(), Value::Array(self.event_fields));
         }
         extend_details(d, "openhands", extra);
         traj

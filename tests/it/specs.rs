@@ -41,6 +41,7 @@ const SPECS: &[(&str, &[Documented])] = &[
     ("codeactinstruct", &[Documented::EnvironmentSource]),
     ("eto", &[Documented::EnvironmentSource]),
     ("mini-coder", &[Documented::NoRandomClosing(2)]),
+    ("omniact", &[]),
     ("orca_agentinstruct", &[]),
     ("synatra", &[]),
 ];

@@ -63,6 +63,7 @@ pub const EMBEDDED: &[(&str, &str)] = &[
     embed!("codeactinstruct"),
     embed!("eto"),
     embed!("mini-coder"),
+    embed!("omniact"),
     embed!("orca_agentinstruct"),
     embed!("synatra"),
 ];

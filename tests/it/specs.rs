@@ -852,3 +852,41 @@ fn new_constructs_are_checked_when_the_spec_loads() {
         assert!(report.contains(needle), "{needle} in {report}");
     }
 }
+
+/// The first JSON and TOML code blocks after `heading` in docs/specs.md.
+fn docs_example(heading: &str) -> (String, String) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/specs.md");
+    let text = std::fs::read_to_string(path).expect("docs/specs.md");
+    let section = &text[text.find(heading).expect("heading")..];
+    let block = |fence: &str| {
+        let start = section.find(fence).expect("block") + fence.len();
+        section[start..][..section[start..].find("```").expect("fence end")].to_owned()
+    };
+    (block("```json\n"), block("```toml\n"))
+}
+
+#[test]
+fn the_docs_grouping_and_splitting_examples_do_what_the_docs_say() {
+    let (records, spec) = docs_example("### Grouping");
+    let (code, out, stderr, _) = convert_with_spec(&spec, &records);
+    assert_eq!(code, 0, "{stderr}");
+    let ids: Vec<&str> = out.iter().filter_map(|t| t["id"].as_str()).collect();
+    assert_eq!(ids, ["e1", "e2"]);
+    assert_eq!(
+        common::step_classes(&out[0]),
+        ["text_observation", "api_action", "message_action"]
+    );
+    assert_eq!(
+        out[0]["content"][1]["kwargs"],
+        serde_json::json!({"x": 0.5, "y": 0.9})
+    );
+
+    let (record, spec) = docs_example("### Splitting");
+    let record: Value = serde_json::from_str(&record).expect("the docs' record is JSON");
+    let (code, out, stderr, _) = convert_with_spec(&spec, &record.to_string());
+    assert_eq!(code, 0, "{stderr}");
+    let ids: Vec<&str> = out.iter().filter_map(|t| t["id"].as_str()).collect();
+    assert_eq!(ids, ["s9_0", "s9_1"]);
+    assert_eq!(out[1]["details"]["user"], "ann");
+    assert_eq!(out[1]["content"][1]["content"], "see you");
+}

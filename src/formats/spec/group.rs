@@ -174,3 +174,65 @@ impl RecordSource for GroupedRecords {
         self.framed.bytes_read()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn runs_of_one_key_become_one_bundle_each_with_their_lines() {
+        let mut file = tempfile::Builder::new()
+            .suffix(".jsonl")
+            .tempfile()
+            .unwrap();
+        for line in [
+            r#"{"k": "a", "n": 1}"#,
+            r#"{"k": "a", "n": 2}"#,
+            r#"{"k": "b", "n": 3"#,
+            r#"{"k": "b", "n": 4}"#,
+            r#"{"n": 5}"#,
+            r#"{"k": "a", "n": 6}"#,
+        ] {
+            writeln!(file, "{line}").unwrap();
+        }
+        let path = file.path().to_string_lossy().into_owned();
+        let key = Template::parse("{/k}").unwrap();
+        let records: Vec<RawRecord> = GroupedRecords::open(&path, 1 << 20, key, false)
+            .unwrap()
+            .collect();
+        let lines: Vec<u64> = records.iter().map(|r| r.provenance.line).collect();
+        assert_eq!(
+            lines,
+            [3, 1, 5, 4, 6],
+            "broken and keyless records go alone as soon as they are read; a group when its key \
+             changes or the input ends"
+        );
+        let bundles: Vec<Value> = records
+            .iter()
+            .filter_map(|r| serde_json::from_slice(&r.bytes).ok())
+            .collect();
+        let shape = |b: &Value| {
+            let lines: Vec<u64> = b["records"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|m| m["line"].as_u64())
+                .collect();
+            (
+                b[MARKER]["key"].clone(),
+                b[MARKER]["reappears"].clone(),
+                lines,
+            )
+        };
+        assert_eq!(
+            bundles.iter().map(shape).collect::<Vec<_>>(),
+            [
+                (Value::from("a"), Value::from(false), vec![1, 2]),
+                (Value::from(""), Value::from(false), vec![5]),
+                (Value::from("b"), Value::from(false), vec![4]),
+                (Value::from("a"), Value::from(true), vec![6]),
+            ]
+        );
+    }
+}

@@ -17,6 +17,9 @@ enum Documented {
     /// A turn with several code blocks becomes the last block (the one that was run), not the
     /// first: code actions may differ in content and description.
     LastCodeBlock,
+    /// The task that opens the trajectory, a `message_action` in ADP (as if the agent said it),
+    /// is the user's `text_observation`.
+    UserGoal,
 }
 
 /// Shipped specs, the corpus dataset each reproduces, and its documented differences.
@@ -30,6 +33,7 @@ const SPECS: &[(&str, &[Documented])] = &[
             Documented::NoRandomClosing(2),
         ],
     ),
+    ("android_in_the_wild", &[Documented::UserGoal]),
     (
         "code_feedback",
         &[Documented::NoRandomClosing(2), Documented::LastCodeBlock],
@@ -37,6 +41,7 @@ const SPECS: &[(&str, &[Documented])] = &[
     ("codeactinstruct", &[Documented::EnvironmentSource]),
     ("eto", &[Documented::EnvironmentSource]),
     ("mini-coder", &[Documented::NoRandomClosing(2)]),
+    ("omniact", &[]),
     ("orca_agentinstruct", &[]),
     ("synatra", &[]),
 ];
@@ -51,11 +56,26 @@ const FIELDS: &[&str] = &[
     "html",
     "axtree",
     "url",
+    "annotations",
 ];
 
+/// Steps compared: `(identical, documented, compared)`, where documented steps are excluded
+/// from the agreement figure.
+#[derive(Default)]
+struct StepCount {
+    identical: usize,
+    documented: usize,
+    compared: usize,
+}
+
 /// Compares one of our trajectories with ADP's; returns undocumented differences and the
-/// number of documented ones.
-fn compare(ours: &Value, adp: &Value, documented: &[Documented]) -> (Vec<String>, usize) {
+/// number of documented ones, and counts the steps compared.
+fn compare(
+    ours: &Value,
+    adp: &Value,
+    documented: &[Documented],
+    steps: &mut StepCount,
+) -> (Vec<String>, usize) {
     let mut problems = Vec::new();
     let mut expected = 0;
     let ours_steps = ours["content"].as_array().expect("content");
@@ -74,6 +94,20 @@ fn compare(ours: &Value, adp: &Value, documented: &[Documented]) -> (Vec<String>
             .map(|s| s["class_"].as_str().unwrap_or("?").to_owned())
             .collect()
     };
+    let mut ours_steps: &[Value] = ours_steps;
+    if documented.contains(&Documented::UserGoal) {
+        let (mine, theirs) = (&ours_steps[0], &adp_steps[0]);
+        if mine["class_"] == "text_observation"
+            && mine["source"] == "user"
+            && theirs["class_"] == "message_action"
+            && mine["content"] == theirs["content"]
+        {
+            (ours_steps, adp_steps) = (&ours_steps[1..], &adp_steps[1..]);
+            expected += 1;
+            steps.compared += 1;
+            steps.documented += 1;
+        }
+    }
     if classes(ours_steps) != classes(adp_steps) {
         problems.push(format!(
             "step classes: ours {:?}, ADP {:?}",
@@ -83,6 +117,8 @@ fn compare(ours: &Value, adp: &Value, documented: &[Documented]) -> (Vec<String>
         return (problems, expected);
     }
     for (i, (a, b)) in ours_steps.iter().zip(adp_steps).enumerate() {
+        steps.compared += 1;
+        let before = (problems.len(), expected);
         let code = a["class_"] == "code_action";
         for field in FIELDS {
             if a.get(*field) == b.get(*field) {
@@ -111,6 +147,11 @@ fn compare(ours: &Value, adp: &Value, documented: &[Documented]) -> (Vec<String>
                 expected += 1
             }
             (x, y) => problems.push(format!("step {i} source: ours {x:?}, ADP {y:?}")),
+        }
+        match (problems.len(), expected) {
+            same if same == before => steps.identical += 1,
+            (p, _) if p == before.0 => steps.documented += 1,
+            _ => {}
         }
     }
     let mut details = ours["details"].as_object().cloned().unwrap_or_default();
@@ -143,24 +184,41 @@ fn shipped_specs_reproduce_adp_output() {
         )
         .expect("sample_std is JSON");
         let (mut identical, mut documented_only) = (0, 0);
+        let mut steps = StepCount::default();
         for expected in &adp {
             let id = &expected["id"];
             let Some(mine) = ours.iter().find(|t| &t["id"] == id) else {
                 failures.push(format!("{name} {id}: missing from our output"));
                 continue;
             };
-            let (problems, known) = compare(mine, expected, documented);
+            let (problems, known) = compare(mine, expected, documented, &mut steps);
             match (problems.is_empty(), known) {
                 (true, 0) => identical += 1,
                 (true, _) => documented_only += 1,
                 (false, _) => failures.extend(problems.iter().map(|p| format!("{name} {id}: {p}"))),
             }
         }
-        assert_eq!(ours.len(), adp.len(), "{name}: one trajectory per record");
+        assert_eq!(
+            ours.len(),
+            adp.len(),
+            "{name}: one trajectory per ADP trajectory"
+        );
+        // Steps that differ only as documented are left out of the figure.
+        let figure = steps.identical as f64 / (steps.compared - steps.documented).max(1) as f64;
         report.push(format!(
-            "{name:<22} {identical}/{} identical, {documented_only} differ only as documented {documented:?}",
-            adp.len()
+            "{name:<22} {identical}/{} identical, {documented_only} differ only as documented \
+             {documented:?}; steps: {}/{} identical ({:.1} %), {} documented",
+            adp.len(),
+            steps.identical,
+            steps.compared - steps.documented,
+            100.0 * figure,
+            steps.documented,
         ));
+        assert!(
+            figure >= 0.95 || !failures.is_empty(),
+            "{name}: {:.1} % of steps agree",
+            100.0 * figure
+        );
     }
     eprintln!(
         "agreement with ADP's sample_std.json:\n  {}",
@@ -528,4 +586,307 @@ emit = [{ class = "text_observation", content = "{/conversations/0/content}\n\n{
     let steps = out[0]["content"].as_array().unwrap();
     assert_eq!(steps.len(), 1);
     assert_eq!(steps[0]["content"], "Be terse.\n\nHi");
+}
+
+const STEPS: &str = r#"
+name = "steps"
+description = "test spec: a record per step, grouped by episode"
+strict = true
+[record]
+id = "ep-{/ep}"
+group = "{/ep}"
+turn = [{ role = "goal", text = "/goal" }, { role = "act", text = "/act" }]
+[roles]
+goal = "user"
+act = "assistant"
+[[rule]]
+role = "goal"
+member = 0
+emit = [{ class = "text_observation", content = "{$text}" }]
+[[rule]]
+role = "goal"
+emit = []
+[[rule]]
+role = "act"
+match = '^tap$'
+emit = [{ class = "api_action", function = "tap", kwargs = { x = "{/xy/0}", y = "{/xy/1}", note = "{/note}" }, optional = ["note"] },
+        { class = "text_observation", source = "environment", content = "tapped" }]
+[details]
+first_step = "{/step}"
+"#;
+
+#[test]
+fn consecutive_records_of_a_group_make_one_trajectory() {
+    let records = [
+        r#"{"ep": 7, "step": 0, "goal": "open it", "act": "tap", "xy": [0.5, 0.25]}"#,
+        r#"{"ep": 7, "step": 1, "goal": "open it", "act": "tap", "xy": [1, 2], "note": "again"}"#,
+        r#"{"ep": 8, "step": 0, "goal": "close it", "act": "tap", "xy": [3, 4], "note": ""}"#,
+    ];
+    let (code, out, stderr, _) = convert_with_spec(STEPS, &records.join("\n"));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(out.len(), 2, "one trajectory per group");
+    let (a, b) = (&out[0], &out[1]);
+    assert_eq!(
+        (a["id"].as_str(), b["id"].as_str()),
+        (Some("ep-7"), Some("ep-8"))
+    );
+    assert_eq!(
+        a["details"]["first_step"], 0,
+        "details come from the first record"
+    );
+    assert_eq!(
+        common::step_classes(a),
+        [
+            "text_observation",
+            "api_action",
+            "text_observation",
+            "api_action",
+            "text_observation"
+        ],
+        "the goal once (member 0), then each record's steps in order"
+    );
+    let steps = a["content"].as_array().unwrap();
+    assert_eq!(
+        steps[1]["kwargs"],
+        serde_json::json!({"x": 0.5, "y": 0.25}),
+        "a lone field copies its JSON value; an optional kwarg that is missing is left out"
+    );
+    assert_eq!(
+        steps[3]["kwargs"],
+        serde_json::json!({"x": 1, "y": 2, "note": "again"})
+    );
+    assert_eq!(
+        b["content"][1]["kwargs"],
+        serde_json::json!({"x": 3, "y": 4}),
+        "an optional kwarg that renders empty is left out"
+    );
+    assert!(
+        stderr.contains("2 records in, 2 written"),
+        "a group is one record: {stderr}"
+    );
+}
+
+#[test]
+fn a_group_key_that_comes_back_is_rejected_with_line_and_pointer_or_kept_apart() {
+    let records = [
+        r#"{"ep": 1, "goal": "g", "act": "tap", "xy": [0, 0]}"#,
+        r#"{"ep": 2, "goal": "g", "act": "tap", "xy": [0, 0]}"#,
+        r#"{"ep": 1, "goal": "g", "act": "tap", "xy": [0, 0]}"#,
+        r#"{"ep": 1, "goal": "g", "act": "swipe", "xy": [0, 0]}"#,
+        r#"{"goal": "no key", "act": "tap", "xy": [0, 0]}"#,
+        r#"{"ep": 3, "goal": "g", "act": "tap", "xy": [0, 0]"#,
+        r#"{"ep": 4, "goal": "g", "act": "tap", "xy": [0, 0]}"#,
+    ];
+    let (code, out, stderr, rejects) = convert_with_spec(STEPS, &records.join("\n"));
+    assert_eq!(code, 1, "{stderr}");
+    let ids: Vec<&str> = out.iter().filter_map(|t| t["id"].as_str()).collect();
+    assert_eq!(ids, ["ep-1", "ep-2", "ep-4"]);
+    let rejects = json_lines(rejects.as_bytes());
+    let all = serde_json::to_string(&rejects).unwrap();
+    assert_eq!(rejects.len(), 3, "{all}");
+    for needle in [
+        "group key \\\"1\\\" comes back after records of another key",
+        "\"pointer\":\"/ep\"",
+        "the group key renders empty",
+    ] {
+        assert!(all.contains(needle), "{needle} in {all}");
+    }
+    assert!(
+        stderr.contains("in.jsonl:3"),
+        "the reappearing run's first line: {stderr}"
+    );
+    assert!(
+        stderr.contains("in.jsonl:6"),
+        "the broken record's own line: {stderr}"
+    );
+    assert!(
+        stderr.contains("6 records in, 3 written") && stderr.contains("3 rejected"),
+        "groups are counted as records, and every one is accounted for: {stderr}"
+    );
+
+    // With regroup = "separate", the run that comes back is a trajectory of its own, and a
+    // problem in a later member names that member's line.
+    let separate = STEPS.replace(
+        "group = \"{/ep}\"",
+        "group = \"{/ep}\"\nregroup = \"separate\"",
+    );
+    let (code, out, stderr, _) = convert_with_spec(&separate, &records[..4].join("\n"));
+    assert_eq!(code, 1);
+    assert_eq!(
+        out.len(),
+        2,
+        "ep-1, ep-2; the second ep-1 run has a bad action"
+    );
+    assert!(
+        stderr.contains("in.jsonl:4"),
+        "the failing member's line: {stderr}"
+    );
+    assert!(stderr.contains("/act"), "{stderr}");
+}
+
+#[test]
+fn a_record_splits_into_one_trajectory_per_episode() {
+    let spec = r#"
+name = "episodes"
+description = "test spec: episodes in a record"
+[record]
+id = "{$parent/session}_{$index}"
+split = "/episodes"
+turns = "/turns"
+[roles]
+user = "user"
+assistant = "assistant"
+[details]
+session = "{$parent/session}"
+"#;
+    let records = [
+        r#"{"session": "s1", "episodes": [{"turns": [{"role": "user", "content": "a"}]}, {"turns": [{"role": "assistant", "content": "b"}]}]}"#,
+        r#"{"session": "s2", "episodes": [{"turns": [{"role": "robot", "content": "c"}]}]}"#,
+        r#"{"session": "s3", "episodes": []}"#,
+    ];
+    let (code, out, stderr, rejects) = convert_with_spec(spec, &records.join("\n"));
+    assert_eq!(code, 1, "{stderr}");
+    let ids: Vec<&str> = out.iter().filter_map(|t| t["id"].as_str()).collect();
+    assert_eq!(ids, ["s1_0", "s1_1"]);
+    assert_eq!(out[1]["details"]["session"], "s1");
+    assert_eq!(out[1]["content"][0]["content"], "b");
+    assert!(rejects.contains("/episodes/0/turns/0/content"), "{rejects}");
+    assert!(rejects.contains("the list to split is empty"), "{rejects}");
+}
+
+#[test]
+fn for_each_makes_steps_and_values_from_items_entries_and_zipped_lists() {
+    let spec = r#"
+name = "iterate"
+description = "test spec: iteration"
+[record]
+id = "{/id}"
+turn = [{ role = "obs", text = "/shot" }]
+[roles]
+obs = "environment"
+[[rule]]
+role = "obs"
+emit = [
+  { class = "image_observation", source = "environment", content = "{$text}", annotations = { for_each = { label = "/labels", box = "/boxes" }, skip_empty = true, text = "{$value/label}", n = "{$index}", width = '{$value/box/2|subtract("$value/box/0")}' } },
+  { class = "text_observation", source = "environment", for_each = "/logs", skip_empty = true, content = "{$index}: {$value}" },
+  { class = "api_action", for_each = "/env", function = "set", kwargs = { name = "{$key}", value = "{$value}" } },
+]
+"#;
+    let record = r#"{"id": "i", "shot": "s.png", "labels": ["ok", null, "go"], "boxes": [[1, 1, 4, 2], null, [0.5, 0, 1.0, 1]], "logs": ["first", "", "third"], "env": {"A": 1, "B": "x"}}"#;
+    let (code, out, stderr, _) = convert_with_spec(spec, record);
+    assert_eq!(code, 0, "{stderr}");
+    let steps = out[0]["content"].as_array().unwrap();
+    assert_eq!(
+        steps[0]["annotations"],
+        serde_json::json!([
+            {"text": "ok", "n": "0", "width": 3},
+            {"text": "go", "n": "2", "width": 0.5}
+        ]),
+        "zipped by position; the empty item skipped; arithmetic on items"
+    );
+    let texts: Vec<&str> = steps[1..3]
+        .iter()
+        .filter_map(|s| s["content"].as_str())
+        .collect();
+    assert_eq!(texts, ["0: first", "2: third"], "skip_empty on a list");
+    assert_eq!(
+        steps[3]["kwargs"],
+        serde_json::json!({"name": "A", "value": 1})
+    );
+    assert_eq!(
+        steps[4]["kwargs"],
+        serde_json::json!({"name": "B", "value": "x"})
+    );
+
+    let unequal = record.replace("null, \"go\"]", "null]");
+    let (code, _, _, rejects) = convert_with_spec(spec, &unequal);
+    assert_eq!(code, 1);
+    assert!(rejects.contains("zips lists of one length"), "{rejects}");
+}
+
+#[test]
+fn new_constructs_are_checked_when_the_spec_loads() {
+    for (broken, needle) in [
+        (
+            STEPS.replace("content = \"{$text}\"", "content = \"{$value}\""),
+            "$value and $key exist only inside a for_each",
+        ),
+        (
+            STEPS.replace("id = \"ep-{/ep}\"", "id = \"{$parent/ep}\""),
+            "$parent exists only with [record] split",
+        ),
+        (
+            STEPS.replace("group = \"{/ep}\"", "group = \"{$record}\""),
+            "a group key reads only fields",
+        ),
+        (
+            STEPS.replace("group = \"{/ep}\"", "group = \"{/ep}\"\nsplit = \"/x\""),
+            "`split` and `group` exclude each other",
+        ),
+        (
+            STEPS.replace("optional = [\"note\"]", "optional = [\"nope\"]"),
+            "\"nope\" is not an argument",
+        ),
+        (
+            STEPS.replace("[details]", "[details]\nsum = '{/a|add(\"1 2\")}'"),
+            "a number or a variable",
+        ),
+        (
+            STEPS.replace(
+                "group = \"{/ep}\"",
+                "group = \"{/ep}\"\nregroup = \"merge\"",
+            ),
+            "/record/regroup",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = dir.path().join("bad.toml");
+        std::fs::write(&spec, &broken).unwrap();
+        let out = trajkit()
+            .args(["validate", "--schema", "converter-spec"])
+            .arg(&spec)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{needle}");
+        let report = String::from_utf8_lossy(&out.stdout);
+        assert!(report.contains(needle), "{needle} in {report}");
+    }
+}
+
+/// The first JSON and TOML code blocks after `heading` in docs/specs.md.
+fn docs_example(heading: &str) -> (String, String) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/specs.md");
+    let text = std::fs::read_to_string(path).expect("docs/specs.md");
+    let section = &text[text.find(heading).expect("heading")..];
+    let block = |fence: &str| {
+        let start = section.find(fence).expect("block") + fence.len();
+        section[start..][..section[start..].find("```").expect("fence end")].to_owned()
+    };
+    (block("```json\n"), block("```toml\n"))
+}
+
+#[test]
+fn the_docs_grouping_and_splitting_examples_do_what_the_docs_say() {
+    let (records, spec) = docs_example("### Grouping");
+    let (code, out, stderr, _) = convert_with_spec(&spec, &records);
+    assert_eq!(code, 0, "{stderr}");
+    let ids: Vec<&str> = out.iter().filter_map(|t| t["id"].as_str()).collect();
+    assert_eq!(ids, ["e1", "e2"]);
+    assert_eq!(
+        common::step_classes(&out[0]),
+        ["text_observation", "api_action", "message_action"]
+    );
+    assert_eq!(
+        out[0]["content"][1]["kwargs"],
+        serde_json::json!({"x": 0.5, "y": 0.9})
+    );
+
+    let (record, spec) = docs_example("### Splitting");
+    let record: Value = serde_json::from_str(&record).expect("the docs' record is JSON");
+    let (code, out, stderr, _) = convert_with_spec(&spec, &record.to_string());
+    assert_eq!(code, 0, "{stderr}");
+    let ids: Vec<&str> = out.iter().filter_map(|t| t["id"].as_str()).collect();
+    assert_eq!(ids, ["s9_0", "s9_1"]);
+    assert_eq!(out[1]["details"]["user"], "ann");
+    assert_eq!(out[1]["content"][1]["content"], "see you");
 }

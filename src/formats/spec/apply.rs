@@ -1,5 +1,7 @@
-//! Converting one record with a compiled spec: find the turns, give each to the first rule that
-//! applies, render the rule's steps, then apply the finish convention and the details.
+//! Converting records with a compiled spec: find each record's turns, give each to the first
+//! rule that applies, render the rule's steps, then apply the finish convention and the
+//! details. A record may make one trajectory per item of a list (`split`), and the records of a
+//! group make one trajectory together.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -7,12 +9,11 @@ use std::collections::HashMap;
 use regex::{Captures, Regex};
 use serde_json::{Map, Value};
 
-use super::compile::{
-    CompiledSpec, KwargValue, Kwargs, RoleDefault, Rule, StepTemplate, TurnSource,
-};
-use super::template::{Scope, Template, Var};
+use super::compile::{CompiledSpec, Emit, Kwargs, RoleDefault, Rule, StepTemplate, TurnSource};
+use super::iterate::ItemScope;
+use super::template::{node_text, Scope, Template, Var};
 use crate::json::Node;
-use crate::model::step::{TextObservation, WebObservation};
+use crate::model::step::{ImageObservation, TextObservation, WebObservation};
 use crate::model::{JsonObject, Step};
 
 /// One turn of a record.
@@ -57,10 +58,23 @@ pub struct Converted {
     pub details: JsonObject,
 }
 
+/// One record to convert, with what its templates can see besides its fields.
+pub struct Member<'a> {
+    /// The record (or the split item), root of `{/...}` pointers.
+    pub record: &'a Node<'a>,
+    /// The record a split item comes from (`{$parent/...}`).
+    pub parent: Option<&'a Node<'a>>,
+    /// The record's 0-based position in its input (`{$record}`).
+    pub index: u64,
+    /// The split item's position (`{$index}`).
+    pub item: Option<usize>,
+}
+
 /// Variables every template of a record can see.
 struct RecordScope<'a> {
-    record: &'a Node<'a>,
-    index: u64,
+    member: &'a Member<'a>,
+    /// The record's position in its group (`{$member}`).
+    position: usize,
     vars: HashMap<&'a str, String>,
 }
 
@@ -71,13 +85,19 @@ impl Scope for RecordScope<'_> {
                 .vars
                 .get(name.as_str())
                 .map(|v| Cow::Borrowed(v.as_str())),
-            Var::Record => Some(Cow::Owned(self.index.to_string())),
-            Var::Field(pointer) => self.record.pointer(pointer).and_then(|v| match v {
-                Node::Null => None,
-                Node::String(s) => Some(Cow::Borrowed(s.as_ref())),
-                other => Some(Cow::Owned(other.to_string())),
-            }),
-            Var::Text | Var::Role | Var::Turn => None,
+            Var::Record => Some(Cow::Owned(self.member.index.to_string())),
+            Var::Member => Some(Cow::Owned(self.position.to_string())),
+            Var::Index => self.member.item.map(|i| Cow::Owned(i.to_string())),
+            Var::Field(_) | Var::Parent(_) => self.node(var).and_then(node_text),
+            Var::Text | Var::Role | Var::Turn | Var::Key | Var::Value(_) => None,
+        }
+    }
+
+    fn node(&self, var: &Var) -> Option<&Node<'_>> {
+        match var {
+            Var::Field(p) => self.member.record.pointer(p),
+            Var::Parent(p) => self.member.parent?.pointer(p),
+            _ => None,
         }
     }
 }
@@ -101,8 +121,12 @@ impl Scope for TurnScope<'_, '_> {
             Var::Text => Some(Cow::Borrowed(self.turn.text)),
             Var::Role => Some(Cow::Borrowed(self.turn.role)),
             Var::Turn => Some(Cow::Owned(self.position.to_string())),
-            Var::Record | Var::Field(_) => self.record.get(var),
+            other => self.record.get(other),
         }
+    }
+
+    fn node(&self, var: &Var) -> Option<&Node<'_>> {
+        self.record.node(var)
     }
 }
 
@@ -115,12 +139,79 @@ impl Scope for ContentScope<'_> {
     }
 }
 
+/// A problem with one member of a group: its position in the group and the problem.
+pub type MemberProblem = (usize, RecordProblem);
+
 impl CompiledSpec {
-    /// Converts one record (`index` is its 0-based position in its input).
-    pub fn apply(&self, record: &Node<'_>, index: u64) -> Result<Converted, Vec<RecordProblem>> {
+    /// Converts one record (`index` is its 0-based position in its input): one trajectory, or
+    /// one per item of the spec's `split` list.
+    pub fn apply(
+        &self,
+        record: &Node<'_>,
+        index: u64,
+    ) -> Result<Vec<Converted>, Vec<RecordProblem>> {
+        let strip = |problems: Vec<MemberProblem>| problems.into_iter().map(|(_, p)| p).collect();
+        let Some(split) = &self.split else {
+            let member = Member {
+                record,
+                parent: None,
+                index,
+                item: None,
+            };
+            return self.trajectory(&[member]).map(|c| vec![c]).map_err(strip);
+        };
+        let items = match record.pointer(split) {
+            Some(Node::Array(items)) if !items.is_empty() => items,
+            Some(Node::Array(_)) => {
+                return Err(vec![(split.clone(), "the list to split is empty".into())])
+            }
+            Some(other) => {
+                return Err(vec![(
+                    split.clone(),
+                    format!("expected the list to split, found {}", kind_of(other)),
+                )])
+            }
+            None => return Err(vec![(split.clone(), "the list to split is missing".into())]),
+        };
+        let mut converted = Vec::with_capacity(items.len());
+        let mut problems = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let member = Member {
+                record: item,
+                parent: Some(record),
+                index,
+                item: Some(i),
+            };
+            match self.trajectory(&[member]) {
+                Ok(c) => converted.push(c),
+                Err(p) => problems.extend(
+                    p.into_iter()
+                        .map(|(_, (pointer, message))| (format!("{split}/{i}{pointer}"), message)),
+                ),
+            }
+        }
+        if problems.is_empty() {
+            Ok(converted)
+        } else {
+            Err(problems)
+        }
+    }
+
+    /// Converts the records of a group, in order, into one trajectory: the id and details come
+    /// from the first, the steps of each follow those of the one before.
+    pub fn apply_group(&self, members: &[Member<'_>]) -> Result<Converted, Vec<MemberProblem>> {
+        self.trajectory(members)
+    }
+
+    /// The variables of `member` after the extractions and `[vars]`.
+    fn record_scope<'a>(
+        &'a self,
+        member: &'a Member<'a>,
+        position: usize,
+    ) -> Result<RecordScope<'a>, RecordProblem> {
         let mut scope = RecordScope {
-            record,
-            index,
+            member,
+            position,
             vars: HashMap::new(),
         };
         for extract in &self.extracts {
@@ -141,14 +232,14 @@ impl CompiledSpec {
                     }
                 }
                 None if extract.required => {
-                    return Err(vec![(
+                    return Err((
                         String::new(),
                         format!(
                             "the record does not match the spec's {} (required): {}",
                             extract.label,
                             preview(&text)
                         ),
-                    )])
+                    ))
                 }
                 None => {}
             }
@@ -158,25 +249,54 @@ impl CompiledSpec {
                 scope.vars.insert(name, value);
             }
         }
-        let id = self.id.render(&scope).unwrap_or_default();
-        if id.is_empty() {
-            return Err(vec![(
-                String::new(),
-                "the spec's id template renders empty for this record".into(),
-            )]);
-        }
-        let turns = self.turns(record).map_err(|p| vec![p])?;
+        Ok(scope)
+    }
+
+    /// One trajectory from `members` (one record, or a group's records in order).
+    fn trajectory(&self, members: &[Member<'_>]) -> Result<Converted, Vec<MemberProblem>> {
         let mut steps = Vec::new();
         let mut problems = Vec::new();
-        for (position, turn) in turns.iter().enumerate() {
-            match self.convert_turn(&scope, turn, position, turns.len()) {
-                Ok(mut s) => steps.append(&mut s),
-                Err(p) => problems.push(p),
+        let mut head = None;
+        for (k, member) in members.iter().enumerate() {
+            let scope = match self.record_scope(member, k) {
+                Ok(scope) => scope,
+                Err(p) => {
+                    problems.push((k, p));
+                    continue;
+                }
+            };
+            let turns = match self.turns(member.record) {
+                Ok(turns) => turns,
+                Err(p) => {
+                    problems.push((k, p));
+                    continue;
+                }
+            };
+            for (position, turn) in turns.iter().enumerate() {
+                let at = Position {
+                    turn: position,
+                    turns: turns.len(),
+                    member: k,
+                    members: members.len(),
+                };
+                match self.convert_turn(&scope, turn, at) {
+                    Ok(mut s) => steps.append(&mut s),
+                    Err(p) => problems.push((k, p)),
+                }
+            }
+            if k == 0 {
+                head = Some(self.head(&scope).map_err(|p| vec![(0, p)])?);
             }
         }
         if !problems.is_empty() {
             return Err(problems);
         }
+        let Some((id, details)) = head else {
+            return Err(vec![(
+                0,
+                (String::new(), "the group has no records".into()),
+            )]);
+        };
         if let (Some((wrap, unless)), Some(Step::MessageAction(last))) =
             (&self.finish, steps.last_mut())
         {
@@ -186,18 +306,34 @@ impl CompiledSpec {
                     .unwrap_or_default();
             }
         }
+        Ok(Converted { id, steps, details })
+    }
+
+    /// The id and details, rendered over the (first) record.
+    fn head(&self, scope: &RecordScope<'_>) -> Result<(String, JsonObject), RecordProblem> {
+        let id = self.id.render(scope).unwrap_or_default();
+        if id.is_empty() {
+            return Err((
+                String::new(),
+                "the spec's id template renders empty for this record".into(),
+            ));
+        }
         let details = self
             .details
             .iter()
             .map(|(key, template)| {
                 let value = match template.as_field() {
-                    Some(pointer) => record.pointer(pointer).map_or(Value::Null, Node::to_value),
-                    None => template.render(&scope).map_or(Value::Null, Value::String),
+                    Some(pointer) => scope
+                        .member
+                        .record
+                        .pointer(pointer)
+                        .map_or(Value::Null, Node::to_value),
+                    None => template.render(scope).map_or(Value::Null, Value::String),
                 };
                 (key.clone(), value)
             })
             .collect();
-        Ok(Converted { id, steps, details })
+        Ok((id, details))
     }
 
     fn turns<'a>(&'a self, record: &'a Node<'a>) -> Result<Vec<Turn<'a>>, RecordProblem> {
@@ -268,9 +404,9 @@ impl CompiledSpec {
         &self,
         scope: &RecordScope<'_>,
         turn: &Turn<'_>,
-        position: usize,
-        count: usize,
+        at: Position,
     ) -> Result<Vec<Step>, RecordProblem> {
+        let position = at.turn;
         let Some(&default) = self.roles.get(turn.role) else {
             let known: Vec<&String> = self.roles.keys().collect();
             return Err((
@@ -282,7 +418,7 @@ impl CompiledSpec {
             ));
         };
         for rule in &self.rules {
-            if !rule.applies_to(turn.role, position, count) {
+            if !rule.applies_to(turn.role, at) {
                 continue;
             }
             let matches: Vec<Captures<'_>> = match &rule.regex {
@@ -322,12 +458,15 @@ impl CompiledSpec {
             };
             let mut steps = Vec::new();
             for s in &scopes {
-                for template in &rule.emit {
-                    steps.push(
-                        render_step(template, s).map_err(|e| {
-                            (turn.pointer.to_pointer(), format!("{}: {e}", rule.name))
-                        })?,
-                    );
+                for emit in &rule.emit {
+                    emit_steps(emit, s, &mut steps).map_err(|(pointer, e)| {
+                        let pointer = if pointer.is_empty() {
+                            turn.pointer.to_pointer()
+                        } else {
+                            pointer
+                        };
+                        (pointer, format!("{}: {e}", rule.name))
+                    })?;
                 }
             }
             return Ok(steps);
@@ -363,23 +502,51 @@ fn first_or_last<'t>(re: &Regex, text: &'t str, last: bool) -> Option<Captures<'
     }
 }
 
+/// Where a turn is: its position among its record's turns, and its record's in its group.
+#[derive(Clone, Copy)]
+struct Position {
+    turn: usize,
+    turns: usize,
+    member: usize,
+    members: usize,
+}
+
+/// True when `position` (0-based, of `count`) is among `wanted` (negative from the end), or
+/// when there is no `wanted` list.
+fn selected(wanted: &Option<Vec<i64>>, position: usize, count: usize) -> bool {
+    wanted.as_ref().is_none_or(|wanted| {
+        wanted.iter().any(|&t| {
+            let wanted = if t < 0 { count as i64 + t } else { t };
+            wanted == position as i64
+        })
+    })
+}
+
 impl Rule {
-    fn applies_to(&self, role: &str, position: usize, count: usize) -> bool {
+    fn applies_to(&self, role: &str, at: Position) -> bool {
         let role_ok = self
             .roles
             .as_ref()
             .is_none_or(|roles| roles.iter().any(|r| r == role));
-        let turn_ok = self.turns.as_ref().is_none_or(|turns| {
-            turns.iter().any(|&t| {
-                let wanted = if t < 0 { count as i64 + t } else { t };
-                wanted == position as i64
-            })
-        });
-        role_ok && turn_ok
+        role_ok
+            && selected(&self.turns, at.turn, at.turns)
+            && selected(&self.members, at.member, at.members)
     }
 }
 
-fn render_step(template: &StepTemplate, scope: &dyn Scope) -> Result<Step, String> {
+/// Appends the steps of `emit` rendered in `scope`: one, or one per item of its `for_each`.
+fn emit_steps(emit: &Emit, scope: &dyn Scope, out: &mut Vec<Step>) -> Result<(), RecordProblem> {
+    let Some(each) = &emit.each else {
+        out.push(render_step(&emit.step, scope)?);
+        return Ok(());
+    };
+    for item in each.items(scope)? {
+        out.push(render_step(&emit.step, &ItemScope { outer: scope, item })?);
+    }
+    Ok(())
+}
+
+fn render_step(template: &StepTemplate, scope: &dyn Scope) -> Result<Step, RecordProblem> {
     let text = |t: &Template| t.render(scope).unwrap_or_default();
     let optional = |t: &Option<Template>| t.as_ref().and_then(|t| t.render(scope));
     Ok(match template {
@@ -408,25 +575,44 @@ fn render_step(template: &StepTemplate, scope: &dyn Scope) -> Result<Step, Strin
             content,
             description,
         } => Step::code(text(language), text(content), optional(description)),
+        StepTemplate::Image {
+            content,
+            source,
+            annotations,
+        } => Step::ImageObservation(ImageObservation {
+            content: text(content),
+            annotations: match annotations {
+                None => None,
+                Some(a) => match a.render(scope)? {
+                    Value::Array(items) => Some(items),
+                    Value::Null => None,
+                    other => Some(vec![other]),
+                },
+            },
+            source: *source,
+            tool_call_id: None,
+            reward: None,
+        }),
         StepTemplate::Api {
             function,
             kwargs,
             description,
         } => {
             let kwargs = match kwargs {
-                Kwargs::Fields(fields) => fields
-                    .iter()
-                    .map(|(k, v)| {
-                        let value = match v {
-                            KwargValue::Text(t) => {
-                                t.render(scope).map_or(Value::Null, Value::String)
-                            }
-                            KwargValue::Constant(c) => c.clone(),
-                        };
-                        (k.clone(), value)
-                    })
-                    .collect::<Map<_, _>>(),
-                Kwargs::Parsed { from, syntax } => syntax.kwargs(&text(from))?,
+                Kwargs::Fields { fields, optional } => {
+                    let mut map = Map::new();
+                    for (k, v) in fields {
+                        let value = v.render(scope)?;
+                        let nothing = value.is_null() || value.as_str() == Some("");
+                        if !(nothing && optional.contains(k)) {
+                            map.insert(k.clone(), value);
+                        }
+                    }
+                    map
+                }
+                Kwargs::Parsed { from, syntax } => {
+                    syntax.kwargs(&text(from)).map_err(|e| (String::new(), e))?
+                }
             };
             Step::api(text(function), kwargs, optional(description))
         }

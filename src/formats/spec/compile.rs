@@ -8,7 +8,9 @@ use serde_json::{Map, Value};
 
 use super::args::ArgSyntax;
 use super::format::{RuleSpec, SpecFile};
-use super::template::Template;
+use super::iterate::{Iteration, Over};
+use super::template::{Template, Var};
+use super::value::ValueTemplate;
 use crate::model::rules::escape_pointer;
 use crate::model::Source;
 
@@ -55,6 +57,35 @@ pub struct CompiledSpec {
     pub finish: Option<(Template, String)>,
     /// Details keys and their templates.
     pub details: Vec<(String, Template)>,
+    /// How consecutive records are grouped into one trajectory, when they are.
+    pub group: Option<Grouping>,
+    /// Pointer to the list whose items each make a trajectory, when there is one.
+    pub split: Option<String>,
+}
+
+impl CompiledSpec {
+    /// The pointer a group key reads, for messages: its first field, or empty.
+    pub fn group_pointer(&self) -> &str {
+        self.group
+            .as_ref()
+            .and_then(|g| {
+                g.key.vars().find_map(|v| match v {
+                    Var::Field(p) => Some(p.as_str()),
+                    _ => None,
+                })
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// Grouping of consecutive records (`[record] group`).
+#[derive(Debug)]
+pub struct Grouping {
+    /// The key template; it reads only fields of the record.
+    pub key: Template,
+    /// A key that comes back after another key is a trajectory of its own rather than an
+    /// error.
+    pub separate: bool,
 }
 
 /// A regex applied once per record.
@@ -101,15 +132,6 @@ pub enum RoleDefault {
     Drop,
 }
 
-/// One keyword argument's value.
-#[derive(Debug)]
-pub enum KwargValue {
-    /// Text from a template.
-    Text(Template),
-    /// A constant JSON value (a number, a boolean) written in the spec.
-    Constant(Value),
-}
-
 /// A compiled rule.
 #[derive(Debug)]
 pub struct Rule {
@@ -127,8 +149,19 @@ pub struct Rule {
     pub last: bool,
     /// Some template of `emit` uses a group of `regex` (else a plain match test will do).
     pub uses_groups: bool,
+    /// Positions of the record in its group the rule applies to; all when `None`.
+    pub members: Option<Vec<i64>>,
     /// Steps produced.
-    pub emit: Vec<StepTemplate>,
+    pub emit: Vec<Emit>,
+}
+
+/// A step of a rule's `emit`, once or once per item of a `for_each`.
+#[derive(Debug)]
+pub struct Emit {
+    /// The iteration, when there is one.
+    pub each: Option<Iteration>,
+    /// The step.
+    pub step: StepTemplate,
 }
 
 /// A step to produce, with templates for its fields.
@@ -142,6 +175,15 @@ pub enum StepTemplate {
         content: Template,
         /// The optional `name`.
         name: Option<Template>,
+    },
+    /// `image_observation`.
+    Image {
+        /// Path or URL of the image.
+        content: Template,
+        /// Who it is from.
+        source: Source,
+        /// The annotations (a list, or an object with `for_each`).
+        annotations: Option<ValueTemplate>,
     },
     /// `web_observation`.
     Web {
@@ -182,8 +224,13 @@ pub enum StepTemplate {
 /// How an API action's keyword arguments are made.
 #[derive(Debug)]
 pub enum Kwargs {
-    /// Each argument from its own template or constant, in the spec's order.
-    Fields(Vec<(String, KwargValue)>),
+    /// Each argument from its own value template, in the spec's order.
+    Fields {
+        /// Names and values.
+        fields: Vec<(String, ValueTemplate)>,
+        /// Names left out when their value renders nothing (null or empty text).
+        optional: Vec<String>,
+    },
     /// Parsed from text (a template) written in some argument syntax.
     Parsed {
         /// The argument text.
@@ -195,7 +242,34 @@ pub enum Kwargs {
 
 /// Compiles `spec`, collecting every problem rather than stopping at the first.
 pub fn compile(spec: SpecFile) -> Result<CompiledSpec, Vec<SpecProblem>> {
-    let mut c = Compiler::default();
+    let mut c = Compiler {
+        split: spec.record.split.is_some(),
+        ..Compiler::default()
+    };
+    let group = spec.record.group.as_ref().map(|key| {
+        let key = c.template("/record/group", key, &[]);
+        if key.vars().any(|v| !matches!(v, Var::Field(_))) {
+            c.problem(
+                "/record/group",
+                "a group key reads only fields of the record (\"{/episode_id}\"): it is \
+                 computed before the record is converted",
+            );
+        }
+        Grouping {
+            key,
+            separate: spec.record.regroup.as_deref() == Some("separate"),
+        }
+    });
+    if spec.record.regroup.is_some() && group.is_none() {
+        c.problem("/record/regroup", "`regroup` needs a `group` key");
+    }
+    if group.is_some() && c.split {
+        c.problem(
+            "/record/split",
+            "`split` and `group` exclude each other: a record makes several trajectories, or \
+             several records make one",
+        );
+    }
     let mut record_groups: Vec<String> = Vec::new();
     let mut extracts = Vec::new();
     for (i, e) in spec.record.extract.iter().enumerate() {
@@ -298,6 +372,8 @@ pub fn compile(spec: SpecFile) -> Result<CompiledSpec, Vec<SpecProblem>> {
             rules,
             finish,
             details,
+            group,
+            split: spec.record.split,
         })
     } else {
         Err(c.problems)
@@ -310,6 +386,10 @@ struct Compiler {
     problems: Vec<SpecProblem>,
     /// Every capture name the templates compiled so far use, in order.
     used: Vec<String>,
+    /// The spec splits records (`$parent` and `$index` exist).
+    split: bool,
+    /// Templates being compiled are inside a `for_each` (`$value`, `$key`, `$index` exist).
+    iterating: bool,
 }
 
 impl Compiler {
@@ -341,7 +421,110 @@ impl Compiler {
                 );
             }
         }
+        let mut out_of_scope = Vec::new();
+        for var in template.vars() {
+            let why = match var {
+                Var::Value(_) | Var::Key if !self.iterating => {
+                    "$value and $key exist only inside a for_each"
+                }
+                Var::Index if !self.iterating && !self.split => {
+                    "$index exists only inside a for_each or with [record] split"
+                }
+                Var::Parent(_) if !self.split => "$parent exists only with [record] split",
+                _ => continue,
+            };
+            out_of_scope.push(why);
+        }
+        out_of_scope.dedup();
+        for why in out_of_scope {
+            self.problem(pointer, why);
+        }
         template
+    }
+
+    /// Compiles a `for_each` (a pointer or variable, or a table of them to zip) and
+    /// `skip_empty`.
+    fn iteration(&mut self, at: &str, each: &Value, skip_empty: bool) -> Iteration {
+        let var = |c: &mut Self, pointer: &str, text: &str| {
+            let var = Var::parse(text).filter(Var::is_data);
+            match var {
+                Some(Var::Value(_)) if !c.iterating => {
+                    c.problem(pointer, "$value exists only inside a for_each");
+                }
+                Some(Var::Parent(_)) if !c.split => {
+                    c.problem(pointer, "$parent exists only with [record] split");
+                }
+                Some(_) => {}
+                None => c.problem(
+                    pointer,
+                    format!("for_each names a JSON pointer (\"/steps\"), $value/... or $parent/..., not {text:?}"),
+                ),
+            }
+            var.unwrap_or(Var::Field(String::new()))
+        };
+        let over = match each {
+            Value::Object(lists) => Over::Zip(
+                lists
+                    .iter()
+                    .map(|(name, v)| {
+                        let at = format!("{at}/for_each/{}", escape_pointer(name));
+                        (name.clone(), var(self, &at, v.as_str().unwrap_or_default()))
+                    })
+                    .collect(),
+            ),
+            other => Over::One(var(
+                self,
+                &format!("{at}/for_each"),
+                other.as_str().unwrap_or_default(),
+            )),
+        };
+        Iteration { over, skip_empty }
+    }
+
+    /// Compiles a JSON value built from templates.
+    fn value(&mut self, at: &str, value: &Value, groups: &[String]) -> ValueTemplate {
+        match value {
+            Value::String(text) => ValueTemplate::Text(self.template(at, text, groups)),
+            Value::Array(items) => ValueTemplate::List(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| self.value(&format!("{at}/{i}"), v, groups))
+                    .collect(),
+            ),
+            Value::Object(members) => {
+                let skip_empty = members.get("skip_empty").and_then(Value::as_bool);
+                let each = members
+                    .get("for_each")
+                    .map(|e| self.iteration(at, e, skip_empty.unwrap_or(false)));
+                if skip_empty.is_some() && each.is_none() {
+                    self.problem(
+                        &format!("{at}/skip_empty"),
+                        "`skip_empty` needs a `for_each`",
+                    );
+                }
+                let was = self.iterating;
+                self.iterating |= each.is_some();
+                let body = ValueTemplate::Object(
+                    members
+                        .iter()
+                        .filter(|(k, _)| {
+                            each.is_none() || !["for_each", "skip_empty"].contains(&k.as_str())
+                        })
+                        .map(|(k, v)| {
+                            let at = format!("{at}/{}", escape_pointer(k));
+                            (k.clone(), self.value(&at, v, groups))
+                        })
+                        .collect(),
+                );
+                self.iterating = was;
+                match each {
+                    Some(each) => ValueTemplate::Each(Box::new(each), Box::new(body)),
+                    None => body,
+                }
+            }
+            constant => ValueTemplate::Constant(constant.clone()),
+        }
     }
 
     fn optional(
@@ -397,17 +580,20 @@ impl Compiler {
                 other => other.as_str().map(str::to_owned).into_iter().collect(),
             })
         };
-        let turns = rule.turn.as_ref().map(|v| match v {
-            Value::Array(items) => items.iter().filter_map(Value::as_i64).collect(),
-            other => other.as_i64().into_iter().collect(),
-        });
+        let positions = |v: &Option<Value>| -> Option<Vec<i64>> {
+            v.as_ref().map(|v| match v {
+                Value::Array(items) => items.iter().filter_map(Value::as_i64).collect(),
+                other => other.as_i64().into_iter().collect(),
+            })
+        };
+        let turns = positions(&rule.turn);
         let regex_groups = groups.len() - record_groups.len();
         let used_before = self.used.len();
         let emit = rule
             .emit
             .iter()
             .enumerate()
-            .filter_map(|(j, step)| self.step(&format!("{at}/emit/{j}"), step, &groups))
+            .filter_map(|(j, step)| self.emit(&format!("{at}/emit/{j}"), step, &groups))
             .collect();
         let uses_groups = self.used[used_before..]
             .iter()
@@ -417,11 +603,31 @@ impl Compiler {
             name: rule.name.clone().unwrap_or_else(|| format!("rule {index}")),
             roles: strings(&rule.role),
             turns,
+            members: positions(&rule.member),
             regex,
             each: rule.each,
             last: rule.last,
             emit,
         }
+    }
+
+    /// A step of `emit`, with its `for_each` if it has one.
+    fn emit(&mut self, at: &str, step: &Map<String, Value>, groups: &[String]) -> Option<Emit> {
+        let skip_empty = step.get("skip_empty").and_then(Value::as_bool);
+        let each = step
+            .get("for_each")
+            .map(|e| self.iteration(at, e, skip_empty.unwrap_or(false)));
+        if skip_empty.is_some() && each.is_none() {
+            self.problem(
+                &format!("{at}/skip_empty"),
+                "`skip_empty` needs a `for_each`",
+            );
+        }
+        let was = self.iterating;
+        self.iterating |= each.is_some();
+        let step = self.step(at, step, groups);
+        self.iterating = was;
+        Some(Emit { each, step: step? })
     }
 
     fn step(
@@ -436,13 +642,16 @@ impl Compiler {
             .unwrap_or_default();
         Some(match class {
             "text_observation" => StepTemplate::Text {
-                source: match step.get("source").and_then(Value::as_str) {
-                    Some("environment") => Source::Environment,
-                    Some("agent") => Source::Agent,
-                    _ => Source::User,
-                },
+                source: source(step),
                 content: self.required(step, at, "content", groups),
                 name: self.optional(step, at, "name", groups),
+            },
+            "image_observation" => StepTemplate::Image {
+                content: self.required(step, at, "content", groups),
+                source: source(step),
+                annotations: step
+                    .get("annotations")
+                    .map(|a| self.value(&format!("{at}/annotations"), a, groups)),
             },
             "web_observation" => StepTemplate::Web {
                 html: self.optional(step, at, "html", groups),
@@ -467,8 +676,8 @@ impl Compiler {
                 self.problem(
                     &format!("{at}/class"),
                     format!(
-                        "unknown step class {other:?} (text_observation, web_observation, \
-                         code_action, api_action, message_action)"
+                        "unknown step class {other:?} (text_observation, image_observation, \
+                         web_observation, code_action, api_action, message_action)"
                     ),
                 );
                 return None;
@@ -490,24 +699,49 @@ impl Compiler {
                 syntax,
             };
         }
-        let Some(Value::Object(fields)) = step.get("kwargs") else {
-            return Kwargs::Fields(Vec::new());
-        };
-        Kwargs::Fields(
-            fields
+        let optional: Vec<String> = match step.get("optional") {
+            Some(Value::Array(names)) => names
                 .iter()
-                .map(|(k, v)| {
-                    let value = match v {
-                        Value::String(text) => KwargValue::Text(self.template(
-                            &format!("{at}/kwargs/{}", escape_pointer(k)),
-                            text,
-                            groups,
-                        )),
-                        other => KwargValue::Constant(other.clone()),
-                    };
-                    (k.clone(), value)
-                })
+                .filter_map(|n| n.as_str().map(str::to_owned))
                 .collect(),
-        )
+            _ => Vec::new(),
+        };
+        let Some(Value::Object(fields)) = step.get("kwargs") else {
+            if !optional.is_empty() {
+                self.problem(
+                    &format!("{at}/optional"),
+                    "`optional` names arguments of `kwargs`",
+                );
+            }
+            return Kwargs::Fields {
+                fields: Vec::new(),
+                optional,
+            };
+        };
+        for (i, name) in optional.iter().enumerate() {
+            if !fields.contains_key(name) {
+                self.problem(
+                    &format!("{at}/optional/{i}"),
+                    format!("{name:?} is not an argument of this step's `kwargs`"),
+                );
+            }
+        }
+        let fields = fields
+            .iter()
+            .map(|(k, v)| {
+                let at = format!("{at}/kwargs/{}", escape_pointer(k));
+                (k.clone(), self.value(&at, v, groups))
+            })
+            .collect();
+        Kwargs::Fields { fields, optional }
+    }
+}
+
+/// An observation's `source` (user when not given).
+fn source(step: &Map<String, Value>) -> Source {
+    match step.get("source").and_then(Value::as_str) {
+        Some("environment") => Source::Environment,
+        Some("agent") => Source::Agent,
+        _ => Source::User,
     }
 }

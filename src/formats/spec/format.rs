@@ -58,6 +58,16 @@ pub struct RecordSpec {
     /// Record-level extractions whose named groups every template can use.
     #[serde(default)]
     pub extract: Vec<ExtractSpec>,
+    /// Template of a group key: consecutive records with the same key make one trajectory.
+    #[serde(default)]
+    pub group: Option<String>,
+    /// What a group key that comes back after another key means: `reject` (the default) or
+    /// `separate` (a trajectory of its own).
+    #[serde(default)]
+    pub regroup: Option<String>,
+    /// JSON pointer to a list whose items each make a trajectory of their own.
+    #[serde(default)]
+    pub split: Option<String>,
 }
 
 /// A regex applied once per record; its named groups become variables.
@@ -100,6 +110,9 @@ pub struct RuleSpec {
     /// Positions the rule applies to (0-based; negative counts from the end).
     #[serde(default)]
     pub turn: Option<Value>,
+    /// Positions in its group of the records whose turns the rule applies to.
+    #[serde(default)]
+    pub member: Option<Value>,
     /// Regular expression the turn's text must match; its named groups feed the templates.
     #[serde(default, rename = "match")]
     pub pattern: Option<String>,

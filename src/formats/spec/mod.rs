@@ -11,24 +11,33 @@
 
 mod apply;
 mod args;
+mod arith;
 mod compile;
 mod format;
+mod group;
+mod iterate;
 pub mod located;
 mod template;
+mod url;
+mod value;
 
 use std::fmt;
 use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use crate::convert::{Converter, FormatOptions};
+use std::io;
+
+use crate::convert::{ConvertOptions, Converter, FormatOptions};
 use crate::formats::kit::source_details;
-use crate::ingest::RawRecord;
+use crate::ingest::{boxed, Provenance, RawRecord, RecordSource};
+use crate::json::Node;
 use crate::model::{AdpVersion, Trajectory};
 use crate::validate::check::{parse_node, preview};
 use crate::validate::schemas::compile;
 use crate::validate::Diagnostic;
 use compile::CompiledSpec;
+use group::GroupedRecords;
 use located::LocatedDoc;
 
 /// The converter-spec JSON Schema.
@@ -49,10 +58,12 @@ pub const EMBEDDED: &[(&str, &str)] = &[
     embed!("agenttuning_db"),
     embed!("agenttuning_os"),
     embed!("agenttuning_webshop"),
+    embed!("android_in_the_wild"),
     embed!("code_feedback"),
     embed!("codeactinstruct"),
     embed!("eto"),
     embed!("mini-coder"),
+    embed!("omniact"),
     embed!("orca_agentinstruct"),
     embed!("synatra"),
 ];
@@ -161,6 +172,72 @@ pub fn embedded() -> &'static [SpecConverter] {
     })
 }
 
+impl SpecConverter {
+    /// Converts a bundle of grouped records ([`group`]) into one trajectory; a problem names
+    /// the line of the member record it is in.
+    fn convert_group(
+        &self,
+        bundle: &Node<'_>,
+        prov: &Provenance,
+    ) -> Result<apply::Converted, Vec<Diagnostic>> {
+        let error = |prov: &Provenance, pointer: &str, message: String| {
+            Diagnostic::error(prov, None, pointer, "spec-convert", message)
+        };
+        let (Some(marker), Some(Node::Array(records))) =
+            (bundle.get(group::MARKER), bundle.get("records"))
+        else {
+            return Err(vec![error(
+                prov,
+                "",
+                "this spec groups records, and reads them only through its own reader".into(),
+            )]);
+        };
+        let key = marker.get("key").and_then(Node::as_str).unwrap_or_default();
+        let key_at = self.spec.group_pointer();
+        if key.is_empty() {
+            return Err(vec![error(
+                prov,
+                key_at,
+                "the group key renders empty for this record".into(),
+            )]);
+        }
+        if marker.get("reappears") == Some(&Node::Bool(true)) {
+            return Err(vec![error(
+                prov,
+                key_at,
+                format!(
+                    "group key {key:?} comes back after records of another key (records of a \
+                     group must be consecutive; `regroup = \"separate\"` makes each run a \
+                     trajectory of its own)"
+                ),
+            )]);
+        }
+        let provenance = |m: &Node<'_>| Provenance {
+            line: m.get("line").and_then(Node::as_u64).unwrap_or(prov.line),
+            index: m.get("index").and_then(Node::as_u64).unwrap_or(prov.index),
+            ..prov.clone()
+        };
+        let members: Vec<apply::Member<'_>> = records
+            .iter()
+            .map(|m| apply::Member {
+                record: m.get("record").unwrap_or(&Node::Null),
+                parent: None,
+                index: provenance(m).index,
+                item: None,
+            })
+            .collect();
+        self.spec.apply_group(&members).map_err(|problems| {
+            problems
+                .into_iter()
+                .map(|(k, (pointer, message))| {
+                    let at = records.get(k).map_or_else(|| prov.clone(), provenance);
+                    error(&at, &pointer, message)
+                })
+                .collect()
+        })
+    }
+}
+
 fn spec_validator() -> &'static jsonschema::Validator {
     static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
     VALIDATOR.get_or_init(|| compile(SPEC_SCHEMA, "converter-spec"))
@@ -179,6 +256,20 @@ impl Converter for SpecConverter {
         false
     }
 
+    fn open_source(
+        &self,
+        path: &str,
+        opts: &ConvertOptions,
+    ) -> Option<io::Result<Box<dyn RecordSource>>> {
+        let group = self.spec.group.as_ref()?;
+        Some(boxed(GroupedRecords::open(
+            path,
+            opts.run.max_record_bytes,
+            group.key.clone(),
+            group.separate,
+        )))
+    }
+
     fn convert(
         &self,
         record: &RawRecord,
@@ -187,21 +278,29 @@ impl Converter for SpecConverter {
         let mut slow = None;
         let node = parse_node(record, &mut slow).map_err(|d| vec![*d])?;
         let prov = &record.provenance;
-        let converted = self.spec.apply(&node, prov.index).map_err(|problems| {
-            problems
-                .into_iter()
-                .map(|(pointer, message)| {
-                    Diagnostic::error(prov, None, pointer, "spec-convert", message)
-                })
-                .collect::<Vec<_>>()
-        })?;
-        let mut details = converted.details;
-        details.insert(
-            "source".into(),
-            source_details(self.name, record, Value::Object(Default::default())),
-        );
-        let trajectory = Trajectory::new(converted.id, converted.steps, details);
-        Ok(vec![(trajectory, AdpVersion::V1_5)])
+        let converted = if self.spec.group.is_some() {
+            vec![self.convert_group(&node, prov)?]
+        } else {
+            self.spec.apply(&node, prov.index).map_err(|problems| {
+                problems
+                    .into_iter()
+                    .map(|(pointer, message)| {
+                        Diagnostic::error(prov, None, pointer, "spec-convert", message)
+                    })
+                    .collect::<Vec<_>>()
+            })?
+        };
+        Ok(converted
+            .into_iter()
+            .map(|c| {
+                let mut details = c.details;
+                details.insert(
+                    "source".into(),
+                    source_details(self.name, record, Value::Object(Default::default())),
+                );
+                (Trajectory::new(c.id, c.steps, details), AdpVersion::V1_5)
+            })
+            .collect())
     }
 }
 

@@ -3,8 +3,10 @@
 //!
 //! A placeholder names a capture group of the rule's regex (`{code}`), a built-in (`{$text}`
 //! the turn's text, `{$role}` its role, `{$turn}` its 0-based index, `{$record}` the record's
-//! 0-based index in its input), or a field of the record by JSON pointer (`{/id}`), and may
-//! end in filters: `{code|trim}`. `{{` and `}}` are literal braces.
+//! 0-based index in its input, `{$member}` its position in its group, `{$index}`, `{$key}` and
+//! `{$value/...}` the item of a split or an iteration), or a field of the record by JSON
+//! pointer (`{/id}`, or `{$parent/id}` in the record a split item comes from), and may end in
+//! filters: `{code|trim}`. `{{` and `}}` are literal braces.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -12,6 +14,9 @@ use std::fmt;
 use memchr::memmem;
 use regex::Regex;
 use serde_json::Value;
+
+use super::{arith, url};
+use crate::json::Node;
 
 /// What a placeholder refers to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +33,46 @@ pub enum Var {
     Record,
     /// A value of the record, by JSON pointer.
     Field(String),
+    /// A value of the record a split item comes from, by JSON pointer (`$parent/...`).
+    Parent(String),
+    /// The record's 0-based position in its group (`$member`).
+    Member,
+    /// The 0-based position of the current item of a split or an iteration (`$index`).
+    Index,
+    /// The key of the current entry of an iterated object (`$key`).
+    Key,
+    /// The current item of an iteration, or a value inside it by JSON pointer (`$value`,
+    /// `$value/0`).
+    Value(String),
+}
+
+impl Var {
+    /// Parses a variable name as written in a placeholder (`$text`, `/id`, `code`), or `None`.
+    pub fn parse(name: &str) -> Option<Var> {
+        let pointer =
+            |rest: &str| (rest.is_empty() || rest.starts_with('/')).then(|| rest.to_owned());
+        Some(match name {
+            "$text" => Var::Text,
+            "$role" => Var::Role,
+            "$turn" => Var::Turn,
+            "$record" => Var::Record,
+            "$member" => Var::Member,
+            "$index" => Var::Index,
+            "$key" => Var::Key,
+            p if p.starts_with('/') => Var::Field(p.to_owned()),
+            p if p.starts_with("$value") => Var::Value(pointer(&p["$value".len()..])?),
+            p if p.starts_with("$parent/") => Var::Parent(p["$parent".len()..].to_owned()),
+            n if !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => {
+                Var::Capture(n.to_owned())
+            }
+            _ => return None,
+        })
+    }
+
+    /// True for the variables whose value is a JSON value of the data (a field, an item).
+    pub fn is_data(&self) -> bool {
+        matches!(self, Var::Field(_) | Var::Parent(_) | Var::Value(_))
+    }
 }
 
 /// A transformation applied to a placeholder's value. Filters apply to values that are present;
@@ -59,6 +104,56 @@ pub enum Filter {
     Before(Needle),
     /// `before_last("s")`: the text before the last `s`.
     BeforeLast(Needle),
+    /// `urlencode`: percent-encode every byte but ASCII letters, digits and `-._~`.
+    UrlEncode,
+    /// `urldecode`: decode `%XX` escapes and `+` (a space); missing when the result is not
+    /// UTF-8.
+    UrlDecode,
+    /// `from_json`: the text parsed as JSON; a JSON string gives its text, another value its
+    /// compact JSON text (and in a value position, the value itself). Missing when the text is
+    /// not JSON.
+    FromJson,
+    /// `split("s")`: the text cut at every `s`, as a JSON list of strings.
+    Split(String),
+    /// `join("s")`: the items of a JSON list joined with `s` (strings as their text, other
+    /// items as JSON); missing when the value is not a list.
+    Join(String),
+    /// `add(x)`, `subtract(x)`, `multiply(x)`, `divide(x)`: arithmetic with a number or the
+    /// number a variable holds; missing when either side is not a number.
+    Arith(Op, Operand),
+}
+
+/// An arithmetic operation of a filter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// `add`.
+    Add,
+    /// `subtract`.
+    Subtract,
+    /// `multiply`.
+    Multiply,
+    /// `divide`.
+    Divide,
+}
+
+/// The right-hand side of an arithmetic filter.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Operand {
+    /// A number written in the spec.
+    Number(serde_json::Number),
+    /// A variable holding a number (`"/box/0"`, `"$value/1"`).
+    Var(Var),
+}
+
+impl Filter {
+    /// True when the filter's result is JSON text (a list, a number, a parsed value), so a
+    /// template that is only a placeholder ending in it gives a JSON value where one is wanted.
+    fn gives_json(&self) -> bool {
+        matches!(
+            self,
+            Filter::FromJson | Filter::Split(_) | Filter::Arith(..)
+        )
+    }
 }
 
 /// The literal text a filter looks for, with its searchers built once, when the spec is loaded.
@@ -142,6 +237,10 @@ pub trait Scope {
     /// The value of `var`, or `None` when it has none (a capture group that did not take part in
     /// the match, a missing field).
     fn get(&self, var: &Var) -> Option<Cow<'_, str>>;
+    /// The JSON value of a data variable ([`Var::is_data`]), or `None`.
+    fn node(&self, _var: &Var) -> Option<&Node<'_>> {
+        None
+    }
 }
 
 /// Why a template does not parse.
@@ -207,11 +306,24 @@ impl Template {
         }
     }
 
-    /// The capture groups the template uses.
+    /// The capture groups the template uses, in placeholders and as operands of filters.
     pub fn captures(&self) -> impl Iterator<Item = &str> {
-        self.parts.iter().filter_map(|p| match p {
-            Part::Placeholder(Var::Capture(name), _) => Some(name.as_str()),
+        self.vars().filter_map(|v| match v {
+            Var::Capture(name) => Some(name.as_str()),
             _ => None,
+        })
+    }
+
+    /// Every variable the template reads, in placeholders and as operands of filters.
+    pub fn vars(&self) -> impl Iterator<Item = &Var> {
+        self.parts.iter().flat_map(|p| match p {
+            Part::Literal(_) => Vec::new(),
+            Part::Placeholder(var, filters) => std::iter::once(var)
+                .chain(filters.iter().filter_map(|f| match f {
+                    Filter::Arith(_, Operand::Var(v)) => Some(v),
+                    _ => None,
+                }))
+                .collect(),
         })
     }
 
@@ -220,14 +332,14 @@ impl Template {
     /// empty text.
     pub fn render(&self, scope: &dyn Scope) -> Option<String> {
         if let [Part::Placeholder(var, filters)] = self.parts.as_slice() {
-            return apply(scope.get(var), filters).map(Cow::into_owned);
+            return apply(scope.get(var), filters, scope).map(Cow::into_owned);
         }
         let mut out = String::new();
         for part in &self.parts {
             match part {
                 Part::Literal(s) => out.push_str(s),
                 Part::Placeholder(var, filters) => {
-                    if let Some(v) = apply(scope.get(var), filters) {
+                    if let Some(v) = apply(scope.get(var), filters, scope) {
                         out.push_str(&v);
                     }
                 }
@@ -235,11 +347,48 @@ impl Template {
         }
         Some(out)
     }
+
+    /// Renders the template where a JSON value is wanted (a keyword argument, an annotation):
+    /// a template that is only a field or item (`"{/n}"`, `"{$value/0}"`) copies its JSON
+    /// value, one that is only a placeholder ending in a filter that gives JSON (`from_json`,
+    /// `split`, arithmetic) gives that JSON, anything else gives text; `None` when it renders
+    /// nothing.
+    pub fn render_value(&self, scope: &dyn Scope) -> Option<Value> {
+        if let [Part::Placeholder(var, filters)] = self.parts.as_slice() {
+            if filters.is_empty() && var.is_data() {
+                return scope
+                    .node(var)
+                    .filter(|n| **n != Node::Null)
+                    .map(Node::to_value);
+            }
+            if filters.last().is_some_and(Filter::gives_json) {
+                let text = apply(scope.get(var), filters, scope)?;
+                return Some(
+                    serde_json::from_str(&text).unwrap_or(Value::String(text.into_owned())),
+                );
+            }
+        }
+        self.render(scope).map(Value::String)
+    }
+}
+
+/// The text of a JSON value in a template: a string as it is, `null` as missing, anything else
+/// as compact JSON.
+pub fn node_text<'n>(node: &'n Node<'_>) -> Option<Cow<'n, str>> {
+    match node {
+        Node::Null => None,
+        Node::String(s) => Some(Cow::Borrowed(s.as_ref())),
+        other => Some(Cow::Owned(other.to_string())),
+    }
 }
 
 /// `value` through `filters`. Cutting filters (`trim`, `after`, ...) keep borrowing a borrowed
 /// value, and `replace` leaves a value without the text alone.
-fn apply<'v>(mut value: Option<Cow<'v, str>>, filters: &[Filter]) -> Option<Cow<'v, str>> {
+fn apply<'v>(
+    mut value: Option<Cow<'v, str>>,
+    filters: &[Filter],
+    scope: &dyn Scope,
+) -> Option<Cow<'v, str>> {
     for f in filters {
         value = match (f, value) {
             (Filter::Default(d), None) => Some(Cow::Owned(d.clone())),
@@ -268,6 +417,40 @@ fn apply<'v>(mut value: Option<Cow<'v, str>>, filters: &[Filter]) -> Option<Cow<
             }),
             (Filter::Before(d), Some(v)) => d.find(&v).map(|i| cut(v, 0, i)),
             (Filter::BeforeLast(d), Some(v)) => d.rfind(&v).map(|i| cut(v, 0, i)),
+            (Filter::UrlEncode, Some(v)) => Some(Cow::Owned(url::encode(&v))),
+            (Filter::UrlDecode, Some(v)) => url::decode(&v).map(Cow::Owned),
+            (Filter::FromJson, Some(v)) => match serde_json::from_str::<Value>(&v).ok()? {
+                Value::String(s) => Some(Cow::Owned(s)),
+                other => Some(Cow::Owned(other.to_string())),
+            },
+            (Filter::Split(sep), Some(v)) => {
+                let parts: Vec<&str> = if sep.is_empty() {
+                    vec![&v]
+                } else {
+                    v.split(sep.as_str()).collect()
+                };
+                Some(Cow::Owned(Value::from(parts).to_string()))
+            }
+            (Filter::Join(sep), Some(v)) => match serde_json::from_str::<Value>(&v).ok()? {
+                Value::Array(items) => Some(Cow::Owned(
+                    items
+                        .iter()
+                        .map(|i| match i {
+                            Value::String(s) => s.clone(),
+                            other => other.to_string(),
+                        })
+                        .collect::<Vec<_>>()
+                        .join(sep),
+                )),
+                _ => None,
+            },
+            (Filter::Arith(op, operand), Some(v)) => {
+                let rhs = match operand {
+                    Operand::Number(n) => Cow::Owned(n.to_string()),
+                    Operand::Var(var) => scope.get(var)?,
+                };
+                arith::apply(*op, &v, &rhs).map(Cow::Owned)
+            }
         };
     }
     value
@@ -311,21 +494,11 @@ fn parse_placeholder(inner: &str) -> Result<(Var, Vec<Filter>), TemplateError> {
         start = cut + 1;
     }
     let name = pieces[0];
-    let var = match name {
-        "$text" => Var::Text,
-        "$role" => Var::Role,
-        "$turn" => Var::Turn,
-        "$record" => Var::Record,
-        p if p.starts_with('/') => Var::Field(p.to_owned()),
-        n if !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => {
-            Var::Capture(n.to_owned())
-        }
-        other => {
-            return Err(TemplateError(format!(
-                "unknown placeholder {{{other}}}: use a capture group name, $text, $role, \
-                 $turn, $record, or a JSON pointer such as /id"
-            )))
-        }
+    let Some(var) = Var::parse(name) else {
+        return Err(TemplateError(format!(
+            "unknown placeholder {{{name}}}: use a capture group name, $text, $role, $turn, \
+             $record, $member, $index, $key, $value, or a JSON pointer such as /id or $parent/id"
+        )));
     };
     let filters = pieces[1..]
         .iter()
@@ -378,10 +551,36 @@ fn parse_filter(text: &str, placeholder: &str) -> Result<Filter, TemplateError> 
             let re = Regex::new(&pattern).map_err(|e| bad(format!("sub: {e}")))?;
             Filter::Sub(re, arg())
         }
+        "urlencode" => arity(0).map(|_| Filter::UrlEncode)?,
+        "urldecode" => arity(0).map(|_| Filter::UrlDecode)?,
+        "from_json" => arity(0).map(|_| Filter::FromJson)?,
+        "split" => arity(1).map(|_| Filter::Split(arg()))?,
+        "join" => arity(1).map(|_| Filter::Join(arg()))?,
+        "add" | "subtract" | "multiply" | "divide" => {
+            arity(1)?;
+            let op = match name {
+                "add" => Op::Add,
+                "subtract" => Op::Subtract,
+                "multiply" => Op::Multiply,
+                _ => Op::Divide,
+            };
+            let text = arg();
+            let operand = match serde_json::from_str::<Value>(&text) {
+                Ok(Value::Number(n)) => Operand::Number(n),
+                _ => Operand::Var(Var::parse(&text).ok_or_else(|| {
+                    bad(format!(
+                        "{name} takes a number or a variable (\"2\", \"/n\", \"$value/0\"), \
+                         found {text:?}"
+                    ))
+                })?),
+            };
+            Filter::Arith(op, operand)
+        }
         other => {
             return Err(bad(format!(
                 "unknown filter {other:?} (filters: trim, lower, json, prepend, append, default, \
-                 replace, sub, after, after_last, before, before_last)"
+                 replace, sub, after, after_last, before, before_last, urlencode, urldecode, \
+                 from_json, split, join, add, subtract, multiply, divide)"
             )))
         }
     })
@@ -424,8 +623,12 @@ mod tests {
             .map(|(_, f)| f)
             .unwrap_or_default();
         for text in ["  xabbc  ", "abc", "   ", "a", "éaébcé c "] {
-            let borrowed = apply(Some(Cow::Borrowed(text)), &filters);
-            let owned = apply(Some(Cow::Owned(text.to_owned())), &filters);
+            let borrowed = apply(Some(Cow::Borrowed(text)), &filters, &Vars(HashMap::new()));
+            let owned = apply(
+                Some(Cow::Owned(text.to_owned())),
+                &filters,
+                &Vars(HashMap::new()),
+            );
             assert_eq!(borrowed, owned, "{text:?}");
             let expected = text
                 .trim()
@@ -511,6 +714,74 @@ mod tests {
     }
 
     #[test]
+    fn url_json_list_and_arithmetic_filters() {
+        let vars = Vars(HashMap::from([
+            ("q", "a b&c"),
+            ("enc", "a%20b%26c"),
+            ("j", "{\"k\": [1, 2]}"),
+            ("s", "\"quoted\""),
+            ("csv", "x,y,z"),
+            ("n", "1242.0"),
+            ("m", "1213.0"),
+        ]));
+        let render = |t: &str| Template::parse(t).unwrap().render(&vars);
+        let value = |t: &str| Template::parse(t).unwrap().render_value(&vars);
+        assert_eq!(render("{q|urlencode}").unwrap(), "a%20b%26c");
+        assert_eq!(render("{enc|urldecode}").unwrap(), "a b&c");
+        assert_eq!(
+            render("{s|from_json}").unwrap(),
+            "quoted",
+            "a JSON string gives its text"
+        );
+        assert_eq!(render("{j|from_json}").unwrap(), r#"{"k":[1,2]}"#);
+        assert_eq!(
+            value("{j|from_json}").unwrap(),
+            serde_json::json!({"k": [1, 2]})
+        );
+        assert_eq!(
+            render("[{q|from_json}]").unwrap(),
+            "[]",
+            "not JSON: missing"
+        );
+        assert_eq!(
+            render(r#"{csv|split(",")|join(" / ")}"#).unwrap(),
+            "x / y / z"
+        );
+        assert_eq!(
+            value(r#"{csv|split(",")}"#).unwrap(),
+            serde_json::json!(["x", "y", "z"])
+        );
+        assert_eq!(
+            render(r#"{n|subtract("m")}"#).unwrap(),
+            "29.0",
+            "a variable operand"
+        );
+        assert_eq!(
+            value(r#"{n|subtract("m")}"#).unwrap(),
+            serde_json::json!(29.0)
+        );
+        assert_eq!(render(r#"{n|divide("2")|add("0.5")}"#).unwrap(), "621.5");
+        assert_eq!(
+            render(r#"[{q|add("1")}]"#).unwrap(),
+            "[]",
+            "not a number: missing"
+        );
+        assert_eq!(
+            value("{q}").unwrap(),
+            serde_json::json!("a b&c"),
+            "text stays text"
+        );
+        assert_eq!(
+            Template::parse(r#"{n|add("m")|multiply("k")}"#)
+                .unwrap()
+                .captures()
+                .collect::<Vec<_>>(),
+            ["n", "m", "k"],
+            "operands are checked like placeholders"
+        );
+    }
+
+    #[test]
     fn bad_templates_say_why() {
         for (t, needle) in [
             ("{a", "unclosed"),
@@ -520,6 +791,8 @@ mod tests {
             ("{a|append(x)}", "double-quoted"),
             ("{a|replace(\"x\")}", "takes 2"),
             ("{a|sub(\"(\", \"\")}", "sub:"),
+            ("{a|add(\"1 2\")}", "a number or a variable"),
+            ("{$values}", "unknown placeholder"),
         ] {
             let e = Template::parse(t).unwrap_err();
             assert!(e.0.contains(needle), "{t}: {e}");

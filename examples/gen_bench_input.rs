@@ -71,7 +71,7 @@ fn is_object(r: &Value) -> bool {
 }
 
 /// Makes copy `n` of a shape, written in round `round` over the shapes, unique by its format's
-/// key. LedgerMind events (a `kind` and a `timestamp`) keep their sessions: every event of a
+/// key (a step record's `episode_id` per round, so that each round's episodes group apart). LedgerMind events (a `kind` and a `timestamp`) keep their sessions: every event of a
 /// round gets the round's session ids (`<session_id>-<round>`), an integer id shifted by a
 /// million per round (and so do the integer ids its `context.event_ids` cites, so a round's
 /// reflections attach to that round's sessions), and a timestamp shifted by `round` days, so
@@ -104,6 +104,9 @@ fn uniquify(r: &mut Value, n: u64, round: u64) {
         r["trajectory_id"] = Value::String(format!("{id}-{n}"));
     } else if r["loop_id"].is_string() {
         r["iteration"] = Value::from(n);
+    } else if let Some(episode) = r["episode_id"].as_str().map(str::to_owned) {
+        // A step of an episode (records grouped by a spec): the round's copy of the episode.
+        r["episode_id"] = Value::String(format!("{episode}-{round}"));
     } else {
         let id = r["id"].as_str().unwrap_or("t").to_owned();
         r["id"] = Value::String(format!("{id}#{n}"));

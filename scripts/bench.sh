@@ -242,7 +242,7 @@ if [ "$BENCH_ONLY" != agents ]; then
     seed reflexion-real reflexion "$BENCH_DIR/reflexion-real-shape"
   fi
   # Declarative converters: records shaped like the corpus samples of a few shipped specs.
-  for spec in agenttuning_os codeactinstruct synatra; do
+  for spec in agenttuning_os codeactinstruct synatra omniact android_in_the_wild; do
     RAW=../shared/corpus/adp/$spec/sample_raw.json
     if [ -f "$RAW" ]; then
       mkdir -p "$BENCH_DIR/spec-$spec"

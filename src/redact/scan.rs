@@ -140,7 +140,14 @@ impl Scanner {
                 let after = bytes.get(span.end..span.end + 2);
                 let dotted_before = before.is_some_and(|b| b".=v_~^<>-".contains(&b));
                 let dotted_after = matches!(after, Some([b'.', d]) if d.is_ascii_digit());
-                !dotted_before && !dotted_after && checks::ipv4(s, self.private_ips)
+                // pip's "Requirement already satisfied: … (from …) (1.11.1.1)" version column.
+                // A number the same text pins or names as a version elsewhere: pip and
+                // easy_install print `pkg==8.5.0.96` then `Best match: pkg 8.5.0.96`.
+                let pip_version = (text[..span.start].ends_with(") (")
+                    && text[span.end..].starts_with(')'))
+                    || text.contains(&format!("=={s}"))
+                    || text.contains(&format!("-{s}"));
+                !dotted_before && !dotted_after && !pip_version && checks::ipv4(s, self.private_ips)
             }
         }
     }
@@ -194,6 +201,8 @@ mod tests {
             "password = os.environ[\"DB_PASSWORD\"]",
             "max_new_tokens: 4096, timestamp 1714000000123",
             "def login(user, password: str) -> Token:",
+            "Requirement already satisfied: nvidia-cublas-cu12 (from torch) (12.1.3.1)",
+            "Searching for nvidia-cufft-cu12==11.0.2.54\nBest match: nvidia-cufft-cu12 11.0.2.54",
             "at 2024-01-15 12:30:45.123456 in 0.25 s",
         ] {
             assert_eq!(names(&s, text), Vec::<&str>::new(), "{text}");

@@ -28,4 +28,5 @@ pub mod join;
 pub mod json;
 pub mod model;
 pub mod parquet;
+pub mod redact;
 pub mod validate;

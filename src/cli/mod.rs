@@ -7,6 +7,7 @@ mod formats;
 mod join;
 mod merge_manifests;
 mod progress;
+mod redact;
 mod run;
 mod schema;
 mod stats;
@@ -40,6 +41,7 @@ enum Command {
     Validate(validate::ValidateArgs),
     Convert(convert::ConvertArgs),
     Join(Box<join::JoinArgs>),
+    Redact(Box<redact::RedactArgs>),
     Export(Box<export::ExportArgs>),
     Run(run::RunArgs),
     MergeManifests(merge_manifests::MergeManifestsArgs),
@@ -56,6 +58,7 @@ impl Cli {
             Command::Validate(a) => validate::run(a, &self.global),
             Command::Convert(a) => convert::run(a, &self.global),
             Command::Join(a) => join::run(*a, &self.global),
+            Command::Redact(a) => redact::run(*a, &self.global),
             Command::Export(a) => export::run(*a, &self.global),
             Command::Run(a) => run::run(a, &self.global),
             Command::MergeManifests(a) => merge_manifests::run(a, &self.global),

@@ -55,7 +55,7 @@ pub fn run(args: ValidateArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     let target = Target::named(&args.schema, args.lenient)?;
     let inputs = inputs(&args.inputs, global)?;
     let _locks = lock_files([args.rejects.as_deref()])?;
-    let out = report_output(&args)?;
+    let out = report_to(args.report_file.as_deref())?;
     let rejects = rejects_writer(args.rejects.as_deref())?;
     let opts = ValidateOptions {
         target,
@@ -93,8 +93,9 @@ pub fn run(args: ValidateArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     })
 }
 
-fn report_output(args: &ValidateArgs) -> Result<Box<dyn Write + Send>, CliError> {
-    Ok(match &args.report_file {
+/// Where a report goes: `file`, or stdout.
+pub fn report_to(file: Option<&str>) -> Result<Box<dyn Write + Send>, CliError> {
+    Ok(match file {
         Some(path) => {
             Box::new(BufWriter::new(File::create(path).map_err(|e| {
                 CliError::io(format!("cannot create {path}: {e}"))
@@ -111,7 +112,7 @@ fn check_specs(args: &ValidateArgs, global: &GlobalArgs) -> Result<u8, CliError>
             "--schema converter-spec needs the spec files to check",
         ));
     }
-    let mut report = reporter(args.report, report_output(args)?);
+    let mut report = reporter(args.report, report_to(args.report_file.as_deref())?);
     let summary = validate_specs(&args.inputs, report.as_mut())
         .map_err(|e| CliError::io(format!("cannot write the report: {e}")))?;
     global.summary(format_args!(

@@ -31,6 +31,7 @@ mod mutants;
 mod parquet;
 mod partition;
 mod ralph;
+mod redact;
 mod resume;
 mod robust_frame;
 mod robust_outputs;

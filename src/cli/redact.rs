@@ -1,0 +1,189 @@
+//! `trajkit redact`
+
+use std::fmt::Write as _;
+use std::time::Instant;
+
+use clap::Args;
+use trajkit::commands::redact::{redact_inputs, scan_inputs, RedactRunOptions, RedactSummary};
+use trajkit::engine::output::{print, Output};
+use trajkit::model::upgrade::UpgradeOptions;
+use trajkit::model::AdpVersion;
+use trajkit::redact::{Redactor, HASH_KEY_ENV, RULES};
+use trajkit::validate::report::{reporter, ReportFormat};
+
+use super::common::{
+    inputs, lock_files, rejects_writer, throughput, warn_empty, Capped, CliError, GlobalArgs,
+};
+use super::validate::report_to;
+
+/// Replace secrets and personal data in ADP trajectories by placeholders naming the rule that
+/// found them (`<SECRET:github_token>`, `<PII:email>`), or, with --scan, report them.
+///
+/// Every string is covered: step texts, kwargs (keys and values), tool outputs, reasoning,
+/// descriptions, details. Fail closed: the result is scanned again, and a trajectory in which
+/// anything is still found (in an id or a link, which are never rewritten) is rejected as
+/// `redaction-residual`, never written. The rejects file holds the original records: keep it
+/// as private as the input. See docs/redaction.md; --list-rules lists the rules.
+#[derive(Debug, Args)]
+#[command(after_help = EXAMPLES)]
+pub struct RedactArgs {
+    /// ADP trajectory files or directories; none or `-` reads stdin.
+    pub inputs: Vec<String>,
+    /// Report what would be replaced (file, line, id, JSON pointer, rule; never the text
+    /// found) and write nothing; exit 1 when anything is found.
+    #[arg(long)]
+    pub scan: bool,
+    /// Key of the keyed hash (HMAC-SHA256) added to placeholders, so that the same secret gets
+    /// the same placeholder across a dataset (`<SECRET:github_token:7f3a91c2>`). Default: the
+    /// TRAJKIT_REDACT_KEY environment variable; without either, placeholders carry no hash.
+    #[arg(long, value_name = "KEY")]
+    pub hash_key: Option<String>,
+    /// Count private IPv4 addresses (10/8, 172.16/12, 192.168/16, link-local, CGNAT) too.
+    #[arg(long)]
+    pub private_ips: bool,
+    /// List the rules and exit.
+    #[arg(long)]
+    pub list_rules: bool,
+    /// ADP version to write: 1.5.0 (default) down to 1.0.0.
+    #[arg(long, default_value = "1.5.0", value_name = "VERSION")]
+    pub adp_version: AdpVersion,
+    /// Output file (`-` for stdout). Written under a temporary name and renamed when complete.
+    #[arg(short, long, default_value = "-", value_name = "FILE")]
+    pub output: String,
+    /// Write rejected trajectories, with why, to this JSON-lines file (it holds the original
+    /// records, secrets included).
+    #[arg(long, value_name = "FILE")]
+    pub rejects: Option<String>,
+    /// Write the summary, with the replacements per rule, as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub summary_json: Option<String>,
+    /// With --scan: report format (human, json, junit, github, sarif).
+    #[arg(long, default_value = "human")]
+    pub report: ReportFormat,
+    /// With --scan: write the report to this file instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub report_file: Option<String>,
+}
+
+/// Shown after the options (kept out of the doc comment, which clap re-wraps).
+const EXAMPLES: &str = "Examples:
+  trajkit redact joined.jsonl -o clean.jsonl --rejects leaked.jsonl
+  TRAJKIT_REDACT_KEY=... trajkit redact corpus/ -o clean.jsonl --summary-json redact.json
+  trajkit redact --scan clean.jsonl --report github";
+
+/// Runs `redact`.
+pub fn run(args: RedactArgs, global: &GlobalArgs) -> Result<u8, CliError> {
+    if args.list_rules {
+        print(&rule_list()).map_err(CliError::io)?;
+        return Ok(0);
+    }
+    let key = args
+        .hash_key
+        .clone()
+        .or_else(|| std::env::var(HASH_KEY_ENV).ok())
+        .filter(|k| !k.is_empty());
+    let redactor = Redactor::new(key.as_deref().map(str::as_bytes), args.private_ips);
+    let inputs = inputs(&args.inputs, global)?;
+    let started = Instant::now();
+    if args.scan {
+        return scan(&args, &inputs, &redactor, global, started);
+    }
+    let _locks = lock_files([
+        Some(args.output.as_str()),
+        args.rejects.as_deref(),
+        args.summary_json.as_deref(),
+    ])?;
+    let output = Output::create(&args.output)
+        .map_err(|e| CliError::io(format!("cannot create {}: {e}", args.output)))?;
+    let rejects = rejects_writer(args.rejects.as_deref())?;
+    let opts = RedactRunOptions {
+        upgrade: UpgradeOptions {
+            target: args.adp_version,
+            ..UpgradeOptions::default()
+        },
+        run: global.run_options(),
+    };
+    let bar = global.progress(&inputs, "redact");
+    let summary = redact_inputs(
+        &inputs,
+        &redactor,
+        &opts,
+        &bar,
+        output,
+        rejects,
+        Box::new(Capped::stderr(global)),
+    )?;
+    bar.finish();
+    warn_empty(global, summary.empty_inputs.iter().map(String::as_str));
+    print_summary(global, &summary, &throughput(bar.bytes_read(), started));
+    if let Some(path) = &args.summary_json {
+        write_summary(path, &summary)?;
+    }
+    Ok(u8::from(summary.rejected > 0))
+}
+
+fn scan(
+    args: &RedactArgs,
+    inputs: &[String],
+    redactor: &Redactor,
+    global: &GlobalArgs,
+    started: Instant,
+) -> Result<u8, CliError> {
+    let out = report_to(args.report_file.as_deref())?;
+    let bar = global.progress(inputs, "redact --scan");
+    let summary = scan_inputs(
+        inputs,
+        redactor.scanner(),
+        &global.run_options(),
+        &bar,
+        reporter(args.report, out),
+    )?;
+    bar.finish();
+    global.summary(format_args!(
+        "redact --scan: {} records, {} clean, {} with findings or not ADP, {} findings; {}",
+        summary.records,
+        summary.valid,
+        summary.invalid,
+        summary.diagnostics,
+        throughput(bar.bytes_read(), started)
+    ));
+    Ok(u8::from(summary.invalid > 0))
+}
+
+fn rule_list() -> String {
+    let mut out = String::new();
+    for r in RULES {
+        let _ = writeln!(out, "{:<28} {:<7} {}", r.name, r.kind.prefix(), r.help);
+    }
+    out
+}
+
+fn print_summary(global: &GlobalArgs, s: &RedactSummary, speed: &str) {
+    global.summary(format_args!(
+        "redact: {} trajectories in, {} written ({} redacted, {} replacements), {} filtered, {} rejected; {}",
+        s.records,
+        s.written,
+        s.redacted,
+        s.replacements(),
+        s.filtered,
+        s.rejected,
+        speed
+    ));
+    if !s.rules.is_empty() {
+        let rules: Vec<String> = s
+            .rules
+            .iter()
+            .map(|r| format!("{} {}", r.rule, r.count))
+            .collect();
+        global.summary(format_args!("redact: by rule: {}", rules.join(", ")));
+    }
+}
+
+fn write_summary(path: &str, summary: &RedactSummary) -> Result<(), CliError> {
+    let mut out =
+        Output::create(path).map_err(|e| CliError::io(format!("cannot create {path}: {e}")))?;
+    let io = |e: std::io::Error| CliError::io(format!("cannot write {path}: {e}"));
+    serde_json::to_writer_pretty(&mut out, summary).map_err(|e| io(e.into()))?;
+    std::io::Write::write_all(&mut out, b"\n").map_err(io)?;
+    out.finish().map_err(io)
+}

@@ -1,0 +1,216 @@
+//! `redact`: every trajectory of the inputs with its secrets and personal data replaced by
+//! placeholders, into one JSON-lines output; `redact --scan`: what would be replaced,
+//! reported without writing anything.
+
+use std::io::{self, Write};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::output::Output;
+use crate::engine::pipeline::{
+    self, empty_inputs, Flow, PipelineError, Progress, RunOptions, Sink,
+};
+use crate::engine::rejects::{commit_outputs, reject, RejectsWriter};
+use crate::ingest::RawRecord;
+use crate::model::upgrade::UpgradeOptions;
+use crate::redact::{redact_record, scan_record, Kind, Redacted, Redactor, Scanner, RULES};
+use crate::validate::report::{FileCounts, Reporter, ValidationSummary};
+
+/// Options of [`redact_inputs`].
+#[derive(Debug, Clone, Default)]
+pub struct RedactRunOptions {
+    /// The ADP version written.
+    pub upgrade: UpgradeOptions,
+    /// Runner options.
+    pub run: RunOptions,
+}
+
+/// Replacements of one rule.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuleCount {
+    /// The rule's name.
+    pub rule: String,
+    /// `secret` or `pii`.
+    pub kind: String,
+    /// Replacements in written trajectories.
+    pub count: u64,
+}
+
+/// Counts of a redaction: `records == written + filtered + rejected`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RedactSummary {
+    /// Trajectory records read.
+    pub records: u64,
+    /// Trajectories written.
+    pub written: u64,
+    /// Trajectories not written by choice (none: redaction filters nothing; kept for the
+    /// accounting every stage reports).
+    pub filtered: u64,
+    /// Records rejected (invalid ADP, `redaction-residual`).
+    pub rejected: u64,
+    /// Written trajectories in which something was replaced.
+    pub redacted: u64,
+    /// Replacements per rule, in rule order, rules that found nothing left out.
+    pub rules: Vec<RuleCount>,
+    /// Inputs that held no records.
+    pub empty_inputs: Vec<String>,
+}
+
+impl RedactSummary {
+    /// Replacements in all.
+    pub fn replacements(&self) -> u64 {
+        self.rules.iter().map(|r| r.count).sum()
+    }
+}
+
+struct RedactSink {
+    output: Output,
+    rejects: Option<RejectsWriter>,
+    reporter: Box<dyn Reporter>,
+    summary: RedactSummary,
+    counts: Vec<u64>,
+}
+
+impl Sink for RedactSink {
+    type Item = Redacted;
+
+    fn accept(&mut self, record: RawRecord, item: Redacted) -> io::Result<Flow> {
+        self.summary.records += 1;
+        match item {
+            Redacted::Written(bytes, counts) => {
+                self.output.write_all(&bytes)?;
+                self.summary.written += 1;
+                if counts.iter().any(|&c| c > 0) {
+                    self.summary.redacted += 1;
+                }
+                for (total, c) in self.counts.iter_mut().zip(counts) {
+                    *total += c;
+                }
+            }
+            Redacted::Rejected(diagnostics) => {
+                self.summary.rejected += 1;
+                reject(
+                    self.reporter.as_mut(),
+                    self.rejects.as_mut(),
+                    &record,
+                    "redact",
+                    &diagnostics,
+                )?;
+            }
+        }
+        Ok(Flow::Continue)
+    }
+}
+
+/// Redacts every trajectory of `inputs` (ADP, any version) with `redactor`, writing them to
+/// `output`, rejected records to `rejects` and their diagnostics to `reporter`.
+pub fn redact_inputs(
+    inputs: &[String],
+    redactor: &Redactor,
+    opts: &RedactRunOptions,
+    progress: &dyn Progress,
+    output: Output,
+    rejects: Option<RejectsWriter>,
+    reporter: Box<dyn Reporter>,
+) -> Result<RedactSummary, PipelineError> {
+    let sink = RedactSink {
+        output,
+        rejects,
+        reporter,
+        summary: RedactSummary::default(),
+        counts: vec![0; RULES.len()],
+    };
+    let (mut sink, inputs_read) = pipeline::run(
+        inputs,
+        &opts.run,
+        progress,
+        |r| redact_record(redactor, r, &opts.upgrade),
+        sink,
+    )?;
+    let write = |e: io::Error| PipelineError::Write(e);
+    sink.reporter.finish(&Default::default()).map_err(write)?;
+    commit_outputs(sink.output, sink.rejects).map_err(write)?;
+    let mut summary = sink.summary;
+    summary.rules = rule_counts(&sink.counts);
+    summary.empty_inputs = empty_inputs(&inputs_read);
+    Ok(summary)
+}
+
+/// The rules that found something, with their counts, in rule order.
+pub fn rule_counts(counts: &[u64]) -> Vec<RuleCount> {
+    RULES
+        .iter()
+        .zip(counts)
+        .filter(|(_, &c)| c > 0)
+        .map(|(r, &count)| RuleCount {
+            rule: r.name.to_owned(),
+            kind: match r.kind {
+                Kind::Secret => "secret",
+                Kind::Personal => "pii",
+            }
+            .to_owned(),
+            count,
+        })
+        .collect()
+}
+
+struct ScanSink {
+    reporter: Box<dyn Reporter>,
+    summary: ValidationSummary,
+}
+
+impl Sink for ScanSink {
+    type Item = Result<Vec<crate::validate::Diagnostic>, Vec<crate::validate::Diagnostic>>;
+
+    fn start_input(&mut self, path: &Arc<str>) -> io::Result<()> {
+        self.summary.files.push(FileCounts {
+            file: path.clone(),
+            records: 0,
+            invalid: 0,
+        });
+        Ok(())
+    }
+
+    fn accept(&mut self, _: RawRecord, item: Self::Item) -> io::Result<Flow> {
+        let diagnostics = item.unwrap_or_else(|invalid| invalid);
+        let s = &mut self.summary;
+        s.records += 1;
+        let flagged = !diagnostics.is_empty();
+        if let Some(f) = s.files.last_mut() {
+            f.records += 1;
+            f.invalid += u64::from(flagged);
+        }
+        if flagged {
+            s.invalid += 1;
+        } else {
+            s.valid += 1;
+        }
+        s.diagnostics += diagnostics.len() as u64;
+        for d in &diagnostics {
+            self.reporter.diagnostic(d)?;
+        }
+        Ok(Flow::Continue)
+    }
+}
+
+/// Scans every trajectory of `inputs` and reports each finding to `reporter` (file, line, id,
+/// pointer, rule; never the text found), and records that are not valid ADP with their
+/// diagnostics. The summary counts as `invalid` the records with a finding or not ADP.
+pub fn scan_inputs(
+    inputs: &[String],
+    scanner: &Scanner,
+    run: &RunOptions,
+    progress: &dyn Progress,
+    reporter: Box<dyn Reporter>,
+) -> Result<ValidationSummary, PipelineError> {
+    let sink = ScanSink {
+        reporter,
+        summary: ValidationSummary::default(),
+    };
+    let (mut sink, _) = pipeline::run(inputs, run, progress, |r| scan_record(scanner, r), sink)?;
+    sink.reporter
+        .finish(&sink.summary)
+        .map_err(PipelineError::Write)?;
+    Ok(sink.summary)
+}

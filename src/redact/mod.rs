@@ -1,0 +1,284 @@
+//! Redaction: secrets and personal data replaced by placeholders naming the rule that found
+//! them, before a trajectory reaches a dataset (docs/redaction.md).
+//!
+//! - [`rules`]: the built-in rules (name, kind, pattern, check), in priority order;
+//! - [`checks`]: checksums, entropy and address classes a match must also pass;
+//! - [`scan`]: the rules' matches in one text, a [`regex::RegexSet`] pass first;
+//! - [`walk`]: every string of a trajectory, with its JSON pointer;
+//! - [`hash`]: the keyed hash (HMAC-SHA256) of `--hash-key` placeholders.
+//!
+//! [`redact_record`] reads one ADP record, redacts it, scans the result again (fail closed:
+//! anything still found rejects the trajectory as `redaction-residual`) and writes it;
+//! [`scan_record`] only reports what it finds, never the text found.
+
+pub mod checks;
+pub mod hash;
+pub mod rules;
+pub mod scan;
+pub mod walk;
+
+use crate::engine::output::write_json;
+use crate::ingest::RawRecord;
+use crate::model::upgrade::UpgradeOptions;
+use crate::model::Trajectory;
+use crate::validate::check::upgrade_checked;
+use crate::validate::{check_adp, Diagnostic};
+
+pub use hash::HashKey;
+pub use rules::{Kind, Rule, RULES};
+use scan::push_placeholder;
+pub use scan::Scanner;
+use walk::{walk, Role, Visit};
+
+/// The environment variable `redact --hash-key` falls back to.
+pub const HASH_KEY_ENV: &str = "TRAJKIT_REDACT_KEY";
+
+/// The rules compiled, and how placeholders are made.
+#[derive(Debug, Clone)]
+pub struct Redactor {
+    scanner: Scanner,
+    key: Option<HashKey>,
+}
+
+impl Redactor {
+    /// A redactor; with `key`, placeholders carry a keyed hash of what they replace
+    /// (`<SECRET:github_token:7f3a91c2>`); with `private_ips`, private IPv4 addresses count.
+    pub fn new(key: Option<&[u8]>, private_ips: bool) -> Redactor {
+        Redactor {
+            scanner: Scanner::new(private_ips),
+            key: key.map(HashKey::new),
+        }
+    }
+
+    /// `text` with every match replaced, and a count per rule added to `counts`; `None` when
+    /// nothing matched.
+    pub fn redact_text(&self, text: &str, counts: &mut [u64]) -> Option<String> {
+        let found = self.scanner.find(text);
+        if found.is_empty() {
+            return None;
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut at = 0;
+        for f in found {
+            out.push_str(&text[at..f.span.start]);
+            let tag = self
+                .key
+                .as_ref()
+                .map(|k| k.tag(text[f.span.clone()].as_bytes()));
+            push_placeholder(&mut out, &RULES[f.rule], tag.as_deref());
+            at = f.span.end;
+            if let Some(c) = counts.get_mut(f.rule) {
+                *c += 1;
+            }
+        }
+        out.push_str(&text[at..]);
+        Some(out)
+    }
+}
+
+/// A finding of a scan: where, and which rule; never the text found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// JSON pointer of the string (for an object key, of its member).
+    pub pointer: String,
+    /// Index of the rule in [`RULES`].
+    pub rule: usize,
+    /// Length of the text found, in characters.
+    pub chars: usize,
+    /// Where it was.
+    pub role: Role,
+}
+
+impl Finding {
+    /// This finding as a diagnostic of the record at `record`: rule `secret:NAME` or
+    /// `pii:NAME`, or `redaction-residual` after a redaction.
+    pub fn diagnostic(&self, record: &RawRecord, id: &str, residual: bool) -> Diagnostic {
+        let rule = &RULES[self.rule];
+        let place = match self.role {
+            Role::Text => "",
+            Role::Key => " in an object key",
+            Role::Fixed => " in a field that is not rewritten (an id, link or name)",
+        };
+        let (name, message) = if residual {
+            (
+                "redaction-residual".to_owned(),
+                format!(
+                    "{} ({} characters) still found{place} after redaction: the trajectory is not written",
+                    rule.name, self.chars
+                ),
+            )
+        } else {
+            (
+                format!("{}:{}", rule.kind.prefix(), rule.name),
+                format!("{} ({} characters){place}", rule.help_name(), self.chars),
+            )
+        };
+        Diagnostic::error(
+            &record.provenance,
+            Some(id),
+            self.pointer.clone(),
+            name,
+            message,
+        )
+    }
+}
+
+impl Rule {
+    /// `a github_token` / `personal data (email)`, for messages.
+    fn help_name(&self) -> String {
+        match self.kind {
+            Kind::Secret => format!("a secret ({})", self.name),
+            Kind::Personal => format!("personal data ({})", self.name),
+        }
+    }
+}
+
+/// Collects every match of every string, rewriting none.
+struct Findings<'a> {
+    scanner: &'a Scanner,
+    found: Vec<Finding>,
+}
+
+impl Visit for Findings<'_> {
+    fn text(&mut self, text: &str, pointer: &str, role: Role) -> Option<String> {
+        for f in self.scanner.find(text) {
+            self.found.push(Finding {
+                pointer: pointer.to_owned(),
+                rule: f.rule,
+                chars: text[f.span].chars().count(),
+                role,
+            });
+        }
+        None
+    }
+
+    fn collision(&mut self, _: &str) {}
+}
+
+/// Rewrites every free string and key, counting per rule; counts what it may not rewrite.
+struct Replace<'a> {
+    redactor: &'a Redactor,
+    counts: Vec<u64>,
+    collisions: Vec<String>,
+}
+
+impl Visit for Replace<'_> {
+    fn text(&mut self, text: &str, _: &str, role: Role) -> Option<String> {
+        if role == Role::Fixed {
+            // Left as it is: the residual scan finds it and rejects the trajectory.
+            return None;
+        }
+        self.redactor.redact_text(text, &mut self.counts)
+    }
+
+    fn collision(&mut self, pointer: &str) {
+        self.collisions.push(pointer.to_owned());
+    }
+}
+
+/// Every finding in `traj`.
+pub fn find_all(scanner: &Scanner, traj: &mut Trajectory) -> Vec<Finding> {
+    let mut v = Findings {
+        scanner,
+        found: Vec::new(),
+    };
+    walk(traj, &mut v);
+    v.found
+}
+
+/// What redaction made of one record.
+#[derive(Debug)]
+pub enum Redacted {
+    /// Written: the JSON line, and the replacements per rule (indexed like [`RULES`]).
+    Written(Vec<u8>, Vec<u64>),
+    /// Rejected (invalid ADP, or `redaction-residual`), with why.
+    Rejected(Vec<Diagnostic>),
+}
+
+/// `diagnostics` as they may be shown: what a rule finds in a record id, a pointer (member
+/// names) or a message (a value quoted by a schema error) replaced by its placeholder.
+fn masked(scanner: &Scanner, mut diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    for d in &mut diagnostics {
+        if let Some(id) = &mut d.record_id {
+            *id = scanner.mask(id).into_owned();
+        }
+        d.pointer = scanner.mask(&d.pointer).into_owned();
+        d.message = scanner.mask(&d.message).into_owned();
+    }
+    diagnostics
+}
+
+/// Reads one ADP record (any version), upgrades it to `upgrade.target`, redacts every free
+/// string, scans the result again and writes it, or rejects it if anything is still found.
+/// Diagnostics show no text a rule finds.
+pub fn redact_record(
+    redactor: &Redactor,
+    record: &RawRecord,
+    upgrade: &UpgradeOptions,
+) -> Redacted {
+    match redact_checked(redactor, record, upgrade) {
+        Redacted::Rejected(d) => Redacted::Rejected(masked(&redactor.scanner, d)),
+        written => written,
+    }
+}
+
+fn redact_checked(redactor: &Redactor, record: &RawRecord, upgrade: &UpgradeOptions) -> Redacted {
+    let mut traj = match check_adp(record).into_result() {
+        Ok((t, _)) => t,
+        Err(d) => return Redacted::Rejected(d),
+    };
+    let prov = &record.provenance;
+    if let Err(d) = upgrade_checked(&mut traj, prov, upgrade) {
+        return Redacted::Rejected(d);
+    }
+    let mut replace = Replace {
+        redactor,
+        counts: vec![0; RULES.len()],
+        collisions: Vec::new(),
+    };
+    walk(&mut traj, &mut replace);
+    let mut problems: Vec<Diagnostic> = find_all(&redactor.scanner, &mut traj)
+        .iter()
+        .map(|f| f.diagnostic(record, &traj.id, true))
+        .collect();
+    problems.extend(replace.collisions.iter().map(|p| {
+        Diagnostic::error(
+            prov,
+            Some(&traj.id),
+            p.clone(),
+            "redaction-residual",
+            "two members of this object were given the same placeholder as their name: the trajectory is not written",
+        )
+    }));
+    if !problems.is_empty() {
+        return Redacted::Rejected(problems);
+    }
+    let mut out = Vec::with_capacity(record.bytes.len() + 64);
+    match write_json(&mut out, &traj, &traj.id, prov) {
+        Ok(()) => Redacted::Written(out, replace.counts),
+        Err(d) => Redacted::Rejected(vec![*d]),
+    }
+}
+
+/// What a scan found in one record: its findings as diagnostics, or why it is not ADP.
+/// Diagnostics show no text a rule finds.
+pub fn scan_record(
+    scanner: &Scanner,
+    record: &RawRecord,
+) -> Result<Vec<Diagnostic>, Vec<Diagnostic>> {
+    let (mut traj, _) = check_adp(record)
+        .into_result()
+        .map_err(|d| masked(scanner, d))?;
+    let found = find_all(scanner, &mut traj)
+        .iter()
+        .map(|f| f.diagnostic(record, &traj.id, false))
+        .collect();
+    Ok(masked(scanner, found))
+}
+
+impl Redactor {
+    /// The compiled rules.
+    pub fn scanner(&self) -> &Scanner {
+        &self.scanner
+    }
+}

@@ -1,0 +1,508 @@
+//! `trajkit redact`: fake secrets of every rule, planted in every kind of field, never reach
+//! the output; counts, placeholders, the keyed hash, fail-closed rejection and `--scan`.
+//!
+//! The fake secrets are built here from pieces and a fixed pseudo-random generator, so that no
+//! secret-looking literal sits in the repository.
+
+use serde_json::{json, Value};
+
+use crate::common::{json_lines, trajkit, validate_adp};
+
+/// A fixed pseudo-random sequence of characters from `alphabet`.
+struct Chars(u64);
+
+impl Chars {
+    fn take(&mut self, alphabet: &str, n: usize) -> String {
+        let a: Vec<char> = alphabet.chars().collect();
+        (0..n)
+            .map(|_| {
+                self.0 = self
+                    .0
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                a[(self.0 >> 33) as usize % a.len()]
+            })
+            .collect()
+    }
+}
+
+const UPPER: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+const LOWER: &str = "abcdefghijklmnopqrstuvwxyz";
+const DIGITS: &str = "0123456789";
+
+fn alnum() -> String {
+    [UPPER, LOWER, DIGITS].concat()
+}
+
+/// Appends the Luhn check digit to the digits of `body`.
+fn luhn(body: &str) -> String {
+    let digits: Vec<u32> = body.chars().filter_map(|c| c.to_digit(10)).collect();
+    let sum: u32 = digits
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(i, &d)| {
+            if i % 2 == 0 {
+                (d * 2) % 9 + u32::from(d == 9) * 9
+            } else {
+                d
+            }
+        })
+        .sum();
+    format!("{body}{}", (10 - sum % 10) % 10)
+}
+
+/// One planted secret: the rule that must find it, the text it sits in, and the secret part
+/// that must not appear in any output.
+struct Plant {
+    rule: &'static str,
+    text: String,
+    secret: String,
+}
+
+fn plants() -> Vec<Plant> {
+    let mut r = Chars(24);
+    let an = alnum();
+    let b64 = [an.as_str(), "+/"].concat();
+    let url = [an.as_str(), "_-"].concat();
+    let mut p = Vec::new();
+    let mut plant = |rule, before: &str, secret: String, after: &str| {
+        p.push(Plant {
+            rule,
+            text: format!("{before}{secret}{after}"),
+            secret,
+        })
+    };
+    plant(
+        "aws_access_key_id",
+        "export AWS_ACCESS_KEY_ID=",
+        ["AK", "IA", &r.take("ABCDEFGHJKLMNPQRSTUVWXYZ234567", 16)].concat(),
+        "\n",
+    );
+    plant(
+        "aws_secret_access_key",
+        "aws_secret_access_key = ",
+        r.take(&b64, 40),
+        "",
+    );
+    plant(
+        "gcp_api_key",
+        "maps key ",
+        ["AI", "za", &r.take(&url, 35)].concat(),
+        " loaded",
+    );
+    plant(
+        "gcp_service_account_key",
+        "{\"type\": \"service_account\", \"private_key_id\": \"",
+        r.take("0123456789abcdef", 40),
+        "\"}",
+    );
+    let body: Vec<String> = (0..4).map(|_| r.take(&b64, 64)).collect();
+    plant(
+        "private_key",
+        &["-----BEGIN ", "RSA PRIVATE KEY-----\n"].concat(),
+        body.join("\n"),
+        &["\n-----END ", "RSA PRIVATE KEY-----\n"].concat(),
+    );
+    plant(
+        "azure_storage_key",
+        "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=",
+        [r.take(&b64, 86).as_str(), "=="].concat(),
+        ";EndpointSuffix=core.windows.net",
+    );
+    plant(
+        "github_token",
+        "git push origin main with ",
+        ["gh", "p_", &r.take(&an, 36)].concat(),
+        "",
+    );
+    plant(
+        "gitlab_token",
+        "PRIVATE-TOKEN header: ",
+        ["gl", "pat-", &r.take(&an, 20)].concat(),
+        "",
+    );
+    plant(
+        "npm_token",
+        "//registry.npmjs.org/:_authToken ",
+        ["np", "m_", &r.take(&an, 36)].concat(),
+        "",
+    );
+    plant(
+        "pypi_token",
+        "twine upload -p ",
+        ["py", "pi-AgEIcHlwaS5vcmc", &r.take(&url, 60)].concat(),
+        "",
+    );
+    plant(
+        "dockerhub_token",
+        "docker login -p ",
+        ["dc", "kr_pat_", &r.take(&url, 27)].concat(),
+        " -u me",
+    );
+    plant(
+        "slack_token",
+        "SLACK_BOT ",
+        ["xo", "xb-", &r.take(DIGITS, 12), "-", &r.take(&an, 24)].concat(),
+        "",
+    );
+    plant(
+        "slack_webhook",
+        "curl -X POST ",
+        [
+            "https://hooks.",
+            "slack.com/services/T",
+            &r.take(UPPER, 8),
+            "/B",
+            &r.take(UPPER, 8),
+            "/",
+            &r.take(&an, 24),
+        ]
+        .concat(),
+        " -d @msg.json",
+    );
+    plant(
+        "stripe_key",
+        "stripe.api_key_live ",
+        ["sk", "_live_", &r.take(&an, 24)].concat(),
+        "",
+    );
+    plant(
+        "anthropic_key",
+        "ANTHROPIC ",
+        ["sk-", "ant-api03-", &r.take(&url, 93)].concat(),
+        "",
+    );
+    plant(
+        "openai_key",
+        "OPENAI ",
+        ["sk-", "proj-", &r.take(&url, 48)].concat(),
+        "",
+    );
+    plant(
+        "huggingface_token",
+        "huggingface-cli login --token-file x ",
+        ["h", "f_", &r.take(&[UPPER, LOWER].concat(), 34)].concat(),
+        "",
+    );
+    plant(
+        "jwt",
+        "Authorization: Bearer ",
+        [
+            "ey",
+            "J",
+            &r.take(&url, 20),
+            ".ey",
+            "J",
+            &r.take(&url, 40),
+            ".",
+            &r.take(&url, 43),
+        ]
+        .concat(),
+        "",
+    );
+    plant(
+        "database_connection_string",
+        "DATABASE_URL=postgres://app:",
+        r.take(&an, 16),
+        "@db.internal.net:5432/main",
+    );
+    plant(
+        "url_password",
+        "git clone https://deploy:",
+        r.take(&an, 14),
+        "@git.corp.net/repo.git",
+    );
+    plant(
+        "secret_assignment",
+        "DB_PASSWORD=",
+        [r.take(&an, 14).as_str(), "7q"].concat(),
+        "\n",
+    );
+    plant(
+        "email",
+        "Author: Jane Q <",
+        ["jane.q", "@", "mailhost.io"].concat(),
+        ">",
+    );
+    plant(
+        "phone",
+        "call me on ",
+        ["+44 ", "20 7946 ", "0958"].concat(),
+        " tomorrow",
+    );
+    plant(
+        "ip_address",
+        "ssh root@",
+        ["81.", "2.69.", "160"].concat(),
+        " -p 22",
+    );
+    plant(
+        "payment_card",
+        "card ",
+        luhn(&["4539 ", "1488 0343 646"].concat()),
+        " exp 12/29",
+    );
+    plant(
+        "iban",
+        "pay to ",
+        ["DE", "89 3704 0044 ", "0532 0130 00"].concat(),
+        " by Friday",
+    );
+    p
+}
+
+/// The field kinds a plant is put in, one trajectory each.
+const KINDS: &[&str] = &[
+    "code",
+    "kwargs_value",
+    "kwargs_key",
+    "tool_output",
+    "reasoning",
+    "description",
+    "details",
+    "message",
+    "json_observation",
+];
+
+/// A valid ADP 1.5.0 trajectory with every plant in a field of `kind`.
+fn trajectory(kind: &str, plants: &[Plant]) -> Value {
+    let mut content = vec![
+        json!({"class_": "text_observation", "content": "fix the build", "name": null, "source": "user"}),
+    ];
+    let mut details = json!({"source": {"format": "test"}});
+    let call = |n: usize, kwargs: Value, description: Value| {
+        [
+            json!({"class_": "api_action", "function": "run", "kwargs": kwargs, "description": description, "tool_call_id": format!("c{n}")}),
+            json!({"class_": "text_observation", "content": "ok", "name": null, "source": "environment", "tool_call_id": format!("c{n}")}),
+        ]
+    };
+    match kind {
+        "kwargs_key" => {
+            let kwargs: serde_json::Map<String, Value> =
+                plants.iter().map(|p| (p.text.clone(), json!(1))).collect();
+            content.extend(call(0, Value::Object(kwargs), Value::Null));
+        }
+        "details" => {
+            let notes: Vec<&str> = plants.iter().map(|p| p.text.as_str()).collect();
+            details["notes"] = json!({"deep": [{"list": notes}]});
+        }
+        "json_observation" => {
+            let values: serde_json::Map<String, Value> = plants
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (format!("v{i}"), json!([p.text])))
+                .collect();
+            content.push(json!({"class_": "json_observation", "content": values, "name": "env", "source": "environment"}));
+        }
+        _ => {
+            for (n, p) in plants.iter().enumerate() {
+                let t = &p.text;
+                match kind {
+                    "code" => content.extend([
+                        json!({"class_": "code_action", "language": "bash", "content": t, "description": null, "tool_call_id": format!("c{n}")}),
+                        json!({"class_": "text_observation", "content": "", "name": null, "source": "environment", "tool_call_id": format!("c{n}")}),
+                    ]),
+                    "kwargs_value" => content.extend(call(n, json!({"env": {"cmd": [t]}}), Value::Null)),
+                    "description" => content.extend(call(n, json!({}), json!(t))),
+                    "tool_output" => content.extend([
+                        json!({"class_": "code_action", "language": "bash", "content": "cat .env", "description": null, "tool_call_id": format!("c{n}")}),
+                        json!({"class_": "text_observation", "content": t, "name": "bash", "source": "environment", "tool_call_id": format!("c{n}")}),
+                    ]),
+                    "reasoning" => content.push(json!({"class_": "message_action", "content": "thinking", "description": null, "reasoning_content": t})),
+                    "message" => content.push(json!({"class_": "message_action", "content": t, "description": null})),
+                    other => panic!("unknown kind {other}"),
+                }
+            }
+        }
+    }
+    content.push(json!({"class_": "message_action", "content": "done", "description": null}));
+    let mut t = json!({"schema_version": "1.5.0", "id": format!("t-{kind}"), "content": content, "details": details});
+    if matches!(kind, "code" | "tool_output") {
+        t["available_code_languages"] = json!(["bash"]);
+    }
+    t
+}
+
+fn input(trajectories: &[Value]) -> String {
+    trajectories.iter().map(|t| format!("{t}\n")).collect()
+}
+
+#[test]
+fn every_planted_secret_in_every_field_kind_is_replaced_and_counted() {
+    let plants = plants();
+    let trajectories: Vec<Value> = KINDS.iter().map(|k| trajectory(k, &plants)).collect();
+    assert_eq!(
+        validate_adp(&trajectories),
+        0,
+        "the planted input is valid ADP"
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    let summary = dir.path().join("summary.json");
+    let out = trajkit()
+        .args(["redact", "-", "--summary-json"])
+        .arg(&summary)
+        .write_stdin(input(&trajectories))
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    for p in &plants {
+        assert!(!text.contains(&p.secret), "{} leaked:\n{text}", p.rule);
+        assert!(!stderr.contains(&p.secret), "{} leaked on stderr", p.rule);
+        assert!(
+            text.contains(&format!(":{}>", p.rule)),
+            "no placeholder of {}",
+            p.rule
+        );
+    }
+    let written = json_lines(&out.stdout);
+    assert_eq!(written.len(), KINDS.len());
+    assert_eq!(
+        validate_adp(&written),
+        0,
+        "the redacted output is valid ADP"
+    );
+    let s: Value =
+        serde_json::from_slice(&std::fs::read(&summary).expect("summary")).expect("json");
+    assert_eq!(s["records"], KINDS.len());
+    assert_eq!(s["written"], KINDS.len());
+    assert_eq!(s["rejected"], 0);
+    let counts: Vec<(String, u64)> = s["rules"]
+        .as_array()
+        .expect("rules")
+        .iter()
+        .map(|r| {
+            (
+                r["rule"].as_str().unwrap_or("").to_owned(),
+                r["count"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    for p in &plants {
+        assert!(
+            counts.contains(&(p.rule.to_owned(), KINDS.len() as u64)),
+            "{} counted once per field kind: {counts:?}",
+            p.rule
+        );
+    }
+    assert_eq!(
+        counts.len(),
+        plants.len(),
+        "no other rule fired: {counts:?}"
+    );
+    assert!(stderr.contains("by rule: private_key 9"), "{stderr}");
+}
+
+#[test]
+fn a_hash_key_gives_one_secret_one_placeholder() {
+    let plants = plants();
+    let token = &plants
+        .iter()
+        .find(|p| p.rule == "github_token")
+        .expect("planted")
+        .text;
+    let t = trajectory("message", &plants[6..7]);
+    let mut twice = t.clone();
+    twice["id"] = json!("again");
+    let run = |key: &str| {
+        let out = trajkit()
+            .args(["redact", "-", "--hash-key", key])
+            .write_stdin(input(&[t.clone(), twice.clone()]))
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(0));
+        json_lines(&out.stdout)
+            .iter()
+            .map(|t| t["content"][1]["content"].as_str().unwrap_or("").to_owned())
+            .collect::<Vec<String>>()
+    };
+    let a = run("k1");
+    assert!(!a[0].contains(token.as_str()));
+    assert_eq!(a[0], a[1], "same secret, same placeholder");
+    let tag = a[0].split("<SECRET:github_token:").nth(1).unwrap_or("");
+    assert!(
+        tag.len() > 8 && tag[..8].bytes().all(|b| b.is_ascii_hexdigit()) && &tag[8..9] == ">",
+        "{}",
+        a[0]
+    );
+    assert_ne!(run("k2")[0], a[0], "another key, another tag");
+}
+
+#[test]
+fn what_cannot_be_rewritten_is_rejected_as_residual_never_written() {
+    let plants = plants();
+    let mut t = trajectory("message", &plants[..1]);
+    let email = &plants
+        .iter()
+        .find(|p| p.rule == "email")
+        .expect("planted")
+        .secret;
+    t["id"] = json!(format!("run-{email}"));
+    let clean = trajectory("code", &plants[1..2]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let rejects = dir.path().join("rejects.jsonl");
+    let out = trajkit()
+        .args(["redact", "-", "--rejects"])
+        .arg(&rejects)
+        .write_stdin(input(&[t, clean]))
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let written = json_lines(&out.stdout);
+    assert_eq!(written.len(), 1);
+    assert_eq!(written[0]["id"], "t-code");
+    assert!(
+        stderr.contains("redaction-residual") && stderr.contains("/id"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains(email.as_str()),
+        "the diagnostic names no secret"
+    );
+    assert!(
+        stderr.contains("2 trajectories in, 1 written") && stderr.contains("1 rejected"),
+        "{stderr}"
+    );
+    let rejected = json_lines(&std::fs::read(&rejects).expect("rejects"));
+    assert_eq!(rejected[0]["stage"], "redact");
+    assert_eq!(rejected[0]["diagnostics"][0]["rule"], "redaction-residual");
+}
+
+#[test]
+fn scan_reports_where_and_which_rule_never_the_secret() {
+    let plants = plants();
+    let trajectories: Vec<Value> = ["tool_output", "kwargs_key"]
+        .iter()
+        .map(|k| trajectory(k, &plants))
+        .collect();
+    for report in ["human", "json", "github", "sarif"] {
+        let out = trajkit()
+            .args(["redact", "--scan", "-", "--report", report])
+            .write_stdin(input(&trajectories))
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(1), "findings fail the scan");
+        let all = [out.stdout.as_slice(), out.stderr.as_slice()].concat();
+        let text = String::from_utf8_lossy(&all);
+        for p in &plants {
+            assert!(!text.contains(&p.secret), "{report}: {} leaked", p.rule);
+            assert!(text.contains(p.rule), "{report}: {} not reported", p.rule);
+        }
+        if report == "json" {
+            let findings = json_lines(&out.stdout);
+            assert_eq!(findings.len(), 2 * plants.len());
+            assert_eq!(findings[0]["record_id"], "t-tool_output");
+            assert_eq!(findings[0]["pointer"], "/content/2/content");
+            assert_eq!(findings[0]["rule"], "secret:aws_access_key_id");
+        }
+    }
+    let clean = trajkit()
+        .args(["redact", "--scan", "-"])
+        .write_stdin(input(&[trajectory("message", &[])]))
+        .output()
+        .expect("runs");
+    assert_eq!(clean.status.code(), Some(0));
+}

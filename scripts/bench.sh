@@ -216,6 +216,9 @@ if [ "$BENCH_ONLY" != seeds ] && [ "$BENCH_ONLY" != agents ]; then
   rm -f "$BENCH_DIR/out.jsonl"
   report "convert --from adp" "$BIN" convert -q --from adp "$INPUT" -o "$BENCH_DIR/out.jsonl"
   report "stats" "$BIN" stats "$INPUT"
+  rm -f "$BENCH_DIR/out.jsonl"
+  report "redact" "$BIN" redact -q "$INPUT" -o "$BENCH_DIR/out.jsonl"
+  rm -f "$BENCH_DIR/out.jsonl"
 fi
 
 # Seed formats: generated from a directory of shapes, converted to a file.

@@ -4,7 +4,7 @@
 //! - [`rules`]: the built-in rules (name, kind, pattern, check), in priority order;
 //! - [`checks`]: checksums, entropy and address classes a match must also pass;
 //! - [`scan`]: the rules' matches in one text, a [`regex::RegexSet`] pass first;
-//! - [`walk`]: every string of a trajectory, with its JSON pointer;
+//! - [`mod@walk`]: every string of a trajectory, with its JSON pointer;
 //! - [`hash`]: the keyed hash (HMAC-SHA256) of `--hash-key` placeholders.
 //!
 //! [`redact_record`] reads one ADP record, redacts it, scans the result again (fail closed:

@@ -174,19 +174,8 @@ impl Sink for ScanSink {
 
     fn accept(&mut self, _: RawRecord, item: Self::Item) -> io::Result<Flow> {
         let diagnostics = item.unwrap_or_else(|invalid| invalid);
-        let s = &mut self.summary;
-        s.records += 1;
-        let flagged = !diagnostics.is_empty();
-        if let Some(f) = s.files.last_mut() {
-            f.records += 1;
-            f.invalid += u64::from(flagged);
-        }
-        if flagged {
-            s.invalid += 1;
-        } else {
-            s.valid += 1;
-        }
-        s.diagnostics += diagnostics.len() as u64;
+        self.summary
+            .count_record(!diagnostics.is_empty(), diagnostics.len());
         for d in &diagnostics {
             self.reporter.diagnostic(d)?;
         }

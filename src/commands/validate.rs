@@ -116,19 +116,8 @@ impl Sink for ValidateSink {
     }
 
     fn accept(&mut self, record: RawRecord, diagnostics: Vec<Diagnostic>) -> io::Result<Flow> {
-        let s = &mut self.summary;
-        s.records += 1;
         let invalid = diagnostics.iter().any(|d| d.severity == Severity::Error);
-        if let Some(f) = s.files.last_mut() {
-            f.records += 1;
-            f.invalid += u64::from(invalid);
-        }
-        if invalid {
-            s.invalid += 1;
-        } else {
-            s.valid += 1;
-        }
-        s.diagnostics += diagnostics.len() as u64;
+        self.summary.count_record(invalid, diagnostics.len());
         for d in &diagnostics {
             self.reporter.diagnostic(d)?;
         }

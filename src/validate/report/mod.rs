@@ -40,6 +40,24 @@ pub struct ValidationSummary {
     pub stopped_early: bool,
 }
 
+impl ValidationSummary {
+    /// Counts one record of the current input: flagged (with errors, or findings) or not, and
+    /// the number of diagnostics reported for it.
+    pub fn count_record(&mut self, flagged: bool, diagnostics: usize) {
+        self.records += 1;
+        if let Some(f) = self.files.last_mut() {
+            f.records += 1;
+            f.invalid += u64::from(flagged);
+        }
+        if flagged {
+            self.invalid += 1;
+        } else {
+            self.valid += 1;
+        }
+        self.diagnostics += diagnostics as u64;
+    }
+}
+
 /// Receives diagnostics as they are found, then the summary.
 pub trait Reporter: Send {
     /// One diagnostic, in input order.

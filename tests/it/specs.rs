@@ -890,3 +890,27 @@ fn the_docs_grouping_and_splitting_examples_do_what_the_docs_say() {
     assert_eq!(out[1]["details"]["user"], "ann");
     assert_eq!(out[1]["content"][1]["content"], "see you");
 }
+
+/// Image annotations whose coordinates are missing (a position list cut short) are not ADP:
+/// the record is rejected with the reason, never written (found by the `spec` fuzz target).
+#[test]
+fn annotations_without_numeric_coordinates_are_rejected() {
+    let Some(corpus) = crate::common::adp_corpus() else {
+        return;
+    };
+    let raw = corpus.join("android_in_the_wild/sample_raw.json");
+    let mut records: Vec<serde_json::Value> =
+        serde_json::from_slice(&std::fs::read(raw).expect("read")).expect("JSON");
+    records[0]["image/ui_annotations_positions"][0] = serde_json::json!([0.5]);
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("aitw.jsonl");
+    let text: String = records.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(&path, text).expect("write");
+    let (code, out, stderr) = crate::common::convert(&[&path], Some("android_in_the_wild"), &[]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("annotation 0 of an image_observation: bounding_box.x is null"),
+        "{stderr}"
+    );
+    assert_eq!(crate::common::validate_adp(&out), 0);
+}

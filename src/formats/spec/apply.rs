@@ -546,6 +546,29 @@ fn emit_steps(emit: &Emit, scope: &dyn Scope, out: &mut Vec<Step>) -> Result<(),
     Ok(())
 }
 
+/// Why rendered image annotations are not ADP's (an object with a string `element_type` and a
+/// `bounding_box` of numbers `x`, `y`, `width`, `height`), for the first one that is not: a
+/// record whose coordinates are missing or not numbers is rejected, never written.
+fn annotation_problem(items: &[Value]) -> Option<String> {
+    items.iter().enumerate().find_map(|(i, a)| {
+        let at = format!("annotation {i} of an image_observation");
+        if !a.is_object() {
+            return Some(format!("{at} is not an object"));
+        }
+        if !a["element_type"].is_string() {
+            return Some(format!("{at} has no string element_type"));
+        }
+        let bbox = &a["bounding_box"];
+        if !bbox.is_object() {
+            return Some(format!("{at} has no bounding_box object"));
+        }
+        ["x", "y", "width", "height"].iter().find_map(|k| {
+            (!bbox[*k].is_number())
+                .then(|| format!("{at}: bounding_box.{k} is {}, not a number", bbox[*k]))
+        })
+    })
+}
+
 fn render_step(template: &StepTemplate, scope: &dyn Scope) -> Result<Step, RecordProblem> {
     let text = |t: &Template| t.render(scope).unwrap_or_default();
     let optional = |t: &Option<Template>| t.as_ref().and_then(|t| t.render(scope));
@@ -583,11 +606,17 @@ fn render_step(template: &StepTemplate, scope: &dyn Scope) -> Result<Step, Recor
             content: text(content),
             annotations: match annotations {
                 None => None,
-                Some(a) => match a.render(scope)? {
-                    Value::Array(items) => Some(items),
-                    Value::Null => None,
-                    other => Some(vec![other]),
-                },
+                Some(a) => {
+                    let items = match a.render(scope)? {
+                        Value::Array(items) => Some(items),
+                        Value::Null => None,
+                        other => Some(vec![other]),
+                    };
+                    if let Some(problem) = items.as_deref().and_then(annotation_problem) {
+                        return Err((String::new(), problem));
+                    }
+                    items
+                }
             },
             source: *source,
             tool_call_id: None,

@@ -767,7 +767,7 @@ obs = "environment"
 [[rule]]
 role = "obs"
 emit = [
-  { class = "image_observation", source = "environment", content = "{$text}", annotations = { for_each = { label = "/labels", box = "/boxes" }, skip_empty = true, text = "{$value/label}", n = "{$index}", width = '{$value/box/2|subtract("$value/box/0")}' } },
+  { class = "image_observation", source = "environment", content = "{$text}", annotations = { for_each = { label = "/labels", box = "/boxes" }, skip_empty = true, text = "{$value/label}", element_type = "n{$index}", bounding_box = { x = "{$value/box/0}", y = "{$value/box/1}", width = '{$value/box/2|subtract("$value/box/0")}', height = '{$value/box/3|subtract("$value/box/1")}' } } },
   { class = "text_observation", source = "environment", for_each = "/logs", skip_empty = true, content = "{$index}: {$value}" },
   { class = "api_action", for_each = "/env", function = "set", kwargs = { name = "{$key}", value = "{$value}" } },
 ]
@@ -779,8 +779,8 @@ emit = [
     assert_eq!(
         steps[0]["annotations"],
         serde_json::json!([
-            {"text": "ok", "n": "0", "width": 3},
-            {"text": "go", "n": "2", "width": 0.5}
+            {"text": "ok", "element_type": "n0", "bounding_box": {"x": 1, "y": 1, "width": 3, "height": 1}},
+            {"text": "go", "element_type": "n2", "bounding_box": {"x": 0.5, "y": 0, "width": 0.5, "height": 1}}
         ]),
         "zipped by position; the empty item skipped; arithmetic on items"
     );

@@ -442,6 +442,22 @@ impl Compiler {
         template
     }
 
+    /// The `for_each` of a table (a step of `emit`, or a value), with its `skip_empty`; a
+    /// `skip_empty` without a `for_each` is a problem.
+    fn for_each_of(&mut self, at: &str, table: &Map<String, Value>) -> Option<Iteration> {
+        let skip_empty = table.get("skip_empty").and_then(Value::as_bool);
+        let each = table
+            .get("for_each")
+            .map(|e| self.iteration(at, e, skip_empty.unwrap_or(false)));
+        if skip_empty.is_some() && each.is_none() {
+            self.problem(
+                &format!("{at}/skip_empty"),
+                "`skip_empty` needs a `for_each`",
+            );
+        }
+        each
+    }
+
     /// Compiles a `for_each` (a pointer or variable, or a table of them to zip) and
     /// `skip_empty`.
     fn iteration(&mut self, at: &str, each: &Value, skip_empty: bool) -> Iteration {
@@ -493,16 +509,7 @@ impl Compiler {
                     .collect(),
             ),
             Value::Object(members) => {
-                let skip_empty = members.get("skip_empty").and_then(Value::as_bool);
-                let each = members
-                    .get("for_each")
-                    .map(|e| self.iteration(at, e, skip_empty.unwrap_or(false)));
-                if skip_empty.is_some() && each.is_none() {
-                    self.problem(
-                        &format!("{at}/skip_empty"),
-                        "`skip_empty` needs a `for_each`",
-                    );
-                }
+                let each = self.for_each_of(at, members);
                 let was = self.iterating;
                 self.iterating |= each.is_some();
                 let body = ValueTemplate::Object(
@@ -613,16 +620,7 @@ impl Compiler {
 
     /// A step of `emit`, with its `for_each` if it has one.
     fn emit(&mut self, at: &str, step: &Map<String, Value>, groups: &[String]) -> Option<Emit> {
-        let skip_empty = step.get("skip_empty").and_then(Value::as_bool);
-        let each = step
-            .get("for_each")
-            .map(|e| self.iteration(at, e, skip_empty.unwrap_or(false)));
-        if skip_empty.is_some() && each.is_none() {
-            self.problem(
-                &format!("{at}/skip_empty"),
-                "`skip_empty` needs a `for_each`",
-            );
-        }
+        let each = self.for_each_of(at, step);
         let was = self.iterating;
         self.iterating |= each.is_some();
         let step = self.step(at, step, groups);

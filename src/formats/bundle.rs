@@ -8,8 +8,9 @@
 //! of them) the same way, as one chat: [`open_chat`].
 
 use std::io;
+use std::ops::Range;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::chat::is_message;
 use crate::ingest::{FrameError, FramedRecords, RawRecord, RecordSource};
@@ -29,8 +30,7 @@ pub fn open_chat(path: &str, max_record_bytes: usize) -> io::Result<Box<dyn Reco
             bytes: framed.bytes_read(),
         }));
     };
-    let message = first.error.is_none()
-        && serde_json::from_slice::<Value>(&first.bytes).is_ok_and(|v| is_message(&v));
+    let message = first.error.is_none() && is_message_text(&first.bytes);
     if message {
         Ok(Box::new(FileBundle::messages(first, framed)))
     } else {
@@ -38,6 +38,32 @@ pub fn open_chat(path: &str, max_record_bytes: usize) -> io::Result<Box<dyn Reco
             first: Some(first),
             rest: framed,
         }))
+    }
+}
+
+/// [`is_message`] of the JSON text `bytes`, read without building the value: the first record
+/// of a file of documents may be a large one. Text the quick read refuses (not an object, a
+/// duplicate key) is parsed whole, so the answer is always `is_message`'s.
+fn is_message_text(bytes: &[u8]) -> bool {
+    /// The two keys [`is_message`] looks at; the rest of the object is skipped.
+    #[derive(serde::Deserialize)]
+    struct Keys<'a> {
+        #[serde(borrow)]
+        role: Option<&'a serde_json::value::RawValue>,
+        #[serde(default)]
+        messages: Present,
+    }
+    /// Whether a key was there, whatever its value (`null` included).
+    #[derive(Default)]
+    struct Present(bool);
+    impl<'de> serde::Deserialize<'de> for Present {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Present, D::Error> {
+            serde::de::IgnoredAny::deserialize(d).map(|_| Present(true))
+        }
+    }
+    match serde_json::from_slice::<Keys>(bytes) {
+        Ok(keys) => keys.role.is_some_and(|r| r.get().starts_with('"')) && !keys.messages.0,
+        Err(_) => serde_json::from_slice::<Value>(bytes).is_ok_and(|v| is_message(&v)),
     }
 }
 
@@ -77,25 +103,42 @@ impl FileBundle {
         ))
     }
 
-    /// [`FileBundle::open`], where `extend` sees the bundle (its marker and `lines`) before it
-    /// is handed on and may add keys to it: what the reader knows from outside the file (a
-    /// sidecar file, another file of the same directory). Only this path parses the bundle
-    /// to change it.
+    /// [`FileBundle::open`], where `extend` sees the bundled lines before the bundle is handed
+    /// on, each as the text `{"line":N,"entry":{...}}`, and returns keys to add to the bundle:
+    /// what the reader knows from outside the file (a sidecar file, another file of the same
+    /// directory). The keys are written into the bundle's text beside its marker; nothing here
+    /// parses the lines, so `extend` reads only what it needs of them.
     pub fn open_with(
         path: &str,
         max_record_bytes: usize,
         marker: &str,
-        extend: &mut dyn FnMut(&mut serde_json::Map<String, Value>),
+        extend: &mut ExtraKeys<'_>,
     ) -> std::io::Result<FileBundle> {
-        let mut bundle = FileBundle::open(path, max_record_bytes, marker)?;
+        let framed = FramedRecords::open(path, max_record_bytes)?;
+        let (head, fields) = marked_open(marker);
+        let (mut bundle, spans) = FileBundle::assemble(
+            Vec::new(),
+            framed,
+            format!("{head}{fields}"),
+            object_entry,
+            line_entry,
+        );
         let mut records: Vec<RawRecord> = bundle.pending.by_ref().collect();
-        if let Some(head) = records.first_mut().filter(|r| r.error.is_none()) {
-            if let Ok(Value::Object(mut map)) = serde_json::from_slice::<Value>(&head.bytes) {
-                if map.get(marker) == Some(&Value::Bool(true)) {
-                    extend(&mut map);
-                    head.bytes = serde_json::to_vec(&map).unwrap_or_default();
-                }
+        // The bundle comes first when any line was bundled (`spans` is then not empty).
+        if let Some(bundle_record) = records.first_mut().filter(|_| !spans.is_empty()) {
+            let text = &bundle_record.bytes;
+            let lines: Vec<&[u8]> = spans
+                .iter()
+                .filter_map(|span| text.get(span.clone()))
+                .collect();
+            let mut keys = Vec::new();
+            for (key, value) in &extend(&lines) {
+                keys.extend(serde_json::to_vec(key).unwrap_or_default());
+                keys.push(b':');
+                keys.extend(serde_json::to_vec(value).unwrap_or_default());
+                keys.push(b',');
             }
+            bundle_record.bytes.splice(head.len()..head.len(), keys);
         }
         bundle.pending = records.into_iter();
         Ok(bundle)
@@ -103,12 +146,14 @@ impl FileBundle {
 
     /// Bundles `read` (records already read from `framed`) and the rest of `framed`.
     pub fn from_framed(read: Vec<RawRecord>, framed: FramedRecords, marker: &str) -> FileBundle {
-        let open = format!("{{{}:true,\"lines\":[", Value::String(marker.to_owned()));
-        FileBundle::build(read, framed, open, object_entry, |text, line, bytes| {
-            text.extend_from_slice(format!("{{\"line\":{line},\"entry\":").as_bytes());
-            text.extend_from_slice(bytes);
-            text.push(b'}');
-        })
+        let (head, fields) = marked_open(marker);
+        FileBundle::build(
+            read,
+            framed,
+            format!("{head}{fields}"),
+            object_entry,
+            line_entry,
+        )
     }
 
     /// The chat of a file of messages ([`open_chat`]): `first`, then the rest of `framed`.
@@ -130,12 +175,24 @@ impl FileBundle {
     /// any) while the rest still converts.
     pub fn build(
         read: Vec<RawRecord>,
-        mut framed: FramedRecords,
+        framed: FramedRecords,
         open: String,
         classify: fn(&[u8]) -> Classified,
         entry: fn(&mut Vec<u8>, u64, &[u8]),
     ) -> FileBundle {
+        FileBundle::assemble(read, framed, open, classify, entry).0
+    }
+
+    /// [`FileBundle::build`], and where in the bundle's text each entry was written.
+    fn assemble(
+        read: Vec<RawRecord>,
+        mut framed: FramedRecords,
+        open: String,
+        classify: fn(&[u8]) -> Classified,
+        entry: fn(&mut Vec<u8>, u64, &[u8]),
+    ) -> (FileBundle, Vec<Range<usize>>) {
         let mut text = open.into_bytes();
+        let mut spans = Vec::new();
         let mut entries = 0usize;
         let mut bad = Vec::new();
         let mut head: Option<RawRecord> = None;
@@ -161,7 +218,9 @@ impl FileBundle {
             }
             entries += 1;
             let bytes = rewritten.as_deref().unwrap_or(&record.bytes);
+            let start = text.len();
             entry(&mut text, record.provenance.line, bytes);
+            spans.push(start..text.len());
             if head.is_none() {
                 record.bytes = Vec::new();
                 head = Some(record);
@@ -179,12 +238,31 @@ impl FileBundle {
             r.provenance.index = i as u64 + 1;
             records.push(r);
         }
-        FileBundle {
+        let bundle = FileBundle {
             pending: records.into_iter(),
             bytes: framed.bytes_read(),
-        }
+        };
+        (bundle, spans)
     }
 }
+
+/// The opening text of a bundle marked `marker`, in two parts: the marker, then the start of
+/// its `lines` (keys added to the bundle go between them).
+fn marked_open(marker: &str) -> (String, &'static str) {
+    let head = format!("{{{}:true,", Value::String(marker.to_owned()));
+    (head, "\"lines\":[")
+}
+
+/// Writes a bundled line: `{"line":N,"entry":<its bytes>}`.
+fn line_entry(text: &mut Vec<u8>, line: u64, bytes: &[u8]) {
+    text.extend_from_slice(format!("{{\"line\":{line},\"entry\":").as_bytes());
+    text.extend_from_slice(bytes);
+    text.push(b'}');
+}
+
+/// What [`FileBundle::open_with`] asks of its reader: the keys to add to a bundle, given its
+/// lines.
+pub type ExtraKeys<'a> = dyn FnMut(&[&[u8]]) -> Map<String, Value> + 'a;
 
 /// What a bundle's classifier makes of a record's bytes: `Ok` to bundle them (`Some`: the text
 /// to bundle instead of the bytes), or `Err` to reject the record alone, with the error when
@@ -227,11 +305,11 @@ impl RecordSource for FileBundle {
 /// nothing more useful than the framer's syntax error, so the record is rejected as it is) or
 /// break one of trajkit's rules on JSON text (`Some`).
 fn entry_kind(bytes: &[u8]) -> Result<bool, Option<strict::JsonProblem>> {
-    if serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_err() {
-        return Err(None);
+    match strict::validate(bytes) {
+        Ok(()) => Ok(bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')),
+        Err(strict::ParseError::Syntax(_)) => Err(None),
+        Err(strict::ParseError::Rule(problem)) => Err(Some(problem)),
     }
-    strict::check(bytes).map_err(Some)?;
-    Ok(bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{'))
 }
 
 /// The `(line, entry)` pairs of a bundle built by [`FileBundle`], in file order.

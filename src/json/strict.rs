@@ -223,11 +223,27 @@ pub enum ParseError {
 /// (looked for only when a number came out as a whole float of 2^63 or more, which is what
 /// `serde_json` makes of such a literal). Either problem is then located by [`check`].
 pub fn parse_value(text: &[u8]) -> Result<Value, ParseError> {
+    read_strictly(text, |seen, de| StrictValue(seen).deserialize(de))
+}
+
+/// Whether [`parse_value`] would read `text`, found without building the value (the same
+/// errors, in the same cases).
+pub fn validate(text: &[u8]) -> Result<(), ParseError> {
+    read_strictly(text, |seen, de| StrictIgnore(seen).deserialize(de))
+}
+
+/// Reads `text` with `read` (given what to note on the way), then refuses it as
+/// [`parse_value`] says.
+fn read_strictly<'de, T>(
+    text: &'de [u8],
+    read: impl FnOnce(
+        &Seen,
+        &mut serde_json::Deserializer<serde_json::de::SliceRead<'de>>,
+    ) -> Result<T, serde_json::Error>,
+) -> Result<T, ParseError> {
     let seen = Seen::default();
     let mut de = serde_json::Deserializer::from_slice(text);
-    let read = StrictValue(&seen)
-        .deserialize(&mut de)
-        .and_then(|value| de.end().map(|()| value));
+    let read = read(&seen, &mut de).and_then(|value| de.end().map(|()| value));
     match read {
         Err(_) if seen.duplicate.get() => Err(ParseError::Rule(locate(text))),
         Err(e) => Err(ParseError::Syntax(e)),
@@ -338,12 +354,119 @@ impl<'de> Visitor<'de> for StrictValue<'_> {
     }
 }
 
+/// The visitor of [`validate`]: [`StrictValue`]'s checks, with nothing built; an object's keys
+/// are borrowed from the text where they hold no escape.
+#[derive(Clone, Copy)]
+struct StrictIgnore<'a>(&'a Seen);
+
+impl<'de> DeserializeSeed<'de> for StrictIgnore<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for StrictIgnore<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
+        StrictValue(self.0).visit_f64(v).map(drop)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_none<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        self.deserialize(deserializer)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(self)?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        // A short object's keys are compared in a list; a long one's go to a set.
+        let mut keys: Vec<Cow<'de, str>> = Vec::new();
+        let mut many: HashSet<Cow<'de, str>> = HashSet::new();
+        while let Some(key) = map.next_key_seed(Key)? {
+            map.next_value_seed(self)?;
+            let repeated = if many.is_empty() && keys.len() < 32 {
+                let seen = keys.contains(&key);
+                keys.push(key);
+                seen
+            } else {
+                many.extend(keys.drain(..));
+                !many.insert(key)
+            };
+            if repeated {
+                self.0.duplicate.set(true);
+                return Err(de::Error::custom("duplicate key"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An object key, borrowed from the text when it can be.
+struct Key;
+
+impl<'de> DeserializeSeed<'de> for Key {
+    type Value = Cow<'de, str>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Key {
+    type Value = Cow<'de, str>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object key")
+    }
+
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(Cow::Borrowed(v))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Cow::Owned(v.to_owned()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn parse_value_reads_as_serde_json_does_and_refuses_what_check_refuses() {
+    fn parse_value_reads_as_serde_json_does_and_refuses_what_check_refuses_and_validate_agrees() {
         let texts = [
             r#"{"id":"a","content":[{"x":1.5,"y":null,"z":[true,"s\u00e9"]}],"n":-3}"#,
             r#"{"id":"a","content":[{"x":1,"y":{"k":1},"x":2}]}"#,
@@ -354,7 +477,18 @@ mod tests {
             r#"{"a":1} x"#,
             r#""a\ud800""#,
         ];
+        let long: Vec<String> = (0..40).map(|i| format!("\"k{i}\":{i}")).collect();
+        let long_ok = format!("{{{}}}", long.join(","));
+        let long_repeated = format!("{{{},\"k39\":0}}", long.join(","));
+        let escaped_repeat = r#"{"a/b":1,"a\u002fb":2}"#;
+        let texts =
+            texts
+                .into_iter()
+                .chain([long_ok.as_str(), long_repeated.as_str(), escaped_repeat]);
         for text in texts {
+            let checked = validate(text.as_bytes()).map_err(|e| format!("{e:?}"));
+            let parsed = parse_value(text.as_bytes()).map_err(|e| format!("{e:?}"));
+            assert_eq!(checked, parsed.map(drop), "{text}");
             let ours = parse_value(text.as_bytes());
             let theirs = serde_json::from_str::<Value>(text);
             match (ours, check(text.as_bytes())) {

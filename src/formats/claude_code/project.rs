@@ -9,6 +9,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use crate::convert::Converter;
@@ -137,14 +139,77 @@ pub(super) fn spawned_agents<'a>(
     out
 }
 
-/// The entries of a bundle being built.
-fn entries(bundle: &Map<String, Value>) -> impl Iterator<Item = &Value> {
-    bundle
-        .get("lines")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|l| &l["entry"])
+/// The fields of a bundled line (`{"line", "entry"}`) that link a project's files, borrowed
+/// from its text unparsed.
+#[derive(Deserialize)]
+struct BundledLine<'a> {
+    #[serde(borrow)]
+    entry: LinkFields<'a>,
+}
+
+#[derive(Deserialize)]
+struct LinkFields<'a> {
+    #[serde(rename = "sessionId", borrow)]
+    session_id: Option<&'a RawValue>,
+    #[serde(rename = "agentId", borrow)]
+    agent_id: Option<&'a RawValue>,
+    #[serde(rename = "toolUseResult", borrow)]
+    tool_use_result: Option<&'a RawValue>,
+    #[serde(borrow)]
+    data: Option<&'a RawValue>,
+}
+
+/// A bundled line with its entry parsed.
+#[derive(Deserialize)]
+struct ParsedLine {
+    entry: Value,
+}
+
+/// What the lines of one session file say for linking them to other files.
+struct FileLinks {
+    /// The first non-empty `sessionId` (empty when there is none).
+    session: String,
+    /// The first non-empty `agentId`: a subagent file's.
+    agent: Option<String>,
+    /// The subagents it spawned ([`spawned_agents`]).
+    spawned: Vec<(String, String, &'static str)>,
+}
+
+/// The [`FileLinks`] of a session file's bundled lines. Only the lines that may name a spawned
+/// agent (an `agentId` in `toolUseResult`, an `agent_progress` in `data`) are parsed whole.
+fn file_links(lines: &[&[u8]]) -> FileLinks {
+    let non_empty = |raw: Option<&RawValue>| {
+        raw.and_then(|r| serde_json::from_str::<String>(r.get()).ok())
+            .filter(|s| !s.is_empty())
+    };
+    let mut session = None;
+    let mut agent = None;
+    let mut spawning = Vec::new();
+    for text in lines {
+        let Ok(BundledLine { entry }) = serde_json::from_slice::<BundledLine>(text) else {
+            continue;
+        };
+        if session.is_none() {
+            session = non_empty(entry.session_id);
+        }
+        if agent.is_none() {
+            agent = non_empty(entry.agent_id);
+        }
+        let may_spawn = entry
+            .tool_use_result
+            .is_some_and(|r| r.get().contains("agentId"))
+            || entry
+                .data
+                .is_some_and(|r| r.get().contains("agent_progress"));
+        if may_spawn {
+            spawning.extend(serde_json::from_slice::<ParsedLine>(text).map(|l| l.entry));
+        }
+    }
+    FileLinks {
+        session: session.unwrap_or_default(),
+        agent,
+        spawned: spawned_agents(spawning.iter()),
+    }
 }
 
 /// Adds `meta` to the bundle of the subagent file at `path` when its sidecar
@@ -181,11 +246,10 @@ fn attach_meta(path: &Path, bundle: &mut Map<String, Value>) {
 
 /// The session file at `path` as one bundle record (and its bad lines), with its sidecar.
 pub(super) fn open_file(path: &str, max_record_bytes: usize) -> io::Result<FileBundle> {
-    FileBundle::open_with(path, max_record_bytes, MARKER, &mut |b: &mut Map<
-        String,
-        Value,
-    >| {
-        attach_meta(Path::new(path), b)
+    FileBundle::open_with(path, max_record_bytes, MARKER, &mut |_| {
+        let mut keys = Map::new();
+        attach_meta(Path::new(path), &mut keys);
+        keys
     })
 }
 
@@ -222,30 +286,28 @@ impl DirRecords {
     fn read(&mut self, path: &Path) -> Vec<RawRecord> {
         let shown = path.display().to_string();
         let links = &mut self.links;
-        let mut extend = |b: &mut Map<String, Value>| {
-            attach_meta(path, b);
-            let session = entries(b)
-                .filter_map(|e| e["sessionId"].as_str())
-                .find(|s| !s.is_empty())
-                .unwrap_or_default()
-                .to_owned();
-            let agent = entries(b)
-                .filter_map(|e| e["agentId"].as_str())
-                .find(|s| !s.is_empty())
-                .map(str::to_owned);
+        let mut extend = |lines: &[&[u8]]| {
+            let mut keys = Map::new();
+            attach_meta(path, &mut keys);
+            let FileLinks {
+                session,
+                agent,
+                spawned,
+            } = file_links(lines);
             if let Some(agent) = agent {
                 if let Some((tool, via, file)) = links.get(&(session.clone(), agent)) {
-                    b.insert(
+                    keys.insert(
                         "spawned_by".into(),
                         json!({"tool_use_id": tool, "via": via, "file": file}),
                     );
                 }
             }
-            for (agent, tool, via) in spawned_agents(entries(b)) {
+            for (agent, tool, via) in spawned {
                 links
                     .entry((session.clone(), agent))
                     .or_insert_with(|| (tool, via, shown.clone()));
             }
+            keys
         };
         match FileBundle::open_with(&shown, self.max_record_bytes, MARKER, &mut extend) {
             Ok(bundle) => {

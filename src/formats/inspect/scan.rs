@@ -83,6 +83,9 @@ pub struct Limits<'a> {
     pub done: &'a dyn Fn(&Outline) -> bool,
 }
 
+/// Most bytes scanned between two checks of [`Limits`].
+const LIMITS_STEP: usize = 64 << 10;
+
 /// The scanner's state between bytes.
 struct Scanner {
     out: Outline,
@@ -134,7 +137,13 @@ pub fn scan(reader: &mut dyn BufRead, limits: Option<&Limits<'_>>) -> io::Result
         if chunk.is_empty() {
             break;
         }
-        let n = chunk.len();
+        // With limits, a bounded step between checks: a reader's buffer may hold the whole
+        // file, and detection should stop at the header.
+        let n = match limits {
+            Some(_) => chunk.len().min(LIMITS_STEP),
+            None => chunk.len(),
+        };
+        let chunk = &chunk[..n];
         let mut i = 0;
         while i < n {
             if s.in_string {

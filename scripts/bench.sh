@@ -21,7 +21,8 @@
 # like the bundled samples (small, structure-heavy records), and for Reflexion also like the
 # real example in the shared corpus (long diffs and outputs) when it is there. Agent logs
 # (Codex, Claude Code, Gemini CLI, mini-swe-agent, Inspect AI, ATIF): BYTES/4 each of 1 MB
-# session files in a directory, shaped like the bundled sample.
+# session files in a directory, shaped like the bundled sample, and like the shared corpus's
+# real logs of the format when it is there.
 # join: the ADP input joined with a 1,000,000-record rewards JSON-lines file (one record per
 # trajectory of the input, the rest for ids not in it); MB/s is of trajectory input, and the
 # time includes indexing the rewards.
@@ -255,14 +256,22 @@ if [ "$BENCH_ONLY" != agents ]; then
   done
 fi
 # Agent logs: a directory of 1 MB session files per format, shaped like the bundled sample
-# (a file is a session, or for Inspect AI a log of samples; MB/s of all the files).
-for format in codex claude-code gemini-cli mini-swe-agent inspect atif; do
-  SESSIONS="$BENCH_DIR/sessions-$format-$((BYTES / 4))"
-  if [ ! -d "$SESSIONS" ]; then
-    "$TARGET"/release/examples/gen_bench_input "$SESSIONS" "$((BYTES / 4))" "sample_data/$format" sessions 2>/dev/null
+# (a file is a session, or for Inspect AI a log of samples; MB/s of all the files), and when the
+# shared corpus is beside the checkout, also shaped like its real logs of the format.
+sessions() {
+  local format="$1" shape="$2" shapes="$3"
+  local dir="$BENCH_DIR/sessions-$format-$shape-$((BYTES / 4))"
+  if [ ! -d "$dir" ]; then
+    "$TARGET"/release/examples/gen_bench_input "$dir" "$((BYTES / 4))" "$shapes" sessions 2>/dev/null
   fi
-  SIZE=$(du -sb "$SESSIONS" | cut -f1)
+  SIZE=$(du -sb "$dir" | cut -f1)
   rm -f "$BENCH_DIR/out.jsonl"
-  report "convert --from $format ($format-samples)" "$BIN" convert -q --from "$format" "$SESSIONS" -o "$BENCH_DIR/out.jsonl"
+  report "convert --from $format ($format-$shape)" "$BIN" convert -q --from "$format" "$dir" -o "$BENCH_DIR/out.jsonl"
+}
+for format in codex claude-code gemini-cli mini-swe-agent inspect atif; do
+  sessions "$format" samples "sample_data/$format"
+  if [ -d "../shared/corpus/agent-logs/$format" ]; then
+    sessions "$format" corpus "../shared/corpus/agent-logs/$format"
+  fi
 done
 rm -f "$BENCH_DIR/out.jsonl"

@@ -7,13 +7,10 @@ use trajkit::commands::convert::convert_inputs;
 use trajkit::commands::inputs::plan;
 use trajkit::config::convert::{named_converter, output_format, upgrade_options};
 use trajkit::convert::{ConvertOptions, FormatOption, FormatOptions, OptionValue};
-use trajkit::engine::output::Output;
 use trajkit::formats;
 use trajkit::model::AdpVersion;
 
-use super::common::{
-    lock_files, rejects_writer, throughput, warn_empty, Capped, CliError, GlobalArgs,
-};
+use super::common::{open_stage_files, throughput, warn_empty, Capped, CliError, GlobalArgs};
 
 /// Convert records of any supported format into ADP trajectories, one compact JSON object per
 /// line. Every trajectory is validated before it is written.
@@ -138,10 +135,7 @@ pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     let upgrade = upgrade_options(args.adp_version, args.decode_details.as_deref())?;
     let plan = plan(&args.inputs, named, &|m| global.notice(m))?;
     let inputs: Vec<String> = plan.iter().map(|(p, _)| p.clone()).collect();
-    let _locks = lock_files([Some(args.output.as_str()), args.rejects.as_deref()])?;
-    let output = Output::create(&args.output)
-        .map_err(|e| CliError::io(format!("cannot create {}: {e}", args.output)))?;
-    let rejects = rejects_writer(args.rejects.as_deref())?;
+    let files = open_stage_files(&args.output, args.rejects.as_deref(), None)?;
     let opts = ConvertOptions {
         to,
         upgrade,
@@ -152,7 +146,14 @@ pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     let shown = Capped::stderr(global);
     let started = Instant::now();
     let bar = global.progress(&inputs, "convert");
-    let summary = convert_inputs(&plan, &opts, &bar, output, rejects, Box::new(shown))?;
+    let summary = convert_inputs(
+        &plan,
+        &opts,
+        &bar,
+        files.output,
+        files.rejects,
+        Box::new(shown),
+    )?;
     bar.finish();
     warn_empty(global, summary.empty_inputs.iter().map(String::as_str));
     global.summary(format_args!(

@@ -5,7 +5,6 @@ use std::time::Instant;
 use clap::Args;
 use trajkit::commands::join::join_inputs;
 use trajkit::config::join::JoinConfig;
-use trajkit::engine::output::Output;
 use trajkit::formats::side_formats;
 use trajkit::join::{IndexError, JoinRunOptions, JoinSummary, Orphans};
 use trajkit::model::upgrade::UpgradeOptions;
@@ -14,7 +13,8 @@ use trajkit::validate::report::Reporter;
 use trajkit::validate::Diagnostic;
 
 use super::common::{
-    inputs, lock_files, rejects_writer, throughput, warn_empty, Capped, CliError, GlobalArgs,
+    inputs, open_stage_files, throughput, warn_empty, write_summary_json, Capped, CliError,
+    GlobalArgs,
 };
 
 /// Attach reflections and rewards from side files to ADP trajectories, by declared keys.
@@ -129,14 +129,11 @@ pub fn run(args: JoinArgs, global: &GlobalArgs) -> Result<u8, CliError> {
             IndexError::Invalid(problems) => side_file_problems(&problems, global),
             other => CliError::io(other),
         })?;
-    let _locks = lock_files([
-        Some(args.output.as_str()),
+    let files = open_stage_files(
+        &args.output,
         args.rejects.as_deref(),
         args.summary_json.as_deref(),
-    ])?;
-    let output = Output::create(&args.output)
-        .map_err(|e| CliError::io(format!("cannot create {}: {e}", args.output)))?;
-    let rejects = rejects_writer(args.rejects.as_deref())?;
+    )?;
     let opts = JoinRunOptions {
         upgrade: UpgradeOptions {
             target: args.adp_version,
@@ -152,15 +149,15 @@ pub fn run(args: JoinArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         &join,
         &opts,
         &bar,
-        output,
-        rejects,
+        files.output,
+        files.rejects,
         Box::new(Capped::stderr(global)),
     )?;
     bar.finish();
     warn_empty(global, summary.empty_inputs.iter().map(String::as_str));
     print_summary(global, &summary, &throughput(bar.bytes_read(), started));
     if let Some(path) = &args.summary_json {
-        write_summary(path, &summary)?;
+        write_summary_json(path, &summary)?;
     }
     let orphans_rejected = config.orphans == Orphans::Reject && summary.side_orphans > 0;
     Ok(u8::from(summary.rejected > 0 || orphans_rejected))
@@ -187,13 +184,4 @@ fn print_summary(global: &GlobalArgs, s: &JoinSummary, speed: &str) {
             f.set, f.file, f.records, f.matched, f.orphans
         ));
     }
-}
-
-fn write_summary(path: &str, summary: &JoinSummary) -> Result<(), CliError> {
-    let mut out =
-        Output::create(path).map_err(|e| CliError::io(format!("cannot create {path}: {e}")))?;
-    let io = |e: std::io::Error| CliError::io(format!("cannot write {path}: {e}"));
-    serde_json::to_writer_pretty(&mut out, summary).map_err(|e| io(e.into()))?;
-    std::io::Write::write_all(&mut out, b"\n").map_err(io)?;
-    out.finish().map_err(io)
 }

@@ -5,14 +5,15 @@ use std::time::Instant;
 
 use clap::Args;
 use trajkit::commands::redact::{redact_inputs, scan_inputs, RedactRunOptions, RedactSummary};
-use trajkit::engine::output::{print, Output};
+use trajkit::engine::output::print;
 use trajkit::model::upgrade::UpgradeOptions;
 use trajkit::model::AdpVersion;
 use trajkit::redact::{Redactor, HASH_KEY_ENV, RULES};
 use trajkit::validate::report::{reporter, ReportFormat};
 
 use super::common::{
-    inputs, lock_files, rejects_writer, throughput, warn_empty, Capped, CliError, GlobalArgs,
+    inputs, open_stage_files, throughput, warn_empty, write_summary_json, Capped, CliError,
+    GlobalArgs,
 };
 use super::validate::report_to;
 
@@ -88,14 +89,11 @@ pub fn run(args: RedactArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     if args.scan {
         return scan(&args, &inputs, &redactor, global, started);
     }
-    let _locks = lock_files([
-        Some(args.output.as_str()),
+    let files = open_stage_files(
+        &args.output,
         args.rejects.as_deref(),
         args.summary_json.as_deref(),
-    ])?;
-    let output = Output::create(&args.output)
-        .map_err(|e| CliError::io(format!("cannot create {}: {e}", args.output)))?;
-    let rejects = rejects_writer(args.rejects.as_deref())?;
+    )?;
     let opts = RedactRunOptions {
         upgrade: UpgradeOptions {
             target: args.adp_version,
@@ -109,15 +107,15 @@ pub fn run(args: RedactArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         &redactor,
         &opts,
         &bar,
-        output,
-        rejects,
+        files.output,
+        files.rejects,
         Box::new(Capped::stderr(global)),
     )?;
     bar.finish();
     warn_empty(global, summary.empty_inputs.iter().map(String::as_str));
     print_summary(global, &summary, &throughput(bar.bytes_read(), started));
     if let Some(path) = &args.summary_json {
-        write_summary(path, &summary)?;
+        write_summary_json(path, &summary)?;
     }
     Ok(u8::from(summary.rejected > 0))
 }
@@ -177,13 +175,4 @@ fn print_summary(global: &GlobalArgs, s: &RedactSummary, speed: &str) {
             .collect();
         global.summary(format_args!("redact: by rule: {}", rules.join(", ")));
     }
-}
-
-fn write_summary(path: &str, summary: &RedactSummary) -> Result<(), CliError> {
-    let mut out =
-        Output::create(path).map_err(|e| CliError::io(format!("cannot create {path}: {e}")))?;
-    let io = |e: std::io::Error| CliError::io(format!("cannot write {path}: {e}"));
-    serde_json::to_writer_pretty(&mut out, summary).map_err(|e| io(e.into()))?;
-    std::io::Write::write_all(&mut out, b"\n").map_err(io)?;
-    out.finish().map_err(io)
 }

@@ -320,3 +320,32 @@ pub fn bundle_lines(bundle: &Value) -> impl Iterator<Item = (u64, &Value)> {
         .flatten()
         .map(|l| (l["line"].as_u64().unwrap_or(0), &l["entry"]))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_is_told_from_its_text_as_from_its_value() {
+        let texts = [
+            r#"{"role": "user", "content": "hi"}"#,
+            r#"{"role": "user", "messages": null}"#,
+            r#"{"role": "user", "messages": []}"#,
+            r#"{"role": 3, "content": "hi"}"#,
+            r#"{"role": null}"#,
+            r#"{"messages": [{"role": "user"}]}"#,
+            r#"{"role": "a", "role": "b"}"#,
+            r#"[{"role": "user"}]"#,
+            r#""role""#,
+            r#"{"role": "user", "x": {"role": 1, "messages": 2}}"#,
+        ];
+        for text in texts {
+            let value: Value = serde_json::from_str(text).expect("JSON");
+            assert_eq!(
+                is_message_text(text.as_bytes()),
+                is_message(&value),
+                "{text}"
+            );
+        }
+    }
+}

@@ -437,4 +437,25 @@ mod tests {
         assert!(o.header_value("eval").is_some());
         assert!(o.samples.is_empty());
     }
+
+    #[test]
+    fn stops_when_told_even_when_the_buffer_holds_the_whole_log() {
+        let sample = "{\"id\": 1, \"messages\": []}";
+        let samples = vec![sample; 20_000].join(",");
+        let text = format!("{{\"version\": 2, \"eval\": {{}}, \"samples\": [{samples}]}}");
+        let done = |o: &Outline| o.header_value("eval").is_some();
+        let limits = Limits {
+            budget: 1 << 30,
+            done: &done,
+        };
+        let mut reader = io::BufReader::with_capacity(text.len(), text.as_bytes());
+        let o = scan(&mut reader, Some(&limits)).expect("in memory");
+        assert!(o.header_value("eval").is_some());
+        assert!(
+            o.bytes <= LIMITS_STEP as u64,
+            "{} of {}",
+            o.bytes,
+            text.len()
+        );
+    }
 }

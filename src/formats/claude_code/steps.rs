@@ -4,6 +4,7 @@
 //! fall, followed by the results of its calls in call order; what the user says (prompts,
 //! interruptions, hook feedback) follows in file order.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use serde_json::{json, Value};
@@ -67,15 +68,15 @@ pub(super) struct Problem {
 
 /// The blocks of a message's `content` with their pointers: a list's elements (a string in it
 /// is a text block), or one block given alone as an object; `None` for anything else.
-fn content_blocks(content: &Value) -> Option<Vec<(String, Value)>> {
-    let block = |b: &Value| match b {
-        Value::String(s) => json!({"type": "text", "text": s}),
-        other => other.clone(),
+fn content_blocks<'a>(content: &'a Value) -> Option<Vec<(String, Cow<'a, Value>)>> {
+    let block = |b: &'a Value| match b {
+        Value::String(s) => Cow::Owned(json!({"type": "text", "text": s})),
+        other => Cow::Borrowed(other),
     };
     match content {
         Value::String(s) => Some(vec![(
             "/message/content".to_owned(),
-            json!({"type": "text", "text": s}),
+            Cow::Owned(json!({"type": "text", "text": s})),
         )]),
         Value::Array(b) => Some(
             b.iter()
@@ -83,7 +84,10 @@ fn content_blocks(content: &Value) -> Option<Vec<(String, Value)>> {
                 .map(|(k, b)| (format!("/message/content/{k}"), block(b)))
                 .collect(),
         ),
-        Value::Object(_) => Some(vec![("/message/content".to_owned(), content.clone())]),
+        Value::Object(_) => Some(vec![(
+            "/message/content".to_owned(),
+            Cow::Borrowed(content),
+        )]),
         _ => None,
     }
 }
@@ -120,10 +124,10 @@ fn tool_action(block: &Value) -> Step {
 }
 
 /// A block of a response, where it is in the file.
-struct Block {
+struct Block<'a> {
     line: u64,
     pointer: String,
-    value: Value,
+    value: Cow<'a, Value>,
 }
 
 /// A tool result waiting for its response to be written.
@@ -133,9 +137,9 @@ struct Answer {
 }
 
 /// The steps in file order: a step as it is, or a response (written with its results).
-enum Unit {
+enum Unit<'a> {
     Steps(Vec<(Step, u64, Option<Value>)>),
-    Response(Vec<Block>),
+    Response(Vec<Block<'a>>),
 }
 
 /// How a user line's text is observed: `isMeta` lines (hook feedback, reminders) and the
@@ -351,7 +355,7 @@ pub(super) fn build(lines: &[Line<'_>], unmapped: &mut Unmapped) -> Result<Built
 /// Writes one response: its actions (calls no result answers first, so that none of them
 /// stands before an observation), then its calls' results in call order.
 fn response(
-    blocks: Vec<Block>,
+    blocks: Vec<Block<'_>>,
     answers: &mut HashMap<String, Answer>,
     built: &mut Built,
     unmapped: &mut Unmapped,

@@ -62,10 +62,12 @@ pub const EMBEDDED: &[(&str, &str)] = &[
     embed!("code_feedback"),
     embed!("codeactinstruct"),
     embed!("eto"),
+    embed!("llava_plus"),
     embed!("mini-coder"),
     embed!("omniact"),
     embed!("orca_agentinstruct"),
     embed!("synatra"),
+    embed!("webarena_successful"),
 ];
 
 /// A problem in a spec file, located by line and key.

@@ -5,11 +5,13 @@
 //! the turn's text, `{$role}` its role, `{$turn}` its 0-based index, `{$record}` the record's
 //! 0-based index in its input, `{$member}` its position in its group, `{$index}`, `{$key}` and
 //! `{$value/...}` the item of a split or an iteration), or a field of the record by JSON
-//! pointer (`{/id}`, or `{$parent/id}` in the record a split item comes from), and may end in
-//! filters: `{code|trim}`. `{{` and `}}` are literal braces.
+//! pointer (`{/id}`, `{$parent/id}` in the record a split item comes from, `{$turn/action}` in
+//! the current turn), and may end in filters: `{code|trim}`. `{{` and `}}` are literal braces.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
 
 use memchr::memmem;
 use regex::Regex;
@@ -44,6 +46,9 @@ pub enum Var {
     /// The current item of an iteration, or a value inside it by JSON pointer (`$value`,
     /// `$value/0`).
     Value(String),
+    /// A value inside the current turn, by JSON pointer (`$turn/action/name`), for turns that
+    /// are objects.
+    TurnField(String),
 }
 
 impl Var {
@@ -62,6 +67,7 @@ impl Var {
             p if p.starts_with('/') => Var::Field(p.to_owned()),
             p if p.starts_with("$value") => Var::Value(pointer(&p["$value".len()..])?),
             p if p.starts_with("$parent/") => Var::Parent(p["$parent".len()..].to_owned()),
+            p if p.starts_with("$turn/") => Var::TurnField(p["$turn".len()..].to_owned()),
             n if !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => {
                 Var::Capture(n.to_owned())
             }
@@ -71,9 +77,48 @@ impl Var {
 
     /// True for the variables whose value is a JSON value of the data (a field, an item).
     pub fn is_data(&self) -> bool {
-        matches!(self, Var::Field(_) | Var::Parent(_) | Var::Value(_))
+        matches!(
+            self,
+            Var::Field(_) | Var::Parent(_) | Var::Value(_) | Var::TurnField(_)
+        )
     }
 }
+
+/// A lookup table of a spec's `[tables]`: key text to JSON value (a list's keys are its
+/// positions, `"0"`, `"1"`, ...).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Table(HashMap<String, Value>);
+
+impl Table {
+    /// The table a spec writes: a TOML table (its keys) or a list (its positions); `None` for
+    /// anything else.
+    pub fn from_spec(value: &Value) -> Option<Table> {
+        Some(Table(match value {
+            Value::Object(entries) => entries
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (i.to_string(), v.clone()))
+                .collect(),
+            _ => return None,
+        }))
+    }
+
+    /// The value for a key given as JSON (a string's text, a number's digits), or `None`.
+    fn get(&self, key: &Value) -> Option<&Value> {
+        match key {
+            Value::String(s) => self.0.get(s),
+            Value::Null | Value::Array(_) | Value::Object(_) => None,
+            other => self.0.get(&other.to_string()),
+        }
+    }
+}
+
+/// The tables a spec's templates may look values up in, by name.
+pub type Tables = HashMap<String, Arc<Table>>;
 
 /// A transformation applied to a placeholder's value. Filters apply to values that are present;
 /// only `default` gives a missing value one.
@@ -121,6 +166,10 @@ pub enum Filter {
     /// `add(x)`, `subtract(x)`, `multiply(x)`, `divide(x)`: arithmetic with a number or the
     /// number a variable holds; missing when either side is not a number.
     Arith(Op, Operand),
+    /// `lookup("table")`: the value the spec's table gives the text as a key; a JSON list is
+    /// looked up item by item, leaving out the items the table lacks. Missing when a single
+    /// key is not in the table.
+    Lookup(Arc<Table>),
 }
 
 /// An arithmetic operation of a filter.
@@ -151,7 +200,7 @@ impl Filter {
     fn gives_json(&self) -> bool {
         matches!(
             self,
-            Filter::FromJson | Filter::Split(_) | Filter::Arith(..)
+            Filter::FromJson | Filter::Split(_) | Filter::Arith(..) | Filter::Lookup(_)
         )
     }
 }
@@ -254,8 +303,14 @@ impl fmt::Display for TemplateError {
 }
 
 impl Template {
-    /// Parses `text`.
+    /// Parses `text`, a template that uses no lookup table.
+    #[cfg(test)]
     pub fn parse(text: &str) -> Result<Self, TemplateError> {
+        Self::parse_with(text, &Tables::new())
+    }
+
+    /// Parses `text`, whose `lookup` filters name tables of `tables`.
+    pub fn parse_with(text: &str, tables: &Tables) -> Result<Self, TemplateError> {
         let mut parts = Vec::new();
         let mut literal = String::new();
         let mut rest = text;
@@ -286,7 +341,7 @@ impl Template {
             if !literal.is_empty() {
                 parts.push(Part::Literal(std::mem::take(&mut literal)));
             }
-            let (var, filters) = parse_placeholder(&inner[..end])?;
+            let (var, filters) = parse_placeholder(&inner[..end], tables)?;
             parts.push(Part::Placeholder(var, filters));
             rest = &inner[end + 1..];
         }
@@ -444,6 +499,7 @@ fn apply<'v>(
                 )),
                 _ => None,
             },
+            (Filter::Lookup(table), Some(v)) => lookup(table, &v).map(Cow::Owned),
             (Filter::Arith(op, operand), Some(v)) => {
                 let rhs = match operand {
                     Operand::Number(n) => Cow::Owned(n.to_string()),
@@ -454,6 +510,22 @@ fn apply<'v>(
         };
     }
     value
+}
+
+/// `text` looked up in `table`: a JSON list item by item (the items the table lacks left out),
+/// anything else as one key. The result is the value's text (a string) or compact JSON.
+fn lookup(table: &Table, text: &str) -> Option<String> {
+    let text_of = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    if text.starts_with('[') {
+        if let Ok(Value::Array(items)) = serde_json::from_str::<Value>(text) {
+            let found: Vec<Value> = items.iter().filter_map(|i| table.get(i)).cloned().collect();
+            return Some(Value::Array(found).to_string());
+        }
+    }
+    table.get(&Value::String(text.to_owned())).map(text_of)
 }
 
 /// The bytes `start..end` of `v` (on character boundaries), borrowed when `v` is.
@@ -486,7 +558,7 @@ fn split_outside_strings(text: &str, sep: char) -> Vec<usize> {
     cuts
 }
 
-fn parse_placeholder(inner: &str) -> Result<(Var, Vec<Filter>), TemplateError> {
+fn parse_placeholder(inner: &str, tables: &Tables) -> Result<(Var, Vec<Filter>), TemplateError> {
     let mut pieces = Vec::new();
     let mut start = 0;
     for cut in split_outside_strings(inner, '|') {
@@ -497,17 +569,18 @@ fn parse_placeholder(inner: &str) -> Result<(Var, Vec<Filter>), TemplateError> {
     let Some(var) = Var::parse(name) else {
         return Err(TemplateError(format!(
             "unknown placeholder {{{name}}}: use a capture group name, $text, $role, $turn, \
-             $record, $member, $index, $key, $value, or a JSON pointer such as /id or $parent/id"
+             $record, $member, $index, $key, $value, or a JSON pointer such as /id, $parent/id \
+             or $turn/id"
         )));
     };
     let filters = pieces[1..]
         .iter()
-        .map(|f| parse_filter(f, inner))
+        .map(|f| parse_filter(f, inner, tables))
         .collect::<Result<_, _>>()?;
     Ok((var, filters))
 }
 
-fn parse_filter(text: &str, placeholder: &str) -> Result<Filter, TemplateError> {
+fn parse_filter(text: &str, placeholder: &str, tables: &Tables) -> Result<Filter, TemplateError> {
     let bad = |why: String| TemplateError(format!("{why} in {{{placeholder}}}"));
     let (name, args) = match text.split_once('(') {
         Some((name, rest)) => {
@@ -556,6 +629,19 @@ fn parse_filter(text: &str, placeholder: &str) -> Result<Filter, TemplateError> 
         "from_json" => arity(0).map(|_| Filter::FromJson)?,
         "split" => arity(1).map(|_| Filter::Split(arg()))?,
         "join" => arity(1).map(|_| Filter::Join(arg()))?,
+        "lookup" => {
+            arity(1)?;
+            let name = arg();
+            let Some(table) = tables.get(&name) else {
+                let mut known: Vec<&String> = tables.keys().collect();
+                known.sort_unstable();
+                return Err(bad(format!(
+                    "lookup names the table {name:?}, which [tables] does not define (tables: \
+                     {known:?})"
+                )));
+            };
+            Filter::Lookup(Arc::clone(table))
+        }
         "add" | "subtract" | "multiply" | "divide" => {
             arity(1)?;
             let op = match name {
@@ -580,7 +666,7 @@ fn parse_filter(text: &str, placeholder: &str) -> Result<Filter, TemplateError> 
             return Err(bad(format!(
                 "unknown filter {other:?} (filters: trim, lower, json, prepend, append, default, \
                  replace, sub, after, after_last, before, before_last, urlencode, urldecode, \
-                 from_json, split, join, add, subtract, multiply, divide)"
+                 from_json, split, join, lookup, add, subtract, multiply, divide)"
             )))
         }
     })
@@ -619,9 +705,12 @@ mod tests {
 
     #[test]
     fn cutting_filters_give_what_owned_text_gives() {
-        let filters = parse_placeholder(r#"x|trim|after("a")|before_last("c")|replace("b", "B")"#)
-            .map(|(_, f)| f)
-            .unwrap_or_default();
+        let filters = parse_placeholder(
+            r#"x|trim|after("a")|before_last("c")|replace("b", "B")"#,
+            &Tables::new(),
+        )
+        .map(|(_, f)| f)
+        .unwrap_or_default();
         for text in ["  xabbc  ", "abc", "   ", "a", "éaébcé c "] {
             let borrowed = apply(Some(Cow::Borrowed(text)), &filters, &Vars(HashMap::new()));
             let owned = apply(

@@ -1071,3 +1071,200 @@ fn turn_fields_and_tables_are_checked_when_the_spec_loads() {
         assert!(report.contains(needle), "{needle} in {report}");
     }
 }
+
+/// Writes `spec` to `my.toml` in a temporary directory and converts `records` with it,
+/// returning the exit code, the output, stderr, the rejects and the spec's path.
+fn convert_with_spec_at(spec: &str, records: &str) -> (i32, Vec<Value>, String, String, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec_path = dir.path().join("my.toml");
+    let input = dir.path().join("in.jsonl");
+    let rejects = dir.path().join("rejects.jsonl");
+    std::fs::write(&spec_path, spec).expect("write spec");
+    std::fs::write(&input, records).expect("write input");
+    let out = trajkit()
+        .arg("convert")
+        .arg("--spec")
+        .arg(&spec_path)
+        .arg(&input)
+        .arg("--rejects")
+        .arg(&rejects)
+        .output()
+        .expect("runs");
+    (
+        out.status.code().expect("exit code"),
+        json_lines(&out.stdout),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        std::fs::read_to_string(&rejects).unwrap_or_default(),
+        spec_path.display().to_string(),
+    )
+}
+
+const NOTES: &str = r#"
+name = "notes"
+description = "test spec: mistakes trajkit reports"
+[record]
+id = "{/id}"
+turns = "/t"
+[roles]
+user = "user"
+assistant = "assistant"
+[[rule]]
+role = "assistant"
+emit = [{ class = "message_action", content = "{$text}{/nonexistent}", description = "{/why}" }]
+"#;
+
+#[test]
+fn a_pointer_that_never_resolves_is_reported_with_its_line_and_count() {
+    let records = [
+        r#"{"id": "a", "t": [{"role": "assistant", "content": "x"}], "why": null}"#,
+        r#"{"id": "b", "t": [{"role": "assistant", "content": "y"}, {"role": "assistant", "content": "z"}]}"#,
+    ];
+    let (code, out, stderr, _, spec) = convert_with_spec_at(NOTES, &records.join("\n"));
+    assert_eq!((code, out.len()), (0, 2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "trajkit: warning: {spec}:12: rule.0.emit.0.content: {{/nonexistent}} never \
+             resolved (missing in 3 of 3 uses; `|required` rejects the records that lack it)\n"
+        )),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("{/why}"),
+        "a pointer found once (null included) is data, not a typo: {stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "2 records in, 2 written (2 trajectories, ADP 1.5.0), 0 rejected, 1 warning;"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_required_value_that_is_missing_rejects_its_record() {
+    let spec = NOTES.replace("{/nonexistent}", "{/tag|required}");
+    let records = [
+        r#"{"id": "a", "tag": "!", "t": [{"role": "assistant", "content": "x"}]}"#,
+        r#"{"id": "b", "t": [{"role": "assistant", "content": "y"}]}"#,
+    ];
+    let (code, out, stderr, rejects, _) = convert_with_spec_at(&spec, &records.join("\n"));
+    assert_eq!((code, out.len()), (1, 1), "{stderr}");
+    assert_eq!(out[0]["content"][0]["content"], "x!");
+    assert!(
+        stderr
+            .contains("in.jsonl:2: error[spec-convert] /tag: rule 0: {/tag|required} has no value"),
+        "{stderr}"
+    );
+    assert!(rejects.contains("\"pointer\":\"/tag\""), "{rejects}");
+}
+
+#[test]
+fn duplicate_ids_are_rejected_or_numbered_or_kept_as_the_spec_says() {
+    let records = [
+        r#"{"id": "a", "t": [{"role": "user", "content": "1"}]}"#,
+        r#"{"id": "b", "t": [{"role": "user", "content": "2"}]}"#,
+        r#"{"id": "a", "t": [{"role": "user", "content": "3"}]}"#,
+        r#"{"id": "a_2", "t": [{"role": "user", "content": "4"}]}"#,
+    ]
+    .join("\n");
+    let ids = |out: &[Value]| -> Vec<String> {
+        out.iter()
+            .filter_map(|t| t["id"].as_str().map(str::to_owned))
+            .collect()
+    };
+    let (code, out, stderr, rejects, _) = convert_with_spec_at(NOTES, &records);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(ids(&out), ["a", "b", "a_2"]);
+    assert!(
+        stderr.contains("in.jsonl:3: error[duplicate-id] id=\"a\" /id: trajectory id \"a\" was already written, from ")
+            && stderr.contains(
+                "in.jsonl:1 (ids must be unique; the spec's `[record] duplicate_ids = \"suffix\"` \
+             numbers repeated ones, \"keep\" writes them as they are)"
+            ),
+        "{stderr}"
+    );
+    assert_eq!(json_lines(rejects.as_bytes()).len(), 1);
+    assert!(stderr.contains("4 records in, 3 written"), "{stderr}");
+
+    let suffix = NOTES.replace(
+        "turns = \"/t\"",
+        "turns = \"/t\"\nduplicate_ids = \"suffix\"",
+    );
+    let (code, out, stderr, _, _) = convert_with_spec_at(&suffix, &records);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        ids(&out),
+        ["a", "b", "a_2", "a_2_2"],
+        "the first number not yet used; a later id that was given out is numbered in turn"
+    );
+    assert_eq!(out[2]["content"][0]["content"], "3");
+
+    let keep = NOTES.replace("turns = \"/t\"", "turns = \"/t\"\nduplicate_ids = \"keep\"");
+    let (code, out, _, _, _) = convert_with_spec_at(&keep, &records);
+    assert_eq!(code, 0);
+    assert_eq!(ids(&out), ["a", "b", "a", "a_2"]);
+}
+
+#[test]
+fn strict_specs_take_role_defaults_for_roles_without_rules_and_say_what_to_add() {
+    let spec = NOTES
+        .replace("name = \"notes\"", "name = \"notes\"\nstrict = true")
+        .replace(
+            "role = \"assistant\"\nemit",
+            "name = \"answer\"\nrole = \"assistant\"\nmatch = '^answer: '\nemit",
+        );
+    let records = [
+        r#"{"id": "a", "t": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "answer: 1"}]}"#,
+        r#"{"id": "b", "t": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "???"}]}"#,
+    ];
+    let (code, out, stderr, _, _) = convert_with_spec_at(&spec, &records.join("\n"));
+    assert_eq!((code, out.len()), (1, 1), "{stderr}");
+    assert_eq!(
+        out[0]["content"][0]["class_"], "text_observation",
+        "the user role has no rule: its [roles] default, strict or not"
+    );
+    assert!(
+        stderr.contains(
+            "in.jsonl:2: error[spec-convert] /t/1/content: no rule matches turn 1 (role \"assistant\") and the spec \
+             is strict: every turn of a role with rules must match one of them ([\"answer\"]); \
+             add a rule for role \"assistant\" without `match` to convert the others, or leave \
+             `strict` out: \"???\""
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn spec_errors_name_the_key_for_details_collisions_and_toml_escapes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.toml");
+    let check = |text: &str| {
+        std::fs::write(&path, text).unwrap();
+        let out = trajkit()
+            .args(["validate", "--schema", "converter-spec"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let report = check(&format!("{NOTES}[details]\nsource = \"{{/src}}\"\n"));
+    assert!(
+        report.contains(
+            "/details/source: \"source\" is a details key trajkit writes itself (details.source: \
+             the input and the format), which would replace yours: name it differently"
+        ),
+        "{report}"
+    );
+    assert!(report.contains(":14:"), "the key's line: {report}");
+    let report = check(&NOTES.replace("emit = [", "match = \"\\d+\"\nemit = ["));
+    assert!(
+        report.contains(":12: error[converter-spec] /rule/0/match: TOML: ")
+            && report.contains(
+                "(in a basic string \"...\" a backslash starts an escape; write a regex or a \
+                 template with filter arguments as a literal string, which keeps backslashes as \
+                 written: match = '\\d+'; see docs/spec-escaping.md)"
+            ),
+        "{report}"
+    );
+}

@@ -226,7 +226,7 @@ impl CompiledSpec {
             vars: HashMap::new(),
         };
         for extract in &self.extracts {
-            let text = extract.from.render(&scope).unwrap_or_default();
+            let text = extract.from.render(&scope)?.unwrap_or_default();
             // Without named groups the extract is only a test, and a match test is cheaper.
             let matched = if extract.regex.captures_len() == 1 {
                 extract.regex.is_match(&text).then_some(None)
@@ -256,7 +256,7 @@ impl CompiledSpec {
             }
         }
         for (name, template) in &self.vars {
-            if let Some(value) = template.render(&scope) {
+            if let Some(value) = template.render(&scope)? {
                 scope.vars.insert(name, value);
             }
         }
@@ -314,6 +314,8 @@ impl CompiledSpec {
             if !last.content.contains(unless.as_str()) {
                 last.content = wrap
                     .render(&ContentScope(&last.content))
+                    .ok()
+                    .flatten()
                     .unwrap_or_default();
             }
         }
@@ -322,28 +324,21 @@ impl CompiledSpec {
 
     /// The id and details, rendered over the (first) record.
     fn head(&self, scope: &RecordScope<'_>) -> Result<(String, JsonObject), RecordProblem> {
-        let id = self.id.render(scope).unwrap_or_default();
+        let id = self.id.render(scope)?.unwrap_or_default();
         if id.is_empty() {
             return Err((
                 String::new(),
                 "the spec's id template renders empty for this record".into(),
             ));
         }
-        let details = self
-            .details
-            .iter()
-            .map(|(key, template)| {
-                let value = match template.as_field() {
-                    Some(pointer) => scope
-                        .member
-                        .record
-                        .pointer(pointer)
-                        .map_or(Value::Null, Node::to_value),
-                    None => template.render(scope).map_or(Value::Null, Value::String),
-                };
-                (key.clone(), value)
-            })
-            .collect();
+        let mut details = JsonObject::new();
+        for (key, template) in &self.details {
+            let value = match template.as_field() {
+                Some(_) => template.render_value(scope)?,
+                None => template.render(scope)?.map(Value::String),
+            };
+            details.insert(key.clone(), value.unwrap_or(Value::Null));
+        }
         Ok((id, details))
     }
 
@@ -424,7 +419,7 @@ impl CompiledSpec {
                                 position: i,
                                 captures: None,
                             };
-                            let rendered = template.render(&turn_scope).unwrap_or_default();
+                            let rendered = template.render(&turn_scope)?.unwrap_or_default();
                             if rendered.is_empty() {
                                 return Err((
                                     format!("{turns}/{i}"),
@@ -513,14 +508,25 @@ impl CompiledSpec {
             return Ok(steps);
         }
         if self.strict && default != RoleDefault::Drop {
-            return Err((
-                turn.pointer.to_pointer(),
-                format!(
-                    "no rule matches turn {position} (role {:?}) and the spec is strict: {}",
-                    turn.role,
-                    preview(turn.text)
-                ),
-            ));
+            let names: Vec<&str> = self
+                .rules
+                .iter()
+                .filter(|r| r.names_role(&turn.role))
+                .map(|r| r.name.as_str())
+                .collect();
+            if !names.is_empty() {
+                return Err((
+                    turn.pointer.to_pointer(),
+                    format!(
+                        "no rule matches turn {position} (role {role:?}) and the spec is strict: \
+                         every turn of a role with rules must match one of them ({names:?}); \
+                         add a rule for role {role:?} without `match` to convert the others, or \
+                         leave `strict` out: {}",
+                        preview(turn.text),
+                        role = turn.role,
+                    ),
+                ));
+            }
         }
         let text = turn.text.to_owned();
         Ok(match default {
@@ -565,13 +571,16 @@ fn selected(wanted: &Option<Vec<i64>>, position: usize, count: usize) -> bool {
 
 impl Rule {
     fn applies_to(&self, role: &str, at: Position) -> bool {
-        let role_ok = self
-            .roles
-            .as_ref()
-            .is_none_or(|roles| roles.iter().any(|r| r == role));
-        role_ok
+        self.names_role(role)
             && selected(&self.turns, at.turn, at.turns)
             && selected(&self.members, at.member, at.members)
+    }
+
+    /// True when the rule is for turns of `role` (it names the role, or names none).
+    fn names_role(&self, role: &str) -> bool {
+        self.roles
+            .as_ref()
+            .is_none_or(|roles| roles.iter().any(|r| r == role))
     }
 }
 
@@ -611,16 +620,23 @@ fn annotation_problem(items: &[Value]) -> Option<String> {
 }
 
 fn render_step(template: &StepTemplate, scope: &dyn Scope) -> Result<Step, RecordProblem> {
-    let text = |t: &Template| t.render(scope).unwrap_or_default();
-    let optional = |t: &Option<Template>| t.as_ref().and_then(|t| t.render(scope));
+    let text = |t: &Template| -> Result<String, RecordProblem> {
+        Ok(t.render(scope)?.unwrap_or_default())
+    };
+    let optional = |t: &Option<Template>| -> Result<Option<String>, RecordProblem> {
+        Ok(match t {
+            Some(t) => t.render(scope)?,
+            None => None,
+        })
+    };
     Ok(match template {
         StepTemplate::Text {
             source,
             content,
             name,
         } => Step::TextObservation(TextObservation {
-            content: text(content),
-            name: optional(name),
+            content: text(content)?,
+            name: optional(name)?,
             source: *source,
             tool_call_id: None,
             reward: None,
@@ -632,10 +648,10 @@ fn render_step(template: &StepTemplate, scope: &dyn Scope) -> Result<Step, Recor
             image,
             viewport_size,
         } => Step::WebObservation(WebObservation {
-            html: optional(html),
-            axtree: optional(axtree),
-            url: optional(url),
-            image_observation: optional(image).map(|content| {
+            html: optional(html)?,
+            axtree: optional(axtree)?,
+            url: optional(url)?,
+            image_observation: optional(image)?.map(|content| {
                 TaggedImage::Image(ImageObservation {
                     content,
                     annotations: Some(Vec::new()),
@@ -659,13 +675,13 @@ fn render_step(template: &StepTemplate, scope: &dyn Scope) -> Result<Step, Recor
             language,
             content,
             description,
-        } => Step::code(text(language), text(content), optional(description)),
+        } => Step::code(text(language)?, text(content)?, optional(description)?),
         StepTemplate::Image {
             content,
             source,
             annotations,
         } => Step::ImageObservation(ImageObservation {
-            content: text(content),
+            content: text(content)?,
             annotations: match annotations {
                 None => None,
                 Some(a) => {
@@ -717,16 +733,16 @@ fn render_step(template: &StepTemplate, scope: &dyn Scope) -> Result<Step, Recor
                         ))
                     }
                 },
-                Kwargs::Parsed { from, syntax } => {
-                    syntax.kwargs(&text(from)).map_err(|e| (String::new(), e))?
-                }
+                Kwargs::Parsed { from, syntax } => syntax
+                    .kwargs(&text(from)?)
+                    .map_err(|e| (String::new(), e))?,
             };
-            Step::api(text(function), kwargs, optional(description))
+            Step::api(text(function)?, kwargs, optional(description)?)
         }
         StepTemplate::Message {
             content,
             description,
-        } => Step::message(text(content), optional(description)),
+        } => Step::message(text(content)?, optional(description)?),
     })
 }
 

@@ -11,7 +11,9 @@ use super::args::ArgSyntax;
 use super::format::{RuleSpec, SpecFile};
 use super::iterate::{Iteration, Over};
 use super::template::{Table, Tables, Template, Var};
+use super::usage::Usage;
 use super::value::ValueTemplate;
+use crate::convert::DuplicateIds;
 use crate::model::rules::escape_pointer;
 use crate::model::Source;
 
@@ -62,7 +64,26 @@ pub struct CompiledSpec {
     pub group: Option<Grouping>,
     /// Pointer to the list whose items each make a trajectory, when there is one.
     pub split: Option<String>,
+    /// What a repeated trajectory id means (`None`: written as it is).
+    pub duplicate_ids: Option<DuplicateIds>,
+    /// Every placeholder and `for_each` that reads the data, for the report of pointers that
+    /// never resolve.
+    pub tracked: Vec<Tracked>,
 }
+
+/// A placeholder or `for_each` source that reads the data, and the counts of its uses.
+#[derive(Debug)]
+pub struct Tracked {
+    /// Where it is in the spec (`/rule/0/emit/1/content`).
+    pub at: String,
+    /// What it reads, as written (`{/meta/split}`, `/logs`).
+    pub what: String,
+    /// Whether it resolved, and how often it was missing.
+    pub usage: Arc<Usage>,
+}
+
+/// Details keys trajkit writes itself into every trajectory a spec makes.
+const OWN_DETAILS: &[&str] = &["source"];
 
 impl CompiledSpec {
     /// The pointer a group key reads, for messages: its first field, or empty.
@@ -323,6 +344,17 @@ pub fn compile(spec: SpecFile) -> Result<CompiledSpec, Vec<SpecProblem>> {
         vars.push((name.clone(), template));
     }
     let id = c.template("/record/id", &spec.record.id, &record_groups);
+    for key in spec.details.keys() {
+        if OWN_DETAILS.contains(&key.as_str()) {
+            c.problem(
+                &format!("/details/{}", escape_pointer(key)),
+                format!(
+                    "{key:?} is a details key trajkit writes itself (details.source: the input \
+                     and the format), which would replace yours: name it differently"
+                ),
+            );
+        }
+    }
     let details = spec
         .details
         .iter()
@@ -424,6 +456,12 @@ pub fn compile(spec: SpecFile) -> Result<CompiledSpec, Vec<SpecProblem>> {
             details,
             group,
             split: spec.record.split,
+            duplicate_ids: match spec.record.duplicate_ids.as_deref() {
+                Some("keep") => None,
+                Some("suffix") => Some(DuplicateIds::Suffix),
+                _ => Some(DuplicateIds::Error),
+            },
+            tracked: c.tracked,
         })
     } else {
         Err(c.problems)
@@ -444,6 +482,8 @@ struct Compiler {
     in_turn: bool,
     /// The spec's `[tables]`.
     tables: Tables,
+    /// The placeholders and `for_each` sources that read the data.
+    tracked: Vec<Tracked>,
 }
 
 impl Compiler {
@@ -459,7 +499,7 @@ impl Compiler {
 
     /// Parses a template whose capture placeholders must be among `groups`.
     fn template(&mut self, pointer: &str, text: &str, groups: &[String]) -> Template {
-        let template = match Template::parse_with(text, &self.tables) {
+        let mut template = match Template::parse_with(text, &self.tables) {
             Ok(t) => t,
             Err(e) => {
                 self.problem(pointer, e.0);
@@ -495,6 +535,13 @@ impl Compiler {
         out_of_scope.dedup();
         for why in out_of_scope {
             self.problem(pointer, why);
+        }
+        for (what, usage) in template.track() {
+            self.tracked.push(Tracked {
+                at: pointer.to_owned(),
+                what: format!("{{{what}}}"),
+                usage,
+            });
         }
         template
     }
@@ -554,7 +601,23 @@ impl Compiler {
                 other.as_str().unwrap_or_default(),
             )),
         };
-        Iteration { over, skip_empty }
+        let usage = match &over {
+            Over::One(var) => {
+                let usage = Arc::new(Usage::default());
+                self.tracked.push(Tracked {
+                    at: format!("{at}/for_each"),
+                    what: var.written(),
+                    usage: Arc::clone(&usage),
+                });
+                Some(usage)
+            }
+            Over::Zip(_) => None,
+        };
+        Iteration {
+            over,
+            skip_empty,
+            usage,
+        }
     }
 
     /// Compiles a JSON value built from templates.

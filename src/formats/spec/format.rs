@@ -72,6 +72,10 @@ pub struct RecordSpec {
     /// JSON pointer to a list whose items each make a trajectory of their own.
     #[serde(default)]
     pub split: Option<String>,
+    /// What a trajectory id that an earlier trajectory of the run has means: `error` (the
+    /// default: the record is rejected), `keep` or `suffix` (numbered `ID_2`, `ID_3`, ...).
+    #[serde(default)]
+    pub duplicate_ids: Option<String>,
 }
 
 /// A regex applied once per record; its named groups become variables.

@@ -1268,3 +1268,58 @@ fn spec_errors_name_the_key_for_details_collisions_and_toml_escapes() {
         "{report}"
     );
 }
+
+/// The examples of docs/spec-escaping.md, as written there.
+#[test]
+fn the_escaping_page_examples_do_what_the_page_says() {
+    let spec = r#"
+name = "escapes"
+description = "test spec: docs/spec-escaping.md"
+[record]
+id = "n{/a~0b}"
+turns = "/t"
+[roles]
+user = "user"
+assistant = "assistant"
+[[rule]]
+role = "user"
+turn = 0
+emit = [
+    { class = "text_observation", content = '{$text|sub("\\s+", " ")}' },
+    { class = "text_observation", content = "{$text|sub(\"\\\\s+\", \" \")}" },
+    { class = "text_observation", content = '{$text|sub("\"", "")}' },
+    { class = "text_observation", content = '{/image~1encoded}' },
+]
+[[rule]]
+role = "user"
+emit = [{ class = "text_observation", content = '{/date|sub("^(\\d{4})-(\\d{2})", "$2/$1")} {$text|replace("}", ")")}' }]
+[[rule]]
+role = "assistant"
+match = '^(?P<fn>\w+) (?P<args>\{.*\})$'
+emit = [{ class = "message_action", content = '{{"tool": "{fn}", "args": {args}}}' }]
+"#;
+    let record = r#"{"a~b": 1, "image/encoded": "aGk=", "date": "2026-11", "t": [
+        {"role": "user", "content": "Total:   42  \"EUR\""},
+        {"role": "user", "content": "x}"},
+        {"role": "assistant", "content": "search {\"q\": 1}"}]}"#;
+    let (code, out, stderr, _) = convert_with_spec(spec, &record.replace('\n', " "));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(out[0]["id"], "n1", "~0 is a ~");
+    let texts: Vec<&str> = out[0]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["content"].as_str())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "Total: 42 \"EUR\"",
+            "Total: 42 \"EUR\"",
+            "Total:   42  EUR",
+            "aGk=",
+            "11/2026 x)",
+            "{\"tool\": \"search\", \"args\": {\"q\": 1}}"
+        ]
+    );
+}

@@ -7,6 +7,7 @@ use trajkit::commands::convert::convert_inputs;
 use trajkit::commands::inputs::plan;
 use trajkit::config::convert::{named_converter, output_format, upgrade_options};
 use trajkit::convert::{ConvertOptions, FormatOption, FormatOptions, OptionValue};
+use trajkit::engine::output::warn;
 use trajkit::formats;
 use trajkit::model::AdpVersion;
 
@@ -156,8 +157,18 @@ pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     )?;
     bar.finish();
     warn_empty(global, summary.empty_inputs.iter().map(String::as_str));
+    if !global.quiet {
+        for w in &summary.warnings {
+            warn(format_args!("trajkit: warning: {w}"));
+        }
+    }
+    let warnings = match summary.warnings.len() {
+        0 => String::new(),
+        1 => ", 1 warning".to_owned(),
+        n => format!(", {n} warnings"),
+    };
     global.summary(format_args!(
-        "convert: {} records in, {} written ({} trajectories, ADP {}), {} rejected; {}",
+        "convert: {} records in, {} written ({} trajectories, ADP {}), {} rejected{warnings}; {}",
         summary.records,
         summary.written_records,
         summary.trajectories,

@@ -72,6 +72,16 @@ pub trait Converter: Sync {
     fn writer(&self) -> Option<fn(&Trajectory, &FormatOptions) -> Value> {
         None
     }
+    /// How a trajectory whose id an earlier one of the run already has is handled; `None` (the
+    /// default) writes it without a check.
+    fn duplicate_ids(&self) -> Option<DuplicateIds> {
+        None
+    }
+    /// Warnings about the run as a whole, asked once when a conversion ends (a declarative
+    /// spec's pointer that never resolved); none by default.
+    fn run_warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// Warnings about a record this converter converted: something in it deserves a look but
     /// did not stop it (a version of the format newer than those the converter knows). Called
     /// once per converted record by `convert`, which reports them; none by default.
@@ -230,11 +240,22 @@ pub struct ConvertOptions {
     pub inputs: Arc<Vec<String>>,
 }
 
+/// What to do with a trajectory whose id an earlier trajectory of the run already has
+/// ([`Converter::duplicate_ids`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DuplicateIds {
+    /// Reject the record that repeats the id, naming where the id was first written.
+    Error,
+    /// Write it with the id numbered: `ID_2`, `ID_3`, ... (the first number not yet used).
+    Suffix,
+}
+
 /// The result of converting one record.
 pub enum Converted {
-    /// Serialized JSON lines, one per trajectory, their count, and warnings about the record
-    /// ([`Converter::warnings`]).
-    Written(Vec<u8>, u64, Vec<Diagnostic>),
+    /// Serialized JSON lines, one per trajectory, their count, warnings about the record
+    /// ([`Converter::warnings`]), and the trajectories' ids when the converter checks for
+    /// duplicates ([`Converter::duplicate_ids`]; empty otherwise).
+    Written(Vec<u8>, u64, Vec<Diagnostic>, Vec<String>),
     /// Why the record was rejected.
     Rejected(Vec<Diagnostic>),
 }
@@ -248,10 +269,45 @@ pub fn convert_record(
 ) -> Converted {
     // Converted records are up to about 1.6 times as large as their input.
     let mut out = Vec::with_capacity(2 * record.bytes.len() + 256);
-    match converter.convert_into(record, opts, &mut out) {
-        Ok(count) => Converted::Written(out, count, converter.warnings(record)),
+    let mut ids = Vec::new();
+    let written = if converter.duplicate_ids().is_some() {
+        write_renamed(converter, record, opts, &mut out, |id| {
+            ids.push(id.to_owned());
+            None
+        })
+    } else {
+        converter.convert_into(record, opts, &mut out)
+    };
+    match written {
+        Ok(count) => Converted::Written(out, count, converter.warnings(record), ids),
         Err(d) => Converted::Rejected(d),
     }
+}
+
+/// Converts `record` as [`Converter::convert_into`] does by default, giving each trajectory the
+/// id `rename` returns for its own (`None`: unchanged) before it is checked and written.
+pub fn write_renamed(
+    converter: &dyn Converter,
+    record: &RawRecord,
+    opts: &ConvertOptions,
+    out: &mut Vec<u8>,
+    mut rename: impl FnMut(&str) -> Option<String>,
+) -> Result<u64, Vec<Diagnostic>> {
+    let trajectories = converter.convert(record, &opts.mapping)?;
+    let count = trajectories.len() as u64;
+    for (mut traj, _) in trajectories {
+        if let Some(id) = rename(&traj.id) {
+            traj.id = id;
+        }
+        converted_checked(
+            &mut traj,
+            &record.provenance,
+            &opts.upgrade,
+            converter.reads_adp(),
+        )?;
+        write_line(out, &traj, opts, &record.provenance).map_err(|d| vec![*d])?;
+    }
+    Ok(count)
 }
 
 /// What every stage that converts a record does to each trajectory it makes: refuses one with

@@ -9,17 +9,22 @@ use std::collections::HashMap;
 use regex::{Captures, Regex};
 use serde_json::{Map, Value};
 
-use super::compile::{CompiledSpec, Emit, Kwargs, RoleDefault, Rule, StepTemplate, TurnSource};
+use super::compile::{
+    CompiledSpec, Emit, Kwargs, RoleDefault, RoleSource, Rule, StepTemplate, TurnSource,
+};
 use super::iterate::ItemScope;
 use super::template::{node_text, Scope, Template, Var};
 use crate::json::Node;
-use crate::model::step::{ImageObservation, TextObservation, WebObservation};
-use crate::model::{JsonObject, Step};
+use crate::model::step::{ImageObservation, TaggedImage, TextObservation, WebObservation};
+use crate::model::{JsonObject, Source, Step};
 
 /// One turn of a record.
 struct Turn<'a> {
-    role: &'a str,
+    role: Cow<'a, str>,
     text: &'a str,
+    /// The turn itself, root of `{$turn/...}`: an item of the list of turns, or the field a
+    /// fixed turn reads.
+    node: &'a Node<'a>,
     /// Pointer to the text in the record (built only for diagnostics).
     pointer: TextPointer<'a>,
 }
@@ -89,7 +94,9 @@ impl Scope for RecordScope<'_> {
             Var::Member => Some(Cow::Owned(self.position.to_string())),
             Var::Index => self.member.item.map(|i| Cow::Owned(i.to_string())),
             Var::Field(_) | Var::Parent(_) => self.node(var).and_then(node_text),
-            Var::Text | Var::Role | Var::Turn | Var::Key | Var::Value(_) => None,
+            Var::Text | Var::Role | Var::Turn | Var::Key | Var::Value(_) | Var::TurnField(_) => {
+                None
+            }
         }
     }
 
@@ -119,14 +126,18 @@ impl Scope for TurnScope<'_, '_> {
                 .map(|m| Cow::Borrowed(m.as_str()))
                 .or_else(|| self.record.get(var)),
             Var::Text => Some(Cow::Borrowed(self.turn.text)),
-            Var::Role => Some(Cow::Borrowed(self.turn.role)),
+            Var::Role => Some(Cow::Borrowed(&self.turn.role)),
             Var::Turn => Some(Cow::Owned(self.position.to_string())),
+            Var::TurnField(_) => self.node(var).and_then(node_text),
             other => self.record.get(other),
         }
     }
 
     fn node(&self, var: &Var) -> Option<&Node<'_>> {
-        self.record.node(var)
+        match var {
+            Var::TurnField(p) => self.turn.node.pointer(p),
+            other => self.record.node(other),
+        }
     }
 }
 
@@ -215,7 +226,7 @@ impl CompiledSpec {
             vars: HashMap::new(),
         };
         for extract in &self.extracts {
-            let text = extract.from.render(&scope).unwrap_or_default();
+            let text = extract.from.render(&scope)?.unwrap_or_default();
             // Without named groups the extract is only a test, and a match test is cheaper.
             let matched = if extract.regex.captures_len() == 1 {
                 extract.regex.is_match(&text).then_some(None)
@@ -245,7 +256,7 @@ impl CompiledSpec {
             }
         }
         for (name, template) in &self.vars {
-            if let Some(value) = template.render(&scope) {
+            if let Some(value) = template.render(&scope)? {
                 scope.vars.insert(name, value);
             }
         }
@@ -265,7 +276,7 @@ impl CompiledSpec {
                     continue;
                 }
             };
-            let turns = match self.turns(member.record) {
+            let turns = match self.turns(member.record, &scope) {
                 Ok(turns) => turns,
                 Err(p) => {
                     problems.push((k, p));
@@ -303,6 +314,8 @@ impl CompiledSpec {
             if !last.content.contains(unless.as_str()) {
                 last.content = wrap
                     .render(&ContentScope(&last.content))
+                    .ok()
+                    .flatten()
                     .unwrap_or_default();
             }
         }
@@ -311,32 +324,29 @@ impl CompiledSpec {
 
     /// The id and details, rendered over the (first) record.
     fn head(&self, scope: &RecordScope<'_>) -> Result<(String, JsonObject), RecordProblem> {
-        let id = self.id.render(scope).unwrap_or_default();
+        let id = self.id.render(scope)?.unwrap_or_default();
         if id.is_empty() {
             return Err((
                 String::new(),
                 "the spec's id template renders empty for this record".into(),
             ));
         }
-        let details = self
-            .details
-            .iter()
-            .map(|(key, template)| {
-                let value = match template.as_field() {
-                    Some(pointer) => scope
-                        .member
-                        .record
-                        .pointer(pointer)
-                        .map_or(Value::Null, Node::to_value),
-                    None => template.render(scope).map_or(Value::Null, Value::String),
-                };
-                (key.clone(), value)
-            })
-            .collect();
+        let mut details = JsonObject::new();
+        for (key, template) in &self.details {
+            let value = match template.as_field() {
+                Some(_) => template.render_value(scope)?,
+                None => template.render(scope)?.map(Value::String),
+            };
+            details.insert(key.clone(), value.unwrap_or(Value::Null));
+        }
         Ok((id, details))
     }
 
-    fn turns<'a>(&'a self, record: &'a Node<'a>) -> Result<Vec<Turn<'a>>, RecordProblem> {
+    fn turns<'a>(
+        &'a self,
+        record: &'a Node<'a>,
+        scope: &RecordScope<'_>,
+    ) -> Result<Vec<Turn<'a>>, RecordProblem> {
         fn text<'v>(
             value: &'v Node<'_>,
             at: impl Fn() -> String,
@@ -354,8 +364,9 @@ impl CompiledSpec {
                         .pointer(pointer)
                         .ok_or_else(|| (pointer.clone(), "missing".to_owned()))?;
                     Ok(Turn {
-                        role,
+                        role: Cow::Borrowed(role),
                         text: text(value, || pointer.clone())?,
+                        node: value,
                         pointer: TextPointer::Field(pointer),
                     })
                 })
@@ -377,23 +388,48 @@ impl CompiledSpec {
                 };
                 list.iter()
                     .enumerate()
-                    .map(|(i, turn)| {
-                        let role_at = || format!("{turns}/{i}{role}");
-                        let role_value = turn
-                            .pointer(role)
-                            .ok_or_else(|| (role_at(), "the role is missing".to_owned()))?;
-                        Ok(Turn {
-                            role: text(role_value, role_at)?,
-                            text: match turn.pointer(text_at) {
+                    .map(|(i, node)| {
+                        let role_of_field = match role {
+                            RoleSource::Pointer(role) => {
+                                let role_at = || format!("{turns}/{i}{role}");
+                                let value = node
+                                    .pointer(role)
+                                    .ok_or_else(|| (role_at(), "the role is missing".to_owned()))?;
+                                Some(text(value, role_at)?)
+                            }
+                            RoleSource::Template(_) => None,
+                        };
+                        let mut turn = Turn {
+                            role: Cow::Borrowed(role_of_field.unwrap_or_default()),
+                            text: match node.pointer(text_at) {
                                 None | Some(Node::Null) => "",
                                 Some(v) => text(v, || format!("{turns}/{i}{text_at}"))?,
                             },
+                            node,
                             pointer: TextPointer::Item {
                                 list: turns,
                                 index: i,
                                 text: text_at,
                             },
-                        })
+                        };
+                        if let RoleSource::Template(template) = role {
+                            let turn_scope = TurnScope {
+                                record: scope,
+                                turn: &turn,
+                                position: i,
+                                captures: None,
+                            };
+                            let rendered = template.render(&turn_scope)?.unwrap_or_default();
+                            if rendered.is_empty() {
+                                return Err((
+                                    format!("{turns}/{i}"),
+                                    "the spec's role template renders empty for this turn"
+                                        .to_owned(),
+                                ));
+                            }
+                            turn.role = Cow::Owned(rendered);
+                        }
+                        Ok(turn)
                     })
                     .collect()
             }
@@ -407,7 +443,7 @@ impl CompiledSpec {
         at: Position,
     ) -> Result<Vec<Step>, RecordProblem> {
         let position = at.turn;
-        let Some(&default) = self.roles.get(turn.role) else {
+        let Some(&default) = self.roles.get(turn.role.as_ref()) else {
             let known: Vec<&String> = self.roles.keys().collect();
             return Err((
                 turn.pointer.to_pointer(),
@@ -418,7 +454,7 @@ impl CompiledSpec {
             ));
         };
         for rule in &self.rules {
-            if !rule.applies_to(turn.role, at) {
+            if !rule.applies_to(&turn.role, at) {
                 continue;
             }
             let matches: Vec<Captures<'_>> = match &rule.regex {
@@ -472,14 +508,25 @@ impl CompiledSpec {
             return Ok(steps);
         }
         if self.strict && default != RoleDefault::Drop {
-            return Err((
-                turn.pointer.to_pointer(),
-                format!(
-                    "no rule matches turn {position} (role {:?}) and the spec is strict: {}",
-                    turn.role,
-                    preview(turn.text)
-                ),
-            ));
+            let names: Vec<&str> = self
+                .rules
+                .iter()
+                .filter(|r| r.names_role(&turn.role))
+                .map(|r| r.name.as_str())
+                .collect();
+            if !names.is_empty() {
+                return Err((
+                    turn.pointer.to_pointer(),
+                    format!(
+                        "no rule matches turn {position} (role {role:?}) and the spec is strict: \
+                         every turn of a role with rules must match one of them ({names:?}); \
+                         add a rule for role {role:?} without `match` to convert the others, or \
+                         leave `strict` out: {}",
+                        preview(turn.text),
+                        role = turn.role,
+                    ),
+                ));
+            }
         }
         let text = turn.text.to_owned();
         Ok(match default {
@@ -524,13 +571,16 @@ fn selected(wanted: &Option<Vec<i64>>, position: usize, count: usize) -> bool {
 
 impl Rule {
     fn applies_to(&self, role: &str, at: Position) -> bool {
-        let role_ok = self
-            .roles
-            .as_ref()
-            .is_none_or(|roles| roles.iter().any(|r| r == role));
-        role_ok
+        self.names_role(role)
             && selected(&self.turns, at.turn, at.turns)
             && selected(&self.members, at.member, at.members)
+    }
+
+    /// True when the rule is for turns of `role` (it names the role, or names none).
+    fn names_role(&self, role: &str) -> bool {
+        self.roles
+            .as_ref()
+            .is_none_or(|roles| roles.iter().any(|r| r == role))
     }
 }
 
@@ -570,26 +620,54 @@ fn annotation_problem(items: &[Value]) -> Option<String> {
 }
 
 fn render_step(template: &StepTemplate, scope: &dyn Scope) -> Result<Step, RecordProblem> {
-    let text = |t: &Template| t.render(scope).unwrap_or_default();
-    let optional = |t: &Option<Template>| t.as_ref().and_then(|t| t.render(scope));
+    let text = |t: &Template| -> Result<String, RecordProblem> {
+        Ok(t.render(scope)?.unwrap_or_default())
+    };
+    let optional = |t: &Option<Template>| -> Result<Option<String>, RecordProblem> {
+        Ok(match t {
+            Some(t) => t.render(scope)?,
+            None => None,
+        })
+    };
     Ok(match template {
         StepTemplate::Text {
             source,
             content,
             name,
         } => Step::TextObservation(TextObservation {
-            content: text(content),
-            name: optional(name),
+            content: text(content)?,
+            name: optional(name)?,
             source: *source,
             tool_call_id: None,
             reward: None,
         }),
-        StepTemplate::Web { html, axtree, url } => Step::WebObservation(WebObservation {
-            html: optional(html),
-            axtree: optional(axtree),
-            url: optional(url),
-            image_observation: None,
-            viewport_size: None,
+        StepTemplate::Web {
+            html,
+            axtree,
+            url,
+            image,
+            viewport_size,
+        } => Step::WebObservation(WebObservation {
+            html: optional(html)?,
+            axtree: optional(axtree)?,
+            url: optional(url)?,
+            image_observation: optional(image)?.map(|content| {
+                TaggedImage::Image(ImageObservation {
+                    content,
+                    annotations: Some(Vec::new()),
+                    source: Source::Environment,
+                    tool_call_id: None,
+                    reward: None,
+                })
+            }),
+            viewport_size: match viewport_size {
+                None => None,
+                Some(v) => match v.render(scope)? {
+                    Value::Array(items) => Some(items),
+                    Value::Null => None,
+                    other => Some(vec![other]),
+                },
+            },
             tool_call_id: None,
             reward: None,
         }),
@@ -597,13 +675,13 @@ fn render_step(template: &StepTemplate, scope: &dyn Scope) -> Result<Step, Recor
             language,
             content,
             description,
-        } => Step::code(text(language), text(content), optional(description)),
+        } => Step::code(text(language)?, text(content)?, optional(description)?),
         StepTemplate::Image {
             content,
             source,
             annotations,
         } => Step::ImageObservation(ImageObservation {
-            content: text(content),
+            content: text(content)?,
             annotations: match annotations {
                 None => None,
                 Some(a) => {
@@ -639,16 +717,32 @@ fn render_step(template: &StepTemplate, scope: &dyn Scope) -> Result<Step, Recor
                     }
                     map
                 }
-                Kwargs::Parsed { from, syntax } => {
-                    syntax.kwargs(&text(from)).map_err(|e| (String::new(), e))?
-                }
+                Kwargs::Whole(whole) => match whole.render(scope)? {
+                    Value::Object(map) => map,
+                    other => {
+                        return Err((
+                            String::new(),
+                            format!(
+                                "the kwargs template gives {}, not an object",
+                                if other.is_null() {
+                                    "nothing".to_owned()
+                                } else {
+                                    other.to_string()
+                                }
+                            ),
+                        ))
+                    }
+                },
+                Kwargs::Parsed { from, syntax } => syntax
+                    .kwargs(&text(from)?)
+                    .map_err(|e| (String::new(), e))?,
             };
-            Step::api(text(function), kwargs, optional(description))
+            Step::api(text(function)?, kwargs, optional(description)?)
         }
         StepTemplate::Message {
             content,
             description,
-        } => Step::message(text(content), optional(description)),
+        } => Step::message(text(content)?, optional(description)?),
     })
 }
 

@@ -2,6 +2,7 @@
 //! kinds resolved, once per spec rather than once per record.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use regex::Regex;
 use serde_json::{Map, Value};
@@ -9,8 +10,10 @@ use serde_json::{Map, Value};
 use super::args::ArgSyntax;
 use super::format::{RuleSpec, SpecFile};
 use super::iterate::{Iteration, Over};
-use super::template::{Template, Var};
+use super::template::{Table, Tables, Template, Var};
+use super::usage::Usage;
 use super::value::ValueTemplate;
+use crate::convert::DuplicateIds;
 use crate::model::rules::escape_pointer;
 use crate::model::Source;
 
@@ -61,7 +64,26 @@ pub struct CompiledSpec {
     pub group: Option<Grouping>,
     /// Pointer to the list whose items each make a trajectory, when there is one.
     pub split: Option<String>,
+    /// What a repeated trajectory id means (`None`: written as it is).
+    pub duplicate_ids: Option<DuplicateIds>,
+    /// Every placeholder and `for_each` that reads the data, for the report of pointers that
+    /// never resolve.
+    pub tracked: Vec<Tracked>,
 }
+
+/// A placeholder or `for_each` source that reads the data, and the counts of its uses.
+#[derive(Debug)]
+pub struct Tracked {
+    /// Where it is in the spec (`/rule/0/emit/1/content`).
+    pub at: String,
+    /// What it reads, as written (`{/meta/split}`, `/logs`).
+    pub what: String,
+    /// Whether it resolved, and how often it was missing.
+    pub usage: Arc<Usage>,
+}
+
+/// Details keys trajkit writes itself into every trajectory a spec makes.
+const OWN_DETAILS: &[&str] = &["source"];
 
 impl CompiledSpec {
     /// The pointer a group key reads, for messages: its first field, or empty.
@@ -110,13 +132,23 @@ pub enum TurnSource {
     List {
         /// Pointer to the list.
         turns: String,
-        /// Pointer to a turn's role.
-        role: String,
+        /// Where a turn's role is.
+        role: RoleSource,
         /// Pointer to a turn's text.
         text: String,
     },
     /// Fixed turns, each a field of the record: `(role, pointer to text)`.
     Fields(Vec<(String, String)>),
+}
+
+/// Where a turn's role is: a pointer inside the turn, or a template rendered per turn.
+#[derive(Debug)]
+pub enum RoleSource {
+    /// A JSON pointer inside the turn (`/role`).
+    Pointer(String),
+    /// A template (`{$turn/action/name|default("page")}`), for turns whose role is not one
+    /// field.
+    Template(Template),
 }
 
 /// What a turn no rule matched becomes.
@@ -193,6 +225,11 @@ pub enum StepTemplate {
         axtree: Option<Template>,
         /// Page URL.
         url: Option<Template>,
+        /// Path or URL of the page's screenshot (an environment `image_observation` without
+        /// annotations).
+        image: Option<Template>,
+        /// `[width, height]` of the viewport.
+        viewport_size: Option<ValueTemplate>,
     },
     /// `code_action`.
     Code {
@@ -231,6 +268,8 @@ pub enum Kwargs {
         /// Names left out when their value renders nothing (null or empty text).
         optional: Vec<String>,
     },
+    /// The whole object one template gives (`"{$value/params}"`, `'{/args|from_json}'`).
+    Whole(ValueTemplate),
     /// Parsed from text (a template) written in some argument syntax.
     Parsed {
         /// The argument text.
@@ -246,6 +285,17 @@ pub fn compile(spec: SpecFile) -> Result<CompiledSpec, Vec<SpecProblem>> {
         split: spec.record.split.is_some(),
         ..Compiler::default()
     };
+    for (name, value) in &spec.tables {
+        match Table::from_spec(value) {
+            Some(table) => {
+                c.tables.insert(name.clone(), Arc::new(table));
+            }
+            None => c.problem(
+                &format!("/tables/{}", escape_pointer(name)),
+                "a table is a TOML table (key = value) or a list (looked up by position)",
+            ),
+        }
+    }
     let group = spec.record.group.as_ref().map(|key| {
         let key = c.template("/record/group", key, &[]);
         if key.vars().any(|v| !matches!(v, Var::Field(_))) {
@@ -294,6 +344,17 @@ pub fn compile(spec: SpecFile) -> Result<CompiledSpec, Vec<SpecProblem>> {
         vars.push((name.clone(), template));
     }
     let id = c.template("/record/id", &spec.record.id, &record_groups);
+    for key in spec.details.keys() {
+        if OWN_DETAILS.contains(&key.as_str()) {
+            c.problem(
+                &format!("/details/{}", escape_pointer(key)),
+                format!(
+                    "{key:?} is a details key trajkit writes itself (details.source: the input \
+                     and the format), which would replace yours: name it differently"
+                ),
+            );
+        }
+    }
     let details = spec
         .details
         .iter()
@@ -311,7 +372,28 @@ pub fn compile(spec: SpecFile) -> Result<CompiledSpec, Vec<SpecProblem>> {
     let turns = match (&spec.record.turns, spec.record.fixed_turns.as_slice()) {
         (Some(list), []) => TurnSource::List {
             turns: list.clone(),
-            role: spec.record.role.clone().unwrap_or_else(|| "/role".into()),
+            role: match spec.record.role.as_deref() {
+                None => RoleSource::Pointer("/role".into()),
+                Some(role) if role.contains('{') => {
+                    c.in_turn = true;
+                    let template = c.template("/record/role", role, &record_groups);
+                    c.in_turn = false;
+                    RoleSource::Template(template)
+                }
+                Some(pointer) if pointer.is_empty() || pointer.starts_with('/') => {
+                    RoleSource::Pointer(pointer.to_owned())
+                }
+                Some(other) => {
+                    c.problem(
+                        "/record/role",
+                        format!(
+                            "a turn's role is a JSON pointer inside the turn (\"/role\") or a \
+                             template (\"{{$turn/role}}\"), not {other:?}"
+                        ),
+                    );
+                    RoleSource::Pointer(String::new())
+                }
+            },
             text: spec
                 .record
                 .text
@@ -374,6 +456,12 @@ pub fn compile(spec: SpecFile) -> Result<CompiledSpec, Vec<SpecProblem>> {
             details,
             group,
             split: spec.record.split,
+            duplicate_ids: match spec.record.duplicate_ids.as_deref() {
+                Some("keep") => None,
+                Some("suffix") => Some(DuplicateIds::Suffix),
+                _ => Some(DuplicateIds::Error),
+            },
+            tracked: c.tracked,
         })
     } else {
         Err(c.problems)
@@ -390,6 +478,12 @@ struct Compiler {
     split: bool,
     /// Templates being compiled are inside a `for_each` (`$value`, `$key`, `$index` exist).
     iterating: bool,
+    /// Templates being compiled are rendered per turn (`$turn/...` exists).
+    in_turn: bool,
+    /// The spec's `[tables]`.
+    tables: Tables,
+    /// The placeholders and `for_each` sources that read the data.
+    tracked: Vec<Tracked>,
 }
 
 impl Compiler {
@@ -405,7 +499,7 @@ impl Compiler {
 
     /// Parses a template whose capture placeholders must be among `groups`.
     fn template(&mut self, pointer: &str, text: &str, groups: &[String]) -> Template {
-        let template = match Template::parse(text) {
+        let mut template = match Template::parse_with(text, &self.tables) {
             Ok(t) => t,
             Err(e) => {
                 self.problem(pointer, e.0);
@@ -431,6 +525,9 @@ impl Compiler {
                     "$index exists only inside a for_each or with [record] split"
                 }
                 Var::Parent(_) if !self.split => "$parent exists only with [record] split",
+                Var::TurnField(_) if !self.in_turn => {
+                    "$turn/... exists only in the templates of rules and [record] role"
+                }
                 _ => continue,
             };
             out_of_scope.push(why);
@@ -438,6 +535,13 @@ impl Compiler {
         out_of_scope.dedup();
         for why in out_of_scope {
             self.problem(pointer, why);
+        }
+        for (what, usage) in template.track() {
+            self.tracked.push(Tracked {
+                at: pointer.to_owned(),
+                what: format!("{{{what}}}"),
+                usage,
+            });
         }
         template
     }
@@ -470,10 +574,13 @@ impl Compiler {
                 Some(Var::Parent(_)) if !c.split => {
                     c.problem(pointer, "$parent exists only with [record] split");
                 }
+                Some(Var::TurnField(_)) if !c.in_turn => {
+                    c.problem(pointer, "$turn/... exists only in the templates of rules");
+                }
                 Some(_) => {}
                 None => c.problem(
                     pointer,
-                    format!("for_each names a JSON pointer (\"/steps\"), $value/... or $parent/..., not {text:?}"),
+                    format!("for_each names a JSON pointer (\"/steps\"), $value/..., $parent/... or $turn/..., not {text:?}"),
                 ),
             }
             var.unwrap_or(Var::Field(String::new()))
@@ -494,7 +601,23 @@ impl Compiler {
                 other.as_str().unwrap_or_default(),
             )),
         };
-        Iteration { over, skip_empty }
+        let usage = match &over {
+            Over::One(var) => {
+                let usage = Arc::new(Usage::default());
+                self.tracked.push(Tracked {
+                    at: format!("{at}/for_each"),
+                    what: var.written(),
+                    usage: Arc::clone(&usage),
+                });
+                Some(usage)
+            }
+            Over::Zip(_) => None,
+        };
+        Iteration {
+            over,
+            skip_empty,
+            usage,
+        }
     }
 
     /// Compiles a JSON value built from templates.
@@ -596,12 +719,14 @@ impl Compiler {
         let turns = positions(&rule.turn);
         let regex_groups = groups.len() - record_groups.len();
         let used_before = self.used.len();
+        self.in_turn = true;
         let emit = rule
             .emit
             .iter()
             .enumerate()
             .filter_map(|(j, step)| self.emit(&format!("{at}/emit/{j}"), step, &groups))
             .collect();
+        self.in_turn = false;
         let uses_groups = self.used[used_before..]
             .iter()
             .any(|name| groups[..regex_groups].contains(name));
@@ -655,6 +780,10 @@ impl Compiler {
                 html: self.optional(step, at, "html", groups),
                 axtree: self.optional(step, at, "axtree", groups),
                 url: self.optional(step, at, "url", groups),
+                image: self.optional(step, at, "image", groups),
+                viewport_size: step
+                    .get("viewport_size")
+                    .map(|v| self.value(&format!("{at}/viewport_size"), v, groups)),
             },
             "code_action" => StepTemplate::Code {
                 language: self.required(step, at, "language", groups),
@@ -704,6 +833,16 @@ impl Compiler {
                 .collect(),
             _ => Vec::new(),
         };
+        if let Some(Value::String(text)) = step.get("kwargs") {
+            if !optional.is_empty() {
+                self.problem(
+                    &format!("{at}/optional"),
+                    "`optional` names arguments of a `kwargs` table, not of one template",
+                );
+            }
+            let whole = self.template(&format!("{at}/kwargs"), text, groups);
+            return Kwargs::Whole(ValueTemplate::Text(whole));
+        }
         let Some(Value::Object(fields)) = step.get("kwargs") else {
             if !optional.is_empty() {
                 self.problem(

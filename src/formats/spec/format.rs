@@ -35,6 +35,10 @@ pub struct SpecFile {
     /// Trajectory details: key → template over the record.
     #[serde(default)]
     pub details: Map<String, Value>,
+    /// Lookup tables of the `lookup` filter: name → a TOML table (key → value) or a list
+    /// (position → value).
+    #[serde(default)]
+    pub tables: Map<String, Value>,
 }
 
 /// Where a record's id and turns are.
@@ -49,7 +53,7 @@ pub struct RecordSpec {
     /// Turns built from fields of the record, for records that are not a list of turns.
     #[serde(default, rename = "turn")]
     pub fixed_turns: Vec<FixedTurn>,
-    /// JSON pointer, inside a turn, to its role.
+    /// JSON pointer, inside a turn, to its role, or a template (`{$turn/...}`) that renders it.
     #[serde(default)]
     pub role: Option<String>,
     /// JSON pointer, inside a turn, to its text.
@@ -68,6 +72,10 @@ pub struct RecordSpec {
     /// JSON pointer to a list whose items each make a trajectory of their own.
     #[serde(default)]
     pub split: Option<String>,
+    /// What a trajectory id that an earlier trajectory of the run has means: `error` (the
+    /// default: the record is rejected), `keep` or `suffix` (numbered `ID_2`, `ID_3`, ...).
+    #[serde(default)]
+    pub duplicate_ids: Option<String>,
 }
 
 /// A regex applied once per record; its named groups become variables.

@@ -106,7 +106,12 @@ fn group_key(key: &Template, record: &RawRecord) -> Option<Option<String>> {
     }
     let mut slow = None;
     let node = parse_node(record, &mut slow).ok()?;
-    Some(key.render(&Fields(&node)).filter(|k| !k.is_empty()))
+    Some(
+        key.render(&Fields(&node))
+            .ok()
+            .flatten()
+            .filter(|k| !k.is_empty()),
+    )
 }
 
 /// A record's fields, the only variables of a group key.

@@ -2,8 +2,10 @@
 //! zipped by position, each seen by templates as `{$index}`, `{$key}` and `{$value/...}`.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use super::template::{node_text, Scope, Var};
+use super::usage::Usage;
 use crate::json::Node;
 
 /// What a `for_each` goes over.
@@ -23,6 +25,8 @@ pub struct Iteration {
     /// Leave out items that are empty: `null`, `""`, `[]`, `{}` (for zipped lists, an item
     /// whose values all are).
     pub skip_empty: bool,
+    /// The counts of whether the one list or object is found (a missing one has no items).
+    pub usage: Option<Arc<Usage>>,
 }
 
 /// One item of an iteration.
@@ -35,21 +39,11 @@ pub struct Item<'s> {
     pub value: Node<'s>,
 }
 
-/// The pointer a variable names in the data, for messages.
-pub fn var_pointer(var: &Var) -> String {
-    match var {
-        Var::Field(p) => p.clone(),
-        Var::Parent(p) => format!("$parent{p}"),
-        Var::Value(p) => format!("$value{p}"),
-        _ => String::new(),
-    }
-}
-
 impl Iteration {
     /// The items, in order; a missing or null list has none. Errors are `(pointer, message)`.
     pub fn items<'s>(&self, scope: &'s dyn Scope) -> Result<Vec<Item<'s>>, (String, String)> {
         let mut items = match &self.over {
-            Over::One(var) => match scope.node(var) {
+            Over::One(var) => match self.found(scope.node(var)) {
                 None | Some(Node::Null) => Vec::new(),
                 Some(Node::Array(list)) => list
                     .iter()
@@ -71,7 +65,7 @@ impl Iteration {
                     .collect(),
                 Some(other) => {
                     return Err((
-                        var_pointer(var),
+                        var.written(),
                         format!(
                             "for_each needs a list or an object, found {}",
                             preview(other)
@@ -86,6 +80,14 @@ impl Iteration {
         }
         Ok(items)
     }
+
+    /// `node`, its finding counted when the iteration is tracked.
+    fn found<'n>(&self, node: Option<&'n Node<'n>>) -> Option<&'n Node<'n>> {
+        if let Some(counts) = &self.usage {
+            counts.note(node.is_some());
+        }
+        node
+    }
 }
 
 /// The zipped items of `lists`, which must all be lists of one length.
@@ -99,7 +101,7 @@ fn zip<'s>(
             Some(Node::Array(list)) => found.push((name, list)),
             other => {
                 return Err((
-                    var_pointer(var),
+                    var.written(),
                     format!(
                         "for_each zips lists, but {name} is {}",
                         other.map_or_else(|| "missing".to_owned(), preview)
@@ -115,7 +117,7 @@ fn zip<'s>(
         .find(|((_, l), _)| l.len() != len)
     {
         return Err((
-            var_pointer(var),
+            var.written(),
             format!(
                 "for_each zips lists of one length, but {name} has {} items and {} has {len}",
                 list.len(),

@@ -16,6 +16,9 @@ use crate::model::rules::escape_pointer;
 pub struct TomlError {
     /// 1-based line.
     pub line: usize,
+    /// The key whose value the error is in, as a JSON pointer (`/rule/2/match`), when the line
+    /// names one.
+    pub key: Option<String>,
     /// What is wrong.
     pub message: String,
 }
@@ -35,11 +38,34 @@ impl LocatedDoc {
         let line_starts: Vec<usize> = std::iter::once(0)
             .chain(text.match_indices('\n').map(|(i, _)| i + 1))
             .collect();
-        let table = DeTable::parse(text).map_err(|e| TomlError {
-            line: e
-                .span()
-                .map_or(1, |s| line_of_offset(&line_starts, s.start)),
-            message: e.message().trim().to_owned(),
+        let table = DeTable::parse(text).map_err(|e| {
+            let offset = e.span().map_or(0, |s| s.start);
+            let line = line_of_offset(&line_starts, offset);
+            let written = key_before(text, offset).map(|(key, value)| {
+                let pointer = format!("{}/{}", table_above(text, offset), escape_pointer(key));
+                (pointer, key, value)
+            });
+            let mut message = e.message().trim().to_owned();
+            if let Some((_, key, value)) = &written {
+                if message.contains("escape") {
+                    let literal = if value.contains('\'') {
+                        format!("\'\'\'{value}\'\'\'")
+                    } else {
+                        format!("'{value}'")
+                    };
+                    message.push_str(&format!(
+                        " (in a basic string \"...\" a backslash starts an escape; write a \
+                         regex or a template with filter arguments as a literal string, which \
+                         keeps backslashes as written: {key} = {literal}; see \
+                         docs/spec-escaping.md)"
+                    ));
+                }
+            }
+            TomlError {
+                line,
+                key: written.map(|(pointer, _, _)| pointer),
+                message,
+            }
         })?;
         let mut spans = HashMap::new();
         let span = table.span();
@@ -47,6 +73,7 @@ impl LocatedDoc {
             table_to_json(table.get_ref(), "", &mut spans).map_err(|(offset, message)| {
                 TomlError {
                     line: line_of_offset(&line_starts, offset),
+                    key: None,
                     message,
                 }
             })?;
@@ -70,6 +97,70 @@ impl LocatedDoc {
                 None => return 1,
             }
         }
+    }
+}
+
+/// The key whose value holds byte `offset` of `text` (the last `key =` on its line before it)
+/// and the value's text as written, without its opening quote, up to the end of the string
+/// when it is one.
+fn key_before(text: &str, offset: usize) -> Option<(&str, &str)> {
+    let offset = offset.min(text.len());
+    let start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let end = text[offset..].find('\n').map_or(text.len(), |i| offset + i);
+    let before = text.get(start..offset)?;
+    let eq = before.rfind('=')?;
+    let key = before[..eq]
+        .trim_end()
+        .rsplit(|c: char| c.is_whitespace() || c == '{' || c == ',')
+        .next()?
+        .trim_matches(['"', '\'']);
+    if key.is_empty() || key.starts_with('[') {
+        return None;
+    }
+    let value = text[start + eq + 1..end].trim_start();
+    let value = value.strip_prefix('"').unwrap_or(value);
+    let close = value
+        .char_indices()
+        .scan(false, |escaped, (i, c)| {
+            let here = (c == '"' && !*escaped).then_some(i);
+            *escaped = c == '\\' && !*escaped;
+            Some(here)
+        })
+        .flatten()
+        .next()
+        .unwrap_or(value.len());
+    Some((key, &value[..close]))
+}
+
+/// The table holding byte `offset` of `text`, as a JSON pointer: the last `[table]` or
+/// `[[array]]` header before it (`/record`, `/rule/2`), or the root.
+fn table_above(text: &str, offset: usize) -> String {
+    let headers: Vec<&str> = text[..offset.min(text.len())]
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with('['))
+        .collect();
+    let Some(last) = headers.last() else {
+        return String::new();
+    };
+    let name = |h: &str| {
+        h.trim_start_matches('[')
+            .split(']')
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .replace('.', "/")
+    };
+    let path = name(last);
+    if last.starts_with("[[") {
+        let index = headers
+            .iter()
+            .filter(|h| h.starts_with("[[") && name(h) == path)
+            .count()
+            - 1;
+        format!("/{path}/{index}")
+    } else {
+        format!("/{path}")
     }
 }
 
@@ -161,5 +252,23 @@ mod tests {
     fn syntax_errors_name_the_line() {
         let err = LocatedDoc::parse("a = 1\nb = = 2\n").unwrap_err();
         assert_eq!(err.line, 2, "{err:?}");
+    }
+
+    #[test]
+    fn escape_errors_name_the_key_and_suggest_a_literal_string() {
+        let text = "name = \"x\"\n[[rule]]\nemit = []\n[[rule]]\nmatch = \"^\\d+ \\\"x\\\"$\"\n";
+        let err = LocatedDoc::parse(text).unwrap_err();
+        assert_eq!(err.line, 5, "{err:?}");
+        assert_eq!(err.key.as_deref(), Some("/rule/1/match"));
+        assert!(
+            err.message.ends_with(
+                r#"keeps backslashes as written: match = '^\d+ \"x\"$'; see docs/spec-escaping.md)"#
+            ),
+            "{}",
+            err.message
+        );
+        let inline = "[[rule]]\nemit = [{ class = \"x\", content = \"a\\qb\" }]\n";
+        let err = LocatedDoc::parse(inline).unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("/rule/0/content"), "{err:?}");
     }
 }

@@ -19,16 +19,18 @@ mod iterate;
 pub mod located;
 mod template;
 mod url;
+mod usage;
 mod value;
 
+use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
 use std::io;
 
-use crate::convert::{ConvertOptions, Converter, FormatOptions};
+use crate::convert::{ConvertOptions, Converter, DuplicateIds, FormatOptions};
 use crate::formats::kit::source_details;
 use crate::ingest::{boxed, Provenance, RawRecord, RecordSource};
 use crate::json::Node;
@@ -39,6 +41,7 @@ use crate::validate::Diagnostic;
 use compile::CompiledSpec;
 use group::GroupedRecords;
 use located::LocatedDoc;
+use usage::Usage;
 
 /// The converter-spec JSON Schema.
 pub const SPEC_SCHEMA: &str = include_str!("../../../schemas/converter-spec.schema.json");
@@ -62,10 +65,12 @@ pub const EMBEDDED: &[(&str, &str)] = &[
     embed!("code_feedback"),
     embed!("codeactinstruct"),
     embed!("eto"),
+    embed!("llava_plus"),
     embed!("mini-coder"),
     embed!("omniact"),
     embed!("orca_agentinstruct"),
     embed!("synatra"),
+    embed!("webarena_successful"),
 ];
 
 /// A problem in a spec file, located by line and key.
@@ -96,6 +101,11 @@ impl fmt::Display for SpecError {
 #[derive(Debug)]
 pub struct SpecConverter {
     spec: CompiledSpec,
+    /// The spec file as given, for messages.
+    file: String,
+    /// Each placeholder and `for_each` that reads the data: its line, its key, what it reads,
+    /// and the counts of its uses.
+    sites: Vec<(usize, String, String, Arc<Usage>)>,
     /// `--from` name; leaked once per loaded spec so it can be `'static` like built-in names.
     name: &'static str,
     description: &'static str,
@@ -107,8 +117,8 @@ pub fn load(file: &str, text: &str) -> Result<SpecConverter, Vec<SpecError>> {
         vec![SpecError {
             file: file.to_owned(),
             line: e.line,
-            pointer: String::new(),
-            message: e.message,
+            pointer: e.key.unwrap_or_default(),
+            message: format!("TOML: {}", e.message),
         }]
     })?;
     let value = std::mem::take(&mut doc.value);
@@ -136,10 +146,20 @@ pub fn load(file: &str, text: &str) -> Result<SpecConverter, Vec<SpecError>> {
             .map(|p| located(p.pointer, p.message))
             .collect::<Vec<_>>()
     })?;
+    let sites = spec
+        .tracked
+        .iter()
+        .map(|t| {
+            let key = t.at.trim_start_matches('/').replace('/', ".");
+            (doc.line(&t.at), key, t.what.clone(), Arc::clone(&t.usage))
+        })
+        .collect();
     Ok(SpecConverter {
         name: Box::leak(spec.name.clone().into_boxed_str()),
         description: Box::leak(spec.description.clone().into_boxed_str()),
         spec,
+        file: file.to_owned(),
+        sites,
     })
 }
 
@@ -254,6 +274,31 @@ impl Converter for SpecConverter {
 
     fn sniff(&self, _first: &Value) -> bool {
         false
+    }
+
+    fn duplicate_ids(&self) -> Option<DuplicateIds> {
+        self.spec.duplicate_ids
+    }
+
+    /// The pointers that were used and never resolved since the last call, one line each (by
+    /// spec line), with how often they were missing.
+    fn run_warnings(&self) -> Vec<String> {
+        let mut missing: BTreeMap<(usize, &str, &str), u64> = BTreeMap::new();
+        for (line, key, what, usage) in &self.sites {
+            if let Some(n) = usage.take_never_resolved() {
+                *missing.entry((*line, key, what)).or_default() += n;
+            }
+        }
+        missing
+            .into_iter()
+            .map(|((line, key, what), n)| {
+                format!(
+                    "{}:{line}: {key}: {what} never resolved (missing in {n} of {n} uses; \
+                     `|required` rejects the records that lack it)",
+                    self.file
+                )
+            })
+            .collect()
     }
 
     fn open_source(

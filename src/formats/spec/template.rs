@@ -5,16 +5,19 @@
 //! the turn's text, `{$role}` its role, `{$turn}` its 0-based index, `{$record}` the record's
 //! 0-based index in its input, `{$member}` its position in its group, `{$index}`, `{$key}` and
 //! `{$value/...}` the item of a split or an iteration), or a field of the record by JSON
-//! pointer (`{/id}`, or `{$parent/id}` in the record a split item comes from), and may end in
-//! filters: `{code|trim}`. `{{` and `}}` are literal braces.
+//! pointer (`{/id}`, `{$parent/id}` in the record a split item comes from, `{$turn/action}` in
+//! the current turn), and may end in filters: `{code|trim}`. `{{` and `}}` are literal braces.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
 
 use memchr::memmem;
 use regex::Regex;
 use serde_json::Value;
 
+use super::usage::Usage;
 use super::{arith, url};
 use crate::json::Node;
 
@@ -44,6 +47,9 @@ pub enum Var {
     /// The current item of an iteration, or a value inside it by JSON pointer (`$value`,
     /// `$value/0`).
     Value(String),
+    /// A value inside the current turn, by JSON pointer (`$turn/action/name`), for turns that
+    /// are objects.
+    TurnField(String),
 }
 
 impl Var {
@@ -62,6 +68,7 @@ impl Var {
             p if p.starts_with('/') => Var::Field(p.to_owned()),
             p if p.starts_with("$value") => Var::Value(pointer(&p["$value".len()..])?),
             p if p.starts_with("$parent/") => Var::Parent(p["$parent".len()..].to_owned()),
+            p if p.starts_with("$turn/") => Var::TurnField(p["$turn".len()..].to_owned()),
             n if !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => {
                 Var::Capture(n.to_owned())
             }
@@ -69,11 +76,68 @@ impl Var {
         })
     }
 
+    /// The variable as a placeholder names it (`/id`, `$value/0`, `$text`, `code`).
+    pub fn written(&self) -> String {
+        match self {
+            Var::Capture(name) => name.clone(),
+            Var::Text => "$text".into(),
+            Var::Role => "$role".into(),
+            Var::Turn => "$turn".into(),
+            Var::Record => "$record".into(),
+            Var::Member => "$member".into(),
+            Var::Index => "$index".into(),
+            Var::Key => "$key".into(),
+            Var::Field(p) => p.clone(),
+            Var::Parent(p) => format!("$parent{p}"),
+            Var::Value(p) => format!("$value{p}"),
+            Var::TurnField(p) => format!("$turn{p}"),
+        }
+    }
+
     /// True for the variables whose value is a JSON value of the data (a field, an item).
     pub fn is_data(&self) -> bool {
-        matches!(self, Var::Field(_) | Var::Parent(_) | Var::Value(_))
+        matches!(
+            self,
+            Var::Field(_) | Var::Parent(_) | Var::Value(_) | Var::TurnField(_)
+        )
     }
 }
+
+/// A lookup table of a spec's `[tables]`: key text to JSON value (a list's keys are its
+/// positions, `"0"`, `"1"`, ...).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Table(HashMap<String, Value>);
+
+impl Table {
+    /// The table a spec writes: a TOML table (its keys) or a list (its positions); `None` for
+    /// anything else.
+    pub fn from_spec(value: &Value) -> Option<Table> {
+        Some(Table(match value {
+            Value::Object(entries) => entries
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (i.to_string(), v.clone()))
+                .collect(),
+            _ => return None,
+        }))
+    }
+
+    /// The value for a key given as JSON (a string's text, a number's digits), or `None`.
+    fn get(&self, key: &Value) -> Option<&Value> {
+        match key {
+            Value::String(s) => self.0.get(s),
+            Value::Null | Value::Array(_) | Value::Object(_) => None,
+            other => self.0.get(&other.to_string()),
+        }
+    }
+}
+
+/// The tables a spec's templates may look values up in, by name.
+pub type Tables = HashMap<String, Arc<Table>>;
 
 /// A transformation applied to a placeholder's value. Filters apply to values that are present;
 /// only `default` gives a missing value one.
@@ -121,6 +185,12 @@ pub enum Filter {
     /// `add(x)`, `subtract(x)`, `multiply(x)`, `divide(x)`: arithmetic with a number or the
     /// number a variable holds; missing when either side is not a number.
     Arith(Op, Operand),
+    /// `required`: a missing value rejects the record instead of rendering as nothing.
+    Required,
+    /// `lookup("table")`: the value the spec's table gives the text as a key; a JSON list is
+    /// looked up item by item, leaving out the items the table lacks. Missing when a single
+    /// key is not in the table.
+    Lookup(Arc<Table>),
 }
 
 /// An arithmetic operation of a filter.
@@ -151,7 +221,7 @@ impl Filter {
     fn gives_json(&self) -> bool {
         matches!(
             self,
-            Filter::FromJson | Filter::Split(_) | Filter::Arith(..)
+            Filter::FromJson | Filter::Split(_) | Filter::Arith(..) | Filter::Lookup(_)
         )
     }
 }
@@ -223,7 +293,36 @@ impl Eq for Filter {}
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Part {
     Literal(String),
-    Placeholder(Var, Vec<Filter>),
+    /// A variable, its filters, and the counts of its uses when it reads the data and is
+    /// tracked ([`Template::track`]).
+    Placeholder(Var, Vec<Filter>, Option<Arc<Usage>>),
+}
+
+/// A `required` placeholder without a value: its record is rejected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Missing {
+    /// The record field it reads (`/meta/split`), or empty when it is not one.
+    pub pointer: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl Missing {
+    fn of(var: &Var) -> Self {
+        Missing {
+            pointer: match var {
+                Var::Field(p) => p.clone(),
+                _ => String::new(),
+            },
+            message: format!("{{{}|required}} has no value", var.written()),
+        }
+    }
+}
+
+impl From<Missing> for (String, String) {
+    fn from(m: Missing) -> Self {
+        (m.pointer, m.message)
+    }
 }
 
 /// A parsed template (the default is the empty template).
@@ -254,8 +353,14 @@ impl fmt::Display for TemplateError {
 }
 
 impl Template {
-    /// Parses `text`.
+    /// Parses `text`, a template that uses no lookup table.
+    #[cfg(test)]
     pub fn parse(text: &str) -> Result<Self, TemplateError> {
+        Self::parse_with(text, &Tables::new())
+    }
+
+    /// Parses `text`, whose `lookup` filters name tables of `tables`.
+    pub fn parse_with(text: &str, tables: &Tables) -> Result<Self, TemplateError> {
         let mut parts = Vec::new();
         let mut literal = String::new();
         let mut rest = text;
@@ -286,8 +391,8 @@ impl Template {
             if !literal.is_empty() {
                 parts.push(Part::Literal(std::mem::take(&mut literal)));
             }
-            let (var, filters) = parse_placeholder(&inner[..end])?;
-            parts.push(Part::Placeholder(var, filters));
+            let (var, filters) = parse_placeholder(&inner[..end], tables)?;
+            parts.push(Part::Placeholder(var, filters, None));
             rest = &inner[end + 1..];
         }
         literal.push_str(rest);
@@ -301,7 +406,7 @@ impl Template {
     /// template copies the field's JSON value where a value, not text, is wanted).
     pub fn as_field(&self) -> Option<&str> {
         match self.parts.as_slice() {
-            [Part::Placeholder(Var::Field(p), filters)] if filters.is_empty() => Some(p),
+            [Part::Placeholder(Var::Field(p), filters, _)] if filters.is_empty() => Some(p),
             _ => None,
         }
     }
@@ -318,7 +423,7 @@ impl Template {
     pub fn vars(&self) -> impl Iterator<Item = &Var> {
         self.parts.iter().flat_map(|p| match p {
             Part::Literal(_) => Vec::new(),
-            Part::Placeholder(var, filters) => std::iter::once(var)
+            Part::Placeholder(var, filters, _) => std::iter::once(var)
                 .chain(filters.iter().filter_map(|f| match f {
                     Filter::Arith(_, Operand::Var(v)) => Some(v),
                     _ => None,
@@ -327,25 +432,42 @@ impl Template {
         })
     }
 
+    /// Counts, from now on, whether each placeholder that reads the data (a field, an item, a
+    /// value in the turn) finds it; returns each such placeholder's variable as written, with
+    /// its counts, for the report of pointers that never resolve.
+    pub fn track(&mut self) -> Vec<(String, Arc<Usage>)> {
+        self.parts
+            .iter_mut()
+            .filter_map(|part| match part {
+                Part::Placeholder(var, _, usage) if var.is_data() => {
+                    let counts = Arc::new(Usage::default());
+                    *usage = Some(Arc::clone(&counts));
+                    Some((var.written(), counts))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Renders the template. A template that is a single placeholder whose value is missing
     /// renders as `None` (so an optional capture becomes `null`); elsewhere a missing value is
-    /// empty text.
-    pub fn render(&self, scope: &dyn Scope) -> Option<String> {
-        if let [Part::Placeholder(var, filters)] = self.parts.as_slice() {
-            return apply(scope.get(var), filters, scope).map(Cow::into_owned);
+    /// empty text. A missing value of a `required` placeholder is an error.
+    pub fn render(&self, scope: &dyn Scope) -> Result<Option<String>, Missing> {
+        if let [Part::Placeholder(var, filters, usage)] = self.parts.as_slice() {
+            return Ok(placeholder(var, filters, usage, scope)?.map(Cow::into_owned));
         }
         let mut out = String::new();
         for part in &self.parts {
             match part {
                 Part::Literal(s) => out.push_str(s),
-                Part::Placeholder(var, filters) => {
-                    if let Some(v) = apply(scope.get(var), filters, scope) {
+                Part::Placeholder(var, filters, usage) => {
+                    if let Some(v) = placeholder(var, filters, usage, scope)? {
                         out.push_str(&v);
                     }
                 }
             }
         }
-        Some(out)
+        Ok(Some(out))
     }
 
     /// Renders the template where a JSON value is wanted (a keyword argument, an annotation):
@@ -353,22 +475,30 @@ impl Template {
     /// value, one that is only a placeholder ending in a filter that gives JSON (`from_json`,
     /// `split`, arithmetic) gives that JSON, anything else gives text; `None` when it renders
     /// nothing.
-    pub fn render_value(&self, scope: &dyn Scope) -> Option<Value> {
-        if let [Part::Placeholder(var, filters)] = self.parts.as_slice() {
-            if filters.is_empty() && var.is_data() {
-                return scope
-                    .node(var)
-                    .filter(|n| **n != Node::Null)
-                    .map(Node::to_value);
+    pub fn render_value(&self, scope: &dyn Scope) -> Result<Option<Value>, Missing> {
+        if let [Part::Placeholder(var, filters, usage)] = self.parts.as_slice() {
+            let required = filters.iter().any(|f| matches!(f, Filter::Required));
+            let last = filters.iter().rfind(|f| !matches!(f, Filter::Required));
+            if last.is_none() && var.is_data() {
+                let node = scope.node(var);
+                if let Some(counts) = usage {
+                    counts.note(node.is_some());
+                }
+                return match node.filter(|n| **n != Node::Null) {
+                    None if required => Err(Missing::of(var)),
+                    found => Ok(found.map(Node::to_value)),
+                };
             }
-            if filters.last().is_some_and(Filter::gives_json) {
-                let text = apply(scope.get(var), filters, scope)?;
-                return Some(
+            if last.is_some_and(Filter::gives_json) {
+                let Some(text) = placeholder(var, filters, usage, scope)? else {
+                    return Ok(None);
+                };
+                return Ok(Some(
                     serde_json::from_str(&text).unwrap_or(Value::String(text.into_owned())),
-                );
+                ));
             }
         }
-        self.render(scope).map(Value::String)
+        Ok(self.render(scope)?.map(Value::String))
     }
 }
 
@@ -382,16 +512,42 @@ pub fn node_text<'n>(node: &'n Node<'_>) -> Option<Cow<'n, str>> {
     }
 }
 
-/// `value` through `filters`. Cutting filters (`trim`, `after`, ...) keep borrowing a borrowed
-/// value, and `replace` leaves a value without the text alone.
+/// The value of one placeholder through its filters, its use counted when it is tracked.
+fn placeholder<'s>(
+    var: &Var,
+    filters: &[Filter],
+    usage: &Option<Arc<Usage>>,
+    scope: &'s dyn Scope,
+) -> Result<Option<Cow<'s, str>>, Missing> {
+    let value = scope.get(var);
+    if let Some(counts) = usage {
+        counts.note(value.is_some() || scope.node(var).is_some());
+    }
+    let mut missing_required = false;
+    let value = apply(value, filters, scope, &mut missing_required);
+    if missing_required {
+        return Err(Missing::of(var));
+    }
+    Ok(value)
+}
+
+/// `value` through `filters`; `missing_required` is set when a `required` filter meets a
+/// missing value. Cutting filters (`trim`, `after`, ...) keep borrowing a borrowed value, and
+/// `replace` leaves a value without the text alone.
 fn apply<'v>(
     mut value: Option<Cow<'v, str>>,
     filters: &[Filter],
     scope: &dyn Scope,
+    missing_required: &mut bool,
 ) -> Option<Cow<'v, str>> {
     for f in filters {
         value = match (f, value) {
             (Filter::Default(d), None) => Some(Cow::Owned(d.clone())),
+            (Filter::Required, None) => {
+                *missing_required = true;
+                return None;
+            }
+            (Filter::Required, Some(v)) => Some(v),
             (_, None) => None,
             (Filter::Default(_), Some(v)) => Some(v),
             (Filter::Trim, Some(v)) => {
@@ -444,6 +600,7 @@ fn apply<'v>(
                 )),
                 _ => None,
             },
+            (Filter::Lookup(table), Some(v)) => lookup(table, &v).map(Cow::Owned),
             (Filter::Arith(op, operand), Some(v)) => {
                 let rhs = match operand {
                     Operand::Number(n) => Cow::Owned(n.to_string()),
@@ -454,6 +611,22 @@ fn apply<'v>(
         };
     }
     value
+}
+
+/// `text` looked up in `table`: a JSON list item by item (the items the table lacks left out),
+/// anything else as one key. The result is the value's text (a string) or compact JSON.
+fn lookup(table: &Table, text: &str) -> Option<String> {
+    let text_of = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    if text.starts_with('[') {
+        if let Ok(Value::Array(items)) = serde_json::from_str::<Value>(text) {
+            let found: Vec<Value> = items.iter().filter_map(|i| table.get(i)).cloned().collect();
+            return Some(Value::Array(found).to_string());
+        }
+    }
+    table.get(&Value::String(text.to_owned())).map(text_of)
 }
 
 /// The bytes `start..end` of `v` (on character boundaries), borrowed when `v` is.
@@ -486,7 +659,7 @@ fn split_outside_strings(text: &str, sep: char) -> Vec<usize> {
     cuts
 }
 
-fn parse_placeholder(inner: &str) -> Result<(Var, Vec<Filter>), TemplateError> {
+fn parse_placeholder(inner: &str, tables: &Tables) -> Result<(Var, Vec<Filter>), TemplateError> {
     let mut pieces = Vec::new();
     let mut start = 0;
     for cut in split_outside_strings(inner, '|') {
@@ -497,17 +670,18 @@ fn parse_placeholder(inner: &str) -> Result<(Var, Vec<Filter>), TemplateError> {
     let Some(var) = Var::parse(name) else {
         return Err(TemplateError(format!(
             "unknown placeholder {{{name}}}: use a capture group name, $text, $role, $turn, \
-             $record, $member, $index, $key, $value, or a JSON pointer such as /id or $parent/id"
+             $record, $member, $index, $key, $value, or a JSON pointer such as /id, $parent/id \
+             or $turn/id"
         )));
     };
     let filters = pieces[1..]
         .iter()
-        .map(|f| parse_filter(f, inner))
+        .map(|f| parse_filter(f, inner, tables))
         .collect::<Result<_, _>>()?;
     Ok((var, filters))
 }
 
-fn parse_filter(text: &str, placeholder: &str) -> Result<Filter, TemplateError> {
+fn parse_filter(text: &str, placeholder: &str, tables: &Tables) -> Result<Filter, TemplateError> {
     let bad = |why: String| TemplateError(format!("{why} in {{{placeholder}}}"));
     let (name, args) = match text.split_once('(') {
         Some((name, rest)) => {
@@ -551,11 +725,25 @@ fn parse_filter(text: &str, placeholder: &str) -> Result<Filter, TemplateError> 
             let re = Regex::new(&pattern).map_err(|e| bad(format!("sub: {e}")))?;
             Filter::Sub(re, arg())
         }
+        "required" => arity(0).map(|_| Filter::Required)?,
         "urlencode" => arity(0).map(|_| Filter::UrlEncode)?,
         "urldecode" => arity(0).map(|_| Filter::UrlDecode)?,
         "from_json" => arity(0).map(|_| Filter::FromJson)?,
         "split" => arity(1).map(|_| Filter::Split(arg()))?,
         "join" => arity(1).map(|_| Filter::Join(arg()))?,
+        "lookup" => {
+            arity(1)?;
+            let name = arg();
+            let Some(table) = tables.get(&name) else {
+                let mut known: Vec<&String> = tables.keys().collect();
+                known.sort_unstable();
+                return Err(bad(format!(
+                    "lookup names the table {name:?}, which [tables] does not define (tables: \
+                     {known:?})"
+                )));
+            };
+            Filter::Lookup(Arc::clone(table))
+        }
         "add" | "subtract" | "multiply" | "divide" => {
             arity(1)?;
             let op = match name {
@@ -578,9 +766,9 @@ fn parse_filter(text: &str, placeholder: &str) -> Result<Filter, TemplateError> 
         }
         other => {
             return Err(bad(format!(
-                "unknown filter {other:?} (filters: trim, lower, json, prepend, append, default, \
+                "unknown filter {other:?} (filters: trim, lower, json, prepend, append, default, required, \
                  replace, sub, after, after_last, before, before_last, urlencode, urldecode, \
-                 from_json, split, join, add, subtract, multiply, divide)"
+                 from_json, split, join, lookup, add, subtract, multiply, divide)"
             )))
         }
     })
@@ -619,15 +807,25 @@ mod tests {
 
     #[test]
     fn cutting_filters_give_what_owned_text_gives() {
-        let filters = parse_placeholder(r#"x|trim|after("a")|before_last("c")|replace("b", "B")"#)
-            .map(|(_, f)| f)
-            .unwrap_or_default();
+        let filters = parse_placeholder(
+            r#"x|trim|after("a")|before_last("c")|replace("b", "B")"#,
+            &Tables::new(),
+        )
+        .map(|(_, f)| f)
+        .unwrap_or_default();
         for text in ["  xabbc  ", "abc", "   ", "a", "éaébcé c "] {
-            let borrowed = apply(Some(Cow::Borrowed(text)), &filters, &Vars(HashMap::new()));
+            let no = &mut false;
+            let borrowed = apply(
+                Some(Cow::Borrowed(text)),
+                &filters,
+                &Vars(HashMap::new()),
+                no,
+            );
             let owned = apply(
                 Some(Cow::Owned(text.to_owned())),
                 &filters,
                 &Vars(HashMap::new()),
+                no,
             );
             assert_eq!(borrowed, owned, "{text:?}");
             let expected = text
@@ -653,7 +851,7 @@ mod tests {
 
     fn render(template: &str) -> Option<String> {
         let vars = Vars(HashMap::from([("a", " x "), ("q", "say \"hi\"")]));
-        Template::parse(template).unwrap().render(&vars)
+        Template::parse(template).unwrap().render(&vars).unwrap()
     }
 
     #[test]
@@ -681,7 +879,7 @@ mod tests {
     #[test]
     fn after_and_before_cut_at_literal_text() {
         let vars = Vars(HashMap::from([("t", "Think: a\n\nAct: b\n\nAct: c")]));
-        let render = |t: &str| Template::parse(t).unwrap().render(&vars);
+        let render = |t: &str| Template::parse(t).unwrap().render(&vars).unwrap();
         assert_eq!(
             render(r#"{t|after("Think: ")|before("\n\nAct: ")}"#).unwrap(),
             "a"
@@ -724,8 +922,8 @@ mod tests {
             ("n", "1242.0"),
             ("m", "1213.0"),
         ]));
-        let render = |t: &str| Template::parse(t).unwrap().render(&vars);
-        let value = |t: &str| Template::parse(t).unwrap().render_value(&vars);
+        let render = |t: &str| Template::parse(t).unwrap().render(&vars).unwrap();
+        let value = |t: &str| Template::parse(t).unwrap().render_value(&vars).unwrap();
         assert_eq!(render("{q|urlencode}").unwrap(), "a%20b%26c");
         assert_eq!(render("{enc|urldecode}").unwrap(), "a b&c");
         assert_eq!(

@@ -29,7 +29,7 @@ impl ValueTemplate {
     pub fn render(&self, scope: &dyn Scope) -> Result<Value, (String, String)> {
         Ok(match self {
             ValueTemplate::Constant(v) => v.clone(),
-            ValueTemplate::Text(t) => t.render_value(scope).unwrap_or(Value::Null),
+            ValueTemplate::Text(t) => t.render_value(scope)?.unwrap_or(Value::Null),
             ValueTemplate::Object(members) => Value::Object(
                 members
                     .iter()

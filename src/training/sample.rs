@@ -140,6 +140,50 @@ impl Training {
         tools: &[ToolSpec<'_>],
         sft: &SftOptions,
     ) -> Result<Result<Sample, Skip>, SampleError> {
+        let m = self.messages(conv, tools, sft)?;
+        let full = self.encode(&m, m.values.len())?;
+        let Some(max) = self.max_tokens.filter(|max| full.ids.len() > *max) else {
+            return Ok(trains(full));
+        };
+        if self.overlength == Overlength::Drop {
+            return Ok(Err(Skip::Overlength));
+        }
+        // The longest prefix that ends on a whole assistant turn and fits.
+        for end in (1..m.values.len()).rev() {
+            if !m.info[end - 1].assistant {
+                continue;
+            }
+            let s = self.encode(&m, end)?;
+            if s.ids.len() <= max {
+                return Ok(trains(s));
+            }
+        }
+        Ok(Err(Skip::Overlength))
+    }
+
+    /// The number of tokens of `conv` with `tools`, rendered whole (no masks, no limit).
+    pub fn count(
+        &self,
+        conv: &Conversation,
+        tools: &[ToolSpec<'_>],
+        sft: &SftOptions,
+    ) -> Result<usize, SampleError> {
+        let m = self.messages(conv, tools, sft)?;
+        let rendered = self.template.render(&m.values, &m.tools, false)?;
+        let tokens = self
+            .tokenizer
+            .encode(&rendered.text)
+            .map_err(SampleError::Tokenizer)?;
+        Ok(tokens.ids.len())
+    }
+
+    /// The messages and tools of `conv` as the template sees them.
+    fn messages(
+        &self,
+        conv: &Conversation,
+        tools: &[ToolSpec<'_>],
+        sft: &SftOptions,
+    ) -> Result<Messages, SampleError> {
         let messages = hf::messages(conv, sft);
         let tool_list: Vec<Tool<'_>> = tools.iter().map(Tool::new).collect();
         if self.template.has_generation() {
@@ -161,29 +205,11 @@ impl Training {
             },
             _ => Info::default(),
         }));
-        let m = Messages {
+        Ok(Messages {
             values: messages.iter().map(|m| Value::from(Serde(m))).collect(),
             tools: Value::from(Serde(&tool_list)),
             info,
-        };
-        let full = self.encode(&m, m.values.len())?;
-        let Some(max) = self.max_tokens.filter(|max| full.ids.len() > *max) else {
-            return Ok(trains(full));
-        };
-        if self.overlength == Overlength::Drop {
-            return Ok(Err(Skip::Overlength));
-        }
-        // The longest prefix that ends on a whole assistant turn and fits.
-        for end in (1..m.values.len()).rev() {
-            if !m.info[end - 1].assistant {
-                continue;
-            }
-            let s = self.encode(&m, end)?;
-            if s.ids.len() <= max {
-                return Ok(trains(s));
-            }
-        }
-        Ok(Err(Skip::Overlength))
+        })
     }
 
     /// The sample of `m.values[..end]`.

@@ -163,6 +163,77 @@ fn turns_marked_not_for_training_and_train_on_choices_shape_the_mask() {
 }
 
 #[test]
+fn stats_counts_the_tokens_the_tokens_target_writes() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let input = write_input(tmp.path(), &[valid_v15()]);
+    let template = fixture("generation.jinja");
+    let out = tmp.path().join("out");
+    assert_eq!(export_tokens(&input, &out, &template, &[]).0, 0);
+    let o = trajkit()
+        .args(["stats", "--json", "--chat-template"])
+        .arg(&template)
+        .arg("--tokenizer")
+        .arg(fixture("words.tokenizer.json"))
+        .arg(&input)
+        .output()
+        .expect("runs");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let stats: Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(
+        stats["tokens"]["total"],
+        manifest(&out)["counts"]["tokens"]["total"]
+    );
+}
+
+#[test]
+fn sft_targets_mark_the_turns_not_for_training() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let mut copied = valid_v15();
+    copied["details"] = json!({"atif": {"excluded_from_training": [1]}});
+    let input = write_input(tmp.path(), &[copied]);
+    let row = |to: &str| -> Value {
+        let dir = tmp.path().join(to);
+        let o = trajkit()
+            .args(["export", "-q", "--to", to, "-o"])
+            .arg(&dir)
+            .arg(&input)
+            .output()
+            .expect("runs");
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let text =
+            std::fs::read_to_string(dir.join("data/train-00000-of-00001.jsonl")).expect("shard");
+        serde_json::from_str(text.lines().next().expect("a row")).expect("json")
+    };
+    let pick = |v: &Value, key: &str| -> Vec<Value> {
+        v["messages"]
+            .as_array()
+            .expect("messages")
+            .iter()
+            .filter(|m| m["role"] == "assistant")
+            .map(|m| m[key].clone())
+            .collect()
+    };
+    assert_eq!(
+        pick(&row("hf"), "training"),
+        vec![json!(false), Value::Null, Value::Null]
+    );
+    assert_eq!(
+        pick(&row("openai"), "weight"),
+        vec![json!(0), json!(1), json!(1)]
+    );
+}
+
+#[test]
 fn max_tokens_drops_or_truncates_at_a_whole_assistant_turn() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let input = write_input(tmp.path(), &[valid_v15()]);

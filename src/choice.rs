@@ -2,10 +2,11 @@
 
 /// Defines an enum of named choices: `name()`, `FromStr` and `Display` by name, serde as the
 /// name (so a pipeline key and a flag read the same words), and `Default` when a
-/// `default = Variant` follows `$what`. `$what` names the choice in the error for an unknown
+/// `default = Variant` follows `$what`. A variant may also be read by older names
+/// (`Variant = "name" | "alias"`); it is always written by its first. `$what` names the choice in the error for an unknown
 /// name. Used by the join's policies, export's options and partitions.
 macro_rules! choice {
-    ($(#[$doc:meta])* $name:ident, $what:literal $(, default = $default:ident)? { $($(#[$vdoc:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+    ($(#[$doc:meta])* $name:ident, $what:literal $(, default = $default:ident)? { $($(#[$vdoc:meta])* $variant:ident = $text:literal $(| $alias:literal)*),+ $(,)? }) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         pub enum $name {
@@ -33,7 +34,7 @@ macro_rules! choice {
             type Err = String;
             fn from_str(s: &str) -> Result<Self, String> {
                 match s {
-                    $($text => Ok($name::$variant),)+
+                    $($text $(| $alias)* => Ok($name::$variant),)+
                     other => Err(format!(
                         concat!("unknown ", $what, " {:?} (known: {})"),
                         other,

@@ -14,7 +14,8 @@
 //! - [`engine`]: the streaming runner, outputs, rejects, partitions; it knows no format, stage
 //!   or command;
 //! - [`model`], [`parquet`], [`json`], [`ingest`], [`choice`]: trajectories and their Parquet
-//!   layout, JSON reading, framing.
+//!   layout, JSON reading, framing;
+//! - [`training`]: chat templates and tokenizers, for training-ready exports.
 
 pub mod choice;
 pub mod commands;
@@ -29,4 +30,5 @@ pub mod json;
 pub mod model;
 pub mod parquet;
 pub mod redact;
+pub mod training;
 pub mod validate;

@@ -78,8 +78,15 @@ pub fn run(args: ExportArgs, global: &GlobalArgs) -> Result<u8, CliError> {
 }
 
 fn print_summary(global: &GlobalArgs, args: &ExportConfig, s: &ExportSummary, speed: &str) {
+    let tokens = match &s.tokens {
+        Some(t) => format!(
+            "; {} tokens (p50 {}, p90 {}, p99 {}, max {})",
+            t.total, t.p50, t.p90, t.p99, t.max
+        ),
+        None => String::new(),
+    };
     global.summary(format_args!(
-        "export --to {}: {} trajectories in, {} written, {} filtered, {} rejected -> {}; {}",
+        "export --to {}: {} trajectories in, {} written, {} filtered, {} rejected -> {}{tokens}; {}",
         args.to.name(),
         s.records_in,
         s.written,

@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 
 use clap::Args;
 use trajkit::commands::stats::{stats_inputs, Stats};
+use trajkit::config::export::ExportConfig;
 use trajkit::engine::output::print;
 
 use super::common::{inputs, CliError, GlobalArgs};
@@ -22,13 +23,38 @@ pub struct StatsArgs {
     /// How many functions and languages to list in the table (all are in --json).
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub top: usize,
+    /// Count tokens with this chat template (a Jinja file or a tokenizer_config.json), as
+    /// `export --to tokens` renders (needs --tokenizer).
+    #[arg(long, value_name = "FILE", requires = "tokenizer")]
+    pub chat_template: Option<String>,
+    /// Which template of a tokenizer_config.json that holds several.
+    #[arg(long, value_name = "NAME", requires = "chat_template")]
+    pub chat_template_name: Option<String>,
+    /// Count tokens with this tokenizer.json (needs --chat-template).
+    #[arg(long, value_name = "FILE", requires = "chat_template")]
+    pub tokenizer: Option<String>,
 }
 
 /// Runs `stats`.
 pub fn run(args: StatsArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     let inputs = inputs(&args.inputs, global)?;
+    let tokens = match (&args.chat_template, &args.tokenizer) {
+        (Some(template), Some(tokenizer)) => {
+            let config: ExportConfig = serde_json::from_value(serde_json::json!({
+                "to": "tokens",
+                "output": "",
+                "chat_template": template,
+                "chat_template_name": args.chat_template_name,
+                "tokenizer": tokenizer,
+                "infer_tools": "trajectory",
+            }))
+            .map_err(|e| CliError::usage(e.to_string()))?;
+            Some(config.options(&inputs, global.run_options())?)
+        }
+        _ => None,
+    };
     let bar = global.progress(&inputs, "stats");
-    let stats = stats_inputs(&inputs, &global.run_options(), &bar)?;
+    let stats = stats_inputs(&inputs, &global.run_options(), &bar, tokens.as_ref())?;
     bar.finish();
     if args.json {
         let text = serde_json::to_string_pretty(&stats).map_err(CliError::io)?;
@@ -84,5 +110,14 @@ fn table(s: &Stats, top: usize) -> String {
     row("observation sources", list(&s.observations_by_source));
     row("code languages", list(&s.code_languages));
     row("functions", list(&s.functions));
+    if let Some(t) = &s.tokens {
+        row(
+            "tokens",
+            format!(
+                "{} (p50 {}, p90 {}, p99 {}, max {})",
+                t.total, t.p50, t.p90, t.p99, t.max
+            ),
+        );
+    }
     out
 }

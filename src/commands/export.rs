@@ -22,6 +22,7 @@ use crate::export::infer;
 use crate::export::manifest::manifest_commit;
 use crate::export::parquet::ParquetShard;
 use crate::export::shard::{JsonLines, ShardFile, ShardWriter};
+use crate::export::tokens::{encode_tokens, TokensShard};
 use crate::export::writer::Shards;
 use crate::export::{ExportError, ExportOptions, ExportSummary, InferTools, Target};
 use crate::ingest::RawRecord;
@@ -139,6 +140,7 @@ pub fn export_inputs(
     };
     let (mut summary, files, mut commit, inputs_read) = match opts.target {
         Target::Parquet => run.write::<ParquetShard>(&opts.parquet, &encode_parquet),
+        Target::Tokens => run.write::<TokensShard>(&opts.parquet, &encode_tokens),
         _ => run.write::<JsonLines>(&opts.shards.zstd, &encode_line),
     }
     .map_err(|e| match e {

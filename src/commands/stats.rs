@@ -6,8 +6,12 @@ use std::io;
 use serde::Serialize;
 
 use crate::engine::pipeline::{self, Flow, PipelineError, Progress, RunOptions, Sink};
+use crate::export::conversation;
+use crate::export::tools::tool_specs;
+use crate::export::{ExportOptions, TokenCounts};
 use crate::ingest::RawRecord;
 use crate::model::{AdpVersion, Step, Trajectory};
+use crate::validate::check::upgrade_checked;
 use crate::validate::check_adp;
 
 /// Counts over the valid trajectories of the input (invalid records are only counted).
@@ -47,6 +51,11 @@ pub struct Stats {
     pub mean_steps: f64,
     /// Mean text characters per trajectory.
     pub mean_text_chars: f64,
+    /// With a chat template and tokenizer: the tokens of each trajectory rendered as `--to
+    /// tokens` renders it (those that cannot become a conversation, or that the template
+    /// rejects, are left out: `lengths` counts the others).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<TokenCounts>,
 }
 
 impl Stats {
@@ -98,32 +107,61 @@ impl Stats {
 struct StatsSink(Stats);
 
 impl Sink for StatsSink {
-    type Item = Option<(Trajectory, AdpVersion)>;
+    type Item = Option<(Trajectory, AdpVersion, Option<usize>)>;
 
     fn accept(&mut self, _record: RawRecord, item: Self::Item) -> io::Result<Flow> {
         self.0.records += 1;
         match item {
-            Some((t, v)) => self.0.add(&t, v),
+            Some((t, v, tokens)) => {
+                self.0.add(&t, v);
+                if let Some(n) = tokens {
+                    self.0
+                        .tokens
+                        .get_or_insert_with(Default::default)
+                        .count(n as u64);
+                }
+            }
             None => self.0.invalid += 1,
         }
         Ok(Flow::Continue)
     }
 }
 
-/// Computes [`Stats`] over every record of `inputs`.
+/// The tokens of `traj` under `opts`' chat template and tokenizer (`--to tokens` options), if
+/// it becomes a conversation the template renders.
+fn tokens(mut traj: Trajectory, record: &RawRecord, opts: &ExportOptions) -> Option<usize> {
+    let training = opts.training.as_deref()?;
+    upgrade_checked(&mut traj, &record.provenance, &opts.upgrade).ok()?;
+    let available = traj.available_custom_tools.clone().unwrap_or_default();
+    let sft = &opts.sft;
+    let conv = conversation::build(traj, &sft.map).ok()?;
+    let tools = tool_specs(&conv, &available, &sft.map.code_tools, &sft.catalog);
+    training.count(&conv, &tools, sft).ok()
+}
+
+/// Computes [`Stats`] over every record of `inputs`; with `tokens` (the options of a `--to
+/// tokens` export), token counts too.
 pub fn stats_inputs(
     inputs: &[String],
     run: &RunOptions,
     progress: &dyn Progress,
+    tokens_with: Option<&ExportOptions>,
 ) -> Result<Stats, PipelineError> {
     let (sink, _) = pipeline::run(
         inputs,
         run,
         progress,
-        |r| check_adp(r).trajectory,
+        |r| {
+            let (t, v) = check_adp(r).trajectory?;
+            let n = tokens_with.and_then(|o| tokens(t.clone(), r, o));
+            Some((t, v, n))
+        },
         StatsSink(Stats::default()),
     )?;
     let mut stats = sink.0;
     stats.finish();
+    if let Some(t) = &mut stats.tokens {
+        t.settle();
+    }
     Ok(stats)
 }

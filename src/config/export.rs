@@ -1,6 +1,8 @@
 //! An export's options: the keys of an `[[export]]` table and the flags of `trajkit export`
 //! (one definition; the command line adds its inputs and rejects file).
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -14,6 +16,7 @@ use crate::export::split::Splits;
 use crate::export::tools::ToolCatalog;
 use crate::export::{ExportOptions, Filters, InferTools, SftOptions, Target, Thoughts, TrainOn};
 use crate::model::upgrade::UpgradeOptions;
+use crate::training::{ChatTemplate, Overlength, TokenizerFile, Training};
 
 /// `row_group_bytes` unless set.
 pub const ROW_GROUP_BYTES: u64 = 100_000_000;
@@ -31,7 +34,7 @@ pub const ZSTD_LEVEL: i32 = 3;
 #[cfg_attr(feature = "cli", derive(clap::Args))]
 #[serde(deny_unknown_fields)]
 pub struct ExportConfig {
-    /// Target: parquet, openai, hf, sharegpt, adp.
+    /// Target: parquet, openai, hf, sharegpt, adp, tokens.
     #[cfg_attr(feature = "cli", arg(long, value_name = "TARGET"))]
     pub to: Target,
     /// Output directory.
@@ -46,10 +49,40 @@ pub struct ExportConfig {
     #[cfg_attr(feature = "cli", arg(long, default_value_t, value_name = "WHERE"))]
     #[serde(default)]
     pub description_as: DescriptionAs,
-    /// openai: `last` writes weight 1 on the last assistant message and 0 on the others.
+    /// Which turns train: assistant (every assistant turn), last-assistant (openai: weight 1
+    /// on it, 0 on the others), final-answer (tokens: the last assistant turn, when it calls no
+    /// tool), all (tokens: every token).
     #[cfg_attr(feature = "cli", arg(long, default_value_t, value_name = "WHICH"))]
     #[serde(default)]
     pub train_on: TrainOn,
+    /// tokens: the model's chat template, a Jinja file or a tokenizer_config.json.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "FILE"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_template: Option<String>,
+    /// tokens: which template of a tokenizer_config.json that holds several (default:
+    /// `default`), e.g. tool_use.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "NAME"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_template_name: Option<String>,
+    /// tokens: the model's tokenizer.json.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "FILE"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokenizer: Option<String>,
+    /// tokens: thoughts train with their turn (false: the thought's tokens are left out of the
+    /// loss where the template writes them).
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = true, action = clap::ArgAction::Set,
+          value_name = "BOOL"))]
+    #[serde(default = "yes")]
+    pub train_reasoning: bool,
+    /// tokens: the longest row, in tokens (see --overlength).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "N"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<usize>,
+    /// tokens: a row over --max-tokens is dropped (filtered), or truncated after the last whole
+    /// assistant turn that fits.
+    #[cfg_attr(feature = "cli", arg(long, default_value_t, value_name = "WHAT"))]
+    #[serde(default)]
+    pub overlength: Overlength,
     /// Map a code language to a tool: `LANG=TOOL[:ARG]` (ARG default `code`; LANG `*` for all
     /// others, whose calls also carry `language`). Defaults: bash/shell/sh=bash:command,
     /// python=python:code, *=execute_code:code.
@@ -135,12 +168,52 @@ fn zstd_level() -> i32 {
     ZSTD_LEVEL
 }
 
+fn yes() -> bool {
+    true
+}
+
 fn read_text(path: &str, what: &str) -> Result<String, ConfigError> {
     std::fs::read_to_string(path)
         .map_err(|e| ConfigError::Io(format!("cannot read {what} {path}: {e}")))
 }
 
 impl ExportConfig {
+    /// The chat template and tokenizer of `--to tokens`, loaded; refused on other targets.
+    fn training(&self) -> Result<Option<Arc<Training>>, ConfigError> {
+        let invalid = |m: String| ConfigError::Invalid(m);
+        if self.to != Target::Tokens {
+            let given = [
+                ("--chat-template", self.chat_template.is_some()),
+                ("--chat-template-name", self.chat_template_name.is_some()),
+                ("--tokenizer", self.tokenizer.is_some()),
+                ("--max-tokens", self.max_tokens.is_some()),
+                ("--train-reasoning", !self.train_reasoning),
+                ("--overlength", self.overlength != Overlength::Drop),
+            ];
+            if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
+                return Err(invalid(format!("{flag} needs --to tokens")));
+            }
+            return Ok(None);
+        }
+        let (Some(template), Some(tokenizer)) = (&self.chat_template, &self.tokenizer) else {
+            return Err(invalid(
+                "--to tokens needs --chat-template FILE and --tokenizer FILE".into(),
+            ));
+        };
+        if self.max_tokens == Some(0) {
+            return Err(invalid("--max-tokens must be at least 1".into()));
+        }
+        Ok(Some(Arc::new(Training {
+            template: ChatTemplate::load(template, self.chat_template_name.as_deref())
+                .map_err(invalid)?,
+            tokenizer: TokenizerFile::load(tokenizer).map_err(invalid)?,
+            train_on: self.train_on,
+            train_reasoning: self.train_reasoning,
+            max_tokens: self.max_tokens,
+            overlength: self.overlength,
+        })))
+    }
+
     /// The export options for `inputs` (already expanded; `-` is stdin): checks the
     /// combinations and values, reads `tools` and `system_prompt`.
     pub fn options(
@@ -150,14 +223,26 @@ impl ExportConfig {
     ) -> Result<ExportOptions, ConfigError> {
         let invalid = |m: &str| ConfigError::Invalid(m.to_owned());
         let thoughts = self.thoughts.unwrap_or(self.to.default_thoughts());
-        if thoughts == Thoughts::Reasoning && self.to != Target::Hf {
+        if thoughts == Thoughts::Reasoning && !matches!(self.to, Target::Hf | Target::Tokens) {
             return Err(invalid(
-                "--thoughts reasoning needs --to hf (openai and sharegpt have no reasoning field)",
+                "--thoughts reasoning needs --to hf or tokens (openai and sharegpt have no reasoning field)",
             ));
         }
-        if self.train_on == TrainOn::Last && self.to != Target::Openai {
-            return Err(invalid("--train-on last needs --to openai (weight)"));
+        match (self.train_on, self.to) {
+            (TrainOn::Assistant, _) | (_, Target::Tokens) => {}
+            (TrainOn::LastAssistant | TrainOn::All, Target::Openai) => {}
+            (t, _) => {
+                return Err(ConfigError::Invalid(format!(
+                    "--train-on {t} needs --to tokens{}",
+                    if t == TrainOn::FinalAnswer {
+                        ""
+                    } else {
+                        " or --to openai (weight)"
+                    }
+                )))
+            }
         }
+        let training = self.training()?;
         if !(1..=22).contains(&self.zstd_level) {
             return Err(invalid("--zstd-level is a zstd level from 1 to 22"));
         }
@@ -217,6 +302,12 @@ impl ExportConfig {
             "thoughts": thoughts.name(),
             "description_as": self.description_as.name(),
             "train_on": self.train_on.name(),
+            "chat_template": &self.chat_template,
+            "chat_template_name": &self.chat_template_name,
+            "tokenizer": &self.tokenizer,
+            "train_reasoning": self.train_reasoning,
+            "max_tokens": self.max_tokens,
+            "overlength": self.overlength.name(),
             "code_tool": &self.code_tool,
             "tools": &self.tools,
             "infer_tools": infer_tools.name(),
@@ -260,6 +351,7 @@ impl ExportConfig {
             splits,
             shards,
             parquet,
+            training,
             filters,
             dedup: self.dedup,
             force: self.force,

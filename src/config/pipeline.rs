@@ -48,6 +48,8 @@ const PATH_KEYS: &[&str] = &[
     "output",
     "tools",
     "system_prompt",
+    "chat_template",
+    "tokenizer",
 ];
 
 /// An `[[input]]`: a path (or glob) and how to read it.
@@ -643,6 +645,10 @@ mod tests {
             outcome: vec!["success".into()],
             max_steps: Some(1),
             max_chars: Some(1),
+            chat_template: Some("t".into()),
+            chat_template_name: Some("n".into()),
+            tokenizer: Some("t".into()),
+            max_tokens: Some(1),
             ..export
         };
         for (kind, config) in [("join", json!(full_join)), ("export", json!(full_export))] {

@@ -44,6 +44,10 @@ pub struct AssistantTurn {
     pub thought: String,
     /// Tool calls, in step order.
     pub calls: Vec<Call>,
+    /// A step of the turn is marked not for training (ATIF copied context or a step with
+    /// `llm_call_count: 0`, SWE-agent `mask: false`: `excluded_from_training` in the
+    /// trajectory's details): loss masks leave the turn out.
+    pub untrained: bool,
 }
 
 /// A tool call's result.
@@ -150,6 +154,7 @@ pub struct MapOptions {
 /// Builds the conversation of `traj`, consuming it.
 pub fn build(traj: Trajectory, opts: &MapOptions) -> Result<Conversation, Untrainable> {
     let system = system_prompt(&traj.details, opts);
+    let untrained = untrained_steps(&traj.details);
     let mut turns: Vec<Turn> = Vec::new();
     // Calls of the last assistant turn not answered yet.
     let mut pending: Vec<Pending> = Vec::new();
@@ -169,6 +174,7 @@ pub fn build(traj: Trajectory, opts: &MapOptions) -> Result<Conversation, Untrai
                     current.insert((AssistantTurn::default(), i, false))
                 }
             };
+            turn.untrained |= untrained.contains(&i);
             add_action(turn, finish, step, i, opts, &mut pending);
             continue;
         }
@@ -242,6 +248,17 @@ pub fn build(traj: Trajectory, opts: &MapOptions) -> Result<Conversation, Untrai
         ));
     }
     Ok(Conversation { system, turns })
+}
+
+/// The content indices a converter marked not for training: `excluded_from_training` in any
+/// object of `details` (`details.atif`, `details.swe_agent`).
+fn untrained_steps(details: &JsonObject) -> Vec<usize> {
+    details
+        .values()
+        .filter_map(|v| v.get("excluded_from_training")?.as_array())
+        .flatten()
+        .filter_map(|i| usize::try_from(i.as_u64()?).ok())
+        .collect()
 }
 
 /// A call of the last assistant turn not answered yet.

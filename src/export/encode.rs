@@ -14,6 +14,7 @@ use super::hf;
 use super::openai;
 use super::options::{ExportOptions, Target};
 use super::sharegpt;
+use super::tokens::{encode_tokens, TokenRow};
 use super::tools::tool_specs;
 use crate::ingest::{Provenance, RawRecord};
 use crate::model::Trajectory;
@@ -28,6 +29,42 @@ pub struct Encoded<R> {
     pub len: u64,
     /// With `--dedup`, the hash of its content without the id.
     pub hash: Option<[u8; 16]>,
+    /// Its number of tokens (`tokens` target).
+    pub tokens: Option<u64>,
+}
+
+impl Encoded<AnyRow> {
+    /// The row, and the same counts around a row of nothing (to put another row in with
+    /// [`Encoded::with_row`]).
+    pub fn take_row(self) -> (AnyRow, Encoded<()>) {
+        let Encoded {
+            row,
+            len,
+            hash,
+            tokens,
+        } = self;
+        (
+            row,
+            Encoded {
+                row: (),
+                len,
+                hash,
+                tokens,
+            },
+        )
+    }
+}
+
+impl Encoded<()> {
+    /// These counts around `row`.
+    pub fn with_row<T>(self, row: T) -> Encoded<T> {
+        Encoded {
+            row,
+            len: self.len,
+            hash: self.hash,
+            tokens: self.tokens,
+        }
+    }
 }
 
 /// What export made of one trajectory.
@@ -46,6 +83,10 @@ pub enum RenderError {
     Untrainable(Untrainable),
     /// A value did not serialize.
     Json(serde_json::Error),
+    /// The chat template or the tokenizer failed (the template's message and line).
+    Template(String),
+    /// Nothing to write, and no fault of the data: filtered (too long, nothing trains).
+    Skipped(Filtered),
 }
 
 impl From<serde_json::Error> for RenderError {
@@ -115,6 +156,8 @@ pub fn export_upgraded<R>(
         }
         Err(RenderError::Untrainable(u)) => diagnose(u.rule, &u.pointer, u.message),
         Err(RenderError::Json(e)) => diagnose("serialize", "", e.to_string()),
+        Err(RenderError::Template(m)) => diagnose("chat-template", "", m),
+        Err(RenderError::Skipped(f)) => Outcome::Filtered(f),
     }
 }
 
@@ -125,6 +168,8 @@ pub enum AnyRow {
     Line(Vec<u8>),
     /// A Parquet row.
     Parquet(Box<crate::parquet::Row>),
+    /// A pre-tokenized row (`tokens`).
+    Tokens(Box<TokenRow>),
 }
 
 /// Encodes a row of `opts.target`, whichever it is.
@@ -139,6 +184,16 @@ pub fn encode_any(
                 row: AnyRow::Parquet(Box::new(e.row)),
                 len: e.len,
                 hash: e.hash,
+                tokens: e.tokens,
+            }
+        }
+        Target::Tokens => {
+            let e = encode_tokens(traj, opts)?;
+            Encoded {
+                row: AnyRow::Tokens(Box::new(e.row)),
+                len: e.len,
+                hash: e.hash,
+                tokens: e.tokens,
             }
         }
         _ => {
@@ -147,12 +202,13 @@ pub fn encode_any(
                 row: AnyRow::Line(e.row),
                 len: e.len,
                 hash: e.hash,
+                tokens: e.tokens,
             }
         }
     })
 }
 
-fn content_hash(body: &[u8]) -> [u8; 16] {
+pub(super) fn content_hash(body: &[u8]) -> [u8; 16] {
     let mut h = [0u8; 16];
     h.copy_from_slice(&Sha256::digest(body)[..16]);
     h
@@ -209,6 +265,7 @@ pub fn encode_line(
             len: row.len() as u64,
             row,
             hash,
+            tokens: None,
         })
     })
 }
@@ -232,6 +289,7 @@ pub fn encode_parquet(
         len: row.bytes,
         row,
         hash,
+        tokens: None,
     })
 }
 

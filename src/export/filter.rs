@@ -28,6 +28,12 @@ pub enum Filtered {
     Outcome,
     /// `--max-steps`.
     MaxSteps,
+    /// Longer than `--max-tokens` (`tokens`; with `--overlength truncate`, no whole
+    /// assistant turn fits).
+    MaxTokens,
+    /// No token trains (`tokens`: `--train-on` picks no turn, or every picked one is marked
+    /// not for training).
+    NothingToTrain,
     /// `--max-chars`.
     MaxChars,
     /// `--dedup`.

@@ -4,7 +4,8 @@
 //! `""` when they only call tools), `reasoning_content` when they have a thought (with
 //! `--thoughts reasoning`, the default here) and `tool_calls: [{id, type: "function",
 //! function: {name, arguments}}]` with `arguments` a JSON object; tool messages carry
-//! `tool_call_id` and `name`.
+//! `tool_call_id` and `name`; an assistant turn marked not for training carries `training: false`
+//! (axolotl's `message_field_training: training`).
 
 use std::borrow::Cow;
 
@@ -22,8 +23,9 @@ struct Record<'a> {
     tools: Vec<Tool<'a>>,
 }
 
+/// One message, as the record and chat templates see it.
 #[derive(Serialize)]
-struct Message<'a> {
+pub struct Message<'a> {
     role: &'static str,
     content: Cow<'a, str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -34,6 +36,10 @@ struct Message<'a> {
     tool_call_id: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     name: Option<&'a str>,
+    /// `false` on an assistant turn marked not for training (axolotl's
+    /// `message_field_training`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    training: Option<bool>,
 }
 
 /// Writes `conv` as one record (no trailing newline, no id).
@@ -43,6 +49,15 @@ pub fn render(
     opts: &SftOptions,
     out: &mut Vec<u8>,
 ) -> serde_json::Result<()> {
+    let record = Record {
+        messages: messages(conv, opts),
+        tools: tools.iter().map(Tool::new).collect(),
+    };
+    serde_json::to_writer(out, &record)
+}
+
+/// The messages of `conv`: the system prompt, then one per turn.
+pub fn messages<'a>(conv: &'a Conversation, opts: &SftOptions) -> Vec<Message<'a>> {
     let mut messages = Vec::with_capacity(conv.turns.len() + 1);
     if let Some(s) = &conv.system {
         messages.push(plain("system", s));
@@ -68,14 +83,11 @@ pub fn render(
                 }),
                 tool_call_id: None,
                 name: None,
+                training: a.untrained.then_some(false),
             },
         });
     }
-    let record = Record {
-        messages,
-        tools: tools.iter().map(Tool::new).collect(),
-    };
-    serde_json::to_writer(out, &record)
+    messages
 }
 
 fn plain<'a>(role: &'static str, content: &'a str) -> Message<'a> {
@@ -86,5 +98,6 @@ fn plain<'a>(role: &'static str, content: &'a str) -> Message<'a> {
         tool_calls: None,
         tool_call_id: None,
         name: None,
+        training: None,
     }
 }

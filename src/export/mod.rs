@@ -7,7 +7,8 @@
 //! - [`conversation`]: a trajectory as a target-independent conversation (the mapping rules,
 //!   and why a trajectory cannot train);
 //! - [`openai`], [`hf`], [`sharegpt`]: the SFT targets, one file each (`adp` writes the
-//!   upgraded trajectories themselves); [`parquet`]: Parquet shard files;
+//!   upgraded trajectories themselves); [`parquet`]: Parquet shard files; [`tokens`]: the
+//!   pre-tokenized target ([`crate::training`] renders and tokenizes);
 //! - [`code_tools`], [`tools`], [`infer`]: code actions as tool calls, tool specs from
 //!   `--tools` or inferred;
 //! - [`split`]: the stable split hash; [`shard`]: one split's shard files; [`writer`]: the
@@ -36,6 +37,7 @@ pub mod sharegpt;
 pub mod split;
 pub mod stage;
 pub mod summary;
+pub mod tokens;
 pub mod tools;
 pub mod writer;
 
@@ -47,5 +49,5 @@ pub use encode::{
 pub use filter::{Filtered, Filters};
 pub use options::{visible, ExportOptions, InferTools, SftOptions, Target, Thoughts, TrainOn};
 pub use stage::ExportStage;
-pub use summary::{ExportSummary, FilteredBy};
+pub use summary::{ExportSummary, FilteredBy, TokenCounts};
 pub use writer::{ExportRestart, ShardCheckpoint};

@@ -3,8 +3,9 @@
 //! `{"messages": [...], "tools": [...], "parallel_tool_calls": bool}`: assistant messages carry
 //! `tool_calls: [{id, type: "function", function: {name, arguments}}]` with `arguments` a JSON
 //! string, and `content: null` when they say nothing else; tool messages carry
-//! `tool_call_id`; with `--train-on last` assistant messages carry `weight` (1 on the last, 0
-//! on the others). `parallel_tool_calls` is true when some assistant message makes more than
+//! `tool_call_id`; with `--train-on last-assistant` assistant messages carry `weight` (1 on the
+//! last, 0 on the others), and when a turn is marked not for training (ATIF copied context, ...)
+//! every assistant message carries one (0 on those turns). `parallel_tool_calls` is true when some assistant message makes more than
 //! one call.
 
 use std::borrow::Cow;
@@ -92,6 +93,11 @@ pub fn render(
         .turns
         .iter()
         .rposition(|t| matches!(t, Turn::Assistant(_)));
+    // Turns marked not for training get weight 0, so every assistant message then has one.
+    let marked = conv
+        .turns
+        .iter()
+        .any(|t| matches!(t, Turn::Assistant(a) if a.untrained));
     for (k, turn) in conv.turns.iter().enumerate() {
         messages.push(match turn {
             Turn::User(text) => plain("user", Cow::Borrowed(text)),
@@ -119,8 +125,10 @@ pub fn render(
                     tool_calls,
                     tool_call_id: None,
                     weight: match opts.train_on {
-                        TrainOn::All => None,
-                        TrainOn::Last => Some(u8::from(Some(k) == last_assistant)),
+                        TrainOn::LastAssistant => {
+                            Some(u8::from(Some(k) == last_assistant && !a.untrained))
+                        }
+                        _ => marked.then_some(u8::from(!a.untrained)),
                     },
                 }
             }

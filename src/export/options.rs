@@ -3,6 +3,7 @@
 //! `--dedup`, runner options).
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -15,6 +16,7 @@ use super::tools::ToolCatalog;
 use crate::choice::choice;
 use crate::engine::pipeline::RunOptions;
 use crate::model::upgrade::UpgradeOptions;
+use crate::training::Training;
 
 choice!(
     /// What `export` writes.
@@ -29,19 +31,25 @@ choice!(
         Adp = "adp",
         /// Parquet, one row per ADP 1.5.0 trajectory.
         Parquet = "parquet",
+        /// Pre-tokenized Parquet (`--chat-template`, `--tokenizer`): `input_ids`, masks,
+        /// `labels`.
+        Tokens = "tokens",
     }
 );
 
 impl Target {
-    /// True for the SFT JSON-lines targets (openai, hf, sharegpt), which list tool specs.
+    /// True for the SFT targets (openai, hf, sharegpt, tokens), which list tool specs.
     pub fn is_sft(self) -> bool {
-        matches!(self, Target::Openai | Target::Hf | Target::Sharegpt)
+        matches!(
+            self,
+            Target::Openai | Target::Hf | Target::Sharegpt | Target::Tokens
+        )
     }
 
     /// Where thoughts go unless `--thoughts` says otherwise.
     pub fn default_thoughts(self) -> Thoughts {
         match self {
-            Target::Hf => Thoughts::Reasoning,
+            Target::Hf | Target::Tokens => Thoughts::Reasoning,
             _ => Thoughts::Think,
         }
     }
@@ -53,6 +61,7 @@ impl Target {
             Target::Hf => "Each row has `id`, `messages` for chat templates (assistant `tool_calls` with `arguments` as objects, thoughts in `reasoning_content`, tool messages with `tool_call_id` and `name`) and `tools` (function specs).",
             Target::Sharegpt => "Each row is LLaMA-Factory ShareGPT: `id`, `conversations` of `{from, value}` (human/observation at odd positions, gpt/function_call at even ones), `system` and `tools` (a JSON string).",
             Target::Adp => "Each row is an ADP 1.5.0 trajectory (`schema_version`, `id`, `content`, `details`, ...).",
+            Target::Tokens => "Each row is one trajectory rendered by the model's chat template and tokenized: `id`, `input_ids` (list of int32), `attention_mask` (all 1), `assistant_masks` (1 on the tokens that train), `labels` (the token id where it trains, else -100) and `n_tokens`.",
             Target::Parquet => "Each row is one ADP 1.5.0 trajectory: `id`, `schema_version`, columns derived from `details` (`source_format`, `outcome`, `reward`, `reward_components`, `reflections`), counts (`num_steps`, `num_actions`, `num_observations`, `num_chars`), `available_custom_tools`, `available_code_languages`, `steps` (a list of structs tagged by `class`; kwargs, JSON content and other free-form values as JSON text) and `details` (JSON text). `trajkit convert --from parquet` turns the files back into ADP JSON lines.",
         }
     }
@@ -64,7 +73,7 @@ choice!(
     Thoughts, "thought placement" {
         /// Before the text, as plain text.
         Content = "content",
-        /// In `reasoning_content` (hf only).
+        /// In `reasoning_content` (hf and tokens).
         Reasoning = "reasoning",
         /// Before the text, as `<think>\n…\n</think>\n\n`.
         Think = "think",
@@ -85,12 +94,16 @@ choice!(
 );
 
 choice!(
-    /// Which assistant messages train (`weight`, openai only).
-    TrainOn, "--train-on value", default = All {
-        /// All of them (no `weight` written).
+    /// Which turns train: `weight` on assistant messages (openai), the loss mask (tokens).
+    TrainOn, "--train-on value", default = Assistant {
+        /// Every assistant turn (openai: no `weight` written).
+        Assistant = "assistant",
+        /// Only the last assistant turn (openai: `weight` 1 on it, 0 on the others).
+        LastAssistant = "last-assistant" | "last",
+        /// Only the final answer: the last assistant turn, when it calls no tool (tokens).
+        FinalAnswer = "final-answer",
+        /// Every token (tokens); every assistant message (openai, which weights nothing else).
         All = "all",
-        /// Only the last one (`weight` 1 on it, 0 on the others).
-        Last = "last",
     }
 );
 
@@ -134,8 +147,10 @@ pub struct ExportOptions {
     pub splits: Splits,
     /// Shards.
     pub shards: ShardOptions,
-    /// Parquet files (`--to parquet`).
+    /// Parquet files (`--to parquet`, `--to tokens`).
     pub parquet: ParquetConfig,
+    /// The chat template, tokenizer and loss options (`--to tokens`).
+    pub training: Option<Arc<Training>>,
     /// Filters.
     pub filters: Filters,
     /// Drop rows whose content (the row without its id) was already written.

@@ -43,7 +43,9 @@ impl Default for ParquetConfig {
 }
 
 impl ParquetConfig {
-    fn properties(&self) -> Result<WriterProperties, ParquetError> {
+    /// The writer properties of a file whose `plain` columns (dotted paths) are written
+    /// without a dictionary.
+    pub(super) fn properties(&self, plain: &[&str]) -> Result<WriterProperties, ParquetError> {
         let metadata = self
             .metadata
             .iter()
@@ -55,7 +57,7 @@ impl ParquetConfig {
             .set_max_row_group_bytes(None)
             .set_statistics_enabled(EnabledStatistics::Page)
             .set_key_value_metadata(Some(metadata));
-        for path in PLAIN_COLUMNS {
+        for path in plain {
             let path = ColumnPath::new(path.split('.').map(str::to_owned).collect());
             props = props.set_column_dictionary_enabled(path, false);
         }
@@ -95,7 +97,7 @@ impl ShardWriter for ParquetShard {
     }
 
     fn start(file: HashingFile, config: &ParquetConfig) -> io::Result<Self> {
-        let props = config.properties().map_err(io_error)?;
+        let props = config.properties(PLAIN_COLUMNS).map_err(io_error)?;
         Ok(ParquetShard {
             writer: ArrowWriter::try_new(file, schema(), Some(props)).map_err(io_error)?,
             pending: Columns::default(),

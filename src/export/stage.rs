@@ -7,12 +7,13 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::dir::{earlier_shards, holds_export, is_partial, prepare_dir, ExportError};
-use super::encode::{AnyRow, Encoded, Outcome};
+use super::encode::{AnyRow, Outcome};
 use super::manifest::manifest_commit;
 use super::options::{ExportOptions, Target};
 use super::parquet::ParquetShard;
 use super::shard::{self, JsonLines};
 use super::summary::ExportSummary;
+use super::tokens::TokensShard;
 use super::writer::{ExportRestart, ShardCheckpoint, Shards};
 use crate::engine::output::Commit;
 use crate::validate::Diagnostic;
@@ -20,6 +21,7 @@ use crate::validate::Diagnostic;
 enum AnyShards {
     Lines(Shards<JsonLines>),
     Parquet(Shards<ParquetShard>),
+    Tokens(Shards<TokensShard>),
 }
 
 /// One export as a stage of a larger pass (`trajkit run`): the caller encodes rows with
@@ -41,11 +43,13 @@ impl ExportStage {
         let (data, earlier) = prepare_dir(dir, opts.force, opts.shards.partition.as_ref())?;
         let mut shards = match opts.target {
             Target::Parquet => AnyShards::Parquet(Shards::new(&data, opts, &opts.parquet)),
+            Target::Tokens => AnyShards::Tokens(Shards::new(&data, opts, &opts.parquet)),
             _ => AnyShards::Lines(Shards::new(&data, opts, &opts.shards.zstd)),
         };
         match &mut shards {
             AnyShards::Lines(s) => s.checkpoints = true,
             AnyShards::Parquet(s) => s.checkpoints = true,
+            AnyShards::Tokens(s) => s.checkpoints = true,
         }
         Ok(ExportStage {
             dir: dir.to_owned(),
@@ -96,6 +100,9 @@ impl ExportStage {
             Target::Parquet => AnyShards::Parquet(
                 Shards::resume(&data, opts, &opts.parquet, restart).map_err(io_err)?,
             ),
+            Target::Tokens => AnyShards::Tokens(
+                Shards::resume(&data, opts, &opts.parquet, restart).map_err(io_err)?,
+            ),
             _ => AnyShards::Lines(
                 Shards::resume(&data, opts, &opts.shards.zstd, restart).map_err(io_err)?,
             ),
@@ -113,6 +120,7 @@ impl ExportStage {
         match &mut self.shards {
             AnyShards::Lines(s) => std::mem::take(&mut s.pending),
             AnyShards::Parquet(s) => std::mem::take(&mut s.pending),
+            AnyShards::Tokens(s) => std::mem::take(&mut s.pending),
         }
     }
 
@@ -127,32 +135,24 @@ impl ExportStage {
         }
         let mismatch = || io::Error::other("a row of another target reached this export");
         match (&mut self.shards, item) {
-            (AnyShards::Lines(s), Outcome::Row(split, e)) => match e.row {
-                AnyRow::Line(row) => s.add(Outcome::Row(
-                    split,
-                    Encoded {
-                        row,
-                        len: e.len,
-                        hash: e.hash,
-                    },
-                )),
-                AnyRow::Parquet(_) => Err(mismatch()),
-            },
-            (AnyShards::Parquet(s), Outcome::Row(split, e)) => match e.row {
-                AnyRow::Parquet(row) => s.add(Outcome::Row(
-                    split,
-                    Encoded {
-                        row: *row,
-                        len: e.len,
-                        hash: e.hash,
-                    },
-                )),
-                AnyRow::Line(_) => Err(mismatch()),
+            (shards, Outcome::Row(split, e)) => match (shards, e.take_row()) {
+                (AnyShards::Lines(s), (AnyRow::Line(row), e)) => {
+                    s.add(Outcome::Row(split, e.with_row(row)))
+                }
+                (AnyShards::Parquet(s), (AnyRow::Parquet(row), e)) => {
+                    s.add(Outcome::Row(split, e.with_row(*row)))
+                }
+                (AnyShards::Tokens(s), (AnyRow::Tokens(row), e)) => {
+                    s.add(Outcome::Row(split, e.with_row(*row)))
+                }
+                _ => Err(mismatch()),
             },
             (AnyShards::Lines(s), Outcome::Filtered(f)) => s.add(Outcome::Filtered(f)),
             (AnyShards::Parquet(s), Outcome::Filtered(f)) => s.add(Outcome::Filtered(f)),
+            (AnyShards::Tokens(s), Outcome::Filtered(f)) => s.add(Outcome::Filtered(f)),
             (AnyShards::Lines(s), Outcome::Rejected(d)) => s.add(Outcome::Rejected(d)),
             (AnyShards::Parquet(s), Outcome::Rejected(d)) => s.add(Outcome::Rejected(d)),
+            (AnyShards::Tokens(s), Outcome::Rejected(d)) => s.add(Outcome::Rejected(d)),
         }
     }
 
@@ -161,6 +161,7 @@ impl ExportStage {
         match &self.shards {
             AnyShards::Lines(s) => &s.summary,
             AnyShards::Parquet(s) => &s.summary,
+            AnyShards::Tokens(s) => &s.summary,
         }
     }
 
@@ -174,6 +175,7 @@ impl ExportStage {
         let (summary, files, mut commit) = match self.shards {
             AnyShards::Lines(s) => s.into_commit(&self.earlier),
             AnyShards::Parquet(s) => s.into_commit(&self.earlier),
+            AnyShards::Tokens(s) => s.into_commit(&self.earlier),
         }
         .map_err(io_err)?;
         match manifest_commit(&self.dir, opts, &summary, &files) {

@@ -1,6 +1,8 @@
 //! The counts of an export: trajectories read, rows written, filtered (by which filter) and
 //! rejected.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 /// Filter counts.
@@ -20,6 +22,16 @@ pub struct FilteredBy {
     /// before the agent answered). Always on. Absent from manifests written before it existed.
     #[serde(default)]
     pub no_assistant_turn: u64,
+    /// `--max-tokens` (`tokens`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub max_tokens: u64,
+    /// Nothing trains under `--train-on` (`tokens`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub nothing_to_train: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Counts of an export: `records_in == written + filtered + rejected` (trajectories; a record
@@ -37,6 +49,9 @@ pub struct ExportSummary {
     pub filtered_by: FilteredBy,
     /// Trajectories rejected (invalid ADP, untrainable).
     pub rejected: u64,
+    /// Token counts of the rows written (`tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<TokenCounts>,
     /// Inputs that held no records.
     #[serde(skip)]
     pub empty_inputs: Vec<String>,
@@ -56,5 +71,85 @@ impl ExportSummary {
         a.max_chars += b.max_chars;
         a.duplicate += b.duplicate;
         a.no_assistant_turn += b.no_assistant_turn;
+        a.max_tokens += b.max_tokens;
+        a.nothing_to_train += b.nothing_to_train;
+        if let Some(t) = &other.tokens {
+            self.tokens.get_or_insert_with(Default::default).add(t);
+        }
+    }
+}
+
+/// The token counts of the rows written: the total, percentiles of the rows' lengths, and the
+/// lengths themselves (`length: rows`), which merged partitions add up.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenCounts {
+    /// Tokens in all rows.
+    pub total: u64,
+    /// Median row length.
+    pub p50: u64,
+    /// 90th percentile.
+    pub p90: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// The longest row.
+    pub max: u64,
+    /// Rows by length.
+    pub lengths: BTreeMap<u64, u64>,
+}
+
+impl TokenCounts {
+    /// Counts a row of `n` tokens ([`TokenCounts::settle`] updates the totals).
+    pub fn count(&mut self, n: u64) {
+        *self.lengths.entry(n).or_insert(0) += 1;
+    }
+
+    /// Adds `other`'s rows.
+    pub fn add(&mut self, other: &TokenCounts) {
+        for (n, rows) in &other.lengths {
+            *self.lengths.entry(*n).or_insert(0) += rows;
+        }
+        self.settle();
+    }
+
+    /// Recomputes the total and percentiles (nearest rank) from the lengths.
+    pub fn settle(&mut self) {
+        let rows: u64 = self.lengths.values().sum();
+        self.total = self.lengths.iter().map(|(n, r)| n * r).sum();
+        self.max = self.lengths.keys().next_back().copied().unwrap_or(0);
+        let rank = |p: u64| {
+            // The smallest length with at least p% of the rows at or below it.
+            let want = (rows * p).div_ceil(100).max(1);
+            let mut seen = 0;
+            for (n, r) in &self.lengths {
+                seen += r;
+                if seen >= want {
+                    return *n;
+                }
+            }
+            0
+        };
+        (self.p50, self.p90, self.p99) = (rank(50), rank(90), rank(99));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let mut t = TokenCounts::default();
+        for n in 1..=100 {
+            t.count(n);
+        }
+        t.settle();
+        assert_eq!(
+            (t.total, t.p50, t.p90, t.p99, t.max),
+            (5050, 50, 90, 99, 100)
+        );
+        let mut u = TokenCounts::default();
+        u.count(1000);
+        t.add(&u);
+        assert_eq!((t.max, t.p99), (1000, 100));
     }
 }

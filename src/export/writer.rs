@@ -152,6 +152,12 @@ impl<W: ShardWriter> Shards<W> {
                     }
                 }
                 self.summary.written += 1;
+                if let Some(n) = encoded.tokens {
+                    self.summary
+                        .tokens
+                        .get_or_insert_with(Default::default)
+                        .count(n);
+                }
             }
             Outcome::Filtered(f) => {
                 *match f {
@@ -161,6 +167,8 @@ impl<W: ShardWriter> Shards<W> {
                     Filtered::MaxChars => &mut by.max_chars,
                     Filtered::Duplicate => &mut by.duplicate,
                     Filtered::NoAssistantTurn => &mut by.no_assistant_turn,
+                    Filtered::MaxTokens => &mut by.max_tokens,
+                    Filtered::NothingToTrain => &mut by.nothing_to_train,
                 } += 1;
                 self.summary.filtered += 1;
             }
@@ -192,6 +200,9 @@ impl<W: ShardWriter> Shards<W> {
             let (renames, f) = s.into_commit()?;
             commit.rename.extend(renames);
             files.extend(f);
+        }
+        if let Some(t) = &mut self.summary.tokens {
+            t.settle();
         }
         Ok((self.summary, files, commit))
     }

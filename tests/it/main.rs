@@ -39,4 +39,5 @@ mod run;
 mod seed_formats;
 mod specs;
 mod swe_openhands;
+mod training;
 mod validate_cli;

@@ -1,0 +1,235 @@
+//! `--to tokens`: pre-tokenized Parquet rows, the `hf` target's conversation rendered by the
+//! model's chat template and tokenized ([`crate::training`]).
+//!
+//! Columns (docs/training.md, "The tokens target"): `id` (string), `input_ids`
+//! (`list<int32>`), `attention_mask` (`list<int8>`, all 1), `assistant_masks` (`list<int8>`, 1
+//! on the tokens that train), `labels` (`list<int32>`, the token id where it trains, else
+//! -100) and `n_tokens` (`int32`).
+
+use std::borrow::Cow;
+use std::io;
+use std::sync::{Arc, LazyLock};
+
+use arrow_array::{ArrayRef, Int32Array, Int8Array, ListArray, RecordBatch, StringArray};
+use arrow_buffer::OffsetBuffer;
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use parquet::arrow::ArrowWriter;
+
+use super::conversation;
+use super::encode::{Encoded, RenderError};
+use super::filter::Filtered;
+use super::options::ExportOptions;
+use super::parquet::ParquetConfig;
+use super::shard::{HashingFile, ShardWriter};
+use super::tools::tool_specs;
+use crate::model::Trajectory;
+use crate::training::Skip;
+
+/// A pre-tokenized row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenRow {
+    /// The trajectory id.
+    pub id: String,
+    /// Token ids.
+    pub ids: Vec<u32>,
+    /// 1 on the tokens that train.
+    pub trained: Vec<u8>,
+}
+
+/// Encodes a `tokens` row: the conversation, rendered and tokenized with `opts.training`.
+pub fn encode_tokens(
+    traj: Cow<'_, Trajectory>,
+    opts: &ExportOptions,
+) -> Result<Encoded<TokenRow>, RenderError> {
+    let Some(training) = opts.training.as_deref() else {
+        return Err(RenderError::Template(
+            "--to tokens needs --chat-template and --tokenizer".into(),
+        ));
+    };
+    let traj = traj.into_owned();
+    let id = traj.id.clone();
+    let available = traj.available_custom_tools.clone().unwrap_or_default();
+    let sft = &opts.sft;
+    let conv = conversation::build(traj, &sft.map).map_err(RenderError::Untrainable)?;
+    let tools = tool_specs(&conv, &available, &sft.map.code_tools, &sft.catalog);
+    let sample = match training.sample(&conv, &tools, sft) {
+        Ok(Ok(s)) => s,
+        Ok(Err(Skip::Overlength)) => return Err(RenderError::Skipped(Filtered::MaxTokens)),
+        Ok(Err(Skip::NothingToTrain)) => {
+            return Err(RenderError::Skipped(Filtered::NothingToTrain))
+        }
+        Err(e) => return Err(RenderError::Template(e.to_string())),
+    };
+    let n = sample.ids.len() as u64;
+    let hash = opts.dedup.then(|| {
+        let mut bytes = Vec::with_capacity(sample.ids.len() * 5);
+        for (t, m) in sample.ids.iter().zip(&sample.trained) {
+            bytes.extend_from_slice(&t.to_le_bytes());
+            bytes.push(*m);
+        }
+        super::encode::content_hash(&bytes)
+    });
+    Ok(Encoded {
+        // id, and per token: input id, label, two masks.
+        len: id.len() as u64 + n * 10,
+        tokens: Some(n),
+        row: TokenRow {
+            id,
+            ids: sample.ids,
+            trained: sample.trained,
+        },
+        hash,
+    })
+}
+
+/// The schema of the `tokens` files.
+pub fn schema() -> SchemaRef {
+    static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
+        Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Utf8, false),
+            Field::new("input_ids", list_of(DataType::Int32), false),
+            Field::new("attention_mask", list_of(DataType::Int8), false),
+            Field::new("assistant_masks", list_of(DataType::Int8), false),
+            Field::new("labels", list_of(DataType::Int32), false),
+            Field::new("n_tokens", DataType::Int32, false),
+        ]))
+    });
+    SCHEMA.clone()
+}
+
+fn list_of(item: DataType) -> DataType {
+    DataType::List(Arc::new(Field::new("item", item, false)))
+}
+
+/// The label of a token that does not train.
+pub const IGNORE: i32 = -100;
+
+/// A `tokens` Parquet shard being written.
+pub struct TokensShard {
+    writer: ArrowWriter<HashingFile>,
+    pending: Vec<TokenRow>,
+    pending_bytes: u64,
+    group_bytes: u64,
+    row_group_bytes: u64,
+}
+
+/// Rows are handed to the Parquet writer in record batches of about this many bytes.
+const BATCH_BYTES: u64 = 8 << 20;
+
+fn io_error(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> io::Error {
+    io::Error::other(e)
+}
+
+impl TokensShard {
+    fn write_pending(&mut self) -> io::Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let batch = batch(&self.pending).map_err(io_error)?;
+        self.pending.clear();
+        self.pending_bytes = 0;
+        self.writer.write(&batch).map_err(io_error)
+    }
+}
+
+/// `rows` as a record batch of [`schema`].
+fn batch(rows: &[TokenRow]) -> Result<RecordBatch, arrow_schema::ArrowError> {
+    let lengths = rows.iter().map(|r| r.ids.len());
+    let offsets = OffsetBuffer::<i32>::from_lengths(lengths);
+    let list = |item: DataType, values: ArrayRef| -> Result<ArrayRef, arrow_schema::ArrowError> {
+        Ok(Arc::new(ListArray::try_new(
+            Arc::new(Field::new("item", item, false)),
+            offsets.clone(),
+            values,
+            None,
+        )?))
+    };
+    let ids: Vec<i32> = rows
+        .iter()
+        .flat_map(|r| r.ids.iter().map(|&t| t as i32))
+        .collect();
+    let trained: Vec<i8> = rows
+        .iter()
+        .flat_map(|r| r.trained.iter().map(|&m| m as i8))
+        .collect();
+    let labels: Vec<i32> = ids
+        .iter()
+        .zip(&trained)
+        .map(|(&t, &m)| if m == 1 { t } else { IGNORE })
+        .collect();
+    let ones = vec![1i8; ids.len()];
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(StringArray::from_iter_values(rows.iter().map(|r| &r.id))),
+        list(DataType::Int32, Arc::new(Int32Array::from(ids)))?,
+        list(DataType::Int8, Arc::new(Int8Array::from(ones)))?,
+        list(DataType::Int8, Arc::new(Int8Array::from(trained)))?,
+        list(DataType::Int32, Arc::new(Int32Array::from(labels)))?,
+        Arc::new(Int32Array::from_iter_values(
+            rows.iter().map(|r| r.ids.len() as i32),
+        )),
+    ];
+    RecordBatch::try_new(schema(), columns)
+}
+
+impl ShardWriter for TokensShard {
+    type Row = TokenRow;
+    type Config = ParquetConfig;
+
+    fn extension(_: &ParquetConfig) -> &'static str {
+        "parquet"
+    }
+
+    fn start(file: HashingFile, config: &ParquetConfig) -> io::Result<Self> {
+        let props = config.properties(&[]).map_err(io_error)?;
+        Ok(TokensShard {
+            writer: ArrowWriter::try_new(file, schema(), Some(props)).map_err(io_error)?,
+            pending: Vec::new(),
+            pending_bytes: 0,
+            group_bytes: 0,
+            row_group_bytes: config.row_group_bytes,
+        })
+    }
+
+    fn write(&mut self, row: TokenRow, len: u64) -> io::Result<()> {
+        if self.group_bytes > 0 && self.group_bytes + len > self.row_group_bytes {
+            self.write_pending()?;
+            self.writer.flush().map_err(io_error)?;
+            self.group_bytes = 0;
+        }
+        self.pending.push(row);
+        self.pending_bytes += len;
+        self.group_bytes += len;
+        if self.pending_bytes >= BATCH_BYTES {
+            self.write_pending()?;
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> io::Result<HashingFile> {
+        self.write_pending()?;
+        self.writer.into_inner().map_err(io_error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_ignore_the_tokens_that_do_not_train() {
+        let rows = vec![TokenRow {
+            id: "a".into(),
+            ids: vec![5, 6, 7],
+            trained: vec![0, 1, 1],
+        }];
+        let b = batch(&rows).expect("batch");
+        let labels = b
+            .column(4)
+            .as_any()
+            .downcast_ref::<ListArray>()
+            .expect("list");
+        let values = labels.value(0);
+        let values = values.as_any().downcast_ref::<Int32Array>().expect("int32");
+        assert_eq!(values.values().to_vec(), vec![IGNORE, 6, 7]);
+    }
+}

@@ -1,0 +1,97 @@
+//! The training-only `{% generation %}` … `{% endgeneration %}` block of Hugging Face chat
+//! templates, whose output spans are the assistant's tokens.
+//!
+//! minijinja has no custom tags, so before compiling, each tag is rewritten into ordinary
+//! blocks that print a private-use sentinel character: `{%- generation -%}` becomes
+//! `{%- if true %}{{ "\u{F0001}" }}{% endif -%}` (the whitespace controls kept on the outer
+//! tags, so `trim_blocks`, `lstrip_blocks` and `-` trim exactly as around the original tag).
+//! After rendering, [`take_spans`] removes the sentinels and records where each block's output
+//! starts and ends.
+
+use std::ops::Range;
+
+use regex::Regex;
+
+/// Printed where a generation block starts.
+pub const START: char = '\u{F0001}';
+/// Printed where a generation block ends.
+pub const END: char = '\u{F0002}';
+
+/// True when `text` holds a sentinel (content that would be mistaken for a block's edge).
+pub fn has_sentinel(text: &str) -> bool {
+    text.contains([START, END])
+}
+
+/// `source` with its generation tags rewritten, and whether it had any.
+pub fn rewrite(source: &str) -> (String, bool) {
+    // A literal pattern: it compiles.
+    let Ok(tag) = Regex::new(r"\{%(-|\+)?\s*(generation|endgeneration)\s*(-|\+)?%\}") else {
+        return (source.to_owned(), false);
+    };
+    let mut found = false;
+    let out = tag.replace_all(source, |c: &regex::Captures<'_>| {
+        found = true;
+        let left = c.get(1).map_or("", |m| m.as_str());
+        let right = c.get(3).map_or("", |m| m.as_str());
+        let mark = if &c[2] == "generation" { START } else { END };
+        format!("{{%{left} if true %}}{{{{ \"{mark}\" }}}}{{% endif {right}%}}")
+    });
+    (out.into_owned(), found)
+}
+
+/// Removes the sentinels from `rendered` and returns the byte ranges of the generation blocks'
+/// output in what remains, in order of their start (a block inside another gives its own
+/// span too). `None` when the sentinels do not pair up.
+pub fn take_spans(rendered: &mut String) -> Option<Vec<Range<usize>>> {
+    if !has_sentinel(rendered) {
+        return Some(Vec::new());
+    }
+    let mut out = String::with_capacity(rendered.len());
+    let mut open: Vec<usize> = Vec::new();
+    let mut spans: Vec<Range<usize>> = Vec::new();
+    for c in rendered.chars() {
+        match c {
+            START => {
+                open.push(spans.len());
+                spans.push(out.len()..out.len());
+            }
+            END => {
+                let i = open.pop()?;
+                spans[i].end = out.len();
+            }
+            c => out.push(c),
+        }
+    }
+    if !open.is_empty() {
+        return None;
+    }
+    *rendered = out;
+    Some(spans)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_become_sentinel_blocks_with_their_whitespace_controls() {
+        let (out, found) = rewrite("a{%- generation %}b{% endgeneration -%}\n");
+        assert!(found);
+        assert_eq!(
+            out,
+            format!(
+                "a{{%- if true %}}{{{{ \"{START}\" }}}}{{% endif %}}b{{% if true %}}{{{{ \"{END}\" }}}}{{% endif -%}}\n"
+            )
+        );
+        assert!(!rewrite("{% if x %}generation{% endif %}").1);
+    }
+
+    #[test]
+    fn spans_are_read_and_sentinels_removed() {
+        let mut s = format!("x{START}ab{END}y{START}é{END}");
+        assert_eq!(take_spans(&mut s), Some(vec![1..3, 4..6]));
+        assert_eq!(s, "xabyé");
+        let mut bad = format!("{START}a");
+        assert_eq!(take_spans(&mut bad), None);
+    }
+}

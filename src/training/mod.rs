@@ -1,0 +1,19 @@
+//! Training-ready rendering: a model's chat template and tokenizer applied to the `hf`
+//! target's messages, as transformers' `apply_chat_template` applies them, with loss masks
+//! and length limits (docs/training.md).
+//!
+//! - [`template`]: [`ChatTemplate`], the Jinja environment of transformers; [`generation`]:
+//!   the `{% generation %}` blocks; [`pyjson`]: Python's `json.dumps` and `repr`;
+//! - [`tokenize`]: [`TokenizerFile`] and the assistant mask of tokens;
+//! - [`sample`]: one conversation into token ids and the mask of the tokens that train,
+//!   with [`Training`]'s options.
+
+pub mod generation;
+pub mod pyjson;
+pub mod sample;
+pub mod template;
+pub mod tokenize;
+
+pub use sample::{Overlength, Skip, Training};
+pub use template::{ChatTemplate, Rendered, TemplateError};
+pub use tokenize::{TokenizerFile, Tokens};

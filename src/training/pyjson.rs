@@ -1,0 +1,360 @@
+//! Python's way of writing values, for chat templates: `json.dumps` (what the `tojson` filter
+//! of transformers' template environment calls, with its `ensure_ascii`, `indent`,
+//! `separators` and `sort_keys` arguments) and `repr` of floats, `True`/`False`/`None`.
+
+use std::fmt::Write;
+
+use minijinja::value::{Kwargs, ValueKind};
+use minijinja::{Error, ErrorKind, Value};
+
+/// How [`dumps`] writes: `json.dumps`'s arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DumpOptions {
+    /// Escape every non-ASCII character as `\uXXXX`.
+    pub ensure_ascii: bool,
+    /// Pretty-print with this indent (a newline, then the indent once per level).
+    pub indent: Option<String>,
+    /// Between items, and between a key and its value.
+    pub separators: (String, String),
+    /// Keys in sorted order.
+    pub sort_keys: bool,
+}
+
+impl Default for DumpOptions {
+    fn default() -> Self {
+        DumpOptions {
+            ensure_ascii: false,
+            indent: None,
+            separators: (", ".into(), ": ".into()),
+            sort_keys: false,
+        }
+    }
+}
+
+/// The `tojson` filter: `json.dumps(value, ensure_ascii=False, indent=None, separators=None,
+/// sort_keys=False)` with the keyword arguments given.
+pub fn tojson(value: &Value, kwargs: Kwargs) -> Result<String, Error> {
+    let mut opts = DumpOptions {
+        ensure_ascii: kwargs.get::<Option<bool>>("ensure_ascii")?.unwrap_or(false),
+        sort_keys: kwargs.get::<Option<bool>>("sort_keys")?.unwrap_or(false),
+        ..DumpOptions::default()
+    };
+    if let Some(indent) = kwargs.get::<Option<Value>>("indent")? {
+        opts.indent = match indent.kind() {
+            ValueKind::None | ValueKind::Undefined => None,
+            ValueKind::String => Some(indent.to_string()),
+            ValueKind::Number => {
+                let n = i64::try_from(indent.clone())
+                    .map_err(|_| invalid("tojson: indent must be an integer or a string"))?;
+                Some(" ".repeat(usize::try_from(n).unwrap_or(0)))
+            }
+            _ => return Err(invalid("tojson: indent must be an integer or a string")),
+        };
+        if opts.indent.is_some() {
+            // json.dumps' default item separator drops its space when indenting.
+            opts.separators.0 = ",".into();
+        }
+    }
+    if let Some(seps) = kwargs.get::<Option<Value>>("separators")? {
+        if !seps.is_none() && !seps.is_undefined() {
+            let pair: Vec<String> = seps
+                .try_iter()?
+                .map(|s| s.as_str().map(str::to_owned))
+                .collect::<Option<_>>()
+                .ok_or_else(|| invalid("tojson: separators must be two strings"))?;
+            let [item, key] = <[String; 2]>::try_from(pair)
+                .map_err(|_| invalid("tojson: separators must be two strings"))?;
+            opts.separators = (item, key);
+        }
+    }
+    kwargs.assert_all_used()?;
+    let mut out = String::new();
+    dumps(value, &opts, 0, &mut out)?;
+    Ok(out)
+}
+
+fn invalid(message: &str) -> Error {
+    Error::new(ErrorKind::InvalidOperation, message.to_owned())
+}
+
+/// Writes `value` as Python's `json.dumps` would, at nesting `depth`.
+pub fn dumps(
+    value: &Value,
+    opts: &DumpOptions,
+    depth: usize,
+    out: &mut String,
+) -> Result<(), Error> {
+    match value.kind() {
+        ValueKind::None => out.push_str("null"),
+        ValueKind::Undefined => {
+            return Err(invalid(
+                "tojson: an undefined value is not JSON serializable",
+            ))
+        }
+        ValueKind::Bool => out.push_str(if value.is_true() { "true" } else { "false" }),
+        ValueKind::Number => number(value, out, true),
+        ValueKind::String => string(value.as_str().unwrap_or_default(), opts.ensure_ascii, out),
+        ValueKind::Map => {
+            let mut pairs: Vec<(String, Value)> = Vec::new();
+            for key in value.try_iter()? {
+                let item = value.get_item(&key)?;
+                pairs.push((key_text(&key)?, item));
+            }
+            if opts.sort_keys {
+                pairs.sort_by(|a, b| a.0.cmp(&b.0));
+            }
+            container(out, opts, depth, '{', '}', pairs.len(), |out, i| {
+                let (k, v) = &pairs[i];
+                string(k, opts.ensure_ascii, out);
+                out.push_str(&opts.separators.1);
+                dumps(v, opts, depth + 1, out)
+            })?;
+        }
+        ValueKind::Seq | ValueKind::Iterable => {
+            let items: Vec<Value> = value.try_iter()?.collect();
+            container(out, opts, depth, '[', ']', items.len(), |out, i| {
+                dumps(&items[i], opts, depth + 1, out)
+            })?;
+        }
+        _ => {
+            return Err(invalid(&format!(
+                "tojson: a {} is not JSON serializable",
+                value.kind()
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// `[`/`{`, the items (each written by `item`), `]`/`}`, indented as `opts` says.
+fn container(
+    out: &mut String,
+    opts: &DumpOptions,
+    depth: usize,
+    open: char,
+    close: char,
+    len: usize,
+    mut item: impl FnMut(&mut String, usize) -> Result<(), Error>,
+) -> Result<(), Error> {
+    out.push(open);
+    if len == 0 {
+        out.push(close);
+        return Ok(());
+    }
+    let newline = |out: &mut String, level: usize| {
+        if let Some(indent) = &opts.indent {
+            out.push('\n');
+            for _ in 0..level {
+                out.push_str(indent);
+            }
+        }
+    };
+    for i in 0..len {
+        if i > 0 {
+            out.push_str(&opts.separators.0);
+        }
+        newline(out, depth + 1);
+        item(out, i)?;
+    }
+    newline(out, depth);
+    out.push(close);
+    Ok(())
+}
+
+/// A map key as `json.dumps` writes it: strings as they are, numbers, booleans and None as
+/// their JSON text.
+fn key_text(key: &Value) -> Result<String, Error> {
+    Ok(match key.kind() {
+        ValueKind::String => key.as_str().unwrap_or_default().to_owned(),
+        ValueKind::None => "null".into(),
+        ValueKind::Bool => if key.is_true() { "true" } else { "false" }.into(),
+        ValueKind::Number => {
+            let mut s = String::new();
+            number(key, &mut s, true);
+            s
+        }
+        _ => {
+            return Err(invalid(
+                "tojson: keys must be str, int, float, bool or None",
+            ))
+        }
+    })
+}
+
+/// A number as Python writes it: integers in full, floats by `repr` (`json` spells the
+/// non-finite ones `NaN`, `Infinity`, `-Infinity`).
+fn number(value: &Value, out: &mut String, json: bool) {
+    if value.is_integer() {
+        out.push_str(&value.to_string());
+        return;
+    }
+    match f64::try_from(value.clone()) {
+        Ok(f) => float_repr(f, json, out),
+        Err(_) => out.push_str(&value.to_string()),
+    }
+}
+
+/// Python's `repr(float)`: the shortest digits that read back the same, in positional
+/// notation when the decimal exponent is from -4 to 15, else as `d.ddde±XX`.
+pub fn float_repr(f: f64, json: bool, out: &mut String) {
+    if f.is_nan() {
+        out.push_str(if json { "NaN" } else { "nan" });
+        return;
+    }
+    if f.is_infinite() {
+        let s = match (json, f > 0.0) {
+            (true, true) => "Infinity",
+            (true, false) => "-Infinity",
+            (false, true) => "inf",
+            (false, false) => "-inf",
+        };
+        out.push_str(s);
+        return;
+    }
+    // Rust's `{:e}` is the shortest round-trip form too: `-1.2345e-7`, `1e16`.
+    let sci = format!("{f:e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let (sign, mantissa) = match mantissa.strip_prefix('-') {
+        Some(m) => ("-", m),
+        None => ("", mantissa),
+    };
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    out.push_str(sign);
+    if !(-4..16).contains(&exp) {
+        out.push_str(&digits[..1]);
+        if digits.len() > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        let _ = write!(out, "e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs());
+    } else if exp < 0 {
+        out.push_str("0.");
+        for _ in 0..(-exp - 1) {
+            out.push('0');
+        }
+        out.push_str(&digits);
+    } else {
+        let int_len = exp as usize + 1;
+        if digits.len() <= int_len {
+            out.push_str(&digits);
+            for _ in digits.len()..int_len {
+                out.push('0');
+            }
+            out.push_str(".0");
+        } else {
+            out.push_str(&digits[..int_len]);
+            out.push('.');
+            out.push_str(&digits[int_len..]);
+        }
+    }
+}
+
+/// A JSON string as `json.dumps` writes it: `"`, `\` and control characters escaped (`\n`,
+/// `\t`, ... or `\u00XX`), and with `ensure_ascii` everything past ASCII as `\uXXXX`
+/// (surrogate pairs beyond the basic plane).
+fn string(s: &str, ensure_ascii: bool, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 || (ensure_ascii && (c as u32) > 0x7e) => {
+                let mut units = [0u16; 2];
+                for u in c.encode_utf16(&mut units) {
+                    let _ = write!(out, "\\u{u:04x}");
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// How Python prints a value in `{{ … }}`, where it differs from minijinja: `True`, `False`,
+/// `None` and floats by `repr`. `None` for everything else.
+pub fn python_str(value: &Value) -> Option<String> {
+    match value.kind() {
+        ValueKind::Bool => Some(if value.is_true() { "True" } else { "False" }.into()),
+        ValueKind::None => Some("None".into()),
+        ValueKind::Number if !value.is_integer() => {
+            let mut s = String::new();
+            number(value, &mut s, false);
+            Some(s)
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repr(f: f64) -> String {
+        let mut s = String::new();
+        float_repr(f, false, &mut s);
+        s
+    }
+
+    #[test]
+    fn floats_read_as_python_writes_them() {
+        for (f, want) in [
+            (1.0, "1.0"),
+            (0.1, "0.1"),
+            (-2.5, "-2.5"),
+            (1e-5, "1e-05"),
+            (0.0001, "0.0001"),
+            (1e16, "1e+16"),
+            (1e15, "1000000000000000.0"),
+            (123456.789, "123456.789"),
+            (1.5e-7, "1.5e-07"),
+            (1.2345e100, "1.2345e+100"),
+            (0.0, "0.0"),
+            (-0.0, "-0.0"),
+        ] {
+            assert_eq!(repr(f), want, "{f}");
+        }
+    }
+
+    use minijinja::value::Serde;
+
+    fn dump(v: serde_json::Value, opts: &DumpOptions) -> String {
+        let mut s = String::new();
+        dumps(&Value::from(Serde(&v)), opts, 0, &mut s).expect("dumps");
+        s
+    }
+
+    #[test]
+    fn json_matches_json_dumps() {
+        let v = serde_json::json!({"b": [1, 2.0, null, true], "a": "é<\u{1}\"", "c": {}});
+        assert_eq!(
+            dump(v.clone(), &DumpOptions::default()),
+            r#"{"b": [1, 2.0, null, true], "a": "é<\u0001\"", "c": {}}"#
+        );
+        let opts = DumpOptions {
+            ensure_ascii: true,
+            indent: Some("  ".into()),
+            separators: (",".into(), ": ".into()),
+            sort_keys: true,
+        };
+        assert_eq!(
+            dump(v, &opts),
+            "{\n  \"a\": \"\\u00e9<\\u0001\\\"\",\n  \"b\": [\n    1,\n    2.0,\n    null,\n    true\n  ],\n  \"c\": {}\n}"
+        );
+        assert_eq!(
+            dump(
+                serde_json::json!("😀"),
+                &DumpOptions {
+                    ensure_ascii: true,
+                    ..DumpOptions::default()
+                }
+            ),
+            r#""\ud83d\ude00""#
+        );
+    }
+}

@@ -1,0 +1,308 @@
+//! [`ChatTemplate`]: a Hugging Face chat template, loaded from a Jinja file or a
+//! `tokenizer_config.json`, rendered as transformers' `apply_chat_template(messages,
+//! tools=tools, tokenize=False)` renders it.
+//!
+//! The environment follows transformers' (docs/training.md, "Rendering rules"):
+//! `trim_blocks` and `lstrip_blocks`, no autoescaping, loop controls (`break`, `continue`),
+//! Python's string and dict methods (`.strip()`, `.split()`, `.items()`, ...), a `tojson` that
+//! is Python's `json.dumps` (no HTML escaping, `ensure_ascii`, `indent`, `separators`,
+//! `sort_keys`), `raise_exception(message)`, `strftime_now(format)` (UTC), and the context
+//! `messages`, `tools`, `documents` (None), `add_generation_prompt` and the special tokens of
+//! a `tokenizer_config.json` (`bos_token`, `eos_token`, ...). `{% generation %}` blocks give the
+//! assistant spans ([`super::generation`]).
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::ops::Range;
+
+use minijinja::syntax::SyntaxConfig;
+use minijinja::{AutoEscape, Environment, Error, ErrorKind, Value};
+use serde_json::Value as Json;
+
+use super::generation;
+use super::pyjson;
+
+/// The name the template is compiled under (it appears in nothing users see).
+const NAME: &str = "chat_template";
+
+/// The special tokens transformers passes to every template, read from
+/// `tokenizer_config.json`.
+const SPECIAL_TOKENS: [&str; 7] = [
+    "bos_token",
+    "eos_token",
+    "unk_token",
+    "sep_token",
+    "pad_token",
+    "cls_token",
+    "mask_token",
+];
+
+/// A compiled chat template and the variables every rendering gets.
+pub struct ChatTemplate {
+    env: Environment<'static>,
+    /// The special tokens (`bos_token`, ...).
+    special: BTreeMap<String, Value>,
+    /// The template has `{% generation %}` blocks.
+    generation: bool,
+}
+
+/// A rendered conversation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    /// The text.
+    pub text: String,
+    /// Byte ranges of the `{% generation %}` blocks' output, in order.
+    pub spans: Vec<Range<usize>>,
+}
+
+/// Why a template could not render a record: its message, and the line of the template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TemplateError {
+    /// What went wrong (a `raise_exception` message as the template gives it).
+    pub message: String,
+    /// The template line.
+    pub line: Option<usize>,
+}
+
+impl std::fmt::Display for TemplateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "chat template line {line}: {}", self.message),
+            None => write!(f, "chat template: {}", self.message),
+        }
+    }
+}
+
+impl From<Error> for TemplateError {
+    fn from(e: Error) -> Self {
+        let message = match e.detail() {
+            Some(d) => d.to_owned(),
+            None => e.kind().to_string(),
+        };
+        TemplateError {
+            message,
+            line: e.line(),
+        }
+    }
+}
+
+impl ChatTemplate {
+    /// Loads `path`: a `tokenizer_config.json` (its `chat_template`, a string or a list of
+    /// `{name, template}` from which `name` picks one, `default` unless given, and its special
+    /// tokens), or else a Jinja file. The error names the file and says what is wrong.
+    pub fn load(path: &str, name: Option<&str>) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("--chat-template {path}: cannot read it: {e}"))?;
+        let config = match serde_json::from_str::<Json>(&text) {
+            Ok(Json::Object(config)) => Some(config),
+            _ => None,
+        };
+        let Some(config) = config else {
+            if name.is_some() {
+                return Err(format!(
+                    "--chat-template-name needs a tokenizer_config.json, and {path} is a Jinja file"
+                ));
+            }
+            return Self::new(&text, BTreeMap::new())
+                .map_err(|e| format!("--chat-template {path}: {e}"));
+        };
+        let source = pick(&config, name).map_err(|e| format!("--chat-template {path}: {e}"))?;
+        let special = SPECIAL_TOKENS
+            .iter()
+            .filter_map(|k| {
+                let token = match config.get(*k)? {
+                    Json::String(s) => s.as_str(),
+                    Json::Object(o) => o.get("content")?.as_str()?,
+                    _ => return None,
+                };
+                Some(((*k).to_owned(), Value::from(token)))
+            })
+            .collect();
+        Self::new(source, special).map_err(|e| format!("--chat-template {path}: {e}"))
+    }
+
+    /// Compiles `source` with `special` tokens in every rendering's context.
+    pub fn new(source: &str, special: BTreeMap<String, Value>) -> Result<Self, String> {
+        let (source, generation) = generation::rewrite(source);
+        let mut env = Environment::new();
+        let syntax = SyntaxConfig::builder()
+            .trim_blocks(true)
+            .lstrip_blocks(true)
+            .build()
+            .map_err(|e| TemplateError::from(e).to_string())?;
+        env.set_syntax(syntax);
+        env.set_auto_escape_callback(|_| AutoEscape::None);
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.set_formatter(|out, state, value| match pyjson::python_str(value) {
+            Some(s) => out
+                .write_str(&s)
+                .map_err(|_| Error::new(ErrorKind::WriteFailure, "cannot write the output")),
+            None => minijinja::escape_formatter(out, state, value),
+        });
+        env.add_filter("tojson", pyjson::tojson);
+        env.add_function("raise_exception", raise_exception);
+        env.add_function("strftime_now", strftime_now);
+        env.add_template_owned(NAME, source)
+            .map_err(|e| TemplateError::from(e).to_string())?;
+        Ok(ChatTemplate {
+            env,
+            special,
+            generation,
+        })
+    }
+
+    /// True when the template has `{% generation %}` blocks.
+    pub fn has_generation(&self) -> bool {
+        self.generation
+    }
+
+    /// Renders `messages` and `tools` (the `hf` target's, as minijinja values), with the
+    /// generation prompt or not.
+    pub fn render(
+        &self,
+        messages: &[Value],
+        tools: &Value,
+        add_generation_prompt: bool,
+    ) -> Result<Rendered, TemplateError> {
+        let template = self.env.get_template(NAME)?;
+        let mut ctx = self.special.clone();
+        ctx.insert("messages".into(), Value::from(messages.to_vec()));
+        ctx.insert("tools".into(), tools.clone());
+        ctx.insert("documents".into(), Value::from(()));
+        ctx.insert(
+            "add_generation_prompt".into(),
+            Value::from(add_generation_prompt),
+        );
+        let mut text = template.render(Value::from(ctx))?;
+        let spans = if self.generation {
+            generation::take_spans(&mut text).ok_or_else(|| TemplateError {
+                message: "the {% generation %} blocks' output does not pair up".into(),
+                line: None,
+            })?
+        } else {
+            Vec::new()
+        };
+        Ok(Rendered { text, spans })
+    }
+}
+
+/// The template a `tokenizer_config.json` holds under `name` (`default` unless given).
+fn pick<'a>(
+    config: &'a serde_json::Map<String, Json>,
+    name: Option<&str>,
+) -> Result<&'a str, String> {
+    match config.get("chat_template") {
+        Some(Json::String(s)) => match name {
+            None | Some("default") => Ok(s),
+            Some(n) => Err(format!("it holds one chat template, not one named {n:?}")),
+        },
+        Some(Json::Array(list)) => {
+            let want = name.unwrap_or("default");
+            let named =
+                |t: &'a Json| Some((t.get("name")?.as_str()?, t.get("template")?.as_str()?));
+            let all: Vec<(&str, &str)> = list.iter().filter_map(named).collect();
+            all.iter()
+                .find(|(n, _)| *n == want)
+                .map(|(_, t)| *t)
+                .ok_or_else(|| {
+                    let names: Vec<&str> = all.iter().map(|(n, _)| *n).collect();
+                    format!(
+                        "no chat template named {want:?} (it has: {}); pick one with --chat-template-name",
+                        names.join(", ")
+                    )
+                })
+        }
+        _ => Err("a JSON file without a chat_template string or list".into()),
+    }
+}
+
+/// `raise_exception(message)`: fails the rendering with the template's message.
+fn raise_exception(message: String) -> Result<Value, Error> {
+    Err(Error::new(ErrorKind::InvalidOperation, message))
+}
+
+/// `strftime_now(format)`: the current time (UTC) in Python's `strftime` format.
+fn strftime_now(format: String) -> Result<String, Error> {
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let now = chrono::DateTime::from_timestamp(since.as_secs() as i64, 0).unwrap_or_default();
+    let mut out = String::new();
+    write!(out, "{}", now.format(&format)).map_err(|_| {
+        Error::new(
+            ErrorKind::InvalidOperation,
+            format!("strftime_now: bad format {format:?}"),
+        )
+    })?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use minijinja::value::Serde;
+
+    fn render(source: &str, messages: serde_json::Value) -> Result<Rendered, TemplateError> {
+        let t = ChatTemplate::new(source, BTreeMap::new()).expect("compiles");
+        let messages: Vec<Value> = messages
+            .as_array()
+            .expect("array")
+            .iter()
+            .map(|m| Value::from(Serde(m)))
+            .collect();
+        t.render(&messages, &Value::from(Vec::<Value>::new()), false)
+    }
+
+    #[test]
+    fn blocks_trim_like_transformers() {
+        let src = "{% for m in messages %}\n  {% if m.role == 'user' %}\nU:{{ m.content.strip() }}\n  {% endif %}\n{% endfor %}\n";
+        let r = render(
+            src,
+            serde_json::json!([{"role": "user", "content": " hi "}]),
+        )
+        .expect("renders");
+        assert_eq!(r.text, "U:hi\n");
+    }
+
+    #[test]
+    fn python_values_print_as_python() {
+        let src = "{{ true }} {{ none }} {{ 1.0 }} {{ {'a': '<b>'}|tojson }} {{ [1, 2]|tojson(indent=1) }}";
+        assert_eq!(
+            render(src, serde_json::json!([])).expect("renders").text,
+            "True None 1.0 {\"a\": \"<b>\"} [\n 1,\n 2\n]"
+        );
+    }
+
+    #[test]
+    fn generation_blocks_give_spans() {
+        let src = "{% for m in messages %}<{{ m.role }}>\n{% if m.role == 'assistant' %}\n{% generation %}\n{{ m.content }}!\n{% endgeneration %}\n{% else %}\n{{ m.content }}\n{% endif %}\n{% endfor %}";
+        let r = render(
+            src,
+            serde_json::json!([{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]),
+        )
+        .expect("renders");
+        assert_eq!(r.text, "<user>\nq\n<assistant>\na!\n");
+        assert_eq!(&r.text[r.spans[0].clone()], "a!\n");
+    }
+
+    #[test]
+    fn raised_errors_carry_the_message_and_line() {
+        let src =
+            "x\n{% if messages|length == 0 %}\n{{ raise_exception('no messages') }}\n{% endif %}";
+        let e = render(src, serde_json::json!([])).expect_err("raises");
+        assert_eq!(e.message, "no messages");
+        assert_eq!(e.line, Some(3));
+    }
+
+    #[test]
+    fn a_config_picks_its_named_template() {
+        let config = serde_json::json!({"chat_template": [
+            {"name": "default", "template": "d"}, {"name": "tool_use", "template": "t"}]});
+        let config = config.as_object().expect("object");
+        assert_eq!(pick(config, None), Ok("d"));
+        assert_eq!(pick(config, Some("tool_use")), Ok("t"));
+        assert!(pick(config, Some("x"))
+            .expect_err("unknown")
+            .contains("tool_use"));
+    }
+}

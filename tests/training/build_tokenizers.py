@@ -1,0 +1,63 @@
+"""Trains the two small tokenizers the training tests use, on the text of `hf` export rows.
+
+Usage: build_tokenizers.py OUT_DIR HF_JSONL...
+
+Writes OUT_DIR/bpe.json (BPE over whitespace-split words, NFC-normalized, unknown characters as
+[UNK]) and OUT_DIR/bytelevel.json (byte-level BPE, GPT-2 style pre-tokenization). Both know the
+control tokens of tests/fixtures/templates as special tokens. Nothing is downloaded.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
+SPECIAL = ["<|im_start|>", "<|im_end|>", "<|begin|>", "<|header|>", "<|end_header|>", "<|eot|>"]
+
+
+def texts(paths):
+    for path in paths:
+        for line in Path(path).read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            for m in row["messages"]:
+                yield m.get("content") or ""
+                yield m.get("reasoning_content") or ""
+                for c in m.get("tool_calls") or []:
+                    yield json.dumps(c["function"], ensure_ascii=False)
+            yield json.dumps(row.get("tools") or [], ensure_ascii=False)
+
+
+def main():
+    out = Path(sys.argv[1])
+    out.mkdir(parents=True, exist_ok=True)
+    corpus = list(texts(sys.argv[2:]))
+
+    bpe = Tokenizer(models.BPE(unk_token="[UNK]"))
+    bpe.normalizer = normalizers.NFC()
+    bpe.pre_tokenizer = pre_tokenizers.Whitespace()
+    bpe.train_from_iterator(
+        corpus,
+        trainers.BpeTrainer(vocab_size=600, special_tokens=["[UNK]"] + SPECIAL, show_progress=False),
+    )
+    bpe.save(str(out / "bpe.json"))
+
+    byte = Tokenizer(models.BPE())
+    byte.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    byte.decoder = decoders.ByteLevel()
+    byte.train_from_iterator(
+        corpus,
+        trainers.BpeTrainer(
+            vocab_size=900,
+            special_tokens=SPECIAL,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        ),
+    )
+    byte.save(str(out / "bytelevel.json"))
+
+
+if __name__ == "__main__":
+    main()

@@ -318,27 +318,8 @@ fn every_shipped_spec_is_tested_and_passes_its_schema() {
 
 /// Writes `spec` to a temporary file and converts `records` (JSON lines) with it.
 fn convert_with_spec(spec: &str, records: &str) -> (i32, Vec<Value>, String, String) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let spec_path = dir.path().join("my.toml");
-    let input = dir.path().join("in.jsonl");
-    let rejects = dir.path().join("rejects.jsonl");
-    std::fs::write(&spec_path, spec).expect("write spec");
-    std::fs::write(&input, records).expect("write input");
-    let out = trajkit()
-        .arg("convert")
-        .arg("--spec")
-        .arg(&spec_path)
-        .arg(&input)
-        .arg("--rejects")
-        .arg(&rejects)
-        .output()
-        .expect("runs");
-    (
-        out.status.code().expect("exit code"),
-        json_lines(&out.stdout),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-        std::fs::read_to_string(&rejects).unwrap_or_default(),
-    )
+    let (code, out, stderr, rejects, _) = convert_with_spec_at(spec, records);
+    (code, out, stderr, rejects)
 }
 
 const TINY: &str = r#"

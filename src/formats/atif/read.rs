@@ -16,7 +16,7 @@ use super::{carried, SCHEMA};
 use crate::formats::chat::{call_step, record_id, tool_names, OPENHANDS_CODE_TOOLS};
 use crate::formats::kit::source_details;
 use crate::ingest::{Provenance, RawRecord};
-use crate::json::Node;
+use crate::json::{object, Node};
 use crate::model::{AdpVersion, JsonObject, JsonObservation, Source, Step, Trajectory};
 use crate::validate::check::{check_raw_value, parse_json};
 use crate::validate::Diagnostic;
@@ -851,7 +851,7 @@ fn positional_rest(items: &Value, mapped: &[&str]) -> Vec<Value> {
             if let Some(parts) = media_parts(&item["content"]) {
                 kept.insert("content_parts".into(), parts);
             }
-            (!kept.is_empty()).then(|| json!({"index": n, "native": kept}))
+            (!kept.is_empty()).then(|| object([("index", n.into()), ("native", kept.into())]))
         })
         .collect()
 }

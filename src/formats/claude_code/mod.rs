@@ -19,6 +19,7 @@ use crate::formats::bundle::bundle_lines;
 use crate::formats::kit::{fields_except, file_stem, has_keys, parse_bundle, source_details};
 use crate::formats::Format;
 use crate::ingest::{boxed, RawRecord, RecordSource};
+use crate::json::object;
 use crate::model::{AdpVersion, JsonObject, Trajectory};
 use crate::validate::Diagnostic;
 
@@ -256,12 +257,13 @@ fn to_trajectory(bundle: &Value, record: &RawRecord) -> Result<Trajectory, Vec<D
         .iter()
         .map(|l| {
             let (fields, message) = line_fields(l.entry, &envelope);
-            let mut v = json!({
-                "line": l.line,
-                "uuid": l.entry["uuid"],
-                "parent": l.entry["parentUuid"],
-                "steps": steps_of.get(&l.line).cloned().unwrap_or_default(),
-            });
+            let steps = steps_of.get(&l.line).cloned().unwrap_or_default();
+            let mut v = object([
+                ("line", l.line.into()),
+                ("uuid", l.entry["uuid"].clone()),
+                ("parent", l.entry["parentUuid"].clone()),
+                ("steps", steps.into()),
+            ]);
             if !fields.is_empty() {
                 v["fields"] = Value::Object(fields);
             }
@@ -283,26 +285,30 @@ fn to_trajectory(bundle: &Value, record: &RawRecord) -> Result<Trajectory, Vec<D
             json!({"agent_id": agent, "tool_use_id": tool, "via": via, "trajectory_id": traj})
         })
         .collect();
-    let mut cc = json!({
-        "session_id": session,
-        "envelope": envelope,
-        "models": models,
-        "summaries": summaries,
-        "error_results": built.error_results,
-        "unanswered_calls": built.unanswered_calls,
-        "unlinked_results": built.unlinked_results,
-        "main_chain_lines": chain.iter().map(|&i| numbered[i].0).collect::<Vec<_>>(),
-        "lines": lines,
-        "left_out": left_out
-            .iter()
-            .map(|&(i, why)| json!({
+    let main_chain: Vec<u64> = chain.iter().map(|&i| numbered[i].0).collect();
+    let left_out: Vec<Value> = left_out
+        .iter()
+        .map(|&(i, why)| {
+            json!({
                 "line": numbered[i].0,
                 "uuid": entries[i]["uuid"],
                 "reason": why.as_str(),
-            }))
-            .collect::<Vec<_>>(),
-        "subagents": spawned,
-    });
+            })
+        })
+        .collect();
+    let mut cc = object([
+        ("session_id", session.into()),
+        ("envelope", Value::Object(envelope)),
+        ("models", models.into()),
+        ("summaries", summaries.into()),
+        ("error_results", built.error_results.into()),
+        ("unanswered_calls", built.unanswered_calls.into()),
+        ("unlinked_results", built.unlinked_results.into()),
+        ("main_chain_lines", main_chain.into()),
+        ("lines", lines.into()),
+        ("left_out", left_out.into()),
+        ("subagents", spawned.into()),
+    ]);
     if subagent {
         let agent_id = first_str(&entries, "agentId");
         let meta = &bundle["meta"];

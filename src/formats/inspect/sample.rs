@@ -8,6 +8,7 @@ use serde_json::{json, Map, Value};
 
 use crate::formats::chat::{call_step, system_step, CodeTool};
 use crate::formats::kit::file_stem;
+use crate::json::object;
 use crate::model::{JsonObject, Source, Step};
 
 /// Inspect's standard shell and Python tools (`bash(cmd)`, `python(code)`): a call whose only
@@ -358,8 +359,10 @@ impl Builder<'_> {
                 };
                 let fields = extra_fields(p, own);
                 if !fields.is_empty() {
-                    self.part_fields
-                        .push(json!({"pointer": pointer, "fields": Value::Object(fields)}));
+                    self.part_fields.push(object([
+                        ("pointer", pointer.into()),
+                        ("fields", fields.into()),
+                    ]));
                 }
             } else {
                 let reason = match p["type"].as_str() {

@@ -29,7 +29,7 @@ use crate::formats::chat::{
 use crate::formats::kit::source_details;
 use crate::formats::Format;
 use crate::ingest::{without_compression, RawRecord, RecordSource};
-use crate::json::Node;
+use crate::json::{object, Node};
 use crate::model::{AdpVersion, JsonObject, Source, Step, Trajectory};
 use crate::validate::check::check_raw;
 use crate::validate::schemas::RawSchema;
@@ -376,8 +376,11 @@ impl Run {
                     Some(r) => format!("a message of role {r:?} is not mapped"),
                     None => "a message without a role that is no Responses API item".to_owned(),
                 };
-                self.unmapped
-                    .push(json!({"message": i, "reason": reason, "value": m}));
+                self.unmapped.push(object([
+                    ("message", i.into()),
+                    ("reason", reason.into()),
+                    ("value", m.clone()),
+                ]));
                 return Ok(());
             }
         };
@@ -390,8 +393,11 @@ impl Run {
             .collect();
         if !fields.is_empty() {
             let steps: Vec<usize> = (start..self.content.len()).collect();
-            self.meta
-                .push(json!({"message": i, "steps": steps, "fields": fields}));
+            self.meta.push(object([
+                ("message", i.into()),
+                ("steps", steps.into()),
+                ("fields", fields.into()),
+            ]));
         }
         Ok(())
     }

@@ -82,6 +82,12 @@ pub fn encode_tokens(
     })
 }
 
+/// The columns written without a dictionary: the ids, and the token ids and labels, whose
+/// values spread over the whole vocabulary (a dictionary of them costs time and, past its
+/// page limit, falls back to plain anyway). The masks keep theirs: two values, run-length
+/// encoded.
+const PLAIN_COLUMNS: &[&str] = &["id", "input_ids.list.item", "labels.list.item"];
+
 /// The schema of the `tokens` files.
 pub fn schema() -> SchemaRef {
     static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
@@ -180,7 +186,7 @@ impl ShardWriter for TokensShard {
     }
 
     fn start(file: HashingFile, config: &ParquetConfig) -> io::Result<Self> {
-        let props = config.properties(&[]).map_err(io_error)?;
+        let props = config.properties(PLAIN_COLUMNS).map_err(io_error)?;
         Ok(TokensShard {
             writer: ArrowWriter::try_new(file, schema(), Some(props)).map_err(io_error)?,
             pending: Vec::new(),

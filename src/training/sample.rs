@@ -22,7 +22,7 @@ use minijinja::Value;
 
 use super::generation::has_sentinel;
 use super::template::{ChatTemplate, TemplateError};
-use super::tokenize::{char_spans, mask, TokenizerFile};
+use super::tokenize::{mask, TokenizerFile};
 use crate::choice::choice;
 use crate::export::conversation::{Conversation, Turn};
 use crate::export::hf;
@@ -259,7 +259,7 @@ impl Training {
             .tokenizer
             .encode(text)
             .map_err(SampleError::Tokenizer)?;
-        let trained = mask(&tokens.offsets, &char_spans(text, &spans));
+        let trained = mask(&tokens.offsets, &spans);
         Ok(Sample {
             ids: tokens.ids,
             trained,

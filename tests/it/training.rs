@@ -439,3 +439,48 @@ fn tokens_match_transformers_on_the_corpus() {
     println!("{stdout}");
     assert!(stdout.contains("datasets loads tokens"), "{stdout}");
 }
+
+/// A pipeline's `to = "tokens"` export, its template and tokenizer named relative to the
+/// pipeline file, writes the rows `export --to tokens` writes, and `run.json` counts them.
+#[test]
+fn run_writes_the_tokens_export_writes() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let input = write_input(tmp.path(), &[valid_v15()]);
+    let direct = tmp.path().join("direct");
+    let (code, err) = export_tokens(&input, &direct, &fixture("generation.jinja"), &[]);
+    assert_eq!(code, 0, "{err}");
+    let model = tmp.path().join("model");
+    std::fs::create_dir(&model).expect("mkdir");
+    for (from, to) in [
+        ("generation.jinja", "template.jinja"),
+        ("words.tokenizer.json", "tokenizer.json"),
+    ] {
+        std::fs::copy(fixture(from), model.join(to)).expect("copy");
+    }
+    let pipeline = tmp.path().join("p.toml");
+    std::fs::write(
+        &pipeline,
+        "[[input]]\npath = \"in.jsonl\"\nformat = \"adp\"\n\n[[export]]\nto = \"tokens\"\n\
+         output = \"out/tokens\"\nchat_template = \"model/template.jinja\"\n\
+         tokenizer = \"model/tokenizer.json\"\n",
+    )
+    .expect("write");
+    let o = trajkit()
+        .args(["run", "-q"])
+        .arg(&pipeline)
+        .output()
+        .expect("runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = tmp.path().join("out/tokens");
+    assert_eq!(read_rows(&out), read_rows(&direct));
+    let m = manifest(&out);
+    assert_eq!(m["target"], "tokens");
+    assert_eq!(m["counts"]["tokens"], manifest(&direct)["counts"]["tokens"]);
+    let run: Value =
+        serde_json::from_slice(&std::fs::read(out.join("run.json")).expect("run.json"))
+            .expect("json");
+    assert_eq!(
+        run["summary"]["exports"][0]["tokens"], m["counts"]["tokens"],
+        "{run}"
+    );
+}

@@ -205,7 +205,10 @@ fn print_summary(global: &GlobalArgs, p: &Pipeline, s: &RunSummary, speed: &str)
         let target = st
             .stage
             .strip_prefix("export[")
-            .and_then(|_| p.exports.get(n - 1 - p.joins.len()))
+            .and_then(|_| {
+                p.exports
+                    .get(n - 1 - p.joins.len() - usize::from(p.redact.is_some()))
+            })
             .map(|e| format!(" --to {} -> {}", e.to.name(), e.output))
             .unwrap_or_default();
         global.summary(format_args!(

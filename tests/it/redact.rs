@@ -793,3 +793,97 @@ fn a_pipeline_with_redact_leaks_no_planted_secret_into_any_output() {
         crate::interop::check(&python, &dirs, tmp.path());
     }
 }
+
+#[test]
+fn export_redact_leaks_nothing_and_counts_in_its_manifest() {
+    let plants = plants();
+    let mut trajectories: Vec<Value> = KINDS.iter().map(|k| trajectory(k, &plants)).collect();
+    let mut in_id = trajectory("message", &plants[6..7]);
+    in_id["id"] = json!(format!("run {}", plants[6].secret));
+    trajectories.push(in_id);
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let rejects = tmp.path().join("rejects.jsonl");
+    let out = trajkit()
+        .args(["export", "-", "--to", "hf", "--redact", "-o"])
+        .arg(tmp.path().join("hf"))
+        .arg("--rejects")
+        .arg(&rejects)
+        .write_stdin(input(&trajectories))
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "one rejected: {stderr}");
+    assert!(stderr.contains("export: redaction: "), "{stderr}");
+    let mut texts = output_texts(&tmp.path().join("hf"));
+    texts.push(("stderr".into(), stderr.into_owned()));
+    texts.push((
+        "rejects".into(),
+        std::fs::read_to_string(&rejects).expect("rejects"),
+    ));
+    for (path, text) in &texts {
+        for p in &plants {
+            assert!(!text.contains(&p.secret), "{path}: {} leaked", p.rule);
+        }
+    }
+    let m: Value = serde_json::from_slice(
+        &std::fs::read(tmp.path().join("hf/manifest.json")).expect("manifest"),
+    )
+    .expect("json");
+    let c = &m["counts"];
+    assert_eq!(c["in"], KINDS.len() + 1);
+    assert_eq!(c["redaction"]["rejected"], 1);
+    assert_eq!(c["redaction"]["written"], KINDS.len());
+    for p in &plants {
+        let count = c["redaction"]["rules"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|r| r["rule"] == p.rule)
+            .map(|r| r["count"].clone());
+        assert_eq!(count, Some(json!(KINDS.len())), "{}", p.rule);
+    }
+    let rejected = json_lines(&std::fs::read(&rejects).expect("rejects"));
+    assert_eq!(rejected[0]["stage"], "redact");
+    let help = trajkit()
+        .args(["export", "-", "--to", "hf", "--private-ips", "-o"])
+        .arg(tmp.path().join("x"))
+        .output()
+        .expect("runs");
+    assert_eq!(help.status.code(), Some(2), "--private-ips needs --redact");
+}
+
+#[test]
+fn a_redact_table_is_checked_like_every_table() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let file = tmp.path().join("p.toml");
+    let check = |redact: &str| {
+        std::fs::write(
+            &file,
+            format!(
+                "[[input]]\npath = \"in.jsonl\"\n\n[redact]\n{redact}\n\n[[export]]\nto = \"adp\"\noutput = \"out\"\n"
+            ),
+        )
+        .expect("write");
+        let out = trajkit()
+            .args(["run", "--check"])
+            .arg(&file)
+            .env_remove("TRAJKIT_REDACT_KEY")
+            .env_remove("NO_SUCH_KEY_VAR")
+            .output()
+            .expect("runs");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    assert_eq!(check("private_ips = true").0, Some(0));
+    let (code, err) = check("private_ip = true");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("p.toml:5") && err.contains("private_ip"),
+        "{err}"
+    );
+    let (code, err) = check("hash_key_env = \"NO_SUCH_KEY_VAR\"");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("NO_SUCH_KEY_VAR is not set"), "{err}");
+}

@@ -238,6 +238,12 @@ fn plants() -> Vec<Plant> {
         " -p 22",
     );
     plant(
+        "ipv6_address",
+        "curl -6 http://[",
+        ["2a00:", "1450:", "4009:", "81f::", "200e"].concat(),
+        "]/health",
+    );
+    plant(
         "payment_card",
         "card ",
         luhn(&["4539 ", "1488 0343 646"].concat()),

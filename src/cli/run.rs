@@ -23,7 +23,8 @@ use super::progress::Bar;
 /// (`path`, `format` = auto, or `spec`), `[convert]` (`adp_version`, `idle_gap`,
 /// `decode_details`), `[validate]` (`max_reject_rate`, `rejects`), `[[join]]` and `[[export]]`
 /// stages whose keys are the long options of `trajkit join` and `trajkit export` in
-/// snake_case. Paths are relative to the file's directory.
+/// snake_case, and `[redact]` (`hash_key_env`, `private_ips`: redaction before every export).
+/// Paths are relative to the file's directory.
 ///
 /// Exit codes: 0 success; 1 when rejected records over records read exceed the reject rate
 /// (the outputs are still written, and each export's `run.json` says so); 2 for a pipeline

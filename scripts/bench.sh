@@ -28,7 +28,8 @@
 # time includes indexing the rewards.
 # run: one pass over BYTES of ADP plus BYTES/6 each of agenttuning_os raw records, memabra,
 # Reflexion, OpenAI chats, ShareGPT and SWE-agent rows (2 x BYTES in all), joined with the
-# 1,000,000-record rewards file, exported to Parquet and to openai (MB/s of all the input).
+# 1,000,000-record rewards file, exported to Parquet and to openai (MB/s of all the input);
+# then the same pipeline with a [redact] table, and its time over the plain run's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BYTES="${1:-1073741824}"
@@ -166,8 +167,17 @@ force = true
 TOML
   SAVED_SIZE=$SIZE
   SIZE=$RUN_SIZE
-  report "run (mixed: convert, join, parquet, openai)" "$BIN" run -q "$PIPELINE"
+  plain=$(timed "$BIN" run -q "$PIPELINE")
+  show "run (mixed: convert, join, parquet, openai)" "$plain"
   report "run --threads 1 (same pipeline)" "$BIN" run -q --threads 1 "$PIPELINE"
+  # The same pipeline with a [redact] table (redaction before both exports): the issue's
+  # budget is 1.5x the plain run's time.
+  REDACTED="$BENCH_DIR/run-$BYTES-redact.toml"
+  { cat "$PIPELINE"; printf '\n[redact]\n'; } > "$REDACTED"
+  redacted=$(timed "$BIN" run -q "$REDACTED")
+  show "run with [redact] (same pipeline)" "$redacted"
+  awk -v a="${plain% *}" -v b="${redacted% *}" 'BEGIN {
+    printf "%-46s %.2fx the time of run without it\n", "run with [redact]", (a > 0 ? b / a : 0) }'
   rm -rf "$BENCH_DIR/run-parquet" "$BENCH_DIR/run-openai"
   if [ -n "${ADP_REPO:-}" ]; then
     adp_compare

@@ -12,6 +12,7 @@ use super::common::{
     inputs, lock_dir, lock_files, rejects_writer, throughput, warn_empty, Capped, CliError,
     GlobalArgs,
 };
+use super::redact::redactor;
 
 /// Export ADP trajectories as training data: SFT JSON lines (openai, hf, sharegpt) or ADP,
 /// sharded and split, with manifest.json and a dataset card.
@@ -32,6 +33,18 @@ pub struct ExportArgs {
     /// Write rejected trajectories to this JSON-lines file.
     #[arg(long, value_name = "FILE")]
     pub rejects: Option<String>,
+    /// Replace secrets and personal data by placeholders before exporting, as `trajkit
+    /// redact` does; the rejects file and diagnostics then show them masked
+    /// (docs/redaction.md).
+    #[arg(long)]
+    pub redact: bool,
+    /// With --redact: key of the keyed hash added to placeholders. Default: the
+    /// TRAJKIT_REDACT_KEY environment variable.
+    #[arg(long, value_name = "KEY", requires = "redact")]
+    pub hash_key: Option<String>,
+    /// With --redact: count private IPv4 addresses too.
+    #[arg(long, requires = "redact")]
+    pub private_ips: bool,
 }
 
 /// Shown after the options (kept out of the doc comment, which clap re-wraps).
@@ -52,6 +65,9 @@ pub fn run(args: ExportArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         lock_files([args.rejects.as_deref()])?,
     );
     let rejects = rejects_writer(args.rejects.as_deref())?;
+    let redactor = args
+        .redact
+        .then(|| redactor(args.hash_key.as_deref(), args.private_ips));
     let started = Instant::now();
     let bar = global.progress(&inputs, "export");
     let summary = export_inputs(
@@ -61,6 +77,7 @@ pub fn run(args: ExportArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         &bar,
         rejects,
         Box::new(Capped::stderr(global)),
+        redactor.as_ref(),
     )
     .map_err(|e| match e {
         ExportError::Exists(_) => CliError::usage(e.to_string()),
@@ -95,4 +112,7 @@ fn print_summary(global: &GlobalArgs, args: &ExportConfig, s: &ExportSummary, sp
         args.output,
         speed
     ));
+    if let Some(r) = &s.redaction {
+        global.summary(format_args!("export: redaction: {}", r.describe()));
+    }
 }

@@ -78,12 +78,7 @@ pub fn run(args: RedactArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         print(&rule_list()).map_err(CliError::io)?;
         return Ok(0);
     }
-    let key = args
-        .hash_key
-        .clone()
-        .or_else(|| std::env::var(HASH_KEY_ENV).ok())
-        .filter(|k| !k.is_empty());
-    let redactor = Redactor::new(key.as_deref().map(str::as_bytes), args.private_ips);
+    let redactor = redactor(args.hash_key.as_deref(), args.private_ips);
     let inputs = inputs(&args.inputs, global)?;
     let started = Instant::now();
     if args.scan {
@@ -118,6 +113,16 @@ pub fn run(args: RedactArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         write_summary_json(path, &summary)?;
     }
     Ok(u8::from(summary.rejected > 0))
+}
+
+/// The redactor of `--hash-key` (default: the TRAJKIT_REDACT_KEY environment variable) and
+/// `--private-ips`.
+pub(super) fn redactor(hash_key: Option<&str>, private_ips: bool) -> Redactor {
+    let key = hash_key
+        .map(str::to_owned)
+        .or_else(|| std::env::var(HASH_KEY_ENV).ok())
+        .filter(|k| !k.is_empty());
+    Redactor::new(key.as_deref().map(str::as_bytes), private_ips)
 }
 
 fn scan(

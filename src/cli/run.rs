@@ -23,7 +23,8 @@ use super::progress::Bar;
 /// (`path`, `format` = auto, or `spec`), `[convert]` (`adp_version`, `idle_gap`,
 /// `decode_details`), `[validate]` (`max_reject_rate`, `rejects`), `[[join]]` and `[[export]]`
 /// stages whose keys are the long options of `trajkit join` and `trajkit export` in
-/// snake_case. Paths are relative to the file's directory.
+/// snake_case, and `[redact]` (`hash_key_env`, `private_ips`: redaction before every export).
+/// Paths are relative to the file's directory.
 ///
 /// Exit codes: 0 success; 1 when rejected records over records read exceed the reject rate
 /// (the outputs are still written, and each export's `run.json` says so); 2 for a pipeline
@@ -205,7 +206,10 @@ fn print_summary(global: &GlobalArgs, p: &Pipeline, s: &RunSummary, speed: &str)
         let target = st
             .stage
             .strip_prefix("export[")
-            .and_then(|_| p.exports.get(n - 1 - p.joins.len()))
+            .and_then(|_| {
+                p.exports
+                    .get(n - 1 - p.joins.len() - usize::from(p.redact.is_some()))
+            })
             .map(|e| format!(" --to {} -> {}", e.to.name(), e.output))
             .unwrap_or_default();
         global.summary(format_args!(

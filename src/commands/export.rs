@@ -8,6 +8,7 @@
 //! ([`crate::export::writer`]) drops duplicates and writes shards, so the output bytes do not
 //! depend on the thread count.
 
+use std::borrow::Cow;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -17,7 +18,9 @@ use crate::engine::pipeline::{
 };
 use crate::engine::rejects::{reject, RejectsWriter};
 use crate::export::dir::prepare_dir;
-use crate::export::encode::{encode_line, encode_parquet, export_record, Encoder, Outcome};
+use crate::export::encode::{
+    encode_line, encode_parquet, export_record, export_upgraded, Encoder, Outcome,
+};
 use crate::export::infer;
 use crate::export::manifest::manifest_commit;
 use crate::export::parquet::ParquetShard;
@@ -26,30 +29,82 @@ use crate::export::tokens::{encode_tokens, TokensShard};
 use crate::export::writer::Shards;
 use crate::export::{ExportError, ExportOptions, ExportSummary, InferTools, Target};
 use crate::ingest::RawRecord;
+use crate::redact::{MaskedReporter, Redactor, Tally};
+use crate::validate::check::upgrade_checked;
+use crate::validate::check_adp;
 use crate::validate::report::Reporter;
+
+/// What one record became: its outcomes, and with `--redact`, its replacements per rule
+/// (`Err` when redaction rejected it: its one outcome is that rejection).
+struct Exported<R> {
+    outcomes: Vec<Outcome<R>>,
+    redact: Option<Result<Vec<u64>, ()>>,
+}
 
 struct ExportSink<W: ShardWriter> {
     out: Shards<W>,
     rejects: Option<RejectsWriter>,
     reporter: Box<dyn Reporter>,
+    redact: Option<Tally>,
 }
 
 impl<W: ShardWriter> Sink for ExportSink<W> {
-    type Item = Vec<Outcome<W::Row>>;
+    type Item = Exported<W::Row>;
 
-    fn accept(&mut self, record: RawRecord, items: Self::Item) -> io::Result<Flow> {
-        for item in items {
-            if let Some(diagnostics) = self.out.add(item)? {
+    fn accept(&mut self, record: RawRecord, item: Self::Item) -> io::Result<Flow> {
+        let mut stage = "export";
+        if let (Some(step), Some(tally)) = (&item.redact, &mut self.redact) {
+            match step {
+                Ok(counts) => tally.written(counts),
+                Err(()) => {
+                    tally.rejected();
+                    stage = "redact";
+                }
+            }
+        }
+        for outcome in item.outcomes {
+            if let Some(diagnostics) = self.out.add(outcome)? {
                 reject(
                     self.reporter.as_mut(),
                     self.rejects.as_mut(),
                     &record,
-                    "export",
+                    stage,
                     &diagnostics,
                 )?;
             }
         }
         Ok(Flow::Continue)
+    }
+}
+
+/// [`export_record`] with the trajectory redacted once upgraded and checked.
+fn export_redacted<R>(
+    record: &RawRecord,
+    opts: &ExportOptions,
+    encode: &Encoder<R>,
+    redactor: &Redactor,
+) -> Exported<R> {
+    let prov = &record.provenance;
+    let rejected = |d| Exported {
+        outcomes: vec![Outcome::Rejected(d)],
+        redact: None,
+    };
+    let mut traj = match check_adp(record).into_result() {
+        Ok((t, _)) => t,
+        Err(d) => return rejected(d),
+    };
+    if let Err(d) = upgrade_checked(&mut traj, prov, &opts.upgrade) {
+        return rejected(d);
+    }
+    match redactor.redact_trajectory(&mut traj, prov) {
+        Ok(counts) => Exported {
+            outcomes: vec![export_upgraded(Cow::Owned(traj), prov, opts, encode)],
+            redact: Some(Ok(counts)),
+        },
+        Err(d) => Exported {
+            outcomes: vec![Outcome::Rejected(d)],
+            redact: Some(Err(())),
+        },
     }
 }
 
@@ -67,6 +122,7 @@ struct Run<'a> {
     progress: &'a dyn Progress,
     rejects: Option<RejectsWriter>,
     reporter: Box<dyn Reporter>,
+    redactor: Option<&'a Redactor>,
 }
 
 impl Run<'_> {
@@ -78,16 +134,24 @@ impl Run<'_> {
         encode: &Encoder<W::Row>,
     ) -> Result<(ExportSummary, Vec<ShardFile>, Commit, Vec<InputCount>), RunError> {
         let opts = self.opts;
+        let redactor = self.redactor;
         let sink = ExportSink::<W> {
             out: Shards::new(self.data, opts, config),
             rejects: self.rejects,
             reporter: self.reporter,
+            redact: redactor.map(|_| Tally::default()),
         };
         let (mut sink, inputs_read) = pipeline::run(
             self.inputs,
             &opts.run,
             self.progress,
-            |r| export_record(r, opts, encode),
+            |r| match redactor {
+                Some(redactor) => export_redacted(r, opts, encode, redactor),
+                None => Exported {
+                    outcomes: export_record(r, opts, encode),
+                    redact: None,
+                },
+            },
             sink,
         )
         .map_err(RunError::Pipeline)?;
@@ -97,7 +161,9 @@ impl Run<'_> {
         if let Some(r) = sink.rejects.take() {
             r.finish().map_err(RunError::Io)?;
         }
-        let (summary, files, commit) = sink.out.into_commit(self.earlier).map_err(RunError::Io)?;
+        let (mut summary, files, commit) =
+            sink.out.into_commit(self.earlier).map_err(RunError::Io)?;
+        summary.redaction = sink.redact.as_ref().map(Tally::report);
         Ok((summary, files, commit, inputs_read))
     }
 }
@@ -105,6 +171,10 @@ impl Run<'_> {
 /// Exports every trajectory of `inputs` to `dir`: `data/{split}-{i:05}-of-{n:05}.jsonl[.zst]`,
 /// `manifest.json` and `README.md`. Rejected records go to `rejects` and their diagnostics to
 /// `reporter`. Nothing in `dir` looks finished until the whole run succeeded.
+///
+/// With `redact`, each trajectory is redacted once upgraded and checked (a trajectory in which
+/// something is still found is rejected at stage `redact`), the tool specs are inferred from
+/// the redacted trajectories, and the rejects and diagnostics show what its rules find masked.
 pub fn export_inputs(
     inputs: &[String],
     dir: &Path,
@@ -112,6 +182,7 @@ pub fn export_inputs(
     progress: &dyn Progress,
     rejects: Option<RejectsWriter>,
     reporter: Box<dyn Reporter>,
+    redact: Option<&Redactor>,
 ) -> Result<ExportSummary, ExportError> {
     let io_err = |source: io::Error| ExportError::Io {
         dir: dir.display().to_string(),
@@ -123,12 +194,19 @@ pub fn export_inputs(
     if !matches!(opts.target, Target::Adp | Target::Parquet)
         && opts.sft.infer_tools == InferTools::Dataset
     {
-        let shapes = infer::scan_inputs(inputs, &opts.run, progress)?;
+        let shapes = infer::scan_inputs(inputs, &opts.run, progress, redact)?;
         let mut with_specs = opts.clone();
         with_specs.sft.catalog.set_inferred(&shapes);
         sft_with_specs = with_specs;
         opts = &sft_with_specs;
     }
+    let (rejects, reporter) = match redact {
+        Some(r) => (
+            rejects.map(|w| w.masked(r.scanner().clone())),
+            Box::new(MaskedReporter::new(reporter, r.scanner().clone())) as Box<dyn Reporter>,
+        ),
+        None => (rejects, reporter),
+    };
     let run = Run {
         inputs,
         data: &data,
@@ -137,6 +215,7 @@ pub fn export_inputs(
         progress,
         rejects,
         reporter,
+        redactor: redact,
     };
     let (mut summary, files, mut commit, inputs_read) = match opts.target {
         Target::Parquet => run.write::<ParquetShard>(&opts.parquet, &encode_parquet),

@@ -14,7 +14,8 @@ use crate::engine::pipeline::{
 use crate::engine::rejects::{commit_outputs, reject, RejectsWriter};
 use crate::ingest::RawRecord;
 use crate::model::upgrade::UpgradeOptions;
-use crate::redact::{redact_record, scan_record, Kind, Redacted, Redactor, Scanner, RULES};
+use crate::redact::counts::rule_counts;
+use crate::redact::{redact_record, scan_record, Redacted, Redactor, RuleCount, Scanner, RULES};
 use crate::validate::report::{FileCounts, Reporter, ValidationSummary};
 
 /// Options of [`redact_inputs`].
@@ -24,17 +25,6 @@ pub struct RedactRunOptions {
     pub upgrade: UpgradeOptions,
     /// Runner options.
     pub run: RunOptions,
-}
-
-/// Replacements of one rule.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RuleCount {
-    /// The rule's name.
-    pub rule: String,
-    /// `secret` or `pii`.
-    pub kind: String,
-    /// Replacements in written trajectories.
-    pub count: u64,
 }
 
 /// Counts of a redaction: `records == written + filtered + rejected`.
@@ -135,24 +125,6 @@ pub fn redact_inputs(
     summary.rules = rule_counts(&sink.counts);
     summary.empty_inputs = empty_inputs(&inputs_read);
     Ok(summary)
-}
-
-/// The rules that found something, with their counts, in rule order.
-pub fn rule_counts(counts: &[u64]) -> Vec<RuleCount> {
-    RULES
-        .iter()
-        .zip(counts)
-        .filter(|(_, &c)| c > 0)
-        .map(|(r, &count)| RuleCount {
-            rule: r.name.to_owned(),
-            kind: match r.kind {
-                Kind::Secret => "secret",
-                Kind::Personal => "pii",
-            }
-            .to_owned(),
-            count,
-        })
-        .collect()
 }
 
 struct ScanSink {

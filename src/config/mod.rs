@@ -6,6 +6,7 @@
 //! - [`convert`]: the input's converter and the ADP version to write;
 //! - [`join`]: [`join::JoinConfig`], a `[[join]]` table or `trajkit join`'s options;
 //! - [`export`]: [`export::ExportConfig`], an `[[export]]` table or `trajkit export`'s options;
+//! - [`redact`]: [`redact::RedactConfig`], the `[redact]` table;
 //! - [`pipeline`]: a whole pipeline file, read and checked ([`pipeline::load`]), every
 //!   problem located by file, line and key.
 
@@ -13,6 +14,7 @@ pub mod convert;
 pub mod export;
 pub mod join;
 pub mod pipeline;
+pub mod redact;
 
 /// Options that cannot work: wrong values or combinations (a usage error, exit 2 on the
 /// command line), or a file they name that cannot be read (exit 3).

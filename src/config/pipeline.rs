@@ -11,6 +11,7 @@ use serde_json::{json, Map, Value};
 
 use super::export::ExportConfig;
 use super::join::JoinConfig;
+use super::redact::RedactConfig;
 use super::ConfigError;
 use crate::convert::{FormatOptions, OptionValue};
 use crate::engine::partition::PartitionBy;
@@ -35,8 +36,13 @@ pub const JOIN_ELSEWHERE: &[(&str, &str)] = &[
 ];
 
 /// `trajkit export` options that are not pipeline keys.
-pub const EXPORT_ELSEWHERE: &[(&str, &str)] =
-    &[("inputs", "[[input]]"), ("rejects", "[validate] rejects")];
+pub const EXPORT_ELSEWHERE: &[(&str, &str)] = &[
+    ("inputs", "[[input]]"),
+    ("rejects", "[validate] rejects"),
+    ("redact", "a [redact] table (redaction before every export)"),
+    ("hash_key", "[redact] hash_key_env"),
+    ("private_ips", "[redact] private_ips"),
+];
 
 /// Keys holding paths, resolved against the pipeline file's directory.
 const PATH_KEYS: &[&str] = &[
@@ -118,6 +124,8 @@ pub struct Pipeline {
     pub rejects: Option<String>,
     /// `[[join]]`, in order.
     pub joins: Vec<JoinConfig>,
+    /// `[redact]`: redaction before every export, when present.
+    pub redact: Option<RedactConfig>,
     /// `[[export]]`, in order.
     pub exports: Vec<ExportConfig>,
 }
@@ -322,6 +330,10 @@ pub fn parse(path: &str, text: &str) -> Result<Pipeline, ConfigError> {
             AdpVersion::LATEST
         }
     };
+    let redact: Option<RedactConfig> = match section("redact") {
+        Value::Null => None,
+        v => problems.parse("/redact", &v),
+    };
     let tables = |key: &str| match value.get(key) {
         Some(Value::Array(items)) => items.clone(),
         _ => Vec::new(),
@@ -356,6 +368,7 @@ pub fn parse(path: &str, text: &str) -> Result<Pipeline, ConfigError> {
         max_reject_rate: validate.max_reject_rate.unwrap_or(0.0),
         rejects: validate.rejects,
         joins,
+        redact,
         exports,
     })
 }
@@ -462,6 +475,9 @@ impl Pipeline {
         });
         if !self.joins.is_empty() {
             out["join"] = json!(self.joins);
+        }
+        if let Some(r) = &self.redact {
+            out["redact"] = json!(r);
         }
         out["export"] = json!(self.exports);
         out

@@ -2,6 +2,7 @@
 //! record that parses as JSON is kept as JSON, anything else as its text (or hex bytes when it
 //! is not UTF-8).
 
+use std::borrow::Cow;
 use std::fs;
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -11,6 +12,7 @@ use serde_json::Value;
 
 use crate::engine::output::{Commit, Output};
 use crate::ingest::RawRecord;
+use crate::redact::Scanner;
 use crate::validate::report::Reporter;
 use crate::validate::Diagnostic;
 
@@ -45,6 +47,8 @@ struct RejectDiagnostic<'a> {
 /// Writes rejected records as JSON lines.
 pub struct RejectsWriter {
     out: Output,
+    /// Masks what its rules find in each record and diagnostic (a redacting run).
+    mask: Option<Scanner>,
 }
 
 /// Reports a rejected record: its diagnostics to `reporter`, and the record with them to
@@ -70,6 +74,7 @@ impl RejectsWriter {
     pub fn create(path: &str) -> io::Result<RejectsWriter> {
         Ok(RejectsWriter {
             out: Output::create(path)?,
+            mask: None,
         })
     }
 
@@ -79,7 +84,18 @@ impl RejectsWriter {
     pub fn resumable(path: &str, keep: u64) -> io::Result<RejectsWriter> {
         Ok(RejectsWriter {
             out: Output::resumable(path, keep)?,
+            mask: None,
         })
+    }
+
+    /// This writer, masking with `scanner` what its rules find in each record written (every
+    /// string and member name of a JSON record, the text of any other) and in its
+    /// diagnostics: the rejects of a redacting run hold no secret its outputs do not.
+    pub fn masked(self, scanner: Scanner) -> RejectsWriter {
+        RejectsWriter {
+            mask: Some(scanner),
+            ..self
+        }
     }
 
     /// Flushes and syncs what was written; its length, or `None` when the rejects go to
@@ -97,14 +113,31 @@ impl RejectsWriter {
     ) -> io::Result<()> {
         let prov = &record.provenance;
         let preview = record.error.is_some();
-        let parsed = if preview {
+        let mut parsed = if preview {
             None
         } else {
             serde_json::from_slice::<Value>(&record.bytes).ok()
         };
-        let text = match &parsed {
+        let mut text = match &parsed {
             Some(_) => None,
-            None => std::str::from_utf8(&record.bytes).ok(),
+            None => std::str::from_utf8(&record.bytes).ok().map(Cow::Borrowed),
+        };
+        let masked;
+        let diagnostics = match &self.mask {
+            Some(scanner) => {
+                if let Some(v) = &mut parsed {
+                    scanner.mask_value(v);
+                }
+                if parsed.is_none() {
+                    // Bytes that are not UTF-8 are shown as text too (lossily): no rule could
+                    // read them as hex.
+                    let lossy = String::from_utf8_lossy(&record.bytes);
+                    text = Some(Cow::Owned(scanner.mask(&lossy).into_owned()));
+                }
+                masked = scanner.masked(diagnostics.to_vec());
+                &masked[..]
+            }
+            None => diagnostics,
         };
         let hex = (parsed.is_none() && text.is_none()).then(|| {
             record
@@ -130,7 +163,7 @@ impl RejectsWriter {
                 })
                 .collect(),
             record: parsed,
-            raw: text,
+            raw: text.as_deref(),
             raw_hex: hex,
             raw_is_preview: preview,
         };

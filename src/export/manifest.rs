@@ -124,6 +124,13 @@ impl<'a> Manifest<'a> {
             c.filtered_by.no_assistant_turn,
             c.rejected
         ));
+        if let Some(r) = &c.redaction {
+            out.push_str(&format!(
+                "\n## Redaction\n\nSecrets and personal data were replaced by placeholders naming the \
+                 rule that found them (`<SECRET:rule>`, `<PII:rule>`): {}.\n",
+                r.describe()
+            ));
+        }
         out
     }
 }

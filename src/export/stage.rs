@@ -165,6 +165,15 @@ impl ExportStage {
         }
     }
 
+    /// Records what the redaction before this export replaced, for its manifest and card.
+    pub fn set_redaction(&mut self, redaction: Option<crate::redact::Redaction>) {
+        match &mut self.shards {
+            AnyShards::Lines(s) => s.summary.redaction = redaction,
+            AnyShards::Parquet(s) => s.summary.redaction = redaction,
+            AnyShards::Tokens(s) => s.summary.redaction = redaction,
+        }
+    }
+
     /// Completes the shards, and hands back the export's counts and the commit that renames
     /// the shards into place (replacing an earlier export's) and writes the manifest and card.
     pub fn into_commit(self, opts: &ExportOptions) -> Result<(ExportSummary, Commit), ExportError> {

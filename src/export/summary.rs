@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::redact::Redaction;
+
 /// Filter counts.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FilteredBy {
@@ -52,6 +54,10 @@ pub struct ExportSummary {
     /// Token counts of the rows written (`tokens`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens: Option<TokenCounts>,
+    /// What redaction replaced in the trajectories this export read (`--redact`, a
+    /// pipeline's `[redact]`); absent without redaction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redaction: Option<Redaction>,
     /// Inputs that held no records.
     #[serde(skip)]
     pub empty_inputs: Vec<String>,
@@ -75,6 +81,9 @@ impl ExportSummary {
         a.nothing_to_train += b.nothing_to_train;
         if let Some(t) = &other.tokens {
             self.tokens.get_or_insert_with(Default::default).add(t);
+        }
+        if let Some(r) = &other.redaction {
+            self.redaction.get_or_insert_with(Default::default).add(r);
         }
     }
 }

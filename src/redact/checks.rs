@@ -138,6 +138,25 @@ pub fn ipv4(s: &str, private: bool) -> bool {
         || !(ip.is_private() || ip.is_link_local() || (o[0] == 100 && (64..128).contains(&o[1])))
 }
 
+/// `s` is an IPv6 address of at least three written groups that identifies a host on the
+/// public internet (global unicast, 2000::/3) or, with `private`, also a unique-local
+/// (fc00::/7) or link-local (fe80::/10) one. Loopback, unspecified, multicast and
+/// documentation (2001:db8::/32, 3fff::/20) addresses never count; neither do strings that do
+/// not parse as an address (times, MAC addresses).
+pub fn ipv6(s: &str, private: bool) -> bool {
+    if s.split(':').filter(|g| !g.is_empty()).count() < 3 {
+        return false;
+    }
+    let Ok(ip) = s.parse::<std::net::Ipv6Addr>() else {
+        return false;
+    };
+    let seg = ip.segments();
+    let documentation = (seg[0] == 0x2001 && seg[1] == 0x0db8) || (seg[0] & 0xfff0) == 0x3ff0;
+    let global = (seg[0] & 0xe000) == 0x2000 && !documentation;
+    let local = (seg[0] & 0xfe00) == 0xfc00 || (seg[0] & 0xffc0) == 0xfe80;
+    global || (private && local)
+}
+
 /// A phone number: 10 to 15 digits.
 pub fn phone(s: &str) -> bool {
     let n = s.bytes().filter(u8::is_ascii_digit).count();
@@ -209,6 +228,24 @@ mod tests {
         assert!(!ipv4("127.0.0.1", true) && !ipv4("0.0.0.0", true));
         assert!(!ipv4("192.0.2.7", true), "documentation range");
         assert!(!ipv4("1.2.3", true) && !ipv4("300.1.1.1", true));
+    }
+
+    #[test]
+    fn ipv6_global_unicast_only_unless_private() {
+        assert!(ipv6(&["2a00:", "1450:4009:81f::200e"].concat(), false));
+        assert!(ipv6("2606:4700:4700:0:0:0:0:1111", false));
+        assert!(!ipv6("2001:db8:85a3::8a2e:370:7334", true), "documentation");
+        assert!(!ipv6("3fff:1:2::1", true), "documentation");
+        assert!(
+            !ipv6("::1", true) && !ipv6("0:0:0:0:0:0:0:1", true),
+            "loopback"
+        );
+        assert!(!ipv6("ff02::1:2", true), "multicast");
+        assert!(!ipv6("fe80::1ff:fe23:4567", false) && ipv6("fe80::1ff:fe23:4567", true));
+        assert!(!ipv6("fd12:3456:789a::1", false) && ipv6("fd12:3456:789a::1", true));
+        assert!(!ipv6("12:34:56", true), "a time");
+        assert!(!ipv6("00:1a:2b:3c:4d:5e", true), "a MAC address");
+        assert!(!ipv6("2a00::", true), "fewer than three groups");
     }
 
     #[test]

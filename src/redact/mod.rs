@@ -5,26 +5,33 @@
 //! - [`checks`]: checksums, entropy and address classes a match must also pass;
 //! - [`scan`]: the rules' matches in one text, a [`regex::RegexSet`] pass first;
 //! - [`mod@walk`]: every string of a trajectory, with its JSON pointer;
-//! - [`hash`]: the keyed hash (HMAC-SHA256) of `--hash-key` placeholders.
+//! - [`hash`]: the keyed hash (HMAC-SHA256) of `--hash-key` placeholders;
+//! - [`counts`]: what a redaction stage counts, per rule;
+//! - [`mask`]: rejected records and diagnostics with what the rules find masked.
 //!
-//! [`redact_record`] reads one ADP record, redacts it, scans the result again (fail closed:
-//! anything still found rejects the trajectory as `redaction-residual`) and writes it;
+//! [`Redactor::redact_trajectory`] redacts every free string of a trajectory and scans the
+//! result again (fail closed: anything still found rejects the trajectory as
+//! `redaction-residual`); [`redact_record`] does it to one ADP record and writes it;
 //! [`scan_record`] only reports what it finds, never the text found.
 
 pub mod checks;
+pub mod counts;
 pub mod hash;
+pub mod mask;
 pub mod rules;
 pub mod scan;
 pub mod walk;
 
 use crate::engine::output::write_json;
-use crate::ingest::RawRecord;
+use crate::ingest::{Provenance, RawRecord};
 use crate::model::upgrade::UpgradeOptions;
 use crate::model::Trajectory;
 use crate::validate::check::upgrade_checked;
 use crate::validate::{check_adp, Diagnostic};
 
+pub use counts::{Redaction, RuleCount, Tally};
 pub use hash::HashKey;
+pub use mask::MaskedReporter;
 pub use rules::{Kind, Rule, RULES};
 use scan::push_placeholder;
 pub use scan::Scanner;
@@ -90,9 +97,9 @@ pub struct Finding {
 }
 
 impl Finding {
-    /// This finding as a diagnostic of the record at `record`: rule `secret:NAME` or
+    /// This finding as a diagnostic of the record at `prov`: rule `secret:NAME` or
     /// `pii:NAME`, or `redaction-residual` after a redaction.
-    pub fn diagnostic(&self, record: &RawRecord, id: &str, residual: bool) -> Diagnostic {
+    pub fn diagnostic(&self, prov: &Provenance, id: &str, residual: bool) -> Diagnostic {
         let rule = &RULES[self.rule];
         let place = match self.role {
             Role::Text => "",
@@ -113,13 +120,7 @@ impl Finding {
                 format!("{} ({} characters){place}", rule.help_name(), self.chars),
             )
         };
-        Diagnostic::error(
-            &record.provenance,
-            Some(id),
-            self.pointer.clone(),
-            name,
-            message,
-        )
+        Diagnostic::error(prov, Some(id), self.pointer.clone(), name, message)
     }
 }
 
@@ -195,19 +196,6 @@ pub enum Redacted {
     Rejected(Vec<Diagnostic>),
 }
 
-/// `diagnostics` as they may be shown: what a rule finds in a record id, a pointer (member
-/// names) or a message (a value quoted by a schema error) replaced by its placeholder.
-fn masked(scanner: &Scanner, mut diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
-    for d in &mut diagnostics {
-        if let Some(id) = &mut d.record_id {
-            *id = scanner.mask(id).into_owned();
-        }
-        d.pointer = scanner.mask(&d.pointer).into_owned();
-        d.message = scanner.mask(&d.message).into_owned();
-    }
-    diagnostics
-}
-
 /// Reads one ADP record (any version), upgrades it to `upgrade.target`, redacts every free
 /// string, scans the result again and writes it, or rejects it if anything is still found.
 /// Diagnostics show no text a rule finds.
@@ -217,7 +205,7 @@ pub fn redact_record(
     upgrade: &UpgradeOptions,
 ) -> Redacted {
     match redact_checked(redactor, record, upgrade) {
-        Redacted::Rejected(d) => Redacted::Rejected(masked(&redactor.scanner, d)),
+        Redacted::Rejected(d) => Redacted::Rejected(redactor.scanner.masked(d)),
         written => written,
     }
 }
@@ -231,31 +219,13 @@ fn redact_checked(redactor: &Redactor, record: &RawRecord, upgrade: &UpgradeOpti
     if let Err(d) = upgrade_checked(&mut traj, prov, upgrade) {
         return Redacted::Rejected(d);
     }
-    let mut replace = Replace {
-        redactor,
-        counts: vec![0; RULES.len()],
-        collisions: Vec::new(),
+    let counts = match redactor.redact_trajectory(&mut traj, prov) {
+        Ok(c) => c,
+        Err(d) => return Redacted::Rejected(d),
     };
-    walk(&mut traj, &mut replace);
-    let mut problems: Vec<Diagnostic> = find_all(&redactor.scanner, &mut traj)
-        .iter()
-        .map(|f| f.diagnostic(record, &traj.id, true))
-        .collect();
-    problems.extend(replace.collisions.iter().map(|p| {
-        Diagnostic::error(
-            prov,
-            Some(&traj.id),
-            p.clone(),
-            "redaction-residual",
-            "two members of this object were given the same placeholder as their name: the trajectory is not written",
-        )
-    }));
-    if !problems.is_empty() {
-        return Redacted::Rejected(problems);
-    }
     let mut out = Vec::with_capacity(record.bytes.len() + 64);
     match write_json(&mut out, &traj, &traj.id, prov) {
-        Ok(()) => Redacted::Written(out, replace.counts),
+        Ok(()) => Redacted::Written(out, counts),
         Err(d) => Redacted::Rejected(vec![*d]),
     }
 }
@@ -268,17 +238,57 @@ pub fn scan_record(
 ) -> Result<Vec<Diagnostic>, Vec<Diagnostic>> {
     let (mut traj, _) = check_adp(record)
         .into_result()
-        .map_err(|d| masked(scanner, d))?;
+        .map_err(|d| scanner.masked(d))?;
     let found = find_all(scanner, &mut traj)
         .iter()
-        .map(|f| f.diagnostic(record, &traj.id, false))
+        .map(|f| f.diagnostic(&record.provenance, &traj.id, false))
         .collect();
-    Ok(masked(scanner, found))
+    Ok(scanner.masked(found))
 }
 
 impl Redactor {
     /// The compiled rules.
     pub fn scanner(&self) -> &Scanner {
         &self.scanner
+    }
+
+    /// The keyed hash's tag of `text`, when placeholders carry one.
+    pub fn key_tag(&self, text: &[u8]) -> Option<String> {
+        self.key.as_ref().map(|k| k.tag(text))
+    }
+
+    /// Replaces what the rules find in every free string of `traj` (an upgraded, checked
+    /// trajectory), then scans the whole result again, ids and links included. Returns the
+    /// replacements per rule (indexed like [`RULES`]), or why the trajectory may not be
+    /// written (`redaction-residual`; the diagnostics show no text a rule finds).
+    pub fn redact_trajectory(
+        &self,
+        traj: &mut Trajectory,
+        prov: &Provenance,
+    ) -> Result<Vec<u64>, Vec<Diagnostic>> {
+        let mut replace = Replace {
+            redactor: self,
+            counts: vec![0; RULES.len()],
+            collisions: Vec::new(),
+        };
+        walk(traj, &mut replace);
+        let mut problems: Vec<Diagnostic> = find_all(&self.scanner, traj)
+            .iter()
+            .map(|f| f.diagnostic(prov, &traj.id, true))
+            .collect();
+        problems.extend(replace.collisions.iter().map(|p| {
+            Diagnostic::error(
+                prov,
+                Some(&traj.id),
+                p.clone(),
+                "redaction-residual",
+                "two members of this object were given the same placeholder as their name: the trajectory is not written",
+            )
+        }));
+        if problems.is_empty() {
+            Ok(replace.counts)
+        } else {
+            Err(self.scanner.masked(problems))
+        }
     }
 }

@@ -46,6 +46,8 @@ pub enum Check {
     Iban,
     /// A routable IPv4 address, not part of a longer dotted number.
     Ipv4,
+    /// A global unicast IPv6 address, not part of a longer token.
+    Ipv6,
     /// 10 to 15 digits.
     Phone,
     /// Not an example, reserved or machine address.
@@ -255,5 +257,11 @@ pub const RULES: &[Rule] = &[
         r"(?-u:\b)(?:[0-9]{1,3}\.){3}[0-9]{1,3}(?-u:\b)",
         Check::Ipv4,
         "public IPv4 addresses (private ones too with --private-ips); never loopback or documentation ranges, nor parts of longer dotted numbers or version pins (==1.2.3.4, v1.2.3.4)",
+    ),
+    personal(
+        "ipv6_address",
+        r"[0-9A-Fa-f]{1,4}(?::[0-9A-Fa-f]{0,4}){2,7}",
+        Check::Ipv6,
+        "global unicast IPv6 addresses (unique-local and link-local ones too with --private-ips); never loopback or documentation ranges, times (12:34:56) or MAC addresses",
     ),
 ];

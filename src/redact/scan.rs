@@ -134,6 +134,14 @@ impl Scanner {
             Check::Iban => checks::iban(s),
             Check::Phone => checks::phone(s),
             Check::Email => checks::email(s),
+            Check::Ipv6 => {
+                let bytes = text.as_bytes();
+                let part_of_word = |b: &u8| b.is_ascii_alphanumeric() || b"_:.-".contains(b);
+                let before = span.start.checked_sub(1).map(|i| &bytes[i]);
+                !before.is_some_and(part_of_word)
+                    && !bytes.get(span.end).is_some_and(part_of_word)
+                    && checks::ipv6(s, self.private_ips)
+            }
             Check::Ipv4 => {
                 let bytes = text.as_bytes();
                 let before = span.start.checked_sub(1).map(|i| bytes[i]);
@@ -204,6 +212,10 @@ mod tests {
             "Requirement already satisfied: nvidia-cublas-cu12 (from torch) (12.1.3.1)",
             "Searching for nvidia-cufft-cu12==11.0.2.54\nBest match: nvidia-cufft-cu12 11.0.2.54",
             "at 2024-01-15 12:30:45.123456 in 0.25 s",
+            "link/ether 00:1a:2b:3c:4d:5e brd ff:ff:ff:ff:ff:ff",
+            "lo inet6 ::1/128 scope host; mcast ff02::1:2",
+            "ping 2001:db8::8a2e:370:7334; std::vector<int>::iterator; a::b::c",
+            "sha 2a00:1450 dead:beef:cafe 10:20:30:40 at 12:34:56",
         ] {
             assert_eq!(names(&s, text), Vec::<&str>::new(), "{text}");
         }

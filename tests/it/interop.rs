@@ -10,7 +10,7 @@ use std::process::Command;
 
 use crate::common::{adp_corpus, converted_samples, corpus_std_files, trajkit};
 
-fn python() -> Option<PathBuf> {
+pub(crate) fn python() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("TRAJKIT_PYTHON") {
         return Some(PathBuf::from(p));
     }
@@ -65,7 +65,7 @@ fn python_readers_load_every_export() {
 }
 
 /// Runs `check.py` on the five export directories (adp, parquet, openai, hf, sharegpt).
-fn check(python: &Path, dirs: &[PathBuf], tmp: &Path) {
+pub(crate) fn check(python: &Path, dirs: &[PathBuf], tmp: &Path) {
     let out = Command::new(python)
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/check.py"))
         .args(dirs)

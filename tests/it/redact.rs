@@ -238,6 +238,12 @@ fn plants() -> Vec<Plant> {
         " -p 22",
     );
     plant(
+        "ipv6_address",
+        "curl -6 http://[",
+        ["2a00:", "1450:", "4009:", "81f::", "200e"].concat(),
+        "]/health",
+    );
+    plant(
         "payment_card",
         "card ",
         luhn(&["4539 ", "1488 0343 646"].concat()),
@@ -505,4 +511,385 @@ fn scan_reports_where_and_which_rule_never_the_secret() {
         .output()
         .expect("runs");
     assert_eq!(clean.status.code(), Some(0));
+}
+
+/// Every string and member name of `v`, at any depth.
+fn strings(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(items) => items.iter().for_each(|i| strings(i, out)),
+        Value::Object(map) => {
+            for (k, v) in map {
+                out.push(k.clone());
+                strings(v, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The inputs of the pipeline test, by format: every plant in every field a format has, one
+/// plant per string.
+fn planted_inputs(dir: &std::path::Path, plants: &[Plant]) -> Vec<(&'static str, String)> {
+    let write = |name: &str, text: String| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).expect("write input");
+        name.to_owned()
+    };
+    let mut adp: Vec<Value> = KINDS.iter().map(|k| trajectory(k, plants)).collect();
+    // Rejected by redaction (a secret in the id, which is never rewritten) and at convert (not
+    // ADP): the rejects file must not show their secrets either.
+    let mut in_id = trajectory("message", &plants[6..7]);
+    in_id["id"] = json!(format!("run {}", plants[6].secret));
+    adp.push(in_id);
+    adp.push(json!({"id": "not-adp", "details": {"note": plants[0].text}}));
+    let openai: String = plants
+        .iter()
+        .enumerate()
+        .map(|(n, p)| {
+            let t = &p.text;
+            let args = json!({"cmd": t, t.as_str(): 1}).to_string();
+            let chat = json!({
+                "id": format!("chat-{n}"),
+                "messages": [
+                    {"role": "system", "content": t},
+                    {"role": "user", "content": t},
+                    {"role": "assistant", "content": t, "reasoning_content": t, "tool_calls": [
+                        {"id": "call_1", "type": "function", "function": {"name": "run", "arguments": args}}
+                    ]},
+                    {"role": "tool", "tool_call_id": "call_1", "content": t},
+                    {"role": "assistant", "content": t}
+                ],
+                "tools": [{"type": "function", "function": {"name": "run", "description": t,
+                    "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}}}}]
+            });
+            format!("{chat}\n")
+        })
+        .collect();
+    let sharegpt: Vec<Value> = plants
+        .iter()
+        .enumerate()
+        .map(|(n, p)| {
+            let t = &p.text;
+            let call = json!({"name": "run", "arguments": {"cmd": t}}).to_string();
+            json!({"id": format!("sg-{n}"), "system": t, "conversations": [
+                {"from": "human", "value": t},
+                {"from": "function_call", "value": call},
+                {"from": "observation", "value": t},
+                {"from": "gpt", "value": t}
+            ]})
+        })
+        .collect();
+    let session = "5a1d0c2e-0000-4000-8000-00000000000a";
+    let line = |n: usize, kind: &str, message: Value| {
+        let parent = if n == 0 {
+            Value::Null
+        } else {
+            json!(format!("u{}", n - 1))
+        };
+        format!(
+            "{}\n",
+            json!({"sessionId": session, "cwd": "/home/dev/app", "version": "2.0.61",
+                "uuid": format!("u{n}"), "parentUuid": parent, "isSidechain": false,
+                "type": kind, "timestamp": format!("2026-03-06T09:{:02}:00Z", n % 60),
+                "message": message})
+        )
+    };
+    let mut claude = String::new();
+    let mut n = 0;
+    for (i, p) in plants.iter().enumerate() {
+        let t = &p.text;
+        let id = format!("toolu_{i}");
+        for (kind, message) in [
+            ("user", json!({"role": "user", "content": t})),
+            (
+                "assistant",
+                json!({"id": format!("m{i}"), "role": "assistant", "content": [
+                {"type": "thinking", "thinking": t, "signature": "s"}]}),
+            ),
+            (
+                "assistant",
+                json!({"id": format!("m{i}"), "role": "assistant", "content": [
+                {"type": "tool_use", "id": id, "name": "Bash", "input": {"command": t, "description": "run it"}}]}),
+            ),
+            (
+                "user",
+                json!({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": id, "content": t}]}),
+            ),
+            (
+                "assistant",
+                json!({"id": format!("n{i}"), "role": "assistant", "content": [
+                {"type": "text", "text": t}]}),
+            ),
+        ] {
+            claude.push_str(&line(n, kind, message));
+            n += 1;
+        }
+    }
+    vec![
+        ("adp", write("planted.jsonl", input(&adp))),
+        ("openai", write("chats.jsonl", openai)),
+        (
+            "sharegpt",
+            write("conversations.json", Value::Array(sharegpt).to_string()),
+        ),
+        ("claude-code", write(&format!("{session}.jsonl"), claude)),
+    ]
+}
+
+/// Every file under `dir` as text: Parquet files also decoded row by row (their pages are
+/// compressed), so that what they hold can be searched.
+fn output_texts(dir: &std::path::Path) -> Vec<(String, String)> {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let mut out = Vec::new();
+    for (rel, bytes) in crate::common::tree(dir) {
+        let path = dir.join(&rel);
+        let mut text = String::from_utf8_lossy(&bytes).into_owned();
+        if path.extension().is_some_and(|e| e == "parquet") {
+            let file = std::fs::File::open(&path).expect("open");
+            let reader = SerializedFileReader::new(file).expect("a Parquet file");
+            let rows = reader.get_row_iter(None).expect("rows");
+            let mut n = 0;
+            for row in rows {
+                text.push_str(&row.expect("row").to_string());
+                n += 1;
+            }
+            assert!(n > 0, "{} has rows", path.display());
+        }
+        out.push((path.display().to_string(), text));
+    }
+    out
+}
+
+#[test]
+fn a_pipeline_with_redact_leaks_no_planted_secret_into_any_output() {
+    let plants = plants();
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let inputs = planted_inputs(tmp.path(), &plants);
+    let templates =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/templates");
+    let mut pipeline = String::new();
+    for (format, path) in &inputs {
+        pipeline.push_str(&format!(
+            "[[input]]\npath = \"{path}\"\nformat = \"{format}\"\n\n"
+        ));
+    }
+    pipeline
+        .push_str("[validate]\nrejects = \"rejects.jsonl\"\nmax_reject_rate = 1.0\n\n[redact]\n\n");
+    for to in ["adp", "parquet", "openai", "hf", "sharegpt"] {
+        pipeline.push_str(&format!(
+            "[[export]]\nto = \"{to}\"\noutput = \"out/{to}\"\n\n"
+        ));
+    }
+    pipeline.push_str(&format!(
+        "[[export]]\nto = \"tokens\"\noutput = \"out/tokens\"\nchat_template = \"{}\"\ntokenizer = \"{}\"\n",
+        templates.join("chatml_tools.jinja").display(),
+        templates.join("words.tokenizer.json").display()
+    ));
+    let file = tmp.path().join("pipeline.toml");
+    std::fs::write(&file, &pipeline).expect("write pipeline");
+    let out = trajkit().arg("run").arg(&file).output().expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    for p in &plants {
+        assert!(!stderr.contains(&p.secret), "{} leaked on stderr", p.rule);
+    }
+    // What each rule must have replaced: every occurrence in the converted trajectories.
+    let mut planted: Vec<(&str, u64)> = plants.iter().map(|p| (p.rule, 0)).collect();
+    for (format, path) in &inputs {
+        let converted = trajkit()
+            .args(["convert", "-q", "--from", format])
+            .arg(tmp.path().join(path))
+            .output()
+            .expect("converts");
+        let mut all = Vec::new();
+        for t in json_lines(&converted.stdout) {
+            if t["id"] != json!(format!("run {}", plants[6].secret)) {
+                strings(&t, &mut all);
+            }
+        }
+        for (p, (_, n)) in plants.iter().zip(&mut planted) {
+            let found: usize = all.iter().map(|s| s.matches(&p.secret).count()).sum();
+            assert!(
+                found > 0 || *format == "adp",
+                "{format}: {} not converted",
+                p.rule
+            );
+            *n += found as u64;
+        }
+    }
+    // No planted secret in any byte of any output: shards, manifests, cards, run.json, rejects.
+    let mut texts = output_texts(&tmp.path().join("out"));
+    let rejects = tmp.path().join("rejects.jsonl");
+    texts.push((
+        "rejects.jsonl".into(),
+        std::fs::read_to_string(&rejects).expect("rejects written"),
+    ));
+    assert!(texts.len() > 12, "{texts:?}");
+    for (path, text) in &texts {
+        for p in &plants {
+            assert!(!text.contains(&p.secret), "{}: {} leaked", path, p.rule);
+        }
+    }
+    let rejected = json_lines(&std::fs::read(&rejects).expect("rejects"));
+    let stages: Vec<&str> = rejected
+        .iter()
+        .filter_map(|r| r["stage"].as_str())
+        .collect();
+    assert!(
+        stages.contains(&"redact") && stages.contains(&"convert"),
+        "{stages:?}"
+    );
+    // The counts: in run.json, in every manifest and card, and the accounting of every stage.
+    let run: Value = serde_json::from_str(
+        &std::fs::read_to_string(tmp.path().join("out/adp/run.json")).expect("run.json"),
+    )
+    .expect("json");
+    let redaction = &run["summary"]["redaction"];
+    let counted: Vec<(String, u64)> = redaction["rules"]
+        .as_array()
+        .expect("rules")
+        .iter()
+        .map(|r| {
+            (
+                r["rule"].as_str().unwrap_or("").to_owned(),
+                r["count"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, u64)> = planted.iter().map(|(r, n)| ((*r).to_owned(), *n)).collect();
+    let mut sorted = counted.clone();
+    sorted.sort();
+    let mut want = expected.clone();
+    want.sort();
+    assert_eq!(sorted, want, "replacements per rule");
+    assert_eq!(redaction["rejected"], 1, "{redaction}");
+    for stage in run["summary"]["stages"].as_array().expect("stages") {
+        let n = |k: &str| stage[k].as_u64().unwrap_or(u64::MAX);
+        assert_eq!(
+            n("in"),
+            n("written") + n("filtered") + n("rejected"),
+            "{stage}"
+        );
+    }
+    for to in ["adp", "parquet", "openai", "hf", "sharegpt", "tokens"] {
+        let dir = tmp.path().join("out").join(to);
+        let m: Value =
+            serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).expect("manifest"))
+                .expect("json");
+        assert_eq!(&m["counts"]["redaction"], redaction, "{to}");
+        let card = std::fs::read_to_string(dir.join("README.md")).expect("card");
+        assert!(card.contains("## Redaction"), "{to}: {card}");
+    }
+    let written = json_lines(
+        &std::fs::read(tmp.path().join("out/adp/data/train-00000-of-00001.jsonl"))
+            .expect("adp shard"),
+    );
+    assert_eq!(
+        validate_adp(&written),
+        0,
+        "redacted trajectories are valid ADP"
+    );
+    if let Some(python) = crate::interop::python() {
+        let dirs: Vec<std::path::PathBuf> = ["adp", "parquet", "openai", "hf", "sharegpt"]
+            .iter()
+            .map(|to| tmp.path().join("out").join(to))
+            .collect();
+        crate::interop::check(&python, &dirs, tmp.path());
+    }
+}
+
+#[test]
+fn export_redact_leaks_nothing_and_counts_in_its_manifest() {
+    let plants = plants();
+    let mut trajectories: Vec<Value> = KINDS.iter().map(|k| trajectory(k, &plants)).collect();
+    let mut in_id = trajectory("message", &plants[6..7]);
+    in_id["id"] = json!(format!("run {}", plants[6].secret));
+    trajectories.push(in_id);
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let rejects = tmp.path().join("rejects.jsonl");
+    let out = trajkit()
+        .args(["export", "-", "--to", "hf", "--redact", "-o"])
+        .arg(tmp.path().join("hf"))
+        .arg("--rejects")
+        .arg(&rejects)
+        .write_stdin(input(&trajectories))
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "one rejected: {stderr}");
+    assert!(stderr.contains("export: redaction: "), "{stderr}");
+    let mut texts = output_texts(&tmp.path().join("hf"));
+    texts.push(("stderr".into(), stderr.into_owned()));
+    texts.push((
+        "rejects".into(),
+        std::fs::read_to_string(&rejects).expect("rejects"),
+    ));
+    for (path, text) in &texts {
+        for p in &plants {
+            assert!(!text.contains(&p.secret), "{path}: {} leaked", p.rule);
+        }
+    }
+    let m: Value = serde_json::from_slice(
+        &std::fs::read(tmp.path().join("hf/manifest.json")).expect("manifest"),
+    )
+    .expect("json");
+    let c = &m["counts"];
+    assert_eq!(c["in"], KINDS.len() + 1);
+    assert_eq!(c["redaction"]["rejected"], 1);
+    assert_eq!(c["redaction"]["written"], KINDS.len());
+    for p in &plants {
+        let count = c["redaction"]["rules"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|r| r["rule"] == p.rule)
+            .map(|r| r["count"].clone());
+        assert_eq!(count, Some(json!(KINDS.len())), "{}", p.rule);
+    }
+    let rejected = json_lines(&std::fs::read(&rejects).expect("rejects"));
+    assert_eq!(rejected[0]["stage"], "redact");
+    let help = trajkit()
+        .args(["export", "-", "--to", "hf", "--private-ips", "-o"])
+        .arg(tmp.path().join("x"))
+        .output()
+        .expect("runs");
+    assert_eq!(help.status.code(), Some(2), "--private-ips needs --redact");
+}
+
+#[test]
+fn a_redact_table_is_checked_like_every_table() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let file = tmp.path().join("p.toml");
+    let check = |redact: &str| {
+        std::fs::write(
+            &file,
+            format!(
+                "[[input]]\npath = \"in.jsonl\"\n\n[redact]\n{redact}\n\n[[export]]\nto = \"adp\"\noutput = \"out\"\n"
+            ),
+        )
+        .expect("write");
+        let out = trajkit()
+            .args(["run", "--check"])
+            .arg(&file)
+            .env_remove("TRAJKIT_REDACT_KEY")
+            .env_remove("NO_SUCH_KEY_VAR")
+            .output()
+            .expect("runs");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    assert_eq!(check("private_ips = true").0, Some(0));
+    let (code, err) = check("private_ip = true");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("p.toml:5") && err.contains("private_ip"),
+        "{err}"
+    );
+    let (code, err) = check("hash_key_env = \"NO_SUCH_KEY_VAR\"");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("NO_SUCH_KEY_VAR is not set"), "{err}");
 }

@@ -14,6 +14,7 @@ use super::journal::{identity, JournalOptions};
 use super::{run_plan, ExportTarget, JoinStage, Plan, RunError, RunSummary};
 use crate::config::convert::{named_converter, upgrade_options};
 use crate::config::pipeline::Pipeline;
+use crate::config::redact::RedactConfig;
 use crate::config::ConfigError;
 use crate::convert::{ConvertOptions, Converter, OutputFormat};
 use crate::engine::output::{Lock, LockError};
@@ -22,6 +23,7 @@ use crate::engine::pipeline::{Progress, RunOptions};
 use crate::ingest::inputs::expand_glob;
 use crate::join::{IndexError, JoinRunOptions, Orphans, SideSet};
 use crate::model::upgrade::UpgradeOptions;
+use crate::redact::Redactor;
 use crate::validate::report::Reporter;
 use crate::validate::Diagnostic;
 
@@ -105,6 +107,9 @@ pub fn check(p: &Pipeline, partition: Option<&Partition>) -> Result<(), ConfigEr
         e.options(&[], RunOptions::default())
             .map_err(|err| p.stage_error("export", i, err))?;
     }
+    if let Some(r) = &p.redact {
+        r.redactor()?;
+    }
     Ok(())
 }
 
@@ -118,6 +123,7 @@ pub struct Prepared<'p> {
     joins: Vec<JoinStage>,
     exports: Vec<ExportTarget>,
     rejects: Option<String>,
+    redactor: Option<Redactor>,
     max_reject_rate: f64,
     _locks: Vec<Lock>,
 }
@@ -226,6 +232,7 @@ impl<'p> Prepared<'p> {
             };
             joins.push(JoinStage { join, opts });
         }
+        let redactor = p.redact.as_ref().map(RedactConfig::redactor).transpose()?;
         let convert = ConvertOptions {
             to: OutputFormat::Adp,
             upgrade,
@@ -243,6 +250,7 @@ impl<'p> Prepared<'p> {
             joins,
             exports,
             rejects,
+            redactor,
             _locks: locks,
         })
     }
@@ -275,8 +283,15 @@ impl<'p> Prepared<'p> {
         let p = self.pipeline;
         let partition = self.request.partition;
         let max = self.max_reject_rate;
+        // The hash key is no part of the configuration, but a resumed run must use the same
+        // one: its tag of a fixed text joins the identity (the key itself is never written).
+        let key_tag = self
+            .redactor
+            .as_ref()
+            .and_then(|r| r.key_tag(b"trajkit run identity"));
         let identity_text = json!({
             "config": p.effective(),
+            "redact_key": key_tag,
             "max_reject_rate": max,
             "max_record_bytes": self.request.run.max_record_bytes,
             "partition": partition.map(|p| p.spec()),
@@ -310,6 +325,7 @@ impl<'p> Prepared<'p> {
                 all_inputs: partition.map(|_| self.plan.as_slice()),
                 journal: &journal,
                 describe: Some(&describe),
+                redact: self.redactor.as_ref(),
             },
             progress,
             self.rejects.as_deref(),

@@ -31,6 +31,8 @@ use std::io::{self, BufRead, BufReader, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+
+use crate::redact::Tally;
 use sha2::{Digest, Sha256};
 
 use super::summary::{InputSummary, RunSummary};
@@ -72,6 +74,9 @@ pub struct GlobalState {
     pub inputs: Vec<InputSummary>,
     /// Per join stage (the side-file counts are filled at the end).
     pub joins: Vec<JoinSummary>,
+    /// The redaction's counts (`[redact]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redact: Option<Tally>,
     /// Per join stage, the side records first used since the previous boundary (in a
     /// restart: all side records used before it).
     pub used: Vec<Vec<u32>>,

@@ -61,6 +61,7 @@ use crate::ingest::{Provenance, RawRecord};
 use crate::join::{finish_side, Join, JoinRunOptions, JoinSummary};
 use crate::model::upgrade::UpgradeOptions;
 use crate::model::{JsonObject, Trajectory};
+use crate::redact::{MaskedReporter, Redactor, Tally};
 use crate::validate::check::upgrade_checked;
 use crate::validate::report::Reporter;
 use crate::validate::Diagnostic;
@@ -105,6 +106,17 @@ pub struct Plan<'a> {
     /// Files that describe the run (`run.json`), from its summary: written as part of the
     /// commit of its outputs.
     pub describe: Option<Describe<'a>>,
+    /// Redaction after the joins, before every export (`[redact]`). The rejects file and the
+    /// diagnostics then show what its rules find masked.
+    pub redact: Option<&'a Redactor>,
+}
+
+impl Plan<'_> {
+    /// The index of the first export among the stages: after convert, the joins and the
+    /// redaction.
+    fn first_export(&self) -> usize {
+        1 + self.joins.len() + usize::from(self.redact.is_some())
+    }
 }
 
 /// A run that could not complete.
@@ -157,10 +169,15 @@ enum JoinStep {
     Rejected(Vec<Diagnostic>),
 }
 
+/// What redaction did to one trajectory: its replacements per rule, or why it is rejected.
+type RedactStep = Result<Vec<u64>, Vec<Diagnostic>>;
+
 /// What the stages after convert made of one trajectory.
 struct TrajectoryItem {
     /// The join stages it reached, in order.
     joins: Vec<JoinStep>,
+    /// Redaction, when the plan has it and the trajectory reached it.
+    redact: Option<RedactStep>,
     /// One outcome per export (empty when a join dropped or rejected it).
     exports: Vec<Outcome<AnyRow>>,
     /// The trajectory as JSON, when a join or an export rejected it (for the rejects file).
@@ -273,6 +290,9 @@ impl Stages<'_> {
             .ok()?;
             stage.join.apply(&mut traj, &record.provenance).ok()?;
         }
+        if let Some(r) = self.plan.redact {
+            r.redact_trajectory(&mut traj, &record.provenance).ok()?;
+        }
         Some(traj)
     }
 
@@ -286,6 +306,7 @@ impl Stages<'_> {
         let prov = &record.provenance;
         let mut item = TrajectoryItem {
             joins: Vec::with_capacity(self.plan.joins.len()),
+            redact: None,
             exports: Vec::new(),
             rejected_as: None,
             calls: Vec::new(),
@@ -315,6 +336,19 @@ impl Stages<'_> {
                 return item;
             }
         }
+        if let Some(r) = self.plan.redact {
+            let started = Instant::now();
+            let step = r.redact_trajectory(&mut traj, prov);
+            self.busy.add(1 + self.plan.joins.len(), started);
+            let rejected = step.is_err();
+            if rejected {
+                item.rejected_as = serde_json::to_vec(&traj).ok();
+            }
+            item.redact = Some(step);
+            if rejected {
+                return item;
+            }
+        }
         if !encode {
             item.calls = trajectory_calls(&traj);
             return item;
@@ -322,7 +356,7 @@ impl Stages<'_> {
         // One export takes the trajectory: the last one that needs its own copy (an SFT target
         // renders from one), else the last. The others borrow it (Parquet) or copy it, and run
         // first, so rejects can still show the trajectory.
-        let first = 1 + self.plan.joins.len();
+        let first = self.plan.first_export();
         let Some(owner) = self
             .exports
             .iter()
@@ -398,6 +432,8 @@ struct RunSink<'a> {
     reporter: Box<dyn Reporter>,
     summary: RunSummary,
     joins: Vec<JoinSummary>,
+    /// The redaction's counts, when the plan has it.
+    redact: Option<Tally>,
     used: Vec<Vec<bool>>,
     convert_rejected: u64,
     busy: &'a Busy,
@@ -509,6 +545,11 @@ impl Sink for RunSink<'_> {
 const INPUT_CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
 
 impl RunSink<'_> {
+    /// The index of the first export among the stages.
+    fn first_export(&self) -> usize {
+        1 + self.joins.len() + usize::from(self.redact.is_some())
+    }
+
     /// Sets the time of the input whose records came last.
     fn close_input(&mut self) {
         if let (Some(started), Some(input)) =
@@ -539,7 +580,17 @@ impl RunSink<'_> {
                 seconds: self.busy.seconds(1 + i),
             });
         }
-        let first = 1 + self.joins.len();
+        if let Some(r) = &self.redact {
+            stages.push(StageSummary {
+                stage: "redact".into(),
+                records_in: r.records_in,
+                written: r.records_in - r.rejected,
+                filtered: 0,
+                rejected: r.rejected,
+                seconds: self.busy.seconds(1 + self.joins.len()),
+            });
+        }
+        let first = self.first_export();
         for (i, e) in self.exports.iter().enumerate() {
             let s = e.summary();
             stages.push(StageSummary {
@@ -569,6 +620,7 @@ impl RunSink<'_> {
                 .unwrap_or_default()
                 .to_vec(),
             joins: self.joins.clone(),
+            redact: self.redact.clone(),
             used: std::mem::replace(&mut self.newly_used, fresh),
             elsewhere_records: self.elsewhere.records,
             elsewhere_trajectories: self.elsewhere.trajectories,
@@ -593,6 +645,7 @@ impl RunSink<'_> {
             },
             None => record.clone(),
         };
+        let first = self.first_export();
         let rejected_as = &t.rejected_as;
         let (reporter, rejects) = (self.reporter.as_mut(), &mut self.rejects);
         let mut report = |stage: String, d: &[Diagnostic]| {
@@ -635,7 +688,16 @@ impl RunSink<'_> {
                 }
             }
         }
-        let first = 1 + self.joins.len();
+        if let (Some(step), Some(tally)) = (t.redact, &mut self.redact) {
+            match step {
+                Ok(counts) => tally.written(&counts),
+                Err(d) => {
+                    tally.rejected();
+                    rejected = true;
+                    report("redact".to_owned(), &d)?;
+                }
+            }
+        }
         let offered = !t.exports.is_empty();
         for (i, (outcome, export)) in t.exports.into_iter().zip(&mut self.exports).enumerate() {
             let started = Instant::now();
@@ -692,6 +754,7 @@ fn restored_sink<'a>(
             ..RunSummary::default()
         },
         joins,
+        redact: plan.redact.map(|_| st.redact.unwrap_or_default()),
         newly_used: vec![Vec::new(); used.len()],
         journaled_inputs: restart.input,
         last_checkpoint: None,
@@ -824,12 +887,17 @@ pub fn run_plan(
             (journal, Restart::default(), exports)
         }
     };
-    let busy = Busy::new(1 + plan.joins.len() + plan.exports.len());
+    let busy = Busy::new(plan.first_export() + plan.exports.len());
     let write = |e: io::Error| RunError::Pipeline(PipelineError::Write(e));
-    let rejects = rejects
+    let mut rejects = rejects
         .map(|p| RejectsWriter::resumable(p, restart.state.rejects.unwrap_or(0)))
         .transpose()
         .map_err(write)?;
+    let mut reporter = reporter;
+    if let Some(r) = plan.redact {
+        rejects = rejects.map(|w| w.masked(r.scanner().clone()));
+        reporter = Box::new(MaskedReporter::new(reporter, r.scanner().clone()));
+    }
     let first = restart.input;
     let empty_before: Vec<String> = restart
         .state
@@ -881,6 +949,7 @@ pub fn run_plan(
     summary.stages = stages;
     summary.exports = exports;
     summary.joins = sink.joins;
+    summary.redaction = sink.redact.as_ref().map(Tally::report);
     summary.partition = plan.partition.map(|p| Elsewhere {
         partition: p.spec(),
         by: p.by.name().to_owned(),
@@ -940,7 +1009,8 @@ fn complete(
         commit.rename.extend(r.into_pending().map_err(write)?);
     }
     let mut stages = sink.stages();
-    let first = 1 + plan.joins.len();
+    let first = plan.first_export();
+    let redaction = sink.redact.as_ref().map(Tally::report);
     let mut exports = Vec::new();
     for (i, (stage, o)) in std::mem::take(&mut sink.exports)
         .into_iter()
@@ -948,6 +1018,8 @@ fn complete(
         .enumerate()
     {
         let started = Instant::now();
+        let mut stage = stage;
+        stage.set_redaction(redaction.clone());
         let (summary, c) = stage.into_commit(o)?;
         commit.extend(c);
         exports.push(summary);

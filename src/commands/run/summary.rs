@@ -6,6 +6,7 @@ use crate::engine::partition::Elsewhere;
 use crate::engine::pipeline::StageSummary;
 use crate::export::ExportSummary;
 use crate::join::JoinSummary;
+use crate::redact::Redaction;
 
 /// Counts of one input.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -46,6 +47,9 @@ pub struct RunSummary {
     pub stages: Vec<StageSummary>,
     /// Per join stage, with its side files.
     pub joins: Vec<JoinSummary>,
+    /// What redaction replaced (`[redact]`), per rule; absent without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redaction: Option<Redaction>,
     /// Per export.
     pub exports: Vec<ExportSummary>,
     /// Inputs that held no records.

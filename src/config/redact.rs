@@ -1,0 +1,46 @@
+//! The `[redact]` table of a pipeline file: redaction inside `trajkit run`, after convert and
+//! the joins, before every export (docs/pipeline.md, docs/redaction.md).
+
+use serde::{Deserialize, Serialize};
+
+use super::ConfigError;
+use crate::redact::{Redactor, HASH_KEY_ENV};
+
+/// `[redact]`: its presence turns redaction on.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedactConfig {
+    /// The environment variable holding the key of the keyed hash in placeholders (`redact
+    /// --hash-key`). A pipeline file holds no key: files are shared and committed. Default:
+    /// TRAJKIT_REDACT_KEY, used when set; a variable named here must be set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash_key_env: Option<String>,
+    /// Count private IPv4 addresses too (`redact --private-ips`).
+    #[serde(default)]
+    pub private_ips: bool,
+}
+
+impl RedactConfig {
+    /// The key of the keyed hash, read from the environment.
+    pub fn hash_key(&self) -> Result<Option<String>, ConfigError> {
+        match &self.hash_key_env {
+            Some(name) => match std::env::var(name) {
+                Ok(k) if !k.is_empty() => Ok(Some(k)),
+                _ => Err(ConfigError::Invalid(format!(
+                    "[redact] hash_key_env: the environment variable {name} is not set (or \
+                     empty); set it to the key of the placeholders' hash"
+                ))),
+            },
+            None => Ok(std::env::var(HASH_KEY_ENV).ok().filter(|k| !k.is_empty())),
+        }
+    }
+
+    /// The redactor these options make.
+    pub fn redactor(&self) -> Result<Redactor, ConfigError> {
+        let key = self.hash_key()?;
+        Ok(Redactor::new(
+            key.as_deref().map(str::as_bytes),
+            self.private_ips,
+        ))
+    }
+}

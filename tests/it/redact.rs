@@ -375,17 +375,7 @@ fn every_planted_secret_in_every_field_kind_is_replaced_and_counted() {
     assert_eq!(s["records"], KINDS.len());
     assert_eq!(s["written"], KINDS.len());
     assert_eq!(s["rejected"], 0);
-    let counts: Vec<(String, u64)> = s["rules"]
-        .as_array()
-        .expect("rules")
-        .iter()
-        .map(|r| {
-            (
-                r["rule"].as_str().unwrap_or("").to_owned(),
-                r["count"].as_u64().unwrap_or(0),
-            )
-        })
-        .collect();
+    let counts = rule_counts(&s["rules"]);
     for p in &plants {
         assert!(
             counts.contains(&(p.rule.to_owned(), KINDS.len() as u64)),
@@ -747,17 +737,7 @@ fn a_pipeline_with_redact_leaks_no_planted_secret_into_any_output() {
     )
     .expect("json");
     let redaction = &run["summary"]["redaction"];
-    let counted: Vec<(String, u64)> = redaction["rules"]
-        .as_array()
-        .expect("rules")
-        .iter()
-        .map(|r| {
-            (
-                r["rule"].as_str().unwrap_or("").to_owned(),
-                r["count"].as_u64().unwrap_or(0),
-            )
-        })
-        .collect();
+    let counted = rule_counts(&redaction["rules"]);
     let expected: Vec<(String, u64)> = planted.iter().map(|(r, n)| ((*r).to_owned(), *n)).collect();
     let mut sorted = counted.clone();
     sorted.sort();
@@ -892,4 +872,19 @@ fn a_redact_table_is_checked_like_every_table() {
     let (code, err) = check("hash_key_env = \"NO_SUCH_KEY_VAR\"");
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("NO_SUCH_KEY_VAR is not set"), "{err}");
+}
+
+/// The `(rule, count)` pairs of a summary's or manifest's `rules` list.
+fn rule_counts(rules: &Value) -> Vec<(String, u64)> {
+    rules
+        .as_array()
+        .expect("rules")
+        .iter()
+        .map(|r| {
+            (
+                r["rule"].as_str().unwrap_or("").to_owned(),
+                r["count"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect()
 }

@@ -45,6 +45,9 @@ pub struct ExportArgs {
     /// With --redact: count private IPv4 addresses too.
     #[arg(long, requires = "redact")]
     pub private_ips: bool,
+    /// With --redact: a rule file of your own (as `trajkit redact --rules`).
+    #[arg(long, value_name = "FILE", requires = "redact")]
+    pub rules: Option<String>,
 }
 
 /// Shown after the options (kept out of the doc comment, which clap re-wraps).
@@ -67,7 +70,14 @@ pub fn run(args: ExportArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     let rejects = rejects_writer(args.rejects.as_deref())?;
     let redactor = args
         .redact
-        .then(|| redactor(args.hash_key.as_deref(), args.private_ips));
+        .then(|| {
+            redactor(
+                args.hash_key.as_deref(),
+                args.rules.as_deref(),
+                args.private_ips,
+            )
+        })
+        .transpose()?;
     let started = Instant::now();
     let bar = global.progress(&inputs, "export");
     let summary = export_inputs(

@@ -5,10 +5,11 @@ use std::time::Instant;
 
 use clap::Args;
 use trajkit::commands::redact::{redact_inputs, scan_inputs, RedactRunOptions, RedactSummary};
+use trajkit::config::redact::scanner;
 use trajkit::engine::output::print;
 use trajkit::model::upgrade::UpgradeOptions;
 use trajkit::model::AdpVersion;
-use trajkit::redact::{Redactor, HASH_KEY_ENV, RULES};
+use trajkit::redact::{Redactor, Scanner, HASH_KEY_ENV};
 use trajkit::validate::report::{reporter, ReportFormat};
 
 use super::common::{
@@ -42,7 +43,11 @@ pub struct RedactArgs {
     /// Count private IPv4 addresses (10/8, 172.16/12, 192.168/16, link-local, CGNAT) too.
     #[arg(long)]
     pub private_ips: bool,
-    /// List the rules and exit.
+    /// Add the rules of this TOML file to the built-in ones, disable built-in ones, allow
+    /// values and JSON paths (docs/redaction.md#rules-of-your-own).
+    #[arg(long, value_name = "FILE")]
+    pub rules: Option<String>,
+    /// List the rules (with --rules, the file's too) and exit.
     #[arg(long)]
     pub list_rules: bool,
     /// ADP version to write: 1.5.0 (default) down to 1.0.0.
@@ -74,11 +79,15 @@ const EXAMPLES: &str = "Examples:
 
 /// Runs `redact`.
 pub fn run(args: RedactArgs, global: &GlobalArgs) -> Result<u8, CliError> {
+    let redactor = redactor(
+        args.hash_key.as_deref(),
+        args.rules.as_deref(),
+        args.private_ips,
+    )?;
     if args.list_rules {
-        print(&rule_list()).map_err(CliError::io)?;
+        print(&rule_list(redactor.scanner())).map_err(CliError::io)?;
         return Ok(0);
     }
-    let redactor = redactor(args.hash_key.as_deref(), args.private_ips);
     let inputs = inputs(&args.inputs, global)?;
     let started = Instant::now();
     if args.scan {
@@ -115,14 +124,19 @@ pub fn run(args: RedactArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     Ok(u8::from(summary.rejected > 0))
 }
 
-/// The redactor of `--hash-key` (default: the TRAJKIT_REDACT_KEY environment variable) and
-/// `--private-ips`.
-pub(super) fn redactor(hash_key: Option<&str>, private_ips: bool) -> Redactor {
+/// The redactor of `--hash-key` (default: the TRAJKIT_REDACT_KEY environment variable),
+/// `--rules` and `--private-ips`.
+pub(super) fn redactor(
+    hash_key: Option<&str>,
+    rules: Option<&str>,
+    private_ips: bool,
+) -> Result<Redactor, CliError> {
     let key = hash_key
         .map(str::to_owned)
         .or_else(|| std::env::var(HASH_KEY_ENV).ok())
         .filter(|k| !k.is_empty());
-    Redactor::new(key.as_deref().map(str::as_bytes), private_ips)
+    let scanner = scanner(rules, private_ips)?;
+    Ok(Redactor::new(key.as_deref().map(str::as_bytes), scanner))
 }
 
 fn scan(
@@ -153,9 +167,9 @@ fn scan(
     Ok(u8::from(summary.invalid > 0))
 }
 
-fn rule_list() -> String {
+fn rule_list(scanner: &Scanner) -> String {
     let mut out = String::new();
-    for r in RULES {
+    for r in scanner.rules() {
         let _ = writeln!(out, "{:<28} {:<7} {}", r.name, r.kind.prefix(), r.help);
     }
     out

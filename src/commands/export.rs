@@ -139,7 +139,7 @@ impl Run<'_> {
             out: Shards::new(self.data, opts, config),
             rejects: self.rejects,
             reporter: self.reporter,
-            redact: redactor.map(|_| Tally::default()),
+            redact: redactor.map(|r| Tally::new(r.scanner())),
         };
         let (mut sink, inputs_read) = pipeline::run(
             self.inputs,

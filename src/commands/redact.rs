@@ -15,7 +15,7 @@ use crate::engine::rejects::{commit_outputs, reject, RejectsWriter};
 use crate::ingest::RawRecord;
 use crate::model::upgrade::UpgradeOptions;
 use crate::redact::counts::rule_counts;
-use crate::redact::{redact_record, scan_record, Redacted, Redactor, RuleCount, Scanner, RULES};
+use crate::redact::{redact_record, scan_record, Redacted, Redactor, RuleCount, Scanner};
 use crate::validate::report::{FileCounts, Reporter, ValidationSummary};
 
 /// Options of [`redact_inputs`].
@@ -109,7 +109,7 @@ pub fn redact_inputs(
         rejects,
         reporter,
         summary: RedactSummary::default(),
-        counts: vec![0; RULES.len()],
+        counts: vec![0; redactor.scanner().rules().len()],
     };
     let (mut sink, inputs_read) = pipeline::run(
         inputs,
@@ -122,7 +122,7 @@ pub fn redact_inputs(
     sink.reporter.finish(&Default::default()).map_err(write)?;
     commit_outputs(sink.output, sink.rejects).map_err(write)?;
     let mut summary = sink.summary;
-    summary.rules = rule_counts(&sink.counts);
+    summary.rules = rule_counts(redactor.scanner(), &sink.counts);
     summary.empty_inputs = empty_inputs(&inputs_read);
     Ok(summary)
 }

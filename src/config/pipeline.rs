@@ -42,6 +42,7 @@ pub const EXPORT_ELSEWHERE: &[(&str, &str)] = &[
     ("redact", "a [redact] table (redaction before every export)"),
     ("hash_key", "[redact] hash_key_env"),
     ("private_ips", "[redact] private_ips"),
+    ("rules", "[redact] rules"),
 ];
 
 /// Keys holding paths, resolved against the pipeline file's directory.
@@ -56,6 +57,7 @@ const PATH_KEYS: &[&str] = &[
     "system_prompt",
     "chat_template",
     "tokenizer",
+    "rules",
 ];
 
 /// An `[[input]]`: a path (or glob) and how to read it.

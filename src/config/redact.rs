@@ -4,7 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::ConfigError;
-use crate::redact::{Redactor, HASH_KEY_ENV};
+use crate::redact::rule_file::rule_set;
+use crate::redact::{Redactor, Scanner, HASH_KEY_ENV};
 
 /// `[redact]`: its presence turns redaction on.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -18,6 +19,10 @@ pub struct RedactConfig {
     /// Count private IPv4 addresses too (`redact --private-ips`).
     #[serde(default)]
     pub private_ips: bool,
+    /// A rule file of the user's own (`redact --rules`; docs/redaction.md): rules added,
+    /// built-in rules disabled, values and paths allowed. Relative to the pipeline file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rules: Option<String>,
 }
 
 impl RedactConfig {
@@ -35,12 +40,17 @@ impl RedactConfig {
         }
     }
 
-    /// The redactor these options make.
+    /// The redactor these options make (the rule file read and checked).
     pub fn redactor(&self) -> Result<Redactor, ConfigError> {
         let key = self.hash_key()?;
-        Ok(Redactor::new(
-            key.as_deref().map(str::as_bytes),
-            self.private_ips,
-        ))
+        let scanner = scanner(self.rules.as_deref(), self.private_ips)?;
+        Ok(Redactor::new(key.as_deref().map(str::as_bytes), scanner))
     }
+}
+
+/// The compiled rules: the built-in ones, with the rule file at `rules` when given.
+pub fn scanner(rules: Option<&str>, private_ips: bool) -> Result<Scanner, ConfigError> {
+    let set = rule_set(rules, private_ips)?;
+    // A rule file's patterns were compiled when it was read; this only fails on limits.
+    Scanner::new(set).map_err(|e| ConfigError::Invalid(format!("redaction rules: {e}")))
 }

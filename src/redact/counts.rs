@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::rules::RULES;
+use super::scan::Scanner;
 
 /// Replacements of one rule.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,7 +51,13 @@ impl Redaction {
                 None => self.rules.push(r.clone()),
             }
         }
-        let order = |name: &str| RULES.iter().position(|r| r.name == name);
+        // Built-in rules in their order, then a rule file's, in the order they were first met.
+        let order = |name: &str| {
+            RULES
+                .iter()
+                .position(|r| r.name == name)
+                .unwrap_or(usize::MAX)
+        };
         self.rules.sort_by_key(|r| order(&r.rule));
     }
 
@@ -82,33 +89,29 @@ pub struct Tally {
     pub rejected: u64,
     /// Trajectories passed on in which something was replaced.
     pub redacted: u64,
-    /// Replacements per rule, indexed like [`RULES`].
-    pub per_rule: Vec<u64>,
+    /// Replacements per rule, one entry for each rule of the scanner, in its order.
+    pub per_rule: Vec<RuleCount>,
 }
 
-impl Default for Tally {
-    fn default() -> Self {
+impl Tally {
+    /// No trajectory yet, for the rules of `scanner`.
+    pub fn new(scanner: &Scanner) -> Tally {
         Tally {
             records_in: 0,
             rejected: 0,
             redacted: 0,
-            per_rule: vec![0; RULES.len()],
+            per_rule: zeros(scanner),
         }
     }
-}
 
-impl Tally {
     /// Counts a trajectory passed on with `counts` replacements per rule.
     pub fn written(&mut self, counts: &[u64]) {
         self.records_in += 1;
         if counts.iter().any(|&c| c > 0) {
             self.redacted += 1;
         }
-        if self.per_rule.len() < counts.len() {
-            self.per_rule.resize(counts.len(), 0);
-        }
         for (total, c) in self.per_rule.iter_mut().zip(counts) {
-            *total += c;
+            total.count += c;
         }
     }
 
@@ -120,7 +123,12 @@ impl Tally {
 
     /// The counts as reported.
     pub fn report(&self) -> Redaction {
-        let rules = rule_counts(&self.per_rule);
+        let rules: Vec<RuleCount> = self
+            .per_rule
+            .iter()
+            .filter(|r| r.count > 0)
+            .cloned()
+            .collect();
         Redaction {
             records_in: self.records_in,
             written: self.records_in - self.rejected,
@@ -132,16 +140,26 @@ impl Tally {
     }
 }
 
-/// The rules that found something, with their counts, in rule order.
-pub fn rule_counts(counts: &[u64]) -> Vec<RuleCount> {
-    RULES
+/// A zero count for each rule of `scanner`, in its order.
+fn zeros(scanner: &Scanner) -> Vec<RuleCount> {
+    scanner
+        .rules()
         .iter()
-        .zip(counts)
-        .filter(|(_, &c)| c > 0)
-        .map(|(r, &count)| RuleCount {
-            rule: r.name.to_owned(),
+        .map(|r| RuleCount {
+            rule: r.name.clone(),
             kind: r.kind.prefix().to_owned(),
-            count,
+            count: 0,
         })
         .collect()
+}
+
+/// The rules of `scanner` that found something, with their `counts` (indexed like its rules),
+/// in rule order.
+pub fn rule_counts(scanner: &Scanner, counts: &[u64]) -> Vec<RuleCount> {
+    let mut rules = zeros(scanner);
+    for (r, c) in rules.iter_mut().zip(counts) {
+        r.count = *c;
+    }
+    rules.retain(|r| r.count > 0);
+    rules
 }

@@ -91,7 +91,7 @@ mod tests {
 
     #[test]
     fn values_are_masked_at_any_depth_names_included() {
-        let s = Scanner::new(false);
+        let s = Scanner::builtin(false);
         let mail = ["jane.roe", "@", "mailhost.io"].concat();
         let mut v = serde_json::json!({"a": [{"b": format!("to {mail}")}], mail.clone(): 1,
             "<PII:email>": 2});

@@ -2,6 +2,9 @@
 //! them, before a trajectory reaches a dataset (docs/redaction.md).
 //!
 //! - [`rules`]: the built-in rules (name, kind, pattern, check), in priority order;
+//! - [`rule_file`]: a rule file of the user's own (rules added, built-in ones disabled,
+//!   values and paths allowed), read and checked;
+//! - [`ruleset`]: the rules a redaction runs, and what it allows;
 //! - [`checks`]: checksums, entropy and address classes a match must also pass;
 //! - [`scan`]: the rules' matches in one text, a [`regex::RegexSet`] pass first;
 //! - [`mod@walk`]: every string of a trajectory, with its JSON pointer;
@@ -18,7 +21,9 @@ pub mod checks;
 pub mod counts;
 pub mod hash;
 pub mod mask;
+pub mod rule_file;
 pub mod rules;
+pub mod ruleset;
 pub mod scan;
 pub mod walk;
 
@@ -33,6 +38,7 @@ pub use counts::{Redaction, RuleCount, Tally};
 pub use hash::HashKey;
 pub use mask::MaskedReporter;
 pub use rules::{Kind, Rule, RULES};
+pub use ruleset::{ActiveRule, RuleSet};
 use scan::push_placeholder;
 pub use scan::Scanner;
 use walk::{walk, Role, Visit};
@@ -48,11 +54,11 @@ pub struct Redactor {
 }
 
 impl Redactor {
-    /// A redactor; with `key`, placeholders carry a keyed hash of what they replace
-    /// (`<SECRET:github_token:7f3a91c2>`); with `private_ips`, private IPv4 addresses count.
-    pub fn new(key: Option<&[u8]>, private_ips: bool) -> Redactor {
+    /// A redactor running `scanner`'s rules; with `key`, placeholders carry a keyed hash of
+    /// what they replace (`<SECRET:github_token:7f3a91c2>`).
+    pub fn new(key: Option<&[u8]>, scanner: Scanner) -> Redactor {
         Redactor {
-            scanner: Scanner::new(private_ips),
+            scanner,
             key: key.map(HashKey::new),
         }
     }
@@ -72,7 +78,7 @@ impl Redactor {
                 .key
                 .as_ref()
                 .map(|k| k.tag(text[f.span.clone()].as_bytes()));
-            push_placeholder(&mut out, &RULES[f.rule], tag.as_deref());
+            push_placeholder(&mut out, &self.scanner.rules()[f.rule], tag.as_deref());
             at = f.span.end;
             if let Some(c) = counts.get_mut(f.rule) {
                 *c += 1;
@@ -88,7 +94,7 @@ impl Redactor {
 pub struct Finding {
     /// JSON pointer of the string (for an object key, of its member).
     pub pointer: String,
-    /// Index of the rule in [`RULES`].
+    /// Index of the rule in [`Scanner::rules`].
     pub rule: usize,
     /// Length of the text found, in characters.
     pub chars: usize,
@@ -97,10 +103,16 @@ pub struct Finding {
 }
 
 impl Finding {
-    /// This finding as a diagnostic of the record at `prov`: rule `secret:NAME` or
-    /// `pii:NAME`, or `redaction-residual` after a redaction.
-    pub fn diagnostic(&self, prov: &Provenance, id: &str, residual: bool) -> Diagnostic {
-        let rule = &RULES[self.rule];
+    /// This finding of `scanner` as a diagnostic of the record at `prov`: rule `secret:NAME`
+    /// or `pii:NAME`, or `redaction-residual` after a redaction.
+    pub fn diagnostic(
+        &self,
+        scanner: &Scanner,
+        prov: &Provenance,
+        id: &str,
+        residual: bool,
+    ) -> Diagnostic {
+        let rule = &scanner.rules()[self.rule];
         let place = match self.role {
             Role::Text => "",
             Role::Key => " in an object key",
@@ -124,8 +136,8 @@ impl Finding {
     }
 }
 
-impl Rule {
-    /// `a github_token` / `personal data (email)`, for messages.
+impl ActiveRule {
+    /// `a secret (github_token)` / `personal data (email)`, for messages.
     fn help_name(&self) -> String {
         match self.kind {
             Kind::Secret => format!("a secret ({})", self.name),
@@ -142,6 +154,9 @@ struct Findings<'a> {
 
 impl Visit for Findings<'_> {
     fn text(&mut self, text: &str, pointer: &str, role: Role) -> Option<String> {
+        if self.scanner.allowed_path(pointer) {
+            return None;
+        }
         for f in self.scanner.find(text) {
             self.found.push(Finding {
                 pointer: pointer.to_owned(),
@@ -164,8 +179,8 @@ struct Replace<'a> {
 }
 
 impl Visit for Replace<'_> {
-    fn text(&mut self, text: &str, _: &str, role: Role) -> Option<String> {
-        if role == Role::Fixed {
+    fn text(&mut self, text: &str, pointer: &str, role: Role) -> Option<String> {
+        if role == Role::Fixed || self.redactor.scanner.allowed_path(pointer) {
             // Left as it is: the residual scan finds it and rejects the trajectory.
             return None;
         }
@@ -190,7 +205,8 @@ pub fn find_all(scanner: &Scanner, traj: &mut Trajectory) -> Vec<Finding> {
 /// What redaction made of one record.
 #[derive(Debug)]
 pub enum Redacted {
-    /// Written: the JSON line, and the replacements per rule (indexed like [`RULES`]).
+    /// Written: the JSON line, and the replacements per rule (indexed like
+    /// [`Scanner::rules`]).
     Written(Vec<u8>, Vec<u64>),
     /// Rejected (invalid ADP, or `redaction-residual`), with why.
     Rejected(Vec<Diagnostic>),
@@ -241,7 +257,7 @@ pub fn scan_record(
         .map_err(|d| scanner.masked(d))?;
     let found = find_all(scanner, &mut traj)
         .iter()
-        .map(|f| f.diagnostic(&record.provenance, &traj.id, false))
+        .map(|f| f.diagnostic(scanner, &record.provenance, &traj.id, false))
         .collect();
     Ok(scanner.masked(found))
 }
@@ -259,7 +275,7 @@ impl Redactor {
 
     /// Replaces what the rules find in every free string of `traj` (an upgraded, checked
     /// trajectory), then scans the whole result again, ids and links included. Returns the
-    /// replacements per rule (indexed like [`RULES`]), or why the trajectory may not be
+    /// replacements per rule (indexed like [`Scanner::rules`]), or why the trajectory may not be
     /// written (`redaction-residual`; the diagnostics show no text a rule finds).
     pub fn redact_trajectory(
         &self,
@@ -268,13 +284,13 @@ impl Redactor {
     ) -> Result<Vec<u64>, Vec<Diagnostic>> {
         let mut replace = Replace {
             redactor: self,
-            counts: vec![0; RULES.len()],
+            counts: vec![0; self.scanner.rules().len()],
             collisions: Vec::new(),
         };
         walk(traj, &mut replace);
         let mut problems: Vec<Diagnostic> = find_all(&self.scanner, traj)
             .iter()
-            .map(|f| f.diagnostic(prov, &traj.id, true))
+            .map(|f| f.diagnostic(&self.scanner, prov, &traj.id, true))
             .collect();
         problems.extend(replace.collisions.iter().map(|p| {
             Diagnostic::error(

@@ -32,10 +32,12 @@ impl Kind {
 }
 
 /// What a match must also pass (see [`super::checks`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Check {
     /// Nothing more.
     None,
+    /// At least this many bits of entropy per character (a user rule's `entropy`).
+    MinEntropy(f64),
     /// An assigned value: entropy, not a placeholder or code.
     SecretValue,
     /// A password in a URL: not a variable or a mask.

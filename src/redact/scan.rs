@@ -5,15 +5,17 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
+use aho_corasick::AhoCorasick;
 use regex::{Regex, RegexSet};
 
 use super::checks;
-use super::rules::{Check, Rule, RULES};
+use super::rules::Check;
+use super::ruleset::{ActiveRule, RuleSet};
 
 /// A match of a rule in a text: the part to replace.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Found {
-    /// Index of the rule in [`RULES`].
+    /// Index of the rule in [`Scanner::rules`].
     pub rule: usize,
     /// Byte range of the replaced part.
     pub span: Range<usize>,
@@ -24,11 +26,11 @@ const PLACEHOLDER: &str = r"<(?:SECRET|PII):[a-z0-9_]+(?::[0-9a-f]{8})?>";
 
 /// Appends the placeholder of `rule` to `out`: `<SECRET:name>`, or `<SECRET:name:TAG>` with a
 /// keyed hash's `tag`.
-pub fn push_placeholder(out: &mut String, rule: &Rule, tag: Option<&str>) {
+pub fn push_placeholder(out: &mut String, rule: &ActiveRule, tag: Option<&str>) {
     out.push('<');
     out.push_str(rule.kind.tag());
     out.push(':');
-    out.push_str(rule.name);
+    out.push_str(&rule.name);
     if let Some(tag) = tag {
         out.push(':');
         out.push_str(tag);
@@ -39,38 +41,118 @@ pub fn push_placeholder(out: &mut String, rule: &Rule, tag: Option<&str>) {
 /// The compiled rules.
 #[derive(Debug, Clone)]
 pub struct Scanner {
+    rules: RuleSet,
+    /// The patterns of the rules without keywords, in one set: which of them match at all.
     set: RegexSet,
+    /// The rule of each pattern of `set`.
+    set_rules: Vec<usize>,
+    /// The keywords of the rules that have some, and the rule of each keyword.
+    keywords: Option<(AhoCorasick, Vec<usize>)>,
     patterns: Vec<Regex>,
     placeholder: Regex,
-    private_ips: bool,
+    /// Texts shorter than this hold no match of any rule.
+    shortest: usize,
 }
 
-/// Texts shorter than this hold no match of any rule.
-const SHORTEST: usize = 7;
+/// Texts shorter than this hold no match of any built-in rule.
+const SHORTEST_BUILTIN: usize = 7;
 
 impl Scanner {
-    /// Compiles the built-in rules; `private_ips` makes private IPv4 addresses count.
-    pub fn new(private_ips: bool) -> Scanner {
-        let pattern = |p: &str| {
-            // The patterns are constants, compiled by a test: this cannot fail at run time.
-            Regex::new(p).unwrap_or_else(|e| unreachable!("built-in pattern: {e}"))
-        };
-        Scanner {
-            set: RegexSet::new(RULES.iter().map(|r| r.pattern))
-                .unwrap_or_else(|e| unreachable!("built-in patterns: {e}")),
-            patterns: RULES.iter().map(|r| pattern(r.pattern)).collect(),
-            placeholder: pattern(PLACEHOLDER),
-            private_ips,
+    /// Compiles the built-in rules; `private_ips` makes private IP addresses count.
+    pub fn builtin(private_ips: bool) -> Scanner {
+        // The built-in patterns are constants, compiled by a test: this cannot fail.
+        Scanner::new(RuleSet::builtin(private_ips))
+            .unwrap_or_else(|e| unreachable!("built-in patterns: {e}"))
+    }
+
+    /// Compiles `rules` (a rule file's patterns were compiled when it was read).
+    pub fn new(rules: RuleSet) -> Result<Scanner, regex::Error> {
+        let patterns = (rules.rules.iter())
+            .map(|r| Regex::new(&r.pattern))
+            .collect::<Result<Vec<_>, _>>()?;
+        let set_rules: Vec<usize> = (0..rules.rules.len())
+            .filter(|&i| rules.rules[i].keywords.is_empty())
+            .collect();
+        let set = RegexSet::new(set_rules.iter().map(|&i| &rules.rules[i].pattern))?;
+        let mut words = Vec::new();
+        let mut word_rules = Vec::new();
+        for (i, r) in rules.rules.iter().enumerate() {
+            for k in &r.keywords {
+                words.push(k.as_str());
+                word_rules.push(i);
+            }
         }
+        let keywords = if words.is_empty() {
+            None
+        } else {
+            let automaton = AhoCorasick::builder()
+                .ascii_case_insensitive(true)
+                .build(&words)
+                .map_err(|e| regex::Error::Syntax(format!("keywords: {e}")))?;
+            Some((automaton, word_rules))
+        };
+        let shortest = if rules.rules.iter().all(|r| r.builtin) {
+            SHORTEST_BUILTIN
+        } else {
+            1
+        };
+        Ok(Scanner {
+            set,
+            set_rules,
+            keywords,
+            patterns,
+            placeholder: Regex::new(PLACEHOLDER)?,
+            shortest,
+            rules,
+        })
+    }
+
+    /// The rules, in priority order; [`Found::rule`] indexes them.
+    pub fn rules(&self) -> &[ActiveRule] {
+        &self.rules.rules
+    }
+
+    /// The rule set compiled.
+    pub fn rule_set(&self) -> &RuleSet {
+        &self.rules
+    }
+
+    /// The string at JSON pointer `pointer` is allowed (never redacted nor scanned).
+    pub fn allowed_path(&self, pointer: &str) -> bool {
+        self.rules.allow.path(pointer)
+    }
+
+    /// The rules that may match `text`, in priority order.
+    fn candidates(&self, text: &str) -> Vec<usize> {
+        let mut rules: Vec<usize> = if self.set_rules.is_empty() {
+            Vec::new()
+        } else {
+            (self.set.matches(text).iter())
+                .map(|i| self.set_rules[i])
+                .collect()
+        };
+        if let Some((words, word_rules)) = &self.keywords {
+            let before = rules.len();
+            rules.extend(
+                words
+                    .find_overlapping_iter(text)
+                    .map(|m| word_rules[m.pattern().as_usize()]),
+            );
+            if rules.len() > before {
+                rules.sort_unstable();
+                rules.dedup();
+            }
+        }
+        rules
     }
 
     /// The rules' matches in `text`, without overlaps, in text order.
     pub fn find(&self, text: &str) -> Vec<Found> {
-        if text.len() < SHORTEST {
+        if text.len() < self.shortest {
             return Vec::new();
         }
-        let matched = self.set.matches(text);
-        if !matched.matched_any() {
+        let candidates = self.candidates(text);
+        if candidates.is_empty() {
             return Vec::new();
         }
         let placeholders: Vec<Range<usize>> = if text.contains("<SECRET:") || text.contains("<PII:")
@@ -83,9 +165,14 @@ impl Scanner {
             Vec::new()
         };
         let mut found: Vec<Found> = Vec::new();
-        for rule in matched.iter() {
+        for rule in candidates {
+            let group = self.rules.rules[rule].group;
             for caps in self.patterns[rule].captures_iter(text) {
-                let Some(m) = (1..caps.len()).find_map(|g| caps.get(g)).or(caps.get(0)) else {
+                let m = match group {
+                    Some(g) => caps.get(g),
+                    None => (1..caps.len()).find_map(|g| caps.get(g)).or(caps.get(0)),
+                };
+                let Some(m) = m else {
                     continue;
                 };
                 let span = m.range();
@@ -93,7 +180,8 @@ impl Scanner {
                 if m.is_empty()
                     || placeholders.iter().any(overlaps)
                     || found.iter().any(|f| overlaps(&f.span))
-                    || !self.passes(&RULES[rule], text, &span)
+                    || !self.passes(&self.rules.rules[rule], text, &span)
+                    || self.rules.allow.value(m.as_str())
                 {
                     continue;
                 }
@@ -115,17 +203,19 @@ impl Scanner {
         let mut at = 0;
         for f in found {
             out.push_str(&text[at..f.span.start]);
-            push_placeholder(&mut out, &RULES[f.rule], None);
+            push_placeholder(&mut out, &self.rules.rules[f.rule], None);
             at = f.span.end;
         }
         out.push_str(&text[at..]);
         Cow::Owned(out)
     }
 
-    fn passes(&self, rule: &Rule, text: &str, span: &Range<usize>) -> bool {
+    fn passes(&self, rule: &ActiveRule, text: &str, span: &Range<usize>) -> bool {
         let s = &text[span.clone()];
+        let private_ips = self.rules.private_ips;
         match rule.check {
             Check::None => true,
+            Check::MinEntropy(bits) => checks::entropy(s) >= bits,
             Check::SecretValue => checks::secret_value(s),
             Check::UrlPassword => {
                 !(s.starts_with('$') || s.starts_with('%') || s.bytes().all(|b| b == b'*'))
@@ -140,7 +230,7 @@ impl Scanner {
                 let before = span.start.checked_sub(1).map(|i| &bytes[i]);
                 !before.is_some_and(part_of_word)
                     && !bytes.get(span.end).is_some_and(part_of_word)
-                    && checks::ipv6(s, self.private_ips)
+                    && checks::ipv6(s, private_ips)
             }
             Check::Ipv4 => {
                 let bytes = text.as_bytes();
@@ -155,7 +245,7 @@ impl Scanner {
                     && text[span.end..].starts_with(')'))
                     || text.contains(&format!("=={s}"))
                     || text.contains(&format!("-{s}"));
-                !dotted_before && !dotted_after && !pip_version && checks::ipv4(s, self.private_ips)
+                !dotted_before && !dotted_after && !pip_version && checks::ipv4(s, private_ips)
             }
         }
     }
@@ -164,18 +254,19 @@ impl Scanner {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::redact::rules::RULES;
 
-    fn names(scanner: &Scanner, text: &str) -> Vec<&'static str> {
+    fn names(scanner: &Scanner, text: &str) -> Vec<String> {
         scanner
             .find(text)
             .iter()
-            .map(|f| RULES[f.rule].name)
+            .map(|f| scanner.rules()[f.rule].name.clone())
             .collect()
     }
 
     #[test]
     fn every_pattern_compiles_and_names_are_unique() {
-        let scanner = Scanner::new(false);
+        let scanner = Scanner::builtin(false);
         assert_eq!(scanner.patterns.len(), RULES.len());
         let mut names: Vec<&str> = RULES.iter().map(|r| r.name).collect();
         names.sort_unstable();
@@ -185,7 +276,7 @@ mod tests {
 
     #[test]
     fn overlaps_go_to_the_earlier_rule_and_placeholders_are_skipped() {
-        let s = Scanner::new(false);
+        let s = Scanner::builtin(false);
         let url = ["postgres://app:", "Zq8", "rT2vLw@db.internal.net/main"].concat();
         assert_eq!(names(&s, &url), ["database_connection_string"]);
         assert!(s
@@ -198,7 +289,7 @@ mod tests {
 
     #[test]
     fn ordinary_code_and_ids_do_not_match() {
-        let s = Scanner::new(true);
+        let s = Scanner::builtin(true);
         for text in [
             "550e8400-e29b-41d4-a716-446655440000",
             "commit 3f786850e387550fdab836ed7e6dc881de23001b",
@@ -217,7 +308,7 @@ mod tests {
             "ping 2001:db8::8a2e:370:7334; std::vector<int>::iterator; a::b::c",
             "sha 2a00:1450 dead:beef:cafe 10:20:30:40 at 12:34:56",
         ] {
-            assert_eq!(names(&s, text), Vec::<&str>::new(), "{text}");
+            assert_eq!(names(&s, text), Vec::<String>::new(), "{text}");
         }
     }
 }

@@ -289,9 +289,15 @@ impl<'p> Prepared<'p> {
             .redactor
             .as_ref()
             .and_then(|r| r.key_tag(b"trajkit run identity"));
+        // The rule file is named by the configuration, but may change under the same name.
+        let rules = (self.redactor.as_ref())
+            .map(|r| r.scanner().rule_set())
+            .filter(|s| !s.is_builtin())
+            .map(|s| s.fingerprint());
         let identity_text = json!({
             "config": p.effective(),
             "redact_key": key_tag,
+            "redact_rules": rules,
             "max_reject_rate": max,
             "max_record_bytes": self.request.run.max_record_bytes,
             "partition": partition.map(|p| p.spec()),

@@ -754,7 +754,9 @@ fn restored_sink<'a>(
             ..RunSummary::default()
         },
         joins,
-        redact: plan.redact.map(|_| st.redact.unwrap_or_default()),
+        redact: plan
+            .redact
+            .map(|r| st.redact.unwrap_or_else(|| Tally::new(r.scanner()))),
         newly_used: vec![Vec::new(); used.len()],
         journaled_inputs: restart.input,
         last_checkpoint: None,

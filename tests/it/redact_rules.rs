@@ -294,3 +294,42 @@ fn the_guide_s_example_rule_file_loads() {
     );
     assert!(!list.contains("\nphone "), "disabled: {list}");
 }
+
+#[test]
+fn a_resumed_run_refuses_a_rule_file_that_changed() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let rules = rules_file(tmp.path());
+    let lines: String = (0..4)
+        .map(|i| {
+            let mut t = trajectory();
+            t["id"] = json!(format!("t-{i}"));
+            format!("{t}\n")
+        })
+        .collect();
+    std::fs::write(tmp.path().join("in.jsonl"), lines).expect("write");
+    let pipeline = tmp.path().join("p.toml");
+    std::fs::write(
+        &pipeline,
+        "[[input]]\npath = \"in.jsonl\"\n\n[redact]\nrules = \"rules.toml\"\n\n[[export]]\nto = \"adp\"\noutput = \"out\"\nshard_rows = 1\n",
+    )
+    .expect("write");
+    let killed = trajkit()
+        .arg("run")
+        .arg(&pipeline)
+        .env("TRAJKIT_TEST_ABORT_AFTER_RECORDS", "3")
+        .output()
+        .expect("runs");
+    assert!(!killed.status.success(), "not killed");
+    let original = std::fs::read_to_string(&rules).expect("read");
+    std::fs::write(&rules, original.replace("entropy = 3.5", "entropy = 3.0")).expect("write");
+    let p = pipeline.to_string_lossy().into_owned();
+    let (code, _, err) = run(&["run", &p, "--resume"], "");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("cannot resume") && err.contains("changed"),
+        "{err}"
+    );
+    std::fs::write(&rules, original).expect("write");
+    let (code, _, err) = run(&["run", &p, "--resume"], "");
+    assert_eq!(code, Some(0), "{err}");
+}

@@ -378,9 +378,9 @@ fn plan_restart(
             }
             if id != identity {
                 return Err(ResumeError::Refused(
-                    "the pipeline's effective configuration or its inputs (paths, sizes, \
-                     modification times) changed since the interrupted run; run again without \
-                     --resume"
+                    "the pipeline's effective configuration (its redaction rule file and hash \
+                     key included) or its inputs (paths, sizes, modification times) changed \
+                     since the interrupted run; run again without --resume"
                         .to_owned(),
                 ));
             }

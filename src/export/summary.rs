@@ -88,8 +88,13 @@ impl ExportSummary {
     }
 }
 
-/// The token counts of the rows written: the total, percentiles of the rows' lengths, and the
-/// lengths themselves (`length: rows`), which merged partitions add up.
+/// The token counts of the rows written: the total, percentiles of the rows' lengths, and a
+/// histogram of the lengths (`length: rows`), which merged partitions add up.
+///
+/// The histogram stays small whatever the number of rows: lengths under [`EXACT_BELOW`] are
+/// kept exactly, longer ones rounded down to their 8 most significant bits (within 0.8 %), so
+/// it has at most 128 entries per doubling of the length. The total and the maximum are exact;
+/// the percentiles are read off the histogram (exact under [`EXACT_BELOW`] tokens).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenCounts {
     /// Tokens in all rows.
@@ -102,29 +107,44 @@ pub struct TokenCounts {
     pub p99: u64,
     /// The longest row.
     pub max: u64,
-    /// Rows by length.
+    /// Rows by length (longer lengths rounded down, see above).
     pub lengths: BTreeMap<u64, u64>,
 }
 
+/// Lengths below this are kept exactly in [`TokenCounts::lengths`].
+pub const EXACT_BELOW: u64 = 1024;
+
+/// The histogram key of a length of `n` tokens: `n` itself under [`EXACT_BELOW`], else `n`
+/// with all but its 8 most significant bits cleared.
+fn bucket(n: u64) -> u64 {
+    if n < EXACT_BELOW {
+        return n;
+    }
+    let drop = (u64::BITS - n.leading_zeros()).saturating_sub(8);
+    n >> drop << drop
+}
+
 impl TokenCounts {
-    /// Counts a row of `n` tokens ([`TokenCounts::settle`] updates the totals).
+    /// Counts a row of `n` tokens ([`TokenCounts::settle`] updates the percentiles).
     pub fn count(&mut self, n: u64) {
-        *self.lengths.entry(n).or_insert(0) += 1;
+        self.total += n;
+        self.max = self.max.max(n);
+        *self.lengths.entry(bucket(n)).or_insert(0) += 1;
     }
 
     /// Adds `other`'s rows.
     pub fn add(&mut self, other: &TokenCounts) {
+        self.total += other.total;
+        self.max = self.max.max(other.max);
         for (n, rows) in &other.lengths {
-            *self.lengths.entry(*n).or_insert(0) += rows;
+            *self.lengths.entry(bucket(*n)).or_insert(0) += rows;
         }
         self.settle();
     }
 
-    /// Recomputes the total and percentiles (nearest rank) from the lengths.
+    /// Recomputes the percentiles (nearest rank) from the histogram.
     pub fn settle(&mut self) {
         let rows: u64 = self.lengths.values().sum();
-        self.total = self.lengths.iter().map(|(n, r)| n * r).sum();
-        self.max = self.lengths.keys().next_back().copied().unwrap_or(0);
         let rank = |p: u64| {
             // The smallest length with at least p% of the rows at or below it.
             let want = (rows * p).div_ceil(100).max(1);
@@ -160,5 +180,36 @@ mod tests {
         u.count(1000);
         t.add(&u);
         assert_eq!((t.max, t.p99), (1000, 100));
+    }
+
+    #[test]
+    fn long_lengths_share_buckets_and_the_histogram_stays_small() {
+        assert_eq!(bucket(1023), 1023);
+        assert_eq!(bucket(1024), 1024);
+        assert_eq!(bucket(1031), 1024);
+        assert_eq!(bucket(1032), 1032);
+        assert_eq!(bucket(100_000), 99_840);
+        let mut t = TokenCounts::default();
+        for n in 0..200_000u64 {
+            t.count(n);
+        }
+        t.settle();
+        assert_eq!(t.total, (0..200_000u64).sum::<u64>());
+        assert_eq!(t.max, 199_999);
+        assert!(t.lengths.len() <= 1024 + 8 * 128, "{}", t.lengths.len());
+        for (p, exact) in [(t.p50, 100_000), (t.p90, 180_000), (t.p99, 198_000)] {
+            assert!(p <= exact && exact - p <= exact / 128, "{p} for {exact}");
+        }
+        // Merging partitions gives what one pass gives.
+        let (mut a, mut b) = (TokenCounts::default(), TokenCounts::default());
+        for n in 0..200_000u64 {
+            if n % 3 == 0 {
+                a.count(n)
+            } else {
+                b.count(n)
+            }
+        }
+        a.add(&b);
+        assert_eq!(a, t);
     }
 }

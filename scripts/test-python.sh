@@ -10,7 +10,7 @@ TARGET="${CARGO_TARGET_DIR:-target}"
 case "$TARGET" in /*) ;; *) TARGET="$PWD/$TARGET" ;; esac
 PIP=(--quiet --disable-pip-version-check)
 
-step() { printf '== python: %s\n' "$*"; }
+step() { printf '== python: %s (at %s s)\n' "$*" "$SECONDS"; }
 
 step "build the wheel"
 TOOLS="$TARGET/maturin-venv"
@@ -36,3 +36,4 @@ step "add Ray, pyarrow and datasets; the package and Ray driver tests"
 HF_HOME="$TARGET/wheel-venv/hf-home" HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 \
   HF_DATASETS_DISABLE_PROGRESS_BARS=1 RAY_USAGE_STATS_ENABLED=0 \
   "$VENV/bin/python" -m unittest discover -s tests/python -v
+step "done"

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 
 import trajkit
 
-__all__ = ["run_pipeline", "RayRun", "PipelineRefused", "PartitionFailed", "RayMissing", "main"]
+__all__ = ["run_pipeline", "RayRun", "PipelineRefused", "TrajkitFailed", "PartitionFailed",
+           "RayMissing", "main"]
 
 RAY_PACKAGE = "ray"
 
@@ -46,19 +47,31 @@ class PipelineRefused(RuntimeError):
         return f"{self.args[0]}:\n{self.output.rstrip()}"
 
 
-class PartitionFailed(RuntimeError):
-    """A partition's `trajkit run` failed for good (after Ray's retries). `code` is its exit
-    code (negative: killed by that signal), `stderr` what it printed besides progress."""
+class TrajkitFailed(RuntimeError):
+    """A trajkit command the driver ran failed: `step` says which (`partition 1/4`,
+    `merge-manifests`), `code` is its exit code (negative: killed by that signal), `stderr`
+    what it printed besides progress."""
 
-    def __init__(self, partition, code, stderr):
-        super().__init__(partition, code, stderr)
-        self.partition = partition
+    def __init__(self, step, code, stderr):
+        super().__init__(step, code, stderr)
+        self.step = step
         self.code = code
         self.stderr = stderr
 
     def __str__(self):
         how = f"exit code {self.code}" if self.code >= 0 else f"killed by signal {-self.code}"
-        return f"partition {self.partition} failed ({how}):\n{self.stderr.rstrip()}"
+        return f"{self.step} failed ({how}):\n{self.stderr.rstrip()}"
+
+
+class PartitionFailed(TrajkitFailed):
+    """A partition's `trajkit run` failed for good (after Ray's retries); `partition` is `I/N`."""
+
+    def __init__(self, partition, code, stderr):
+        super().__init__(partition, code, stderr)
+        self.partition = partition
+
+    def __str__(self):
+        return f"partition {super().__str__()}"
 
 
 class _Transient(PartitionFailed):
@@ -162,8 +175,8 @@ def run_pipeline(pipeline, partitions, *, by=None, address=None, binary=None, ma
     on every worker. `max_retries`: Ray's retries of a partition killed or failing with an I/O
     error. `cpus_per_task`: the CPUs each task reserves and the threads its `trajkit` uses.
 
-    Raises RayMissing, PipelineRefused (nothing started) or PartitionFailed (a partition
-    failed for good; nothing merged).
+    Raises RayMissing, PipelineRefused (nothing started), PartitionFailed (a partition failed
+    for good; nothing merged) or TrajkitFailed (`merge-manifests` refused).
     """
     ray = _import_ray()
     if partitions < 1:
@@ -205,7 +218,7 @@ def run_pipeline(pipeline, partitions, *, by=None, address=None, binary=None, ma
         raise failures[0]
     code, _, err = _trajkit(exe, ["merge-manifests", *exports])
     if code != 0:
-        raise PartitionFailed("merge-manifests", code, err)
+        raise TrajkitFailed("merge-manifests", code, err)
     return RayRun(by=chosen, partitions=partitions, inputs=inputs, exports=exports,
                   progress=[r["progress"] for r in results], merge_output=err)
 
@@ -240,7 +253,7 @@ def main(argv=None):
     try:
         run = run_pipeline(a.pipeline, a.partitions, by=a.by, address=a.address,
                            max_retries=a.max_retries, cpus_per_task=a.cpus_per_task)
-    except (RayMissing, PipelineRefused, PartitionFailed, FileNotFoundError) as e:
+    except (RayMissing, PipelineRefused, TrajkitFailed, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return _exit_code(e)
     sys.stderr.write(run.merge_output)

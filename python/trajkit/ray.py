@@ -157,7 +157,7 @@ def _partition(exe, pipeline, index, count, by, threads):
             other.append(line)
     code = proc.wait()
     if code == 0:
-        return {"partition": spec, "progress": last, "stderr": "".join(other)}
+        return last
     failure = _Transient if code < 0 or code == 3 else PartitionFailed
     raise failure(spec, code, "".join(other))
 
@@ -220,7 +220,7 @@ def run_pipeline(pipeline, partitions, *, by=None, address=None, binary=None, ma
     if code != 0:
         raise TrajkitFailed("merge-manifests", code, err)
     return RayRun(by=chosen, partitions=partitions, inputs=inputs, exports=exports,
-                  progress=[r["progress"] for r in results], merge_output=err)
+                  progress=results, merge_output=err)
 
 
 def _exit_code(e):

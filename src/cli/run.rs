@@ -3,7 +3,7 @@
 use std::time::Instant;
 
 use clap::Args;
-use trajkit::commands::run::file::{check, FileRunError, Outcome, Prepared, Request};
+use trajkit::commands::run::file::{check, list_inputs, FileRunError, Outcome, Prepared, Request};
 use trajkit::commands::run::journal::ResumeError;
 use trajkit::commands::run::{RunError, RunSummary};
 use trajkit::config::pipeline::{load, Pipeline};
@@ -42,6 +42,11 @@ pub struct RunArgs {
     /// pipeline file's directory) as TOML, and exit.
     #[arg(long, conflicts_with = "check")]
     pub print_config: bool,
+    /// Print the inputs the run reads, one path a line (globs and directories expanded, each
+    /// file's format detected; with --partition, the partition's share), and exit. Nothing is
+    /// written.
+    #[arg(long, conflicts_with_all = ["check", "print_config"])]
+    pub list_inputs: bool,
     /// With --print-config: print JSON instead of TOML.
     #[arg(long, requires = "print_config")]
     pub json: bool,
@@ -76,6 +81,7 @@ const EXAMPLES: &str = "Examples:
   trajkit run sample_data/pipeline.toml
   trajkit run --check pipeline.toml
   trajkit run --print-config pipeline.toml > effective.toml
+  trajkit run --list-inputs pipeline.toml --partition 0/4
   trajkit run pipeline.toml --threads 2 --max-reject-rate 0.01
   trajkit run pipeline.toml --partition 3/8   # then: trajkit merge-manifests out/parquet ...";
 
@@ -107,6 +113,12 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         } else {
             pipeline.effective_toml()
         };
+        print(&text).map_err(CliError::io)?;
+        return Ok(0);
+    }
+    if args.list_inputs {
+        let inputs = list_inputs(&pipeline, partition.as_ref(), &|m| global.notice(m))?;
+        let text: String = inputs.iter().map(|i| format!("{i}\n")).collect();
         print(&text).map_err(CliError::io)?;
         return Ok(0);
     }

@@ -534,3 +534,54 @@ fn every_partition_infers_tool_specs_from_the_whole_dataset() {
         assert_eq!(sorted(rows(&dir, "train-")), want, "{by}");
     }
 }
+
+/// `run --list-inputs`: the expanded inputs, one a line; a partition's share by path (the shares
+/// split the list), every input by id; nothing written.
+#[test]
+fn list_inputs_prints_each_partitions_share() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let record = fs::read_to_string(sample_data().join("adp/v1.5.jsonl")).expect("sample");
+    fs::create_dir_all(tmp.path().join("logs/deep")).expect("mkdir");
+    for f in [
+        "logs/a.jsonl",
+        "logs/b.jsonl",
+        "logs/deep/c.jsonl",
+        "logs/d.jsonl",
+    ] {
+        fs::write(tmp.path().join(f), &record).expect("write");
+    }
+    let file = tmp.path().join("p.toml");
+    fs::write(
+        &file,
+        "[[input]]\npath = \"logs\"\n\n[[export]]\nto = \"adp\"\noutput = \"out\"\n",
+    )
+    .expect("write");
+    let list = |args: &[&str]| -> Vec<String> {
+        let out = trajkit()
+            .args(["run", "-q", "--list-inputs"])
+            .arg(&file)
+            .args(args)
+            .output()
+            .expect("runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    };
+    let all = list(&[]);
+    let dir = s(&tmp.path().join("logs"));
+    let want: Vec<String> = ["a.jsonl", "b.jsonl", "d.jsonl", "deep/c.jsonl"]
+        .iter()
+        .map(|f| format!("{dir}/{f}"))
+        .collect();
+    assert_eq!(sorted(all.clone()), want);
+    let mut shares = list(&["--partition", "0/2"]);
+    let other = list(&["--partition", "1/2", "--partition-by", "path"]);
+    assert!(shares.iter().all(|p| !other.contains(p)), "disjoint");
+    shares.extend(other);
+    assert_eq!(sorted(shares), want);
+    assert_eq!(list(&["--partition", "1/2", "--partition-by", "id"]), all);
+    assert!(!tmp.path().join("out").exists(), "nothing written");
+}

@@ -102,7 +102,12 @@ fn checked(p: &Pipeline, partition: Option<&Partition>) -> Result<Checked, Confi
 /// converters and converter specs, the joins' keys, the exports' options (their tool and
 /// system-prompt files are read) and outputs that would collide.
 pub fn check(p: &Pipeline, partition: Option<&Partition>) -> Result<(), ConfigError> {
-    checked(p, partition)?;
+    fully_checked(p, partition).map(drop)
+}
+
+/// [`check`], keeping what it found.
+fn fully_checked(p: &Pipeline, partition: Option<&Partition>) -> Result<Checked, ConfigError> {
+    let found = checked(p, partition)?;
     for (i, e) in p.exports.iter().enumerate() {
         e.options(&[], RunOptions::default())
             .map_err(|err| p.stage_error("export", i, err))?;
@@ -110,15 +115,65 @@ pub fn check(p: &Pipeline, partition: Option<&Partition>) -> Result<(), ConfigEr
     if let Some(r) = &p.redact {
         r.redactor()?;
     }
-    Ok(())
+    Ok(found)
+}
+
+/// An input path and the converter that reads it.
+type Planned = (String, &'static dyn Converter);
+
+/// Every `[[input]]` expanded (globs, directories), each file with its converter: the named
+/// one or the one detected from its first record (each detection goes to `notice`).
+fn input_plan(
+    p: &Pipeline,
+    named: Vec<Option<&'static dyn Converter>>,
+    notice: &dyn Fn(&str),
+) -> Result<Vec<Planned>, ConfigError> {
+    let mut plan = Vec::new();
+    for (input, conv) in p.inputs.iter().zip(named) {
+        let given = if input.glob {
+            expand_glob(&input.path).map_err(|e| ConfigError::Io(e.to_string()))?
+        } else {
+            vec![input.path.clone()]
+        };
+        plan.extend(super::super::inputs::plan(&given, conv, notice)?);
+    }
+    Ok(plan)
+}
+
+/// The inputs of `plan` a partition reads: its own by path, every one by id or unpartitioned.
+fn partition_share(p: &Pipeline, plan: &[Planned], partition: Option<&Partition>) -> Vec<Planned> {
+    match partition {
+        Some(part) if part.by == PartitionBy::Path => plan
+            .iter()
+            .filter(|(path, _)| part.owns(&p.partition_key(path)))
+            .cloned()
+            .collect(),
+        _ => plan.to_vec(),
+    }
+}
+
+/// The inputs a run of `p` reads (`run --list-inputs`), in order: checked as [`check`] does,
+/// then globs and directories expanded and each file's format detected (each detection goes to
+/// `notice`); with a partition, its share. Nothing is locked or written.
+pub fn list_inputs(
+    p: &Pipeline,
+    partition: Option<&Partition>,
+    notice: &dyn Fn(&str),
+) -> Result<Vec<String>, ConfigError> {
+    let named = fully_checked(p, partition)?.named;
+    let plan = input_plan(p, named, notice)?;
+    Ok(partition_share(p, &plan, partition)
+        .into_iter()
+        .map(|(path, _)| path)
+        .collect())
 }
 
 /// A pipeline ready to run: outputs locked, inputs expanded, side files read.
 pub struct Prepared<'p> {
     pipeline: &'p Pipeline,
     request: Request,
-    plan: Vec<(String, &'static dyn Converter)>,
-    share: Vec<(String, &'static dyn Converter)>,
+    plan: Vec<Planned>,
+    share: Vec<Planned>,
     convert: ConvertOptions,
     joins: Vec<JoinStage>,
     exports: Vec<ExportTarget>,
@@ -182,24 +237,9 @@ impl<'p> Prepared<'p> {
                 partition.as_ref(),
             )?);
         }
-        let mut plan = Vec::new();
-        for (input, conv) in p.inputs.iter().zip(named) {
-            let given = if input.glob {
-                expand_glob(&input.path).map_err(|e| ConfigError::Io(e.to_string()))?
-            } else {
-                vec![input.path.clone()]
-            };
-            plan.extend(super::super::inputs::plan(&given, conv, notice)?);
-        }
+        let plan = input_plan(p, named, notice)?;
         let all_paths: Vec<String> = plan.iter().map(|(p, _)| p.clone()).collect();
-        let share = match partition {
-            Some(part) if part.by == PartitionBy::Path => plan
-                .iter()
-                .filter(|(path, _)| part.owns(&p.partition_key(path)))
-                .cloned()
-                .collect(),
-            _ => plan.clone(),
-        };
+        let share = partition_share(p, &plan, partition.as_ref());
         let mut exports = Vec::new();
         for (i, e) in p.exports.iter().enumerate() {
             // Every partition records every input, so their options agree.

@@ -32,6 +32,7 @@ mod parquet;
 mod partition;
 mod ralph;
 mod redact;
+mod report;
 mod resume;
 mod robust_frame;
 mod robust_outputs;

@@ -2,8 +2,7 @@
 //! source), its texts clipped, and the links between tool calls and their results by step
 //! index. The report's examples and `trajkit show` draw the same view.
 
-use std::collections::HashMap;
-
+use foldhash::{HashMap, HashMapExt};
 use serde_json::Value;
 
 use crate::model::{Step, Trajectory};

@@ -275,3 +275,48 @@ fn show_folds_long_texts_unless_full() {
         .expect("runs");
     assert!(String::from_utf8_lossy(&full.stdout).contains(&"y".repeat(5000)));
 }
+
+#[test]
+fn a_pipeline_report_key_writes_the_page_after_the_run() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let out = tmp.path().join("out");
+    let page = out.join("report.html");
+    let text = format!(
+        "{}\n[report]\noutput = \"{}\"\n",
+        sample_pipeline(&out, ""),
+        page.display()
+    );
+    let pipeline = tmp.path().join("pipeline.toml");
+    std::fs::write(&pipeline, &text).expect("pipeline");
+    let o = trajkit()
+        .args(["run", "-q"])
+        .arg(&pipeline)
+        .output()
+        .expect("runs");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let data = embedded(&std::fs::read_to_string(&page).expect("page written"));
+    assert_eq!(
+        data["profile"]["stats"],
+        stats(&[&out.join("parquet/data")])
+    );
+    assert_eq!(
+        data["rejects"]["by_stage"]["export[4]"]["sharegpt-starts-with-assistant"],
+        1
+    );
+
+    // Without an adp or parquet export there is nothing to read: a located error.
+    let only_sft = text.replace("to = \"parquet\"", "to = \"openai\"");
+    std::fs::write(&pipeline, only_sft).expect("pipeline");
+    let o = trajkit()
+        .args(["run", "--check"])
+        .arg(&pipeline)
+        .output()
+        .expect("runs");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("[report] reads an adp or parquet export"));
+}

@@ -107,7 +107,7 @@ impl Stats {
 pub type Checked = Option<(Trajectory, AdpVersion, Option<usize>)>;
 
 impl Stats {
-    /// Counts one record as [`check`] made it.
+    /// Counts one record as [`crate::commands::stats::check`] made it.
     pub fn accept(&mut self, item: &Checked) {
         self.records += 1;
         match item {

@@ -121,7 +121,8 @@ pub fn run(args: ShowArgs, global: &GlobalArgs) -> Result<u8, CliError> {
 }
 
 /// Pipes `text` through `$PAGER` (default `less`, with `LESS=FRX` unless `LESS` is set);
-/// false when there is no pager to run (`PAGER` empty or `cat`, or it cannot start).
+/// false when there is no pager to run (`PAGER` empty or `cat`, or it cannot start or is not
+/// found).
 fn page(text: &str) -> bool {
     let pager = std::env::var("PAGER").unwrap_or_else(|_| "less".to_owned());
     if pager.trim().is_empty() || pager.trim() == "cat" {
@@ -139,8 +140,8 @@ fn page(text: &str) -> bool {
         // The reader quitting early (q in less) closes the pipe: not an error.
         let _ = stdin.write_all(text.as_bytes());
     }
-    let _ = child.wait();
-    true
+    // 127: the shell found no such command (no `less` installed): print instead.
+    !matches!(child.wait().map(|s| s.code()), Ok(Some(127)))
 }
 
 /// ANSI colours, or none.

@@ -4,13 +4,15 @@
 //! The library has no command-line or terminal dependencies; the `trajkit` binary is a thin
 //! layer over it. Its layers, each using only those below it (docs/development.md, "Layout"):
 //!
-//! - [`commands`]: convert, validate, join, export, run, stats: stages composed over the engine;
+//! - [`commands`]: convert, validate, join, export, run, stats, report, show: stages composed
+//!   over the engine;
 //! - [`config`]: the pipeline file and each stage's options, as typed structs checked in one
 //!   place (`trajkit run` and any other front end load a pipeline with
 //!   [`config::pipeline::load`] and run it with [`commands::run::file`]);
 //! - [`formats`]: the input formats, one folder each, and their registry;
 //! - the stages: [`convert`] (what a format implements, checking and writing what it makes),
-//!   [`join`], [`export`], and [`validate`] (schemas, checks, diagnostics, reporters);
+//!   [`join`], [`export`], [`validate`] (schemas, checks, diagnostics, reporters), and
+//!   [`report`] (a dataset's counts, its HTML page, a trajectory made ready to read);
 //! - [`engine`]: the streaming runner, outputs, rejects, partitions; it knows no format, stage
 //!   or command;
 //! - [`model`], [`parquet`], [`json`], [`ingest`], [`choice`]: trajectories and their Parquet
@@ -30,5 +32,6 @@ pub mod json;
 pub mod model;
 pub mod parquet;
 pub mod redact;
+pub mod report;
 pub mod training;
 pub mod validate;

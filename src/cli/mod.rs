@@ -8,8 +8,10 @@ mod join;
 mod merge_manifests;
 mod progress;
 mod redact;
+mod report;
 mod run;
 mod schema;
+mod show;
 mod stats;
 mod validate;
 
@@ -46,6 +48,8 @@ enum Command {
     Run(run::RunArgs),
     MergeManifests(merge_manifests::MergeManifestsArgs),
     Stats(stats::StatsArgs),
+    Report(report::ReportArgs),
+    Show(show::ShowArgs),
     Schema(schema::SchemaArgs),
     Formats(formats::FormatsArgs),
 }
@@ -63,6 +67,8 @@ impl Cli {
             Command::Run(a) => run::run(a, &self.global),
             Command::MergeManifests(a) => merge_manifests::run(a, &self.global),
             Command::Stats(a) => stats::run(a, &self.global),
+            Command::Report(a) => report::run(a, &self.global),
+            Command::Show(a) => show::run(a, &self.global),
             Command::Schema(a) => schema::run(a),
             Command::Formats(a) => formats::run(a),
         }

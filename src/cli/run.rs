@@ -3,12 +3,14 @@
 use std::time::Instant;
 
 use clap::Args;
+use trajkit::commands::report::{report, ReportOptions};
 use trajkit::commands::run::file::{check, list_inputs, FileRunError, Outcome, Prepared, Request};
 use trajkit::commands::run::journal::ResumeError;
 use trajkit::commands::run::{RunError, RunSummary};
 use trajkit::config::pipeline::{load, Pipeline};
 use trajkit::engine::output::print;
 use trajkit::engine::partition::Partition;
+use trajkit::engine::pipeline::NoProgress;
 use trajkit::export::ExportError;
 
 use super::common::{throughput, warn_empty, Capped, CliError, GlobalArgs};
@@ -182,6 +184,8 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
              trajectories",
             e.partition, e.by, e.inputs, e.records, e.trajectories
         ));
+    } else if let (Some(output), Some(export)) = (&pipeline.report, pipeline.report_export()) {
+        write_report(global, output, export, prepared.rejects())?;
     }
     if exceeded {
         return Err(CliError {
@@ -200,6 +204,28 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         });
     }
     Ok(0)
+}
+
+/// The `[report]` page of the run's export `export` and its rejects file.
+fn write_report(
+    global: &GlobalArgs,
+    output: &str,
+    export: &str,
+    rejects: Option<&str>,
+) -> Result<(), CliError> {
+    let inputs = [export.to_owned()];
+    let opts = ReportOptions {
+        inputs: &inputs,
+        rejects: rejects.filter(|r| *r != "-"),
+        output,
+        tokens_with: None,
+    };
+    report(&opts, &global.run_options(), &NoProgress, &|m| {
+        global.notice(m)
+    })
+    .map_err(|e| CliError::io(format!("[report]: {e}")))?;
+    global.summary(format_args!("run: report of {export} -> {output}"));
+    Ok(())
 }
 
 fn print_summary(global: &GlobalArgs, p: &Pipeline, s: &RunSummary, speed: &str) {

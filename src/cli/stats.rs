@@ -3,11 +3,13 @@
 use std::fmt::Write as _;
 
 use clap::Args;
+use trajkit::commands::inputs::expand_adp;
 use trajkit::commands::stats::{stats_inputs, Stats};
 use trajkit::config::export::ExportConfig;
 use trajkit::engine::output::print;
+use trajkit::export::ExportOptions;
 
-use super::common::{inputs, CliError, GlobalArgs};
+use super::common::{CliError, GlobalArgs};
 
 /// Count what ADP trajectories contain: steps by class, actions and observations, languages,
 /// functions, text sizes. Invalid records are counted, not described (see `validate`).
@@ -23,6 +25,13 @@ pub struct StatsArgs {
     /// How many functions and languages to list in the table (all are in --json).
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub top: usize,
+    #[command(flatten)]
+    pub tokens: TokenArgs,
+}
+
+/// Token counting, for `stats` and `report`.
+#[derive(Debug, Args)]
+pub struct TokenArgs {
     /// Count tokens with this chat template (a Jinja file or a tokenizer_config.json), as
     /// `export --to tokens` renders (needs --tokenizer).
     #[arg(long, value_name = "FILE", requires = "tokenizer")]
@@ -35,24 +44,31 @@ pub struct StatsArgs {
     pub tokenizer: Option<String>,
 }
 
+/// The options of a `--to tokens` export that counts tokens as `args` ask, if they do.
+pub fn token_options(
+    args: &TokenArgs,
+    inputs: &[String],
+    global: &GlobalArgs,
+) -> Result<Option<ExportOptions>, CliError> {
+    let (Some(template), Some(tokenizer)) = (&args.chat_template, &args.tokenizer) else {
+        return Ok(None);
+    };
+    let config: ExportConfig = serde_json::from_value(serde_json::json!({
+        "to": "tokens",
+        "output": "",
+        "chat_template": template,
+        "chat_template_name": args.chat_template_name,
+        "tokenizer": tokenizer,
+        "infer_tools": "trajectory",
+    }))
+    .map_err(|e| CliError::usage(e.to_string()))?;
+    Ok(Some(config.options(inputs, global.run_options())?))
+}
+
 /// Runs `stats`.
 pub fn run(args: StatsArgs, global: &GlobalArgs) -> Result<u8, CliError> {
-    let inputs = inputs(&args.inputs, global)?;
-    let tokens = match (&args.chat_template, &args.tokenizer) {
-        (Some(template), Some(tokenizer)) => {
-            let config: ExportConfig = serde_json::from_value(serde_json::json!({
-                "to": "tokens",
-                "output": "",
-                "chat_template": template,
-                "chat_template_name": args.chat_template_name,
-                "tokenizer": tokenizer,
-                "infer_tools": "trajectory",
-            }))
-            .map_err(|e| CliError::usage(e.to_string()))?;
-            Some(config.options(&inputs, global.run_options())?)
-        }
-        _ => None,
-    };
+    let inputs = expand_adp(&args.inputs, &|m| global.notice(m))?;
+    let tokens = token_options(&args.tokens, &inputs, global)?;
     let bar = global.progress(&inputs, "stats");
     let stats = stats_inputs(&inputs, &global.run_options(), &bar, tokens.as_ref())?;
     bar.finish();

@@ -1,13 +1,16 @@
 //! A command's inputs: the paths given, expanded, each paired with the converter that reads
 //! it.
 
+use std::io;
 use std::path::Path;
 
 use crate::config::ConfigError;
 use crate::convert::Converter;
 use crate::formats::detect::{detect_input, DetectError};
+use crate::formats::parquet::reader::{is_parquet, ParquetRecords};
 use crate::formats::path_converter;
 use crate::ingest::inputs::expand_inputs_with;
+use crate::ingest::{boxed, RecordSource};
 
 /// Expands `given` (none means stdin, `-`), keeping whole the directories for which `is_unit`
 /// holds; what a directory walk skipped goes to `notice`. An input that cannot be read is an
@@ -54,4 +57,17 @@ pub fn plan(
         plan.push((input, converter));
     }
     Ok(plan)
+}
+
+/// The record source of an input of ADP trajectories that is not JSON: a Parquet file written
+/// by `export --to parquet` (its rows as ADP JSON); `None` for JSON framing. For
+/// [`crate::engine::pipeline::run_with_sources`].
+pub fn adp_source(path: &str) -> Option<io::Result<Box<dyn RecordSource>>> {
+    is_parquet(Path::new(path)).then(|| boxed(ParquetRecords::open(path)))
+}
+
+/// Expands the inputs of a command that reads ADP trajectories (`stats`, `report`, `show`):
+/// as [`expand`], with Parquet files found in directories.
+pub fn expand_adp(given: &[String], notice: &dyn Fn(&str)) -> Result<Vec<String>, ConfigError> {
+    expand(given, &|p| p.is_file() && is_parquet(p), notice)
 }

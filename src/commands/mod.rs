@@ -8,6 +8,8 @@ pub mod inputs;
 pub mod join;
 pub mod merge_manifests;
 pub mod redact;
+pub mod report;
 pub mod run;
+pub mod show;
 pub mod stats;
 pub mod validate;

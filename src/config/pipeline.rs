@@ -15,7 +15,7 @@ use super::redact::RedactConfig;
 use super::ConfigError;
 use crate::convert::{FormatOptions, OptionValue};
 use crate::engine::partition::PartitionBy;
-use crate::export::InferTools;
+use crate::export::{InferTools, Target};
 use crate::formats::spec::located::LocatedDoc;
 use crate::formats::spec::SpecError;
 use crate::ingest::inputs::is_glob;
@@ -103,6 +103,12 @@ struct ValidateSection {
     rejects: Option<String>,
 }
 
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReportSection {
+    output: String,
+}
+
 /// A pipeline file, checked, with its paths resolved.
 #[derive(Debug, Clone)]
 pub struct Pipeline {
@@ -130,6 +136,22 @@ pub struct Pipeline {
     pub redact: Option<RedactConfig>,
     /// `[[export]]`, in order.
     pub exports: Vec<ExportConfig>,
+    /// `[report] output`: the page `trajkit report` writes of the run's first `adp` or
+    /// `parquet` export (and its rejects), after a run that is not a partition.
+    pub report: Option<String>,
+}
+
+impl Pipeline {
+    /// The output directory of the export the `[report]` reads: the first `adp` export, else
+    /// the first `parquet` one.
+    pub fn report_export(&self) -> Option<&str> {
+        [Target::Adp, Target::Parquet].iter().find_map(|t| {
+            self.exports
+                .iter()
+                .find(|e| e.to == *t)
+                .map(|e| e.output.as_str())
+        })
+    }
 }
 
 /// Problems of a pipeline file, each located.
@@ -350,6 +372,20 @@ pub fn parse(path: &str, text: &str) -> Result<Pipeline, ConfigError> {
         .enumerate()
         .filter_map(|(i, t)| problems.parse(&format!("/export/{i}"), t))
         .collect();
+    let report: Option<ReportSection> = match section("report") {
+        Value::Null => None,
+        v => problems.parse("/report", &v),
+    };
+    let reads_trajectories = exports
+        .iter()
+        .any(|e| matches!(e.to, Target::Adp | Target::Parquet));
+    if report.is_some() && !reads_trajectories {
+        problems.add(
+            "/report".into(),
+            "[report] reads an adp or parquet export of the run: add one (the SFT targets hold \
+             conversations, not trajectories)",
+        );
+    }
     if !problems.list.is_empty() {
         return Err(problems.into_error());
     }
@@ -372,6 +408,7 @@ pub fn parse(path: &str, text: &str) -> Result<Pipeline, ConfigError> {
         joins,
         redact,
         exports,
+        report: report.map(|r| r.output),
     })
 }
 
@@ -477,6 +514,9 @@ impl Pipeline {
         });
         if !self.joins.is_empty() {
             out["join"] = json!(self.joins);
+        }
+        if let Some(r) = &self.report {
+            out["report"] = json!({"output": r});
         }
         if let Some(r) = &self.redact {
             out["redact"] = json!(r);

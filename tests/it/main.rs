@@ -33,6 +33,7 @@ mod partition;
 mod ralph;
 mod redact;
 mod redact_rules;
+mod report;
 mod resume;
 mod robust_frame;
 mod robust_outputs;

@@ -96,7 +96,9 @@ pub struct StageSummary {
     pub filtered: u64,
     /// Rejected.
     pub rejected: u64,
-    /// Busy time of the stage, summed over threads, in seconds (see `commands::run`).
+    /// Busy time of the stage, summed over threads, in seconds (see `commands::run`); left
+    /// out of `run.json`, which does not depend on timing, so 0 when read from one.
+    #[serde(default)]
     pub seconds: f64,
 }
 

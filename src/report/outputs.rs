@@ -7,6 +7,7 @@ use std::io::{self, BufRead};
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::pipeline::StageSummary;
 use crate::redact::Redaction;
 
 /// Rejected records by stage, then by rule.
@@ -67,23 +68,6 @@ impl Rejects {
     }
 }
 
-/// One stage's counts in `run.json`: `in == written + filtered + rejected`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct StageCounts {
-    /// `convert`, `join[N]`, `redact`, `export[N]`.
-    pub stage: String,
-    /// Records or trajectories in.
-    #[serde(rename = "in")]
-    pub records_in: u64,
-    /// Passed on.
-    pub written: u64,
-    /// Dropped by a policy or filter.
-    pub filtered: u64,
-    /// Rejected.
-    pub rejected: u64,
-}
-
 /// The part of `run.json` the report shows.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunCounts {
@@ -92,7 +76,7 @@ pub struct RunCounts {
     pub pipeline: Option<String>,
     /// Per stage: in, written, filtered, rejected.
     #[serde(default)]
-    pub stages: Vec<StageCounts>,
+    pub stages: Vec<StageSummary>,
 }
 
 #[derive(Deserialize)]
@@ -105,7 +89,7 @@ struct RunFile {
 #[derive(Deserialize)]
 struct RunSummary {
     #[serde(default)]
-    stages: Vec<StageCounts>,
+    stages: Vec<StageSummary>,
 }
 
 impl RunCounts {

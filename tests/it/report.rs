@@ -55,8 +55,14 @@ fn stats(args: &[&Path]) -> Value {
 /// Runs the sample pipeline into `dir/out`; returns that directory.
 fn run_sample_pipeline(dir: &Path) -> PathBuf {
     let out = dir.join("out");
+    run_pipeline(dir, &sample_pipeline(&out, ""));
+    out
+}
+
+/// Runs the pipeline file `text`, written into `dir`; it must succeed.
+fn run_pipeline(dir: &Path, text: &str) {
     let pipeline = dir.join("pipeline.toml");
-    std::fs::write(&pipeline, sample_pipeline(&out, "")).expect("pipeline");
+    std::fs::write(&pipeline, text).expect("pipeline");
     let o = trajkit()
         .args(["run", "-q"])
         .arg(&pipeline)
@@ -68,7 +74,6 @@ fn run_sample_pipeline(dir: &Path) -> PathBuf {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    out
 }
 
 #[test]
@@ -286,19 +291,7 @@ fn a_pipeline_report_key_writes_the_page_after_the_run() {
         sample_pipeline(&out, ""),
         page.display()
     );
-    let pipeline = tmp.path().join("pipeline.toml");
-    std::fs::write(&pipeline, &text).expect("pipeline");
-    let o = trajkit()
-        .args(["run", "-q"])
-        .arg(&pipeline)
-        .output()
-        .expect("runs");
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    run_pipeline(tmp.path(), &text);
     let data = embedded(&std::fs::read_to_string(&page).expect("page written"));
     assert_eq!(
         data["profile"]["stats"],
@@ -311,6 +304,7 @@ fn a_pipeline_report_key_writes_the_page_after_the_run() {
 
     // Without an adp or parquet export there is nothing to read: a located error.
     let only_sft = text.replace("to = \"parquet\"", "to = \"openai\"");
+    let pipeline = tmp.path().join("pipeline.toml");
     std::fs::write(&pipeline, only_sft).expect("pipeline");
     let o = trajkit()
         .args(["run", "--check"])

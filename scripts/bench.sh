@@ -227,6 +227,7 @@ if [ "$BENCH_ONLY" != seeds ] && [ "$BENCH_ONLY" != agents ]; then
   rm -f "$BENCH_DIR/out.jsonl"
   report "convert --from adp" "$BIN" convert -q --from adp "$INPUT" -o "$BENCH_DIR/out.jsonl"
   report "stats" "$BIN" stats "$INPUT"
+  report "report (HTML page)" "$BIN" report -q "$INPUT" -o "$BENCH_DIR/report.html"
   rm -f "$BENCH_DIR/out.jsonl"
   report "redact" "$BIN" redact -q "$INPUT" -o "$BENCH_DIR/out.jsonl"
   rm -f "$BENCH_DIR/out.jsonl"

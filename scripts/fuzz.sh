@@ -12,6 +12,8 @@
 #   FUZZ_SANITIZER  none (default: works on the stable toolchain) or address (AddressSanitizer
 #                   with leak detection, through RUSTC_BOOTSTRAP=1; for long campaigns)
 #   FUZZ_JOBS       parallel fuzzing processes per target (default 1)
+#   FUZZ_CODEGEN_UNITS  codegen units of the fuzz build (default 1, cargo fuzz's: the fastest
+#                   runs); CI's smoke sets 16, which builds in less time for slightly slower runs
 #
 # Exit status: 0 when no target found anything; otherwise libFuzzer's, and the crashing input is
 # in fuzz/artifacts/<target>/ (turn it into a regression test, then delete it).
@@ -31,7 +33,7 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   echo "scripts/fuzz.sh needs cargo-fuzz: cargo install cargo-fuzz --locked --version 0.13.2" >&2
   exit 2
 fi
-BUILD=(-s "$SANITIZER")
+BUILD=(-s "$SANITIZER" --codegen-units "${FUZZ_CODEGEN_UNITS:-1}")
 if [ "$SANITIZER" != none ]; then
   # Sanitizers are unstable compiler options; the stable toolchain accepts them this way. The
   # instrumented build goes to a target directory of its own, so the two builds do not

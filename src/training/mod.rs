@@ -4,10 +4,12 @@
 //!
 //! - [`template`]: [`ChatTemplate`], the Jinja environment of transformers; [`generation`]:
 //!   the `{% generation %}` blocks; [`pyjson`]: Python's `json.dumps` and `repr`;
-//! - [`tokenize`]: [`TokenizerFile`] and the assistant mask of tokens;
+//! - [`tokenize`]: [`TokenizerFile`] and the assistant mask of tokens; [`bpe`]: trajkit's own
+//!   encoder of byte-level BPE tokenizers, the common shape;
 //! - [`sample`]: one conversation into token ids and the mask of the tokens that train,
 //!   with [`Training`]'s options.
 
+pub mod bpe;
 pub mod generation;
 pub mod pyjson;
 pub mod sample;

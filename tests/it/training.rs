@@ -412,7 +412,7 @@ fn tokens_match_transformers_on_the_corpus() {
     ];
     let mut cases = Vec::new();
     for (i, template) in templates.iter().enumerate() {
-        for tokenizer in ["bpe.json", "bytelevel.json"] {
+        for tokenizer in ["bpe.json", "bytelevel.json", "split.json"] {
             let dir = t.join(format!("tokens-{i}-{tokenizer}"));
             let tok = toks.join(tokenizer);
             let o = trajkit()

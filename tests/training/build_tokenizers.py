@@ -3,7 +3,10 @@
 Usage: build_tokenizers.py OUT_DIR HF_JSONL...
 
 Writes OUT_DIR/bpe.json (BPE over whitespace-split words, NFC-normalized, unknown characters as
-[UNK]) and OUT_DIR/bytelevel.json (byte-level BPE, GPT-2 style pre-tokenization). Both know the
+[UNK]), OUT_DIR/bytelevel.json (byte-level BPE, GPT-2 style pre-tokenization) and
+OUT_DIR/split.json (byte-level BPE after a Split pattern in the style of recent model families:
+NFC-normalized, letters and marks with one leading non-letter, numbers by two, a byte-level
+post-processor trimming offsets, merges ignored for whole-vocabulary words). Both know the
 control tokens of tests/fixtures/templates as special tokens. Nothing is downloaded.
 """
 
@@ -11,7 +14,13 @@ import json
 import sys
 from pathlib import Path
 
-from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+
+# A pre-tokenizer pattern in the style of recent byte-level models (written for these tests).
+SPLIT = (
+    r"(?i:'(?:[sdmt]|ll|ve|re))|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}{1,2}"
+    r"| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
 
 SPECIAL = ["<|im_start|>", "<|im_end|>", "<|begin|>", "<|header|>", "<|end_header|>", "<|eot|>"]
 
@@ -57,6 +66,27 @@ def main():
         ),
     )
     byte.save(str(out / "bytelevel.json"))
+
+    split = Tokenizer(models.BPE(ignore_merges=True))
+    split.normalizer = normalizers.NFC()
+    split.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(SPLIT), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
+    split.post_processor = processors.ByteLevel(trim_offsets=True)
+    split.decoder = decoders.ByteLevel()
+    split.train_from_iterator(
+        corpus,
+        trainers.BpeTrainer(
+            vocab_size=700,
+            special_tokens=SPECIAL,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        ),
+    )
+    split.save(str(out / "split.json"))
 
 
 if __name__ == "__main__":

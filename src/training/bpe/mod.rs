@@ -1,0 +1,468 @@
+//! [`ByteLevelBpe`]: trajkit's own encoder for the common shape of `tokenizer.json`, a
+//! byte-level BPE (GPT-2's pre-tokenizer, or a `Split` pattern before a byte-level one, as
+//! Llama 3 and Qwen 2 have), giving the same ids and offsets as the `tokenizers` library.
+//!
+//! The library builds a normalized string with a per-byte alignment map for every text, and
+//! an `Encoding` of owned token strings; that bookkeeping was four fifths of its time.
+//! This encoder keeps only what the ids and byte offsets need:
+//! - the added tokens are found as the library finds them (leftmost-longest, the
+//!   non-normalized ones first, then the normalized ones in the text between);
+//! - the text between is split by the pre-tokenizer's pattern ([`split`]);
+//! - each piece's bytes are merged ([`merge`]), through a per-thread cache of pieces;
+//! - a token's offsets are its bytes' range, widened to whole characters (the library aligns
+//!   each byte-level character to the whole character it came from), and trimmed of spaces
+//!   when the post-processor is a byte-level one with `trim_offsets`.
+//!
+//! Anything else in a `tokenizer.json` (other models, normalizers, pre-tokenizers, added
+//! tokens that strip or match single words, truncation, padding) makes [`ByteLevelBpe::new`]
+//! return `None`, and the library encodes. A text the encoder cannot take (not in NFC under
+//! an NFC normalizer, a byte without a token, a pattern matching an empty piece) goes to the
+//! library too: [`ByteLevelBpe::encode`] returns `false`.
+
+mod merge;
+mod split;
+
+use aho_corasick::{AhoCorasick, MatchKind};
+use foldhash::fast::FixedState;
+use hashbrown::HashMap;
+use serde_json::Value;
+
+pub use merge::Cache;
+use merge::Merges;
+use split::Splitter;
+
+use super::tokenize::Tokens;
+
+/// A byte-level BPE tokenizer, encoded without the `tokenizers` library.
+#[derive(Debug)]
+pub struct ByteLevelBpe {
+    /// Each byte's symbol id (`NONE` when the vocabulary lacks it).
+    byte_ids: [u32; 256],
+    merges: Merges,
+    splitter: Splitter,
+    /// Added tokens matched on the raw text, then those matched after normalizing.
+    raw_added: Option<Added>,
+    normalized_added: Option<Added>,
+    /// The normalizer is NFC (the only one supported besides none).
+    nfc: bool,
+    /// By token id: the token's length in bytes of the text, and its leading and trailing
+    /// spaces (for `trim_offsets`).
+    lens: Vec<u32>,
+    spaces: Vec<(u8, u8)>,
+    /// A byte-level post-processor's `trim_offsets` (and its `add_prefix_space`).
+    trim: Option<bool>,
+}
+
+/// Added tokens of one kind and the automaton finding them.
+#[derive(Debug)]
+struct Added {
+    finder: AhoCorasick,
+    ids: Vec<u32>,
+}
+
+const NONE: u32 = u32::MAX;
+
+impl ByteLevelBpe {
+    /// The encoder of the parsed `tokenizer.json`, or `None` when it has a part this encoder
+    /// does not reproduce. `added_id` gives an added token's id as the library assigned it
+    /// (the file's `id` is a hint: a token the model's vocabulary lacks gets the next free id).
+    pub fn new(json: &Value, added_id: impl Fn(&str) -> Option<u32>) -> Option<Self> {
+        let nfc = match json.get("normalizer") {
+            None | Some(Value::Null) => false,
+            Some(n) if n.get("type")?.as_str()? == "NFC" => true,
+            Some(_) => return None,
+        };
+        for off in ["truncation", "padding"] {
+            if !json.get(off).is_none_or(Value::is_null) {
+                return None;
+            }
+        }
+        let splitter = pre_tokenizer(json.get("pre_tokenizer")?)?;
+        let trim = post_processor(json.get("post_processor").unwrap_or(&Value::Null))?;
+        let model = json.get("model")?;
+        if model
+            .get("type")
+            .and_then(Value::as_str)
+            .is_some_and(|t| t != "BPE")
+            || !model.get("dropout").is_none_or(Value::is_null)
+            || !model
+                .get("continuing_subword_prefix")
+                .is_none_or(|v| v.is_null())
+            || !model.get("end_of_word_suffix").is_none_or(|v| v.is_null())
+        {
+            return None;
+        }
+        let vocab = model.get("vocab")?.as_object()?;
+        let mut ids: HashMap<&str, u32, FixedState> = HashMap::with_hasher(FixedState::default());
+        let size = vocab
+            .len()
+            .max(1 + vocab.values().filter_map(Value::as_u64).max()? as usize);
+        let mut lens = vec![0u32; size];
+        let mut spaces = vec![(0u8, 0u8); size];
+        for (token, id) in vocab {
+            let id = u32::try_from(id.as_u64()?).ok()?;
+            ids.insert(token, id);
+            lens[id as usize] = token.chars().count() as u32;
+            spaces[id as usize] = space_counts(token);
+        }
+        let mut byte_ids = [NONE; 256];
+        for (b, c) in byte_chars().iter().enumerate() {
+            if let Some(&id) = ids.get(c.encode_utf8(&mut [0; 4]) as &str) {
+                byte_ids[b] = id;
+            }
+        }
+        let mut ranked = Vec::new();
+        for m in model.get("merges")?.as_array()? {
+            let (l, r) = match m {
+                Value::String(s) => {
+                    let mut parts = s.split(' ');
+                    let pair = (parts.next()?, parts.next()?);
+                    parts.next().is_none().then_some(pair)?
+                }
+                Value::Array(a) if a.len() == 2 => (a[0].as_str()?, a[1].as_str()?),
+                _ => return None,
+            };
+            let merged = ids.get(format!("{l}{r}").as_str())?;
+            ranked.push((*ids.get(l)?, *ids.get(r)?, *merged));
+        }
+        let whole = match model.get("ignore_merges").and_then(Value::as_bool) {
+            Some(true) => Some(whole_tokens(&ids)?),
+            _ => None,
+        };
+        let (raw_added, normalized_added) = added_tokens(
+            json.get("added_tokens"),
+            &added_id,
+            nfc,
+            &mut lens,
+            &mut spaces,
+        )?;
+        Some(ByteLevelBpe {
+            byte_ids,
+            merges: Merges::new(ranked, whole),
+            splitter,
+            raw_added,
+            normalized_added,
+            nfc,
+            lens,
+            spaces,
+            trim,
+        })
+    }
+
+    /// Encodes `text` into `out` (emptied first); `false` when the text must go to the
+    /// `tokenizers` library instead (`out` is then left in any state).
+    pub fn encode(&self, text: &str, cache: &mut Cache, out: &mut Tokens) -> bool {
+        out.ids.clear();
+        out.offsets.clear();
+        let mut ok = true;
+        find_added(self.raw_added.as_ref(), text, 0, text.len(), &mut |found| {
+            ok = ok
+                && match found {
+                    Found::Token(id, a, b) => push_added(id, a, b, out),
+                    Found::Text(a, b) => self.encode_normalized(text, a, b, cache, out),
+                }
+        });
+        if ok && self.trim.is_some() {
+            self.trim_offsets(out);
+        }
+        ok
+    }
+
+    /// Encodes `text[start..end]`, a stretch between raw added tokens, which the library
+    /// normalizes and splits at the normalized added tokens.
+    fn encode_normalized(
+        &self,
+        text: &str,
+        start: usize,
+        end: usize,
+        cache: &mut Cache,
+        out: &mut Tokens,
+    ) -> bool {
+        if self.nfc && !unicode_normalization_alignments::is_nfc(&text[start..end]) {
+            return false;
+        }
+        let mut ok = true;
+        find_added(
+            self.normalized_added.as_ref(),
+            text,
+            start,
+            end,
+            &mut |found| {
+                ok = ok
+                    && match found {
+                        Found::Token(id, a, b) => push_added(id, a, b, out),
+                        Found::Text(a, b) => self.encode_text(text, a, b, cache, out),
+                    }
+            },
+        );
+        ok
+    }
+
+    /// Encodes `text[start..end]`, a stretch without added tokens.
+    fn encode_text(
+        &self,
+        text: &str,
+        start: usize,
+        end: usize,
+        cache: &mut Cache,
+        out: &mut Tokens,
+    ) -> bool {
+        let part = &text[start..end];
+        let mut ok = true;
+        let mut symbols = Vec::new();
+        let split = self.splitter.split(part, |a, b| {
+            if !ok {
+                return;
+            }
+            let piece = &part.as_bytes()[a..b];
+            symbols.clear();
+            symbols.extend(piece.iter().map(|&b| self.byte_ids[b as usize]));
+            if symbols.contains(&NONE) {
+                ok = false;
+                return;
+            }
+            let from = out.ids.len();
+            self.merges.tokenize(piece, &symbols, cache, &mut out.ids);
+            let mut at = start + a;
+            for &id in &out.ids[from..] {
+                let len = self.lens.get(id as usize).copied().unwrap_or(0) as usize;
+                let (mut s, mut e) = (at, at + len);
+                while !text.is_char_boundary(s) {
+                    s -= 1;
+                }
+                while !text.is_char_boundary(e) {
+                    e += 1;
+                }
+                out.offsets.push((s, e));
+                at += len;
+            }
+        });
+        ok && split
+    }
+
+    /// The byte-level post-processor's `trim_offsets`: a token's leading and trailing spaces
+    /// leave its offsets (the first token's single leading space stays with
+    /// `add_prefix_space`).
+    fn trim_offsets(&self, out: &mut Tokens) {
+        let add_prefix_space = self.trim == Some(true);
+        for (i, (id, o)) in out.ids.iter().zip(out.offsets.iter_mut()).enumerate() {
+            let (mut lead, trail) = self.spaces.get(*id as usize).copied().unwrap_or_default();
+            if lead > 0 {
+                if (i == 0 || o.0 == 0) && add_prefix_space && lead == 1 {
+                    lead = 0;
+                }
+                o.0 = (o.0 + lead as usize).min(o.1);
+            }
+            if trail > 0 && o.1 >= trail as usize {
+                o.1 = (o.1 - trail as usize).max(o.0);
+            }
+        }
+    }
+}
+
+/// Appends an added token; `true`.
+fn push_added(id: u32, start: usize, end: usize, out: &mut Tokens) -> bool {
+    out.ids.push(id);
+    out.offsets.push((start, end));
+    true
+}
+
+/// What [`find_added`] finds: an added token's id and range, or text between.
+enum Found {
+    Token(u32, usize, usize),
+    Text(usize, usize),
+}
+
+/// Splits `text[start..end]` at the tokens of `added`, leftmost-longest.
+fn find_added(
+    added: Option<&Added>,
+    text: &str,
+    start: usize,
+    end: usize,
+    each: &mut impl FnMut(Found),
+) {
+    if start == end {
+        return;
+    }
+    let Some(added) = added else {
+        return each(Found::Text(start, end));
+    };
+    let mut at = start;
+    for m in added.finder.find_iter(&text[start..end]) {
+        let (a, b) = (start + m.start(), start + m.end());
+        if a > at {
+            each(Found::Text(at, a));
+        }
+        each(Found::Token(added.ids[m.pattern().as_usize()], a, b));
+        at = b;
+    }
+    if at < end {
+        each(Found::Text(at, end));
+    }
+}
+
+/// The pre-tokenizer's splitter: GPT-2's byte-level one, or one `Split` (isolated, not
+/// inverted) before a byte-level one without its own pattern.
+fn pre_tokenizer(p: &Value) -> Option<Splitter> {
+    let byte_level = |p: &Value, regex: bool| {
+        p.get("type").and_then(Value::as_str) == Some("ByteLevel")
+            && p.get("add_prefix_space").and_then(Value::as_bool) == Some(false)
+            && p.get("use_regex").and_then(Value::as_bool).unwrap_or(true) == regex
+    };
+    match p.get("type")?.as_str()? {
+        "ByteLevel" if byte_level(p, true) => Splitter::new(split::BYTE_LEVEL),
+        "Sequence" => match p.get("pretokenizers")?.as_array()?.as_slice() {
+            [only] if byte_level(only, true) => Splitter::new(split::BYTE_LEVEL),
+            [s, b] if byte_level(b, false) => {
+                if s.get("type")?.as_str()? != "Split"
+                    || s.get("behavior")?.as_str()? != "Isolated"
+                    || s.get("invert")?.as_bool()?
+                {
+                    return None;
+                }
+                let pattern = s.get("pattern")?;
+                match (pattern.get("Regex"), pattern.get("String")) {
+                    (Some(r), None) => Splitter::new(r.as_str()?),
+                    (None, Some(s)) => Splitter::new(&regex::escape(s.as_str()?)),
+                    _ => None,
+                }
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// `Some(trim)` for the post-processors this encoder reproduces (with
+/// `add_special_tokens = false`, only a byte-level one's `trim_offsets` changes anything):
+/// `trim` is `None`, or `Some(add_prefix_space)` when offsets are trimmed.
+fn post_processor(p: &Value) -> Option<Option<bool>> {
+    if p.is_null() {
+        return Some(None);
+    }
+    match p.get("type")?.as_str()? {
+        "TemplateProcessing" => Some(None),
+        "ByteLevel" => Some(p.get("trim_offsets")?.as_bool()?.then(|| {
+            p.get("add_prefix_space")
+                .and_then(Value::as_bool)
+                .unwrap_or(false)
+        })),
+        "Sequence" => {
+            let mut trim = None;
+            for q in p.get("processors")?.as_array()? {
+                match (trim, post_processor(q)?) {
+                    (_, None) => {}
+                    (None, t) => trim = t,
+                    (Some(_), Some(_)) => return None, // trimmed twice: left to the library
+                }
+            }
+            Some(trim)
+        }
+        _ => None,
+    }
+}
+
+/// The added tokens, split by whether they match before or after normalizing; `None` when
+/// one strips spaces or must be a single word.
+fn added_tokens(
+    list: Option<&Value>,
+    added_id: &impl Fn(&str) -> Option<u32>,
+    nfc: bool,
+    lens: &mut Vec<u32>,
+    spaces: &mut Vec<(u8, u8)>,
+) -> Option<(Option<Added>, Option<Added>)> {
+    let (mut raw, mut normalized) = (Vec::new(), Vec::new());
+    for t in list
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+    {
+        let flag = |k: &str| t.get(k).and_then(Value::as_bool).unwrap_or(false);
+        if flag("single_word") || flag("lstrip") || flag("rstrip") {
+            return None;
+        }
+        let content = t.get("content")?.as_str()?;
+        let id = added_id(content)?;
+        if content.is_empty() {
+            continue;
+        }
+        if nfc && flag("normalized") && !unicode_normalization_alignments::is_nfc(content) {
+            return None; // matched in its normalized form
+        }
+        if id as usize >= lens.len() {
+            lens.resize(id as usize + 1, 0);
+            spaces.resize(id as usize + 1, (0, 0));
+        }
+        spaces[id as usize] = space_counts(content);
+        if flag("normalized") {
+            &mut normalized
+        } else {
+            &mut raw
+        }
+        .push((content, id));
+    }
+    let build = |tokens: Vec<(&str, u32)>| -> Option<Option<Added>> {
+        if tokens.is_empty() {
+            return Some(None);
+        }
+        let finder = AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostLongest)
+            .build(tokens.iter().map(|t| t.0))
+            .ok()?;
+        Some(Some(Added {
+            finder,
+            ids: tokens.iter().map(|t| t.1).collect(),
+        }))
+    };
+    Some((build(raw)?, build(normalized)?))
+}
+
+/// With `ignore_merges`, pieces that are a token of the vocabulary, by their bytes.
+fn whole_tokens(
+    ids: &HashMap<&str, u32, FixedState>,
+) -> Option<HashMap<Box<[u8]>, u32, FixedState>> {
+    let mut byte_of = HashMap::<char, u8, FixedState>::with_hasher(FixedState::default());
+    for (b, c) in byte_chars().iter().enumerate() {
+        byte_of.insert(*c, b as u8);
+    }
+    let mut whole = HashMap::with_hasher(FixedState::default());
+    for (token, &id) in ids {
+        let bytes: Option<Box<[u8]>> = token.chars().map(|c| byte_of.get(&c).copied()).collect();
+        if let Some(bytes) = bytes {
+            whole.insert(bytes, id);
+        }
+    }
+    Some(whole)
+}
+
+/// Leading and trailing spaces of a token as `trim_offsets` counts them: the byte-level
+/// space character or white space.
+fn space_counts(token: &str) -> (u8, u8) {
+    let space = |c: &char| *c == '\u{120}' || c.is_whitespace();
+    let lead = token.chars().take_while(space).count();
+    let trail = token.chars().rev().take_while(space).count();
+    (lead.min(255) as u8, trail.min(255) as u8)
+}
+
+/// The byte-level alphabet: the character standing for each byte. Printable Latin-1 bytes
+/// stand for themselves; the others, in order, for U+0100 onwards.
+fn byte_chars() -> [char; 256] {
+    let printable = |b: u32| {
+        (0x21..=0x7e).contains(&b) || (0xa1..=0xac).contains(&b) || (0xae..=0xff).contains(&b)
+    };
+    let mut out = ['\0'; 256];
+    let mut next = 0x100;
+    for (b, c) in out.iter_mut().enumerate() {
+        let b = b as u32;
+        *c = if printable(b) {
+            char::from_u32(b).unwrap_or_default()
+        } else {
+            next += 1;
+            char::from_u32(next - 1).unwrap_or_default()
+        };
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,134 @@
+//! The pre-tokenizer's pattern: the pieces a text splits into before BPE, as the `tokenizers`
+//! library's `Split` (behavior `Isolated`) and byte-level pre-tokenizers cut them.
+//!
+//! Those patterns are written for a backtracking engine; the common ones use look-ahead only in
+//! a trailing `\s+(?!\S)|\s+` (a run of white space leaves its last character to the next
+//! piece, so that `"  word"` splits as `" "`, `" word"`). [`Splitter`] runs the rest of the
+//! pattern, plus `\s+`, on the `regex` crate's engine (linear time) and gives that look-ahead's
+//! result back: a white-space run that the rest of the pattern does not match, followed by a
+//! non-space character, loses its last character. A pattern with look-around elsewhere is
+//! not supported (the tokenizer then runs on the `tokenizers` library).
+
+use regex_automata::meta::Regex;
+use regex_automata::{Anchored, Input};
+
+/// The tail of a pattern whose look-ahead [`Splitter`] emulates.
+const SPACE_TAIL: &str = r"|\s+(?!\S)|\s+";
+
+/// The pattern of the GPT-2 byte-level pre-tokenizer (`ByteLevel` with `use_regex`).
+pub const BYTE_LEVEL: &str =
+    r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
+
+/// A compiled pre-tokenizer pattern.
+#[derive(Debug)]
+pub struct Splitter {
+    /// The pattern, its look-ahead tail replaced by `\s+`.
+    all: Regex,
+    /// The pattern without its tail, searched anchored; `None` when it had no such tail.
+    head: Option<Regex>,
+}
+
+impl Splitter {
+    /// Compiles `pattern`; `None` when its engine cannot run it (look-around other than the
+    /// tail, back-references) or it matches the empty text.
+    pub fn new(pattern: &str) -> Option<Self> {
+        let (all, head) = match pattern.strip_suffix(SPACE_TAIL) {
+            Some(head) => (
+                Regex::new(&format!(r"(?:{head})|\s+")).ok()?,
+                Some(Regex::new(head).ok()?),
+            ),
+            None => (Regex::new(pattern).ok()?, None),
+        };
+        if all.is_match("") {
+            return None;
+        }
+        Some(Splitter { all, head })
+    }
+
+    /// Calls `piece` with the byte range of each piece of `text`, in order: the matches and
+    /// the text between them. `false` when the pattern matched an empty piece, which the
+    /// caller leaves to the `tokenizers` library.
+    pub fn split(&self, text: &str, mut piece: impl FnMut(usize, usize)) -> bool {
+        let mut at = 0;
+        while at < text.len() {
+            let Some(m) = self.all.search(&Input::new(text).range(at..)) else {
+                piece(at, text.len());
+                break;
+            };
+            if m.is_empty() {
+                return false;
+            }
+            if m.start() > at {
+                piece(at, m.start());
+            }
+            let end = self.space_end(text, m.start(), m.end());
+            piece(m.start(), end);
+            at = end;
+        }
+        true
+    }
+
+    /// The end of the match `start..end` under the original pattern: a white-space run
+    /// matched by the tail's `\s+(?!\S)` gives its last character back when a non-space
+    /// character follows.
+    fn space_end(&self, text: &str, start: usize, end: usize) -> usize {
+        let Some(head) = &self.head else { return end };
+        let run = &text[start..end];
+        let mut chars = run.chars();
+        let (Some(first), Some(last)) = (chars.next(), chars.next_back()) else {
+            return end; // one character: `(?!\S)` fails, `\s+` keeps it
+        };
+        let followed_by_text = text[end..]
+            .chars()
+            .next()
+            .is_some_and(|c| !c.is_whitespace());
+        if !first.is_whitespace() || !followed_by_text {
+            return end;
+        }
+        // The head's alternatives come first: when one matches here, the match is its.
+        let anchored = Input::new(text).range(start..).anchored(Anchored::Yes);
+        if head.search(&anchored).is_some() {
+            return end;
+        }
+        end - last.len_utf8()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pieces(pattern: &str, text: &str) -> Vec<String> {
+        let s = Splitter::new(pattern).expect("compiles");
+        let mut out = Vec::new();
+        assert!(s.split(text, |a, b| out.push(text[a..b].to_string())));
+        out
+    }
+
+    #[test]
+    fn white_space_runs_leave_their_last_character() {
+        let p = pieces(BYTE_LEVEL, "a  b\t\tc   \n\nd  ");
+        assert_eq!(
+            p,
+            ["a", " ", " b", "\t", "\t", "c", "   \n", "\n", "d", "  "]
+        );
+        assert_eq!(
+            pieces(BYTE_LEVEL, "it's 12 ok!!"),
+            ["it", "'s", " 12", " ok", "!!"]
+        );
+    }
+
+    #[test]
+    fn a_head_match_on_white_space_is_kept_whole() {
+        // `\s*[\r\n]+` before the tail matches a run ending in newlines.
+        let p = r"[^\r\n\p{L}]?\p{L}+|\p{N}+| ?[^\s\p{L}\p{N}]+|\s*[\r\n]+|\s+(?!\S)|\s+";
+        assert_eq!(pieces(p, "a \n\nb  c"), ["a", " \n\n", "b", " ", " c"]);
+    }
+
+    #[test]
+    fn unsupported_patterns_are_refused() {
+        assert!(Splitter::new(r"(?=a)b").is_none());
+        assert!(Splitter::new(r"a*").is_none());
+        assert!(Splitter::new(r"(a)\1").is_none());
+    }
+}

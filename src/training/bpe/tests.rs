@@ -1,0 +1,241 @@
+//! [`ByteLevelBpe`] against the `tokenizers` library: the same ids and offsets on texts meant
+//! to find the edges (white space runs, contractions, digits, accents, combining marks, wide
+//! and four-byte characters, added tokens), for each supported shape of `tokenizer.json`.
+
+use std::str::FromStr;
+
+use serde_json::{json, Value};
+
+use super::split::{Splitter, BYTE_LEVEL};
+use super::{byte_chars, ByteLevelBpe, Cache};
+use crate::training::tokenize::{TokenizerFile, Tokens};
+
+/// A `Split` pattern in the style of recent byte-level models, written for these tests.
+const SPLIT: &str = r"(?i:'(?:[sdmt]|ll|ve|re))|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}{1,2}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+
+/// Texts to train on and to encode.
+fn texts() -> Vec<String> {
+    let mut out: Vec<String> = [
+        "Hello world! It's a test: don't we'll they've I'm you'd HE'S.",
+        "  leading spaces\tand\ttabs\n\nnew  lines   \n  \r\n trailing   ",
+        "numbers 12345 3.14159 1,000,000 and x2 y_3",
+        "<|im_start|>user\nList files<|im_end|>\n<|im_start|>assistant\nls -la<|im_end|>",
+        "café naïve résumé e\u{301}te\u{301} — “quotes” … «guillemets»",
+        "日本語のテキスト、中文文本。 한국어 텍스트",
+        "emoji 🎉🚀 and flags 🇫🇷 mixed👍🏽text",
+        "\u{a0}nbsp\u{a0}\u{a0}x\u{3000}ideographic\u{2028}sep",
+        "def f(x):\n    return {'a': [1, 2]}  # comment\n\n\n",
+        "<|begin|><|header|>system<|end_header|>\n\nYou are helpful.<|eot|>",
+        "ending with spaces    ",
+        "   ",
+        "",
+        "a",
+        "'s's ''ll",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    // Pseudo-random strings over the same kinds of characters.
+    let alphabet: Vec<char> = "ab Z9 0\t\n\r'sé\u{301}日🎉\u{a0}\u{3000}<|>._-"
+        .chars()
+        .collect();
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for len in 1..200 {
+        let s = (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                alphabet[(x % alphabet.len() as u64) as usize]
+            })
+            .collect();
+        out.push(s);
+    }
+    out
+}
+
+/// A byte-level BPE vocabulary and merges learned from `texts`: the most frequent adjacent
+/// pair of each round is merged (the smallest on ties), `n` rounds.
+fn train(texts: &[String], n: usize) -> (Value, Value) {
+    let chars = byte_chars();
+    let splitter = Splitter::new(BYTE_LEVEL).expect("compiles");
+    let mut words: Vec<Vec<String>> = Vec::new();
+    for t in texts {
+        splitter.split(t, |a, b| {
+            words.push(
+                t.as_bytes()[a..b]
+                    .iter()
+                    .map(|&b| chars[b as usize].to_string())
+                    .collect(),
+            )
+        });
+    }
+    let mut vocab: Vec<String> = chars.iter().map(char::to_string).collect();
+    let mut merges = Vec::new();
+    for _ in 0..n {
+        let mut counts = std::collections::BTreeMap::new();
+        for w in &words {
+            for p in w.windows(2) {
+                *counts.entry((p[0].clone(), p[1].clone())).or_insert(0) += 1;
+            }
+        }
+        let Some(best) = counts.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))) else {
+            break;
+        };
+        let (l, r) = best.0.clone();
+        let merged = format!("{l}{r}");
+        for w in &mut words {
+            let mut i = 0;
+            while i + 1 < w.len() {
+                if w[i] == l && w[i + 1] == r {
+                    w[i] = merged.clone();
+                    w.remove(i + 1);
+                }
+                i += 1;
+            }
+        }
+        merges.push(json!([l, r]));
+        vocab.push(merged);
+    }
+    let vocab: serde_json::Map<String, Value> = vocab
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| (t, json!(i)))
+        .collect();
+    (Value::Object(vocab), Value::Array(merges))
+}
+
+/// Added tokens, numbered after the vocabulary's `n` tokens.
+fn added(n: usize, normalized: bool) -> Value {
+    let names = [
+        "<|im_start|>",
+        "<|im_end|>",
+        "<|begin|>",
+        "<|header|>",
+        "<|end_header|>",
+        "<|eot|>",
+    ];
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            json!({"id": n + i, "content": c, "single_word": false, "lstrip": false, "rstrip": false,
+                   "normalized": normalized && i % 2 == 0, "special": true})
+        })
+        .collect()
+}
+
+fn tokenizer(
+    pre: Value,
+    normalizer: Value,
+    post: Value,
+    normalized: bool,
+    ignore_merges: bool,
+) -> String {
+    let (vocab, merges) = train(&texts(), 300);
+    json!({
+        "version": "1.0", "truncation": null, "padding": null,
+        "added_tokens": added(vocab.as_object().map_or(0, |v| v.len()), normalized), "normalizer": normalizer, "pre_tokenizer": pre,
+        "post_processor": post, "decoder": null,
+        "model": {"type": "BPE", "dropout": null, "unk_token": null,
+                  "continuing_subword_prefix": null, "end_of_word_suffix": null,
+                  "fuse_unk": false, "byte_fallback": false, "ignore_merges": ignore_merges,
+                  "vocab": vocab, "merges": merges}
+    })
+    .to_string()
+}
+
+fn gpt2() -> Value {
+    json!({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true})
+}
+
+fn split_then_bytes(pattern: &str) -> Value {
+    json!({"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": false},
+        {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false}]})
+}
+
+/// Encodes every text both ways; returns how many the own encoder took.
+fn same_as_library(json: &str) -> usize {
+    let t = TokenizerFile::from_json(json).expect("loads");
+    assert!(t.is_own(), "the own encoder takes {json:.200}");
+    let library = tokenizers::Tokenizer::from_str(json).expect("loads");
+    let own = ByteLevelBpe::new(&serde_json::from_str(json).expect("json"), |c| {
+        library.token_to_id(c)
+    })
+    .expect("own");
+    let mut cache = Cache::default();
+    let mut taken = 0;
+    for text in texts().iter().chain(texts().iter()) {
+        let mut tokens = Tokens::default();
+        if own.encode(text, &mut cache, &mut tokens) {
+            taken += 1;
+            assert_eq!(
+                tokens,
+                t.encode_with_library(text).expect("encodes"),
+                "{text:?}"
+            );
+        }
+    }
+    taken
+}
+
+#[test]
+fn gpt2_byte_level() {
+    let all = 2 * texts().len();
+    assert_eq!(
+        same_as_library(&tokenizer(gpt2(), Value::Null, Value::Null, false, false)),
+        all
+    );
+    let trimmed = json!({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true});
+    assert_eq!(
+        same_as_library(&tokenizer(gpt2(), Value::Null, trimmed, true, false)),
+        all
+    );
+    let prefix = json!({"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true});
+    let seq = json!({"type": "Sequence", "processors": [prefix, {"type": "TemplateProcessing",
+        "single": [{"Sequence": {"id": "A", "type_id": 0}}], "pair": [{"Sequence": {"id": "A", "type_id": 0}}],
+        "special_tokens": {}}]});
+    assert_eq!(
+        same_as_library(&tokenizer(gpt2(), Value::Null, seq, false, true)),
+        all
+    );
+}
+
+#[test]
+fn split_pattern_then_byte_level() {
+    let all = 2 * texts().len();
+    let pre = split_then_bytes(SPLIT);
+    assert_eq!(
+        same_as_library(&tokenizer(
+            pre.clone(),
+            Value::Null,
+            Value::Null,
+            false,
+            true
+        )),
+        all
+    );
+    // NFC: texts not in NFC go to the library.
+    let nfc = json!({"type": "NFC"});
+    let taken = same_as_library(&tokenizer(pre, nfc, Value::Null, true, false));
+    assert!(taken > all / 2 && taken < all, "{taken} of {all}");
+}
+
+#[test]
+fn unsupported_shapes_go_to_the_library() {
+    let json = tokenizer(gpt2(), Value::Null, Value::Null, false, false);
+    let mut v: Value = serde_json::from_str(&json).expect("json");
+    let ids = |v: &Value| ByteLevelBpe::new(v, |_| Some(0));
+    assert!(ids(&v).is_some());
+    v["added_tokens"][0]["lstrip"] = json!(true);
+    assert!(ids(&v).is_none());
+    v["added_tokens"][0]["lstrip"] = json!(false);
+    v["normalizer"] = json!({"type": "Lowercase"});
+    assert!(ids(&v).is_none());
+    v["normalizer"] = Value::Null;
+    v["pre_tokenizer"] = split_then_bytes(r"(?=x)y|\s+");
+    assert!(ids(&v).is_none());
+    v["pre_tokenizer"] = json!({"type": "Whitespace"});
+    assert!(ids(&v).is_none());
+}

@@ -337,7 +337,8 @@ pub trait Scope {
     /// The value of `var`, or `None` when it has none (a capture group that did not take part in
     /// the match, a missing field).
     fn get(&self, var: &Var) -> Option<Cow<'_, str>>;
-    /// The JSON value of a data variable ([`Var::is_data`]), or `None`.
+    /// The JSON value of a data variable ([`Var::is_data`]), or `None`. A data variable's
+    /// [`Scope::get`] is the [`node_text`] of this value (placeholders read numbers here).
     fn node(&self, _var: &Var) -> Option<&Node<'_>> {
         None
     }

@@ -153,11 +153,7 @@ impl<'a> Node<'a> {
         }
         let tokens = pointer.strip_prefix('/')?;
         tokens.split('/').try_fold(self, |target, token| {
-            let token: Cow<'_, str> = if token.contains('~') {
-                Cow::Owned(token.replace("~1", "/").replace("~0", "~"))
-            } else {
-                Cow::Borrowed(token)
-            };
+            let token = pointer_token(token);
             match target {
                 Node::Object(_) => target.get(&token),
                 Node::Array(items) => array_index(&token).and_then(|i| items.get(i)),
@@ -302,6 +298,15 @@ impl Serialize for Node<'_> {
                 map.end()
             }
         }
+    }
+}
+
+/// The key or index a JSON pointer's `/token` names: `~1` read as `/`, `~0` as `~`.
+pub fn pointer_token(token: &str) -> Cow<'_, str> {
+    if token.contains('~') {
+        Cow::Owned(token.replace("~1", "/").replace("~0", "~"))
+    } else {
+        Cow::Borrowed(token)
     }
 }
 

@@ -145,6 +145,41 @@ impl Shapes {
     }
 }
 
+/// The entries named `names` of the JSON object in `bytes`, when [`Shapes::any`] would parse
+/// it (`None` when it would not, or when the text is not an object). The other values are
+/// checked as they are read but not built, so finding a few fields costs much less than
+/// parsing the record.
+pub fn any_object_fields<'a>(bytes: &'a [u8], names: &[String]) -> Option<Entries<'a>> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let mut r = Reader::new(text);
+    if r.peek()? != b'{' {
+        return None;
+    }
+    let any = Checked {
+        shapes: Shapes::any(),
+        id: ANY,
+    };
+    let mut keys = Vec::new();
+    let mut found = Entries::new();
+    r.elements(b'}', |r| {
+        if r.peek()? != b'"' {
+            return None;
+        }
+        let key = r.string()?;
+        r.eat(b':')?;
+        if names.iter().any(|n| *n == key) {
+            let mut value = Node::Null;
+            any.read_into(r, &mut value)?;
+            found.push((key.clone(), value));
+        } else {
+            skip(r)?;
+        }
+        keys.push(key);
+        Some(())
+    })?;
+    (r.at_end() && !has_duplicate_key(&keys, |k| k.as_ref())).then_some(found)
+}
+
 struct Compiler<'d> {
     documents: &'d [(&'d str, Value)],
     shapes: Vec<Shape>,
@@ -523,18 +558,44 @@ impl<'s> Checked<'s> {
                 .iter()
                 .all(|r| entries.iter().any(|(k, _)| k == r));
         // Keys of properties were checked above; others can only repeat each other.
-        (complete && !(others && has_duplicate_key(entries))).then_some(())
+        (complete && !(others && has_duplicate_key(entries, |(k, _)| k.as_ref()))).then_some(())
     }
 }
 
-fn has_duplicate_key(entries: &Entries<'_>) -> bool {
-    if entries.len() <= 16 {
-        return entries
+/// Reads a value as [`Shapes::any`] reads it (the same checks, the same refusals), building
+/// nothing.
+fn skip(r: &mut Reader<'_>) -> Option<()> {
+    match r.peek()? {
+        b'"' => r.string().map(drop),
+        b'{' => {
+            let mut keys = Vec::new();
+            r.elements(b'}', |r| {
+                if r.peek()? != b'"' {
+                    return None;
+                }
+                keys.push(r.string()?);
+                r.eat(b':')?;
+                skip(r)
+            })?;
+            (!has_duplicate_key(&keys, |k| k.as_ref())).then_some(())
+        }
+        b'[' => r.elements(b']', skip),
+        b't' => r.literal("true"),
+        b'f' => r.literal("false"),
+        b'n' => r.literal("null"),
+        _ => r.number().map(drop),
+    }
+}
+
+/// Whether two of `items` have the same key.
+fn has_duplicate_key<T>(items: &[T], key: impl Fn(&T) -> &str) -> bool {
+    if items.len() <= 16 {
+        return items
             .iter()
             .enumerate()
-            .any(|(i, (k, _))| entries[..i].iter().any(|(earlier, _)| earlier == k));
+            .any(|(i, item)| items[..i].iter().any(|earlier| key(earlier) == key(item)));
     }
-    let mut keys: Vec<&str> = entries.iter().map(|(k, _)| k.as_ref()).collect();
+    let mut keys: Vec<&str> = items.iter().map(key).collect();
     keys.sort_unstable();
     keys.windows(2).any(|w| w[0] == w[1])
 }
@@ -550,6 +611,43 @@ mod tests {
 
     fn accepts(s: &Shapes, text: &str) -> bool {
         s.parse(text.as_bytes()).is_some()
+    }
+
+    #[test]
+    fn object_fields_are_read_when_the_whole_object_parses() {
+        let names = ["k".to_owned(), "n".to_owned()];
+        let fields = |text: &str| {
+            any_object_fields(text.as_bytes(), &names).map(|e| Node::Object(e).to_string())
+        };
+        assert_eq!(
+            fields(r#"{"a": [1, {"b": "x"}], "k": {"deep": [2.5]}, "z": null, "n": 3}"#).as_deref(),
+            Some(r#"{"k":{"deep":[2.5]},"n":3}"#)
+        );
+        assert_eq!(fields(r#"{"a": 1}"#).as_deref(), Some("{}"));
+        for text in [
+            r#"{"a": 1, "k": 2} "#,
+            r#"{"a": {"b": 1, "c": [true, false, null, "\u00e9"]}, "k": "x\ny"}"#,
+            // Refused by the whole parse, so by this read too.
+            r#"{"a": {"b": 1, "b": 2}, "k": 1}"#,
+            r#"{"a": 1, "a": 2}"#,
+            r#"{"k": 1, "k": 2}"#,
+            r#"{"a": 123456789012345678901234567890, "k": 1}"#,
+            r#"{"a": [1,], "k": 1}"#,
+            r#"{"a": "\ud83d alone", "k": 1}"#,
+            r#"{"a": tru, "k": 1}"#,
+            r#"{"k": 1} x"#,
+            r#"{"k": 1"#,
+        ] {
+            let whole = Shapes::any().parse(text.as_bytes()).is_some();
+            assert_eq!(fields(text).is_some(), whole, "{text}");
+        }
+        let deep = format!(
+            "{{\"a\": {}{}, \"k\": 1}}",
+            "[".repeat(130),
+            "]".repeat(130)
+        );
+        assert_eq!(fields(&deep), None, "nesting past the limit");
+        assert_eq!(fields("[1]"), None, "not an object");
     }
 
     #[test]

@@ -600,23 +600,32 @@ fn emit_steps(emit: &Emit, scope: &dyn Scope, out: &mut Vec<Step>) -> Result<(),
 /// `bounding_box` of numbers `x`, `y`, `width`, `height`), for the first one that is not: a
 /// record whose coordinates are missing or not numbers is rejected, never written.
 fn annotation_problem(items: &[Value]) -> Option<String> {
-    items.iter().enumerate().find_map(|(i, a)| {
-        let at = format!("annotation {i} of an image_observation");
-        if !a.is_object() {
-            return Some(format!("{at} is not an object"));
+    // Annotations are small objects: a scan of their few keys costs less than hashing.
+    fn field<'v>(object: &'v Map<String, Value>, key: &str) -> &'v Value {
+        object
+            .iter()
+            .find_map(|(k, v)| (k == key).then_some(v))
+            .unwrap_or(&Value::Null)
+    }
+    let problem = |a: &Value| -> Option<String> {
+        let Some(a) = a.as_object() else {
+            return Some(" is not an object".into());
+        };
+        if !field(a, "element_type").is_string() {
+            return Some(" has no string element_type".into());
         }
-        if !a["element_type"].is_string() {
-            return Some(format!("{at} has no string element_type"));
-        }
-        let bbox = &a["bounding_box"];
-        if !bbox.is_object() {
-            return Some(format!("{at} has no bounding_box object"));
-        }
+        let Some(bbox) = field(a, "bounding_box").as_object() else {
+            return Some(" has no bounding_box object".into());
+        };
         ["x", "y", "width", "height"].iter().find_map(|k| {
-            (!bbox[*k].is_number())
-                .then(|| format!("{at}: bounding_box.{k} is {}, not a number", bbox[*k]))
+            let v = field(bbox, k);
+            (!v.is_number()).then(|| format!(": bounding_box.{k} is {v}, not a number"))
         })
-    })
+    };
+    items
+        .iter()
+        .enumerate()
+        .find_map(|(i, a)| problem(a).map(|p| format!("annotation {i} of an image_observation{p}")))
 }
 
 fn render_step(template: &StepTemplate, scope: &dyn Scope) -> Result<Step, RecordProblem> {

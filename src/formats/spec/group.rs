@@ -18,6 +18,8 @@ use serde_json::Value;
 
 use super::template::{node_text, Scope, Template, Var};
 use crate::ingest::{FramedRecords, RawRecord, RecordSource};
+use crate::json::node::pointer_token;
+use crate::json::shape::any_object_fields;
 use crate::json::Node;
 use crate::validate::check::parse_node;
 
@@ -36,6 +38,8 @@ struct Open {
 pub struct GroupedRecords {
     framed: FramedRecords,
     key: Template,
+    /// The names of the top-level fields the key reads, when it reads only such fields.
+    key_fields: Option<Vec<String>>,
     /// A key that comes back is a group of its own rather than an error.
     separate: bool,
     open: Option<Open>,
@@ -54,6 +58,7 @@ impl GroupedRecords {
     ) -> io::Result<GroupedRecords> {
         Ok(GroupedRecords {
             framed: FramedRecords::open(path, max_record_bytes)?,
+            key_fields: top_level_fields(&key),
             key,
             separate,
             open: None,
@@ -75,7 +80,7 @@ impl GroupedRecords {
 
     /// Adds `record` to its group, closing the open group when the key changes.
     fn add(&mut self, record: RawRecord) {
-        let key = match group_key(&self.key, &record) {
+        let key = match group_key(&self.key, self.key_fields.as_deref(), &record) {
             Some(Some(key)) => key,
             // Unreadable records go alone; the converter diagnoses them.
             None => return self.ready.push_back(record),
@@ -98,20 +103,44 @@ impl GroupedRecords {
     }
 }
 
+/// The names of the top-level fields `key` reads (`{/episode_id}`), or `None` when it reads
+/// anything else.
+fn top_level_fields(key: &Template) -> Option<Vec<String>> {
+    key.vars()
+        .map(|var| match var {
+            Var::Field(pointer) => {
+                let token = pointer.strip_prefix('/')?;
+                (!token.contains('/')).then(|| pointer_token(token).into_owned())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// The group key of `record`: `None` when it cannot be read as JSON, `Some(None)` when the key
-/// renders empty.
-fn group_key(key: &Template, record: &RawRecord) -> Option<Option<String>> {
+/// renders empty. A key of top-level fields (`key_fields`) is found without building the rest
+/// of the record, which the worker parses when it converts the group; other records and keys
+/// are parsed whole.
+fn group_key(
+    key: &Template,
+    key_fields: Option<&[String]>,
+    record: &RawRecord,
+) -> Option<Option<String>> {
+    fn render(key: &Template, record: &Node<'_>) -> Option<String> {
+        key.render(&Fields(record))
+            .ok()
+            .flatten()
+            .filter(|k| !k.is_empty())
+    }
     if record.error.is_some() {
         return None;
     }
+    if let Some(fields) = key_fields.and_then(|names| any_object_fields(&record.bytes, names)) {
+        return Some(render(key, &Node::Object(fields)));
+    }
     let mut slow = None;
     let node = parse_node(record, &mut slow).ok()?;
-    Some(
-        key.render(&Fields(&node))
-            .ok()
-            .flatten()
-            .filter(|k| !k.is_empty()),
-    )
+    Some(render(key, &node))
 }
 
 /// A record's fields, the only variables of a group key.

@@ -2,10 +2,12 @@
 //! zipped by position, each seen by templates as `{$index}`, `{$key}` and `{$value/...}`.
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::sync::Arc;
 
 use super::template::{node_text, Scope, Var};
 use super::usage::Usage;
+use crate::json::node::pointer_token;
 use crate::json::Node;
 
 /// What a `for_each` goes over.
@@ -36,12 +38,54 @@ pub struct Item<'s> {
     /// Its key, when an object's entries are iterated.
     pub key: Option<Cow<'s, str>>,
     /// The item.
-    pub value: Node<'s>,
+    pub value: ItemValue<'s>,
+}
+
+/// The value of an item, borrowed from the data.
+pub enum ItemValue<'s> {
+    /// An item of a list, or the value of an object's entry.
+    One(&'s Node<'s>),
+    /// Item `i` of zipped lists: each list's name with its item `i`. Templates see the object
+    /// `{name: item, ...}`, built only when one reads it whole (`{$value}`).
+    Zipped(Vec<(&'s str, &'s Node<'s>)>, OnceCell<Node<'s>>),
+}
+
+impl<'s> ItemValue<'s> {
+    /// The value at a JSON pointer inside the item, as [`Node::pointer`] finds it.
+    fn pointer(&self, pointer: &str) -> Option<&Node<'s>> {
+        let (members, whole) = match self {
+            ItemValue::One(node) => return node.pointer(pointer),
+            ItemValue::Zipped(members, whole) => (members, whole),
+        };
+        if pointer.is_empty() {
+            return Some(whole.get_or_init(|| {
+                Node::Object(
+                    members
+                        .iter()
+                        .map(|(name, item)| (Cow::Borrowed(*name), (*item).clone()))
+                        .collect(),
+                )
+            }));
+        }
+        let tokens = pointer.strip_prefix('/')?;
+        let (name, rest) = tokens.split_at(tokens.find('/').unwrap_or(tokens.len()));
+        let name = pointer_token(name);
+        let (_, item) = members.iter().find(|(n, _)| *n == name)?;
+        item.pointer(rest)
+    }
+
+    /// True for `null`, `""`, `[]` and `{}`, and for zipped items whose values all are.
+    fn is_empty(&self) -> bool {
+        match self {
+            ItemValue::One(node) => is_empty(node),
+            ItemValue::Zipped(members, _) => members.iter().all(|(_, item)| is_empty(item)),
+        }
+    }
 }
 
 impl Iteration {
     /// The items, in order; a missing or null list has none. Errors are `(pointer, message)`.
-    pub fn items<'s>(&self, scope: &'s dyn Scope) -> Result<Vec<Item<'s>>, (String, String)> {
+    pub fn items<'s>(&'s self, scope: &'s dyn Scope) -> Result<Vec<Item<'s>>, (String, String)> {
         let mut items = match &self.over {
             Over::One(var) => match self.found(scope.node(var)) {
                 None | Some(Node::Null) => Vec::new(),
@@ -51,7 +95,7 @@ impl Iteration {
                     .map(|(index, v)| Item {
                         index,
                         key: None,
-                        value: v.clone(),
+                        value: ItemValue::One(v),
                     })
                     .collect(),
                 Some(Node::Object(entries)) => entries
@@ -60,7 +104,7 @@ impl Iteration {
                     .map(|(index, (k, v))| Item {
                         index,
                         key: Some(Cow::Borrowed(k.as_ref())),
-                        value: v.clone(),
+                        value: ItemValue::One(v),
                     })
                     .collect(),
                 Some(other) => {
@@ -76,7 +120,7 @@ impl Iteration {
             Over::Zip(lists) => zip(lists, scope)?,
         };
         if self.skip_empty {
-            items.retain(|i| !is_empty(&i.value, matches!(self.over, Over::Zip(_))));
+            items.retain(|i| !i.value.is_empty());
         }
         Ok(items)
     }
@@ -92,10 +136,10 @@ impl Iteration {
 
 /// The zipped items of `lists`, which must all be lists of one length.
 fn zip<'s>(
-    lists: &[(String, Var)],
+    lists: &'s [(String, Var)],
     scope: &'s dyn Scope,
 ) -> Result<Vec<Item<'s>>, (String, String)> {
-    let mut found: Vec<(&str, &'s [Node<'s>])> = Vec::with_capacity(lists.len());
+    let mut found: Vec<(&'s str, &'s [Node<'s>])> = Vec::with_capacity(lists.len());
     for (name, var) in lists {
         match scope.node(var) {
             Some(Node::Array(list)) => found.push((name, list)),
@@ -129,22 +173,22 @@ fn zip<'s>(
         .map(|index| Item {
             index,
             key: None,
-            value: Node::Object(
+            value: ItemValue::Zipped(
                 found
                     .iter()
-                    .map(|(name, list)| (Cow::Owned((*name).to_owned()), list[index].clone()))
+                    .filter_map(|(name, list)| Some((*name, list.get(index)?)))
                     .collect(),
+                OnceCell::new(),
             ),
         })
         .collect())
 }
 
-fn is_empty(node: &Node<'_>, zipped: bool) -> bool {
+fn is_empty(node: &Node<'_>) -> bool {
     match node {
         Node::Null => true,
         Node::String(s) => s.is_empty(),
         Node::Array(items) => items.is_empty(),
-        Node::Object(entries) if zipped => entries.iter().all(|(_, v)| is_empty(v, false)),
         Node::Object(entries) => entries.is_empty(),
         Node::Bool(_) | Node::Number(_) => false,
     }

@@ -15,10 +15,11 @@ use std::sync::Arc;
 
 use memchr::memmem;
 use regex::Regex;
-use serde_json::Value;
+use serde_json::{Number, Value};
 
+use super::arith::{self, Num};
+use super::url;
 use super::usage::Usage;
-use super::{arith, url};
 use crate::json::Node;
 
 /// What a placeholder refers to.
@@ -210,7 +211,7 @@ pub enum Op {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Operand {
     /// A number written in the spec.
-    Number(serde_json::Number),
+    Number(Num),
     /// A variable holding a number (`"/box/0"`, `"$value/1"`).
     Var(Var),
 }
@@ -336,7 +337,8 @@ pub trait Scope {
     /// The value of `var`, or `None` when it has none (a capture group that did not take part in
     /// the match, a missing field).
     fn get(&self, var: &Var) -> Option<Cow<'_, str>>;
-    /// The JSON value of a data variable ([`Var::is_data`]), or `None`.
+    /// The JSON value of a data variable ([`Var::is_data`]), or `None`. A data variable's
+    /// [`Scope::get`] is the [`node_text`] of this value (placeholders read numbers here).
     fn node(&self, _var: &Var) -> Option<&Node<'_>> {
         None
     }
@@ -454,7 +456,7 @@ impl Template {
     /// empty text. A missing value of a `required` placeholder is an error.
     pub fn render(&self, scope: &dyn Scope) -> Result<Option<String>, Missing> {
         if let [Part::Placeholder(var, filters, usage)] = self.parts.as_slice() {
-            return Ok(placeholder(var, filters, usage, scope)?.map(Cow::into_owned));
+            return Ok(placeholder(var, filters, usage, scope)?.map(|v| v.into_text().into_owned()));
         }
         let mut out = String::new();
         for part in &self.parts {
@@ -462,7 +464,7 @@ impl Template {
                 Part::Literal(s) => out.push_str(s),
                 Part::Placeholder(var, filters, usage) => {
                     if let Some(v) = placeholder(var, filters, usage, scope)? {
-                        out.push_str(&v);
+                        out.push_str(&v.into_text());
                     }
                 }
             }
@@ -490,12 +492,13 @@ impl Template {
                 };
             }
             if last.is_some_and(Filter::gives_json) {
-                let Some(text) = placeholder(var, filters, usage, scope)? else {
-                    return Ok(None);
-                };
-                return Ok(Some(
-                    serde_json::from_str(&text).unwrap_or(Value::String(text.into_owned())),
-                ));
+                return Ok(match placeholder(var, filters, usage, scope)? {
+                    None => None,
+                    Some(Piece::Number(n)) => Some(Value::Number(n)),
+                    Some(Piece::Text(text)) => Some(
+                        serde_json::from_str(&text).unwrap_or(Value::String(text.into_owned())),
+                    ),
+                });
             }
         }
         Ok(self.render(scope)?.map(Value::String))
@@ -512,14 +515,53 @@ pub fn node_text<'n>(node: &'n Node<'_>) -> Option<Cow<'n, str>> {
     }
 }
 
+/// A placeholder's value on its way through the filters: text, or a JSON number (of the data,
+/// or made by arithmetic) kept as a number until a filter or the output wants its text, so
+/// arithmetic on numbers neither writes nor parses them.
+#[derive(Debug, PartialEq)]
+enum Piece<'v> {
+    Text(Cow<'v, str>),
+    Number(Number),
+}
+
+impl<'v> Piece<'v> {
+    /// The value of `var` in `scope`, as its text ([`Scope::get`], [`node_text`]) but a data
+    /// variable's JSON number kept a number.
+    fn of(var: &Var, scope: &'v dyn Scope) -> Option<Piece<'v>> {
+        if !var.is_data() {
+            return scope.get(var).map(Piece::Text);
+        }
+        match scope.node(var)? {
+            Node::Number(n) => Some(Piece::Number(n.clone())),
+            other => node_text(other).map(Piece::Text),
+        }
+    }
+
+    /// The text: a number as compact JSON.
+    fn into_text(self) -> Cow<'v, str> {
+        match self {
+            Piece::Text(text) => text,
+            Piece::Number(n) => Cow::Owned(n.to_string()),
+        }
+    }
+
+    /// The number, as [`Num::parse`] reads the text.
+    fn num(&self) -> Option<Num> {
+        match self {
+            Piece::Text(text) => Num::parse(text),
+            Piece::Number(n) => Num::of(n),
+        }
+    }
+}
+
 /// The value of one placeholder through its filters, its use counted when it is tracked.
 fn placeholder<'s>(
     var: &Var,
     filters: &[Filter],
     usage: &Option<Arc<Usage>>,
     scope: &'s dyn Scope,
-) -> Result<Option<Cow<'s, str>>, Missing> {
-    let value = scope.get(var);
+) -> Result<Option<Piece<'s>>, Missing> {
+    let value = Piece::of(var, scope);
     if let Some(counts) = usage {
         counts.note(value.is_some() || scope.node(var).is_some());
     }
@@ -532,85 +574,96 @@ fn placeholder<'s>(
 }
 
 /// `value` through `filters`; `missing_required` is set when a `required` filter meets a
-/// missing value. Cutting filters (`trim`, `after`, ...) keep borrowing a borrowed value, and
-/// `replace` leaves a value without the text alone.
+/// missing value.
 fn apply<'v>(
-    mut value: Option<Cow<'v, str>>,
+    mut value: Option<Piece<'v>>,
     filters: &[Filter],
     scope: &dyn Scope,
     missing_required: &mut bool,
-) -> Option<Cow<'v, str>> {
+) -> Option<Piece<'v>> {
     for f in filters {
         value = match (f, value) {
-            (Filter::Default(d), None) => Some(Cow::Owned(d.clone())),
+            (Filter::Default(d), None) => Some(Piece::Text(Cow::Owned(d.clone()))),
             (Filter::Required, None) => {
                 *missing_required = true;
                 return None;
             }
-            (Filter::Required, Some(v)) => Some(v),
             (_, None) => None,
-            (Filter::Default(_), Some(v)) => Some(v),
-            (Filter::Trim, Some(v)) => {
-                let start = v.len() - v.trim_start().len();
-                let end = v.trim_end().len().max(start);
-                Some(cut(v, start, end))
-            }
-            (Filter::Lower, Some(v)) => Some(Cow::Owned(v.to_lowercase())),
-            (Filter::Json, Some(v)) => Some(Cow::Owned(Value::from(v.as_ref()).to_string())),
-            (Filter::Prepend(p), Some(v)) => Some(Cow::Owned(format!("{p}{v}"))),
-            (Filter::Append(a), Some(v)) => Some(Cow::Owned(v.into_owned() + a)),
-            (Filter::Replace(from, to), Some(v)) => Some(from.replace(v, to)),
-            (Filter::Sub(re, to), Some(v)) => {
-                Some(Cow::Owned(re.replace_all(&v, to.as_str()).into_owned()))
-            }
-            (Filter::After(d), Some(v)) => d.find(&v).map(|i| {
-                let len = v.len();
-                cut(v, i + d.text.len(), len)
-            }),
-            (Filter::AfterLast(d), Some(v)) => d.rfind(&v).map(|i| {
-                let len = v.len();
-                cut(v, i + d.text.len(), len)
-            }),
-            (Filter::Before(d), Some(v)) => d.find(&v).map(|i| cut(v, 0, i)),
-            (Filter::BeforeLast(d), Some(v)) => d.rfind(&v).map(|i| cut(v, 0, i)),
-            (Filter::UrlEncode, Some(v)) => Some(Cow::Owned(url::encode(&v))),
-            (Filter::UrlDecode, Some(v)) => url::decode(&v).map(Cow::Owned),
-            (Filter::FromJson, Some(v)) => match serde_json::from_str::<Value>(&v).ok()? {
-                Value::String(s) => Some(Cow::Owned(s)),
-                other => Some(Cow::Owned(other.to_string())),
-            },
-            (Filter::Split(sep), Some(v)) => {
-                let parts: Vec<&str> = if sep.is_empty() {
-                    vec![&v]
-                } else {
-                    v.split(sep.as_str()).collect()
-                };
-                Some(Cow::Owned(Value::from(parts).to_string()))
-            }
-            (Filter::Join(sep), Some(v)) => match serde_json::from_str::<Value>(&v).ok()? {
-                Value::Array(items) => Some(Cow::Owned(
-                    items
-                        .iter()
-                        .map(|i| match i {
-                            Value::String(s) => s.clone(),
-                            other => other.to_string(),
-                        })
-                        .collect::<Vec<_>>()
-                        .join(sep),
-                )),
-                _ => None,
-            },
-            (Filter::Lookup(table), Some(v)) => lookup(table, &v).map(Cow::Owned),
+            (Filter::Required | Filter::Default(_), Some(v)) => Some(v),
             (Filter::Arith(op, operand), Some(v)) => {
+                // A missing variable operand leaves the placeholder missing, past any default.
                 let rhs = match operand {
-                    Operand::Number(n) => Cow::Owned(n.to_string()),
-                    Operand::Var(var) => scope.get(var)?,
+                    Operand::Number(n) => Some(*n),
+                    Operand::Var(var) => Piece::of(var, scope)?.num(),
                 };
-                arith::apply(*op, &v, &rhs).map(Cow::Owned)
+                v.num()
+                    .zip(rhs)
+                    .and_then(|(a, b)| arith::apply(*op, a, b))
+                    .and_then(Num::to_number)
+                    .map(Piece::Number)
             }
+            (f, Some(v)) => text_filter(f, v.into_text()).map(Piece::Text),
         };
     }
     value
+}
+
+/// `v` through a filter on text. Cutting filters (`trim`, `after`, ...) keep borrowing a
+/// borrowed value, and `replace` leaves a value without the text alone.
+fn text_filter<'v>(f: &Filter, v: Cow<'v, str>) -> Option<Cow<'v, str>> {
+    match f {
+        Filter::Trim => {
+            let start = v.len() - v.trim_start().len();
+            let end = v.trim_end().len().max(start);
+            Some(cut(v, start, end))
+        }
+        Filter::Lower => Some(Cow::Owned(v.to_lowercase())),
+        Filter::Json => Some(Cow::Owned(Value::from(v.as_ref()).to_string())),
+        Filter::Prepend(p) => Some(Cow::Owned(format!("{p}{v}"))),
+        Filter::Append(a) => Some(Cow::Owned(v.into_owned() + a)),
+        Filter::Replace(from, to) => Some(from.replace(v, to)),
+        Filter::Sub(re, to) => Some(Cow::Owned(re.replace_all(&v, to.as_str()).into_owned())),
+        Filter::After(d) => d.find(&v).map(|i| {
+            let len = v.len();
+            cut(v, i + d.text.len(), len)
+        }),
+        Filter::AfterLast(d) => d.rfind(&v).map(|i| {
+            let len = v.len();
+            cut(v, i + d.text.len(), len)
+        }),
+        Filter::Before(d) => d.find(&v).map(|i| cut(v, 0, i)),
+        Filter::BeforeLast(d) => d.rfind(&v).map(|i| cut(v, 0, i)),
+        Filter::UrlEncode => Some(Cow::Owned(url::encode(&v))),
+        Filter::UrlDecode => url::decode(&v).map(Cow::Owned),
+        Filter::FromJson => match serde_json::from_str::<Value>(&v).ok()? {
+            Value::String(s) => Some(Cow::Owned(s)),
+            other => Some(Cow::Owned(other.to_string())),
+        },
+        Filter::Split(sep) => {
+            let parts: Vec<&str> = if sep.is_empty() {
+                vec![&v]
+            } else {
+                v.split(sep.as_str()).collect()
+            };
+            Some(Cow::Owned(Value::from(parts).to_string()))
+        }
+        Filter::Join(sep) => match serde_json::from_str::<Value>(&v).ok()? {
+            Value::Array(items) => Some(Cow::Owned(
+                items
+                    .iter()
+                    .map(|i| match i {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(sep),
+            )),
+            _ => None,
+        },
+        Filter::Lookup(table) => lookup(table, &v).map(Cow::Owned),
+        // Applied by `apply`, which keeps their numbers.
+        Filter::Default(_) | Filter::Required | Filter::Arith(..) => Some(v),
+    }
 }
 
 /// `text` looked up in `table`: a JSON list item by item (the items the table lacks left out),
@@ -753,9 +806,13 @@ fn parse_filter(text: &str, placeholder: &str, tables: &Tables) -> Result<Filter
                 _ => Op::Divide,
             };
             let text = arg();
-            let operand = match serde_json::from_str::<Value>(&text) {
-                Ok(Value::Number(n)) => Operand::Number(n),
-                _ => Operand::Var(Var::parse(&text).ok_or_else(|| {
+            let number = match serde_json::from_str::<Value>(&text) {
+                Ok(Value::Number(n)) => Num::of(&n),
+                _ => None,
+            };
+            let operand = match number {
+                Some(n) => Operand::Number(n),
+                None => Operand::Var(Var::parse(&text).ok_or_else(|| {
                     bad(format!(
                         "{name} takes a number or a variable (\"2\", \"/n\", \"$value/0\"), \
                          found {text:?}"
@@ -816,13 +873,13 @@ mod tests {
         for text in ["  xabbc  ", "abc", "   ", "a", "éaébcé c "] {
             let no = &mut false;
             let borrowed = apply(
-                Some(Cow::Borrowed(text)),
+                Some(Piece::Text(Cow::Borrowed(text))),
                 &filters,
                 &Vars(HashMap::new()),
                 no,
             );
             let owned = apply(
-                Some(Cow::Owned(text.to_owned())),
+                Some(Piece::Text(Cow::Owned(text.to_owned()))),
                 &filters,
                 &Vars(HashMap::new()),
                 no,
@@ -833,7 +890,8 @@ mod tests {
                 .find('a')
                 .map(|i| &text.trim()[i + 1..])
                 .and_then(|t| t.rfind('c').map(|j| t[..j].replace('b', "B")));
-            assert_eq!(borrowed.map(Cow::into_owned), expected, "{text:?}");
+            let borrowed = borrowed.map(|v| v.into_text().into_owned());
+            assert_eq!(borrowed, expected, "{text:?}");
         }
     }
 

@@ -30,12 +30,13 @@ impl ValueTemplate {
         Ok(match self {
             ValueTemplate::Constant(v) => v.clone(),
             ValueTemplate::Text(t) => t.render_value(scope)?.unwrap_or(Value::Null),
-            ValueTemplate::Object(members) => Value::Object(
-                members
-                    .iter()
-                    .map(|(k, v)| v.render(scope).map(|v| (k.clone(), v)))
-                    .collect::<Result<Map<_, _>, _>>()?,
-            ),
+            ValueTemplate::Object(members) => {
+                let mut object = Map::with_capacity(members.len());
+                for (k, v) in members {
+                    object.insert(k.clone(), v.render(scope)?);
+                }
+                Value::Object(object)
+            }
             ValueTemplate::List(items) => Value::Array(
                 items
                     .iter()

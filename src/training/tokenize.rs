@@ -70,7 +70,7 @@ impl TokenizerFile {
     pub fn encode(&self, text: &str) -> Result<Tokens, String> {
         if let Some(fast) = &self.fast {
             let caches = || self.caches.lock().unwrap_or_else(PoisonError::into_inner);
-            let mut cache = caches().pop().unwrap_or_default();
+            let mut cache = caches().pop().unwrap_or_else(|| fast.cache());
             let mut tokens = Tokens::default();
             let done = fast.encode(text, &mut cache, &mut tokens);
             caches().push(cache);

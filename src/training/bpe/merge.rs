@@ -26,7 +26,7 @@ pub struct Merges {
 
 /// A thread's merged pieces and buffers.
 #[derive(Debug, Default)]
-pub struct Cache {
+pub struct Pieces {
     pieces: HashMap<Box<[u8]>, Box<[u32]>, FixedState>,
     symbols: Vec<Symbol>,
     queue: BinaryHeap<Reverse<(u32, u32)>>,
@@ -59,7 +59,7 @@ impl Merges {
     }
 
     /// Appends the tokens of `piece` (its bytes, `ids` their byte-level symbols) to `out`.
-    pub fn tokenize(&self, piece: &[u8], ids: &[u32], cache: &mut Cache, out: &mut Vec<u32>) {
+    pub fn tokenize(&self, piece: &[u8], ids: &[u32], cache: &mut Pieces, out: &mut Vec<u32>) {
         if let Some(id) = self.whole.as_ref().and_then(|w| w.get(piece)) {
             out.push(*id);
             return;
@@ -85,8 +85,8 @@ impl Merges {
     }
 
     /// Merges `ids` (at least two) and appends the result to `out`.
-    fn merge(&self, ids: &[u32], cache: &mut Cache, out: &mut Vec<u32>) {
-        let Cache { symbols, queue, .. } = cache;
+    fn merge(&self, ids: &[u32], cache: &mut Pieces, out: &mut Vec<u32>) {
+        let Pieces { symbols, queue, .. } = cache;
         symbols.clear();
         queue.clear();
         let last = ids.len() - 1;
@@ -141,7 +141,7 @@ mod tests {
     fn lowest_rank_first_then_leftmost() {
         // ids: a=0 b=1 c=2; merges: (b,c)→3 rank 0, (a,b)→4 rank 1, (a,a)→5 rank 2, (5,a)→6.
         let m = Merges::new([(1, 2, 3), (0, 1, 4), (0, 0, 5), (5, 0, 6)], None);
-        let mut cache = Cache::default();
+        let mut cache = Pieces::default();
         let mut run = |ids: &[u32]| {
             let bytes: Vec<u8> = ids.iter().map(|&i| b'a' + i as u8).collect();
             let mut out = Vec::new();

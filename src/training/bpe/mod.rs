@@ -27,9 +27,8 @@ use foldhash::fast::FixedState;
 use hashbrown::HashMap;
 use serde_json::Value;
 
-pub use merge::Cache;
-use merge::Merges;
-use split::Splitter;
+use merge::{Merges, Pieces};
+use split::{Caches, Splitter};
 
 use super::tokenize::Tokens;
 
@@ -61,6 +60,15 @@ struct Added {
 }
 
 const NONE: u32 = u32::MAX;
+
+/// A thread's state for encoding with one [`ByteLevelBpe`]: the pieces merged so far, the
+/// pattern's search state, a buffer.
+#[derive(Debug)]
+pub struct Cache {
+    pieces: Pieces,
+    split: Caches,
+    symbols: Vec<u32>,
+}
 
 impl ByteLevelBpe {
     /// The encoder of the parsed `tokenizer.json`, or `None` when it has a part this encoder
@@ -149,6 +157,15 @@ impl ByteLevelBpe {
         })
     }
 
+    /// A new thread's state.
+    pub fn cache(&self) -> Cache {
+        Cache {
+            pieces: Pieces::default(),
+            split: self.splitter.caches(),
+            symbols: Vec::new(),
+        }
+    }
+
     /// Encodes `text` into `out` (emptied first); `false` when the text must go to the
     /// `tokenizers` library instead (`out` is then left in any state).
     pub fn encode(&self, text: &str, cache: &mut Cache, out: &mut Tokens) -> bool {
@@ -209,8 +226,12 @@ impl ByteLevelBpe {
     ) -> bool {
         let part = &text[start..end];
         let mut ok = true;
-        let mut symbols = Vec::new();
-        let split = self.splitter.split(part, |a, b| {
+        let Cache {
+            pieces,
+            split,
+            symbols,
+        } = cache;
+        let split = self.splitter.split(part, split, |a, b| {
             if !ok {
                 return;
             }
@@ -222,7 +243,7 @@ impl ByteLevelBpe {
                 return;
             }
             let from = out.ids.len();
-            self.merges.tokenize(piece, &symbols, cache, &mut out.ids);
+            self.merges.tokenize(piece, symbols, pieces, &mut out.ids);
             let mut at = start + a;
             for &id in &out.ids[from..] {
                 let len = self.lens.get(id as usize).copied().unwrap_or(0) as usize;

@@ -9,7 +9,7 @@
 //! non-space character, loses its last character. A pattern with look-around elsewhere is
 //! not supported (the tokenizer then runs on the `tokenizers` library).
 
-use regex_automata::meta::Regex;
+use regex_automata::meta::{Cache, Regex};
 use regex_automata::{Anchored, Input};
 
 /// The tail of a pattern whose look-ahead [`Splitter`] emulates.
@@ -45,13 +45,36 @@ impl Splitter {
         Some(Splitter { all, head })
     }
 
+    /// A thread's search state for this splitter.
+    pub fn caches(&self) -> Caches {
+        Caches {
+            all: self.all.create_cache(),
+            head: self.head.as_ref().map(Regex::create_cache),
+        }
+    }
+
     /// Calls `piece` with the byte range of each piece of `text`, in order: the matches and
     /// the text between them. `false` when the pattern matched an empty piece, which the
     /// caller leaves to the `tokenizers` library.
-    pub fn split(&self, text: &str, mut piece: impl FnMut(usize, usize)) -> bool {
+    pub fn split(
+        &self,
+        text: &str,
+        caches: &mut Caches,
+        mut piece: impl FnMut(usize, usize),
+    ) -> bool {
         let mut at = 0;
         while at < text.len() {
-            let Some(m) = self.all.search(&Input::new(text).range(at..)) else {
+            // Pieces usually follow each other: an anchored search finds the next one without
+            // the reverse scan an unanchored match needs for its start.
+            let next = Input::new(text).range(at..);
+            let found = match self
+                .all
+                .search_with(&mut caches.all, &next.clone().anchored(Anchored::Yes))
+            {
+                Some(m) => Some(m),
+                None => self.all.search_with(&mut caches.all, &next),
+            };
+            let Some(m) = found else {
                 piece(at, text.len());
                 break;
             };
@@ -61,7 +84,7 @@ impl Splitter {
             if m.start() > at {
                 piece(at, m.start());
             }
-            let end = self.space_end(text, m.start(), m.end());
+            let end = self.space_end(text, m.start(), m.end(), caches);
             piece(m.start(), end);
             at = end;
         }
@@ -71,8 +94,10 @@ impl Splitter {
     /// The end of the match `start..end` under the original pattern: a white-space run
     /// matched by the tail's `\s+(?!\S)` gives its last character back when a non-space
     /// character follows.
-    fn space_end(&self, text: &str, start: usize, end: usize) -> usize {
-        let Some(head) = &self.head else { return end };
+    fn space_end(&self, text: &str, start: usize, end: usize, caches: &mut Caches) -> usize {
+        let (Some(head), Some(cache)) = (&self.head, &mut caches.head) else {
+            return end;
+        };
         let run = &text[start..end];
         let mut chars = run.chars();
         let (Some(first), Some(last)) = (chars.next(), chars.next_back()) else {
@@ -87,11 +112,18 @@ impl Splitter {
         }
         // The head's alternatives come first: when one matches here, the match is its.
         let anchored = Input::new(text).range(start..).anchored(Anchored::Yes);
-        if head.search(&anchored).is_some() {
+        if head.search_with(cache, &anchored).is_some() {
             return end;
         }
         end - last.len_utf8()
     }
+}
+
+/// A thread's search state for a [`Splitter`].
+#[derive(Debug, Clone)]
+pub struct Caches {
+    all: Cache,
+    head: Option<Cache>,
 }
 
 #[cfg(test)]
@@ -101,7 +133,8 @@ mod tests {
     fn pieces(pattern: &str, text: &str) -> Vec<String> {
         let s = Splitter::new(pattern).expect("compiles");
         let mut out = Vec::new();
-        assert!(s.split(text, |a, b| out.push(text[a..b].to_string())));
+        assert!(s.split(text, &mut s.caches(), |a, b| out
+            .push(text[a..b].to_string())));
         out
     }
 

@@ -7,7 +7,7 @@ use std::str::FromStr;
 use serde_json::{json, Value};
 
 use super::split::{Splitter, BYTE_LEVEL};
-use super::{byte_chars, ByteLevelBpe, Cache};
+use super::{byte_chars, ByteLevelBpe};
 use crate::training::tokenize::{TokenizerFile, Tokens};
 
 /// A `Split` pattern in the style of recent byte-level models, written for these tests.
@@ -61,7 +61,7 @@ fn train(texts: &[String], n: usize) -> (Value, Value) {
     let splitter = Splitter::new(BYTE_LEVEL).expect("compiles");
     let mut words: Vec<Vec<String>> = Vec::new();
     for t in texts {
-        splitter.split(t, |a, b| {
+        splitter.split(t, &mut splitter.caches(), |a, b| {
             words.push(
                 t.as_bytes()[a..b]
                     .iter()
@@ -164,7 +164,7 @@ fn same_as_library(json: &str) -> usize {
         library.token_to_id(c)
     })
     .expect("own");
-    let mut cache = Cache::default();
+    let mut cache = own.cache();
     let mut taken = 0;
     for text in texts().iter().chain(texts().iter()) {
         let mut tokens = Tokens::default();

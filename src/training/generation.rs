@@ -17,9 +17,20 @@ pub const START: char = '\u{F0001}';
 /// Printed where a generation block ends.
 pub const END: char = '\u{F0002}';
 
-/// True when `text` holds a sentinel (content that would be mistaken for a block's edge).
-pub fn has_sentinel(text: &str) -> bool {
-    text.contains([START, END])
+/// True when `text` (UTF-8) holds a sentinel (content that would be mistaken for a block's
+/// edge).
+pub fn has_sentinel(text: &[u8]) -> bool {
+    sentinels(text).next().is_some()
+}
+
+/// The sentinels of `text`: their byte offsets, and which each is. Both encode in UTF-8 as
+/// `F3 B0 80` and a last byte of their own, so a byte search finds them.
+fn sentinels(bytes: &[u8]) -> impl Iterator<Item = (usize, char)> + '_ {
+    memchr::memchr_iter(0xF3, bytes).filter_map(move |i| match bytes.get(i + 1..i + 4) {
+        Some([0xB0, 0x80, 0x81]) => Some((i, START)),
+        Some([0xB0, 0x80, 0x82]) => Some((i, END)),
+        _ => None,
+    })
 }
 
 /// `source` with its generation tags rewritten, and whether it had any.
@@ -43,25 +54,25 @@ pub fn rewrite(source: &str) -> (String, bool) {
 /// output in what remains, in order of their start (a block inside another gives its own
 /// span too). `None` when the sentinels do not pair up.
 pub fn take_spans(rendered: &mut String) -> Option<Vec<Range<usize>>> {
-    if !has_sentinel(rendered) {
+    if !has_sentinel(rendered.as_bytes()) {
         return Some(Vec::new());
     }
     let mut out = String::with_capacity(rendered.len());
     let mut open: Vec<usize> = Vec::new();
     let mut spans: Vec<Range<usize>> = Vec::new();
-    for c in rendered.chars() {
-        match c {
-            START => {
-                open.push(spans.len());
-                spans.push(out.len()..out.len());
-            }
-            END => {
-                let i = open.pop()?;
-                spans[i].end = out.len();
-            }
-            c => out.push(c),
+    let mut copied = 0;
+    for (at, sentinel) in sentinels(rendered.as_bytes()) {
+        out.push_str(&rendered[copied..at]);
+        copied = at + sentinel.len_utf8();
+        if sentinel == START {
+            open.push(spans.len());
+            spans.push(out.len()..out.len());
+        } else {
+            let i = open.pop()?;
+            spans[i].end = out.len();
         }
     }
+    out.push_str(&rendered[copied..]);
     if !open.is_empty() {
         return None;
     }

@@ -76,6 +76,25 @@ pub struct Sample {
     pub trained: Vec<u8>,
 }
 
+/// True when a string of `value` (serialized as JSON, which writes those characters as they
+/// are) holds a generation block's sentinel.
+fn holds_sentinel(value: &impl serde::Serialize) -> bool {
+    thread_local! {
+        static JSON: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    JSON.with_borrow_mut(|json| {
+        json.clear();
+        // Serializing these values cannot fail; were it to, the check passes and the
+        // rendering finds unpaired sentinels.
+        let _ = serde_json::to_writer(&mut *json, value);
+        let found = has_sentinel(json);
+        if json.capacity() > 4 << 20 {
+            *json = Vec::new();
+        }
+        found
+    })
+}
+
 /// Why a conversation gives no sample, without being at fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Skip {
@@ -170,11 +189,9 @@ impl Training {
     ) -> Result<usize, SampleError> {
         let m = self.messages(conv, tools, sft)?;
         let rendered = self.template.render(&m.values, &m.tools, false)?;
-        let tokens = self
-            .tokenizer
-            .encode(&rendered.text)
-            .map_err(SampleError::Tokenizer)?;
-        Ok(tokens.ids.len())
+        self.tokenizer
+            .count(&rendered.text)
+            .map_err(SampleError::Tokenizer)
     }
 
     /// The messages and tools of `conv` as the template sees them.
@@ -186,11 +203,8 @@ impl Training {
     ) -> Result<Messages, SampleError> {
         let messages = hf::messages(conv, sft);
         let tool_list: Vec<Tool<'_>> = tools.iter().map(Tool::new).collect();
-        if self.template.has_generation() {
-            let json = serde_json::to_string(&(&messages, &tool_list)).unwrap_or_default();
-            if has_sentinel(&json) {
-                return Err(SampleError::Sentinel);
-            }
+        if self.template.has_generation() && holds_sentinel(&(&messages, &tool_list)) {
+            return Err(SampleError::Sentinel);
         }
         let mut info = Vec::with_capacity(messages.len());
         if conv.system.is_some() {

@@ -68,17 +68,29 @@ impl TokenizerFile {
 
     /// Encodes `text` without special tokens.
     pub fn encode(&self, text: &str) -> Result<Tokens, String> {
-        if let Some(fast) = &self.fast {
-            let caches = || self.caches.lock().unwrap_or_else(PoisonError::into_inner);
-            let mut cache = caches().pop().unwrap_or_else(|| fast.cache());
-            let mut tokens = Tokens::default();
-            let done = fast.encode(text, &mut cache, &mut tokens);
-            caches().push(cache);
-            if done {
-                return Ok(tokens);
-            }
+        let mut tokens = Tokens::default();
+        if self.with_own(|own, cache| own.encode(text, cache, &mut tokens)) == Some(true) {
+            return Ok(tokens);
         }
         self.encode_with_library(text)
+    }
+
+    /// The number of tokens [`TokenizerFile::encode`] gives `text`.
+    pub fn count(&self, text: &str) -> Result<usize, String> {
+        match self.with_own(|own, cache| own.count(text, cache)).flatten() {
+            Some(n) => Ok(n),
+            None => Ok(self.encode_with_library(text)?.ids.len()),
+        }
+    }
+
+    /// `f` of the own encoder and an idle cache of it; `None` without the own encoder.
+    fn with_own<T>(&self, f: impl FnOnce(&ByteLevelBpe, &mut Cache) -> T) -> Option<T> {
+        let own = self.fast.as_ref()?;
+        let caches = || self.caches.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut cache = caches().pop().unwrap_or_else(|| own.cache());
+        let out = f(own, &mut cache);
+        caches().push(cache);
+        Some(out)
     }
 
     /// Encodes `text` without special tokens with the `tokenizers` library.

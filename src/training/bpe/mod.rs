@@ -68,7 +68,17 @@ pub struct Cache {
     pieces: Pieces,
     split: Caches,
     symbols: Vec<u32>,
+    /// [`ByteLevelBpe::count`]'s counts of stretches between raw added tokens, and the bytes
+    /// of their keys.
+    counts: HashMap<Box<str>, u32, FixedState>,
+    counted_bytes: usize,
+    scratch: Tokens,
 }
+
+/// Stretches longer than this are counted every time, not kept.
+const COUNTED_LEN: usize = 1 << 20;
+/// A thread keeps counts of stretches of this many bytes in all, then starts again.
+const COUNTED_BYTES: usize = 16 << 20;
 
 impl ByteLevelBpe {
     /// The encoder of the parsed `tokenizer.json`, or `None` when it has a part this encoder
@@ -163,7 +173,55 @@ impl ByteLevelBpe {
             pieces: Pieces::default(),
             split: self.splitter.caches(),
             symbols: Vec::new(),
+            counts: HashMap::with_hasher(FixedState::default()),
+            counted_bytes: 0,
+            scratch: Tokens::default(),
         }
+    }
+
+    /// The number of tokens [`ByteLevelBpe::encode`] gives `text`, or `None` when the text
+    /// must go to the library.
+    ///
+    /// The stretches between raw added tokens encode independently of each other (the library
+    /// splits at those tokens before anything else), so a thread counts each stretch once and
+    /// looks it up after: the system prompt and the tools block that every trajectory of a
+    /// dataset shares, the template's role headers, repeated tool results.
+    pub fn count(&self, text: &str, cache: &mut Cache) -> Option<usize> {
+        let mut n = 0;
+        let mut ok = true;
+        let mut scratch = std::mem::take(&mut cache.scratch);
+        find_added(
+            self.raw_added.as_ref(),
+            text,
+            0,
+            text.len(),
+            &mut |found| match found {
+                _ if !ok => {}
+                Found::Token(..) => n += 1,
+                Found::Text(a, b) => {
+                    let stretch = &text[a..b];
+                    if let Some(&known) = cache.counts.get(stretch) {
+                        n += known as usize;
+                        return;
+                    }
+                    scratch.ids.clear();
+                    scratch.offsets.clear();
+                    ok = self.encode_normalized(text, a, b, cache, &mut scratch);
+                    n += scratch.ids.len();
+                    if ok && stretch.len() <= COUNTED_LEN {
+                        if cache.counted_bytes + stretch.len() > COUNTED_BYTES {
+                            cache.counts.clear();
+                            cache.counted_bytes = 0;
+                        }
+                        cache.counted_bytes += stretch.len();
+                        let known = u32::try_from(scratch.ids.len()).unwrap_or(u32::MAX);
+                        cache.counts.insert(stretch.into(), known);
+                    }
+                }
+            },
+        );
+        cache.scratch = scratch;
+        ok.then_some(n)
     }
 
     /// Encodes `text` into `out` (emptied first); `false` when the text must go to the
@@ -230,6 +288,7 @@ impl ByteLevelBpe {
             pieces,
             split,
             symbols,
+            ..
         } = cache;
         let split = self.splitter.split(part, split, |a, b| {
             if !ok {

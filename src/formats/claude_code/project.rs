@@ -17,6 +17,7 @@ use crate::convert::Converter;
 use crate::formats::bundle::FileBundle;
 use crate::ingest::{layout_hint, open, without_compression, FrameError, Framer};
 use crate::ingest::{Provenance, RawRecord, RecordSource};
+use crate::json::Node;
 
 use super::{ClaudeCode, MARKER};
 
@@ -111,8 +112,8 @@ fn transcripts(dir: &Path) -> io::Result<(Vec<PathBuf>, Vec<PathBuf>)> {
 /// from the `toolUseResult.agentId` of a `Task`/`Agent` call's result and from the
 /// `agent_progress` lines Claude Code writes while a subagent runs (`data.agentId`,
 /// `parentToolUseID`); the first found for an agent is kept.
-pub(super) fn spawned_agents<'a>(
-    entries: impl Iterator<Item = &'a Value>,
+pub(super) fn spawned_agents<'n, 'a: 'n>(
+    entries: impl Iterator<Item = &'n Node<'a>>,
 ) -> Vec<(String, String, &'static str)> {
     let mut out: Vec<(String, String, &'static str)> = Vec::new();
     let mut seen = HashSet::new();
@@ -122,7 +123,9 @@ pub(super) fn spawned_agents<'a>(
                 .first()
                 .filter(|id| !id.is_empty())
                 .map(|id| (agent, *id, "toolUseResult"))
-        } else if e["type"] == "progress" && e["data"]["type"] == "agent_progress" {
+        } else if e["type"].as_str() == Some("progress")
+            && e["data"]["type"].as_str() == Some("agent_progress")
+        {
             e["data"]["agentId"]
                 .as_str()
                 .zip(e["parentToolUseID"].as_str())
@@ -208,7 +211,13 @@ fn file_links(lines: &[&[u8]]) -> FileLinks {
     FileLinks {
         session: session.unwrap_or_default(),
         agent,
-        spawned: spawned_agents(spawning.iter()),
+        spawned: spawned_agents(
+            spawning
+                .iter()
+                .map(Node::from_value)
+                .collect::<Vec<_>>()
+                .iter(),
+        ),
     }
 }
 
@@ -379,7 +388,13 @@ mod tests {
             json!({"type": "progress", "data": {"type": "hook_progress"}}),
         ];
         assert_eq!(
-            spawned_agents(lines.iter()),
+            spawned_agents(
+                lines
+                    .iter()
+                    .map(Node::from_value)
+                    .collect::<Vec<_>>()
+                    .iter()
+            ),
             vec![
                 ("a1".to_owned(), "toolu_1".to_owned(), "agent_progress"),
                 ("a2".to_owned(), "toolu_2".to_owned(), "toolUseResult"),

@@ -185,10 +185,20 @@ fn file_links(lines: &[&[u8]]) -> FileLinks {
         raw.and_then(|r| serde_json::from_str::<String>(r.get()).ok())
             .filter(|s| !s.is_empty())
     };
+    // Once the session is known, a line can only add an agent or a spawn when its text names
+    // one (or spells a key with `\u` escapes): the others are not parsed.
+    let may_link = |text: &[u8]| {
+        [&b"agentId"[..], b"agent_progress", b"\\u"]
+            .iter()
+            .any(|needle| memchr::memmem::find(text, needle).is_some())
+    };
     let mut session = None;
     let mut agent = None;
     let mut spawning = Vec::new();
     for text in lines {
+        if session.is_some() && !may_link(text) {
+            continue;
+        }
         let Ok(BundledLine { entry }) = serde_json::from_slice::<BundledLine>(text) else {
             continue;
         };
@@ -374,6 +384,26 @@ mod tests {
         assert_eq!(agent_of_name("agent-.jsonl"), None);
         assert_eq!(agent_of_name("journal.jsonl"), None);
         assert!(is_sidecar("agent-a1.meta.json") && !is_sidecar("wf_1.json"));
+    }
+
+    /// Lines after the session's that name no agent are skipped unparsed; a key spelled with
+    /// escapes is still read.
+    #[test]
+    fn file_links_read_only_the_lines_that_may_link() {
+        let lines = [
+            r#"{"line":1,"entry":{"sessionId":"s1","type":"user"}}"#,
+            r#"{"line":2,"entry":{"sessionId":"s2","type":"user"}}"#,
+            r#"{"line":3,"entry":{"agent\u0049d":"a9"}}"#,
+            r#"{"line":4,"entry":{"type":"progress","parentToolUseID":"t1","data":{"type":"agent_progress","agentId":"a1"}}}"#,
+        ];
+        let refs: Vec<&[u8]> = lines.iter().map(|l| l.as_bytes()).collect();
+        let links = file_links(&refs);
+        assert_eq!(links.session, "s1");
+        assert_eq!(links.agent.as_deref(), Some("a9"));
+        assert_eq!(
+            links.spawned,
+            vec![("a1".to_owned(), "t1".to_owned(), "agent_progress")]
+        );
     }
 
     #[test]

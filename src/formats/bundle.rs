@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 use super::chat::is_message;
 use crate::ingest::{FrameError, FramedRecords, RawRecord, RecordSource};
-use crate::json::strict;
+use crate::json::{strict, Node};
 
 /// Opens `path` for a chat format. A file whose first record is one chat message
 /// ([`is_message`]: a string `role`, no `messages`) holds one chat: its records become one
@@ -314,6 +314,17 @@ fn entry_kind(bytes: &[u8]) -> Result<bool, Option<strict::JsonProblem>> {
 
 /// The `(line, entry)` pairs of a bundle built by [`FileBundle`], in file order.
 pub fn bundle_lines(bundle: &Value) -> impl Iterator<Item = (u64, &Value)> {
+    bundle["lines"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|l| (l["line"].as_u64().unwrap_or(0), &l["entry"]))
+}
+
+/// [`bundle_lines`] of a bundle read as a [`Node`].
+pub fn bundle_node_lines<'n, 'a>(
+    bundle: &'n Node<'a>,
+) -> impl Iterator<Item = (u64, &'n Node<'a>)> {
     bundle["lines"]
         .as_array()
         .into_iter()

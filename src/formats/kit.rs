@@ -4,7 +4,8 @@
 use serde_json::{json, Map, Value};
 
 use crate::ingest::RawRecord;
-use crate::json::Node;
+use crate::json::{Entries, Node};
+use crate::validate::check::parse_node;
 use crate::validate::Diagnostic;
 
 /// Parses a record a format's own reader built (a directory attempt, a session), recognized by
@@ -17,6 +18,22 @@ pub fn parse_bundle(
 ) -> Result<Value, Vec<Diagnostic>> {
     let bundle = crate::validate::check::parse_json(record).map_err(|d| vec![*d])?;
     if bundle[marker] == true {
+        Ok(bundle)
+    } else {
+        Err(not_a_unit(record, hint))
+    }
+}
+
+/// [`parse_bundle`] for readers that read bundles as [`Node`]s (parsed straight from the bytes,
+/// or from the value kept in `slow` when they do not read so: [`parse_node`]).
+pub fn parse_bundle_node<'a>(
+    record: &'a RawRecord,
+    slow: &'a mut Option<Value>,
+    marker: &str,
+    hint: &str,
+) -> Result<Node<'a>, Vec<Diagnostic>> {
+    let bundle = parse_node(record, slow).map_err(|d| vec![*d])?;
+    if bundle[marker] == Node::Bool(true) {
         Ok(bundle)
     } else {
         Err(not_a_unit(record, hint))
@@ -83,6 +100,17 @@ pub fn fields_except(v: &Value, keys: &[&str]) -> Map<String, Value> {
         .flatten()
         .filter(|(k, _)| !keys.contains(&k.as_str()))
         .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// [`fields_except`] of a node: the entries of object `v` other than `keys`, sharing its
+/// borrowed strings (none when `v` is no object).
+pub fn node_fields_except<'a>(v: &Node<'a>, keys: &[&str]) -> Entries<'a> {
+    v.as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| !keys.contains(&k.as_ref()))
+        .cloned()
         .collect()
 }
 

@@ -260,7 +260,7 @@ mod tests {
         assert_eq!(sorted.len(), names.len());
     }
 
-    /// The seed formats' samples with every value replaced, in turn, by values of other kinds:
+    /// The samples of the formats whose schemas compile with every value replaced, in turn, by values of other kinds:
     /// whatever the fast parse accepts, the validator accepts.
     #[test]
     fn accepts_nothing_the_raw_schema_refuses() {
@@ -281,6 +281,14 @@ mod tests {
                 "sharegpt",
                 include_str!("../../sample_data/sharegpt/conversations.json"),
             ),
+            (
+                "mini-swe-agent",
+                include_str!("../../sample_data/mini-swe-agent/last_mini_run.traj.json"),
+            ),
+            (
+                "mini-swe-agent",
+                include_str!("../../sample_data/mini-swe-agent/slugs__slugs-12.traj.json"),
+            ),
         ];
         let replacements = [
             json!(null),
@@ -298,12 +306,13 @@ mod tests {
         ];
         for (format, text) in samples {
             for lenient in [false, true] {
-                let schema = raw_schema(format).expect("the seed formats have schemas");
-                let shapes = schema.shapes(lenient).expect("the seed formats compile");
+                let schema = raw_schema(format).expect("these formats have schemas");
+                let shapes = schema.shapes(lenient).expect("these formats compile");
                 let validator = schema.validator(lenient);
-                // A sample is JSON lines, or one JSON list of records.
+                // A sample is JSON lines, one JSON list of records, or one record.
                 let records: Vec<Value> = match serde_json::from_str(text) {
                     Ok(Value::Array(items)) => items,
+                    Ok(record @ Value::Object(_)) => vec![record],
                     _ => text
                         .lines()
                         .map(|l| serde_json::from_str(l).expect("sample"))

@@ -263,6 +263,24 @@ impl From<String> for Node<'_> {
     }
 }
 
+impl From<Value> for Node<'_> {
+    /// The node of an owned value (its strings moved in).
+    fn from(value: Value) -> Self {
+        match value {
+            Value::Null => Node::Null,
+            Value::Bool(b) => Node::Bool(b),
+            Value::Number(n) => Node::Number(n),
+            Value::String(s) => Node::String(Cow::Owned(s)),
+            Value::Array(items) => Node::Array(items.into_iter().map(Node::from).collect()),
+            Value::Object(map) => Node::Object(
+                map.into_iter()
+                    .map(|(k, v)| (Cow::Owned(k), Node::from(v)))
+                    .collect(),
+            ),
+        }
+    }
+}
+
 impl From<bool> for Node<'_> {
     fn from(b: bool) -> Self {
         Node::Bool(b)
@@ -330,6 +348,7 @@ mod tests {
         let node = Node::from_value(&value);
         assert_eq!(node.to_string(), value.to_string());
         assert_eq!(node.to_value(), value);
+        assert_eq!(Node::from(value.clone()), node);
         assert_eq!(node["a"].as_array().map(<[_]>::len), Some(5));
         assert!(node["missing"]["deeper"].is_null());
 

@@ -187,17 +187,20 @@ struct Compiler<'d> {
 }
 
 impl Compiler<'_> {
-    /// The shape of the document at `uri`, compiled once (a document may refer to itself).
+    /// The shape of the document at `uri`, or of the subschema its fragment names
+    /// (`#/$defs/NAME`), compiled once (a document may refer to itself).
     fn document(&mut self, uri: &str) -> Option<ShapeId> {
         if let Some(&id) = self.by_uri.get(uri) {
             return Some(id);
         }
         let documents = self.documents;
-        let (_, schema) = documents.iter().find(|(u, _)| *u == uri)?;
+        let (base, fragment) = uri.split_once('#').unwrap_or((uri, ""));
+        let (_, document) = documents.iter().find(|(u, _)| *u == base)?;
+        let schema = document.pointer(fragment)?;
         let id = self.shapes.len();
         self.shapes.push(Shape::default());
         self.by_uri.insert(uri.to_owned(), id);
-        let shape = self.shape(schema, uri)?;
+        let shape = self.shape(schema, base)?;
         match shape {
             Compiled::Shape(s) => self.shapes[id] = s,
             // A document that is only a reference: point at its target's shape.
@@ -227,6 +230,7 @@ impl Compiler<'_> {
             _ => return None,
         };
         const ANNOTATIONS: &[&str] = &[
+            "$defs",
             "$schema",
             "$id",
             "$comment",
@@ -369,6 +373,11 @@ enum Compiled {
 
 /// The URI of a `$ref` to a sibling document (`name.schema.json`), relative to `base`.
 fn resolve(base: &str, reference: &str) -> Option<String> {
+    if let Some(name) = reference.strip_prefix("#/$defs/") {
+        // A subschema of the same document, named without escapes.
+        return (!name.is_empty() && !name.contains(['/', '~', '#']))
+            .then(|| format!("{base}{reference}"));
+    }
     if reference.contains(['#', ':']) || reference.starts_with('/') || reference.contains("..") {
         return None;
     }
@@ -712,10 +721,29 @@ mod tests {
         assert!(shapes(json!({"type": "object", "anyOf": [{"type": "null"}]})).is_none());
         assert!(shapes(json!({"properties": {"a": {"const": 1}}})).is_none());
         assert!(shapes(json!({"items": {"$ref": "#/$defs/x"}})).is_none());
+        assert!(
+            shapes(json!({"items": {"$ref": "#/$defs/x/y"}, "$defs": {"x": {"y": {}}}})).is_none()
+        );
         assert!(shapes(json!({"pattern": "^\\d+$"})).is_none());
         assert!(shapes(json!({"additionalProperties": {"type": "string"}})).is_none());
         assert!(shapes(json!({"properties": {"a": {"$ref": "missing.schema.json"}}})).is_none());
         assert!(shapes(json!({"properties": {"a": {"$id": "https://x.invalid/t/"}}})).is_none());
+    }
+
+    #[test]
+    fn a_subschema_of_defs_is_checked_where_it_is_referred_to() {
+        let s = shapes(json!({
+            "type": "object",
+            "properties": {"items": {"type": "array", "items": {"$ref": "#/$defs/item"}}},
+            "$defs": {
+                "item": {"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}},
+                "unused": {"const": 1}
+            }
+        }))
+        .expect("compiles");
+        assert!(accepts(&s, r#"{"items": [{"n": 1}, {"n": 2, "x": null}]}"#));
+        assert!(!accepts(&s, r#"{"items": [{"n": 1}, {"m": 2}]}"#));
+        assert!(!accepts(&s, r#"{"items": [{"n": "1"}]}"#));
     }
 
     #[test]

@@ -9,17 +9,20 @@ mod project;
 mod steps;
 mod tree;
 
+use std::borrow::Cow;
 use std::io;
 use std::path::Path;
 
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
-use crate::convert::{ConvertOptions, Converter, FormatOptions};
-use crate::formats::bundle::bundle_lines;
-use crate::formats::kit::{fields_except, file_stem, has_keys, parse_bundle, source_details};
+use crate::convert::{ConvertOptions, Converter, FormatOptions, Partial};
+use crate::formats::bundle::bundle_node_lines;
+use crate::formats::kit::{
+    file_stem, has_keys, node_fields_except, parse_bundle_node, source_node,
+};
 use crate::formats::Format;
 use crate::ingest::{boxed, RawRecord, RecordSource};
-use crate::json::object;
+use crate::json::{Entries, Node};
 use crate::model::{AdpVersion, JsonObject, Trajectory};
 use crate::validate::Diagnostic;
 
@@ -96,17 +99,28 @@ impl Converter for ClaudeCode {
         record: &RawRecord,
         _map: &FormatOptions,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
-        let bundle = parse_bundle(
-            record,
-            MARKER,
-            "not a Claude Code session (use --from claude-code on the session file or the project directory)",
-        )?;
-        to_trajectory(&bundle, record).map(|t| vec![(t, AdpVersion::V1_5)])
+        let mut slow = None;
+        let bundle = parse_bundle_node(record, &mut slow, MARKER, NOT_A_SESSION)?;
+        to_partial(&bundle, record).map(|p| vec![(p.into_trajectory(), AdpVersion::V1_5)])
+    }
+
+    fn convert_into(
+        &self,
+        record: &RawRecord,
+        opts: &ConvertOptions,
+        out: &mut Vec<u8>,
+    ) -> Result<u64, Vec<Diagnostic>> {
+        let mut slow = None;
+        let bundle = parse_bundle_node(record, &mut slow, MARKER, NOT_A_SESSION)?;
+        to_partial(&bundle, record)?.write(&record.provenance, opts, out)
     }
 }
 
+/// What a record that is not a session bundle is told.
+const NOT_A_SESSION: &str = "not a Claude Code session (use --from claude-code on the session file or the project directory)";
+
 /// The first non-empty string under `key` among `entries`.
-fn first_str<'a>(entries: &[&'a Value], key: &str) -> Option<&'a str> {
+fn first_str<'a>(entries: &[&'a Node<'a>], key: &str) -> Option<&'a str> {
     entries
         .iter()
         .filter_map(|e| e[key].as_str())
@@ -116,7 +130,7 @@ fn first_str<'a>(entries: &[&'a Value], key: &str) -> Option<&'a str> {
 /// The trajectory id: the session id; a subagent's is `<session id>/agent-<agent id>`.
 /// Without a session id, the file name stands in; from stdin there is none.
 fn trajectory_id(
-    entries: &[&Value],
+    entries: &[&Node<'_>],
     subagent: bool,
     record: &RawRecord,
 ) -> Result<String, Vec<Diagnostic>> {
@@ -151,32 +165,40 @@ fn trajectory_id(
 /// The fields of a taken turn that the steps do not hold: every top-level key but the mapped
 /// ones (an envelope key only where it differs from `envelope`), and the message's keys but
 /// its content.
-fn line_fields(e: &Value, envelope: &Map<String, Value>) -> (Map<String, Value>, Value) {
-    let mut fields = Map::new();
-    if let Value::Object(o) = e {
+fn line_fields<'a>(e: &Node<'a>, envelope: &Node<'a>) -> (Entries<'a>, Node<'a>) {
+    let mut fields = Entries::new();
+    if let Node::Object(o) = e {
         for (k, v) in o {
-            let mapped = matches!(k.as_str(), "type" | "uuid" | "parentUuid" | "message");
-            let same = ENVELOPE.contains(&k.as_str()) && envelope.get(k) == Some(v);
+            let mapped = matches!(k.as_ref(), "type" | "uuid" | "parentUuid" | "message");
+            let same = ENVELOPE.contains(&k.as_ref()) && envelope.get(k) == Some(v);
             if !mapped && !same {
-                fields.insert(k.clone(), v.clone());
+                fields.push((k.clone(), v.clone()));
             }
         }
     }
     let message = match &e["message"] {
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .filter(|(k, _)| k.as_str() != "content")
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-        ),
-        _ => Value::Null,
+        m @ Node::Object(_) => Node::Object(node_fields_except(m, &["content"])),
+        _ => Node::Null,
     };
     (fields, message)
 }
 
-fn to_trajectory(bundle: &Value, record: &RawRecord) -> Result<Trajectory, Vec<Diagnostic>> {
-    let numbered: Vec<(u64, &Value)> = bundle_lines(bundle).collect();
-    let entries: Vec<&Value> = numbered.iter().map(|(_, e)| *e).collect();
+/// A string node, or null.
+fn opt_str<'a>(s: Option<&'a str>) -> Node<'a> {
+    s.map_or(Node::Null, Node::from)
+}
+
+/// An array node of numbers.
+fn numbers<'a>(ns: impl IntoIterator<Item = u64>) -> Node<'a> {
+    Node::Array(ns.into_iter().map(Node::from).collect())
+}
+
+fn to_partial<'a>(
+    bundle: &'a Node<'a>,
+    record: &'a RawRecord,
+) -> Result<Partial<'a>, Vec<Diagnostic>> {
+    let numbered: Vec<(u64, &Node)> = bundle_node_lines(bundle).collect();
+    let entries: Vec<&Node> = numbered.iter().map(|(_, e)| *e).collect();
     let Selection {
         included,
         chain,
@@ -201,7 +223,7 @@ fn to_trajectory(bundle: &Value, record: &RawRecord) -> Result<Trajectory, Vec<D
     let mut unmapped = Unmapped::default();
     for &(line, e) in &numbered {
         match e["type"].as_str() {
-            Some("user" | "assistant") if e["uuid"].is_string() => {}
+            Some("user" | "assistant") if e["uuid"].as_str().is_some() => {}
             Some("user" | "assistant") => unmapped.keep(
                 line,
                 "/uuid",
@@ -236,11 +258,13 @@ fn to_trajectory(bundle: &Value, record: &RawRecord) -> Result<Trajectory, Vec<D
         ));
     }
     let session = first_str(&entries, "sessionId");
-    let first = taken.first().map(|l| l.entry).unwrap_or(&Value::Null);
-    let envelope: Map<String, Value> = ENVELOPE
-        .iter()
-        .filter_map(|k| first.get(*k).map(|v| ((*k).to_owned(), v.clone())))
-        .collect();
+    let first = taken.first().map(|l| l.entry).unwrap_or(&Node::Null);
+    let envelope = Node::Object(
+        ENVELOPE
+            .iter()
+            .filter_map(|&k| first.get(k).map(|v| (Cow::Borrowed(k), v.clone())))
+            .collect(),
+    );
     let mut models: Vec<&str> = Vec::new();
     for l in &taken {
         if let Some(m) = l.entry["message"]["model"].as_str() {
@@ -249,94 +273,110 @@ fn to_trajectory(bundle: &Value, record: &RawRecord) -> Result<Trajectory, Vec<D
             }
         }
     }
-    let mut steps_of: std::collections::HashMap<u64, Vec<usize>> = Default::default();
+    let mut steps_of: std::collections::HashMap<u64, Vec<u64>> = Default::default();
     for (i, line) in built.origins.iter().enumerate() {
-        steps_of.entry(*line).or_default().push(i);
+        steps_of.entry(*line).or_default().push(i as u64);
     }
-    let lines: Vec<Value> = taken
+    let lines: Vec<Node> = taken
         .iter()
         .map(|l| {
             let (fields, message) = line_fields(l.entry, &envelope);
             let steps = steps_of.get(&l.line).cloned().unwrap_or_default();
-            let mut v = object([
-                ("line", l.line.into()),
-                ("uuid", l.entry["uuid"].clone()),
-                ("parent", l.entry["parentUuid"].clone()),
-                ("steps", steps.into()),
-            ]);
+            let mut v = vec![
+                (Cow::Borrowed("line"), Node::from(l.line)),
+                (Cow::Borrowed("uuid"), l.entry["uuid"].clone()),
+                (Cow::Borrowed("parent"), l.entry["parentUuid"].clone()),
+                (Cow::Borrowed("steps"), numbers(steps)),
+            ];
             if !fields.is_empty() {
-                v["fields"] = Value::Object(fields);
+                v.push((Cow::Borrowed("fields"), Node::Object(fields)));
             }
             if !message.is_null() {
-                v["message"] = message;
+                v.push((Cow::Borrowed("message"), message));
             }
-            v
+            Node::Object(v)
         })
         .collect();
-    let summaries: Vec<Value> = entries
+    let summaries: Vec<Node> = entries
         .iter()
-        .filter(|e| e["type"] == "summary")
-        .map(|e| Value::Object(fields_except(e, &["type"])))
+        .filter(|e| e["type"].as_str() == Some("summary"))
+        .map(|e| Node::Object(node_fields_except(e, &["type"])))
         .collect();
-    let spawned: Vec<Value> = project::spawned_agents(entries.iter().copied())
+    let spawned: Vec<Node> = project::spawned_agents(entries.iter().copied())
         .into_iter()
         .map(|(agent, tool, via)| {
-            let traj = session.map(|s| format!("{s}/agent-{agent}"));
-            json!({"agent_id": agent, "tool_use_id": tool, "via": via, "trajectory_id": traj})
+            let traj = session.map(|s| Node::from(format!("{s}/agent-{agent}")));
+            Node::object([
+                ("agent_id", Node::from(agent)),
+                ("tool_use_id", Node::from(tool)),
+                ("via", Node::from(via)),
+                ("trajectory_id", traj.unwrap_or_default()),
+            ])
         })
         .collect();
-    let main_chain: Vec<u64> = chain.iter().map(|&i| numbered[i].0).collect();
-    let left_out: Vec<Value> = left_out
+    let main_chain = numbers(chain.iter().map(|&i| numbered[i].0));
+    let left_out: Vec<Node> = left_out
         .iter()
         .map(|&(i, why)| {
-            json!({
-                "line": numbered[i].0,
-                "uuid": entries[i]["uuid"],
-                "reason": why.as_str(),
-            })
+            Node::object([
+                ("line", Node::from(numbered[i].0)),
+                ("uuid", entries[i]["uuid"].clone()),
+                ("reason", Node::from(why.as_str())),
+            ])
         })
         .collect();
-    let mut cc = object([
-        ("session_id", session.into()),
-        ("envelope", Value::Object(envelope)),
-        ("models", models.into()),
-        ("summaries", summaries.into()),
-        ("error_results", built.error_results.into()),
-        ("unanswered_calls", built.unanswered_calls.into()),
-        ("unlinked_results", built.unlinked_results.into()),
-        ("main_chain_lines", main_chain.into()),
-        ("lines", lines.into()),
-        ("left_out", left_out.into()),
-        ("subagents", spawned.into()),
+    let mut cc = Node::object([
+        ("session_id", opt_str(session)),
+        ("envelope", envelope),
+        (
+            "models",
+            Node::Array(models.into_iter().map(Node::from).collect()),
+        ),
+        ("summaries", Node::Array(summaries)),
+        ("error_results", Node::Array(built.error_results)),
+        ("unanswered_calls", Node::Array(built.unanswered_calls)),
+        ("unlinked_results", Node::Array(built.unlinked_results)),
+        ("main_chain_lines", main_chain),
+        ("lines", Node::Array(lines)),
+        ("left_out", Node::Array(left_out)),
+        ("subagents", Node::Array(spawned)),
     ]);
     if subagent {
         let agent_id = first_str(&entries, "agentId");
         let meta = &bundle["meta"];
         let spawned_by = match meta["toolUseId"].as_str() {
-            Some(t) => json!({"tool_use_id": t, "via": "meta.json"}),
+            Some(t) => Node::object([
+                ("tool_use_id", Node::from(t)),
+                ("via", Node::from("meta.json")),
+            ]),
             None => bundle["spawned_by"].clone(),
         };
-        let mut agent = json!({
-            "agent_id": agent_id,
-            "compaction": agent_id.is_some_and(|a| a.starts_with("acompact")),
-            "parent_trajectory_id": session,
-            "spawned_by": spawned_by,
-        });
+        let mut agent = Node::object([
+            ("agent_id", opt_str(agent_id)),
+            (
+                "compaction",
+                Node::from(agent_id.is_some_and(|a| a.starts_with("acompact"))),
+            ),
+            ("parent_trajectory_id", opt_str(session)),
+            ("spawned_by", spawned_by),
+        ]);
         for key in ["meta", "meta_error"] {
             if !bundle[key].is_null() {
-                agent[key] = bundle[key].clone();
+                agent.insert(key, bundle[key].clone());
             }
         }
-        cc["agent"] = agent;
+        cc.insert("agent", agent);
     }
     if !unmapped.0.is_empty() {
-        cc["unmapped"] = Value::Array(unmapped.0);
+        cc.insert("unmapped", Node::Array(unmapped.0));
     }
-    let mut details = JsonObject::new();
-    details.insert(
-        "source".into(),
-        source_details("claude-code", record, json!({"session_id": session})),
+    let source = source_node(
+        "claude-code",
+        record,
+        Node::object([("session_id", opt_str(session))]),
     );
-    details.insert("claude_code".into(), cc);
-    Ok(Trajectory::new(id, built.content, details))
+    Ok(Partial {
+        trajectory: Trajectory::new(id, built.content, JsonObject::new()),
+        tail: vec![("source", source), ("claude_code", cc)],
+    })
 }

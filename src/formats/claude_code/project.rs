@@ -17,6 +17,7 @@ use crate::convert::Converter;
 use crate::formats::bundle::FileBundle;
 use crate::ingest::{layout_hint, open, without_compression, FrameError, Framer};
 use crate::ingest::{Provenance, RawRecord, RecordSource};
+use crate::json::Node;
 
 use super::{ClaudeCode, MARKER};
 
@@ -111,8 +112,8 @@ fn transcripts(dir: &Path) -> io::Result<(Vec<PathBuf>, Vec<PathBuf>)> {
 /// from the `toolUseResult.agentId` of a `Task`/`Agent` call's result and from the
 /// `agent_progress` lines Claude Code writes while a subagent runs (`data.agentId`,
 /// `parentToolUseID`); the first found for an agent is kept.
-pub(super) fn spawned_agents<'a>(
-    entries: impl Iterator<Item = &'a Value>,
+pub(super) fn spawned_agents<'n, 'a: 'n>(
+    entries: impl Iterator<Item = &'n Node<'a>>,
 ) -> Vec<(String, String, &'static str)> {
     let mut out: Vec<(String, String, &'static str)> = Vec::new();
     let mut seen = HashSet::new();
@@ -122,7 +123,9 @@ pub(super) fn spawned_agents<'a>(
                 .first()
                 .filter(|id| !id.is_empty())
                 .map(|id| (agent, *id, "toolUseResult"))
-        } else if e["type"] == "progress" && e["data"]["type"] == "agent_progress" {
+        } else if e["type"].as_str() == Some("progress")
+            && e["data"]["type"].as_str() == Some("agent_progress")
+        {
             e["data"]["agentId"]
                 .as_str()
                 .zip(e["parentToolUseID"].as_str())
@@ -182,10 +185,20 @@ fn file_links(lines: &[&[u8]]) -> FileLinks {
         raw.and_then(|r| serde_json::from_str::<String>(r.get()).ok())
             .filter(|s| !s.is_empty())
     };
+    // Once the session is known, a line can only add an agent or a spawn when its text names
+    // one (or spells a key with `\u` escapes): the others are not parsed.
+    let may_link = |text: &[u8]| {
+        [&b"agentId"[..], b"agent_progress", b"\\u"]
+            .iter()
+            .any(|needle| memchr::memmem::find(text, needle).is_some())
+    };
     let mut session = None;
     let mut agent = None;
     let mut spawning = Vec::new();
     for text in lines {
+        if session.is_some() && !may_link(text) {
+            continue;
+        }
         let Ok(BundledLine { entry }) = serde_json::from_slice::<BundledLine>(text) else {
             continue;
         };
@@ -208,7 +221,13 @@ fn file_links(lines: &[&[u8]]) -> FileLinks {
     FileLinks {
         session: session.unwrap_or_default(),
         agent,
-        spawned: spawned_agents(spawning.iter()),
+        spawned: spawned_agents(
+            spawning
+                .iter()
+                .map(Node::from_value)
+                .collect::<Vec<_>>()
+                .iter(),
+        ),
     }
 }
 
@@ -367,6 +386,26 @@ mod tests {
         assert!(is_sidecar("agent-a1.meta.json") && !is_sidecar("wf_1.json"));
     }
 
+    /// Lines after the session's that name no agent are skipped unparsed; a key spelled with
+    /// escapes is still read.
+    #[test]
+    fn file_links_read_only_the_lines_that_may_link() {
+        let lines = [
+            r#"{"line":1,"entry":{"sessionId":"s1","type":"user"}}"#,
+            r#"{"line":2,"entry":{"sessionId":"s2","type":"user"}}"#,
+            r#"{"line":3,"entry":{"agent\u0049d":"a9"}}"#,
+            r#"{"line":4,"entry":{"type":"progress","parentToolUseID":"t1","data":{"type":"agent_progress","agentId":"a1"}}}"#,
+        ];
+        let refs: Vec<&[u8]> = lines.iter().map(|l| l.as_bytes()).collect();
+        let links = file_links(&refs);
+        assert_eq!(links.session, "s1");
+        assert_eq!(links.agent.as_deref(), Some("a9"));
+        assert_eq!(
+            links.spawned,
+            vec![("a1".to_owned(), "t1".to_owned(), "agent_progress")]
+        );
+    }
+
     #[test]
     fn spawned_agents_come_from_results_and_progress() {
         let lines = [
@@ -379,7 +418,13 @@ mod tests {
             json!({"type": "progress", "data": {"type": "hook_progress"}}),
         ];
         assert_eq!(
-            spawned_agents(lines.iter()),
+            spawned_agents(
+                lines
+                    .iter()
+                    .map(Node::from_value)
+                    .collect::<Vec<_>>()
+                    .iter()
+            ),
             vec![
                 ("a1".to_owned(), "toolu_1".to_owned(), "agent_progress"),
                 ("a2".to_owned(), "toolu_2".to_owned(), "toolUseResult"),

@@ -7,39 +7,44 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use crate::formats::kit::fields_except;
+use crate::formats::kit::node_fields_except;
+use crate::json::Node;
 use crate::model::{Source, Step};
 
 /// A selected line: its number in the file and its entry.
 pub(super) struct Line<'a> {
     pub line: u64,
-    pub entry: &'a Value,
+    pub entry: &'a Node<'a>,
 }
 
 /// What could not be mapped, kept in `details.claude_code.unmapped`: the entry's line, a JSON
 /// pointer into the entry, why, and the value itself.
 #[derive(Default)]
-pub(super) struct Unmapped(pub Vec<Value>);
+pub(super) struct Unmapped<'a>(pub Vec<Node<'a>>);
 
-impl Unmapped {
-    pub(super) fn keep(&mut self, line: u64, pointer: &str, reason: String, value: &Value) {
-        self.0
-            .push(json!({"line": line, "pointer": pointer, "reason": reason, "value": value}));
+impl<'a> Unmapped<'a> {
+    pub(super) fn keep(&mut self, line: u64, pointer: &str, reason: String, value: &Node<'a>) {
+        self.0.push(Node::object([
+            ("line", Node::from(line)),
+            ("pointer", Node::from(pointer.to_owned())),
+            ("reason", Node::from(reason)),
+            ("value", value.clone()),
+        ]));
     }
 
     /// Keeps the fields of a mapped block other than `mapped` (a thinking block's
     /// `signature`, a text block's `citations`, ...), as one object at the block's pointer.
-    fn keep_block_fields(&mut self, line: u64, pointer: &str, block: &Value, mapped: &[&str]) {
-        let rest = fields_except(block, mapped);
+    fn keep_block_fields(&mut self, line: u64, pointer: &str, block: &Node<'a>, mapped: &[&str]) {
+        let rest = node_fields_except(block, mapped);
         if !rest.is_empty() {
             let kind = block["type"].as_str().unwrap_or_default();
             self.keep(
                 line,
                 pointer,
                 format!("fields of a {kind} block that no step holds"),
-                &Value::Object(rest),
+                &Node::Object(rest),
             );
         }
     }
@@ -47,16 +52,16 @@ impl Unmapped {
 
 /// The steps, with what `details` lists about them.
 #[derive(Default)]
-pub(super) struct Built {
+pub(super) struct Built<'a> {
     pub content: Vec<Step>,
     /// The line each step comes from.
     pub origins: Vec<u64>,
     /// Ids of the calls whose result has `is_error: true`.
-    pub error_results: Vec<Value>,
+    pub error_results: Vec<Node<'a>>,
     /// `{step, id}` of each call no result answers.
-    pub unanswered_calls: Vec<Value>,
+    pub unanswered_calls: Vec<Node<'a>>,
     /// `{step, id, line, reason}` of each result that answers no call it can be linked to.
-    pub unlinked_results: Vec<Value>,
+    pub unlinked_results: Vec<Node<'a>>,
 }
 
 /// Why the lines cannot be one trajectory.
@@ -68,23 +73,26 @@ pub(super) struct Problem {
 
 /// The blocks of a message's `content` with their pointers: a list's elements (a string in it
 /// is a text block), or one block given alone as an object; `None` for anything else.
-fn content_blocks<'a>(content: &'a Value) -> Option<Vec<(String, Cow<'a, Value>)>> {
-    let block = |b: &'a Value| match b {
-        Value::String(s) => Cow::Owned(json!({"type": "text", "text": s})),
+fn content_blocks<'a>(content: &'a Node<'a>) -> Option<Vec<(String, Cow<'a, Node<'a>>)>> {
+    let text = |s: &Cow<'a, str>| {
+        Cow::Owned(Node::object([
+            ("type", Node::from("text")),
+            ("text", Node::String(s.clone())),
+        ]))
+    };
+    let block = |b: &'a Node<'a>| match b {
+        Node::String(s) => text(s),
         other => Cow::Borrowed(other),
     };
     match content {
-        Value::String(s) => Some(vec![(
-            "/message/content".to_owned(),
-            Cow::Owned(json!({"type": "text", "text": s})),
-        )]),
-        Value::Array(b) => Some(
+        Node::String(s) => Some(vec![("/message/content".to_owned(), text(s))]),
+        Node::Array(b) => Some(
             b.iter()
                 .enumerate()
                 .map(|(k, b)| (format!("/message/content/{k}"), block(b)))
                 .collect(),
         ),
-        Value::Object(_) => Some(vec![(
+        Node::Object(_) => Some(vec![(
             "/message/content".to_owned(),
             Cow::Borrowed(content),
         )]),
@@ -93,7 +101,7 @@ fn content_blocks<'a>(content: &'a Value) -> Option<Vec<(String, Cow<'a, Value>)
 }
 
 /// The reason a block of type `kind` is not mapped.
-fn unmapped_block(kind: &Value) -> String {
+fn unmapped_block(kind: &Node<'_>) -> String {
     match kind.as_str() {
         Some(k) => format!("a {k:?} block is not mapped"),
         None => "a block without a string `type` is not mapped".to_owned(),
@@ -102,9 +110,9 @@ fn unmapped_block(kind: &Value) -> String {
 
 /// A `tool_use` block as an action: `Bash` with only a command (and its description) is bash
 /// code; anything else an api action with the input as kwargs.
-fn tool_action(block: &Value) -> Step {
+fn tool_action(block: &Node<'_>) -> Step {
     let name = block["name"].as_str().unwrap_or_default();
-    let input = block["input"].as_object().cloned().unwrap_or_default();
+    let input = block["input"].to_map();
     let bash_only = name == "Bash"
         && input.keys().all(|k| k == "command" || k == "description")
         && input.get("command").is_some_and(Value::is_string);
@@ -127,7 +135,7 @@ fn tool_action(block: &Value) -> Step {
 struct Block<'a> {
     line: u64,
     pointer: String,
-    value: Cow<'a, Value>,
+    value: Cow<'a, Node<'a>>,
 }
 
 /// A tool result waiting for its response to be written.
@@ -138,16 +146,16 @@ struct Answer {
 
 /// The steps in file order: a step as it is, or a response (written with its results).
 enum Unit<'a> {
-    Steps(Vec<(Step, u64, Option<Value>)>),
+    Steps(Vec<(Step, u64, Option<Node<'a>>)>),
     Response(Vec<Block<'a>>),
 }
 
 /// How a user line's text is observed: `isMeta` lines (hook feedback, reminders) and the
 /// summary that continues a compacted conversation come from the environment.
-fn user_text(entry: &Value, text: &str) -> Step {
-    if entry["isCompactSummary"] == true {
+fn user_text(entry: &Node<'_>, text: &str) -> Step {
+    if entry["isCompactSummary"].as_bool() == Some(true) {
         Step::environment_text(Some("compact_summary".into()), text)
-    } else if entry["isMeta"] == true {
+    } else if entry["isMeta"].as_bool() == Some(true) {
         Step::environment_text(Some("meta".into()), text)
     } else {
         Step::user_text(text)
@@ -156,15 +164,20 @@ fn user_text(entry: &Value, text: &str) -> Step {
 
 /// The text of a `tool_result`'s content (a string, or its text blocks joined by newlines);
 /// its other blocks (images, tool references) are kept as unmapped.
-fn result_text(line: u64, pointer: &str, content: &Value, unmapped: &mut Unmapped) -> String {
+fn result_text<'a>(
+    line: u64,
+    pointer: &str,
+    content: &Node<'a>,
+    unmapped: &mut Unmapped<'a>,
+) -> String {
     match content {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => {
+        Node::String(s) => s.as_ref().to_owned(),
+        Node::Array(blocks) => {
             let mut texts = Vec::new();
             for (k, b) in blocks.iter().enumerate() {
                 match b {
-                    Value::String(s) => texts.push(s.as_str()),
-                    b if b["type"] == "text" && b["text"].is_string() => {
+                    Node::String(s) => texts.push(s.as_ref()),
+                    b if b["type"].as_str() == Some("text") && b["text"].as_str().is_some() => {
                         texts.push(b["text"].as_str().unwrap_or_default())
                     }
                     b => unmapped.keep(
@@ -177,7 +190,7 @@ fn result_text(line: u64, pointer: &str, content: &Value, unmapped: &mut Unmappe
             }
             texts.join("\n")
         }
-        Value::Null => String::new(),
+        Node::Null => String::new(),
         other => {
             unmapped.keep(
                 line,
@@ -191,7 +204,10 @@ fn result_text(line: u64, pointer: &str, content: &Value, unmapped: &mut Unmappe
 }
 
 /// Builds the steps of `lines` (the selected turns, in file order).
-pub(super) fn build(lines: &[Line<'_>], unmapped: &mut Unmapped) -> Result<Built, Problem> {
+pub(super) fn build<'a>(
+    lines: &[Line<'a>],
+    unmapped: &mut Unmapped<'a>,
+) -> Result<Built<'a>, Problem> {
     let mut built = Built::default();
     let mut units: Vec<Unit> = Vec::new();
     // Response key (message id, else the line) → its unit; call id → (unit, tool name).
@@ -210,12 +226,13 @@ pub(super) fn build(lines: &[Line<'_>], unmapped: &mut Unmapped) -> Result<Built
             );
             continue;
         };
-        if e["type"] == "assistant" && e["isApiErrorMessage"] == true {
+        let assistant = e["type"].as_str() == Some("assistant");
+        if assistant && e["isApiErrorMessage"].as_bool() == Some(true) {
             // Claude Code writes an API failure in the model's place: the environment speaks.
             let mut texts = Vec::new();
             for (pointer, b) in &blocks {
                 match b["text"].as_str() {
-                    Some(t) if b["type"] == "text" => texts.push(t),
+                    Some(t) if b["type"].as_str() == Some("text") => texts.push(t),
                     _ => unmapped.keep(line, pointer, unmapped_block(&b["type"]), b),
                 }
             }
@@ -223,7 +240,7 @@ pub(super) fn build(lines: &[Line<'_>], unmapped: &mut Unmapped) -> Result<Built
             units.push(Unit::Steps(vec![(step, line, None)]));
             continue;
         }
-        if e["type"] == "assistant" {
+        if assistant {
             let key = message["id"]
                 .as_str()
                 .map(str::to_owned)
@@ -233,7 +250,7 @@ pub(super) fn build(lines: &[Line<'_>], unmapped: &mut Unmapped) -> Result<Built
                 units.len() - 1
             });
             for (pointer, b) in blocks {
-                if b["type"] == "tool_use" {
+                if b["type"].as_str() == Some("tool_use") {
                     if let Some(id) = b["id"].as_str() {
                         let name = b["name"].as_str().unwrap_or_default().to_owned();
                         calls.entry(id.to_owned()).or_insert(name);
@@ -264,8 +281,8 @@ pub(super) fn build(lines: &[Line<'_>], unmapped: &mut Unmapped) -> Result<Built
                     let known = calls.get(id).cloned();
                     match known {
                         Some(name) if !answers.contains_key(id) => {
-                            if b["is_error"] == true {
-                                built.error_results.push(json!(id));
+                            if b["is_error"].as_bool() == Some(true) {
+                                built.error_results.push(Node::from(id.to_owned()));
                             }
                             let step =
                                 Step::environment_text(Some(name), text).with_tool_call_id(id);
@@ -277,7 +294,12 @@ pub(super) fn build(lines: &[Line<'_>], unmapped: &mut Unmapped) -> Result<Built
                             } else {
                                 "no tool_use before it in the conversation has this id"
                             };
-                            let note = json!({"id": id, "line": line, "pointer": pointer, "reason": reason});
+                            let note = Node::object([
+                                ("id", Node::from(id.to_owned())),
+                                ("line", Node::from(line)),
+                                ("pointer", Node::from(pointer.clone())),
+                                ("reason", Node::from(reason)),
+                            ]);
                             let step = Step::environment_text(
                                 Some(known.unwrap_or_else(|| "tool_result".into())),
                                 text,
@@ -286,7 +308,7 @@ pub(super) fn build(lines: &[Line<'_>], unmapped: &mut Unmapped) -> Result<Built
                         }
                     }
                 }
-                "text" if b["text"].is_string() => {
+                "text" if b["text"].as_str().is_some() => {
                     unmapped.keep_block_fields(line, &pointer, &b, &["type", "text"]);
                     steps.push((
                         user_text(e, b["text"].as_str().unwrap_or_default()),
@@ -319,7 +341,7 @@ pub(super) fn build(lines: &[Line<'_>], unmapped: &mut Unmapped) -> Result<Built
             Unit::Steps(steps) => {
                 for (step, line, note) in steps {
                     if let Some(mut note) = note {
-                        note["step"] = json!(built.content.len());
+                        note.insert("step", Node::from(built.content.len() as u64));
                         built.unlinked_results.push(note);
                     }
                     built.content.push(step);
@@ -337,9 +359,9 @@ pub(super) fn build(lines: &[Line<'_>], unmapped: &mut Unmapped) -> Result<Built
             let call = built
                 .unanswered_calls
                 .iter()
-                .find(|c| c["step"] == json!(i))
+                .find(|c| c["step"].as_u64() == Some(i as u64))
                 .map(|c| c["id"].clone())
-                .unwrap_or(Value::Null);
+                .unwrap_or(Node::Null);
             return Err(Problem {
                 line: built.origins[i],
                 pointer: "/message/content".into(),
@@ -354,11 +376,11 @@ pub(super) fn build(lines: &[Line<'_>], unmapped: &mut Unmapped) -> Result<Built
 
 /// Writes one response: its actions (calls no result answers first, so that none of them
 /// stands before an observation), then its calls' results in call order.
-fn response(
-    blocks: Vec<Block<'_>>,
+fn response<'a>(
+    blocks: Vec<Block<'a>>,
     answers: &mut HashMap<String, Answer>,
-    built: &mut Built,
-    unmapped: &mut Unmapped,
+    built: &mut Built<'a>,
+    unmapped: &mut Unmapped<'a>,
 ) {
     // (step, line, call id when a tool call)
     let mut actions: Vec<(Step, u64, Option<Option<String>>)> = Vec::new();
@@ -380,7 +402,7 @@ fn response(
     } in blocks
     {
         match b["type"].as_str().unwrap_or_default() {
-            "thinking" if b["thinking"].is_string() => {
+            "thinking" if b["thinking"].as_str().is_some() => {
                 unmapped.keep_block_fields(line, &pointer, &b, &["type", "thinking"]);
                 let t = b["thinking"].as_str().unwrap_or_default();
                 thought = Some(match thought.take() {
@@ -388,7 +410,7 @@ fn response(
                     None => (t.to_owned(), line, pointer),
                 });
             }
-            "text" if b["text"].is_string() => {
+            "text" if b["text"].as_str().is_some() => {
                 unmapped.keep_block_fields(line, &pointer, &b, &["type", "text"]);
                 flush(&mut actions, &mut text, &mut thought);
                 text = Some((b["text"].as_str().unwrap_or_default().to_owned(), line));
@@ -427,7 +449,10 @@ fn response(
             line,
             &pointer,
             "a thinking block with no text or call after it in its response".into(),
-            &json!({"type": "thinking", "thinking": t}),
+            &Node::object([
+                ("type", Node::from("thinking")),
+                ("thinking", Node::from(t)),
+            ]),
         );
     }
     let answered =
@@ -443,9 +468,10 @@ fn response(
                 step = step.with_tool_call_id(id.clone());
                 results.push(id);
             }
-            Some(id) => built
-                .unanswered_calls
-                .push(json!({"step": built.content.len(), "id": id})),
+            Some(id) => built.unanswered_calls.push(Node::object([
+                ("step", Node::from(built.content.len() as u64)),
+                ("id", id.map_or(Node::Null, Node::from)),
+            ])),
             None => {}
         }
         built.content.push(step);

@@ -9,7 +9,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use serde_json::Value;
+use crate::json::Node;
 
 /// Why a turn is left out of the trajectory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,43 +46,43 @@ pub(super) struct Selection {
 }
 
 /// A user or assistant line with a uuid: a turn that can be placed in the tree.
-pub(super) fn is_turn(e: &Value) -> bool {
-    matches!(e["type"].as_str(), Some("user" | "assistant")) && e["uuid"].is_string()
+pub(super) fn is_turn(e: &Node<'_>) -> bool {
+    matches!(e["type"].as_str(), Some("user" | "assistant")) && e["uuid"].as_str().is_some()
 }
 
 /// The line's parent: `parentUuid`, or for a root that continues a compacted conversation
 /// (`compact_boundary`), its `logicalParentUuid`.
-fn parent_of(e: &Value) -> Option<&str> {
+fn parent_of<'n>(e: &'n Node<'_>) -> Option<&'n str> {
     match e.get("parentUuid") {
-        Some(Value::String(p)) => Some(p),
-        None | Some(Value::Null) => e["logicalParentUuid"].as_str(),
+        Some(Node::String(p)) => Some(p.as_ref()),
+        None | Some(Node::Null) => e["logicalParentUuid"].as_str(),
         Some(_) => None,
     }
 }
 
 /// The `tool_use` ids of an assistant line.
-pub(super) fn call_ids(e: &Value) -> impl Iterator<Item = &str> {
+pub(super) fn call_ids<'n>(e: &'n Node<'_>) -> impl Iterator<Item = &'n str> {
     e["message"]["content"]
         .as_array()
         .into_iter()
         .flatten()
-        .filter(|b| b["type"] == "tool_use")
+        .filter(|b| b["type"].as_str() == Some("tool_use"))
         .filter_map(|b| b["id"].as_str())
 }
 
 /// The `tool_use_id`s a user line answers (none when it holds no `tool_result`).
-pub(super) fn result_ids(e: &Value) -> Vec<&str> {
+pub(super) fn result_ids<'n>(e: &'n Node<'_>) -> Vec<&'n str> {
     e["message"]["content"]
         .as_array()
         .into_iter()
         .flatten()
-        .filter(|b| b["type"] == "tool_result")
+        .filter(|b| b["type"].as_str() == Some("tool_result"))
         .map(|b| b["tool_use_id"].as_str().unwrap_or_default())
         .collect()
 }
 
 /// Chooses the lines of the trajectory among `entries` (the session's objects, in file order).
-pub(super) fn select(entries: &[&Value]) -> Selection {
+pub(super) fn select(entries: &[&Node<'_>]) -> Selection {
     let n = entries.len();
     let mut by_uuid: HashMap<&str, usize> = HashMap::new();
     for (i, e) in entries.iter().enumerate() {
@@ -91,8 +91,11 @@ pub(super) fn select(entries: &[&Value]) -> Selection {
         }
     }
     let turns: Vec<usize> = (0..n).filter(|&i| is_turn(entries[i])).collect();
-    let subagent = !turns.is_empty() && turns.iter().all(|&i| entries[i]["isSidechain"] == true);
-    let own_side = |e: &Value| subagent || e["isSidechain"] != true;
+    let subagent = !turns.is_empty()
+        && turns
+            .iter()
+            .all(|&i| entries[i]["isSidechain"].as_bool() == Some(true));
+    let own_side = |e: &Node<'_>| subagent || e["isSidechain"].as_bool() != Some(true);
     let leaf = turns.iter().rev().copied().find(|&i| own_side(entries[i]));
     let mut included = vec![false; n];
     let mut chain = Vec::new();
@@ -111,14 +114,14 @@ pub(super) fn select(entries: &[&Value]) -> Selection {
     let mut messages: HashSet<&str> = HashSet::new();
     let mut calls: HashSet<&str> = HashSet::new();
     for &i in &chain {
-        if entries[i]["type"] == "assistant" {
+        if entries[i]["type"].as_str() == Some("assistant") {
             messages.extend(entries[i]["message"]["id"].as_str());
             calls.extend(call_ids(entries[i]));
         }
     }
     let mut left_out = Vec::new();
     for (i, &e) in entries.iter().enumerate() {
-        if included[i] || !e["uuid"].is_string() {
+        if included[i] || e["uuid"].as_str().is_none() {
             continue;
         }
         let parent = parent_of(e).and_then(|p| by_uuid.get(p).copied());
@@ -131,7 +134,7 @@ pub(super) fn select(entries: &[&Value]) -> Selection {
             Some(LeftOut::Branch)
         } else if !turn {
             None
-        } else if e["type"] == "assistant" {
+        } else if e["type"].as_str() == Some("assistant") {
             let continues = e["message"]["id"]
                 .as_str()
                 .is_some_and(|m| messages.contains(m));
@@ -144,7 +147,7 @@ pub(super) fn select(entries: &[&Value]) -> Selection {
         match why {
             None => {
                 included[i] = true;
-                if e["type"] == "assistant" {
+                if e["type"].as_str() == Some("assistant") {
                     messages.extend(e["message"]["id"].as_str());
                     calls.extend(call_ids(e));
                 }
@@ -164,7 +167,7 @@ pub(super) fn select(entries: &[&Value]) -> Selection {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn line(uuid: &str, parent: Option<&str>, kind: &str, content: Value, mid: &str) -> Value {
         let mut v = json!({"uuid": uuid, "parentUuid": parent, "type": kind,
@@ -212,7 +215,8 @@ mod tests {
             line("d", Some("nowhere"), "user", json!("detached"), ""),
             line("z", Some("e"), "assistant", json!("done"), "m2"),
         ];
-        let refs: Vec<&Value> = lines.iter().collect();
+        let nodes: Vec<Node> = lines.iter().map(Node::from_value).collect();
+        let refs: Vec<&Node> = nodes.iter().collect();
         let s = select(&refs);
         assert!(!s.subagent);
         assert_eq!(s.chain, vec![0, 1, 2, 3, 5, 7, 10]);
@@ -234,7 +238,7 @@ mod tests {
         let mut b = line("b", Some("a"), "assistant", json!("ok"), "m");
         a["isSidechain"] = json!(true);
         b["isSidechain"] = json!(true);
-        let s = select(&[&a, &b]);
+        let s = select(&[&Node::from_value(&a), &Node::from_value(&b)]);
         assert!(s.subagent);
         assert_eq!(s.chain, vec![0, 1]);
         // A compacted conversation continues through the boundary's logical parent.
@@ -242,6 +246,7 @@ mod tests {
         let boundary = json!({"uuid": "c", "parentUuid": null, "logicalParentUuid": "u",
             "type": "system", "subtype": "compact_boundary"});
         let after = line("v", Some("c"), "user", json!("after"), "");
+        let [first, boundary, after] = [&first, &boundary, &after].map(Node::from_value);
         let s = select(&[&first, &boundary, &after]);
         assert_eq!(s.chain, vec![0, 1, 2]);
     }

@@ -19,13 +19,16 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io;
 
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
-use crate::convert::{ConvertOptions, Converter, FormatOptions};
+use crate::convert::{ConvertOptions, Converter, FormatOptions, Partial};
 use crate::formats::bundle::FileBundle;
-use crate::formats::kit::{fields_except, file_stem, has_keys, parse_bundle, source_details};
+use crate::formats::kit::{
+    file_stem, has_keys, node_fields_except, parse_bundle_node, source_node,
+};
 use crate::formats::Format;
 use crate::ingest::{boxed, RawRecord, RecordSource};
+use crate::json::Node;
 use crate::model::{AdpVersion, JsonObject, Source, Step, Trajectory};
 use crate::validate::Diagnostic;
 
@@ -77,127 +80,163 @@ impl Converter for GeminiCli {
         record: &RawRecord,
         _map: &FormatOptions,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
-        let bundle = parse_bundle(
-            record,
-            MARKER,
-            "not a Gemini CLI session (use --from gemini-cli on the session file)",
-        )?;
-        let session = replay(bundle);
-        Ok(vec![(to_trajectory(session, record), AdpVersion::V1_5)])
+        let mut slow = None;
+        let bundle = parse_bundle_node(record, &mut slow, MARKER, NOT_A_SESSION)?;
+        let partial = to_partial(replay(bundle), record);
+        Ok(vec![(partial.into_trajectory(), AdpVersion::V1_5)])
+    }
+
+    fn convert_into(
+        &self,
+        record: &RawRecord,
+        opts: &ConvertOptions,
+        out: &mut Vec<u8>,
+    ) -> Result<u64, Vec<Diagnostic>> {
+        let mut slow = None;
+        let bundle = parse_bundle_node(record, &mut slow, MARKER, NOT_A_SESSION)?;
+        to_partial(replay(bundle), record).write(&record.provenance, opts, out)
     }
 }
 
-/// A session as the CLI would load it: its metadata, its messages in order, and what the log
-/// held besides.
-#[derive(Default)]
-struct Session {
-    meta: Map<String, Value>,
-    messages: Vec<Value>,
+/// What a record that is not a session bundle is told.
+const NOT_A_SESSION: &str = "not a Gemini CLI session (use --from gemini-cli on the session file)";
+
+/// A session as the CLI would load it: its metadata (an object), its messages in order, and
+/// what the log held besides.
+struct Session<'a> {
+    meta: Node<'a>,
+    messages: Vec<Node<'a>>,
     /// Ids of messages a `$rewindTo` dropped.
-    rewound: Vec<Value>,
+    rewound: Vec<Node<'a>>,
     /// Lines that are none of the record kinds: `{line, reason, value}`.
-    unmapped: Vec<Value>,
+    unmapped: Vec<Node<'a>>,
 }
 
-/// Replays the lines of a bundled session file (one line for the JSON document), taking the
-/// messages out of it rather than copying them.
-fn replay(bundle: Value) -> Session {
-    let mut s = Session::default();
-    // Messages by id, in the order their id first appeared.
-    let mut order: Vec<String> = Vec::new();
-    let mut by_id: HashMap<String, Value> = HashMap::new();
-    let set_messages = |list: Value, order: &mut Vec<String>, by_id: &mut HashMap<_, _>| {
-        order.clear();
-        by_id.clear();
-        let Value::Array(list) = list else { return };
+/// Messages by id, in the order their id first appeared.
+#[derive(Default)]
+struct Messages<'a> {
+    order: Vec<String>,
+    by_id: HashMap<String, Node<'a>>,
+}
+
+impl<'a> Messages<'a> {
+    /// Adds (or replaces, in its place) the message `id`.
+    fn put(&mut self, id: String, message: Node<'a>) {
+        if let Some(slot) = self.by_id.get_mut(&id) {
+            *slot = message;
+        } else {
+            self.by_id.insert(id.clone(), message);
+            self.order.push(id);
+        }
+    }
+
+    /// Replaces every message with those of `list` (when it is an array).
+    fn set(&mut self, list: Node<'a>) {
+        self.order.clear();
+        self.by_id.clear();
+        let Node::Array(list) = list else { return };
         for (i, m) in list.into_iter().enumerate() {
             // A message without an id keeps its place under one of its own.
             let id = m["id"]
                 .as_str()
                 .map_or_else(|| format!("#{i}"), str::to_owned);
-            if by_id.insert(id.clone(), m).is_none() {
-                order.push(id);
-            }
+            self.put(id, m);
         }
+    }
+}
+
+/// Replays the lines of a bundled session file (one line for the JSON document), taking the
+/// messages out of it rather than copying them.
+fn replay(bundle: Node<'_>) -> Session<'_> {
+    let mut s = Session {
+        meta: Node::Object(Vec::new()),
+        messages: Vec::new(),
+        rewound: Vec::new(),
+        unmapped: Vec::new(),
     };
+    let mut messages = Messages::default();
     let lines = match bundle {
-        Value::Object(mut b) => b.remove("lines"),
+        mut b @ Node::Object(_) => b.remove("lines"),
         _ => None,
     };
-    let Some(Value::Array(lines)) = lines else {
+    let Some(Node::Array(lines)) = lines else {
         return s;
     };
-    for l in lines {
-        let Value::Object(mut l) = l else { continue };
-        let line = l.get("line").and_then(Value::as_u64).unwrap_or(0);
-        let entry = l.remove("entry").unwrap_or(Value::Null);
-        let Value::Object(mut obj) = entry else {
+    for mut l in lines {
+        if !l.is_object() {
             continue;
-        };
+        }
+        let line = l.get("line").and_then(Node::as_u64).unwrap_or(0);
+        let mut obj = l.remove("entry").unwrap_or(Node::Null);
+        if !obj.is_object() {
+            continue;
+        }
         if let Some(target) = obj.get("$rewindTo") {
             let at = target
                 .as_str()
-                .and_then(|t| order.iter().position(|id| id == t))
+                .and_then(|t| messages.order.iter().position(|id| id == t))
                 .unwrap_or(0);
-            for id in order.drain(at..) {
-                by_id.remove(&id);
-                s.rewound.push(json!(id));
+            for id in messages.order.drain(at..) {
+                messages.by_id.remove(&id);
+                s.rewound.push(Node::from(id));
             }
-        } else if let Some(Value::Object(set)) = obj.remove("$set") {
+        } else if let Some(Node::Object(set)) = obj.remove("$set") {
             for (k, v) in set {
                 if k == "messages" {
-                    set_messages(v, &mut order, &mut by_id);
+                    messages.set(v);
                 } else {
                     s.meta.insert(k, v);
                 }
             }
-        } else if obj.get("id").is_some_and(Value::is_string) {
-            let id = obj["id"].as_str().unwrap_or_default().to_owned();
-            if by_id.insert(id.clone(), Value::Object(obj)).is_none() {
-                order.push(id);
-            }
-        } else if obj.contains_key("sessionId") {
-            for (k, v) in obj {
+        } else if let Some(id) = obj["id"].as_str() {
+            messages.put(id.to_owned(), obj);
+        } else if obj.get("sessionId").is_some() {
+            let Node::Object(entries) = obj else { continue };
+            for (k, v) in entries {
                 if k == "messages" {
-                    set_messages(v, &mut order, &mut by_id);
+                    messages.set(v);
                 } else {
                     s.meta.insert(k, v);
                 }
             }
         } else {
-            s.unmapped.push(json!({
-                "line": line,
-                "reason": "neither session metadata, a message, a $set nor a $rewindTo",
-                "value": obj,
-            }));
+            s.unmapped.push(Node::object([
+                ("line", Node::from(line)),
+                (
+                    "reason",
+                    Node::from("neither session metadata, a message, a $set nor a $rewindTo"),
+                ),
+                ("value", obj),
+            ]));
         }
     }
+    let Messages { order, mut by_id } = messages;
     s.messages = order.iter().filter_map(|id| by_id.remove(id)).collect();
     s
 }
 
 /// The parts of a content: a string is one text part, a part a list of one.
-fn parts(content: &Value) -> Vec<Cow<'_, Value>> {
-    fn part(p: &Value) -> Cow<'_, Value> {
+fn parts<'n, 'a>(content: &'n Node<'a>) -> Vec<Cow<'n, Node<'a>>> {
+    fn part<'n, 'a>(p: &'n Node<'a>) -> Cow<'n, Node<'a>> {
         match p {
-            Value::String(s) => Cow::Owned(json!({"text": s})),
+            Node::String(s) => Cow::Owned(Node::object([("text", Node::String(s.clone()))])),
             other => Cow::Borrowed(other),
         }
     }
     match content {
-        Value::Array(items) => items.iter().map(part).collect(),
-        Value::Null => Vec::new(),
+        Node::Array(items) => items.iter().map(part).collect(),
+        Node::Null => Vec::new(),
         other => vec![part(other)],
     }
 }
 
 /// The text parts of a content joined by newlines, and the other parts.
-fn split_text(content: &Value) -> (String, Vec<Value>) {
+fn split_text<'a>(content: &Node<'a>) -> (String, Vec<Node<'a>>) {
     let mut text = Vec::new();
     let mut other = Vec::new();
     for p in parts(content) {
-        match p.get("text").and_then(Value::as_str) {
-            Some(t) if p.get("thought") != Some(&Value::Bool(true)) => text.push(t.to_owned()),
+        match p.get("text").and_then(Node::as_str) {
+            Some(t) if p.get("thought") != Some(&Node::Bool(true)) => text.push(t.to_owned()),
             _ => other.push(p.into_owned()),
         }
     }
@@ -206,18 +245,18 @@ fn split_text(content: &Value) -> (String, Vec<Value>) {
 
 /// The text of a tool call's result: each `functionResponse`'s `response.output` (or
 /// `error`, or the whole response as JSON), and the text of the other parts.
-fn result_text(result: &Value) -> String {
+fn result_text(result: &Node<'_>) -> String {
     let mut out = Vec::new();
     for p in parts(result) {
         if let Some(r) = p.get("functionResponse") {
             let response = &r["response"];
             match (&response["output"], &response["error"]) {
-                (Value::String(s), _) => out.push(s.clone()),
-                (_, Value::String(e)) => out.push(e.clone()),
+                (Node::String(s), _) => out.push(s.as_ref().to_owned()),
+                (_, Node::String(e)) => out.push(e.as_ref().to_owned()),
                 _ if response.is_null() => {}
                 _ => out.push(response.to_string()),
             }
-        } else if let Some(t) = p.get("text").and_then(Value::as_str) {
+        } else if let Some(t) = p.get("text").and_then(Node::as_str) {
             out.push(t.to_owned());
         } else {
             out.push(p.to_string());
@@ -227,9 +266,9 @@ fn result_text(result: &Value) -> String {
 }
 
 /// The action of a tool call.
-fn call_action(call: &Value) -> Step {
+fn call_action(call: &Node<'_>) -> Step {
     let name = call["name"].as_str().unwrap_or("tool");
-    let args = call["args"].as_object().cloned().unwrap_or_default();
+    let args = call["args"].to_map();
     if name == SHELL_TOOL && args.keys().all(|k| SHELL_ARGS.contains(&k.as_str())) {
         if let Some(command) = args.get("command").and_then(Value::as_str) {
             let description = args
@@ -243,7 +282,7 @@ fn call_action(call: &Value) -> Step {
 }
 
 /// The thoughts of a message as one reasoning text (`subject: description` each).
-fn thoughts(message: &Value) -> Option<String> {
+fn thoughts(message: &Node<'_>) -> Option<String> {
     let list: Vec<String> = message["thoughts"]
         .as_array()
         .into_iter()
@@ -265,7 +304,7 @@ fn thoughts(message: &Value) -> Option<String> {
 }
 
 /// An inline image part as a data URI.
-fn image_uri(part: &Value) -> Option<String> {
+fn image_uri(part: &Node<'_>) -> Option<String> {
     let data = &part["inlineData"];
     let mime = data["mimeType"].as_str()?;
     mime.starts_with("image/").then(|| {
@@ -276,11 +315,20 @@ fn image_uri(part: &Value) -> Option<String> {
     })
 }
 
-fn to_trajectory(s: Session, record: &RawRecord) -> Trajectory {
+/// `{pointer, reason, value}` of a part or message not mapped.
+fn unmapped_at<'a>(pointer: String, reason: &'static str, value: Node<'a>) -> Node<'a> {
+    Node::object([
+        ("pointer", Node::from(pointer)),
+        ("reason", Node::from(reason)),
+        ("value", value),
+    ])
+}
+
+fn to_partial<'a>(s: Session<'a>, record: &'a RawRecord) -> Partial<'a> {
     let session_id = s
         .meta
         .get("sessionId")
-        .and_then(Value::as_str)
+        .and_then(Node::as_str)
         .map(str::to_owned);
     let id = session_id
         .clone()
@@ -292,27 +340,28 @@ fn to_trajectory(s: Session, record: &RawRecord) -> Trajectory {
     let mut messages_meta = Vec::new();
     let mut calls_meta = Vec::new();
     let mut unanswered = Vec::new();
-    let mut tools: Map<String, Value> = Map::new();
+    let mut tools = Node::Object(Vec::new());
     for (i, m) in s.messages.iter().enumerate() {
         let kind = m["type"].as_str().unwrap_or_default();
         let pointer = format!("/messages/{i}");
         // What a message has besides its content, thoughts and calls (which become steps).
         if matches!(kind, "user" | "gemini") {
-            let mut meta = fields_except(m, &["content", "thoughts", "toolCalls"]);
+            let mut meta =
+                Node::Object(node_fields_except(m, &["content", "thoughts", "toolCalls"]));
             // A thought's fields besides the text the reasoning holds (its `timestamp`).
-            let thought_fields: Vec<Value> = m["thoughts"]
+            let thought_fields: Vec<Node> = m["thoughts"]
                 .as_array()
                 .into_iter()
                 .flatten()
-                .map(|t| Value::Object(fields_except(t, &["subject", "description"])))
+                .map(|t| Node::Object(node_fields_except(t, &["subject", "description"])))
                 .collect();
             if thought_fields
                 .iter()
                 .any(|t| t.as_object().is_some_and(|o| !o.is_empty()))
             {
-                meta.insert("thoughts".into(), Value::Array(thought_fields));
+                meta.insert("thoughts", Node::Array(thought_fields));
             }
-            messages_meta.push(Value::Object(meta));
+            messages_meta.push(meta);
         }
         match kind {
             "user" => {
@@ -323,26 +372,26 @@ fn to_trajectory(s: Session, record: &RawRecord) -> Trajectory {
                 for p in other {
                     match image_uri(&p) {
                         Some(uri) => content.push(Step::image(uri, Source::User)),
-                        None => unmapped.push(json!({
-                            "pointer": format!("{pointer}/content"),
-                            "reason": "a part that is neither text nor an inline image",
-                            "value": p,
-                        })),
+                        None => unmapped.push(unmapped_at(
+                            format!("{pointer}/content"),
+                            "a part that is neither text nor an inline image",
+                            p,
+                        )),
                     }
                 }
             }
             "gemini" => {
                 let (text, other) = split_text(&m["content"]);
                 for p in other {
-                    unmapped.push(json!({
-                        "pointer": format!("{pointer}/content"),
-                        "reason": "a part of a model message that is not text",
-                        "value": p,
-                    }));
+                    unmapped.push(unmapped_at(
+                        format!("{pointer}/content"),
+                        "a part of a model message that is not text",
+                        p,
+                    ));
                 }
                 let mut thought = thoughts(m);
                 let mut text = (!text.is_empty()).then_some(text);
-                let calls = m["toolCalls"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+                let calls = m["toolCalls"].as_array().unwrap_or(&[]);
                 if calls.is_empty() {
                     if text.is_some() || thought.is_some() {
                         let mut step = Step::message(text.take().unwrap_or_default(), None);
@@ -377,10 +426,12 @@ fn to_trajectory(s: Session, record: &RawRecord) -> Trajectory {
                         open.push((call_id.clone(), step));
                     }
                     if let Some(d) = call["description"].as_str().filter(|d| !d.is_empty()) {
-                        tools.entry(name).or_insert_with(|| json!(d));
+                        if tools.get(&name).is_none() {
+                            tools.insert(name, Node::from(d.to_owned()));
+                        }
                     }
-                    let meta = fields_except(call, &["name", "args", "result", "description"]);
-                    calls_meta.push(Value::Object(meta));
+                    let meta = node_fields_except(call, &["name", "args", "result", "description"]);
+                    calls_meta.push(Node::Object(meta));
                 }
                 for (call_id, name, text) in results {
                     content
@@ -389,21 +440,27 @@ fn to_trajectory(s: Session, record: &RawRecord) -> Trajectory {
                 // Calls without a result come after the results of the others: placed before
                 // an observation, ADP would take that observation for theirs.
                 for (call_id, step) in open {
-                    unanswered.push(json!({"step": content.len(), "id": call_id}));
+                    unanswered.push(Node::object([
+                        ("step", Node::from(content.len() as u64)),
+                        ("id", Node::from(call_id)),
+                    ]));
                     content.push(step);
                 }
             }
-            "info" | "error" | "warning" => notices.push(json!({
-                "type": kind, "id": m["id"], "timestamp": m["timestamp"], "content": m["content"],
-            })),
-            _ => unmapped.push(json!({
-                "pointer": pointer,
-                "reason": "a message of an unknown type",
-                "value": m,
-            })),
+            "info" | "error" | "warning" => notices.push(Node::object([
+                ("type", Node::from(kind.to_owned())),
+                ("id", m["id"].clone()),
+                ("timestamp", m["timestamp"].clone()),
+                ("content", m["content"].clone()),
+            ])),
+            _ => unmapped.push(unmapped_at(
+                pointer,
+                "a message of an unknown type",
+                m.clone(),
+            )),
         }
     }
-    let mut native = JsonObject::new();
+    let mut native = Node::Object(Vec::new());
     for key in [
         "projectHash",
         "startTime",
@@ -416,7 +473,7 @@ fn to_trajectory(s: Session, record: &RawRecord) -> Trajectory {
             native.insert(snake(key), v.clone());
         }
     }
-    for (k, v) in &s.meta {
+    for (k, v) in s.meta.as_object().into_iter().flatten() {
         let known = [
             "sessionId",
             "projectHash",
@@ -424,13 +481,13 @@ fn to_trajectory(s: Session, record: &RawRecord) -> Trajectory {
             "lastUpdated",
             "summary",
         ];
-        if !known.contains(&k.as_str()) && !["directories", "kind"].contains(&k.as_str()) {
+        if !known.contains(&k.as_ref()) && !["directories", "kind"].contains(&k.as_ref()) {
             native.insert(k.clone(), v.clone());
         }
     }
-    let mut put = |key: &str, list: Vec<Value>| {
+    let mut put = |key: &'static str, list: Vec<Node<'a>>| {
         if !list.is_empty() {
-            native.insert(key.to_owned(), Value::Array(list));
+            native.insert(key, Node::Array(list));
         }
     };
     put("notices", notices);
@@ -439,16 +496,18 @@ fn to_trajectory(s: Session, record: &RawRecord) -> Trajectory {
     put("unanswered_calls", unanswered);
     put("rewound_message_ids", s.rewound);
     put("unmapped", unmapped);
-    if !tools.is_empty() {
-        native.insert("tool_descriptions".into(), Value::Object(tools));
+    if tools.as_object().is_some_and(|t| !t.is_empty()) {
+        native.insert("tool_descriptions", tools);
     }
-    let mut details = JsonObject::new();
-    details.insert(
-        "source".into(),
-        source_details("gemini-cli", record, json!({"session_id": session_id})),
+    let source = source_node(
+        "gemini-cli",
+        record,
+        Node::object([("session_id", session_id.map_or(Node::Null, Node::from))]),
     );
-    details.insert("gemini_cli".into(), Value::Object(native));
-    Trajectory::new(id, content, details)
+    Partial {
+        trajectory: Trajectory::new(id, content, JsonObject::new()),
+        tail: vec![("source", source), ("gemini_cli", native)],
+    }
 }
 
 /// `camelCase` as `snake_case`.
@@ -469,6 +528,8 @@ fn snake(key: &str) -> String {
 mod tests {
     use super::*;
 
+    use serde_json::json;
+
     fn bundle(lines: &[Value]) -> Value {
         let lines: Vec<Value> = lines
             .iter()
@@ -480,7 +541,7 @@ mod tests {
 
     #[test]
     fn a_log_replays_rewrites_sets_and_rewinds() {
-        let s = replay(bundle(&[
+        let b = bundle(&[
             json!({"sessionId": "s", "projectHash": "p", "startTime": "t0"}),
             json!({"id": "a", "type": "user", "content": "hi"}),
             json!({"id": "b", "type": "gemini", "content": "x"}),
@@ -489,33 +550,35 @@ mod tests {
             json!({"$rewindTo": "c"}),
             json!({"$set": {"lastUpdated": "t9"}}),
             json!({"what": 1}),
-        ]));
+        ]);
+        let s = replay(Node::from_value(&b));
         let ids: Vec<&str> = s.messages.iter().filter_map(|m| m["id"].as_str()).collect();
         assert_eq!(ids, ["a", "b"]);
-        assert_eq!(s.messages[1]["content"], "y");
-        assert_eq!(s.rewound, [json!("c")]);
-        assert_eq!(s.meta["lastUpdated"], "t9");
+        assert_eq!(s.messages[1]["content"].as_str(), Some("y"));
+        assert_eq!(s.rewound, [Node::from("c")]);
+        assert_eq!(s.meta["lastUpdated"].as_str(), Some("t9"));
         assert_eq!(s.unmapped.len(), 1);
     }
 
     #[test]
     fn a_set_of_messages_replaces_them_all() {
-        let s = replay(bundle(&[
+        let b = bundle(&[
             json!({"sessionId": "s", "projectHash": "p"}),
             json!({"id": "a", "type": "user", "content": "hi"}),
             json!({"$set": {"messages": [{"id": "z", "type": "user", "content": "new"}]}}),
-        ]));
+        ]);
+        let s = replay(Node::from_value(&b));
         assert_eq!(s.messages.len(), 1);
-        assert_eq!(s.messages[0]["id"], "z");
+        assert_eq!(s.messages[0]["id"].as_str(), Some("z"));
     }
 
     #[test]
     fn results_read_output_error_or_the_response() {
         let r = json!([{"functionResponse": {"id": "1", "response": {"output": "ok"}}}]);
-        assert_eq!(result_text(&r), "ok");
+        assert_eq!(result_text(&Node::from_value(&r)), "ok");
         let r = json!([{"functionResponse": {"response": {"error": "denied"}}}]);
-        assert_eq!(result_text(&r), "denied");
+        assert_eq!(result_text(&Node::from_value(&r)), "denied");
         let r = json!({"functionResponse": {"response": {"llmContent": 3}}});
-        assert_eq!(result_text(&r), "{\"llmContent\":3}");
+        assert_eq!(result_text(&Node::from_value(&r)), "{\"llmContent\":3}");
     }
 }

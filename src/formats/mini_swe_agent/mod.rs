@@ -21,17 +21,17 @@ use std::sync::OnceLock;
 use regex::Regex;
 use serde_json::{json, Value};
 
-use crate::convert::{ConvertOptions, Converter, FormatOptions};
+use crate::convert::{ConvertOptions, Converter, FormatOptions, Partial};
 use crate::formats::bundle::open_chat;
 use crate::formats::chat::{
-    call_step, parse_arguments, record_id_with, system_step, unlink_unanswered_calls, CodeTool,
+    call_step, parse_arguments, record_id, system_step, unlink_unanswered_calls, CodeTool,
 };
-use crate::formats::kit::source_details;
+use crate::formats::kit::{node_fields_except, source_details};
 use crate::formats::Format;
 use crate::ingest::{without_compression, RawRecord, RecordSource};
-use crate::json::{object, Node};
+use crate::json::Node;
 use crate::model::{AdpVersion, JsonObject, Source, Step, Trajectory};
-use crate::validate::check::check_raw;
+use crate::validate::check::check_raw_node;
 use crate::validate::schemas::RawSchema;
 use crate::validate::Diagnostic;
 
@@ -94,7 +94,7 @@ impl Converter for MiniSweAgent {
     /// ```` ```mswea_bash_command ```` (2.x), or a user message that is an observation of its
     /// default template (`<returncode>N</returncode>` first) right after an assistant message.
     fn sniff_chat(&self, messages: &[Value]) -> bool {
-        let text = |m: &Value| content_of(&m["content"]).0;
+        let text = |m: &Value| content_of(&Node::from_value(&m["content"])).0;
         messages
             .iter()
             .enumerate()
@@ -122,8 +122,31 @@ impl Converter for MiniSweAgent {
         record: &RawRecord,
         _map: &FormatOptions,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
-        let value = check_raw(record, &SCHEMA, true)?;
-        let id = trajectory_id(&value, record);
+        let mut slow = None;
+        let value = check_raw_node(record, &SCHEMA, true, &mut slow)?;
+        let partial = to_partial(&value, record)?;
+        Ok(vec![(partial.into_trajectory(), AdpVersion::V1_5)])
+    }
+
+    fn convert_into(
+        &self,
+        record: &RawRecord,
+        opts: &ConvertOptions,
+        out: &mut Vec<u8>,
+    ) -> Result<u64, Vec<Diagnostic>> {
+        let mut slow = None;
+        let value = check_raw_node(record, &SCHEMA, true, &mut slow)?;
+        to_partial(&value, record)?.write(&record.provenance, opts, out)
+    }
+}
+
+/// The trajectory of a run the raw schema accepted.
+fn to_partial<'a>(
+    value: &'a Node<'a>,
+    record: &'a RawRecord,
+) -> Result<Partial<'a>, Vec<Diagnostic>> {
+    {
+        let id = trajectory_id(value, record);
         let fail = |pointer: String, rule: &str, message: String| {
             vec![Diagnostic::error(
                 &record.provenance,
@@ -133,12 +156,9 @@ impl Converter for MiniSweAgent {
                 message,
             )]
         };
-        let messages = value["messages"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or(&[]);
+        let messages = value["messages"].as_array().unwrap_or(&[]);
         let mut run = Run::new(action_regex(&value["info"]["config"]));
-        run.exit_status_known = exit_status(&value).is_some();
+        run.exit_status_known = exit_status(value).is_some();
         for (i, m) in messages.iter().enumerate() {
             run.message(i, m, i + 1 == messages.len())
                 .map_err(|(pointer, message)| fail(pointer, "mini-swe-agent-structure", message))?;
@@ -154,16 +174,13 @@ impl Converter for MiniSweAgent {
             };
             return Err(fail("/messages".into(), "empty-trajectory", why));
         }
-        Ok(vec![(
-            run.into_trajectory(&value, record, id),
-            AdpVersion::V1_5,
-        )])
+        Ok(run.into_partial(value, record, id))
     }
 }
 
 /// The trajectory id: `instance_id`, else the file's name without `.traj.json` (mini-swe-agent
 /// names a run's file after its instance), else `{file name}#{index}`.
-fn trajectory_id(v: &Value, record: &RawRecord) -> String {
+fn trajectory_id(v: &Node<'_>, record: &RawRecord) -> String {
     if let Some(id) = v["instance_id"].as_str().filter(|s| !s.is_empty()) {
         return id.to_owned();
     }
@@ -176,17 +193,17 @@ fn trajectory_id(v: &Value, record: &RawRecord) -> String {
         Some(stem) if file != "-" && record.provenance.index == 0 && !stem.is_empty() => {
             stem.to_owned()
         }
-        _ => record_id_with(v, record, &[]),
+        _ => record_id(&v["id"], record),
     }
 }
 
 /// The run's exit status: `info.exit_status`, else the `exit` message's.
-fn exit_status(v: &Value) -> Option<&str> {
+fn exit_status<'n>(v: &'n Node<'_>) -> Option<&'n str> {
     let from_exit = || {
         v["messages"]
             .as_array()
             .and_then(|m| m.last())
-            .filter(|m| m["role"] == "exit")
+            .filter(|m| m["role"].as_str() == Some("exit"))
             .and_then(|m| m["extra"]["exit_status"].as_str())
     };
     v["info"]["exit_status"]
@@ -211,13 +228,13 @@ fn outcome(status: &str) -> Value {
 /// The regex of text actions: the config's `action_regex` (`model` in 2.x, `agent` in 1.x),
 /// matched with `.` across lines as mini-swe-agent does, else [`DEFAULT_ACTION_REGEX`]; a
 /// pattern this regex engine cannot compile, or without a group, falls back to the default.
-fn action_regex(config: &Value) -> Regex {
+fn action_regex(config: &Node<'_>) -> Regex {
     let configured = [
         &config["model"]["action_regex"],
         &config["agent"]["action_regex"],
     ]
     .into_iter()
-    .find_map(Value::as_str)
+    .find_map(Node::as_str)
     .and_then(|p| Regex::new(&format!("(?s){p}")).ok())
     .filter(|r| r.captures_len() > 1);
     configured.unwrap_or_else(|| {
@@ -232,10 +249,10 @@ fn action_regex(config: &Value) -> Regex {
 
 /// The text of a message's content (a string, or the `text` of its parts joined by blank
 /// lines) and the URLs of its image parts.
-fn content_of(content: &Value) -> (String, Vec<String>) {
+fn content_of(content: &Node<'_>) -> (String, Vec<String>) {
     match content {
-        Value::String(s) => (s.clone(), Vec::new()),
-        Value::Array(parts) => {
+        Node::String(s) => (s.as_ref().to_owned(), Vec::new()),
+        Node::Array(parts) => {
             let text = parts
                 .iter()
                 .filter_map(|p| p["text"].as_str())
@@ -261,13 +278,13 @@ fn non_empty(text: &str) -> Option<String> {
 /// arguments.
 struct Call<'a> {
     name: &'a str,
-    arguments: &'a Value,
+    arguments: &'a Node<'a>,
     id: Option<&'a str>,
     pointer: String,
 }
 
 /// What converting one run collects.
-struct Run {
+struct Run<'a> {
     regex: Regex,
     content: Vec<Step>,
     /// Native call ids made so far, with the tool's name.
@@ -285,16 +302,25 @@ struct Run {
     /// its end, not a turn).
     exit_status_known: bool,
     /// Each message's keys no step holds: `{message, steps, fields}`.
-    meta: Vec<Value>,
+    meta: Vec<Node<'a>>,
     /// Messages no step holds, whole: `{message, reason, value}`.
-    unmapped: Vec<Value>,
+    unmapped: Vec<Node<'a>>,
     /// The message that ends the run (`exit`, or a 1.x run's last user message), with its
     /// index.
-    exit: Option<(usize, Value)>,
+    exit: Option<(usize, Node<'a>)>,
 }
 
-impl Run {
-    fn new(regex: Regex) -> Run {
+/// `{message, reason, value}` of a message no step holds.
+fn unmapped_message<'a>(i: usize, reason: String, value: Node<'a>) -> Node<'a> {
+    Node::object([
+        ("message", Node::from(i as u64)),
+        ("reason", Node::from(reason)),
+        ("value", value),
+    ])
+}
+
+impl<'a> Run<'a> {
+    fn new(regex: Regex) -> Run<'a> {
         Run {
             regex,
             content: Vec::new(),
@@ -311,7 +337,7 @@ impl Run {
     }
 
     /// Message `i`; `last` when it ends the list.
-    fn message(&mut self, i: usize, m: &Value, last: bool) -> Result<(), (String, String)> {
+    fn message(&mut self, i: usize, m: &'a Node<'a>, last: bool) -> Result<(), (String, String)> {
         let at = format!("/messages/{i}");
         let start = self.content.len();
         let no_action_before = std::mem::take(&mut self.after_no_action);
@@ -365,7 +391,7 @@ impl Run {
             (None, _, Some("function_call_output")) => {
                 let id = m["call_id"].as_str().unwrap_or_default();
                 let (text, images) = match &m["output"] {
-                    Value::String(s) => (s.clone(), Vec::new()),
+                    Node::String(s) => (s.as_ref().to_owned(), Vec::new()),
                     other => content_of(other),
                 };
                 self.result(id, text, images, &format!("{at}/call_id"))?;
@@ -376,27 +402,17 @@ impl Run {
                     Some(r) => format!("a message of role {r:?} is not mapped"),
                     None => "a message without a role that is no Responses API item".to_owned(),
                 };
-                self.unmapped.push(object([
-                    ("message", i.into()),
-                    ("reason", reason.into()),
-                    ("value", m.clone()),
-                ]));
+                self.unmapped.push(unmapped_message(i, reason, m.clone()));
                 return Ok(());
             }
         };
-        let fields: JsonObject = m
-            .as_object()
-            .into_iter()
-            .flatten()
-            .filter(|(k, _)| !mapped.contains(&k.as_str()))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        let fields = node_fields_except(m, mapped);
         if !fields.is_empty() {
-            let steps: Vec<usize> = (start..self.content.len()).collect();
-            self.meta.push(object([
-                ("message", i.into()),
-                ("steps", steps.into()),
-                ("fields", fields.into()),
+            let steps = (start..self.content.len()).map(|k| Node::from(k as u64));
+            self.meta.push(Node::object([
+                ("message", Node::from(i as u64)),
+                ("steps", Node::Array(steps.collect())),
+                ("fields", Node::Object(fields)),
             ]));
         }
         Ok(())
@@ -407,7 +423,7 @@ impl Run {
     /// its `extra.interrupt_type`, or `FormatError` after an output with no action), the end
     /// of a 1.x run (returns false: kept as `exit`), a command's output (a human's command in
     /// interactive mode: `extra.returncode`), else the user's text.
-    fn user(&mut self, i: usize, m: &Value, no_action_before: bool, last: bool) -> bool {
+    fn user(&mut self, i: usize, m: &'a Node<'a>, no_action_before: bool, last: bool) -> bool {
         let (text, images) = content_of(&m["content"]);
         let extra = &m["extra"];
         let (step, source) = if !self.assistant_seen {
@@ -444,13 +460,10 @@ impl Run {
 
     /// Message `i` ends the run (kept as `exit`); an earlier exit (a run resumed after it) is
     /// kept as unmapped.
-    fn end(&mut self, i: usize, m: &Value) {
+    fn end(&mut self, i: usize, m: &'a Node<'a>) {
         if let Some((k, earlier)) = self.exit.replace((i, m.clone())) {
-            self.unmapped.push(json!({
-                "message": k,
-                "reason": "an exit before the end of the run",
-                "value": earlier,
-            }));
+            let reason = "an exit before the end of the run".to_owned();
+            self.unmapped.push(unmapped_message(k, reason, earlier));
         }
     }
 
@@ -483,7 +496,7 @@ impl Run {
     fn act(
         &mut self,
         i: usize,
-        m: &Value,
+        m: &'a Node<'a>,
         text: String,
         reasoning: Option<String>,
         calls: Vec<Call>,
@@ -492,8 +505,7 @@ impl Run {
         let mut steps = Vec::new();
         let mut description = non_empty(&text);
         for call in &calls {
-            let kwargs = parse_arguments(&Node::from_value(call.arguments))
-                .map_err(|e| (call.pointer.clone(), e))?;
+            let kwargs = parse_arguments(call.arguments).map_err(|e| (call.pointer.clone(), e))?;
             let mut step = call_step(call.name, kwargs, BASH);
             if let Some(id) = call.id {
                 self.calls.insert(id.to_owned(), call.name.to_owned());
@@ -545,7 +557,7 @@ impl Run {
 
     /// A Responses API response: its `message` texts, `reasoning` summaries and
     /// `function_call`s, as a model output.
-    fn response(&mut self, i: usize, m: &Value, at: &str) -> Result<(), (String, String)> {
+    fn response(&mut self, i: usize, m: &'a Node<'a>, at: &str) -> Result<(), (String, String)> {
         let mut texts = Vec::new();
         let mut thoughts = Vec::new();
         let mut calls = Vec::new();
@@ -573,7 +585,7 @@ impl Run {
         self.act(i, m, texts.join("\n\n"), reasoning, calls)
     }
 
-    fn into_trajectory(mut self, v: &Value, record: &RawRecord, id: String) -> Trajectory {
+    fn into_partial(mut self, v: &'a Node<'a>, record: &'a RawRecord, id: String) -> Partial<'a> {
         let synthetic = &self.synthetic;
         let unanswered = unlink_unanswered_calls(&mut self.content, |id| synthetic.contains(id));
         let mut details = JsonObject::new();
@@ -588,34 +600,33 @@ impl Run {
         if let Some(status) = exit_status(v) {
             details.insert("outcome".into(), outcome(status));
         }
-        let mut own: JsonObject = v
-            .as_object()
-            .into_iter()
-            .flatten()
-            .filter(|(k, _)| k.as_str() != "messages")
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        let mut own = Node::Object(node_fields_except(v, &["messages"]));
         if let Some((_, exit)) = self.exit {
-            own.insert("exit".into(), exit);
+            own.insert("exit", exit);
         }
+        let unanswered = unanswered.into_iter().map(Node::from).collect();
         for (key, list) in [
             ("messages", self.meta),
             ("unmapped", self.unmapped),
             ("unanswered_calls", unanswered),
         ] {
             if !list.is_empty() {
-                own.insert(key.into(), Value::Array(list));
+                own.insert(key, Node::Array(list));
             }
         }
-        if !own.is_empty() {
-            details.insert("mini_swe_agent".into(), Value::Object(own));
+        let tail = match own.as_object().is_some_and(|o| !o.is_empty()) {
+            true => vec![("mini_swe_agent", own)],
+            false => Vec::new(),
+        };
+        Partial {
+            trajectory: Trajectory::new(id, self.content, details),
+            tail,
         }
-        Trajectory::new(id, self.content, details)
     }
 }
 
 /// The text of Anthropic thinking blocks (`thinking_blocks[].thinking`), joined.
-fn thinking(blocks: &Value) -> Option<String> {
+fn thinking(blocks: &Node<'_>) -> Option<String> {
     let parts: Vec<&str> = blocks
         .as_array()
         .into_iter()

@@ -82,11 +82,17 @@ pub fn encode_tokens(
     })
 }
 
-/// The columns written without a dictionary: the ids, and the token ids and labels, whose
-/// values spread over the whole vocabulary (a dictionary of them costs time and, past its
-/// page limit, falls back to plain anyway). The masks keep theirs: two values, run-length
-/// encoded.
-const PLAIN_COLUMNS: &[&str] = &["id", "input_ids.list.item", "labels.list.item"];
+/// The columns written without a dictionary: all of them. Token ids and labels spread over the
+/// whole vocabulary (a dictionary of them costs time and, past its page limit, falls back to
+/// plain anyway); the masks' runs of 0 and 1 compress as well with zstd as run-length encoded,
+/// and their dictionary encoders held more memory than the rest of the export.
+const PLAIN_COLUMNS: &[&str] = &[
+    "id",
+    "input_ids.list.item",
+    "attention_mask.list.item",
+    "assistant_masks.list.item",
+    "labels.list.item",
+];
 
 /// The schema of the `tokens` files.
 pub fn schema() -> SchemaRef {

@@ -62,23 +62,30 @@ struct Added {
 const NONE: u32 = u32::MAX;
 
 /// A thread's state for encoding with one [`ByteLevelBpe`]: the pieces merged so far, the
-/// pattern's search state, a buffer.
+/// stretches encoded so far, the pattern's search state, buffers.
+///
+/// The stretches between raw added tokens encode independently of each other (the library
+/// splits at those tokens before anything else), so a thread encodes each stretch once and
+/// looks it up after: the system prompt and the tools block that every trajectory of a
+/// dataset shares, the template's role headers, repeated tool results.
 #[derive(Debug)]
 pub struct Cache {
     pieces: Pieces,
+    stretches: HashMap<Box<str>, Box<[StretchToken]>, FixedState>,
+    /// The bytes `stretches` holds.
+    stretch_bytes: usize,
     split: Caches,
     symbols: Vec<u32>,
-    /// [`ByteLevelBpe::count`]'s counts of stretches between raw added tokens, and the bytes
-    /// of their keys.
-    counts: HashMap<Box<str>, u32, FixedState>,
-    counted_bytes: usize,
     scratch: Tokens,
 }
 
-/// Stretches longer than this are counted every time, not kept.
-const COUNTED_LEN: usize = 1 << 20;
-/// A thread keeps counts of stretches of this many bytes in all, then starts again.
-const COUNTED_BYTES: usize = 16 << 20;
+/// A token of a kept stretch: its id, and its offsets from the stretch's start.
+type StretchToken = (u32, u32, u32);
+
+/// Stretches longer than this are encoded every time, not kept.
+const STRETCH_LEN: usize = 1 << 20;
+/// A thread keeps stretches of this many bytes in all (text and tokens), then starts again.
+const STRETCH_BYTES: usize = 32 << 20;
 
 impl ByteLevelBpe {
     /// The encoder of the parsed `tokenizer.json`, or `None` when it has a part this encoder
@@ -173,19 +180,14 @@ impl ByteLevelBpe {
             pieces: Pieces::default(),
             split: self.splitter.caches(),
             symbols: Vec::new(),
-            counts: HashMap::with_hasher(FixedState::default()),
-            counted_bytes: 0,
+            stretches: HashMap::with_hasher(FixedState::default()),
+            stretch_bytes: 0,
             scratch: Tokens::default(),
         }
     }
 
     /// The number of tokens [`ByteLevelBpe::encode`] gives `text`, or `None` when the text
     /// must go to the library.
-    ///
-    /// The stretches between raw added tokens encode independently of each other (the library
-    /// splits at those tokens before anything else), so a thread counts each stretch once and
-    /// looks it up after: the system prompt and the tools block that every trajectory of a
-    /// dataset shares, the template's role headers, repeated tool results.
     pub fn count(&self, text: &str, cache: &mut Cache) -> Option<usize> {
         let mut n = 0;
         let mut ok = true;
@@ -199,24 +201,14 @@ impl ByteLevelBpe {
                 _ if !ok => {}
                 Found::Token(..) => n += 1,
                 Found::Text(a, b) => {
-                    let stretch = &text[a..b];
-                    if let Some(&known) = cache.counts.get(stretch) {
-                        n += known as usize;
+                    if let Some(known) = cache.stretches.get(&text[a..b]) {
+                        n += known.len();
                         return;
                     }
                     scratch.ids.clear();
                     scratch.offsets.clear();
-                    ok = self.encode_normalized(text, a, b, cache, &mut scratch);
+                    ok = self.encode_stretch(text, a, b, cache, &mut scratch);
                     n += scratch.ids.len();
-                    if ok && stretch.len() <= COUNTED_LEN {
-                        if cache.counted_bytes + stretch.len() > COUNTED_BYTES {
-                            cache.counts.clear();
-                            cache.counted_bytes = 0;
-                        }
-                        cache.counted_bytes += stretch.len();
-                        let known = u32::try_from(scratch.ids.len()).unwrap_or(u32::MAX);
-                        cache.counts.insert(stretch.into(), known);
-                    }
                 }
             },
         );
@@ -234,13 +226,51 @@ impl ByteLevelBpe {
             ok = ok
                 && match found {
                     Found::Token(id, a, b) => push_added(id, a, b, out),
-                    Found::Text(a, b) => self.encode_normalized(text, a, b, cache, out),
+                    Found::Text(a, b) => self.encode_stretch(text, a, b, cache, out),
                 }
         });
         if ok && self.trim.is_some() {
             self.trim_offsets(out);
         }
         ok
+    }
+
+    /// Encodes `text[start..end]`, a stretch between raw added tokens, from the thread's
+    /// cache, or encoded and kept there.
+    fn encode_stretch(
+        &self,
+        text: &str,
+        start: usize,
+        end: usize,
+        cache: &mut Cache,
+        out: &mut Tokens,
+    ) -> bool {
+        let stretch = &text[start..end];
+        if let Some(known) = cache.stretches.get(stretch) {
+            for &(id, a, b) in known.iter() {
+                out.ids.push(id);
+                out.offsets.push((start + a as usize, start + b as usize));
+            }
+            return true;
+        }
+        let from = out.ids.len();
+        if !self.encode_normalized(text, start, end, cache, out) {
+            return false;
+        }
+        if stretch.len() <= STRETCH_LEN {
+            let relative = |o: usize| o.saturating_sub(start) as u32;
+            let tokens: Box<[_]> = (out.ids[from..].iter().zip(&out.offsets[from..]))
+                .map(|(&id, &(a, b))| (id, relative(a), relative(b)))
+                .collect();
+            let bytes = stretch.len() + std::mem::size_of_val(&*tokens);
+            if cache.stretch_bytes + bytes > STRETCH_BYTES {
+                cache.stretches.clear();
+                cache.stretch_bytes = 0;
+            }
+            cache.stretch_bytes += bytes;
+            cache.stretches.insert(stretch.into(), tokens);
+        }
+        true
     }
 
     /// Encodes `text[start..end]`, a stretch between raw added tokens, which the library

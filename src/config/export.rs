@@ -55,16 +55,19 @@ pub struct ExportConfig {
     #[cfg_attr(feature = "cli", arg(long, default_value_t, value_name = "WHICH"))]
     #[serde(default)]
     pub train_on: TrainOn,
-    /// tokens: the model's chat template, a Jinja file or a tokenizer_config.json.
+    /// The model's chat template, a Jinja file or a tokenizer_config.json (with --tokenizer):
+    /// tokens renders with it; parquet, openai, hf and sharegpt count each row's tokens
+    /// (n_tokens, and the manifest's counts).
     #[cfg_attr(feature = "cli", arg(long, value_name = "FILE"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chat_template: Option<String>,
-    /// tokens: which template of a tokenizer_config.json that holds several (default:
-    /// `default`), e.g. tool_use.
+    /// Which template of a tokenizer_config.json that holds several (default: `default`),
+    /// e.g. tool_use.
     #[cfg_attr(feature = "cli", arg(long, value_name = "NAME"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chat_template_name: Option<String>,
-    /// tokens: the model's tokenizer.json.
+    /// The model's tokenizer.json (with --chat-template): tokens tokenizes with it; parquet,
+    /// openai, hf and sharegpt count each row's tokens.
     #[cfg_attr(feature = "cli", arg(long, value_name = "FILE"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokenizer: Option<String>,

@@ -112,6 +112,8 @@ fn every_target_counts_the_tokens_the_tokens_target_writes() {
             manifest(tokens_dir)["counts"]["tokens"],
             "{to}"
         );
+        let card = std::fs::read_to_string(out.join("README.md")).expect("card");
+        assert_eq!(card.contains("`n_tokens`"), to != "openai", "{to}: {card}");
     }
 }
 

@@ -168,7 +168,7 @@ fn encode_parquet(bencher: Bencher) {
         let props = parquet::file::properties::WriterProperties::builder()
             .set_compression(parquet::basic::Compression::ZSTD(Default::default()))
             .build();
-        let mut w = parquet::arrow::ArrowWriter::try_new(Vec::new(), schema(), Some(props))
+        let mut w = parquet::arrow::ArrowWriter::try_new(Vec::new(), schema(false), Some(props))
             .expect("writer");
         w.write(&batch).expect("write");
         w.into_inner().expect("file").len()

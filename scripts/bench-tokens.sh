@@ -9,7 +9,9 @@
 # tests/training/build_tokenizers.py trains on that text, the template
 # tests/fixtures/templates/generation.jinja (masks from {% generation %} blocks, as transformers
 # computes them). PYTHON needs transformers and tokenizers. Prints both wall times (trajkit's
-# with the default threads, transformers' on one core as it runs) and the ratio.
+# with the default threads, transformers' on one core as it runs) and the ratio; then what
+# counting tokens costs `trajkit run`: a pipeline over the same input with a parquet and an
+# openai export, timed without and with `chat_template`/`tokenizer` on both exports.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 COPIES="${1:-40}"
@@ -66,3 +68,33 @@ read -r ptime prows ptokens <<< "$python_time"
 echo "trajkit export --to tokens (read, convert, render, tokenize, write): ${trajkit}s"
 echo "transformers apply_chat_template (render, tokenize, masks; $prows rows, $ptokens tokens): ${ptime}s"
 echo "ratio: $(echo "scale=1; $ptime / $trajkit" | bc)x"
+
+# `trajkit run` with a parquet and an openai export, without and with token counts on both;
+# prints the wall time in seconds.
+time_run() {
+  local name=$1 keys=$2
+  rm -rf "${DIR:?}/$name"
+  cat > "$DIR/$name.toml" <<TOML
+[[input]]
+path = "$DIR/in.jsonl"
+format = "adp"
+
+[[export]]
+to = "parquet"
+output = "$DIR/$name/parquet"
+$keys
+[[export]]
+to = "openai"
+output = "$DIR/$name/openai"
+$keys
+TOML
+  local start end
+  start=$(date +%s.%N)
+  "$TRAJKIT" run -q "$DIR/$name.toml" || true
+  end=$(date +%s.%N)
+  echo "$end - $start" | bc
+}
+without=$(time_run run-plain "")
+with=$(time_run run-counting "chat_template = \"$PWD/$TEMPLATE\"
+tokenizer = \"$DIR/tok/bytelevel.json\"")
+echo "counting tokens in run: ${without} s without, ${with} s with, $(echo "scale=2; $with / $without" | bc)x"

@@ -191,9 +191,7 @@ pub fn export_inputs(
     let (data, earlier) = prepare_dir(dir, opts.force, opts.shards.partition.as_ref())?;
     let sft_with_specs;
     let mut opts = opts;
-    if !matches!(opts.target, Target::Adp | Target::Parquet)
-        && opts.sft.infer_tools == InferTools::Dataset
-    {
+    if opts.builds_conversations() && opts.sft.infer_tools == InferTools::Dataset {
         let shapes = infer::scan_inputs(inputs, &opts.run, progress, redact)?;
         let mut with_specs = opts.clone();
         with_specs.sft.catalog.set_inferred(&shapes);

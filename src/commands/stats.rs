@@ -4,8 +4,7 @@ use std::io;
 
 use super::inputs::adp_source;
 use crate::engine::pipeline::{self, Flow, PipelineError, Progress, RunOptions, Sink};
-use crate::export::conversation;
-use crate::export::tools::tool_specs;
+use crate::export::encode::{count_tokens, with_conversation};
 use crate::export::ExportOptions;
 use crate::ingest::RawRecord;
 use crate::model::Trajectory;
@@ -34,15 +33,13 @@ pub fn check(record: &RawRecord, tokens_with: Option<&ExportOptions>) -> Checked
 }
 
 /// The tokens of `traj` under `opts`' chat template and tokenizer (`--to tokens` options), if
-/// it becomes a conversation the template renders.
+/// it becomes a conversation the template renders: what an export's rows count.
 fn tokens(mut traj: Trajectory, record: &RawRecord, opts: &ExportOptions) -> Option<usize> {
-    let training = opts.training.as_deref()?;
     upgrade_checked(&mut traj, &record.provenance, &opts.upgrade).ok()?;
-    let available = traj.available_custom_tools.clone().unwrap_or_default();
-    let sft = &opts.sft;
-    let conv = conversation::build(traj, &sft.map).ok()?;
-    let tools = tool_specs(&conv, &available, &sft.map.code_tools, &sft.catalog);
-    training.count(&conv, &tools, sft).ok()
+    let n = with_conversation(traj, &opts.sft, |conv, tools| {
+        count_tokens(conv, tools, opts)
+    });
+    usize::try_from(n.ok()??).ok()
 }
 
 /// Computes [`Stats`] over every record of `inputs`; with `tokens` (the options of a `--to

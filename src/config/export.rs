@@ -55,16 +55,19 @@ pub struct ExportConfig {
     #[cfg_attr(feature = "cli", arg(long, default_value_t, value_name = "WHICH"))]
     #[serde(default)]
     pub train_on: TrainOn,
-    /// tokens: the model's chat template, a Jinja file or a tokenizer_config.json.
+    /// The model's chat template, a Jinja file or a tokenizer_config.json (with --tokenizer):
+    /// tokens renders with it; parquet, openai, hf and sharegpt count each row's tokens
+    /// (n_tokens, and the manifest's counts).
     #[cfg_attr(feature = "cli", arg(long, value_name = "FILE"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chat_template: Option<String>,
-    /// tokens: which template of a tokenizer_config.json that holds several (default:
-    /// `default`), e.g. tool_use.
+    /// Which template of a tokenizer_config.json that holds several (default: `default`),
+    /// e.g. tool_use.
     #[cfg_attr(feature = "cli", arg(long, value_name = "NAME"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chat_template_name: Option<String>,
-    /// tokens: the model's tokenizer.json.
+    /// The model's tokenizer.json (with --chat-template): tokens tokenizes with it; parquet,
+    /// openai, hf and sharegpt count each row's tokens.
     #[cfg_attr(feature = "cli", arg(long, value_name = "FILE"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokenizer: Option<String>,
@@ -178,27 +181,62 @@ fn read_text(path: &str, what: &str) -> Result<String, ConfigError> {
 }
 
 impl ExportConfig {
-    /// The chat template and tokenizer of `--to tokens`, loaded; refused on other targets.
+    /// The targets that count tokens with a chat template and tokenizer (besides `tokens`,
+    /// which needs them).
+    const COUNTING: [Target; 4] = [
+        Target::Parquet,
+        Target::Openai,
+        Target::Hf,
+        Target::Sharegpt,
+    ];
+
+    /// True when this export counts its rows' tokens: a target of [`Self::COUNTING`] given a
+    /// chat template or tokenizer (or `tokens`).
+    pub fn counts_tokens(&self) -> bool {
+        self.to == Target::Tokens
+            || (Self::COUNTING.contains(&self.to)
+                && (self.chat_template.is_some()
+                    || self.chat_template_name.is_some()
+                    || self.tokenizer.is_some()))
+    }
+
+    /// The chat template and tokenizer of `--to tokens`, or of an export that counts tokens,
+    /// loaded; the length and loss options are refused on other targets than `tokens`.
     fn training(&self) -> Result<Option<Arc<Training>>, ConfigError> {
         let invalid = |m: String| ConfigError::Invalid(m);
         if self.to != Target::Tokens {
-            let given = [
+            let counting = Self::COUNTING.contains(&self.to);
+            let template = [
                 ("--chat-template", self.chat_template.is_some()),
                 ("--chat-template-name", self.chat_template_name.is_some()),
                 ("--tokenizer", self.tokenizer.is_some()),
+            ];
+            let tokens_only = [
                 ("--max-tokens", self.max_tokens.is_some()),
                 ("--train-reasoning", !self.train_reasoning),
                 ("--overlength", self.overlength != Overlength::Drop),
             ];
-            if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
+            if let Some((flag, _)) = tokens_only.iter().find(|(_, g)| *g) {
                 return Err(invalid(format!("{flag} needs --to tokens")));
             }
-            return Ok(None);
+            if let Some((flag, _)) = template.iter().find(|(_, g)| *g && !counting) {
+                return Err(invalid(format!(
+                    "{flag} needs --to tokens, or parquet, openai, hf or sharegpt (token counts)"
+                )));
+            }
+            if !self.counts_tokens() {
+                return Ok(None);
+            }
         }
         let (Some(template), Some(tokenizer)) = (&self.chat_template, &self.tokenizer) else {
-            return Err(invalid(
-                "--to tokens needs --chat-template FILE and --tokenizer FILE".into(),
-            ));
+            return Err(invalid(if self.to == Target::Tokens {
+                "--to tokens needs --chat-template FILE and --tokenizer FILE".into()
+            } else {
+                format!(
+                    "token counts on --to {} need --chat-template FILE and --tokenizer FILE",
+                    self.to.name()
+                )
+            }));
         };
         if self.max_tokens == Some(0) {
             return Err(invalid("--max-tokens must be at least 1".into()));
@@ -222,10 +260,17 @@ impl ExportConfig {
         run: RunOptions,
     ) -> Result<ExportOptions, ConfigError> {
         let invalid = |m: &str| ConfigError::Invalid(m.to_owned());
-        let thoughts = self.thoughts.unwrap_or(self.to.default_thoughts());
-        if thoughts == Thoughts::Reasoning && !matches!(self.to, Target::Hf | Target::Tokens) {
+        // Parquet rows hold trajectories, not messages: the tokens they count are those the
+        // tokens target writes, with its default.
+        let counted_as = match self.to {
+            Target::Parquet if self.counts_tokens() => Target::Tokens,
+            to => to,
+        };
+        let thoughts = self.thoughts.unwrap_or(counted_as.default_thoughts());
+        if thoughts == Thoughts::Reasoning && !matches!(counted_as, Target::Hf | Target::Tokens) {
             return Err(invalid(
-                "--thoughts reasoning needs --to hf or tokens (openai and sharegpt have no reasoning field)",
+                "--thoughts reasoning needs --to hf or tokens, or parquet with --chat-template \
+                 (openai and sharegpt have no reasoning field)",
             ));
         }
         match (self.train_on, self.to) {
@@ -331,6 +376,7 @@ impl ExportConfig {
                 ("trajkit.version".into(), env!("CARGO_PKG_VERSION").into()),
                 ("trajkit.options".into(), recorded_options.to_string()),
             ],
+            token_counts: self.to == Target::Parquet && training.is_some(),
         };
         recorded_options["inputs"] = json!(inputs);
         Ok(ExportOptions {

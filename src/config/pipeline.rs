@@ -389,10 +389,14 @@ pub fn parse(path: &str, text: &str) -> Result<Pipeline, ConfigError> {
     if !problems.list.is_empty() {
         return Err(problems.into_error());
     }
-    // `run` is one streaming pass that reads each record once, so its SFT exports infer tool
-    // specs per trajectory unless a pipeline asks for `infer_tools = "dataset"`, which costs a
-    // first pass over every input (`export`, which reads ADP files, defaults to "dataset").
-    for e in exports.iter_mut().filter(|e| e.to.is_sft()) {
+    // `run` is one streaming pass that reads each record once, so its SFT exports (and those
+    // that count tokens) infer tool specs per trajectory unless a pipeline asks for
+    // `infer_tools = "dataset"`, which costs a first pass over every input (`export`, which
+    // reads ADP files, defaults to "dataset").
+    for e in exports
+        .iter_mut()
+        .filter(|e| e.to.is_sft() || e.counts_tokens())
+    {
         e.infer_tools.get_or_insert(InferTools::Trajectory);
     }
     Ok(Pipeline {

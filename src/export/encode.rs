@@ -2,20 +2,21 @@
 //! [`export_trajectory`] parse, upgrade and check, filter, encode and assign the split
 //! ([`Outcome`]); [`encode_line`] renders a JSON line (an SFT record, or the trajectory for
 //! `adp`), [`encode_parquet`] a Parquet row, [`encode_any`] either; with `--dedup` each row
-//! carries the hash of its content without the id.
+//! carries the hash of its content without the id. With a chat template and tokenizer
+//! ([`ExportOptions::training`]), [`count_tokens`] counts each row's tokens as `stats` does.
 
 use std::borrow::Cow;
 
 use sha2::{Digest, Sha256};
 
-use super::conversation::{self, Untrainable};
+use super::conversation::{self, Conversation, Untrainable};
 use super::filter::Filtered;
 use super::hf;
 use super::openai;
-use super::options::{ExportOptions, Target};
+use super::options::{ExportOptions, SftOptions, Target};
 use super::sharegpt;
 use super::tokens::{encode_tokens, TokenRow};
-use super::tools::tool_specs;
+use super::tools::{tool_specs, ToolSpec};
 use crate::ingest::{Provenance, RawRecord};
 use crate::model::Trajectory;
 use crate::validate::check::upgrade_checked;
@@ -29,7 +30,8 @@ pub struct Encoded<R> {
     pub len: u64,
     /// With `--dedup`, the hash of its content without the id.
     pub hash: Option<[u8; 16]>,
-    /// Its number of tokens (`tokens` target).
+    /// Its number of tokens (`tokens` target, and the others with a chat template and
+    /// tokenizer).
     pub tokens: Option<u64>,
 }
 
@@ -238,6 +240,7 @@ pub fn encode_line(
     let id = traj.id.clone();
     BODY.with_borrow_mut(|body| {
         body.clear();
+        let mut tokens = None;
         let (with_id, hash) = if opts.target == Target::Adp {
             // Written from a borrowed trajectory; hashing blanks the id for a moment, so a
             // borrowed one is copied only for --dedup.
@@ -249,14 +252,16 @@ pub fn encode_line(
             (false, hash)
         } else {
             // Rendering takes the trajectory apart: a borrowed one is copied.
-            render_sft(traj.into_owned(), opts, body)?;
+            tokens = render_sft(traj.into_owned(), opts, body)?;
             // OpenAI's format has no id key; the others carry it first.
             (
                 opts.target != Target::Openai,
                 opts.dedup.then(|| content_hash(body)),
             )
         };
-        let row = line(&id, body, with_id);
+        // OpenAI documents no key besides its own (docs/training.md): its rows carry no count.
+        let n_tokens = tokens.filter(|_| opts.target != Target::Openai);
+        let row = line(with_id.then_some(id.as_str()), n_tokens, body);
         // A scratch buffer grown by one huge record is not kept for the rest of the run.
         if body.capacity() > SCRATCH_KEEP {
             *body = Vec::new();
@@ -265,7 +270,7 @@ pub fn encode_line(
             len: row.len() as u64,
             row,
             hash,
-            tokens: None,
+            tokens,
         })
     })
 }
@@ -284,51 +289,102 @@ pub fn encode_parquet(
         .dedup
         .then(|| trajectory_hash(traj.to_mut()))
         .transpose()?;
-    let row = crate::parquet::Row::new(&traj)?;
+    let mut row = crate::parquet::Row::new(&traj)?;
+    let mut tokens = None;
+    if opts.training.is_some() {
+        // Counting builds the conversation, which takes the trajectory apart.
+        tokens = with_conversation(traj.into_owned(), &opts.sft, |conv, tools| {
+            count_tokens(conv, tools, opts)
+        })?;
+        if let Some(n) = tokens {
+            row = row.with_n_tokens(i32::try_from(n).unwrap_or(i32::MAX));
+        }
+    }
     Ok(Encoded {
         len: row.bytes,
         row,
         hash,
-        tokens: None,
+        tokens,
     })
 }
 
-/// An SFT record body (a JSON object without the id).
+/// Builds the conversation of `traj` and its tool specs, and hands them to `f`: what the SFT
+/// targets render, the `tokens` target tokenizes, and token counts count.
+pub fn with_conversation<T>(
+    traj: Trajectory,
+    sft: &SftOptions,
+    f: impl FnOnce(&Conversation, &[ToolSpec<'_>]) -> Result<T, RenderError>,
+) -> Result<T, RenderError> {
+    let available = traj.available_custom_tools.clone().unwrap_or_default();
+    let conv = conversation::build(traj, &sft.map).map_err(RenderError::Untrainable)?;
+    let tools = tool_specs(&conv, &available, &sft.map.code_tools, &sft.catalog);
+    f(&conv, &tools)
+}
+
+/// The tokens of `conv` with `tools` under `opts.training` (the conversation rendered whole
+/// by the chat template, no generation prompt, and tokenized: `Training::count`), or `None`
+/// when the export counts no tokens. A template that fails is [`RenderError::Template`].
+pub fn count_tokens(
+    conv: &Conversation,
+    tools: &[ToolSpec<'_>],
+    opts: &ExportOptions,
+) -> Result<Option<u64>, RenderError> {
+    let Some(training) = opts.training.as_deref() else {
+        return Ok(None);
+    };
+    training
+        .count(conv, tools, &opts.sft)
+        .map(|n| Some(n as u64))
+        .map_err(|e| RenderError::Template(e.to_string()))
+}
+
+/// An SFT record body (a JSON object without the id), and its tokens when the export counts
+/// them.
 fn render_sft(
     traj: Trajectory,
     opts: &ExportOptions,
     body: &mut Vec<u8>,
-) -> Result<(), RenderError> {
-    let available = traj.available_custom_tools.clone().unwrap_or_default();
+) -> Result<Option<u64>, RenderError> {
     let sft = &opts.sft;
-    let conv = conversation::build(traj, &sft.map).map_err(RenderError::Untrainable)?;
-    let tools = tool_specs(&conv, &available, &sft.map.code_tools, &sft.catalog);
-    match opts.target {
-        Target::Openai => openai::render(&conv, &tools, sft, body)?,
-        Target::Hf => hf::render(&conv, &tools, sft, body)?,
-        _ => sharegpt::render(&conv, &tools, sft, body).map_err(|e| match e {
-            sharegpt::Error::Untrainable(u) => RenderError::Untrainable(u),
-            sharegpt::Error::Json(e) => RenderError::Json(e),
-        })?,
-    }
-    Ok(())
+    with_conversation(traj, sft, |conv, tools| {
+        match opts.target {
+            Target::Openai => openai::render(conv, tools, sft, body)?,
+            Target::Hf => hf::render(conv, tools, sft, body)?,
+            _ => sharegpt::render(conv, tools, sft, body).map_err(|e| match e {
+                sharegpt::Error::Untrainable(u) => RenderError::Untrainable(u),
+                sharegpt::Error::Json(e) => RenderError::Json(e),
+            })?,
+        }
+        count_tokens(conv, tools, opts)
+    })
 }
 
-/// The JSON line of a row, at exactly its size: `{"id":…,` before the body's members when
-/// `with_id`.
-fn line(id: &str, body: &[u8], with_id: bool) -> Vec<u8> {
-    if !with_id {
+/// The JSON line of a row, at exactly its size: `{"id":…,` (with an `id`) and `"n_tokens":…,`
+/// (with a count) before the body's members.
+fn line(id: Option<&str>, n_tokens: Option<u64>, body: &[u8]) -> Vec<u8> {
+    if id.is_none() && n_tokens.is_none() {
         let mut out = Vec::with_capacity(body.len() + 1);
         out.extend_from_slice(body);
         out.push(b'\n');
         return out;
     }
     let members = body.get(1..).unwrap_or_default();
-    // `{"id":`, the quoted id (longer only when it has characters to escape), `,`, `\n`.
-    let mut out = Vec::with_capacity(6 + id.len() + 2 + 1 + members.len() + 1);
-    out.extend_from_slice(b"{\"id\":");
-    // A string always serializes.
-    let _ = serde_json::to_writer(&mut out, id);
+    let mut head = Vec::with_capacity(32);
+    if let Some(id) = id {
+        head.extend_from_slice(b"\"id\":");
+        // A string always serializes.
+        let _ = serde_json::to_writer(&mut head, id);
+    }
+    if let Some(n) = n_tokens {
+        if !head.is_empty() {
+            head.push(b',');
+        }
+        head.extend_from_slice(format!("\"n_tokens\":{n}").as_bytes());
+    }
+    // `{`, the head, `,`, the members, `\n`.
+    let mut out = Vec::with_capacity(1 + head.len() + 1 + members.len() + 1);
+    out.push(b'{');
+    out.extend_from_slice(&head);
     if body.len() > 2 {
         out.push(b',');
     }
@@ -344,18 +400,27 @@ mod tests {
     #[test]
     fn the_id_goes_first_in_the_line() {
         assert_eq!(
-            line("x\"", b"{\"a\":1}", true),
+            line(Some("x\""), None, b"{\"a\":1}"),
             b"{\"id\":\"x\\\"\",\"a\":1}\n"
         );
-        assert_eq!(line("x", b"{}", true), b"{\"id\":\"x\"}\n");
-        assert_eq!(line("x", b"{\"a\":1}", false), b"{\"a\":1}\n");
+        assert_eq!(line(Some("x"), None, b"{}"), b"{\"id\":\"x\"}\n");
+        assert_eq!(line(None, None, b"{\"a\":1}"), b"{\"a\":1}\n");
+        assert_eq!(
+            line(Some("x"), Some(7), b"{\"a\":1}"),
+            b"{\"id\":\"x\",\"n_tokens\":7,\"a\":1}\n"
+        );
+        assert_eq!(line(None, Some(7), b"{}"), b"{\"n_tokens\":7}\n");
     }
 
     #[test]
     fn a_line_is_allocated_at_its_size() {
         // Rows wait in queues for the writer: room left over in each would add up.
-        for (id, body, with_id) in [("x", &b"{\"a\":1}"[..], true), ("y", b"{\"b\":2}", false)] {
-            let l = line(id, body, with_id);
+        for (id, n, body) in [
+            (Some("x"), None, &b"{\"a\":1}"[..]),
+            (None, None, b"{\"b\":2}"),
+            (Some("x"), Some(123), b"{\"b\":2}"),
+        ] {
+            let l = line(id, n, body);
             assert_eq!(l.capacity(), l.len(), "{}", String::from_utf8_lossy(&l));
         }
     }

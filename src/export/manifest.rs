@@ -190,9 +190,15 @@ fn manifest_files(
         .as_ref()
         .is_none_or(|p| p.index.is_none())
     {
+        let mut shape = target.shape().to_owned();
+        if manifest.counts.tokens.is_some()
+            && matches!(target, Target::Parquet | Target::Hf | Target::Sharegpt)
+        {
+            shape.push_str(" Each row also has `n_tokens`: its conversation's tokens under the chat template and tokenizer of the options.");
+        }
         commit
             .write
-            .push((dir.join("README.md"), manifest.card(target.shape())));
+            .push((dir.join("README.md"), manifest.card(&shape)));
     }
     Ok(commit)
 }

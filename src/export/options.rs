@@ -165,6 +165,14 @@ pub struct ExportOptions {
     pub run: RunOptions,
 }
 
+impl ExportOptions {
+    /// True when the export builds each trajectory's conversation: the SFT targets, and any
+    /// export that counts tokens (so it lists tool specs, and may infer them from the dataset).
+    pub fn builds_conversations(&self) -> bool {
+        self.target.is_sft() || self.training.is_some()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -30,6 +30,8 @@ pub struct ParquetConfig {
     pub zstd_level: i32,
     /// Key-value metadata of the file (trajkit's version and the options that shape the file).
     pub metadata: Vec<(String, String)>,
+    /// The `parquet` target's files have an `n_tokens` column (the export counts tokens).
+    pub token_counts: bool,
 }
 
 impl Default for ParquetConfig {
@@ -38,6 +40,7 @@ impl Default for ParquetConfig {
             row_group_bytes: 100_000_000,
             zstd_level: 3,
             metadata: Vec::new(),
+            token_counts: false,
         }
     }
 }
@@ -99,8 +102,13 @@ impl ShardWriter for ParquetShard {
     fn start(file: HashingFile, config: &ParquetConfig) -> io::Result<Self> {
         let props = config.properties(PLAIN_COLUMNS).map_err(io_error)?;
         Ok(ParquetShard {
-            writer: ArrowWriter::try_new(file, schema(), Some(props)).map_err(io_error)?,
-            pending: Columns::default(),
+            writer: ArrowWriter::try_new(file, schema(config.token_counts), Some(props))
+                .map_err(io_error)?,
+            pending: if config.token_counts {
+                Columns::with_token_counts()
+            } else {
+                Columns::default()
+            },
             group_bytes: 0,
             row_group_bytes: config.row_group_bytes,
         })

@@ -15,13 +15,11 @@ use arrow_buffer::OffsetBuffer;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::ArrowWriter;
 
-use super::conversation;
-use super::encode::{Encoded, RenderError};
+use super::encode::{with_conversation, Encoded, RenderError};
 use super::filter::Filtered;
 use super::options::ExportOptions;
 use super::parquet::ParquetConfig;
 use super::shard::{HashingFile, ShardWriter};
-use super::tools::tool_specs;
 use crate::model::Trajectory;
 use crate::training::Skip;
 
@@ -48,18 +46,15 @@ pub fn encode_tokens(
     };
     let traj = traj.into_owned();
     let id = traj.id.clone();
-    let available = traj.available_custom_tools.clone().unwrap_or_default();
     let sft = &opts.sft;
-    let conv = conversation::build(traj, &sft.map).map_err(RenderError::Untrainable)?;
-    let tools = tool_specs(&conv, &available, &sft.map.code_tools, &sft.catalog);
-    let sample = match training.sample(&conv, &tools, sft) {
-        Ok(Ok(s)) => s,
-        Ok(Err(Skip::Overlength)) => return Err(RenderError::Skipped(Filtered::MaxTokens)),
-        Ok(Err(Skip::NothingToTrain)) => {
-            return Err(RenderError::Skipped(Filtered::NothingToTrain))
+    let sample = with_conversation(traj, sft, |conv, tools| {
+        match training.sample(conv, tools, sft) {
+            Ok(Ok(s)) => Ok(s),
+            Ok(Err(Skip::Overlength)) => Err(RenderError::Skipped(Filtered::MaxTokens)),
+            Ok(Err(Skip::NothingToTrain)) => Err(RenderError::Skipped(Filtered::NothingToTrain)),
+            Err(e) => Err(RenderError::Template(e.to_string())),
         }
-        Err(e) => return Err(RenderError::Template(e.to_string())),
-    };
+    })?;
     let n = sample.ids.len() as u64;
     let hash = opts.dedup.then(|| {
         let mut bytes = Vec::with_capacity(sample.ids.len() * 5);

@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use arrow_array::builder::{Float64Builder, Int64Builder, ListBuilder, StringBuilder};
+use arrow_array::builder::{
+    Float64Builder, Int32Builder, Int64Builder, ListBuilder, StringBuilder,
+};
 use arrow_array::{ArrayRef, ListArray, RecordBatch, StructArray};
 use arrow_buffer::{NullBufferBuilder, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{ArrowError, Fields};
@@ -186,6 +188,8 @@ pub struct Columns {
     languages: ListBuilder<StringBuilder>,
     steps: ListOf<StepColumns>,
     details: StringBuilder,
+    /// `n_tokens`, in the files of an export that counts tokens.
+    n_tokens: Option<Int32Builder>,
 }
 
 impl Default for Columns {
@@ -205,11 +209,21 @@ impl Default for Columns {
             languages: strings_list(),
             steps: ListOf::new(),
             details: StringBuilder::new(),
+            n_tokens: None,
         }
     }
 }
 
 impl Columns {
+    /// Columns with `n_tokens` last (an export that counts tokens): every row pushed carries
+    /// its [`Row::n_tokens`].
+    pub fn with_token_counts() -> Self {
+        Columns {
+            n_tokens: Some(Int32Builder::new()),
+            ..Columns::default()
+        }
+    }
+
     /// Rows gathered since the last [`Columns::finish`].
     pub fn rows(&self) -> usize {
         self.rows
@@ -252,9 +266,16 @@ impl Columns {
         row.steps.iter().for_each(|s| self.steps.items.push(s));
         self.steps.close(Some(row.steps.len()));
         self.details.append_value(&row.details);
+        if let Some(b) = &mut self.n_tokens {
+            // A row without its count leaves the column short, and the batch fails.
+            if let Some(n) = row.n_tokens {
+                b.append_value(n);
+            }
+        }
     }
 
-    /// The gathered rows as a record batch of [`schema::schema`]; the columns start over.
+    /// The gathered rows as a record batch of [`schema::schema`] (with `n_tokens` when made by
+    /// [`Columns::with_token_counts`]); the columns start over.
     pub fn finish(&mut self) -> Result<RecordBatch, ArrowError> {
         self.rows = 0;
         self.bytes = 0;
@@ -276,6 +297,9 @@ impl Columns {
         columns.push(Arc::new(self.languages.finish()));
         columns.push(self.steps.finish()?);
         columns.push(Arc::new(self.details.finish()));
-        RecordBatch::try_new(schema::schema(), columns)
+        if let Some(b) = &mut self.n_tokens {
+            columns.push(Arc::new(b.finish()));
+        }
+        RecordBatch::try_new(schema::schema(self.n_tokens.is_some()), columns)
     }
 }

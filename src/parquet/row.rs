@@ -115,6 +115,9 @@ pub struct Row {
     pub steps: Vec<StepRow>,
     /// `details` as JSON text.
     pub details: String,
+    /// `n_tokens`: the trajectory's token count, in the files of an export that counts tokens
+    /// (`--chat-template`, `--tokenizer`).
+    pub n_tokens: Option<i32>,
     /// Bytes of data in the row (string bytes, 8 per number): what row groups and shards are
     /// cut by.
     pub bytes: u64,
@@ -262,6 +265,7 @@ impl Row {
             available_custom_tools: traj.available_custom_tools.clone(),
             available_code_languages: traj.available_code_languages.clone(),
             steps: Vec::with_capacity(traj.content.len()),
+            n_tokens: None,
             bytes: 0,
         };
         for step in &traj.content {
@@ -271,12 +275,21 @@ impl Row {
         Ok(row)
     }
 
+    /// The row with its token count in `n_tokens` (counted in [`Row::bytes`]).
+    pub fn with_n_tokens(mut self, n: i32) -> Row {
+        if self.n_tokens.replace(n).is_none() {
+            self.bytes += 4;
+        }
+        self
+    }
+
     fn data_bytes(&self) -> u64 {
         let len = |s: &Option<String>| s.as_ref().map_or(0, String::len);
         let list =
             |l: &Option<Vec<String>>| l.as_ref().map_or(0, |l| l.iter().map(String::len).sum());
         let mut n = self.id.len() + len(&self.schema_version) + len(&self.source_format);
         n += len(&self.outcome) + self.details.len() + 8 * (1 + self.counts.len());
+        n += 4 * usize::from(self.n_tokens.is_some());
         n += list(&self.available_custom_tools) + list(&self.available_code_languages);
         for (name, _) in self.reward_components.iter().flatten() {
             n += name.len() + 8;

@@ -83,9 +83,10 @@ pub fn string_item() -> Arc<Field> {
     Arc::new(Field::new("item", DataType::Utf8, false))
 }
 
-static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
+/// The fields of every file trajkit writes, without `n_tokens`.
+fn fields() -> Vec<Field> {
     let strings = DataType::List(string_item());
-    Arc::new(Schema::new(vec![
+    vec![
         Field::new("id", DataType::Utf8, false),
         Field::new("schema_version", DataType::Utf8, true),
         Field::new("source_format", DataType::Utf8, true),
@@ -109,12 +110,28 @@ static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| {
         Field::new("available_code_languages", strings, true),
         Field::new("steps", DataType::List(struct_item(step_fields())), false),
         Field::new("details", DataType::Utf8, false),
-    ]))
+    ]
+}
+
+static SCHEMA: LazyLock<SchemaRef> = LazyLock::new(|| Arc::new(Schema::new(fields())));
+
+static WITH_TOKENS: LazyLock<SchemaRef> = LazyLock::new(|| {
+    let mut fields = fields();
+    fields.push(Field::new(N_TOKENS, DataType::Int32, false));
+    Arc::new(Schema::new(fields))
 });
 
-/// The schema of every file trajkit writes.
-pub fn schema() -> SchemaRef {
-    SCHEMA.clone()
+/// The column of a trajectory's token count, last, in the files of an export that counts
+/// tokens.
+pub const N_TOKENS: &str = "n_tokens";
+
+/// The schema of every file trajkit writes; with `n_tokens` last when `token_counts`.
+pub fn schema(token_counts: bool) -> SchemaRef {
+    if token_counts {
+        WITH_TOKENS.clone()
+    } else {
+        SCHEMA.clone()
+    }
 }
 
 /// The columns whose values are long free text or JSON: written without dictionary encoding

@@ -41,5 +41,6 @@ mod run;
 mod seed_formats;
 mod specs;
 mod swe_openhands;
+mod token_counts;
 mod training;
 mod validate_cli;

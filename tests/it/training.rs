@@ -12,16 +12,18 @@ use serde_json::{json, Value};
 
 use crate::common::{adp_corpus, corpus_std_files, trajkit, valid_v15};
 
-fn fixture(name: &str) -> PathBuf {
+/// A file of `tests/fixtures/templates/`.
+pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/templates")
         .join(name)
 }
 
 /// One `tokens` row: id, input_ids, assistant_masks, labels, n_tokens.
-type Row = (String, Vec<i32>, Vec<i8>, Vec<i32>, i32);
+pub type Row = (String, Vec<i32>, Vec<i8>, Vec<i32>, i32);
 
-fn read_rows(dir: &Path) -> Vec<Row> {
+/// The rows of a `tokens` export in `dir`.
+pub fn read_rows(dir: &Path) -> Vec<Row> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir.join("data"))
         .expect("data dir")
         .map(|e| e.expect("entry").path())
@@ -74,7 +76,8 @@ fn read_rows(dir: &Path) -> Vec<Row> {
     out
 }
 
-fn write_input(dir: &Path, trajectories: &[Value]) -> PathBuf {
+/// Writes `trajectories` to `dir/in.jsonl`.
+pub fn write_input(dir: &Path, trajectories: &[Value]) -> PathBuf {
     let path = dir.join("in.jsonl");
     let text: String = trajectories.iter().map(|t| format!("{t}\n")).collect();
     std::fs::write(&path, text).expect("write");
@@ -82,9 +85,20 @@ fn write_input(dir: &Path, trajectories: &[Value]) -> PathBuf {
 }
 
 /// `trajkit export --to tokens` with the words tokenizer and `template`; exit code, stderr.
-fn export_tokens(input: &Path, out: &Path, template: &Path, extra: &[&str]) -> (i32, String) {
+pub fn export_tokens(input: &Path, out: &Path, template: &Path, extra: &[&str]) -> (i32, String) {
+    export_with_template("tokens", input, out, template, extra)
+}
+
+/// `trajkit export --to TO` with the words tokenizer and `template`; exit code, stderr.
+pub fn export_with_template(
+    to: &str,
+    input: &Path,
+    out: &Path,
+    template: &Path,
+    extra: &[&str],
+) -> (i32, String) {
     let o = trajkit()
-        .args(["export", "-q", "--to", "tokens", "-o"])
+        .args(["export", "-q", "--to", to, "-o"])
         .arg(out)
         .arg("--chat-template")
         .arg(template)
@@ -100,7 +114,8 @@ fn export_tokens(input: &Path, out: &Path, template: &Path, extra: &[&str]) -> (
     )
 }
 
-fn manifest(dir: &Path) -> Value {
+/// The `manifest.json` of an export in `dir`.
+pub fn manifest(dir: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).expect("manifest"))
         .expect("json")
 }
@@ -274,7 +289,7 @@ fn max_tokens_drops_or_truncates_at_a_whole_assistant_turn() {
 }
 
 #[test]
-fn a_template_that_raises_rejects_the_record_with_its_message_and_line() {
+fn a_template_that_raises_rejects_the_record_with_its_message_and_line_on_every_target() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let template = tmp.path().join("t.jinja");
     std::fs::write(
@@ -283,21 +298,30 @@ fn a_template_that_raises_rejects_the_record_with_its_message_and_line() {
     )
     .expect("write");
     let input = write_input(tmp.path(), &[valid_v15()]);
-    let out = tmp.path().join("out");
-    let rejects = tmp.path().join("rejects.jsonl");
-    let (code, err) = export_tokens(
-        &input,
-        &out,
-        &template,
-        &["--rejects", rejects.to_str().expect("utf-8 path")],
-    );
-    assert_eq!(code, 1, "{err}");
-    let text = std::fs::read_to_string(&rejects).expect("rejects");
-    assert!(
-        text.contains("too many turns") && text.contains("line 4"),
-        "{text}"
-    );
-    assert_eq!(manifest(&out)["counts"]["rejected"], 1);
+    // The tokens target, and the others counting tokens (docs/training.md).
+    for to in ["tokens", "parquet", "openai", "hf", "sharegpt"] {
+        let out = tmp.path().join(to);
+        let rejects = tmp.path().join(format!("{to}.rejects.jsonl"));
+        let (code, err) = export_with_template(
+            to,
+            &input,
+            &out,
+            &template,
+            &["--rejects", rejects.to_str().expect("utf-8 path")],
+        );
+        assert_eq!(code, 1, "{to}: {err}");
+        let text = std::fs::read_to_string(&rejects).expect("rejects");
+        assert!(
+            text.contains("too many turns") && text.contains("line 4"),
+            "{to}: {text}"
+        );
+        let counts = &manifest(&out)["counts"];
+        assert_eq!(
+            (&counts["rejected"], &counts["written"]),
+            (&json!(1), &json!(0)),
+            "{to}"
+        );
+    }
 }
 
 #[test]

@@ -830,7 +830,8 @@ pub fn run_plan(
     if plan.journal.resume {
         resumed = Some(Journal::start(&state_dir, plan.journal, &splits)?);
     }
-    let infer = |o: &ExportOptions| o.target.is_sft() && o.sft.infer_tools == InferTools::Dataset;
+    let infer =
+        |o: &ExportOptions| o.builds_conversations() && o.sft.infer_tools == InferTools::Dataset;
     if export_opts.iter().any(infer) {
         let stages = Stages {
             plan,

@@ -35,6 +35,16 @@ fn sentinels(bytes: &[u8]) -> impl Iterator<Item = (usize, char)> + '_ {
 
 /// `source` with its generation tags rewritten, and whether it had any.
 pub fn rewrite(source: &str) -> (String, bool) {
+    rewrite_tags(source, true)
+}
+
+/// `source` with its generation tags rewritten into blocks that print nothing: it renders the
+/// text [`rewrite`]'s rendering leaves once [`take_spans`] has taken the sentinels out.
+pub fn remove(source: &str) -> String {
+    rewrite_tags(source, false).0
+}
+
+fn rewrite_tags(source: &str, marked: bool) -> (String, bool) {
     // A literal pattern: it compiles.
     let Ok(tag) = Regex::new(r"\{%(-|\+)?\s*(generation|endgeneration)\s*(-|\+)?%\}") else {
         return (source.to_owned(), false);
@@ -45,7 +55,12 @@ pub fn rewrite(source: &str) -> (String, bool) {
         let left = c.get(1).map_or("", |m| m.as_str());
         let right = c.get(3).map_or("", |m| m.as_str());
         let mark = if &c[2] == "generation" { START } else { END };
-        format!("{{%{left} if true %}}{{{{ \"{mark}\" }}}}{{% endif {right}%}}")
+        let print = if marked {
+            format!("{{{{ \"{mark}\" }}}}")
+        } else {
+            String::new()
+        };
+        format!("{{%{left} if true %}}{print}{{% endif {right}%}}")
     });
     (out.into_owned(), found)
 }

@@ -159,7 +159,7 @@ impl Training {
         tools: &[ToolSpec<'_>],
         sft: &SftOptions,
     ) -> Result<Result<Sample, Skip>, SampleError> {
-        let m = self.messages(conv, tools, sft)?;
+        let m = self.messages(conv, tools, sft, true)?;
         let full = self.encode(&m, m.values.len())?;
         let Some(max) = self.max_tokens.filter(|max| full.ids.len() > *max) else {
             return Ok(trains(full));
@@ -187,23 +187,23 @@ impl Training {
         tools: &[ToolSpec<'_>],
         sft: &SftOptions,
     ) -> Result<usize, SampleError> {
-        let m = self.messages(conv, tools, sft)?;
-        let rendered = self.template.render(&m.values, &m.tools, false)?;
-        self.tokenizer
-            .count(&rendered.text)
-            .map_err(SampleError::Tokenizer)
+        let m = self.messages(conv, tools, sft, false)?;
+        let text = self.template.render_text(&m.values, &m.tools, false)?;
+        self.tokenizer.count(&text).map_err(SampleError::Tokenizer)
     }
 
-    /// The messages and tools of `conv` as the template sees them.
+    /// The messages and tools of `conv` as the template sees them. With `spans` (the
+    /// generation blocks' spans are wanted), content holding a sentinel is refused.
     fn messages(
         &self,
         conv: &Conversation,
         tools: &[ToolSpec<'_>],
         sft: &SftOptions,
+        spans: bool,
     ) -> Result<Messages, SampleError> {
         let messages = hf::messages(conv, sft);
         let tool_list: Vec<Tool<'_>> = tools.iter().map(Tool::new).collect();
-        if self.template.has_generation() && holds_sentinel(&(&messages, &tool_list)) {
+        if spans && self.template.has_generation() && holds_sentinel(&(&messages, &tool_list)) {
             return Err(SampleError::Sentinel);
         }
         let mut info = Vec::with_capacity(messages.len());

@@ -24,6 +24,8 @@ use super::pyjson;
 
 /// The name the template is compiled under (it appears in nothing users see).
 const NAME: &str = "chat_template";
+/// The same template with its `{% generation %}` blocks printing nothing (for counts).
+const PLAIN: &str = "chat_template_plain";
 
 /// The special tokens transformers passes to every template, read from
 /// `tokenizer_config.json`.
@@ -123,6 +125,7 @@ impl ChatTemplate {
 
     /// Compiles `source` with `special` tokens in every rendering's context.
     pub fn new(source: &str, special: BTreeMap<String, Value>) -> Result<Self, String> {
+        let plain = generation::remove(source);
         let (source, generation) = generation::rewrite(source);
         let mut env = Environment::new();
         let syntax = SyntaxConfig::builder()
@@ -144,6 +147,10 @@ impl ChatTemplate {
         env.add_function("strftime_now", strftime_now);
         env.add_template_owned(NAME, source)
             .map_err(|e| TemplateError::from(e).to_string())?;
+        if generation {
+            env.add_template_owned(PLAIN, plain)
+                .map_err(|e| TemplateError::from(e).to_string())?;
+        }
         Ok(ChatTemplate {
             env,
             special,
@@ -164,16 +171,7 @@ impl ChatTemplate {
         tools: &Value,
         add_generation_prompt: bool,
     ) -> Result<Rendered, TemplateError> {
-        let template = self.env.get_template(NAME)?;
-        let mut ctx = self.special.clone();
-        ctx.insert("messages".into(), Value::from(messages.to_vec()));
-        ctx.insert("tools".into(), tools.clone());
-        ctx.insert("documents".into(), Value::from(()));
-        ctx.insert(
-            "add_generation_prompt".into(),
-            Value::from(add_generation_prompt),
-        );
-        let mut text = template.render(Value::from(ctx))?;
+        let mut text = self.render_with(NAME, messages, tools, add_generation_prompt)?;
         let spans = if self.generation {
             generation::take_spans(&mut text).ok_or_else(|| TemplateError {
                 message: "the {% generation %} blocks' output does not pair up".into(),
@@ -183,6 +181,37 @@ impl ChatTemplate {
             Vec::new()
         };
         Ok(Rendered { text, spans })
+    }
+
+    /// The text [`ChatTemplate::render`] renders, without the spans: the `{% generation %}`
+    /// blocks print no sentinels, so content holding one renders as it is.
+    pub fn render_text(
+        &self,
+        messages: &[Value],
+        tools: &Value,
+        add_generation_prompt: bool,
+    ) -> Result<String, TemplateError> {
+        let name = if self.generation { PLAIN } else { NAME };
+        self.render_with(name, messages, tools, add_generation_prompt)
+    }
+
+    fn render_with(
+        &self,
+        name: &str,
+        messages: &[Value],
+        tools: &Value,
+        add_generation_prompt: bool,
+    ) -> Result<String, TemplateError> {
+        let template = self.env.get_template(name)?;
+        let mut ctx = self.special.clone();
+        ctx.insert("messages".into(), Value::from(messages.to_vec()));
+        ctx.insert("tools".into(), tools.clone());
+        ctx.insert("documents".into(), Value::from(()));
+        ctx.insert(
+            "add_generation_prompt".into(),
+            Value::from(add_generation_prompt),
+        );
+        Ok(template.render(Value::from(ctx))?)
     }
 }
 

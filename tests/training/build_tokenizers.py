@@ -55,17 +55,7 @@ def main():
 
     byte = Tokenizer(models.BPE())
     byte.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    byte.decoder = decoders.ByteLevel()
-    byte.train_from_iterator(
-        corpus,
-        trainers.BpeTrainer(
-            vocab_size=900,
-            special_tokens=SPECIAL,
-            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-            show_progress=False,
-        ),
-    )
-    byte.save(str(out / "bytelevel.json"))
+    train_byte_level(byte, corpus, 900, out / "bytelevel.json")
 
     split = Tokenizer(models.BPE(ignore_merges=True))
     split.normalizer = normalizers.NFC()
@@ -76,17 +66,22 @@ def main():
         ]
     )
     split.post_processor = processors.ByteLevel(trim_offsets=True)
-    split.decoder = decoders.ByteLevel()
-    split.train_from_iterator(
+    train_byte_level(split, corpus, 700, out / "split.json")
+
+
+def train_byte_level(tokenizer, corpus, vocab_size, path):
+    """Trains a byte-level BPE (all 256 bytes in its alphabet) and saves it to `path`."""
+    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.train_from_iterator(
         corpus,
         trainers.BpeTrainer(
-            vocab_size=700,
+            vocab_size=vocab_size,
             special_tokens=SPECIAL,
             initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
             show_progress=False,
         ),
     )
-    split.save(str(out / "split.json"))
+    tokenizer.save(str(path))
 
 
 if __name__ == "__main__":

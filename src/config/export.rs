@@ -190,8 +190,8 @@ impl ExportConfig {
         Target::Sharegpt,
     ];
 
-    /// True when this export counts its rows' tokens: a target of [`Self::COUNTING`] given a
-    /// chat template or tokenizer (or `tokens`).
+    /// True when this export counts its rows' tokens: a counting target (parquet, openai, hf,
+    /// sharegpt) given a chat template or tokenizer (or `tokens`).
     pub fn counts_tokens(&self) -> bool {
         self.to == Target::Tokens
             || (Self::COUNTING.contains(&self.to)

@@ -7,8 +7,8 @@
 //! This encoder keeps only what the ids and byte offsets need:
 //! - the added tokens are found as the library finds them (leftmost-longest, the
 //!   non-normalized ones first, then the normalized ones in the text between);
-//! - the text between is split by the pre-tokenizer's pattern ([`split`]);
-//! - each piece's bytes are merged ([`merge`]), through a per-thread cache of pieces;
+//! - the text between is split by the pre-tokenizer's pattern (`split.rs`);
+//! - each piece's bytes are merged (`merge.rs`), through a per-thread cache of pieces;
 //! - a token's offsets are its bytes' range, widened to whole characters (the library aligns
 //!   each byte-level character to the whole character it came from), and trimmed of spaces
 //!   when the post-processor is a byte-level one with `trim_offsets`.

@@ -305,6 +305,11 @@ impl RecordSource for FileBundle {
 /// nothing more useful than the framer's syntax error, so the record is rejected as it is) or
 /// break one of trajkit's rules on JSON text (`Some`).
 fn entry_kind(bytes: &[u8]) -> Result<bool, Option<strict::JsonProblem>> {
+    // The fast reader accepts only what `serde_json` accepts; what it leaves goes the slow way,
+    // which names the problem.
+    if let Some(object) = crate::json::shape::skim(bytes) {
+        return Ok(object);
+    }
     match strict::validate(bytes) {
         Ok(()) => Ok(bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')),
         Err(strict::ParseError::Syntax(_)) => Err(None),

@@ -185,18 +185,24 @@ fn file_links(lines: &[&[u8]]) -> FileLinks {
         raw.and_then(|r| serde_json::from_str::<String>(r.get()).ok())
             .filter(|s| !s.is_empty())
     };
-    // Once the session is known, a line can only add an agent or a spawn when its text names
-    // one (or spells a key with `\u` escapes): the others are not parsed.
-    let may_link = |text: &[u8]| {
-        [&b"agentId"[..], b"agent_progress", b"\\u"]
-            .iter()
-            .any(|needle| memchr::memmem::find(text, needle).is_some())
-    };
+    // Once the session is known, a line can only add an agent when its text names one, and a
+    // spawn when it names one in a tool result or is an agent's progress (or when it spells a
+    // key with `\u` escapes): the others are not parsed. A subagent file names its own agent
+    // on every line, so once that is known, only tool results are looked at.
+    let [agent_id, progress, escape, result] =
+        [&b"agentId"[..], b"agent_progress", b"\\u", b"toolUseResult"]
+            .map(memchr::memmem::Finder::new);
+    let has = |finder: &memchr::memmem::Finder<'_>, text: &[u8]| finder.find(text).is_some();
     let mut session = None;
     let mut agent = None;
     let mut spawning = Vec::new();
     for text in lines {
-        if session.is_some() && !may_link(text) {
+        let may_link = || {
+            has(&escape, text)
+                || has(&progress, text)
+                || (has(&agent_id, text) && (agent.is_none() || has(&result, text)))
+        };
+        if session.is_some() && !may_link() {
             continue;
         }
         let Ok(BundledLine { entry }) = serde_json::from_slice::<BundledLine>(text) else {

@@ -4,8 +4,8 @@
 //! fall, followed by the results of its calls in call order; what the user says (prompts,
 //! interruptions, hook feedback) follows in file order.
 
+use foldhash::{HashMap, HashMapExt};
 use std::borrow::Cow;
-use std::collections::HashMap;
 
 use serde_json::Value;
 

@@ -7,7 +7,7 @@
 //! (progress, system, attachments) passed through to what hangs off them. Anything else off the
 //! chain is a real branch (a prompt edited or retried, a sidechain) and is left out.
 
-use std::collections::{HashMap, HashSet};
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 
 use crate::json::Node;
 

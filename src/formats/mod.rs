@@ -289,6 +289,14 @@ mod tests {
                 "mini-swe-agent",
                 include_str!("../../sample_data/mini-swe-agent/slugs__slugs-12.traj.json"),
             ),
+            (
+                "atif",
+                include_str!("../../sample_data/atif/trajectory.json"),
+            ),
+            (
+                "atif",
+                include_str!("../../sample_data/atif/continued.trajectory.json"),
+            ),
         ];
         let replacements = [
             json!(null),
@@ -301,6 +309,8 @@ mod tests {
             json!("x"),
             json!("ralph-a"),
             json!("tool_called"),
+            json!("user"),
+            json!("image"),
             json!([]),
             json!({}),
         ];

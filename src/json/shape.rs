@@ -3,11 +3,12 @@
 //! schema validation.
 //!
 //! Only the keywords trajkit's raw schemas use are compiled, each with the meaning the
-//! `jsonschema` validator gives it: `type`, `enum` (of strings and null), `minLength`,
-//! `pattern` (without escapes), `minimum`, `maximum`, `items`, `properties`, `required`,
-//! `additionalProperties: false`, `anyOf` of branches that admit distinct types, and `$ref`
-//! to a whole sibling document; `format` and the
-//! annotations are ignored, as the validator does. A schema using anything else does not
+//! `jsonschema` validator gives it: `type`, `enum` (of strings and null),
+//! `const` (a string), `minLength`, `pattern` (escaping only punctuation), `minimum`, `maximum`,
+//! `items`, `minItems`, `maxItems`, `properties`, `required`, `additionalProperties: false`,
+//! `anyOf` of branches that admit distinct types, `allOf` of `if`/`then` pairs, and `$ref` to a
+//! whole sibling document, to the document itself (`#`) or to one of its `$defs`; `format` and
+//! the annotations are ignored, as the validator does. A schema using anything else does not
 //! compile, and its format is always read the slow way.
 //!
 //! Records are read by `super::read::Reader`, straight from their bytes rather than through
@@ -66,6 +67,8 @@ struct Shape {
     minimum: Option<f64>,
     maximum: Option<f64>,
     items: ShapeId,
+    min_items: Option<usize>,
+    max_items: Option<usize>,
     /// At most [`MAX_PROPERTIES`], so a set of them fits a `u64`.
     properties: Vec<(String, ShapeId)>,
     /// The required keys among `properties`, as bits of their indices.
@@ -74,6 +77,9 @@ struct Shape {
     required_others: Vec<String>,
     /// `additionalProperties: false`.
     closed: bool,
+    /// `allOf` of `{if, then}`: an object the first shape admits must be admitted by the
+    /// second (checked once the object is read, see `Checked::admits_node`).
+    conditionals: Vec<(ShapeId, ShapeId)>,
 }
 
 /// The most `properties` a compiled shape may have.
@@ -89,10 +95,13 @@ impl Default for Shape {
             minimum: None,
             maximum: None,
             items: ANY,
+            min_items: None,
+            max_items: None,
             properties: Vec::new(),
             required: 0,
             required_others: Vec::new(),
             closed: false,
+            conditionals: Vec::new(),
         }
     }
 }
@@ -193,6 +202,19 @@ pub fn skim(bytes: &[u8]) -> Option<bool> {
     r.at_end().then_some(object)
 }
 
+/// The keywords that check nothing (or, `format`, that the validator does not check).
+const ANNOTATIONS: &[&str] = &[
+    "$defs",
+    "$schema",
+    "$id",
+    "$comment",
+    "title",
+    "description",
+    "format",
+    "examples",
+    "default",
+];
+
 struct Compiler<'d> {
     documents: &'d [(&'d str, Value)],
     shapes: Vec<Shape>,
@@ -215,7 +237,7 @@ impl Compiler<'_> {
         self.by_uri.insert(uri.to_owned(), id);
         let shape = self.shape(schema, base)?;
         match shape {
-            Compiled::Shape(s) => self.shapes[id] = s,
+            Compiled::Shape(s) => self.shapes[id] = *s,
             // A document that is only a reference: point at its target's shape.
             Compiled::Ref(target) => {
                 self.by_uri.insert(uri.to_owned(), target);
@@ -230,7 +252,7 @@ impl Compiler<'_> {
         match self.shape(schema, base)? {
             Compiled::Ref(id) => Some(id),
             Compiled::Shape(s) => {
-                self.shapes.push(s);
+                self.shapes.push(*s);
                 Some(self.shapes.len() - 1)
             }
         }
@@ -242,17 +264,6 @@ impl Compiler<'_> {
             Value::Object(map) => map,
             _ => return None,
         };
-        const ANNOTATIONS: &[&str] = &[
-            "$defs",
-            "$schema",
-            "$id",
-            "$comment",
-            "title",
-            "description",
-            "format",
-            "examples",
-            "default",
-        ];
         // An `$id` other than the document's sets another base for references: not followed.
         if map.get("$id").is_some_and(|id| id.as_str() != Some(base)) {
             return None;
@@ -273,7 +284,9 @@ impl Compiler<'_> {
                 .keys()
                 .all(|k| k == "anyOf" || ANNOTATIONS.contains(&k.as_str()));
             return match only_any_of {
-                true => self.any_of(branches.as_array()?, base).map(Compiled::Shape),
+                true => self
+                    .any_of(branches.as_array()?, base)
+                    .map(|s| Compiled::Shape(Box::new(s))),
                 false => None,
             };
         }
@@ -292,13 +305,23 @@ impl Compiler<'_> {
                             _ => return None,
                         }
                     }
-                    s.one_of = Some((strings, null));
+                    if s.one_of.replace((strings, null)).is_some() {
+                        return None;
+                    }
+                }
+                "const" => {
+                    let text = v.as_str()?.to_owned();
+                    if s.one_of.replace((vec![text], false)).is_some() {
+                        return None;
+                    }
                 }
                 "minLength" => s.min_length = Some(usize::try_from(v.as_u64()?).ok()?),
                 "pattern" => {
                     let pattern = v.as_str()?;
-                    // Escapes mean different classes in ECMA and Rust regexes.
-                    if pattern.contains('\\') {
+                    // Escapes of letters mean different classes in ECMA and Rust regexes;
+                    // an escaped punctuation character is itself in both.
+                    let mut escapes = pattern.split('\\').skip(1);
+                    if escapes.any(|after| !after.starts_with(|c: char| c.is_ascii_punctuation())) {
                         return None;
                     }
                     s.pattern = Some(Regex::new(pattern).ok()?);
@@ -306,6 +329,13 @@ impl Compiler<'_> {
                 "minimum" => s.minimum = Some(bound(v)?),
                 "maximum" => s.maximum = Some(bound(v)?),
                 "items" => s.items = self.subschema(v, base)?,
+                "minItems" => s.min_items = Some(usize::try_from(v.as_u64()?).ok()?),
+                "maxItems" => s.max_items = Some(usize::try_from(v.as_u64()?).ok()?),
+                "allOf" => {
+                    for pair in v.as_array()? {
+                        s.conditionals.push(self.conditional(pair, base)?);
+                    }
+                }
                 "properties" => {
                     for (name, sub) in v.as_object()? {
                         let id = self.subschema(sub, base)?;
@@ -321,7 +351,9 @@ impl Compiler<'_> {
                 _ => return None,
             }
         }
-        if s.properties.len() > MAX_PROPERTIES {
+        // Conditionals are checked on objects only.
+        if s.properties.len() > MAX_PROPERTIES || (!s.conditionals.is_empty() && s.types != OBJECT)
+        {
             return None;
         }
         for name in required {
@@ -330,11 +362,25 @@ impl Compiler<'_> {
                 None => s.required_others.push(name.to_owned()),
             }
         }
-        Some(Compiled::Shape(s))
+        Some(Compiled::Shape(Box::new(s)))
     }
 }
 
 impl Compiler<'_> {
+    /// One `{if, then}` of an `allOf` (annotations aside, nothing else).
+    fn conditional(&mut self, pair: &Value, base: &str) -> Option<(ShapeId, ShapeId)> {
+        let map = pair.as_object()?;
+        let only_if_then = map
+            .keys()
+            .all(|k| k == "if" || k == "then" || ANNOTATIONS.contains(&k.as_str()));
+        if !only_if_then {
+            return None;
+        }
+        let condition = self.subschema(map.get("if")?, base)?;
+        let then = self.subschema(map.get("then")?, base)?;
+        Some((condition, then))
+    }
+
     /// `anyOf` of branches that each name their `type`s, admit types no other branch admits
     /// (integers and numbers count as one), and list no `enum`: one shape admitting every
     /// branch's types, with each branch's checks, since those only constrain values of its own
@@ -353,7 +399,8 @@ impl Compiler<'_> {
                 return None;
             };
             let disjoint = numeric(s.types) & numeric(merged.types) == 0;
-            if s.types == ANY_TYPE || s.one_of.is_some() || !disjoint {
+            let conditional = !s.conditionals.is_empty();
+            if s.types == ANY_TYPE || s.one_of.is_some() || !disjoint || conditional {
                 return None;
             }
             merged.types |= s.types;
@@ -367,6 +414,8 @@ impl Compiler<'_> {
             }
             if s.types & ARRAY != 0 {
                 merged.items = s.items;
+                merged.min_items = s.min_items;
+                merged.max_items = s.max_items;
             }
             if s.types & OBJECT != 0 {
                 merged.properties = s.properties;
@@ -380,12 +429,15 @@ impl Compiler<'_> {
 }
 
 enum Compiled {
-    Shape(Shape),
+    Shape(Box<Shape>),
     Ref(ShapeId),
 }
 
 /// The URI of a `$ref` to a sibling document (`name.schema.json`), relative to `base`.
 fn resolve(base: &str, reference: &str) -> Option<String> {
+    if reference == "#" {
+        return Some(base.to_owned());
+    }
     if let Some(name) = reference.strip_prefix("#/$defs/") {
         // A subschema of the same document, named without escapes.
         return (!name.is_empty() && !name.contains(['/', '~', '#']))
@@ -533,7 +585,66 @@ impl<'s> Checked<'s> {
         r.elements(b']', |r| {
             items.push(Node::Null);
             item.read_into(r, items.last_mut()?)
+        })?;
+        self.admits_len(items.len()).then_some(())
+    }
+
+    /// Whether `minItems` and `maxItems` admit an array of `len` items.
+    fn admits_len(&self, len: usize) -> bool {
+        let s = self.shape();
+        s.min_items.is_none_or(|n| len >= n) && s.max_items.is_none_or(|n| len <= n)
+    }
+
+    /// Whether the `if`/`then` pairs hold for the object `node`.
+    fn conditionals_hold(&self, node: &Node<'_>) -> bool {
+        self.shape().conditionals.iter().all(|&(condition, then)| {
+            !self.of(condition).admits_node(node) || self.of(then).admits_node(node)
         })
+    }
+
+    /// Whether the shape admits `node`, as the validator decides: exactly, since a `then` is
+    /// checked only where its `if` holds (an integer written as a float, `1.0`, is an integer
+    /// here, as it is there, though [`Checked::read_into`] refuses it).
+    fn admits_node(self, node: &Node<'_>) -> bool {
+        if self.id == ANY {
+            return true;
+        }
+        let s = self.shape();
+        match node {
+            Node::Null => self.null().is_some(),
+            Node::Bool(_) => self.plain(BOOLEAN).is_some(),
+            Node::Number(n) => {
+                let as_f64 = n.as_f64().unwrap_or(f64::NAN);
+                let integer = n.is_u64() || n.is_i64() || as_f64.fract() == 0.0;
+                self.number(n.clone(), as_f64, integer).is_some()
+            }
+            Node::String(text) => self.admits_string(text),
+            Node::Array(items) => {
+                let item = self.of(s.items);
+                self.plain(ARRAY).is_some()
+                    && self.admits_len(items.len())
+                    && items.iter().all(|i| item.admits_node(i))
+            }
+            Node::Object(entries) => {
+                let values_hold = entries.iter().all(|(k, v)| {
+                    match s.properties.iter().find(|(name, _)| name == k) {
+                        Some(&(_, id)) => self.of(id).admits_node(v),
+                        None => !s.closed,
+                    }
+                });
+                let has = |name: &str| entries.iter().any(|(k, _)| k == name);
+                let required = s
+                    .properties
+                    .iter()
+                    .enumerate()
+                    .all(|(i, (name, _))| s.required & (1 << i) == 0 || has(name))
+                    && s.required_others.iter().all(|name| has(name));
+                self.plain(OBJECT).is_some()
+                    && values_hold
+                    && required
+                    && self.conditionals_hold(node)
+            }
+        }
     }
 
     /// Reads an object into `out`: each property's value checked by its shape, the others'
@@ -580,7 +691,8 @@ impl<'s> Checked<'s> {
                 .iter()
                 .all(|r| entries.iter().any(|(k, _)| k == r));
         // Keys of properties were checked above; others can only repeat each other.
-        (complete && !(others && has_duplicate_key(entries, |(k, _)| k.as_ref()))).then_some(())
+        let unique = !(others && has_duplicate_key(entries, |(k, _)| k.as_ref()));
+        (complete && unique && self.conditionals_hold(out)).then_some(())
     }
 }
 
@@ -768,9 +880,67 @@ mod tests {
             shapes(json!({"items": {"$ref": "#/$defs/x/y"}, "$defs": {"x": {"y": {}}}})).is_none()
         );
         assert!(shapes(json!({"pattern": "^\\d+$"})).is_none());
+        assert!(shapes(json!({"pattern": "^a\\\\d$"})).is_none());
+        let dot = shapes(json!({"pattern": "^v[0-9]\\.[0-9]$"})).expect("compiles");
+        assert!(accepts(&dot, r#""v1.2""#) && !accepts(&dot, r#""v1x2""#));
         assert!(shapes(json!({"additionalProperties": {"type": "string"}})).is_none());
         assert!(shapes(json!({"properties": {"a": {"$ref": "missing.schema.json"}}})).is_none());
         assert!(shapes(json!({"properties": {"a": {"$id": "https://x.invalid/t/"}}})).is_none());
+    }
+
+    #[test]
+    fn if_then_pairs_item_counts_and_self_references_check_what_the_validator_checks() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "kind": {"enum": ["a", "b"]},
+                "list": {"type": ["array", "null"], "minItems": 1, "maxItems": 2},
+                "n": {"type": ["number", "null"]},
+                "children": {"type": "array", "items": {"$ref": "#"}}
+            },
+            "allOf": [
+                {"if": {"properties": {"kind": {"const": "a"}}},
+                 "then": {"required": ["n"], "properties": {"n": {"type": "integer", "minimum": 0}}}},
+                {"if": {"properties": {"kind": {"enum": ["b"]}}},
+                 "then": {"properties": {"list": {"maxItems": 1}}}}
+            ]
+        });
+        let s = shapes(schema.clone()).expect("compiles");
+        let validator = jsonschema::validator_for(&schema).expect("a schema");
+        let texts = [
+            r#"{"kind": "a", "n": 1}"#,
+            r#"{"kind": "a", "n": 1.0}"#,
+            r#"{"kind": "a", "n": 1.5}"#,
+            r#"{"kind": "a", "n": -1}"#,
+            r#"{"kind": "a"}"#,
+            r#"{"n": 2}"#,
+            r#"{"n": 2.5}"#,
+            r#"{"n": null}"#,
+            r#"{"kind": "b", "list": [1]}"#,
+            r#"{"kind": "b", "list": [1, 2]}"#,
+            r#"{"kind": "a", "n": 0, "list": [1, 2]}"#,
+            r#"{"list": []}"#,
+            r#"{"list": [1, 2, 3]}"#,
+            r#"{"list": null}"#,
+            r#"{"children": [{"kind": "a", "n": 1}, {"children": []}]}"#,
+            r#"{"children": [{"kind": "a"}]}"#,
+            r#"{"children": [{"children": [{"kind": "b", "list": [1, 2]}]}]}"#,
+        ];
+        for text in texts {
+            let value: Value = serde_json::from_str(text).expect("json");
+            let fast = accepts(&s, text);
+            assert!(!fast || validator.is_valid(&value), "{text}");
+            let integral_float = text.contains("1.0");
+            assert_eq!(fast || integral_float, validator.is_valid(&value), "{text}");
+        }
+        // Conditionals other than `if`/`then` on objects are left to the validator.
+        assert!(shapes(json!({"allOf": [{"type": "object"}]})).is_none());
+        assert!(shapes(json!({"allOf": [{"if": {}, "then": {}, "else": {}}]})).is_none());
+        assert!(
+            shapes(json!({"type": ["object", "null"], "allOf": [{"if": {}, "then": {}}]}))
+                .is_none()
+        );
+        assert!(shapes(json!({"const": "a", "enum": ["b"]})).is_none());
     }
 
     #[test]

@@ -145,6 +145,15 @@ impl Converter for Atif {
         read::convert(record)
     }
 
+    fn convert_into(
+        &self,
+        record: &RawRecord,
+        opts: &ConvertOptions,
+        out: &mut Vec<u8>,
+    ) -> Result<u64, Vec<Diagnostic>> {
+        read::convert_into(record, opts, out)
+    }
+
     fn warnings(&self, record: &RawRecord) -> Vec<Diagnostic> {
         read::warnings(record)
     }

@@ -9,14 +9,15 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::files::BUNDLE;
 use super::{carried, SCHEMA};
+use crate::convert::{ConvertOptions, Partial};
 use crate::formats::chat::{call_step, record_id, tool_names, OPENHANDS_CODE_TOOLS};
-use crate::formats::kit::source_details;
+use crate::formats::kit::source_node;
 use crate::ingest::{Provenance, RawRecord};
-use crate::json::{object, Node};
+use crate::json::Node;
 use crate::model::{AdpVersion, JsonObject, JsonObservation, Source, Step, Trajectory};
 use crate::validate::check::{check_raw_value, parse_json};
 use crate::validate::Diagnostic;
@@ -32,31 +33,79 @@ fn parse_version(text: &str) -> Option<(u64, u64)> {
 
 /// Converts one record (a document or a chain bundle).
 pub fn convert(record: &RawRecord) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
-    let value = parse_json(record).map_err(|d| vec![*d])?;
-    if value.get(BUNDLE) == Some(&Value::Bool(true)) {
-        return bundle(&value, record);
+    let mut slow = None;
+    Ok(partials(record, &mut slow)?
+        .into_iter()
+        .map(|p| (p.into_trajectory(), AdpVersion::V1_5))
+        .collect())
+}
+
+/// Converts one record and appends its trajectories to `out` ([`Converter::convert_into`]),
+/// returning how many.
+///
+/// [`Converter::convert_into`]: crate::convert::Converter::convert_into
+pub fn convert_into(
+    record: &RawRecord,
+    opts: &ConvertOptions,
+    out: &mut Vec<u8>,
+) -> Result<u64, Vec<Diagnostic>> {
+    let mut slow = None;
+    let mut count = 0;
+    for partial in partials(record, &mut slow)? {
+        count += partial.write(&record.provenance, opts, out)?;
     }
-    check_document(&value, &record.provenance)?;
-    let id = document_id(&value, record);
+    Ok(count)
+}
+
+/// The trajectories of a record. A document the compiled raw schema accepts is read straight
+/// from its bytes as a [`Node`]; anything else (a chain bundle, a later version with keys
+/// trajkit does not know, an invalid document) is parsed into the value kept in `slow`,
+/// checked against the schema there (so it is diagnosed as the validator says), and read
+/// through a node view of it.
+fn partials<'a>(
+    record: &'a RawRecord,
+    slow: &'a mut Option<Value>,
+) -> Result<Vec<Partial<'a>>, Vec<Diagnostic>> {
+    let fast = match (&record.error, SCHEMA.shapes(false)) {
+        (None, Some(shapes)) => shapes.parse(&record.bytes),
+        _ => None,
+    };
+    let doc = match fast {
+        Some(doc) => {
+            let id = document_label(&doc);
+            check_version(&doc, &record.provenance, id)?;
+            check_step_ids(&doc, "", &record.provenance, id)?;
+            doc
+        }
+        None => {
+            let value: &'a Value = slow.insert(parse_json(record).map_err(|d| vec![*d])?);
+            if value.get(BUNDLE) == Some(&Value::Bool(true)) {
+                return bundle(value, record);
+            }
+            check_document(value, &record.provenance)?;
+            Node::from_value(value)
+        }
+    };
+    let id = document_id(&doc, record);
     let mut reader = Reader::default();
-    let steps = reader.document(&value);
-    let mut details = reader.native_details(&value, steps);
+    let steps = reader.document(&doc);
+    let mut details = reader.native_details(&doc, steps);
     let mut out = Vec::new();
-    subagents(&value, &id, record, &mut details, &mut out);
-    out.insert(0, reader.into_trajectory(&value, id, record, details));
-    Ok(out.into_iter().map(|t| (t, AdpVersion::V1_5)).collect())
+    subagents(&doc, &id, record, &mut details, &mut out);
+    out.insert(0, reader.into_partial(&doc, id, record, details));
+    Ok(out)
 }
 
 /// The subagents embedded in `doc` (v1.7 `subagent_trajectories`) as trajectories of their
 /// own, recursively, with ids `{parent id}/{trajectory_id}` (`{parent id}/{index}` for one
 /// without) and `details.atif.parent`; the parent's `details.atif.subagent_trajectories`
 /// (`atif`) keeps, for each, its ids and the id of its trajectory (`converted_as`).
-fn subagents(
-    doc: &Value,
+fn subagents<'a>(
+    doc: &Node<'a>,
     parent: &str,
-    record: &RawRecord,
-    atif: &mut Map<String, Value>,
-    out: &mut Vec<Trajectory>,
+    record: &'a RawRecord,
+    atif: &mut Node<'a>,
+    out: &mut Vec<Partial<'a>>,
 ) {
     let Some(subs) = doc["subagent_trajectories"].as_array() else {
         return;
@@ -68,47 +117,38 @@ fn subagents(
             Some(t) => format!("{parent}/{t}"),
             None => format!("{parent}/{k}"),
         };
-        kept.push(json!({
-            "trajectory_id": sub["trajectory_id"],
-            "session_id": sub["session_id"],
-            "converted_as": id,
-        }));
+        kept.push(Node::object([
+            ("trajectory_id", sub["trajectory_id"].clone()),
+            ("session_id", sub["session_id"].clone()),
+            ("converted_as", Node::from(id.clone())),
+        ]));
         let mut reader = Reader::default();
         let steps = reader.document(sub);
         let mut details = reader.native_details(sub, steps);
-        details.insert("parent".into(), json!({"trajectory_id": parent}));
+        details.insert(
+            "parent",
+            Node::object([("trajectory_id", Node::from(parent.to_owned()))]),
+        );
         let mut nested = Vec::new();
         subagents(sub, &id, record, &mut details, &mut nested);
-        out.push(reader.into_trajectory(sub, id, record, details));
+        out.push(reader.into_partial(sub, id, record, details));
         out.extend(nested);
     }
-    atif.insert("subagent_trajectories".into(), Value::Array(kept));
+    atif.insert("subagent_trajectories", Node::Array(kept));
 }
 
-/// Checks a document: its version (rule `atif-version`), the raw schema (for a version later
-/// than those trajkit knows, keys it does not know are let through), and the step ids (rule
-/// `atif-step-id`).
+/// The id diagnostics name a document by: `trajectory_id`, else `session_id`.
+fn document_label<'n>(doc: &'n Node<'_>) -> Option<&'n str> {
+    doc["trajectory_id"].as_str().or(doc["session_id"].as_str())
+}
+
+/// Checks a document the compiled schema refused, as the validator does: its version (rule
+/// `atif-version`), the raw schema (for a version later than those trajkit knows, keys it does
+/// not know are let through), and the step ids (rule `atif-step-id`).
 fn check_document(value: &Value, prov: &Provenance) -> Result<(), Vec<Diagnostic>> {
-    let id = value["trajectory_id"]
-        .as_str()
-        .or(value["session_id"].as_str());
-    let mut later = false;
-    if let Some(text) = value["schema_version"].as_str() {
-        match parse_version(text) {
-            Some((1, minor)) => later = minor > LATEST_MINOR,
-            _ => {
-                return Err(vec![Diagnostic::error(
-                    prov,
-                    id,
-                    "/schema_version",
-                    "atif-version",
-                    format!(
-                        "{text:?} is not a version trajkit reads: ATIF-v1.0 to ATIF-v1.{LATEST_MINOR} (a later ATIF-v1.N is read with a warning)"
-                    ),
-                )])
-            }
-        }
-    }
+    let doc = Node::from_value(value);
+    let id = document_label(&doc);
+    let later = check_version(&doc, prov, id)?;
     if let Err(mut diagnostics) = check_raw_value(prov, id, value, &SCHEMA, false) {
         if later {
             diagnostics.retain(|d| d.rule != "schema-additionalProperties");
@@ -117,18 +157,42 @@ fn check_document(value: &Value, prov: &Provenance) -> Result<(), Vec<Diagnostic
             return Err(diagnostics);
         }
     }
-    check_step_ids(value, "", prov, id)
+    check_step_ids(&doc, "", prov, id)
+}
+
+/// Checks the version a document states (rule `atif-version`); true when it is later than
+/// those trajkit knows.
+fn check_version(
+    doc: &Node<'_>,
+    prov: &Provenance,
+    id: Option<&str>,
+) -> Result<bool, Vec<Diagnostic>> {
+    let Some(text) = doc["schema_version"].as_str() else {
+        return Ok(false);
+    };
+    match parse_version(text) {
+        Some((1, minor)) => Ok(minor > LATEST_MINOR),
+        _ => Err(vec![Diagnostic::error(
+            prov,
+            id,
+            "/schema_version",
+            "atif-version",
+            format!(
+                "{text:?} is not a version trajkit reads: ATIF-v1.0 to ATIF-v1.{LATEST_MINOR} (a later ATIF-v1.N is read with a warning)"
+            ),
+        )]),
+    }
 }
 
 /// Step ids are 1, 2, ... in order, in a document and each subagent it embeds (`at`: the
 /// document's JSON pointer).
 fn check_step_ids(
-    value: &Value,
+    doc: &Node<'_>,
     at: &str,
     prov: &Provenance,
     id: Option<&str>,
 ) -> Result<(), Vec<Diagnostic>> {
-    for (i, s) in value["steps"].as_array().into_iter().flatten().enumerate() {
+    for (i, s) in doc["steps"].as_array().into_iter().flatten().enumerate() {
         if s["step_id"].as_u64() != Some(i as u64 + 1) {
             return Err(vec![Diagnostic::error(
                 prov,
@@ -143,7 +207,7 @@ fn check_step_ids(
             )]);
         }
     }
-    for (k, sub) in value["subagent_trajectories"]
+    for (k, sub) in doc["subagent_trajectories"]
         .as_array()
         .into_iter()
         .flatten()
@@ -155,15 +219,12 @@ fn check_step_ids(
 }
 
 /// The trajectory id: `trajectory_id`, else `session_id`, else `{file name}#{index}`.
-fn document_id(value: &Value, record: &RawRecord) -> String {
-    value["trajectory_id"]
+fn document_id(doc: &Node<'_>, record: &RawRecord) -> String {
+    doc["trajectory_id"]
         .as_str()
         .filter(|s| !s.is_empty())
-        .or(value["session_id"].as_str().filter(|s| !s.is_empty()))
-        .map_or_else(
-            || record_id(&Node::from_value(&value["id"]), record),
-            str::to_owned,
-        )
+        .or(doc["session_id"].as_str().filter(|s| !s.is_empty()))
+        .map_or_else(|| record_id(&doc["id"], record), str::to_owned)
 }
 
 /// The id of the chain file named by `head` (`{file, trajectory_id, session_id}`) at `index`
@@ -194,10 +255,10 @@ fn chain_id(head: &Value, index: u64, root: &Value) -> String {
 }
 
 /// A record of a continuation chain ([`super::files`]).
-fn bundle(
-    value: &Value,
-    record: &RawRecord,
-) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
+fn bundle<'a>(
+    value: &'a Value,
+    record: &'a RawRecord,
+) -> Result<Vec<Partial<'a>>, Vec<Diagnostic>> {
     let parts = value["parts"].as_array().map(Vec::as_slice).unwrap_or(&[]);
     let Some(first) = parts.first() else {
         // A continuation merged into the record of the chain's first file.
@@ -221,15 +282,16 @@ fn bundle(
     if !diagnostics.is_empty() {
         return Err(diagnostics);
     }
-    let doc = &first["document"];
+    let doc = Node::from_value(&first["document"]);
     let mut reader = Reader::default();
     if let Some(index) = value["chain_index"].as_u64() {
         // Linked: this file alone, naming its neighbours.
         let root = &value["chain_root"];
-        let head = json!({"file": first["file"], "trajectory_id": doc["trajectory_id"]});
+        let head =
+            json!({"file": first["file"], "trajectory_id": first["document"]["trajectory_id"]});
         let id = chain_id(&head, index, root);
-        let steps = reader.document(doc);
-        let mut details = reader.native_details(doc, steps);
+        let steps = reader.document(&doc);
+        let mut details = reader.native_details(&doc, steps);
         let link = |l: &Value| {
             let k = l["index"].as_u64().unwrap_or_default();
             json!({"file": l["file"], "trajectory_id": chain_id(l, k, root)})
@@ -240,50 +302,57 @@ fn bundle(
                 chain[key] = link(&value[key]);
             }
         }
-        details.insert("chain".into(), chain);
+        details.insert("chain", Node::from(chain));
+        // Named after the file, not the record: built whole here, as nothing borrows from it.
         let prov_record = RawRecord {
             provenance: provs[0].clone(),
             bytes: Vec::new(),
             error: None,
         };
         let mut out = Vec::new();
-        subagents(doc, &id, &prov_record, &mut details, &mut out);
-        out.insert(0, reader.into_trajectory(doc, id, &prov_record, details));
-        return Ok(out.into_iter().map(|t| (t, AdpVersion::V1_5)).collect());
+        subagents(&doc, &id, &prov_record, &mut details, &mut out);
+        out.insert(0, reader.into_partial(&doc, id, &prov_record, details));
+        return Ok(out
+            .into_iter()
+            .map(|p| Partial {
+                trajectory: p.into_trajectory(),
+                tail: Vec::new(),
+            })
+            .collect());
     }
     // Merged: the first file, then each continuation without the context it copies.
-    let root = json!({"file": first["file"], "trajectory_id": doc["trajectory_id"], "session_id": doc["session_id"]});
+    let root = json!({"file": first["file"], "trajectory_id": first["document"]["trajectory_id"], "session_id": first["document"]["session_id"]});
     let id = chain_id(&root, 0, &root);
     reader.track_copies = true;
-    let steps = reader.document(doc);
+    let steps = reader.document(&doc);
     let mut continuations = Vec::new();
     let mut out = Vec::new();
     for part in &parts[1..] {
-        let cont = &part["document"];
+        let cont = Node::from_value(&part["document"]);
         reader.dedupe_copies = true;
-        let (steps, copied) = (reader.document(cont), std::mem::take(&mut reader.copied));
-        let mut entry = Map::new();
-        entry.insert("file".into(), part["file"].clone());
-        entry.extend(root_rest(cont));
-        subagents(cont, &id, record, &mut entry, &mut out);
+        let (steps, copied) = (reader.document(&cont), std::mem::take(&mut reader.copied));
+        let mut entry = Node::object([("file", Node::from_value(&part["file"]))]);
+        if let Node::Object(rest) = root_rest(&cont) {
+            for (k, v) in rest {
+                entry.insert(k, v);
+            }
+        }
+        subagents(&cont, &id, record, &mut entry, &mut out);
         if !steps.is_empty() {
-            entry.insert("steps".into(), Value::Array(steps));
+            entry.insert("steps", Node::Array(steps));
         }
         if !copied.is_empty() {
-            entry.insert("copied_steps".into(), Value::Array(copied));
+            entry.insert("copied_steps", Node::Array(copied));
         }
-        continuations.push(Value::Object(entry));
+        continuations.push(entry);
     }
-    let mut details = reader.native_details(doc, steps);
-    details.insert("continuations".into(), Value::Array(continuations));
+    let mut details = reader.native_details(&doc, steps);
+    details.insert("continuations", Node::Array(continuations));
     let mut first_subagents = Vec::new();
-    subagents(doc, &id, record, &mut details, &mut first_subagents);
+    subagents(&doc, &id, record, &mut details, &mut first_subagents);
     first_subagents.extend(out);
-    first_subagents.insert(0, reader.into_trajectory(doc, id, record, details));
-    Ok(first_subagents
-        .into_iter()
-        .map(|t| (t, AdpVersion::V1_5))
-        .collect())
+    first_subagents.insert(0, reader.into_partial(&doc, id, record, details));
+    Ok(first_subagents)
 }
 
 /// Warnings about a converted record: each document whose version is later than those
@@ -333,10 +402,10 @@ pub fn warnings(record: &RawRecord) -> Vec<Diagnostic> {
 // ----- content -----
 
 /// Text of ATIF content (parts' texts joined by newlines) and its image paths.
-fn text_and_images(content: &Value) -> (String, Vec<String>) {
+fn text_and_images(content: &Node<'_>) -> (String, Vec<String>) {
     match content {
-        Value::String(s) => (s.clone(), Vec::new()),
-        Value::Array(parts) => {
+        Node::String(s) => (s.as_ref().to_owned(), Vec::new()),
+        Node::Array(parts) => {
             let text = parts
                 .iter()
                 .filter_map(|p| p["text"].as_str())
@@ -344,7 +413,7 @@ fn text_and_images(content: &Value) -> (String, Vec<String>) {
                 .join("\n");
             let images = parts
                 .iter()
-                .filter(|p| p["type"] == "image")
+                .filter(|p| p["type"].as_str() == Some("image"))
                 .filter_map(|p| p["source"]["path"].as_str().map(str::to_owned))
                 .collect();
             (text, images)
@@ -355,21 +424,21 @@ fn text_and_images(content: &Value) -> (String, Vec<String>) {
 
 /// The parts of `content` that are not text (images with their media types, audio), with
 /// their positions: what the steps do not hold whole.
-fn media_parts(content: &Value) -> Option<Value> {
-    let parts: Vec<Value> = content
+fn media_parts<'a>(content: &Node<'a>) -> Option<Node<'a>> {
+    let parts: Vec<Node<'a>> = content
         .as_array()?
         .iter()
         .enumerate()
-        .filter(|(_, p)| p["type"] != "text")
-        .map(|(i, p)| json!({"index": i, "part": p}))
+        .filter(|(_, p)| p["type"].as_str() != Some("text"))
+        .map(|(i, p)| Node::object([("index", Node::from(i as u64)), ("part", p.clone())]))
         .collect();
-    (!parts.is_empty()).then_some(Value::Array(parts))
+    (!parts.is_empty()).then_some(Node::Array(parts))
 }
 
 /// Rebuilds a step trajkit wrote from its `extra.adp`, putting back what ATIF carried (`native`
 /// offers values; only the class's carried keys not already present are taken).
-fn restore(extra: &Value, native: &[(&str, Value)]) -> Option<Step> {
-    let mut v = extra.get("adp")?.clone();
+fn restore(extra: &Node<'_>, native: &[(&str, Value)]) -> Option<Step> {
+    let mut v = extra.get("adp")?.to_value();
     let class = v["class_"].as_str()?.to_owned();
     let o = v.as_object_mut()?;
     for (k, value) in native {
@@ -380,51 +449,60 @@ fn restore(extra: &Value, native: &[(&str, Value)]) -> Option<Step> {
     serde_json::from_value(v).ok()
 }
 
-/// What a continuation step is compared by, to find the earlier step it copies.
-fn fingerprint(s: &Value) -> Value {
-    json!([
-        s["source"],
-        s["message"],
-        s["reasoning_content"],
-        s["tool_calls"],
-        s["observation"]
-    ])
+/// What a continuation step is compared by, to find the earlier step it copies (as values:
+/// objects are equal whatever the order of their keys).
+fn fingerprint(s: &Node<'_>) -> Value {
+    Value::Array(
+        [
+            "source",
+            "message",
+            "reasoning_content",
+            "tool_calls",
+            "observation",
+        ]
+        .iter()
+        .map(|k| s[k].to_value())
+        .collect(),
+    )
 }
 
 /// The root keys of a document other than its steps (and `trajectory_id`, which is in
 /// `details.source`), without nulls.
-fn root_rest(doc: &Value) -> Map<String, Value> {
-    doc.as_object()
-        .into_iter()
-        .flatten()
-        .filter(|(k, v)| !v.is_null() && !matches!(k.as_str(), "steps" | "trajectory_id"))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect()
+fn root_rest<'a>(doc: &Node<'a>) -> Node<'a> {
+    Node::Object(
+        doc.as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, v)| !v.is_null() && !matches!(k.as_ref(), "steps" | "trajectory_id"))
+            .cloned()
+            .collect(),
+    )
 }
 
 // ----- the reader -----
 
 /// One tool call of an agent step, while its step is read.
-struct Slot<'a> {
-    native: &'a str,
-    name: &'a str,
-    call: &'a Value,
+struct Slot<'s, 'a> {
+    native: &'s str,
+    name: &'s str,
+    call: &'s Node<'a>,
     /// The result answering it (index in the step's results).
     answer: Option<usize>,
     by_position: bool,
 }
 
-/// The state of reading one trajectory (one document, or the files of a chain).
+/// The state of reading one trajectory (one document, or the files of a chain); what it
+/// collects for `details` borrows from the documents.
 #[derive(Default)]
-struct Reader {
+struct Reader<'a> {
     content: Vec<Step>,
     /// `tool_call_id`s given so far (unique in the trajectory).
     ids: HashSet<String>,
     excluded: Vec<usize>,
-    unmatched: Vec<Value>,
-    unanswered: Vec<Value>,
-    by_position: Vec<Value>,
-    renamed: Vec<Value>,
+    unmatched: Vec<Node<'a>>,
+    unanswered: Vec<Node<'a>>,
+    by_position: Vec<Node<'a>>,
+    renamed: Vec<Node<'a>>,
     /// Content index of an unanswered tool action → (its entry in `unanswered`, its tool name,
     /// its native id).
     open_calls: HashMap<usize, (usize, String, String)>,
@@ -433,21 +511,31 @@ struct Reader {
     /// Leave out copied-context steps that repeat an earlier step (a continuation is read).
     dedupe_copies: bool,
     seen: Vec<(Value, usize)>,
-    copied: Vec<Value>,
+    copied: Vec<Node<'a>>,
 }
 
-impl Reader {
+/// `{step, id}`: a call at content index `step` whose native id is `id`.
+fn call_entry<'a>(step: usize, id: &str) -> Node<'a> {
+    Node::object([
+        ("step", Node::from(step as u64)),
+        ("id", Node::from(id.to_owned())),
+    ])
+}
+
+impl<'a> Reader<'a> {
     /// Reads the steps of `doc`, returning what `details` keeps of them.
-    fn document(&mut self, doc: &Value) -> Vec<Value> {
+    fn document(&mut self, doc: &Node<'a>) -> Vec<Node<'a>> {
         let own = doc["extra"]["adp"].is_object();
         let mut rest = Vec::new();
         for s in doc["steps"].as_array().into_iter().flatten() {
-            let copied = s["is_copied_context"] == true;
+            let copied = s["is_copied_context"].as_bool() == Some(true);
             if self.dedupe_copies && copied {
                 let fp = fingerprint(s);
                 if let Some((_, at)) = self.seen.iter().find(|(f, _)| *f == fp) {
-                    self.copied
-                        .push(json!({"step_id": s["step_id"], "same_as": at}));
+                    self.copied.push(Node::object([
+                        ("step_id", s["step_id"].clone()),
+                        ("same_as", Node::from(*at as u64)),
+                    ]));
                     continue;
                 }
             }
@@ -457,7 +545,7 @@ impl Reader {
             } else {
                 self.step(s);
             }
-            if copied || s["llm_call_count"] == 0 {
+            if copied || s["llm_call_count"].as_i64() == Some(0) {
                 self.excluded.extend(first..self.content.len());
             }
             if self.track_copies && self.content.len() > first {
@@ -477,7 +565,7 @@ impl Reader {
             let id = self.unique_id(&native, last);
             *self.content[last].tool_call_id_mut() = Some(id.clone());
             if let Some(e) = self.unanswered.get_mut(entry) {
-                e["empty_result"] = json!(self.content.len());
+                e.insert("empty_result", Node::from(self.content.len() as u64));
             }
             self.content
                 .push(Step::environment_text(Some(name), "").with_tool_call_id(id));
@@ -500,20 +588,18 @@ impl Reader {
             id = format!("{base}#{n}");
         }
         if id != native {
-            self.renamed
-                .push(json!({"step": at, "id": native, "as": id}));
+            let mut entry = call_entry(at, native);
+            entry.insert("as", Node::from(id.clone()));
+            self.renamed.push(entry);
         }
         self.ids.insert(id.clone());
         id
     }
 
     /// A native step.
-    fn step(&mut self, s: &Value) {
+    fn step(&mut self, s: &Node<'a>) {
         let (text, images) = text_and_images(&s["message"]);
-        let results = s["observation"]["results"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or(&[]);
+        let results = s["observation"]["results"].as_array().unwrap_or(&[]);
         match s["source"].as_str().unwrap_or_default() {
             "agent" => self.agent(s, text, results),
             source => {
@@ -538,9 +624,9 @@ impl Reader {
 
     /// An agent step: a message, or one action per tool call (the first taking the step's
     /// message and reasoning as its thought), then its results.
-    fn agent(&mut self, s: &Value, text: String, results: &[Value]) {
+    fn agent(&mut self, s: &Node<'a>, text: String, results: &[Node<'a>]) {
         let reasoning = s["reasoning_content"].as_str().map(str::to_owned);
-        let calls = s["tool_calls"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+        let calls = s["tool_calls"].as_array().unwrap_or(&[]);
         if calls.is_empty() {
             let mut m = Step::message(text, None);
             m.set_thought(None, reasoning);
@@ -597,10 +683,7 @@ impl Reader {
         let mut thought = Some(((!text.is_empty()).then_some(text), reasoning));
         for k in order {
             let slot = &slots[k];
-            let args = slot.call["arguments"]
-                .as_object()
-                .cloned()
-                .unwrap_or_default();
+            let args = slot.call["arguments"].to_map();
             let mut step = call_step(slot.name, args, OPENHANDS_CODE_TOOLS);
             if let Some((description, reasoning)) = thought.take() {
                 step.set_thought(description, reasoning);
@@ -609,8 +692,7 @@ impl Reader {
             if slot.answer.is_some() {
                 let id = self.unique_id(slot.native, at);
                 if slot.by_position {
-                    self.by_position
-                        .push(json!({"step": at, "id": slot.native}));
+                    self.by_position.push(call_entry(at, slot.native));
                 }
                 step = step.with_tool_call_id(id.clone());
                 ids[k] = Some(id);
@@ -623,7 +705,7 @@ impl Reader {
                         slot.native.to_owned(),
                     ),
                 );
-                self.unanswered.push(json!({"step": at, "id": slot.native}));
+                self.unanswered.push(call_entry(at, slot.native));
             }
             self.content.push(step);
         }
@@ -634,12 +716,12 @@ impl Reader {
     }
 
     /// One observation result, answering the call `link` (its id and tool name) if any.
-    fn result(&mut self, r: &Value, link: Option<(String, String)>) {
-        if link.is_none() && r["source_call_id"].is_string() {
-            self.unmatched.push(json!({
-                "content_index": self.content.len(),
-                "source_call_id": r["source_call_id"],
-            }));
+    fn result(&mut self, r: &Node<'a>, link: Option<(String, String)>) {
+        if link.is_none() && r["source_call_id"].as_str().is_some() {
+            self.unmatched.push(Node::object([
+                ("content_index", Node::from(self.content.len() as u64)),
+                ("source_call_id", r["source_call_id"].clone()),
+            ]));
         }
         let (id, name) = match link {
             Some((id, name)) => (Some(id), Some(name)),
@@ -652,7 +734,10 @@ impl Reader {
             // A delegation whose result is the subagent's trajectory: the references are
             // what the agent got back.
             let mut content = JsonObject::new();
-            content.insert("subagent_trajectory_ref".into(), Value::Array(refs.clone()));
+            content.insert(
+                "subagent_trajectory_ref".into(),
+                Value::Array(refs.iter().map(Node::to_value).collect()),
+            );
             self.push_observation(Step::JsonObservation(JsonObservation {
                 content,
                 name,
@@ -674,7 +759,7 @@ impl Reader {
     }
 
     /// A step of ATIF trajkit wrote: restored from `extra.adp`, with what ATIF carried.
-    fn own_step(&mut self, s: &Value) {
+    fn own_step(&mut self, s: &Node<'a>) {
         let (text, images) = text_and_images(&s["message"]);
         let source = s["source"].as_str().unwrap_or_default();
         if source != "agent" {
@@ -693,11 +778,11 @@ impl Reader {
             }
             return;
         }
-        let calls = s["tool_calls"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+        let calls = s["tool_calls"].as_array().unwrap_or(&[]);
         if calls.is_empty() {
             let native = [
                 ("content", json!(text)),
-                ("reasoning_content", s["reasoning_content"].clone()),
+                ("reasoning_content", s["reasoning_content"].to_value()),
             ];
             let step = restore(&s["extra"], &native).unwrap_or_else(|| {
                 let mut m = Step::message(text, None);
@@ -709,7 +794,7 @@ impl Reader {
         for call in calls {
             let id = call["tool_call_id"].as_str().unwrap_or_default();
             let name = call["function_name"].as_str().unwrap_or_default();
-            let args = call["arguments"].as_object().cloned().unwrap_or_default();
+            let args = call["arguments"].to_map();
             let code = args
                 .get("code")
                 .or(args.get("command"))
@@ -730,7 +815,7 @@ impl Reader {
         }
         for r in s["observation"]["results"].as_array().into_iter().flatten() {
             let (text, _) = text_and_images(&r["content"]);
-            let link = r["source_call_id"].clone();
+            let link = r["source_call_id"].to_value();
             let native = [("content", json!(text)), ("tool_call_id", link)];
             match restore(&r["extra"], &native) {
                 Some(step) => self.content.push(step),
@@ -740,17 +825,20 @@ impl Reader {
     }
 
     /// `details.source` and `details.atif` of a native document (`steps`: what its steps keep).
-    fn native_details(&mut self, doc: &Value, steps: Vec<Value>) -> Map<String, Value> {
+    fn native_details(&mut self, doc: &Node<'a>, steps: Vec<Node<'a>>) -> Node<'a> {
         let mut atif = root_rest(doc);
-        let mut put = |key: &str, items: Vec<Value>| {
+        let mut put = |key: &'static str, items: Vec<Node<'a>>| {
             if !items.is_empty() {
-                atif.insert(key.into(), Value::Array(items));
+                atif.insert(key, Node::Array(items));
             }
         };
         put("steps", steps);
         put(
             "excluded_from_training",
-            self.excluded.iter().map(|&i| json!(i)).collect(),
+            self.excluded
+                .iter()
+                .map(|&i| Node::from(i as u64))
+                .collect(),
         );
         put("unmatched_results", std::mem::take(&mut self.unmatched));
         put("unanswered_calls", std::mem::take(&mut self.unanswered));
@@ -760,105 +848,110 @@ impl Reader {
     }
 
     /// The trajectory: trajkit's own ATIF gets back its `details` and tool lists from
-    /// `extra.adp`; native ATIF gets `details.source` and `details.atif` (`atif`).
-    fn into_trajectory(
+    /// `extra.adp`; native ATIF gets `details.source` and `details.atif` (`atif`), as the
+    /// partial's tail.
+    fn into_partial(
         self,
-        doc: &Value,
+        doc: &Node<'a>,
         id: String,
-        record: &RawRecord,
-        atif: Map<String, Value>,
-    ) -> Trajectory {
+        record: &'a RawRecord,
+        atif: Node<'a>,
+    ) -> Partial<'a> {
         let adp = &doc["extra"]["adp"];
         let list =
-            |key: &str| -> Option<Vec<String>> { serde_json::from_value(adp[key].clone()).ok() };
+            |key: &str| -> Option<Vec<String>> { serde_json::from_value(adp[key].to_value()).ok() };
         if adp.is_object() {
-            let details: JsonObject = adp["details"].as_object().cloned().unwrap_or_default();
+            let details: JsonObject = adp["details"].to_map();
             let mut t = Trajectory::new(id, self.content, details);
             t.available_apis = list("available_apis");
             t.available_custom_tools = list("available_custom_tools");
             t.available_code_languages = list("available_code_languages");
-            return t;
+            return Partial {
+                trajectory: t,
+                tail: Vec::new(),
+            };
         }
-        let mut details = JsonObject::new();
-        details.insert(
-            "source".into(),
-            source_details(
-                "atif",
-                record,
-                json!({"trajectory_id": doc["trajectory_id"], "session_id": doc["session_id"]}),
-            ),
-        );
-        details.insert("atif".into(), Value::Object(atif));
+        let ids = Node::object([
+            ("trajectory_id", doc["trajectory_id"].clone()),
+            ("session_id", doc["session_id"].clone()),
+        ]);
         let tools = doc["agent"]["tool_definitions"]
             .as_array()
-            .map(|t| tool_names(t))
+            .map(|t| tool_names(&t.iter().map(Node::to_value).collect::<Vec<_>>()))
             .filter(|names| !names.is_empty());
-        let mut t = Trajectory::new(id, self.content, details);
+        let mut t = Trajectory::new(id, self.content, JsonObject::new());
         t.available_custom_tools = tools;
-        t
+        Partial {
+            trajectory: t,
+            tail: vec![("source", source_node("atif", record, ids)), ("atif", atif)],
+        }
     }
 }
 
 /// What `details.atif.steps` keeps of a step: its keys the steps do not hold (`step_id`
 /// always, to name it), the content parts other than text, and, by position, what its tool
 /// calls and results have beyond what the steps hold; `None` when that is only its `step_id`.
-fn native_step_details(s: &Value) -> Option<Value> {
-    let mut rest: Map<String, Value> = s
-        .as_object()
-        .into_iter()
-        .flatten()
-        .filter(|(k, v)| kept_in_details(k, v))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
+fn native_step_details<'a>(s: &Node<'a>) -> Option<Node<'a>> {
+    let mut rest = Node::Object(
+        s.as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, v)| kept_in_details(k, v))
+            .cloned()
+            .collect(),
+    );
     if let Some(parts) = media_parts(&s["message"]) {
-        rest.insert("message_parts".into(), parts);
+        rest.insert("message_parts", parts);
     }
     let calls = positional_rest(
         &s["tool_calls"],
         &["tool_call_id", "function_name", "arguments"],
     );
     if !calls.is_empty() {
-        rest.insert("tool_calls".into(), Value::Array(calls));
+        rest.insert("tool_calls", Node::Array(calls));
     }
     let results = positional_rest(&s["observation"]["results"], &["source_call_id", "content"]);
     if !results.is_empty() {
-        rest.insert("results".into(), Value::Array(results));
+        rest.insert("results", Node::Array(results));
     }
     for (k, v) in s["observation"].as_object().into_iter().flatten() {
         if k != "results" && !v.is_null() {
             rest.insert(format!("observation_{k}"), v.clone());
         }
     }
-    (rest.len() > 1).then_some(Value::Object(rest))
+    let len = rest.as_object().map_or(0, Vec::len);
+    (len > 1).then_some(rest)
 }
 
 /// `{index, native}` for each item of `items` with keys beyond `mapped` (or content parts
 /// other than text): those keys (and the parts, as `content_parts`).
-fn positional_rest(items: &Value, mapped: &[&str]) -> Vec<Value> {
+fn positional_rest<'a>(items: &Node<'a>, mapped: &[&str]) -> Vec<Node<'a>> {
     items
         .as_array()
         .into_iter()
         .flatten()
         .enumerate()
         .filter_map(|(n, item)| {
-            let mut kept: Map<String, Value> = item
-                .as_object()
-                .into_iter()
-                .flatten()
-                .filter(|(k, v)| !mapped.contains(&k.as_str()) && kept_in_details(k, v))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
+            let mut kept = Node::Object(
+                item.as_object()
+                    .into_iter()
+                    .flatten()
+                    .filter(|(k, v)| !mapped.contains(&k.as_ref()) && kept_in_details(k, v))
+                    .cloned()
+                    .collect(),
+            );
             if let Some(parts) = media_parts(&item["content"]) {
-                kept.insert("content_parts".into(), parts);
+                kept.insert("content_parts", parts);
             }
-            (!kept.is_empty()).then(|| object([("index", n.into()), ("native", kept.into())]))
+            let empty = kept.as_object().is_none_or(Vec::is_empty);
+            (!empty).then(|| Node::object([("index", Node::from(n as u64)), ("native", kept)]))
         })
         .collect()
 }
 
 /// Whether a native key of a step, call or result is kept in `details.atif` (what the steps do
 /// not already hold, and not trajkit's own `extra.adp`).
-fn kept_in_details(key: &str, value: &Value) -> bool {
+fn kept_in_details(key: &str, value: &Node<'_>) -> bool {
     match key {
         "source" | "message" | "reasoning_content" | "tool_calls" | "observation" => false,
         "extra" => !value.is_null() && value.get("adp").is_none(),

@@ -26,10 +26,15 @@ use serde_json::{json, Value};
 
 use crate::convert::ConvertOptions;
 use crate::ingest::{Provenance, RawRecord, RecordSource};
-use crate::json::strict;
+use crate::json::shape::any_object_fields;
+use crate::json::{strict, Node};
 
 /// The marker of a record this reader bundled.
 pub const BUNDLE: &str = "atif_files";
+
+/// The keys of a document that link it in a chain and name it: all a file's chain is found
+/// from (the chain's own file is parsed whole only when it is in a chain).
+const HEAD_KEYS: [&str; 3] = ["continued_trajectory_ref", "trajectory_id", "session_id"];
 
 /// The most files a chain is followed through.
 const MAX_CHAIN: usize = 10_000;
@@ -67,19 +72,30 @@ pub fn open(path: &str, opts: &ConvertOptions) -> Option<io::Result<Box<dyn Reco
     {
         return None;
     }
-    let value = parse_object(&bytes)?;
+    // Most such files are in no chain given together, which the keys naming files tell: the
+    // whole document is parsed only for a chain.
+    let head = any_object_fields(&bytes, &HEAD_KEYS.map(str::to_owned))
+        .map(|keys| Node::Object(keys).to_value());
+    let head_only = head.is_some();
+    let value = match head {
+        Some(head) => head,
+        None => parse_object(&bytes)?,
+    };
     let inputs = given(&opts.inputs);
     let me = Member {
         path: file.to_path_buf(),
         canonical: fs::canonicalize(file).ok()?,
         value,
     };
-    let chain = chain(root_of(me, &inputs), &inputs);
+    let mut chain = chain(root_of(me, &inputs), &inputs);
     if chain.len() < 2 {
         return None;
     }
     let canonical = fs::canonicalize(file).ok()?;
     let at = chain.iter().position(|m| m.canonical == canonical)?;
+    if head_only {
+        chain[at].value = parse_object(&bytes)?;
+    }
     let merge = opts.mapping.bool(&super::MERGE);
     let bundle = if merge && at > 0 {
         json!({BUNDLE: true, "merged_into": show(&chain[0].path), "parts": []})

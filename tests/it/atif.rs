@@ -231,6 +231,58 @@ fn malformed_atif_is_rejected_with_a_pointer() {
     );
 }
 
+/// The schema's conditional rules (content parts by type, no reasoning on system and user
+/// steps) are diagnosed as the validator words them, and what they allow is read.
+#[test]
+fn conditional_rules_of_the_schema_are_diagnosed_with_their_pointers() {
+    let dir = tempfile::tempdir().expect("dir");
+    let step = |source: &str, message: Value, reasoning: Option<&str>| {
+        let mut s = json!({"step_id": 1, "source": source, "message": message});
+        if let Some(r) = reasoning {
+            s["reasoning_content"] = json!(r);
+        }
+        s
+    };
+    let audio = |duration: i64| json!({"type": "audio", "source": {"path": "a.wav", "duration_sec": duration}});
+    let docs = [
+        doc(
+            "ATIF-v1.8",
+            json!([step("user", json!([{"type": "text"}]), None)]),
+        ),
+        doc(
+            "ATIF-v1.8",
+            json!([step(
+                "user",
+                json!([{"type": "image", "source": {"media_type": "image/png"}}]),
+                None
+            )]),
+        ),
+        doc("ATIF-v1.8", json!([step("user", json!([audio(-1)]), None)])),
+        doc("ATIF-v1.8", json!([step("system", json!("x"), Some("r"))])),
+        doc(
+            "ATIF-v1.8",
+            json!([step("user", json!([{"type": "text", "text": "hi"}, audio(2)]), None),
+                   {"step_id": 2, "source": "agent", "message": "x", "reasoning_content": "r"}]),
+        ),
+    ];
+    let input = write_docs(dir.path(), "conditional.jsonl", &docs);
+    let (code, out, stderr) = common::convert(&[&input], Some("atif"), &[]);
+    assert_eq!((code, out.len()), (1, 1), "{stderr}");
+    for line in [
+        ":1: error[schema-required] id=\"s\" /steps/0/message/0/text: required key \"text\" is missing",
+        ":2: error[schema-required] id=\"s\" /steps/0/message/0/source/path: required key \"path\" is missing",
+        ":3: error[schema-minimum] id=\"s\" /steps/0/message/0/source/duration_sec: -1 is less than the minimum of 0",
+        ":4: error[schema-type] id=\"s\" /steps/0/reasoning_content: \"r\" is not of type \"null\"",
+    ] {
+        assert!(stderr.contains(line), "{line} in {stderr}");
+    }
+    assert_eq!(out[0]["content"][1]["reasoning_content"], "r");
+    assert_eq!(
+        out[0]["details"]["atif"]["steps"][0]["message_parts"][0]["part"]["source"]["duration_sec"],
+        2
+    );
+}
+
 #[test]
 fn an_empty_trajectory_id_falls_back_and_what_is_written_validates() {
     let dir = tempfile::tempdir().expect("dir");

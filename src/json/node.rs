@@ -162,6 +162,26 @@ impl<'a> Node<'a> {
         })
     }
 
+    /// Equality as `Value`'s: an object equals one with the same entries in any order (`==`
+    /// compares entries in order).
+    pub fn equals(&self, other: &Node) -> bool {
+        match (self, other) {
+            (Node::Array(a), Node::Array(b)) => {
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.equals(y))
+            }
+            (Node::Object(a), Node::Object(b)) => {
+                a.len() == b.len()
+                    && a.iter()
+                        .all(|(k, v)| other.get(k).is_some_and(|w| v.equals(w)))
+            }
+            (Node::Null, Node::Null) => true,
+            (Node::Bool(x), Node::Bool(y)) => x == y,
+            (Node::Number(x), Node::Number(y)) => x == y,
+            (Node::String(x), Node::String(y)) => x == y,
+            _ => false,
+        }
+    }
+
     /// The string, if this is one.
     pub fn as_str(&self) -> Option<&str> {
         match self {
@@ -389,6 +409,26 @@ mod tests {
                 value.pointer(p),
                 "{p}"
             );
+        }
+    }
+
+    #[test]
+    fn equality_is_values_whatever_the_order_of_entries() {
+        let pairs = [
+            (
+                json!({"a": 1, "b": [1, {"c": null, "d": "x"}]}),
+                json!({"b": [1, {"d": "x", "c": null}], "a": 1}),
+            ),
+            (json!({"a": 1}), json!({"a": 1.0})),
+            (json!({"a": 1}), json!({"a": 1, "b": 2})),
+            (json!([1, 2]), json!([2, 1])),
+            (json!("x"), json!("x")),
+            (json!(null), json!(false)),
+        ];
+        for (x, y) in pairs {
+            let (a, b) = (Node::from_value(&x), Node::from_value(&y));
+            assert_eq!(a.equals(&b), x == y, "{x} {y}");
+            assert_eq!(b.equals(&a), x == y, "{y} {x}");
         }
     }
 

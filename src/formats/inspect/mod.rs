@@ -13,12 +13,13 @@ use std::path::Path;
 use serde_json::{json, Map, Value};
 
 use self::reader::{is_eval_archive, is_eval_spec, is_json_log, LogRecords, MARKER};
-use crate::convert::{ConvertOptions, Converter, FormatOptions};
+use crate::convert::{ConvertOptions, Converter, FormatOptions, Partial};
 use crate::formats::chat::tool_names;
 use crate::formats::kit::{not_a_unit, source_details};
 use crate::formats::Format;
 use crate::ingest::{boxed, RawRecord, RecordSource};
 use crate::json::strict::{self, ParseError};
+use crate::json::{Entries, Node, Shapes};
 use crate::model::{AdpVersion, JsonObject, Trajectory};
 use crate::validate::check::parse_json;
 use crate::validate::Diagnostic;
@@ -72,15 +73,46 @@ impl Converter for Inspect {
         record: &RawRecord,
         _map: &FormatOptions,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
-        let bundle = parse_bundle(record)?;
-        if !bundle[MARKER].is_object() {
-            return Err(not_a_unit(
-                record,
-                "not a sample of an Inspect AI log (use --from inspect on the .eval or .json log file)",
-            ));
-        }
-        to_trajectory(bundle, record).map(|t| vec![(t, AdpVersion::V1_5)])
+        let mut slow = None;
+        let partial = to_partial(parse_sample(record, &mut slow)?, record)?;
+        Ok(vec![(partial.into_trajectory(), AdpVersion::V1_5)])
     }
+
+    fn convert_into(
+        &self,
+        record: &RawRecord,
+        opts: &ConvertOptions,
+        out: &mut Vec<u8>,
+    ) -> Result<u64, Vec<Diagnostic>> {
+        let mut slow = None;
+        let partial = to_partial(parse_sample(record, &mut slow)?, record)?;
+        partial.write(&record.provenance, opts, out)
+    }
+}
+
+/// Parses a record this reader built, as a [`Node`] borrowed from its bytes, or, when the fast
+/// parse refuses it (not JSON, a duplicate key, an integer past 64 bits), as the value
+/// [`parse_bundle`] reads into `slow`, which diagnoses it as the reader always has. Anything
+/// but a record of this reader is `not-a-unit`.
+fn parse_sample<'a>(
+    record: &'a RawRecord,
+    slow: &'a mut Option<Value>,
+) -> Result<Node<'a>, Vec<Diagnostic>> {
+    let fast = match &record.error {
+        None => Shapes::any().parse(&record.bytes),
+        Some(_) => None,
+    };
+    let bundle = match fast {
+        Some(node) => node,
+        None => Node::from_value(slow.insert(parse_bundle(record)?)),
+    };
+    if !bundle[MARKER].is_object() {
+        return Err(not_a_unit(
+            record,
+            "not a sample of an Inspect AI log (use --from inspect on the .eval or .json log file)",
+        ));
+    }
+    Ok(bundle)
 }
 
 /// Parses a record. A sample that breaks trajkit's rules on JSON text (a duplicate key, an
@@ -93,7 +125,10 @@ fn parse_bundle(record: &RawRecord) -> Result<Value, Vec<Diagnostic>> {
         Ok(value) => Ok(value),
         Err(ParseError::Rule(p)) => {
             let pointer = match p.pointer.strip_prefix("/sample") {
-                Some(rest) => format!("{}{rest}", log_prefix(&wrapper(&record.bytes))),
+                Some(rest) => {
+                    let index = wrapper(&record.bytes)["index"].as_u64();
+                    format!("{}{rest}", log_prefix(index))
+                }
                 None => p.pointer,
             };
             Err(vec![Diagnostic::error(
@@ -122,21 +157,23 @@ fn wrapper(bytes: &[u8]) -> Value {
         .unwrap_or(Value::Null)
 }
 
-/// Where a record's sample is in its log file, as a pointer prefix: `/samples/<k>` in a
-/// `.json` log, nothing in an `.eval` entry (the record's file).
-fn log_prefix(meta: &Value) -> String {
-    meta["index"]
-        .as_u64()
-        .map(|k| format!("/samples/{k}"))
-        .unwrap_or_default()
+/// Where a record's sample is in its log file, as a pointer prefix from the wrapper's `index`:
+/// `/samples/<k>` in a `.json` log, nothing in an `.eval` entry (the record's file).
+fn log_prefix(index: Option<u64>) -> String {
+    index.map(|k| format!("/samples/{k}")).unwrap_or_default()
 }
 
-fn to_trajectory(mut bundle: Value, record: &RawRecord) -> Result<Trajectory, Vec<Diagnostic>> {
-    let meta = bundle[MARKER].take();
-    let sample = bundle["sample"].take();
+/// The trajectory of a sample record, its `details.inspect` left as a node (a [`Partial`]'s
+/// tail).
+fn to_partial<'a>(
+    mut bundle: Node<'a>,
+    record: &RawRecord,
+) -> Result<Partial<'a>, Vec<Diagnostic>> {
+    let meta = bundle.take(MARKER);
+    let sample = bundle.take("sample");
     // Pointers are into the log file: a `.json` log's samples are at `/samples/<k>`; an
     // `.eval` record's file is its entry.
-    let prefix = log_prefix(&meta);
+    let prefix = log_prefix(meta["index"].as_u64());
     let fail = |id: Option<&str>, pointer: &str, rule: &str, message: String| {
         vec![Diagnostic::error(
             &record.provenance,
@@ -170,26 +207,13 @@ fn to_trajectory(mut bundle: Value, record: &RawRecord) -> Result<Trajectory, Ve
     let scores = sample::scores(&sample);
     let (reward, components) = sample::rewards(&scores);
     let mut details = JsonObject::new();
-    let eval = &log["eval"];
-    let native = json!({
-        "eval_id": eval["eval_id"],
-        "run_id": eval["run_id"],
-        "task_id": eval["task_id"],
-        "sample_id": sample["id"],
-        "epoch": sample["epoch"],
-        "uuid": sample["uuid"].as_str(),
-        "entry": meta["entry"].as_str(),
-    });
-    let native: Map<String, Value> = native
-        .as_object()
-        .into_iter()
-        .flatten()
-        .filter(|(_, v)| v.is_string() || v.is_i64() || v.is_u64())
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
     details.insert(
         "source".into(),
-        source_details("inspect", record, Value::Object(native)),
+        source_details(
+            "inspect",
+            record,
+            Value::Object(native_ids(log, &sample, &meta)),
+        ),
     );
     details.insert("outcome".into(), sample::outcome(&sample, &scores));
     if let Some(r) = reward {
@@ -202,57 +226,81 @@ fn to_trajectory(mut bundle: Value, record: &RawRecord) -> Result<Trajectory, Ve
     if !mapped.tools.is_empty() {
         details.insert("tools".into(), Value::Array(mapped.tools));
     }
-    details.insert(
-        "inspect".into(),
-        inspect_details(&meta, &sample, mapped.notes),
-    );
+    let inspect = inspect_details(meta, &sample, mapped.notes);
     let mut traj = Trajectory::new(id, mapped.content, details);
     traj.available_custom_tools = names;
-    Ok(traj)
+    Ok(Partial {
+        trajectory: traj,
+        tail: vec![("inspect", inspect)],
+    })
+}
+
+/// `details.source.native_ids`: the eval's ids, the sample's id, epoch and uuid, and its entry
+/// in an `.eval` archive, those that are strings or integers (the uuid and entry strings only).
+fn native_ids(log: &Node, sample: &Node, meta: &Node) -> Map<String, Value> {
+    let eval = &log["eval"];
+    let id_like = |v: &Node| v.as_str().is_some() || v.as_i64().is_some() || v.as_u64().is_some();
+    let text = |v: &Node| v.as_str().is_some();
+    [
+        ("eval_id", &eval["eval_id"], id_like as fn(&Node) -> bool),
+        ("run_id", &eval["run_id"], id_like),
+        ("task_id", &eval["task_id"], id_like),
+        ("sample_id", &sample["id"], id_like),
+        ("epoch", &sample["epoch"], id_like),
+        ("uuid", &sample["uuid"], text),
+        ("entry", &meta["entry"], text),
+    ]
+    .into_iter()
+    .filter(|(_, v, keep)| keep(v))
+    .map(|(k, v, _)| (k.to_owned(), v.to_value()))
+    .collect()
 }
 
 /// `details.inspect`: the log header (`log`), where the sample is in the log (`entry` or
 /// `index`), the sample's own fields but those the steps hold (`events` replaced by its
 /// summary, attachment references in `input` resolved, the output's message left out when
-/// the messages hold it), and the mapping's notes.
-fn inspect_details(meta: &Value, sample: &Value, notes: JsonObject) -> Value {
+/// the messages hold it), and the mapping's notes. Keys are set as a map sets them (a later
+/// one of the same name replaces the earlier in place).
+fn inspect_details<'a>(mut meta: Node<'a>, sample: &Node<'a>, notes: JsonObject) -> Node<'a> {
     let att = sample::Attachments::of(sample);
-    let mut out = Map::new();
-    out.insert("log".into(), meta["log"].clone());
+    let mut out = Node::Object(Entries::new());
+    out.insert("log", meta.take("log"));
     for key in ["entry", "index"] {
         if !meta[key].is_null() {
-            out.insert(key.into(), meta[key].clone());
+            out.insert(key, meta.take(key));
         }
     }
     for (k, v) in sample.as_object().into_iter().flatten() {
-        if MAPPED.contains(&k.as_str()) {
+        if MAPPED.contains(&k.as_ref()) {
             continue;
         }
-        let value = match k.as_str() {
-            "input" => att.value(v),
+        let value = match k.as_ref() {
+            "input" => att.node(v),
             "output" => output_without_messages(v, &sample["messages"]),
             _ => v.clone(),
         };
         out.insert(k.clone(), value);
     }
     if let Some(summary) = sample::events_summary(&sample["events"]) {
-        out.insert("events".into(), summary);
+        out.insert("events", Node::from(summary));
     }
-    out.extend(notes);
-    Value::Object(out)
+    for (k, v) in notes {
+        out.insert(k, Node::from(v));
+    }
+    out
 }
 
 /// The sample's `output` without the messages of its choices that the conversation holds
 /// already (the final assistant message, as a rule).
-fn output_without_messages(output: &Value, messages: &Value) -> Value {
-    let held = |m: &Value| {
+fn output_without_messages<'a>(output: &Node<'a>, messages: &Node) -> Node<'a> {
+    let held = |m: &Node| {
         messages
             .as_array()
-            .is_some_and(|all| all.iter().any(|x| x == m))
+            .is_some_and(|all| all.iter().any(|x| x.equals(m)))
     };
     let mut output = output.clone();
-    if let Some(choices) = output.get_mut("choices").and_then(Value::as_array_mut) {
-        for choice in choices.iter_mut().filter_map(Value::as_object_mut) {
+    if let Some(Node::Array(choices)) = output.get_mut("choices") {
+        for choice in choices.iter_mut() {
             if choice.get("message").is_some_and(held) {
                 choice.remove("message");
             }

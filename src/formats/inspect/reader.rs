@@ -165,15 +165,20 @@ fn log_header(parts: &[&Value]) -> Value {
     Value::Object(log)
 }
 
-/// The bytes of a record: the wrapper (one line), then the sample's own bytes.
-fn wrap(meta: &Value, sample: &[u8]) -> Vec<u8> {
-    let meta = serde_json::to_vec(meta).unwrap_or_default();
-    let mut bytes = Vec::with_capacity(sample.len() + meta.len() + 40);
+/// The bytes of a record: the wrapper (one line: where the sample is, `entry` or `index`, then
+/// the log header, serialized once per log), then the sample's own bytes.
+fn wrap((key, place): (&str, Value), log: &[u8], sample: &[u8]) -> Vec<u8> {
+    let place = serde_json::to_vec(&place).unwrap_or_default();
+    let mut bytes = Vec::with_capacity(sample.len() + place.len() + log.len() + 48);
     bytes.extend_from_slice(b"{\"");
     bytes.extend_from_slice(MARKER.as_bytes());
+    bytes.extend_from_slice(b"\":{\"");
+    bytes.extend_from_slice(key.as_bytes());
     bytes.extend_from_slice(b"\":");
-    bytes.extend_from_slice(&meta);
-    bytes.extend_from_slice(b",\"sample\":");
+    bytes.extend_from_slice(&place);
+    bytes.extend_from_slice(b",\"log\":");
+    bytes.extend_from_slice(log);
+    bytes.extend_from_slice(b"},\"sample\":");
     bytes.extend_from_slice(sample);
     bytes.extend_from_slice(b"}");
     bytes
@@ -182,7 +187,8 @@ fn wrap(meta: &Value, sample: &[u8]) -> Vec<u8> {
 /// The records of one Inspect log (see the module docs).
 pub struct LogRecords {
     input: Arc<str>,
-    log: Value,
+    /// The log header ([`log_header`]), serialized.
+    log: Vec<u8>,
     source: Source,
     /// Records to hand out before the samples (header problems).
     first: Vec<RawRecord>,
@@ -242,7 +248,7 @@ impl LogRecords {
     fn empty(path: &str, max_bytes: usize) -> LogRecords {
         LogRecords {
             input: Arc::from(path),
-            log: Value::Null,
+            log: b"null".to_vec(),
             source: Source::Json {
                 reader: Box::new(io::empty()),
                 position: 0,
@@ -400,7 +406,7 @@ impl LogRecords {
         if let (Value::Object(o), Some((name, _))) = (&mut log, headers.first()) {
             o.insert("header_entry".into(), Value::String(name.clone()));
         }
-        self.log = log;
+        self.log = serde_json::to_vec(&log).unwrap_or_default();
     }
 
     fn open_json(path: &str, max_bytes: usize) -> io::Result<LogRecords> {
@@ -468,7 +474,8 @@ impl LogRecords {
                 }
             }
         }
-        records.log = log_header(&[&Value::Object(header)]);
+        records.log =
+            serde_json::to_vec(&log_header(&[&Value::Object(header)])).unwrap_or_default();
         match &outline.stop {
             None => {}
             Some(Stop::Truncated { line, sample }) => {
@@ -535,7 +542,7 @@ impl LogRecords {
         let k = self.next;
         let max = self.max_bytes;
         let input = self.input.clone();
-        let (file, line, meta, read) = match &mut self.source {
+        let (file, line, place, read) = match &mut self.source {
             Source::Archive {
                 archive,
                 samples,
@@ -545,7 +552,7 @@ impl LogRecords {
                 let read = read_entry(archive, index, max).map_err(|e| (Vec::new(), e));
                 self.bytes_read = size.saturating_mul(k as u64 + 1) / samples.len().max(1) as u64;
                 let file: Arc<str> = Arc::from(format!("{input}/{name}"));
-                (file, 1, serde_json::json!({"entry": name}), read)
+                (file, 1, ("entry", Value::String(name)), read)
             }
             Source::Recovered {
                 file,
@@ -557,7 +564,7 @@ impl LogRecords {
                 self.bytes_read = size.saturating_mul(k as u64 + 1) / samples.len().max(1) as u64;
                 let name = entry.name;
                 let file: Arc<str> = Arc::from(format!("{input}/{name}"));
-                (file, 1, serde_json::json!({"entry": name}), read)
+                (file, 1, ("entry", Value::String(name)), read)
             }
             Source::Json {
                 reader,
@@ -578,27 +585,16 @@ impl LogRecords {
                 };
                 *position = span.end;
                 self.bytes_read = span.end;
-                (
-                    input.clone(),
-                    span.line,
-                    serde_json::json!({"index": k}),
-                    read,
-                )
+                (input.clone(), span.line, ("index", Value::from(k)), read)
             }
         };
         self.next += 1;
         let record = match read {
-            Ok(sample) => {
-                let mut meta = meta;
-                if let Value::Object(m) = &mut meta {
-                    m.insert("log".into(), self.log.clone());
-                }
-                RawRecord {
-                    provenance: self.provenance(file, line),
-                    bytes: wrap(&meta, &sample),
-                    error: None,
-                }
-            }
+            Ok(sample) => RawRecord {
+                provenance: self.provenance(file, line),
+                bytes: wrap(place, &self.log, &sample),
+                error: None,
+            },
             Err((preview, error)) => RawRecord {
                 provenance: self.provenance(file, line),
                 bytes: preview,
@@ -939,11 +935,16 @@ mod tests {
 
     #[test]
     fn a_record_is_the_wrapper_then_the_sample() {
-        let bytes = wrap(&json!({"index": 3}), b"{\n  \"id\": 1\n}");
+        let bytes = wrap(("index", json!(3)), b"{\"v\":1}", b"{\n  \"id\": 1\n}");
         let text = String::from_utf8(bytes).expect("utf-8");
         assert_eq!(
             text,
-            "{\"inspect_sample\":{\"index\":3},\"sample\":{\n  \"id\": 1\n}}"
+            "{\"inspect_sample\":{\"index\":3,\"log\":{\"v\":1}},\"sample\":{\n  \"id\": 1\n}}"
+        );
+        let bytes = wrap(("entry", json!("samples/a \"b\".json")), b"null", b"{}");
+        assert_eq!(
+            String::from_utf8(bytes).expect("utf-8"),
+            r#"{"inspect_sample":{"entry":"samples/a \"b\".json","log":null},"sample":{}}"#
         );
     }
 }

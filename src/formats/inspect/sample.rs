@@ -2,13 +2,14 @@
 //! and outcome, and everything else in `details.inspect`. The mapping is in
 //! docs/formats/inspect.md.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use serde_json::{json, Map, Value};
 
 use crate::formats::chat::{call_step, system_step, CodeTool};
 use crate::formats::kit::file_stem;
-use crate::json::object;
+use crate::json::{object, Node};
 use crate::model::{JsonObject, Source, Step};
 
 /// Inspect's standard shell and Python tools (`bash(cmd)`, `python(code)`): a call whose only
@@ -47,13 +48,20 @@ pub struct Mapped {
 }
 
 /// Resolves attachment references (`attachment://<key>`) in strings, from the sample's
-/// `attachments`.
-pub struct Attachments<'a>(Option<&'a Map<String, Value>>);
+/// `attachments` (the text ones, by key).
+pub struct Attachments<'s>(HashMap<&'s str, &'s str>);
 
-impl<'a> Attachments<'a> {
+impl<'s> Attachments<'s> {
     /// The attachments of `sample`.
-    pub fn of(sample: &'a Value) -> Self {
-        Attachments(sample["attachments"].as_object())
+    pub fn of(sample: &'s Node<'_>) -> Self {
+        Attachments(
+            sample["attachments"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter_map(|(k, v)| Some((k.as_ref(), v.as_str()?)))
+                .collect(),
+        )
     }
 
     /// `text` with its reference resolved (unchanged when it is none, or unknown).
@@ -61,24 +69,42 @@ impl<'a> Attachments<'a> {
         self.lookup(text).unwrap_or(text).to_owned()
     }
 
-    fn lookup(&self, text: &str) -> Option<&'a str> {
-        let map = self.0?;
+    fn lookup(&self, text: &str) -> Option<&'s str> {
+        if self.0.is_empty() {
+            return None;
+        }
         ATTACHMENT_PROTOCOLS
             .iter()
             .find_map(|p| text.strip_prefix(p))
-            .and_then(|key| map.get(key))
-            .and_then(Value::as_str)
+            .and_then(|key| self.0.get(key).copied())
     }
 
-    /// `value` with every string reference in it resolved.
-    pub fn value(&self, value: &Value) -> Value {
-        match value {
-            Value::String(s) => Value::String(self.text(s)),
-            Value::Array(a) => Value::Array(a.iter().map(|v| self.value(v)).collect()),
-            Value::Object(o) => {
-                Value::Object(o.iter().map(|(k, v)| (k.clone(), self.value(v))).collect())
+    /// `node` with every string reference in it resolved (the other strings still borrowed).
+    pub fn node<'a>(&self, node: &Node<'a>) -> Node<'a> {
+        match node {
+            Node::String(s) => match self.lookup(s) {
+                Some(text) => Node::String(Cow::Owned(text.to_owned())),
+                None => node.clone(),
+            },
+            Node::Array(a) => Node::Array(a.iter().map(|v| self.node(v)).collect()),
+            Node::Object(o) => {
+                Node::Object(o.iter().map(|(k, v)| (k.clone(), self.node(v))).collect())
             }
             other => other.clone(),
+        }
+    }
+
+    /// `node` with every string reference in it resolved, as a value.
+    pub fn value(&self, node: &Node) -> Value {
+        match node {
+            Node::String(s) => Value::String(self.text(s)),
+            Node::Array(a) => Value::Array(a.iter().map(|v| self.value(v)).collect()),
+            Node::Object(o) => Value::Object(
+                o.iter()
+                    .map(|(k, v)| (k.as_ref().to_owned(), self.value(v)))
+                    .collect(),
+            ),
+            other => other.to_value(),
         }
     }
 }
@@ -86,9 +112,9 @@ impl<'a> Attachments<'a> {
 /// The trajectory id: `<log>/<sample id>/epoch-<n>`, where `<log>` is the eval's `eval_id`
 /// (unique per eval, Inspect 0.3.100 and later), else `<run_id>/<task_id>` (unique per task of
 /// a run), else the log file's name without its extension.
-pub fn trajectory_id(log: &Value, sample: &Value, file: &str) -> Result<String, Problem> {
+pub fn trajectory_id(log: &Node, sample: &Node, file: &str) -> Result<String, Problem> {
     let eval = &log["eval"];
-    let text = |v: &Value| v.as_str().filter(|s| !s.is_empty()).map(str::to_owned);
+    let text = |v: &Node| v.as_str().filter(|s| !s.is_empty()).map(str::to_owned);
     let prefix = text(&eval["eval_id"])
         .or_else(|| {
             let parts: Vec<String> = [&eval["run_id"], &eval["task_id"]]
@@ -103,8 +129,8 @@ pub fn trajectory_id(log: &Value, sample: &Value, file: &str) -> Result<String, 
             file_stem(archive)
         });
     let id = match &sample["id"] {
-        Value::String(s) if !s.is_empty() => s.clone(),
-        Value::Number(n) => n.to_string(),
+        Node::String(s) if !s.is_empty() => s.as_ref().to_owned(),
+        Node::Number(n) => n.to_string(),
         _ => {
             return Err(problem(
                 "/id",
@@ -113,8 +139,8 @@ pub fn trajectory_id(log: &Value, sample: &Value, file: &str) -> Result<String, 
         }
     };
     let epoch = match &sample["epoch"] {
-        Value::Number(n) => n.to_string(),
-        Value::Null => "1".to_owned(),
+        Node::Number(n) => n.to_string(),
+        Node::Null => "1".to_owned(),
         _ => return Err(problem("/epoch", "a sample's epoch must be an integer")),
     };
     Ok(format!("{prefix}/{id}/epoch-{epoch}"))
@@ -122,12 +148,12 @@ pub fn trajectory_id(log: &Value, sample: &Value, file: &str) -> Result<String, 
 
 /// The text parts of `content` joined by newlines (as Inspect's `ChatMessage.text`), or the
 /// string itself.
-fn content_text(content: &Value, att: &Attachments) -> String {
+fn content_text(content: &Node, att: &Attachments) -> String {
     match content {
-        Value::String(s) => att.text(s),
-        Value::Array(parts) => parts
+        Node::String(s) => att.text(s),
+        Node::Array(parts) => parts
             .iter()
-            .filter(|p| p["type"] == "text")
+            .filter(|p| p["type"].as_str() == Some("text"))
             .filter_map(|p| p["text"].as_str())
             .map(|t| att.text(t))
             .collect::<Vec<_>>()
@@ -145,13 +171,13 @@ fn split_think(text: &str) -> Option<(String, String)> {
 }
 
 /// Keys of `value` other than `mapped`, as an object (empty when none).
-fn extra_fields(value: &Value, mapped: &[&str]) -> Map<String, Value> {
+fn extra_fields(value: &Node, mapped: &[&str]) -> Map<String, Value> {
     value
         .as_object()
         .into_iter()
         .flatten()
-        .filter(|(k, _)| !mapped.contains(&k.as_str()))
-        .map(|(k, v)| (k.clone(), v.clone()))
+        .filter(|(k, _)| !mapped.contains(&k.as_ref()))
+        .map(|(k, v)| (k.as_ref().to_owned(), v.to_value()))
         .collect()
 }
 
@@ -171,7 +197,7 @@ struct Builder<'a> {
 }
 
 /// Maps the messages of `sample` (or, when it has none, its input and output).
-pub fn map(sample: &Value) -> Result<Mapped, Problem> {
+pub fn map(sample: &Node) -> Result<Mapped, Problem> {
     let mut b = Builder {
         att: Attachments::of(sample),
         content: Vec::new(),
@@ -186,22 +212,22 @@ pub fn map(sample: &Value) -> Result<Mapped, Problem> {
     };
     let mut from_input = false;
     match &sample["messages"] {
-        Value::Array(messages) if !messages.is_empty() => {
+        Node::Array(messages) if !messages.is_empty() => {
             for (i, m) in messages.iter().enumerate() {
                 b.message(m, &format!("/messages/{i}"))?;
             }
         }
-        Value::Array(_) | Value::Null => {
+        Node::Array(_) | Node::Null => {
             // No conversation was recorded: the input, then the model's output.
             from_input = true;
             match &sample["input"] {
-                Value::String(s) => b.content.push(Step::user_text(b.att.text(s))),
-                Value::Array(messages) => {
+                Node::String(s) => b.content.push(Step::user_text(b.att.text(s))),
+                Node::Array(messages) => {
                     for (i, m) in messages.iter().enumerate() {
                         b.message(m, &format!("/input/{i}"))?;
                     }
                 }
-                Value::Null => {}
+                Node::Null => {}
                 _ => {
                     return Err(problem(
                         "/input",
@@ -209,8 +235,10 @@ pub fn map(sample: &Value) -> Result<Mapped, Problem> {
                     ))
                 }
             }
-            let output = &sample["output"]["choices"][0]["message"];
-            if output.is_object() {
+            let first = sample["output"]["choices"]
+                .as_array()
+                .and_then(<[_]>::first);
+            if let Some(output) = first.map(|c| &c["message"]).filter(|m| m.is_object()) {
                 b.message(output, "/output/choices/0/message")?;
             }
         }
@@ -241,7 +269,7 @@ pub fn map(sample: &Value) -> Result<Mapped, Problem> {
 }
 
 impl Builder<'_> {
-    fn message(&mut self, m: &Value, at: &str) -> Result<(), Problem> {
+    fn message(&mut self, m: &Node, at: &str) -> Result<(), Problem> {
         let role = m["role"].as_str().unwrap_or_default();
         let mapped: &[&str] = match role {
             "system" | "user" => &["role", "content"],
@@ -257,7 +285,7 @@ impl Builder<'_> {
             _ => {
                 return Err(problem(
                     format!("{at}/role"),
-                    format!("unknown message role {:?}", m["role"]),
+                    format!("unknown message role {:?}", m["role"].to_value()),
                 ))
             }
         };
@@ -271,7 +299,7 @@ impl Builder<'_> {
             "user" => {
                 // A user message holding a tool's payload (images a tool returned) comes from
                 // the environment.
-                let source = if m["tool_call_id"].is_array() {
+                let source = if m["tool_call_id"].as_array().is_some() {
                     Source::Environment
                 } else {
                     Source::User
@@ -298,7 +326,7 @@ impl Builder<'_> {
     /// one carries `link` (a tool result's call id).
     fn observation(
         &mut self,
-        m: &Value,
+        m: &Node,
         at: &str,
         source: Source,
         name: Option<String>,
@@ -317,7 +345,7 @@ impl Builder<'_> {
             .as_array()
             .into_iter()
             .flatten()
-            .filter(|p| p["type"] == "image")
+            .filter(|p| p["type"].as_str() == Some("image"))
             .filter_map(|p| p["image"].as_str())
             .map(|i| self.att.text(i))
             .collect();
@@ -345,7 +373,7 @@ impl Builder<'_> {
     /// Keeps the parts of a message's content that no step holds (audio, video, documents,
     /// provider data, ...) and the fields of mapped parts that no step holds (a reasoning
     /// block's signature, an image's detail level), each with its pointer.
-    fn unmapped_parts(&mut self, m: &Value, at: &str, mapped_types: &[&str]) {
+    fn unmapped_parts(&mut self, m: &Node, at: &str, mapped_types: &[&str]) {
         for (k, p) in m["content"].as_array().into_iter().flatten().enumerate() {
             let kind = p["type"].as_str().unwrap_or_default();
             let pointer = format!("{at}/content/{k}");
@@ -373,12 +401,12 @@ impl Builder<'_> {
                     None => "a part without a string `type` is not mapped".to_owned(),
                 };
                 self.part_fields
-                    .push(json!({"pointer": pointer, "reason": reason, "value": p}));
+                    .push(json!({"pointer": pointer, "reason": reason, "value": p.to_value()}));
             }
         }
     }
 
-    fn assistant(&mut self, m: &Value, at: &str) -> Result<(), Problem> {
+    fn assistant(&mut self, m: &Node, at: &str) -> Result<(), Problem> {
         let before = self.content.len();
         let mut reasoning: Vec<String> = Vec::new();
         let mut text: Vec<String> = Vec::new();
@@ -387,7 +415,7 @@ impl Builder<'_> {
         }
         let mut mapped_types = vec!["text"];
         match &m["content"] {
-            Value::String(s) => {
+            Node::String(s) => {
                 let s = self.att.text(s);
                 match split_think(&s) {
                     Some((r, t)) => {
@@ -397,7 +425,7 @@ impl Builder<'_> {
                     None => text.push(s),
                 }
             }
-            Value::Array(parts) => {
+            Node::Array(parts) => {
                 mapped_types.extend(["reasoning", "tool_use"]);
                 for (k, p) in parts.iter().enumerate() {
                     match p["type"].as_str().unwrap_or_default() {
@@ -407,7 +435,7 @@ impl Builder<'_> {
                             }
                         }
                         "reasoning" => {
-                            let readable = if p["redacted"] == true {
+                            let readable = if p["redacted"].as_bool() == Some(true) {
                                 p["summary"].as_str()
                             } else {
                                 p["reasoning"].as_str()
@@ -428,7 +456,7 @@ impl Builder<'_> {
                     }
                 }
             }
-            Value::Null => {}
+            Node::Null => {}
             _ => {
                 return Err(problem(
                     format!("{at}/content"),
@@ -440,12 +468,12 @@ impl Builder<'_> {
         let thought = take_joined(&mut reasoning, "\n\n");
         let mut calls = Vec::new();
         match &m["tool_calls"] {
-            Value::Array(list) => {
+            Node::Array(list) => {
                 for (j, call) in list.iter().enumerate() {
                     calls.push(self.tool_call(call, &format!("{at}/tool_calls/{j}"))?);
                 }
             }
-            Value::Null => {}
+            Node::Null => {}
             _ => {
                 return Err(problem(
                     format!("{at}/tool_calls"),
@@ -469,7 +497,7 @@ impl Builder<'_> {
     }
 
     /// A `ToolCall` as a step: `bash` and `python` with only their code are code actions.
-    fn tool_call(&mut self, call: &Value, at: &str) -> Result<Step, Problem> {
+    fn tool_call(&mut self, call: &Node, at: &str) -> Result<Step, Problem> {
         let Some(name) = call["function"].as_str() else {
             return Err(problem(
                 format!("{at}/function"),
@@ -503,7 +531,7 @@ impl Builder<'_> {
             note.insert("call".into(), json!(at));
             note.insert("id".into(), json!(id));
             if !kind_is_function {
-                note.insert("type".into(), call["type"].clone());
+                note.insert("type".into(), call["type"].to_value());
             }
             note.extend(fields);
             self.call_fields.push(Value::Object(note));
@@ -514,7 +542,7 @@ impl Builder<'_> {
     /// A server-side tool use part (`ContentToolUse`): an api action and its result.
     fn server_tool_use(
         &mut self,
-        p: &Value,
+        p: &Node,
         at: &str,
         description: Option<String>,
         thought: Option<String>,
@@ -530,11 +558,11 @@ impl Builder<'_> {
             ));
         }
         let kwargs = match &p["arguments"] {
-            Value::String(s) => match serde_json::from_str::<Value>(s) {
+            Node::String(s) => match serde_json::from_str::<Value>(s) {
                 Ok(Value::Object(o)) => o,
                 _ => [("arguments".to_owned(), json!(s))].into_iter().collect(),
             },
-            Value::Object(o) => o.clone(),
+            object @ Node::Object(_) => object.to_map(),
             _ => JsonObject::new(),
         };
         let mut step = Step::api(name, kwargs, None).with_tool_call_id(id);
@@ -557,7 +585,7 @@ impl Builder<'_> {
     /// A tool message: the result of an earlier call. A result whose call no earlier
     /// assistant message made (or that answers one answered already) stays an observation
     /// without a link, listed in `unlinked_results`.
-    fn tool_result(&mut self, m: &Value, at: &str) -> Result<(), Problem> {
+    fn tool_result(&mut self, m: &Node, at: &str) -> Result<(), Problem> {
         let id = m["tool_call_id"].as_str().unwrap_or_default();
         let called = self.calls.get(id).cloned();
         let unlinked = match &called {
@@ -583,11 +611,11 @@ impl Builder<'_> {
             .or((!called.is_empty()).then_some(called));
         // `error` ({type, message}); `tool_error` (a string) before Inspect 0.3.50 or so.
         let (kind, message) = match (&m["error"], &m["tool_error"]) {
-            (Value::Object(e), _) => (
-                e.get("type").cloned().unwrap_or(Value::Null),
-                e.get("message").and_then(Value::as_str).unwrap_or_default(),
+            (e @ Node::Object(_), _) => (
+                e.get("type").map_or(Value::Null, Node::to_value),
+                e.get("message").and_then(Node::as_str).unwrap_or_default(),
             ),
-            (_, Value::String(s)) => (json!("unknown"), s.as_str()),
+            (_, Node::String(s)) => (json!("unknown"), s.as_ref()),
             _ => (Value::Null, ""),
         };
         if !kind.is_null() || !message.is_empty() {
@@ -643,7 +671,7 @@ fn kind_of(v: &Value) -> &'static str {
 
 /// The tool specs the model was given (`ToolInfo`: name, description, parameters), from the
 /// sample's model events (and its `sample_init` state), each name once, in order of first use.
-fn tool_specs(sample: &Value, att: &Attachments) -> Vec<Value> {
+fn tool_specs(sample: &Node, att: &Attachments) -> Vec<Value> {
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     for event in sample["events"].as_array().into_iter().flatten() {
@@ -666,7 +694,7 @@ fn tool_specs(sample: &Value, att: &Attachments) -> Vec<Value> {
 /// What is kept of the event log (`details.inspect.events`): how many events of each type, the
 /// first and last timestamps, the model calls' errors, and the limits hit. The events
 /// themselves (every model call's full input, state diffs) are not kept.
-pub fn events_summary(events: &Value) -> Option<Value> {
+pub fn events_summary(events: &Node) -> Option<Value> {
     let events = events.as_array()?;
     let mut by_type = Map::new();
     let mut errors = Vec::new();
@@ -685,19 +713,19 @@ pub fn events_summary(events: &Value) -> Option<Value> {
             "model" if !e["error"].is_null() => errors.push(json!({
                 "event": i,
                 "type": "model",
-                "model": e["model"],
-                "error": e["error"],
+                "model": e["model"].to_value(),
+                "error": e["error"].to_value(),
             })),
             "error" => errors.push(json!({
                 "event": i,
                 "type": "error",
-                "error": e["error"]["message"].as_str().map_or_else(|| e["error"].clone(), |m| json!(m)),
+                "error": e["error"]["message"].as_str().map_or_else(|| e["error"].to_value(), |m| json!(m)),
             })),
             "sample_limit" => limits.push(json!({
                 "event": i,
-                "type": e["type"],
-                "message": e["message"],
-                "limit": e["limit"],
+                "type": e["type"].to_value(),
+                "message": e["message"].to_value(),
+                "limit": e["limit"].to_value(),
             })),
             _ => {}
         }
@@ -725,11 +753,11 @@ pub fn events_summary(events: &Value) -> Option<Value> {
 /// and `N` (no answer) 0; `yes`/`true` 1 and `no`/`false` 0 (any case); a string of digits
 /// (and dots) as its number. Anything else (a list, a dict, other text) has none: Inspect
 /// would warn and count 0, trajkit sets no reward rather than invent one.
-pub fn score_to_float(value: &Value) -> Option<f64> {
+pub fn score_to_float(value: &Node) -> Option<f64> {
     match value {
-        Value::Number(n) => n.as_f64(),
-        Value::Bool(b) => Some(if *b { 1.0 } else { 0.0 }),
-        Value::String(s) => match s.as_str() {
+        Node::Number(n) => n.as_f64(),
+        Node::Bool(b) => Some(if *b { 1.0 } else { 0.0 }),
+        Node::String(s) => match s.as_ref() {
             "C" => Some(1.0),
             "P" => Some(0.5),
             "I" | "N" => Some(0.0),
@@ -751,10 +779,10 @@ pub fn score_to_float(value: &Value) -> Option<f64> {
 
 /// The sample's scores by scorer, in order (`scores`, or the single `score` of logs before
 /// Inspect 0.3.30 or so, under the name `score`).
-pub fn scores(sample: &Value) -> Vec<(String, &Value)> {
+pub fn scores<'s, 'a>(sample: &'s Node<'a>) -> Vec<(String, &'s Node<'a>)> {
     match (&sample["scores"], &sample["score"]) {
-        (Value::Object(s), _) => s.iter().map(|(k, v)| (k.clone(), v)).collect(),
-        (_, score @ Value::Object(_)) => vec![("score".to_owned(), score)],
+        (Node::Object(s), _) => s.iter().map(|(k, v)| (k.as_ref().to_owned(), v)).collect(),
+        (_, score @ Node::Object(_)) => vec![("score".to_owned(), score)],
         _ => Vec::new(),
     }
 }
@@ -762,11 +790,11 @@ pub fn scores(sample: &Value) -> Vec<(String, &Value)> {
 /// `details.reward` (the first scorer's value, when it reads as a number) and
 /// `details.reward_components` (every scorer's value that does, a dict value's entries as
 /// `<scorer>/<key>`).
-pub fn rewards(scores: &[(String, &Value)]) -> (Option<f64>, Map<String, Value>) {
+pub fn rewards(scores: &[(String, &Node)]) -> (Option<f64>, Map<String, Value>) {
     let mut components = Map::new();
     for (name, score) in scores {
         match &score["value"] {
-            Value::Object(parts) => {
+            Node::Object(parts) => {
                 for (k, v) in parts {
                     if let Some(x) = score_to_float(v).and_then(finite) {
                         components.insert(format!("{name}/{k}"), json!(x));
@@ -795,7 +823,7 @@ fn finite(x: f64) -> Option<f64> {
 /// decides (`C`, true, `yes` or 1: success; `I`, `N`, false, `no` or 0: failure; `P` or a
 /// number between 0 and 1: partial success); else a time limit hit is a timeout; else unknown.
 /// `native` holds the first scorer's name and value, and the sample's `error` and `limit`.
-pub fn outcome(sample: &Value, scores: &[(String, &Value)]) -> Value {
+pub fn outcome(sample: &Node, scores: &[(String, &Node)]) -> Value {
     let error = &sample["error"];
     let limit = &sample["limit"];
     let first = scores.first();
@@ -816,13 +844,13 @@ pub fn outcome(sample: &Value, scores: &[(String, &Value)]) -> Value {
     let mut native = Map::new();
     if let Some((name, score)) = first {
         native.insert("scorer".into(), json!(name));
-        native.insert("value".into(), score["value"].clone());
+        native.insert("value".into(), score["value"].to_value());
     }
     if !error.is_null() {
-        native.insert("error".into(), error.clone());
+        native.insert("error".into(), error.to_value());
     }
     if !limit.is_null() {
-        native.insert("limit".into(), limit.clone());
+        native.insert("limit".into(), limit.to_value());
     }
     if native.is_empty() {
         return json!({ "status": status });
@@ -850,7 +878,7 @@ mod tests {
             (json!([1]), None),
             (json!({"a": 1}), None),
         ] {
-            assert_eq!(score_to_float(&v), x, "{v}");
+            assert_eq!(score_to_float(&Node::from_value(&v)), x, "{v}");
         }
     }
 
@@ -867,8 +895,15 @@ mod tests {
     fn ids_name_the_eval_the_sample_and_the_epoch() {
         let sample = json!({"id": 7, "epoch": 2});
         let with = |eval: Value| json!({ "eval": eval });
-        let id =
-            |log: Value| trajectory_id(&log, &sample, "logs/x.eval/samples/7_epoch_2.json").ok();
+        let sample = Node::from_value(&sample);
+        let id = |log: Value| {
+            trajectory_id(
+                &Node::from_value(&log),
+                &sample,
+                "logs/x.eval/samples/7_epoch_2.json",
+            )
+            .ok()
+        };
         assert_eq!(
             id(with(json!({"eval_id": "E", "run_id": "R", "task_id": "T"}))),
             Some("E/7/epoch-2".to_owned())
@@ -878,20 +913,29 @@ mod tests {
             Some("R/T/7/epoch-2".to_owned())
         );
         assert_eq!(id(json!({})), Some("x/7/epoch-2".to_owned()));
-        assert!(trajectory_id(&json!({}), &json!({"epoch": 1}), "f").is_err());
+        let (log, epoch_only) = (json!({}), json!({"epoch": 1}));
+        let (log, epoch_only) = (Node::from_value(&log), Node::from_value(&epoch_only));
+        assert!(trajectory_id(&log, &epoch_only, "f").is_err());
     }
 
     #[test]
     fn outcome_follows_error_then_score_then_limit() {
-        let sample = json!({});
-        let status = |sample: &Value, scores: &[(String, &Value)]| {
-            outcome(sample, scores)["status"]
+        let status = |sample: &Value, scores: &[(String, &Node)]| {
+            outcome(&Node::from_value(sample), scores)["status"]
                 .as_str()
                 .map(str::to_owned)
         };
-        let c = json!({"value": "C"});
-        let p = json!({"value": 0.5});
-        let i = json!({"value": "I"});
+        let sample = json!({});
+        let (c, p, i) = (
+            json!({"value": "C"}),
+            json!({"value": 0.5}),
+            json!({"value": "I"}),
+        );
+        let (c, p, i) = (
+            Node::from_value(&c),
+            Node::from_value(&p),
+            Node::from_value(&i),
+        );
         assert_eq!(
             status(&sample, &[("m".into(), &c)]).as_deref(),
             Some("success")

@@ -261,7 +261,7 @@ fn native_ids(log: &Node, sample: &Node, meta: &Node) -> Map<String, Value> {
 /// summary, attachment references in `input` resolved, the output's message left out when
 /// the messages hold it), and the mapping's notes. Keys are set as a map sets them (a later
 /// one of the same name replaces the earlier in place).
-fn inspect_details<'a>(mut meta: Node<'a>, sample: &Node<'a>, notes: JsonObject) -> Node<'a> {
+fn inspect_details<'a>(mut meta: Node<'a>, sample: &Node<'a>, notes: Entries<'a>) -> Node<'a> {
     let att = sample::Attachments::of(sample);
     let mut out = Node::Object(Entries::new());
     out.insert("log", meta.take("log"));
@@ -282,10 +282,10 @@ fn inspect_details<'a>(mut meta: Node<'a>, sample: &Node<'a>, notes: JsonObject)
         out.insert(k.clone(), value);
     }
     if let Some(summary) = sample::events_summary(&sample["events"]) {
-        out.insert("events", Node::from(summary));
+        out.insert("events", summary);
     }
     for (k, v) in notes {
-        out.insert(k, Node::from(v));
+        out.insert(k, v);
     }
     out
 }

@@ -8,8 +8,8 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{json, Map, Value};
 
 use crate::formats::chat::{call_step, system_step, CodeTool};
-use crate::formats::kit::file_stem;
-use crate::json::{object, Node};
+use crate::formats::kit::{file_stem, node_fields_except};
+use crate::json::{Entries, Node};
 use crate::model::{JsonObject, Source, Step};
 
 /// Inspect's standard shell and Python tools (`bash(cmd)`, `python(code)`): a call whose only
@@ -37,14 +37,15 @@ fn problem(pointer: impl Into<String>, message: impl Into<String>) -> Problem {
 
 /// What a sample becomes: its steps, the tool specs its model calls listed, and what goes to
 /// `details.inspect` besides the sample's own fields.
-pub struct Mapped {
+pub struct Mapped<'a> {
     /// The steps.
     pub content: Vec<Step>,
     /// Tool specs (from the model events), in order of first use.
     pub tools: Vec<Value>,
     /// Notes for `details.inspect`: `message_fields`, `part_fields`, `call_fields`,
-    /// `tool_errors`, `unanswered_calls`, `empty_messages`.
-    pub notes: JsonObject,
+    /// `tool_errors`, `unanswered_calls`, `empty_messages`, built as nodes (they are written,
+    /// never read).
+    pub notes: Entries<'a>,
 }
 
 /// Resolves attachment references (`attachment://<key>`) in strings, from the sample's
@@ -170,34 +171,23 @@ fn split_think(text: &str) -> Option<(String, String)> {
     Some((reasoning.trim().to_owned(), after.trim_start().to_owned()))
 }
 
-/// Keys of `value` other than `mapped`, as an object (empty when none).
-fn extra_fields(value: &Node, mapped: &[&str]) -> Map<String, Value> {
-    value
-        .as_object()
-        .into_iter()
-        .flatten()
-        .filter(|(k, _)| !mapped.contains(&k.as_ref()))
-        .map(|(k, v)| (k.as_ref().to_owned(), v.to_value()))
-        .collect()
-}
-
 /// Builds the steps of one sample.
-struct Builder<'a> {
-    att: Attachments<'a>,
+struct Builder<'s, 'a> {
+    att: Attachments<'s>,
     content: Vec<Step>,
     /// Call id → tool name, for the calls made so far.
     calls: HashMap<String, String>,
     answered: HashSet<String>,
-    message_fields: Vec<Value>,
-    part_fields: Vec<Value>,
-    call_fields: Vec<Value>,
-    tool_errors: Vec<Value>,
-    unlinked_results: Vec<Value>,
-    empty_messages: Vec<Value>,
+    message_fields: Vec<Node<'a>>,
+    part_fields: Vec<Node<'a>>,
+    call_fields: Vec<Node<'a>>,
+    tool_errors: Vec<Node<'a>>,
+    unlinked_results: Vec<Node<'a>>,
+    empty_messages: Vec<Node<'a>>,
 }
 
 /// Maps the messages of `sample` (or, when it has none, its input and output).
-pub fn map(sample: &Node) -> Result<Mapped, Problem> {
+pub fn map<'a>(sample: &Node<'a>) -> Result<Mapped<'a>, Problem> {
     let mut b = Builder {
         att: Attachments::of(sample),
         content: Vec::new(),
@@ -244,11 +234,12 @@ pub fn map(sample: &Node) -> Result<Mapped, Problem> {
         }
         _ => return Err(problem("/messages", "messages must be a list")),
     }
-    let mut notes = JsonObject::new();
+    let tools = tool_specs(sample, &b.att);
+    let mut notes = Entries::new();
     let unanswered = b.unlink_unanswered();
-    let mut note = |key: &str, items: Vec<Value>| {
+    let mut note = |key: &'static str, items: Vec<Node<'a>>| {
         if !items.is_empty() {
-            notes.insert(key.to_owned(), Value::Array(items));
+            notes.push((key.into(), Node::Array(items)));
         }
     };
     note("message_fields", b.message_fields);
@@ -259,17 +250,35 @@ pub fn map(sample: &Node) -> Result<Mapped, Problem> {
     note("unlinked_results", b.unlinked_results);
     note("empty_messages", b.empty_messages);
     if from_input {
-        notes.insert("steps_from".into(), json!("input and output"));
+        notes.push(("steps_from".into(), Node::from("input and output")));
     }
     Ok(Mapped {
         content: b.content,
-        tools: tool_specs(sample, &Attachments::of(sample)),
+        tools,
         notes,
     })
 }
 
-impl Builder<'_> {
-    fn message(&mut self, m: &Node, at: &str) -> Result<(), Problem> {
+/// A note of `fields` (an object's unmapped entries) after `head`, each set as a map sets it
+/// (a field named as a head key replaces it in place).
+fn note<'a>(head: Entries<'a>, fields: Entries<'a>) -> Node<'a> {
+    let mut note = Node::Object(head);
+    for (k, v) in fields {
+        note.insert(k, v);
+    }
+    note
+}
+
+/// A string node, shared with `v` (the empty string when `v` is none).
+fn string_node<'a>(v: &Node<'a>) -> Node<'a> {
+    match v {
+        Node::String(s) => Node::String(s.clone()),
+        _ => Node::from(""),
+    }
+}
+
+impl<'a> Builder<'_, 'a> {
+    fn message(&mut self, m: &Node<'a>, at: &str) -> Result<(), Problem> {
         let role = m["role"].as_str().unwrap_or_default();
         let mapped: &[&str] = match role {
             "system" | "user" => &["role", "content"],
@@ -309,15 +318,13 @@ impl Builder<'_> {
             "assistant" => self.assistant(m, at)?,
             _ => self.tool_result(m, at)?,
         }
-        let fields = extra_fields(m, mapped);
+        let fields = node_fields_except(m, mapped);
         if !fields.is_empty() {
-            let mut note = Map::new();
-            note.insert("message".into(), json!(at));
+            let mut head: Entries = vec![("message".into(), Node::from(at.to_owned()))];
             if self.content.len() > first_step {
-                note.insert("step".into(), json!(first_step));
+                head.push(("step".into(), Node::from(first_step as u64)));
             }
-            note.extend(fields);
-            self.message_fields.push(Value::Object(note));
+            self.message_fields.push(note(head, fields));
         }
         Ok(())
     }
@@ -326,7 +333,7 @@ impl Builder<'_> {
     /// one carries `link` (a tool result's call id).
     fn observation(
         &mut self,
-        m: &Node,
+        m: &Node<'a>,
         at: &str,
         source: Source,
         name: Option<String>,
@@ -373,7 +380,7 @@ impl Builder<'_> {
     /// Keeps the parts of a message's content that no step holds (audio, video, documents,
     /// provider data, ...) and the fields of mapped parts that no step holds (a reasoning
     /// block's signature, an image's detail level), each with its pointer.
-    fn unmapped_parts(&mut self, m: &Node, at: &str, mapped_types: &[&str]) {
+    fn unmapped_parts(&mut self, m: &Node<'a>, at: &str, mapped_types: &[&str]) {
         for (k, p) in m["content"].as_array().into_iter().flatten().enumerate() {
             let kind = p["type"].as_str().unwrap_or_default();
             let pointer = format!("{at}/content/{k}");
@@ -385,11 +392,11 @@ impl Builder<'_> {
                     "tool_use" => &["type", "id", "name", "arguments", "result", "error"],
                     _ => &["type"],
                 };
-                let fields = extra_fields(p, own);
+                let fields = node_fields_except(p, own);
                 if !fields.is_empty() {
-                    self.part_fields.push(object([
-                        ("pointer", pointer.into()),
-                        ("fields", fields.into()),
+                    self.part_fields.push(Node::object([
+                        ("pointer", Node::from(pointer)),
+                        ("fields", Node::Object(fields)),
                     ]));
                 }
             } else {
@@ -400,13 +407,16 @@ impl Builder<'_> {
                     ),
                     None => "a part without a string `type` is not mapped".to_owned(),
                 };
-                self.part_fields
-                    .push(json!({"pointer": pointer, "reason": reason, "value": p.to_value()}));
+                self.part_fields.push(Node::object([
+                    ("pointer", Node::from(pointer)),
+                    ("reason", Node::from(reason)),
+                    ("value", p.clone()),
+                ]));
             }
         }
     }
 
-    fn assistant(&mut self, m: &Node, at: &str) -> Result<(), Problem> {
+    fn assistant(&mut self, m: &Node<'a>, at: &str) -> Result<(), Problem> {
         let before = self.content.len();
         let mut reasoning: Vec<String> = Vec::new();
         let mut text: Vec<String> = Vec::new();
@@ -489,7 +499,7 @@ impl Builder<'_> {
             self.content.push(step);
         } else if self.content.len() == before {
             // Nothing to say and nothing to call (an empty generation): no step.
-            self.empty_messages.push(json!(at));
+            self.empty_messages.push(Node::from(at.to_owned()));
         }
         self.content.extend(calls);
         self.unmapped_parts(m, at, &mapped_types);
@@ -497,7 +507,7 @@ impl Builder<'_> {
     }
 
     /// A `ToolCall` as a step: `bash` and `python` with only their code are code actions.
-    fn tool_call(&mut self, call: &Node, at: &str) -> Result<Step, Problem> {
+    fn tool_call(&mut self, call: &Node<'a>, at: &str) -> Result<Step, Problem> {
         let Some(name) = call["function"].as_str() else {
             return Err(problem(
                 format!("{at}/function"),
@@ -524,17 +534,17 @@ impl Builder<'_> {
             ));
         }
         let step = call_step(name, kwargs, CODE_TOOLS).with_tool_call_id(id);
-        let fields = extra_fields(call, &["id", "function", "arguments", "type"]);
+        let fields = node_fields_except(call, &["id", "function", "arguments", "type"]);
         let kind_is_function = matches!(call["type"].as_str(), None | Some("function"));
         if !fields.is_empty() || !kind_is_function {
-            let mut note = Map::new();
-            note.insert("call".into(), json!(at));
-            note.insert("id".into(), json!(id));
+            let mut head: Entries = vec![
+                ("call".into(), Node::from(at.to_owned())),
+                ("id".into(), string_node(&call["id"])),
+            ];
             if !kind_is_function {
-                note.insert("type".into(), call["type"].to_value());
+                head.push(("type".into(), call["type"].clone()));
             }
-            note.extend(fields);
-            self.call_fields.push(Value::Object(note));
+            self.call_fields.push(note(head, fields));
         }
         Ok(step)
     }
@@ -585,7 +595,7 @@ impl Builder<'_> {
     /// A tool message: the result of an earlier call. A result whose call no earlier
     /// assistant message made (or that answers one answered already) stays an observation
     /// without a link, listed in `unlinked_results`.
-    fn tool_result(&mut self, m: &Node, at: &str) -> Result<(), Problem> {
+    fn tool_result(&mut self, m: &Node<'a>, at: &str) -> Result<(), Problem> {
         let id = m["tool_call_id"].as_str().unwrap_or_default();
         let called = self.calls.get(id).cloned();
         let unlinked = match &called {
@@ -595,12 +605,12 @@ impl Builder<'_> {
             Some(_) => None,
         };
         if let Some(reason) = unlinked {
-            self.unlinked_results.push(json!({
-                "step": self.content.len(),
-                "id": id,
-                "pointer": format!("{at}/tool_call_id"),
-                "reason": reason,
-            }));
+            self.unlinked_results.push(Node::object([
+                ("step", Node::from(self.content.len() as u64)),
+                ("id", string_node(&m["tool_call_id"])),
+                ("pointer", Node::from(format!("{at}/tool_call_id"))),
+                ("reason", Node::from(reason)),
+            ]));
         } else {
             self.answered.insert(id.to_owned());
         }
@@ -611,29 +621,28 @@ impl Builder<'_> {
             .or((!called.is_empty()).then_some(called));
         // `error` ({type, message}); `tool_error` (a string) before Inspect 0.3.50 or so.
         let (kind, message) = match (&m["error"], &m["tool_error"]) {
-            (e @ Node::Object(_), _) => (
-                e.get("type").map_or(Value::Null, Node::to_value),
-                e.get("message").and_then(Node::as_str).unwrap_or_default(),
-            ),
-            (_, Node::String(s)) => (json!("unknown"), s.as_ref()),
-            _ => (Value::Null, ""),
+            (e @ Node::Object(_), _) => (e["type"].clone(), string_node(&e["message"])),
+            (_, text @ Node::String(_)) => (Node::from("unknown"), text.clone()),
+            _ => (Node::Null, Node::from("")),
         };
-        if !kind.is_null() || !message.is_empty() {
-            self.tool_errors.push(json!({
-                "step": self.content.len(),
-                "id": id,
-                "type": kind,
-                "message": message,
-            }));
+        let message_text = message.as_str().unwrap_or_default();
+        if !kind.is_null() || !message_text.is_empty() {
+            self.tool_errors.push(Node::object([
+                ("step", Node::from(self.content.len() as u64)),
+                ("id", string_node(&m["tool_call_id"])),
+                ("type", kind),
+                ("message", message.clone()),
+            ]));
         }
         let link = unlinked.is_none().then_some(id);
-        self.observation(m, at, Source::Environment, name, link, message);
+        let message_text = message.as_str().unwrap_or_default();
+        self.observation(m, at, Source::Environment, name, link, message_text);
         Ok(())
     }
 
     /// Removes the link id of every call no result answers, listing them as
     /// `{"step", "id"}`.
-    fn unlink_unanswered(&mut self) -> Vec<Value> {
+    fn unlink_unanswered(&mut self) -> Vec<Node<'a>> {
         let mut out = Vec::new();
         for (i, step) in self.content.iter_mut().enumerate() {
             if !step.is_tool_action() {
@@ -641,7 +650,10 @@ impl Builder<'_> {
             }
             let slot = step.tool_call_id_mut();
             if let Some(id) = slot.take_if(|id| !self.answered.contains(id.as_str())) {
-                out.push(json!({"step": i, "id": id}));
+                out.push(Node::object([
+                    ("step", Node::from(i as u64)),
+                    ("id", Node::from(id)),
+                ]));
             }
         }
         out
@@ -694,58 +706,74 @@ fn tool_specs(sample: &Node, att: &Attachments) -> Vec<Value> {
 /// What is kept of the event log (`details.inspect.events`): how many events of each type, the
 /// first and last timestamps, the model calls' errors, and the limits hit. The events
 /// themselves (every model call's full input, state diffs) are not kept.
-pub fn events_summary(events: &Node) -> Option<Value> {
+pub fn events_summary<'a>(events: &Node<'a>) -> Option<Node<'a>> {
     let events = events.as_array()?;
-    let mut by_type = Map::new();
+    let mut by_type: Vec<(&str, u64)> = Vec::new();
     let mut errors = Vec::new();
     let mut limits = Vec::new();
-    let mut first: Option<&str> = None;
-    let mut last: Option<&str> = None;
+    let mut first: Option<&Node<'a>> = None;
+    let mut last: Option<&Node<'a>> = None;
     for (i, e) in events.iter().enumerate() {
         let kind = e["event"].as_str().unwrap_or("unknown");
-        let n = by_type.get(kind).and_then(Value::as_u64).unwrap_or(0);
-        by_type.insert(kind.to_owned(), json!(n + 1));
-        if let Some(t) = e["timestamp"].as_str() {
-            first.get_or_insert(t);
-            last = Some(t);
+        match by_type.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, n)) => *n += 1,
+            None => by_type.push((kind, 1)),
         }
+        let timestamp = &e["timestamp"];
+        if timestamp.as_str().is_some() {
+            first.get_or_insert(timestamp);
+            last = Some(timestamp);
+        }
+        let event = ("event", Node::from(i as u64));
         match kind {
-            "model" if !e["error"].is_null() => errors.push(json!({
-                "event": i,
-                "type": "model",
-                "model": e["model"].to_value(),
-                "error": e["error"].to_value(),
-            })),
-            "error" => errors.push(json!({
-                "event": i,
-                "type": "error",
-                "error": e["error"]["message"].as_str().map_or_else(|| e["error"].to_value(), |m| json!(m)),
-            })),
-            "sample_limit" => limits.push(json!({
-                "event": i,
-                "type": e["type"].to_value(),
-                "message": e["message"].to_value(),
-                "limit": e["limit"].to_value(),
-            })),
+            "model" if !e["error"].is_null() => errors.push(Node::object([
+                event,
+                ("type", Node::from("model")),
+                ("model", e["model"].clone()),
+                ("error", e["error"].clone()),
+            ])),
+            "error" => {
+                let message = &e["error"]["message"];
+                let error = match message.as_str() {
+                    Some(_) => message,
+                    None => &e["error"],
+                };
+                errors.push(Node::object([
+                    event,
+                    ("type", Node::from("error")),
+                    ("error", error.clone()),
+                ]));
+            }
+            "sample_limit" => limits.push(Node::object([
+                event,
+                ("type", e["type"].clone()),
+                ("message", e["message"].clone()),
+                ("limit", e["limit"].clone()),
+            ])),
             _ => {}
         }
     }
-    let mut summary = Map::new();
-    summary.insert("count".into(), json!(events.len()));
-    summary.insert("by_type".into(), Value::Object(by_type));
+    let by_type = by_type
+        .into_iter()
+        .map(|(k, n)| (k.to_owned().into(), Node::from(n)))
+        .collect();
+    let mut summary: Entries<'a> = vec![
+        ("count".into(), Node::from(events.len() as u64)),
+        ("by_type".into(), Node::Object(by_type)),
+    ];
     if let Some(t) = first {
-        summary.insert("first_timestamp".into(), json!(t));
+        summary.push(("first_timestamp".into(), t.clone()));
     }
     if let Some(t) = last {
-        summary.insert("last_timestamp".into(), json!(t));
+        summary.push(("last_timestamp".into(), t.clone()));
     }
     if !errors.is_empty() {
-        summary.insert("errors".into(), Value::Array(errors));
+        summary.push(("errors".into(), Node::Array(errors)));
     }
     if !limits.is_empty() {
-        summary.insert("limits".into(), Value::Array(limits));
+        summary.push(("limits".into(), Node::Array(limits)));
     }
-    Some(Value::Object(summary))
+    Some(Node::Object(summary))
 }
 
 /// A score value as a number, as Inspect's default `value_to_float` reads it: numbers and

@@ -308,3 +308,28 @@ fn output_without_messages<'a>(output: &Node<'a>, messages: &Node) -> Node<'a> {
     }
     output
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The output's message is left out when the conversation holds it, whatever the order of
+    /// its keys (as `Value`s compare), and kept when it differs.
+    #[test]
+    fn the_output_leaves_out_the_messages_the_conversation_holds() {
+        let messages = json!([{"role": "assistant", "content": "done", "id": "m1"}]);
+        let output = json!({"model": "x", "choices": [
+            {"message": {"id": "m1", "content": "done", "role": "assistant"}, "stop_reason": "stop"},
+            {"stop_reason": "stop", "message": {"role": "assistant", "content": "other"}},
+        ]});
+        let kept =
+            output_without_messages(&Node::from_value(&output), &Node::from_value(&messages));
+        assert_eq!(
+            kept.to_value(),
+            json!({"model": "x", "choices": [
+                {"stop_reason": "stop"},
+                {"stop_reason": "stop", "message": {"role": "assistant", "content": "other"}},
+            ]})
+        );
+    }
+}

@@ -16,6 +16,7 @@
 //! A token trains when it overlaps a trained span ([`super::tokenize::mask`]).
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use minijinja::value::Serde;
 use minijinja::Value;
@@ -44,8 +45,8 @@ choice!(
 pub struct Training {
     /// The chat template.
     pub template: ChatTemplate,
-    /// The tokenizer.
-    pub tokenizer: TokenizerFile,
+    /// The tokenizer (shared with the other exports of a run that load the same file).
+    pub tokenizer: Arc<TokenizerFile>,
     /// Which turns train.
     pub train_on: TrainOn,
     /// Thoughts train with their turn.

@@ -10,8 +10,9 @@
 //! offsets spare the tokenizer a byte-to-character map of every text (a fifth of its time).
 
 use std::ops::Range;
+use std::path::PathBuf;
 use std::str::FromStr;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use super::bpe::{ByteLevelBpe, Cache};
 
@@ -43,13 +44,29 @@ pub struct Tokens {
 }
 
 impl TokenizerFile {
-    /// Loads `path`; the error names the file.
-    pub fn load(path: &str) -> Result<Self, String> {
+    /// Loads `path`, once per process: the exports of a run that name the same file share one
+    /// tokenizer, so a large one is read once and its caches serve them all. The error names
+    /// the file.
+    pub fn load(path: &str) -> Result<Arc<Self>, String> {
+        /// The tokenizers loaded and still in use, by canonical path.
+        static LOADED: Mutex<Vec<(PathBuf, Weak<TokenizerFile>)>> = Mutex::new(Vec::new());
         let bad = |e: &dyn std::fmt::Display| {
             format!("--tokenizer {path}: not a tokenizer.json that loads: {e}")
         };
-        let text = std::fs::read_to_string(path).map_err(|e| bad(&e))?;
-        Self::from_json(&text).map_err(|e| bad(&e))
+        let key = std::fs::canonicalize(path).map_err(|e| bad(&e))?;
+        let mut loaded = LOADED.lock().unwrap_or_else(PoisonError::into_inner);
+        loaded.retain(|(_, t)| t.strong_count() > 0);
+        if let Some(t) = loaded
+            .iter()
+            .find(|(p, _)| *p == key)
+            .and_then(|(_, t)| t.upgrade())
+        {
+            return Ok(t);
+        }
+        let text = std::fs::read_to_string(&key).map_err(|e| bad(&e))?;
+        let t = Arc::new(Self::from_json(&text).map_err(|e| bad(&e))?);
+        loaded.push((key, Arc::downgrade(&t)));
+        Ok(t)
     }
 
     /// The tokenizer of a `tokenizer.json`'s text.
@@ -131,6 +148,18 @@ pub fn mask(offsets: &[(usize, usize)], spans: &[Range<usize>]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_is_loaded_once_while_in_use() {
+        let path = "tests/fixtures/templates/words.tokenizer.json";
+        let a = TokenizerFile::load(path).expect("loads");
+        let b = TokenizerFile::load("tests/fixtures/../fixtures/templates/words.tokenizer.json")
+            .expect("loads");
+        assert!(Arc::ptr_eq(&a, &b), "the same file, however named");
+        let missing = TokenizerFile::load("tests/fixtures/templates/none.json").err();
+        assert!(missing
+            .is_some_and(|e| e.starts_with("--tokenizer tests/fixtures/templates/none.json:")));
+    }
 
     #[test]
     fn tokens_overlapping_a_span_are_masked() {

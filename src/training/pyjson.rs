@@ -2,6 +2,7 @@
 //! of transformers' template environment calls, with its `ensure_ascii`, `indent`,
 //! `separators` and `sort_keys` arguments) and `repr` of floats, `True`/`False`/`None`.
 
+use std::borrow::Cow;
 use std::fmt::Write;
 
 use minijinja::value::{Kwargs, ValueKind};
@@ -95,11 +96,19 @@ pub fn dumps(
         ValueKind::Number => number(value, out, true),
         ValueKind::String => string(value.as_str().unwrap_or_default(), opts.ensure_ascii, out),
         ValueKind::Map => {
-            let mut pairs: Vec<(String, Value)> = Vec::new();
-            for key in value.try_iter()? {
-                let item = value.get_item(&key)?;
-                pairs.push((key_text(&key)?, item));
-            }
+            // A map object gives its entries in order without a lookup per key.
+            let entries: Vec<(Value, Value)> =
+                match value.as_object().and_then(|o| o.try_iter_pairs()) {
+                    Some(pairs) => pairs.collect(),
+                    None => value
+                        .try_iter()?
+                        .map(|key| value.get_item(&key).map(|item| (key, item)))
+                        .collect::<Result<_, _>>()?,
+                };
+            let mut pairs = entries
+                .iter()
+                .map(|(k, v)| Ok((key_text(k)?, v)))
+                .collect::<Result<Vec<_>, Error>>()?;
             if opts.sort_keys {
                 pairs.sort_by(|a, b| a.0.cmp(&b.0));
             }
@@ -163,15 +172,15 @@ fn container(
 
 /// A map key as `json.dumps` writes it: strings as they are, numbers, booleans and None as
 /// their JSON text.
-fn key_text(key: &Value) -> Result<String, Error> {
+fn key_text(key: &Value) -> Result<Cow<'_, str>, Error> {
     Ok(match key.kind() {
-        ValueKind::String => key.as_str().unwrap_or_default().to_owned(),
+        ValueKind::String => Cow::Borrowed(key.as_str().unwrap_or_default()),
         ValueKind::None => "null".into(),
         ValueKind::Bool => if key.is_true() { "true" } else { "false" }.into(),
         ValueKind::Number => {
             let mut s = String::new();
             number(key, &mut s, true);
-            s
+            s.into()
         }
         _ => {
             return Err(invalid(
@@ -255,25 +264,44 @@ pub fn float_repr(f: f64, json: bool, out: &mut String) {
 /// (surrogate pairs beyond the basic plane).
 fn string(s: &str, ensure_ascii: bool, out: &mut String) {
     out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 || (ensure_ascii && (c as u32) > 0x7e) => {
-                let mut units = [0u16; 2];
-                for u in c.encode_utf16(&mut units) {
-                    let _ = write!(out, "\\u{u:04x}");
-                }
+    if !ensure_ascii {
+        // Only `"`, `\\` and control characters are escaped: the runs between them are copied
+        // whole (no byte of a multi-byte character is one of those).
+        let mut run = 0;
+        for (i, b) in s.bytes().enumerate() {
+            if b == b'"' || b == b'\\' || b < 0x20 {
+                out.push_str(&s[run..i]);
+                escape(char::from(b), false, out);
+                run = i + 1;
             }
-            c => out.push(c),
+        }
+        out.push_str(&s[run..]);
+    } else {
+        for c in s.chars() {
+            escape(c, true, out);
         }
     }
     out.push('"');
+}
+
+/// `c` as `json.dumps` writes it inside a string.
+fn escape(c: char, ensure_ascii: bool, out: &mut String) {
+    match c {
+        '"' => out.push_str("\\\""),
+        '\\' => out.push_str("\\\\"),
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        '\u{8}' => out.push_str("\\b"),
+        '\u{c}' => out.push_str("\\f"),
+        c if (c as u32) < 0x20 || (ensure_ascii && (c as u32) > 0x7e) => {
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                let _ = write!(out, "\\u{u:04x}");
+            }
+        }
+        c => out.push(c),
+    }
 }
 
 /// How Python prints a value in `{{ … }}`, where it differs from minijinja: `True`, `False`,
@@ -327,6 +355,23 @@ mod tests {
         let mut s = String::new();
         dumps(&Value::from(Serde(&v)), opts, 0, &mut s).expect("dumps");
         s
+    }
+
+    #[test]
+    fn strings_are_escaped_as_json_dumps_escapes_them() {
+        // Without ensure_ascii, json.dumps escapes what serde_json escapes, the same way.
+        for text in [
+            "",
+            "plain",
+            "a\"b\\c",
+            "\n\r\t\u{8}\u{c}\u{1}\u{1f}\u{7f}",
+            "é中😀 mixed \"quoted\" \u{0}end",
+        ] {
+            let mut ours = String::new();
+            string(text, false, &mut ours);
+            let serde = serde_json::to_string(text).expect("a string serializes");
+            assert_eq!(ours, serde, "{text:?}");
+        }
     }
 
     #[test]

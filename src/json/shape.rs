@@ -192,8 +192,8 @@ pub fn any_object_fields<'a>(bytes: &'a [u8], names: &[String]) -> Option<Entrie
 /// Whether `bytes` are one JSON value that [`Shapes::any`] would parse, read without building
 /// it: `Some(true)` for an object, `Some(false)` for another value, `None` when the parse
 /// would refuse it (not UTF-8 JSON, a duplicate key, an integer past 64 bits) or this reader
-/// leaves it to `serde_json` (its module docs say when). Checking JSON lines this way costs about half
-/// of what `serde_json` takes; callers ask `serde_json` only when it says `None`.
+/// leaves it to `serde_json` (its module docs say when). Checking JSON lines this way costs
+/// about half of what `serde_json` takes; callers ask `serde_json` only when it says `None`.
 pub fn skim(bytes: &[u8]) -> Option<bool> {
     let text = std::str::from_utf8(bytes).ok()?;
     let mut r = Reader::new(text);

@@ -410,13 +410,13 @@ impl LogRecords {
     }
 
     fn open_json(path: &str, max_bytes: usize) -> io::Result<LogRecords> {
-        // Standard input is read once: it is kept in memory for the second pass.
+        // Standard input, and a small log, are read once: kept in memory for the second pass.
         let memory: Option<Arc<Vec<u8>>> = if path == "-" {
             let mut all = Vec::new();
             open::open(path)?.read_to_end(&mut all)?;
             Some(Arc::new(all))
         } else {
-            None
+            read_small(path)?.map(Arc::new)
         };
         let reopen = || -> io::Result<Box<dyn BufRead + Send>> {
             match &memory {
@@ -604,6 +604,21 @@ impl LogRecords {
         self.index += 1;
         Some(record)
     }
+}
+
+/// Most bytes of a `.json` log read into memory at once rather than twice from its file.
+const SMALL_LOG: u64 = 8 << 20;
+
+/// The (decompressed) bytes of the log at `path` when they are at most [`SMALL_LOG`].
+fn read_small(path: &str) -> io::Result<Option<Vec<u8>>> {
+    if std::fs::metadata(path)?.len() > SMALL_LOG {
+        return Ok(None);
+    }
+    let mut all = Vec::new();
+    open::open(path)?
+        .take(SMALL_LOG + 1)
+        .read_to_end(&mut all)?;
+    Ok((all.len() as u64 <= SMALL_LOG).then_some(all))
 }
 
 /// `Arc<Vec<u8>>` as bytes for a cursor.

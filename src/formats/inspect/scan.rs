@@ -90,7 +90,10 @@ const LIMITS_STEP: usize = 64 << 10;
 struct Scanner {
     out: Outline,
     offset: u64,
+    /// The line at byte `counted` of the current chunk: newlines are counted in bulk, up to
+    /// where a line is needed and at the end of each chunk, not byte by byte.
     line: u64,
+    counted: usize,
     /// Open brackets.
     stack: Vec<u8>,
     in_string: bool,
@@ -115,6 +118,7 @@ pub fn scan(reader: &mut dyn BufRead, limits: Option<&Limits<'_>>) -> io::Result
         out: Outline::default(),
         offset: 0,
         line: 1,
+        counted: 0,
         stack: Vec::new(),
         in_string: false,
         escape: false,
@@ -146,6 +150,12 @@ pub fn scan(reader: &mut dyn BufRead, limits: Option<&Limits<'_>>) -> io::Result
         let chunk = &chunk[..n];
         let mut i = 0;
         while i < n {
+            if s.stack.len() > 2 && s.capture.is_none() {
+                i = s.skim(chunk, i);
+                if i == n {
+                    break;
+                }
+            }
             if s.in_string {
                 i = s.string_bytes(chunk, i);
                 continue;
@@ -165,7 +175,8 @@ pub fn scan(reader: &mut dyn BufRead, limits: Option<&Limits<'_>>) -> io::Result
                 }
                 s.out.is_object = true;
             }
-            if let Err(message) = s.byte(b) {
+            if let Err(message) = s.byte(b, chunk, i) {
+                s.sync_line(chunk, i);
                 s.out.stop = Some(Stop::Syntax {
                     line: s.line,
                     message,
@@ -175,6 +186,8 @@ pub fn scan(reader: &mut dyn BufRead, limits: Option<&Limits<'_>>) -> io::Result
             }
             i += 1;
         }
+        s.sync_line(chunk, n);
+        s.counted = 0;
         reader.consume(n);
         if let Some(l) = limits {
             if s.offset >= l.budget || (l.done)(&s.out) {
@@ -201,11 +214,16 @@ pub fn scan(reader: &mut dyn BufRead, limits: Option<&Limits<'_>>) -> io::Result
 }
 
 impl Scanner {
-    /// Moves past byte `b` (counting lines, capturing).
-    fn advance(&mut self, b: u8) {
-        if b == b'\n' {
-            self.line += 1;
+    /// Counts the lines of `chunk` up to byte `i`.
+    fn sync_line(&mut self, chunk: &[u8], i: usize) {
+        if let Some(skipped) = chunk.get(self.counted..i) {
+            self.line += memchr::memchr_iter(b'\n', skipped).count() as u64;
+            self.counted = i;
         }
+    }
+
+    /// Moves past byte `b` (capturing).
+    fn advance(&mut self, b: u8) {
         if let Some(c) = self.capture.as_mut() {
             c.push(b);
         }
@@ -213,6 +231,41 @@ impl Scanner {
             k.push(b);
         }
         self.offset += 1;
+    }
+
+    /// Bytes from `i` deep inside a value (below the elements of `samples`, outside captured
+    /// values), where only strings and brackets matter: skipped in one tight loop, up to the end
+    /// of `chunk` or the first byte the general path must see (a bracket that does not match,
+    /// or one that closes the value at depth 2). Returns the index it stopped at.
+    fn skim(&mut self, chunk: &[u8], mut i: usize) -> usize {
+        let start = i;
+        while let Some(&b) = chunk.get(i) {
+            if self.in_string {
+                if self.escape {
+                    self.escape = false;
+                } else if b == b'\\' {
+                    self.escape = true;
+                } else if b == b'"' {
+                    self.in_string = false;
+                }
+            } else {
+                match b {
+                    b'"' => self.in_string = true,
+                    b'{' | b'[' => self.stack.push(b),
+                    b'}' | b']' => {
+                        let open = if b == b'}' { b'{' } else { b'[' };
+                        if self.stack.len() <= 3 || self.stack.last() != Some(&open) {
+                            break;
+                        }
+                        self.stack.pop();
+                    }
+                    _ => {}
+                }
+            }
+            i += 1;
+        }
+        self.offset += (i - start) as u64;
+        i
     }
 
     /// Bytes inside a string from `i`: up to the next quote or backslash at once. Returns the
@@ -226,7 +279,6 @@ impl Scanner {
         let rest = &chunk[i..];
         let stop = memchr::memchr2(b'"', b'\\', rest).unwrap_or(rest.len());
         let plain = &rest[..stop];
-        self.line += memchr::memchr_iter(b'\n', plain).count() as u64;
         if let Some(c) = self.capture.as_mut() {
             c.extend_from_slice(plain);
         }
@@ -254,8 +306,8 @@ impl Scanner {
         i + stop + 1
     }
 
-    /// One byte outside strings.
-    fn byte(&mut self, b: u8) -> Result<(), String> {
+    /// One byte outside strings, byte `i` of `chunk`.
+    fn byte(&mut self, b: u8, chunk: &[u8], i: usize) -> Result<(), String> {
         if self.closed {
             if b.is_ascii_whitespace() {
                 self.advance(b);
@@ -274,6 +326,7 @@ impl Scanner {
             && !self.expect_key
             && !matches!(b, b':' | b',' | b'}')
         {
+            self.sync_line(chunk, i);
             self.value = Some((self.offset, self.line));
             if self
                 .current_key
@@ -287,6 +340,7 @@ impl Scanner {
             }
         }
         if depth == 2 && self.in_samples && self.element.is_none() && !matches!(b, b',' | b']') {
+            self.sync_line(chunk, i);
             self.element = Some((self.offset, self.line));
         }
         match b {
@@ -406,6 +460,20 @@ mod tests {
                 sample: Some(span),
             }) => assert_eq!(span.line, 3),
             other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn any_buffer_size_finds_the_same_outline() {
+        let text = "{\"version\": 2,\n\"samples\": [\n{\"m\": [{\"a\": \"x\\\"]}\\\\\"},\n [[1], {\"b\": []}]]},\n{\"m\": {\"c\": [\n{\"d\": 1]}}},\n{}]}";
+        let whole = outline(text);
+        assert_eq!(whole.samples.len(), 1);
+        assert!(matches!(whole.stop, Some(Stop::Syntax { line: 6, .. })));
+        for size in 1..8 {
+            let mut reader = io::BufReader::with_capacity(size, text.as_bytes());
+            let o = scan(&mut reader, None).expect("in memory");
+            assert_eq!(o.samples, whole.samples, "buffer of {size}");
+            assert_eq!(o.stop, whole.stop, "buffer of {size}");
         }
     }
 

@@ -860,6 +860,7 @@ fn read_span(
         )?;
         return Ok((bytes, false));
     }
+    bytes.reserve_exact(len as usize);
     (&mut *reader).take(len).read_to_end(&mut bytes)?;
     while bytes.last().is_some_and(u8::is_ascii_whitespace) {
         bytes.pop();

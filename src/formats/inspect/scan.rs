@@ -239,18 +239,23 @@ impl Scanner {
     /// or one that closes the value at depth 2). Returns the index it stopped at.
     fn skim(&mut self, chunk: &[u8], mut i: usize) -> usize {
         let start = i;
+        let (mut in_string, mut escape) = (self.in_string, self.escape);
         while let Some(&b) = chunk.get(i) {
-            if self.in_string {
-                if self.escape {
-                    self.escape = false;
-                } else if b == b'\\' {
-                    self.escape = true;
-                } else if b == b'"' {
-                    self.in_string = false;
+            if in_string {
+                if escape {
+                    escape = false;
+                } else if let Some(stop) = chunk[i..].iter().position(|&c| c == b'"' || c == b'\\')
+                {
+                    i += stop;
+                    in_string = chunk[i] != b'"';
+                    escape = in_string;
+                } else {
+                    i = chunk.len();
+                    break;
                 }
             } else {
                 match b {
-                    b'"' => self.in_string = true,
+                    b'"' => in_string = true,
                     b'{' | b'[' => self.stack.push(b),
                     b'}' | b']' => {
                         let open = if b == b'}' { b'{' } else { b'[' };
@@ -264,6 +269,7 @@ impl Scanner {
             }
             i += 1;
         }
+        (self.in_string, self.escape) = (in_string, escape);
         self.offset += (i - start) as u64;
         i
     }

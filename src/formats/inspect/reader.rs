@@ -215,7 +215,7 @@ enum Source {
         samples: Vec<LocalEntry>,
         size: u64,
     },
-    /// A `.json` log, read a second time for its samples.
+    /// A `.json` log, read a second time for its samples (from memory when it is small).
     Json {
         reader: Box<dyn BufRead + Send>,
         position: u64,

@@ -2,7 +2,7 @@
 //! top-level keys, the values of the few header keys a trajectory needs (captured whole), and
 //! where each element of `samples` starts and ends (offset and line). The log is then read a
 //! second time, one sample at a time ([`super::reader`]), so memory holds one sample, not the
-//! log (Inspect's `.json` logs run to gigabytes).
+//! log (Inspect's `.json` logs run to gigabytes; one of a few MiB is kept in memory instead).
 //!
 //! The scan follows strings (and their escapes) and brackets only; it does not check the JSON
 //! grammar, which the parse of each sample does. It stops at the first bracket that does not

@@ -10,11 +10,11 @@
 //! or `<id>#<n>`), until the output reaches BYTES (default 1 GiB). The output is deterministic.
 //!
 //! With `sessions`, each file of `SHAPES_DIR` is one agent session (Codex, Claude Code or
-//! Gemini CLI JSON lines; a Gemini CLI, mini-swe-agent, Inspect AI or ATIF document), and
-//! `OUT_DIR` gets files `session-<n><extension>` of about 1 MB until BYTES. A JSON-lines
-//! session keeps its first line and repeats the others; a document keeps the first and last
-//! items of its `messages`, `samples` or `steps` and repeats those between (ATIF `step_id`s
-//! renumbered). Repeat `k` makes message, line and call ids `<id>-<k>` (so each result still
+//! Gemini CLI JSON lines; a Gemini CLI, mini-swe-agent, Inspect AI or ATIF document; an
+//! Inspect AI `.eval` archive), and `OUT_DIR` gets files `session-<n><extension>` of about 1 MB
+//! until BYTES. A JSON-lines session keeps its first line and repeats the others; a document
+//! keeps the first and last items of its `messages`, `samples` or `steps` and repeats those
+//! between (ATIF `step_id`s renumbered); an archive keeps its header and repeats its samples. Repeat `k` makes message, line and call ids `<id>-<k>` (so each result still
 //! answers its own call, and a Claude Code repeat hangs off the previous one); file `n` makes
 //! session and run ids `<id>-<n>`.
 
@@ -33,7 +33,10 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
     for p in paths {
         if p.is_dir() {
             collect(&p, out);
-        } else if p.extension().is_some_and(|e| e == "json" || e == "jsonl") {
+        } else if p
+            .extension()
+            .is_some_and(|e| e == "json" || e == "jsonl" || e == "eval")
+        {
             out.push(p);
         }
     }
@@ -164,15 +167,20 @@ fn suffixed(v: &Value, k: u64) -> Option<Value> {
     }
 }
 
-/// A session file: its lines (JSON lines), or its one document, whose main list (`messages`,
-/// `samples` or `steps`) is what grows.
+/// A session file: its lines (JSON lines), its one document, whose main list (`messages`,
+/// `samples` or `steps`) is what grows, or an Inspect AI `.eval` archive: its header and its
+/// samples, which grow.
 enum Session {
     Lines(Vec<Value>),
     Document(Value, &'static str),
+    Eval(Value, Vec<Value>),
 }
 
 impl Session {
     fn read(path: &Path) -> Option<Session> {
+        if path.extension().is_some_and(|e| e == "eval") {
+            return read_eval(path);
+        }
         let text = fs::read_to_string(path).ok()?;
         if let Ok(doc) = serde_json::from_str::<Value>(&text) {
             let list = ["messages", "samples", "steps"]
@@ -186,6 +194,47 @@ impl Session {
             .collect();
         (lines.len() > 1).then_some(Session::Lines(lines))
     }
+}
+
+/// The header and samples of an Inspect AI `.eval` archive.
+fn read_eval(path: &Path) -> Option<Session> {
+    let mut zip = zip::ZipArchive::new(fs::File::open(path).ok()?).ok()?;
+    let mut names: Vec<String> = zip
+        .file_names()
+        .filter_map(|n| Some(n.ok()?.into_owned()))
+        .filter(|n| n.starts_with("samples/") && n.ends_with(".json"))
+        .collect();
+    names.sort();
+    let mut entry = |name: &str| -> Option<Value> {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut zip.by_name(name).ok()?, &mut text).ok()?;
+        serde_json::from_str(&text).ok()
+    };
+    let header = entry("header.json")?;
+    let samples: Vec<Value> = names.iter().filter_map(|n| entry(n)).collect();
+    (!samples.is_empty()).then_some(Session::Eval(header, samples))
+}
+
+/// An `.eval` archive of `header` and `samples` (stored, as Inspect AI writes small logs
+/// compressed; the reader's cost is the same per byte of JSON).
+fn write_eval(header: &Value, samples: &[Value]) -> Result<Vec<u8>, Box<dyn std::error::Error>> {
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let options =
+        zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    zip.start_file("header.json", options)?;
+    serde_json::to_writer(&mut zip, header)?;
+    for s in samples {
+        let name = |k: &str| match &s[k] {
+            Value::String(v) => v.clone(),
+            v => v.to_string(),
+        };
+        zip.start_file(
+            format!("samples/{}_epoch_{}.json", name("id"), name("epoch")),
+            options,
+        )?;
+        serde_json::to_writer(&mut zip, s)?;
+    }
+    Ok(zip.finish()?.into_inner())
 }
 
 /// Writes session files shaped like the files of `shapes` into `out` (see the module doc).
@@ -287,6 +336,16 @@ fn sessions(out: &Path, target: u64, shapes: &Path) -> Result<(), Box<dyn std::e
                 doc[*list] = Value::Array(grown);
                 per_file(&mut doc);
                 serde_json::to_writer(&mut bytes, &doc)?;
+            }
+            Session::Eval(header, samples) => {
+                let one = serde_json::to_vec(samples)?.len().max(1);
+                let mut grown = Vec::new();
+                for k in 0..(FILE_BYTES / one).max(1) as u64 {
+                    grown.extend(samples.iter().map(|s| repeat(s, k)));
+                }
+                let mut header = header.clone();
+                per_file(&mut header);
+                bytes = write_eval(&header, &grown)?;
             }
         }
         fs::write(out.join(format!("session-{n:06}{ext}")), &bytes)?;

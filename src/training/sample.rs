@@ -193,25 +193,29 @@ impl Training {
         self.tokenizer.count(&text).map_err(SampleError::Tokenizer)
     }
 
-    /// The messages and tools of `conv` as the template sees them. With `spans` (the
-    /// generation blocks' spans are wanted), content holding a sentinel is refused.
+    /// The messages and tools of `conv` as the template sees them. For a `sample` (not a
+    /// count), content holding a sentinel is refused when the generation blocks give the
+    /// spans, and each message's [`Info`] is gathered (a count leaves `info` empty).
     fn messages(
         &self,
         conv: &Conversation,
         tools: &[ToolSpec<'_>],
         sft: &SftOptions,
-        spans: bool,
+        sample: bool,
     ) -> Result<Messages, SampleError> {
         let messages = hf::messages(conv, sft);
         let tool_list: Vec<Tool<'_>> = tools.iter().map(Tool::new).collect();
-        if spans && self.template.has_generation() && holds_sentinel(&(&messages, &tool_list)) {
+        if sample && self.template.has_generation() && holds_sentinel(&(&messages, &tool_list)) {
             return Err(SampleError::Sentinel);
         }
-        let mut info = Vec::with_capacity(messages.len());
-        if conv.system.is_some() {
-            info.push(Info::default());
+        let mut info = Vec::new();
+        if sample {
+            info.reserve(messages.len());
+            if conv.system.is_some() {
+                info.push(Info::default());
+            }
         }
-        info.extend(conv.turns.iter().map(|t| match t {
+        info.extend(conv.turns.iter().filter(|_| sample).map(|t| match t {
             Turn::Assistant(a) => Info {
                 assistant: true,
                 may_train: !a.untrained,

@@ -22,6 +22,8 @@
 mod merge;
 mod split;
 
+use std::sync::{Arc, Mutex, PoisonError};
+
 use aho_corasick::{AhoCorasick, MatchKind};
 use foldhash::fast::FixedState;
 use hashbrown::HashMap;
@@ -50,6 +52,9 @@ pub struct ByteLevelBpe {
     spaces: Vec<(u8, u8)>,
     /// A byte-level post-processor's `trim_offsets` (and its `add_prefix_space`).
     trim: Option<bool>,
+    /// The stretches any thread has encoded: a thread that misses its own cache looks here
+    /// before encoding, so each stretch is merged once per process, not once per thread.
+    shared: Mutex<Stretches>,
 }
 
 /// Added tokens of one kind and the automaton finding them.
@@ -65,18 +70,37 @@ const NONE: u32 = u32::MAX;
 /// stretches encoded so far, the pattern's search state, buffers.
 ///
 /// The stretches between raw added tokens encode independently of each other (the library
-/// splits at those tokens before anything else), so a thread encodes each stretch once and
-/// looks it up after: the system prompt and the tools block that every trajectory of a
-/// dataset shares, the template's role headers, repeated tool results.
+/// splits at those tokens before anything else), so a stretch is encoded once and looked up
+/// after: the system prompt and the tools block that every trajectory of a dataset shares,
+/// the template's role headers, repeated tool results. A thread looks in its own cache
+/// first (no lock), then in the encoder's shared one.
 #[derive(Debug)]
 pub struct Cache {
     pieces: Pieces,
-    stretches: HashMap<Box<str>, Box<[StretchToken]>, FixedState>,
-    /// The bytes `stretches` holds.
-    stretch_bytes: usize,
+    stretches: Stretches,
     split: Caches,
     symbols: Vec<u32>,
     scratch: Tokens,
+}
+
+/// Encoded stretches by their text, and the bytes they hold (text and tokens).
+#[derive(Debug, Default)]
+struct Stretches {
+    map: HashMap<Arc<str>, Arc<[StretchToken]>, FixedState>,
+    bytes: usize,
+}
+
+impl Stretches {
+    /// Keeps `tokens` of `text`, first starting again when the cache is full.
+    fn insert(&mut self, text: Arc<str>, tokens: Arc<[StretchToken]>) {
+        let bytes = text.len() + std::mem::size_of_val(&*tokens);
+        if self.bytes + bytes > STRETCH_BYTES {
+            self.map.clear();
+            self.bytes = 0;
+        }
+        self.bytes += bytes;
+        self.map.insert(text, tokens);
+    }
 }
 
 /// A token of a kept stretch: its id, and its offsets from the stretch's start.
@@ -84,7 +108,8 @@ type StretchToken = (u32, u32, u32);
 
 /// Stretches longer than this are encoded every time, not kept.
 const STRETCH_LEN: usize = 1 << 20;
-/// A thread keeps stretches of this many bytes in all (text and tokens), then starts again.
+/// A stretch cache (a thread's, or the shared one) keeps stretches of this many bytes in all
+/// (text and tokens), then starts again.
 const STRETCH_BYTES: usize = 32 << 20;
 
 impl ByteLevelBpe {
@@ -171,6 +196,7 @@ impl ByteLevelBpe {
             lens,
             spaces,
             trim,
+            shared: Mutex::default(),
         })
     }
 
@@ -180,8 +206,7 @@ impl ByteLevelBpe {
             pieces: Pieces::default(),
             split: self.splitter.caches(),
             symbols: Vec::new(),
-            stretches: HashMap::with_hasher(FixedState::default()),
-            stretch_bytes: 0,
+            stretches: Stretches::default(),
             scratch: Tokens::default(),
         }
     }
@@ -201,7 +226,7 @@ impl ByteLevelBpe {
                 _ if !ok => {}
                 Found::Token(..) => n += 1,
                 Found::Text(a, b) => {
-                    if let Some(known) = cache.stretches.get(&text[a..b]) {
+                    if let Some(known) = cache.stretches.map.get(&text[a..b]) {
                         n += known.len();
                         return;
                     }
@@ -236,7 +261,7 @@ impl ByteLevelBpe {
     }
 
     /// Encodes `text[start..end]`, a stretch between raw added tokens, from the thread's
-    /// cache, or encoded and kept there.
+    /// cache or the shared one, or encoded and kept in both.
     fn encode_stretch(
         &self,
         text: &str,
@@ -246,11 +271,24 @@ impl ByteLevelBpe {
         out: &mut Tokens,
     ) -> bool {
         let stretch = &text[start..end];
-        if let Some(known) = cache.stretches.get(stretch) {
-            for &(id, a, b) in known.iter() {
+        let push = |known: &[StretchToken], out: &mut Tokens| {
+            for &(id, a, b) in known {
                 out.ids.push(id);
                 out.offsets.push((start + a as usize, start + b as usize));
             }
+        };
+        if let Some(known) = cache.stretches.map.get(stretch) {
+            push(known, out);
+            return true;
+        }
+        let shared = || self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+        let found = shared()
+            .map
+            .get_key_value(stretch)
+            .map(|(k, v)| (k.clone(), v.clone()));
+        if let Some((key, known)) = found {
+            push(&known, out);
+            cache.stretches.insert(key, known);
             return true;
         }
         let from = out.ids.len();
@@ -259,16 +297,12 @@ impl ByteLevelBpe {
         }
         if stretch.len() <= STRETCH_LEN {
             let relative = |o: usize| o.saturating_sub(start) as u32;
-            let tokens: Box<[_]> = (out.ids[from..].iter().zip(&out.offsets[from..]))
+            let tokens: Arc<[_]> = (out.ids[from..].iter().zip(&out.offsets[from..]))
                 .map(|(&id, &(a, b))| (id, relative(a), relative(b)))
                 .collect();
-            let bytes = stretch.len() + std::mem::size_of_val(&*tokens);
-            if cache.stretch_bytes + bytes > STRETCH_BYTES {
-                cache.stretches.clear();
-                cache.stretch_bytes = 0;
-            }
-            cache.stretch_bytes += bytes;
-            cache.stretches.insert(stretch.into(), tokens);
+            let key: Arc<str> = stretch.into();
+            shared().insert(key.clone(), tokens.clone());
+            cache.stretches.insert(key, tokens);
         }
         true
     }

@@ -11,7 +11,8 @@
 # computes them). PYTHON needs transformers and tokenizers. Prints both wall times (trajkit's
 # with the default threads, transformers' on one core as it runs) and the ratio; then what
 # counting tokens costs `trajkit run`: a pipeline over the same input with a parquet and an
-# openai export, timed without and with `chat_template`/`tokenizer` on both exports.
+# openai export, timed without and with `chat_template`/`tokenizer` on both exports (the median
+# of RUNS runs each, default 5, in turns).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 COPIES="${1:-40}"
@@ -69,11 +70,10 @@ echo "trajkit export --to tokens (read, convert, render, tokenize, write): ${tra
 echo "transformers apply_chat_template (render, tokenize, masks; $prows rows, $ptokens tokens): ${ptime}s"
 echo "ratio: $(echo "scale=1; $ptime / $trajkit" | bc)x"
 
-# `trajkit run` with a parquet and an openai export, without and with token counts on both;
-# prints the wall time in seconds.
-time_run() {
+# `trajkit run` with a parquet and an openai export, without and with token counts on both.
+# write_run NAME KEYS writes the pipeline; time_run NAME prints one run's wall time in seconds.
+write_run() {
   local name=$1 keys=$2
-  rm -rf "${DIR:?}/$name"
   cat > "$DIR/$name.toml" <<TOML
 [[input]]
 path = "$DIR/in.jsonl"
@@ -88,13 +88,26 @@ to = "openai"
 output = "$DIR/$name/openai"
 $keys
 TOML
-  local start end
+}
+time_run() {
+  local name=$1 start end
+  rm -rf "${DIR:?}/$name"
   start=$(date +%s.%N)
   "$TRAJKIT" run -q "$DIR/$name.toml" || true
   end=$(date +%s.%N)
   echo "$end - $start" | bc
 }
-without=$(time_run run-plain "")
-with=$(time_run run-counting "chat_template = \"$PWD/$TEMPLATE\"
-tokenizer = \"$DIR/tok/bytelevel.json\"")
-echo "counting tokens in run: ${without} s without, ${with} s with, $(echo "scale=2; $with / $without" | bc)x"
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+write_run run-plain ""
+write_run run-counting "chat_template = \"$PWD/$TEMPLATE\"
+tokenizer = \"$DIR/tok/bytelevel.json\""
+# Runs of a third of a second vary by a few hundredths: five of each, in turns, and the medians.
+RUNS="${RUNS:-5}"
+plain=() counting=()
+for _ in $(seq "$RUNS"); do
+  plain+=("$(time_run run-plain)")
+  counting+=("$(time_run run-counting)")
+done
+without=$(printf '%s\n' "${plain[@]}" | median)
+with=$(printf '%s\n' "${counting[@]}" | median)
+echo "counting tokens in run (median of $RUNS runs each): ${without} s without, ${with} s with, $(echo "scale=2; $with / $without" | bc)x"

@@ -16,7 +16,7 @@ pub struct DumpOptions {
     /// Pretty-print with this indent (a newline, then the indent once per level).
     pub indent: Option<String>,
     /// Between items, and between a key and its value.
-    pub separators: (String, String),
+    pub separators: (Cow<'static, str>, Cow<'static, str>),
     /// Keys in sorted order.
     pub sort_keys: bool,
 }
@@ -58,12 +58,12 @@ pub fn tojson(value: &Value, kwargs: Kwargs) -> Result<String, Error> {
     }
     if let Some(seps) = kwargs.get::<Option<Value>>("separators")? {
         if !seps.is_none() && !seps.is_undefined() {
-            let pair: Vec<String> = seps
+            let pair: Vec<Cow<'static, str>> = seps
                 .try_iter()?
-                .map(|s| s.as_str().map(str::to_owned))
+                .map(|s| s.as_str().map(separator))
                 .collect::<Option<_>>()
                 .ok_or_else(|| invalid("tojson: separators must be two strings"))?;
-            let [item, key] = <[String; 2]>::try_from(pair)
+            let [item, key] = <[Cow<'static, str>; 2]>::try_from(pair)
                 .map_err(|_| invalid("tojson: separators must be two strings"))?;
             opts.separators = (item, key);
         }
@@ -72,6 +72,14 @@ pub fn tojson(value: &Value, kwargs: Kwargs) -> Result<String, Error> {
     let mut out = String::new();
     dumps(value, &opts, 0, &mut out)?;
     Ok(out)
+}
+
+/// A separator, without a copy when it is one of the usual ones.
+fn separator(s: &str) -> Cow<'static, str> {
+    match [",", ", ", ":", ": "].into_iter().find(|c| *c == s) {
+        Some(common) => Cow::Borrowed(common),
+        None => Cow::Owned(s.to_owned()),
+    }
 }
 
 fn invalid(message: &str) -> Error {

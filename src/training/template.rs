@@ -42,8 +42,8 @@ const SPECIAL_TOKENS: [&str; 7] = [
 /// A compiled chat template and the variables every rendering gets.
 pub struct ChatTemplate {
     env: Environment<'static>,
-    /// The special tokens (`bos_token`, ...).
-    special: BTreeMap<String, Value>,
+    /// The special tokens (`bos_token`, ...), a map.
+    special: Value,
     /// The template has `{% generation %}` blocks.
     generation: bool,
 }
@@ -153,7 +153,7 @@ impl ChatTemplate {
         }
         Ok(ChatTemplate {
             env,
-            special,
+            special: Value::from(special),
             generation,
         })
     }
@@ -203,15 +203,13 @@ impl ChatTemplate {
         add_generation_prompt: bool,
     ) -> Result<String, TemplateError> {
         let template = self.env.get_template(name)?;
-        let mut ctx = self.special.clone();
-        ctx.insert("messages".into(), Value::from(messages.to_vec()));
-        ctx.insert("tools".into(), tools.clone());
-        ctx.insert("documents".into(), Value::from(()));
-        ctx.insert(
-            "add_generation_prompt".into(),
-            Value::from(add_generation_prompt),
-        );
-        Ok(template.render(Value::from(ctx))?)
+        Ok(template.render(minijinja::context! {
+            messages => Value::from(messages.to_vec()),
+            tools => tools,
+            documents => (),
+            add_generation_prompt => add_generation_prompt,
+            ..self.special.clone()
+        })?)
     }
 }
 

@@ -35,12 +35,27 @@ impl Default for DumpOptions {
 /// The `tojson` filter: `json.dumps(value, ensure_ascii=False, indent=None, separators=None,
 /// sort_keys=False)` with the keyword arguments given.
 pub fn tojson(value: &Value, kwargs: Kwargs) -> Result<String, Error> {
-    let mut opts = DumpOptions {
-        ensure_ascii: kwargs.get::<Option<bool>>("ensure_ascii")?.unwrap_or(false),
-        sort_keys: kwargs.get::<Option<bool>>("sort_keys")?.unwrap_or(false),
-        ..DumpOptions::default()
-    };
-    if let Some(indent) = kwargs.get::<Option<Value>>("indent")? {
+    let mut opts = DumpOptions::default();
+    let (mut indent, mut separators) = (None, None);
+    // Each argument given is read once (`Kwargs::get` would record, with an allocation, every
+    // name asked for, given or not).
+    for key in kwargs.args() {
+        match key {
+            "ensure_ascii" => {
+                opts.ensure_ascii = kwargs.peek::<Option<bool>>(key)?.unwrap_or(false)
+            }
+            "sort_keys" => opts.sort_keys = kwargs.peek::<Option<bool>>(key)?.unwrap_or(false),
+            "indent" => indent = kwargs.peek::<Option<Value>>(key)?,
+            "separators" => separators = kwargs.peek::<Option<Value>>(key)?,
+            other => {
+                return Err(Error::new(
+                    ErrorKind::TooManyArguments,
+                    format!("unknown keyword argument '{other}'"),
+                ))
+            }
+        }
+    }
+    if let Some(indent) = indent {
         opts.indent = match indent.kind() {
             ValueKind::None | ValueKind::Undefined => None,
             ValueKind::String => Some(indent.to_string()),
@@ -56,7 +71,7 @@ pub fn tojson(value: &Value, kwargs: Kwargs) -> Result<String, Error> {
             opts.separators.0 = ",".into();
         }
     }
-    if let Some(seps) = kwargs.get::<Option<Value>>("separators")? {
+    if let Some(seps) = separators {
         if !seps.is_none() && !seps.is_undefined() {
             let pair: Vec<Cow<'static, str>> = seps
                 .try_iter()?
@@ -68,7 +83,6 @@ pub fn tojson(value: &Value, kwargs: Kwargs) -> Result<String, Error> {
             opts.separators = (item, key);
         }
     }
-    kwargs.assert_all_used()?;
     let mut out = String::new();
     dumps(value, &opts, 0, &mut out)?;
     Ok(out)

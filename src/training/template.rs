@@ -322,6 +322,16 @@ mod tests {
     }
 
     #[test]
+    fn tojson_refuses_unknown_arguments() {
+        let e = render(
+            "{{ {'a': 1}|tojson(sort_keys=true, bogus=1) }}",
+            serde_json::json!([]),
+        )
+        .expect_err("refused");
+        assert_eq!(e.message, "unknown keyword argument 'bogus'");
+    }
+
+    #[test]
     fn a_config_picks_its_named_template() {
         let config = serde_json::json!({"chat_template": [
             {"name": "default", "template": "d"}, {"name": "tool_use", "template": "t"}]});

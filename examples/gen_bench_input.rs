@@ -14,9 +14,10 @@
 //! Inspect AI `.eval` archive), and `OUT_DIR` gets files `session-<n><extension>` of about 1 MB
 //! until BYTES. A JSON-lines session keeps its first line and repeats the others; a document
 //! keeps the first and last items of its `messages`, `samples` or `steps` and repeats those
-//! between (ATIF `step_id`s renumbered); an archive keeps its header and repeats its samples. Repeat `k` makes message, line and call ids `<id>-<k>` (so each result still
-//! answers its own call, and a Claude Code repeat hangs off the previous one); file `n` makes
-//! session and run ids `<id>-<n>`.
+//! between (ATIF `step_id`s renumbered); an archive keeps its header and repeats its samples.
+//! Repeat `k` makes message, line and call ids `<id>-<k>` (so each result still answers its
+//! own call, and a Claude Code repeat hangs off the previous one); file `n` makes session and
+//! run ids `<id>-<n>`.
 
 use std::fs;
 use std::io::{BufWriter, Write};

@@ -208,22 +208,7 @@ impl Training {
         if sample && self.template.has_generation() && holds_sentinel(&(&messages, &tool_list)) {
             return Err(SampleError::Sentinel);
         }
-        let mut info = Vec::new();
-        if sample {
-            info.reserve(messages.len());
-            if conv.system.is_some() {
-                info.push(Info::default());
-            }
-        }
-        info.extend(conv.turns.iter().filter(|_| sample).map(|t| match t {
-            Turn::Assistant(a) => Info {
-                assistant: true,
-                may_train: !a.untrained,
-                calls: !a.calls.is_empty(),
-                thought: a.thought.clone(),
-            },
-            _ => Info::default(),
-        }));
+        let info = if sample { info(conv) } else { Vec::new() };
         Ok(Messages {
             values: messages.iter().map(|m| Value::from(Serde(m))).collect(),
             tools: Value::from(Serde(&tool_list)),
@@ -376,6 +361,21 @@ impl Training {
         }
         out
     }
+}
+
+/// What training needs of each message of `conv` (the system prompt first, if any).
+fn info(conv: &Conversation) -> Vec<Info> {
+    let system = conv.system.as_ref().map(|_| Info::default());
+    let turns = conv.turns.iter().map(|t| match t {
+        Turn::Assistant(a) => Info {
+            assistant: true,
+            may_train: !a.untrained,
+            calls: !a.calls.is_empty(),
+            thought: a.thought.clone(),
+        },
+        _ => Info::default(),
+    });
+    system.into_iter().chain(turns).collect()
 }
 
 /// The sample, or [`Skip::NothingToTrain`] when no token trains.

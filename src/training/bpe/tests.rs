@@ -162,7 +162,8 @@ fn same_as_library(json: &str) -> usize {
     let library = tokenizers::Tokenizer::from_str(json).expect("loads"); // ok: test code on built-in strings
     let parsed: Value = serde_json::from_str(json).expect("json"); // ok: test code on built-in strings
     let own = ByteLevelBpe::new(&parsed, |c| library.token_to_id(c)).expect("own"); // ok: test code
-                                                                                    // The second round is a new thread's: its stretches come from the encoder's shared cache.
+
+    // The second round is a new thread's: its stretches come from the encoder's shared cache.
     let mut caches = [own.cache(), own.cache()];
     let mut taken = 0;
     for cache in &mut caches {

@@ -82,6 +82,14 @@ pub struct Conversation {
 }
 
 impl Conversation {
+    /// True when some assistant turn has a thought: only then does it matter where thoughts
+    /// go (`--thoughts`).
+    pub fn has_thoughts(&self) -> bool {
+        self.turns
+            .iter()
+            .any(|t| matches!(t, Turn::Assistant(a) if !a.thought.is_empty()))
+    }
+
     /// True when some assistant turn makes more than one call.
     pub fn has_parallel_calls(&self) -> bool {
         self.turns
@@ -137,7 +145,7 @@ choice!(
 );
 
 /// Options of [`build`].
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct MapOptions {
     /// How code actions become tool calls.
     pub code_tools: CodeTools,

@@ -3,9 +3,11 @@
 //! ([`Outcome`]); [`encode_line`] renders a JSON line (an SFT record, or the trajectory for
 //! `adp`), [`encode_parquet`] a Parquet row, [`encode_any`] either; with `--dedup` each row
 //! carries the hash of its content without the id. With a chat template and tokenizer
-//! ([`ExportOptions::training`]), [`count_tokens`] counts each row's tokens as `stats` does.
+//! ([`ExportOptions::training`]), [`count_tokens`] counts each row's tokens as `stats` does;
+//! the exports of a run count a trajectory once where they count alike ([`SharedCounts`]).
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 
 use sha2::{Digest, Sha256};
 
@@ -13,7 +15,7 @@ use super::conversation::{self, Conversation, Untrainable};
 use super::filter::Filtered;
 use super::hf;
 use super::openai;
-use super::options::{ExportOptions, SftOptions, Target};
+use super::options::{ExportOptions, SftOptions, Target, Thoughts};
 use super::sharegpt;
 use super::tokens::{encode_tokens, TokenRow};
 use super::tools::{tool_specs, ToolSpec};
@@ -99,6 +101,10 @@ impl From<serde_json::Error> for RenderError {
 
 /// Turns an accepted trajectory into a row of the target; given a borrowed one, a target that
 /// needs its own copy (the SFT targets) clones it, and Parquet does not.
+pub type Encode<'a, R> =
+    dyn Fn(Cow<'_, Trajectory>, &ExportOptions) -> Result<Encoded<R>, RenderError> + 'a;
+
+/// An [`Encode`] that threads share.
 pub type Encoder<R> =
     dyn Fn(Cow<'_, Trajectory>, &ExportOptions) -> Result<Encoded<R>, RenderError> + Sync;
 
@@ -120,7 +126,7 @@ pub fn export_trajectory<R>(
     mut traj: Trajectory,
     prov: &Provenance,
     opts: &ExportOptions,
-    encode: &Encoder<R>,
+    encode: &Encode<'_, R>,
 ) -> Outcome<R> {
     if let Err(d) = upgrade_checked(&mut traj, prov, &opts.upgrade) {
         return Outcome::Rejected(d);
@@ -133,7 +139,7 @@ pub fn export_upgraded<R>(
     traj: Cow<'_, Trajectory>,
     prov: &Provenance,
     opts: &ExportOptions,
-    encode: &Encoder<R>,
+    encode: &Encode<'_, R>,
 ) -> Outcome<R> {
     if let Some(f) = opts.filters.check(&traj) {
         return Outcome::Filtered(f);
@@ -174,14 +180,16 @@ pub enum AnyRow {
     Tokens(Box<TokenRow>),
 }
 
-/// Encodes a row of `opts.target`, whichever it is.
+/// Encodes a row of `opts.target`, whichever it is; its token count may be one `share`d by
+/// another export of the run.
 pub fn encode_any(
     traj: Cow<'_, Trajectory>,
     opts: &ExportOptions,
+    share: Option<Share<'_>>,
 ) -> Result<Encoded<AnyRow>, RenderError> {
     Ok(match opts.target {
         Target::Parquet => {
-            let e = encode_parquet(traj, opts)?;
+            let e = parquet_row(traj, opts, share)?;
             Encoded {
                 row: AnyRow::Parquet(Box::new(e.row)),
                 len: e.len,
@@ -199,7 +207,7 @@ pub fn encode_any(
             }
         }
         _ => {
-            let e = encode_line(traj, opts)?;
+            let e = line_row(traj, opts, share)?;
             Encoded {
                 row: AnyRow::Line(e.row),
                 len: e.len,
@@ -233,6 +241,15 @@ pub fn encode_line(
     traj: Cow<'_, Trajectory>,
     opts: &ExportOptions,
 ) -> Result<Encoded<Vec<u8>>, RenderError> {
+    line_row(traj, opts, None)
+}
+
+/// [`encode_line`], with its token count maybe `share`d.
+fn line_row(
+    traj: Cow<'_, Trajectory>,
+    opts: &ExportOptions,
+    share: Option<Share<'_>>,
+) -> Result<Encoded<Vec<u8>>, RenderError> {
     thread_local! {
         static BODY: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
@@ -252,7 +269,7 @@ pub fn encode_line(
             (false, hash)
         } else {
             // Rendering takes the trajectory apart: a borrowed one is copied.
-            tokens = render_sft(traj.into_owned(), opts, body)?;
+            tokens = render_sft(traj.into_owned(), opts, body, share)?;
             // OpenAI's format has no id key; the others carry it first.
             (
                 opts.target != Target::Openai,
@@ -283,6 +300,15 @@ pub fn encode_parquet(
     traj: Cow<'_, Trajectory>,
     opts: &ExportOptions,
 ) -> Result<Encoded<crate::parquet::Row>, RenderError> {
+    parquet_row(traj, opts, None)
+}
+
+/// [`encode_parquet`], with its token count maybe `share`d.
+fn parquet_row(
+    traj: Cow<'_, Trajectory>,
+    opts: &ExportOptions,
+    share: Option<Share<'_>>,
+) -> Result<Encoded<crate::parquet::Row>, RenderError> {
     let mut traj = traj;
     // Hashing blanks the id for a moment: a borrowed trajectory is copied only then.
     let hash = opts
@@ -294,7 +320,7 @@ pub fn encode_parquet(
     if opts.training.is_some() {
         // Counting builds the conversation, which takes the trajectory apart.
         tokens = with_conversation(traj.into_owned(), &opts.sft, |conv, tools| {
-            count_tokens(conv, tools, opts)
+            count_sharing(conv, tools, opts, share)
         })?;
         if let Some(n) = tokens {
             row = row.with_n_tokens(i32::try_from(n).unwrap_or(i32::MAX));
@@ -329,13 +355,65 @@ pub fn count_tokens(
     tools: &[ToolSpec<'_>],
     opts: &ExportOptions,
 ) -> Result<Option<u64>, RenderError> {
+    count_sharing(conv, tools, opts, None)
+}
+
+/// [`count_tokens`], taking the count from `share` when an export like this one made it, and
+/// leaving it there for the next.
+fn count_sharing(
+    conv: &Conversation,
+    tools: &[ToolSpec<'_>],
+    opts: &ExportOptions,
+    share: Option<Share<'_>>,
+) -> Result<Option<u64>, RenderError> {
     let Some(training) = opts.training.as_deref() else {
         return Ok(None);
     };
-    training
+    let key = share.map(|s| {
+        let thoughts = conv.has_thoughts().then_some(opts.sft.thoughts);
+        (s.counts, (s.like, thoughts))
+    });
+    if let Some(n) = key.and_then(|(counts, key)| counts.get(key)) {
+        return Ok(Some(n));
+    }
+    let n = training
         .count(conv, tools, &opts.sft)
-        .map(|n| Some(n as u64))
-        .map_err(|e| RenderError::Template(e.to_string()))
+        .map_err(|e| RenderError::Template(e.to_string()))? as u64;
+    if let Some((counts, key)) = key {
+        counts.put(key, n);
+    }
+    Ok(Some(n))
+}
+
+/// The token counts of one trajectory that the exports of a run share (`trajkit run`, on the
+/// thread that exports the trajectory): an export takes the count of an earlier one that
+/// counts like it ([`ExportOptions::counts_like`]) when the two place thoughts alike or the
+/// conversation has none, instead of rendering and tokenizing it again.
+#[derive(Default)]
+pub struct SharedCounts(RefCell<Vec<(CountKey, u64)>>);
+
+/// The first export of the run that counts like an export, and where thoughts go when the
+/// conversation has any.
+type CountKey = (usize, Option<Thoughts>);
+
+impl SharedCounts {
+    fn get(&self, key: CountKey) -> Option<u64> {
+        let counts = self.0.borrow();
+        counts.iter().find(|(k, _)| *k == key).map(|(_, n)| *n)
+    }
+
+    fn put(&self, key: CountKey, n: u64) {
+        self.0.borrow_mut().push((key, n));
+    }
+}
+
+/// An export's part in [`SharedCounts`].
+#[derive(Clone, Copy)]
+pub struct Share<'a> {
+    /// The trajectory's counts.
+    pub counts: &'a SharedCounts,
+    /// The first export of the run that counts like this one (maybe itself).
+    pub like: usize,
 }
 
 /// An SFT record body (a JSON object without the id), and its tokens when the export counts
@@ -344,6 +422,7 @@ fn render_sft(
     traj: Trajectory,
     opts: &ExportOptions,
     body: &mut Vec<u8>,
+    share: Option<Share<'_>>,
 ) -> Result<Option<u64>, RenderError> {
     let sft = &opts.sft;
     with_conversation(traj, sft, |conv, tools| {
@@ -355,7 +434,7 @@ fn render_sft(
                 sharegpt::Error::Json(e) => RenderError::Json(e),
             })?,
         }
-        count_tokens(conv, tools, opts)
+        count_sharing(conv, tools, opts, share)
     })
 }
 

@@ -43,8 +43,8 @@ pub mod writer;
 
 pub use dir::ExportError;
 pub use encode::{
-    encode_any, export_record, export_trajectory, export_upgraded, AnyRow, Encoded, Encoder,
-    Outcome, RenderError,
+    encode_any, export_record, export_trajectory, export_upgraded, AnyRow, Encode, Encoded,
+    Encoder, Outcome, RenderError, Share, SharedCounts,
 };
 pub use filter::{Filtered, Filters};
 pub use options::{visible, ExportOptions, InferTools, SftOptions, Target, Thoughts, TrainOn};

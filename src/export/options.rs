@@ -171,6 +171,25 @@ impl ExportOptions {
     pub fn builds_conversations(&self) -> bool {
         self.target.is_sft() || self.training.is_some()
     }
+
+    /// True when this export counts tokens ([`super::encode::count_tokens`]) and `other` counts
+    /// the same number for any trajectory whose conversation has no thoughts (and for any
+    /// trajectory with equal `--thoughts`): the same template and tokenizer, and the same
+    /// trajectory (ADP version) mapped to the same conversation and tool specs (the catalog
+    /// holds the specs `--infer-tools dataset` found). The `tokens`
+    /// target counts its samples instead, and no other export counts alike.
+    pub fn counts_like(&self, other: &ExportOptions) -> bool {
+        let counts = |o: &ExportOptions| o.target != Target::Tokens;
+        match (&self.training, &other.training) {
+            (Some(a), Some(b)) if counts(self) && counts(other) => {
+                a.counts_like(b)
+                    && self.upgrade == other.upgrade
+                    && self.sft.map == other.sft.map
+                    && self.sft.catalog == other.sft.catalog
+            }
+            _ => false,
+        }
+    }
 }
 
 #[cfg(test)]

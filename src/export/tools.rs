@@ -21,7 +21,7 @@ use crate::model::JsonObject;
 /// Tool specs by name, from `--tools FILE`: a JSON array of OpenAI-style tools
 /// (`{"type": "function", "function": {name, description, parameters}}`) or bare functions
 /// (`{name, description, parameters}`).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ToolCatalog {
     specs: HashMap<String, Value>,
     /// Specs inferred from the calls of the whole input (`--infer-tools dataset`), used after

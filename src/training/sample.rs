@@ -181,6 +181,13 @@ impl Training {
         Ok(Err(Skip::Overlength))
     }
 
+    /// True when [`Training::count`] gives the same numbers as `other`'s: the same template
+    /// (by [`ChatTemplate::fingerprint`]) and tokenizer (the options of samples play no part).
+    pub fn counts_like(&self, other: &Training) -> bool {
+        self.template.fingerprint() == other.template.fingerprint()
+            && Arc::ptr_eq(&self.tokenizer, &other.tokenizer)
+    }
+
     /// The number of tokens of `conv` with `tools`, rendered whole (no masks, no limit).
     pub fn count(
         &self,

@@ -18,6 +18,7 @@ use std::ops::Range;
 use minijinja::syntax::SyntaxConfig;
 use minijinja::{AutoEscape, Environment, Error, ErrorKind, Value};
 use serde_json::Value as Json;
+use sha2::{Digest, Sha256};
 
 use super::generation;
 use super::pyjson;
@@ -46,6 +47,8 @@ pub struct ChatTemplate {
     special: Value,
     /// The template has `{% generation %}` blocks.
     generation: bool,
+    /// [`ChatTemplate::fingerprint`].
+    fingerprint: [u8; 16],
 }
 
 /// A rendered conversation.
@@ -88,6 +91,24 @@ impl From<Error> for TemplateError {
     }
 }
 
+/// [`ChatTemplate::fingerprint`] of `source` and `special`: each part hashed after its length,
+/// so no two lists of parts hash the same bytes.
+fn fingerprint(source: &str, special: &BTreeMap<String, Value>) -> [u8; 16] {
+    let mut h = Sha256::new();
+    let mut part = |s: &str| {
+        h.update((s.len() as u64).to_le_bytes());
+        h.update(s.as_bytes());
+    };
+    part(source);
+    for (k, v) in special {
+        part(k);
+        part(&v.to_string());
+    }
+    let mut out = [0u8; 16];
+    out.copy_from_slice(&h.finalize()[..16]);
+    out
+}
+
 impl ChatTemplate {
     /// Loads `path`: a `tokenizer_config.json` (its `chat_template`, a string or a list of
     /// `{name, template}` from which `name` picks one, `default` unless given, and its special
@@ -125,6 +146,7 @@ impl ChatTemplate {
 
     /// Compiles `source` with `special` tokens in every rendering's context.
     pub fn new(source: &str, special: BTreeMap<String, Value>) -> Result<Self, String> {
+        let fingerprint = fingerprint(source, &special);
         let plain = generation::remove(source);
         let (source, generation) = generation::rewrite(source);
         let mut env = Environment::new();
@@ -155,7 +177,14 @@ impl ChatTemplate {
             env,
             special: Value::from(special),
             generation,
+            fingerprint,
         })
+    }
+
+    /// A hash of the source and the special tokens: templates with the same fingerprint render
+    /// alike (`trajkit run`'s exports load their own).
+    pub fn fingerprint(&self) -> [u8; 16] {
+        self.fingerprint
     }
 
     /// True when the template has `{% generation %}` blocks.

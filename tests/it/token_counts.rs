@@ -205,7 +205,8 @@ fn the_options_are_refused_where_they_do_not_apply() {
 }
 
 /// A pipeline's `parquet` and `openai` exports with `chat_template` and `tokenizer` count what
-/// `export` counts.
+/// `export` counts: the same template and tokenizer, so they share the count of the trajectory
+/// without a thought, and not that of the one with a thought, which they place differently.
 #[test]
 fn run_counts_tokens_on_parquet_and_openai_exports() {
     let tmp = tempfile::tempdir().expect("temp dir");
@@ -213,7 +214,7 @@ fn run_counts_tokens_on_parquet_and_openai_exports() {
     let model = tmp.path().join("model");
     std::fs::create_dir(&model).expect("mkdir");
     for (from, to) in [
-        ("reasoning.jinja", "template.jinja"),
+        ("generation.jinja", "template.jinja"),
         ("words.tokenizer.json", "tokenizer.json"),
     ] {
         std::fs::copy(fixture(from), model.join(to)).expect("copy");
@@ -235,7 +236,9 @@ fn run_counts_tokens_on_parquet_and_openai_exports() {
         .output()
         .expect("runs");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let template = fixture("reasoning.jinja");
+    // A template that leaves `reasoning_content` out: a thought counts only inline.
+    let template = fixture("generation.jinja");
+    let mut direct_counts = Vec::new();
     for (to, thoughts) in [("parquet", "reasoning"), ("openai", "think")] {
         let direct = tmp.path().join(format!("direct-{to}"));
         let (code, err) = export_tokens(&input, &direct, &template, &["--thoughts", thoughts]);
@@ -249,5 +252,11 @@ fn run_counts_tokens_on_parquet_and_openai_exports() {
         if to == "parquet" {
             assert_eq!(parquet_counts(&out), token_counts(&direct));
         }
+        direct_counts.push(token_counts(&direct));
     }
+    assert_eq!(direct_counts[0][0], direct_counts[1][0]);
+    assert_ne!(
+        direct_counts[0][1], direct_counts[1][1],
+        "the thought should count"
+    );
 }

@@ -55,7 +55,7 @@ use crate::engine::rejects::{reject, RejectsWriter};
 use crate::export::infer::{trajectory_calls, Gather};
 use crate::export::{
     encode_any, export_trajectory, export_upgraded, AnyRow, ExportError, ExportOptions,
-    ExportStage, ExportSummary, InferTools, Outcome, Target,
+    ExportStage, ExportSummary, InferTools, Outcome, Share, SharedCounts, Target,
 };
 use crate::ingest::{Provenance, RawRecord};
 use crate::join::{finish_side, Join, JoinRunOptions, JoinSummary};
@@ -200,6 +200,8 @@ struct Stages<'a> {
     plan: &'a Plan<'a>,
     by_path: HashMap<&'a str, &'static dyn Converter>,
     exports: &'a [ExportOptions],
+    /// For each export, the first that counts tokens like it ([`counts_like`]).
+    counts_like: Vec<usize>,
     busy: &'a Busy,
     /// Keep only this partition's trajectories.
     by_id: Option<Partition>,
@@ -365,11 +367,17 @@ impl Stages<'_> {
         else {
             return item;
         };
+        let counts = SharedCounts::default();
+        let share = |n: usize| Share {
+            counts: &counts,
+            like: self.counts_like[n],
+        };
         let mut outcomes: Vec<Option<Outcome<AnyRow>>> = Vec::with_capacity(self.exports.len());
         for (n, opts) in self.exports.iter().enumerate() {
             let started = Instant::now();
-            outcomes
-                .push((n != owner).then(|| export_once(Cow::Borrowed(&traj), prov, opts, done)));
+            outcomes.push(
+                (n != owner).then(|| export_once(Cow::Borrowed(&traj), prov, opts, done, share(n))),
+            );
             self.busy.add(first + n, started);
         }
         let rejected = |o: &Outcome<AnyRow>| matches!(o, Outcome::Rejected(_));
@@ -377,7 +385,13 @@ impl Stages<'_> {
             item.rejected_as = serde_json::to_vec(&traj).ok();
         }
         let started = Instant::now();
-        let last = export_once(Cow::Owned(traj), prov, &self.exports[owner], done);
+        let last = export_once(
+            Cow::Owned(traj),
+            prov,
+            &self.exports[owner],
+            done,
+            share(owner),
+        );
         self.busy.add(first + owner, started);
         if item.rejected_as.is_none() && rejected(&last) {
             item.rejected_as = self
@@ -388,6 +402,17 @@ impl Stages<'_> {
         item.exports = outcomes.into_iter().flatten().collect();
         item
     }
+}
+
+/// For each export, the first export that counts tokens like it
+/// ([`ExportOptions::counts_like`]), or itself: exports alike share each trajectory's count.
+fn counts_like(exports: &[ExportOptions]) -> Vec<usize> {
+    (0..exports.len())
+        .map(|n| {
+            let like = |o: &ExportOptions| o.counts_like(&exports[n]);
+            exports[..n].iter().position(like).unwrap_or(n)
+        })
+        .collect()
 }
 
 /// Upgrades and checks `traj` with `opts`, unless the options it was last upgraded and checked
@@ -406,17 +431,20 @@ fn upgrade_once<'a>(
     Ok(())
 }
 
-/// [`export_trajectory`], without upgrading again what `done` already did.
+/// [`export_trajectory`], without upgrading again what `done` already did, and with the token
+/// counts the trajectory's exports `share`.
 fn export_once(
     traj: Cow<'_, Trajectory>,
     prov: &Provenance,
     opts: &ExportOptions,
     done: &UpgradeOptions,
+    share: Share<'_>,
 ) -> Outcome<AnyRow> {
+    let encode = |t: Cow<'_, Trajectory>, o: &ExportOptions| encode_any(t, o, Some(share));
     if opts.upgrade.is_done_by(done) {
-        export_upgraded(traj, prov, opts, &encode_any)
+        export_upgraded(traj, prov, opts, &encode)
     } else {
-        export_trajectory(traj.into_owned(), prov, opts, &encode_any)
+        export_trajectory(traj.into_owned(), prov, opts, &encode)
     }
 }
 
@@ -837,6 +865,7 @@ pub fn run_plan(
             plan,
             by_path: by_path.clone(),
             exports: &[],
+            counts_like: Vec::new(),
             busy: &Busy::new(0),
             by_id: None,
         };
@@ -922,6 +951,7 @@ pub fn run_plan(
         plan,
         by_path: by_path.clone(),
         exports: &export_opts,
+        counts_like: counts_like(&export_opts),
         busy: &busy,
         by_id: plan.partition.filter(|p| p.by == PartitionBy::Id),
     };
@@ -1032,4 +1062,47 @@ fn complete(
         }
     }
     Ok((stages, exports))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::export::ExportConfig;
+
+    /// The options of an export given as a pipeline table (with `keys`).
+    fn export(keys: &str) -> ExportOptions {
+        let fixture = |f: &str| {
+            format!(
+                "{}/tests/fixtures/templates/{f}",
+                env!("CARGO_MANIFEST_DIR")
+            )
+        };
+        let table = keys
+            .replace("TEMPLATE", &fixture("reasoning.jinja"))
+            .replace("OTHER", &fixture("generation.jinja"))
+            .replace("TOKENIZER", &fixture("words.tokenizer.json"));
+        let config: ExportConfig =
+            toml::from_str(&format!("output = \"out\"\n{table}")).expect("table");
+        config
+            .options(&["in.jsonl".into()], pipeline::RunOptions::default())
+            .expect("options")
+    }
+
+    #[test]
+    fn exports_count_alike_with_the_same_template_tokenizer_and_mapping() {
+        let counting = "chat_template = \"TEMPLATE\"\ntokenizer = \"TOKENIZER\"\n";
+        let exports = [
+            export(&format!("to = \"parquet\"\n{counting}")),
+            // Thoughts go elsewhere: alike for conversations without thoughts.
+            export(&format!("to = \"openai\"\n{counting}")),
+            export("to = \"openai\"\n"),
+            export(&format!(
+                "to = \"hf\"\n{counting}description_as = \"thought\"\n"
+            )),
+            export("to = \"hf\"\nchat_template = \"OTHER\"\ntokenizer = \"TOKENIZER\"\n"),
+            export(&format!("to = \"tokens\"\n{counting}")),
+            export(&format!("to = \"sharegpt\"\n{counting}")),
+        ];
+        assert_eq!(counts_like(&exports), [0, 0, 2, 3, 4, 5, 0]);
+    }
 }

@@ -19,7 +19,7 @@ use crate::ingest::{Provenance, RawRecord, RecordSource};
 use crate::json::Node;
 use crate::model::upgrade::UpgradeOptions;
 use crate::model::{AdpVersion, Trajectory};
-use crate::validate::check::{check_raw_node, upgrade_checked};
+use crate::validate::check::upgrade_checked;
 use crate::validate::schemas::RawSchema;
 use crate::validate::Diagnostic;
 
@@ -88,24 +88,63 @@ pub trait Converter: Sync {
     fn warnings(&self, _record: &RawRecord) -> Vec<Diagnostic> {
         Vec::new()
     }
+    /// For a converter that reads records as [`Node`]s: hands each trajectory of one record to
+    /// `to`, as a [`Partial`] (ADP 1.5.0) borrowed from the record, or says why the record
+    /// makes none (or what `to` returned). `map` holds the format options.
+    /// [`Converter::convert`] and [`Converter::convert_into`] are built on it.
+    ///
+    /// A converter implements this or [`Converter::convert`]; `None` (the default) says it
+    /// implements `convert`.
+    fn each_partial(
+        &self,
+        _record: &RawRecord,
+        _map: &FormatOptions,
+        _to: &mut PartialSink<'_>,
+    ) -> Option<Result<(), Vec<Diagnostic>>> {
+        None
+    }
     /// Converts one record into trajectories, each with the ADP version it is expressed in, or
-    /// diagnoses why it cannot; `map` holds the format options.
+    /// diagnoses why it cannot; `map` holds the format options. The default makes whole
+    /// trajectories of the [`Converter::each_partial`].
     fn convert(
         &self,
         record: &RawRecord,
         map: &FormatOptions,
-    ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>>;
+    ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
+        let mut out = Vec::new();
+        let made = self.each_partial(record, map, &mut |p| {
+            out.push((p.into_trajectory(), AdpVersion::V1_5));
+            Ok(())
+        });
+        match made {
+            Some(made) => made.map(|()| out),
+            None => Err(vec![Diagnostic::error(
+                &record.provenance,
+                None,
+                "",
+                "no-converter",
+                format!("the {} converter converts no record", self.name()),
+            )]),
+        }
+    }
     /// Converts one record, upgrades its trajectories to `opts.upgrade.target` and appends them
     /// to `out` as JSON lines in the output format `opts.to`, returning how many; on error, what
-    /// was appended is to be dropped. The default does [`Converter::convert`],
-    /// [`converted_checked`] and [`write_line`]; converters that read records as [`Node`]s write a
-    /// [`Partial`] instead.
+    /// was appended is to be dropped. The default writes the [`Converter::each_partial`], or
+    /// else does [`Converter::convert`], [`converted_checked`] and [`write_line`].
     fn convert_into(
         &self,
         record: &RawRecord,
         opts: &ConvertOptions,
         out: &mut Vec<u8>,
     ) -> Result<u64, Vec<Diagnostic>> {
+        let mut count = 0;
+        let written = self.each_partial(record, &opts.mapping, &mut |p| {
+            count += p.write(&record.provenance, opts, out)?;
+            Ok(())
+        });
+        if let Some(written) = written {
+            return written.map(|()| count);
+        }
         let trajectories = self.convert(record, &opts.mapping)?;
         let count = trajectories.len() as u64;
         for (mut traj, _) in trajectories {
@@ -121,40 +160,8 @@ pub trait Converter: Sync {
     }
 }
 
-/// A format whose records are checked against its raw schema while they are parsed into
-/// [`Node`]s, each record making one [`Partial`] (memabra, Reflexion): its converter's
-/// [`Converter::convert`] and [`Converter::convert_into`] are [`node_convert`] and
-/// [`node_convert_into`].
-pub trait NodeFormat {
-    /// The raw schema.
-    const SCHEMA: &'static RawSchema;
-    /// The trajectory of a record the schema accepted.
-    fn partial<'a>(node: Node<'a>, record: &RawRecord, map: &FormatOptions) -> Partial<'a>;
-}
-
-/// [`Converter::convert`] of a [`NodeFormat`].
-pub fn node_convert<F: NodeFormat>(
-    record: &RawRecord,
-    map: &FormatOptions,
-) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
-    let mut slow = None;
-    let node = check_raw_node(record, F::SCHEMA, true, &mut slow)?;
-    Ok(vec![(
-        F::partial(node, record, map).into_trajectory(),
-        AdpVersion::V1_5,
-    )])
-}
-
-/// [`Converter::convert_into`] of a [`NodeFormat`].
-pub fn node_convert_into<F: NodeFormat>(
-    record: &RawRecord,
-    opts: &ConvertOptions,
-    out: &mut Vec<u8>,
-) -> Result<u64, Vec<Diagnostic>> {
-    let mut slow = None;
-    let node = check_raw_node(record, F::SCHEMA, true, &mut slow)?;
-    F::partial(node, record, &opts.mapping).write(&record.provenance, opts, out)
-}
+/// What [`Converter::each_partial`] hands each trajectory to.
+pub type PartialSink<'f> = dyn FnMut(Partial<'_>) -> Result<(), Vec<Diagnostic>> + 'f;
 
 /// A trajectory converted from a record read as a [`Node`], whose last `details` entries are
 /// still nodes borrowed from the record: the bulk of a structure-heavy record's native data,

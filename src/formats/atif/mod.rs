@@ -31,11 +31,13 @@ use std::io;
 use serde_json::Value;
 
 pub use self::write::to_atif;
-use crate::convert::{ConvertOptions, Converter, FormatOption, FormatOptions, OptionValue};
+use crate::convert::{
+    ConvertOptions, Converter, FormatOption, FormatOptions, OptionValue, PartialSink,
+};
 use crate::formats::kit::has_keys;
 use crate::formats::Format;
 use crate::ingest::{RawRecord, RecordSource};
-use crate::model::{AdpVersion, Trajectory};
+use crate::model::Trajectory;
 use crate::validate::schemas::RawSchema;
 use crate::validate::Diagnostic;
 
@@ -137,21 +139,13 @@ impl Converter for Atif {
         files::open(path, opts)
     }
 
-    fn convert(
+    fn each_partial(
         &self,
         record: &RawRecord,
         _map: &FormatOptions,
-    ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
-        read::convert(record)
-    }
-
-    fn convert_into(
-        &self,
-        record: &RawRecord,
-        opts: &ConvertOptions,
-        out: &mut Vec<u8>,
-    ) -> Result<u64, Vec<Diagnostic>> {
-        read::convert_into(record, opts, out)
+        to: &mut PartialSink<'_>,
+    ) -> Option<Result<(), Vec<Diagnostic>>> {
+        Some(read::each_partial(record, to))
     }
 
     fn warnings(&self, record: &RawRecord) -> Vec<Diagnostic> {

@@ -13,12 +13,12 @@ use serde_json::{json, Value};
 
 use super::files::BUNDLE;
 use super::{carried, SCHEMA};
-use crate::convert::{ConvertOptions, Partial};
+use crate::convert::{Partial, PartialSink};
 use crate::formats::chat::{call_step, record_id, tool_names, OPENHANDS_CODE_TOOLS};
 use crate::formats::kit::source_node;
 use crate::ingest::{Provenance, RawRecord};
 use crate::json::Node;
-use crate::model::{AdpVersion, JsonObject, JsonObservation, Source, Step, Trajectory};
+use crate::model::{JsonObject, JsonObservation, Source, Step, Trajectory};
 use crate::validate::check::{check_raw_value, parse_json};
 use crate::validate::Diagnostic;
 
@@ -31,30 +31,16 @@ fn parse_version(text: &str) -> Option<(u64, u64)> {
     Some((major.parse().ok()?, minor.parse().ok()?))
 }
 
-/// Converts one record (a document or a chain bundle).
-pub fn convert(record: &RawRecord) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
-    let mut slow = None;
-    Ok(partials(record, &mut slow)?
-        .into_iter()
-        .map(|p| (p.into_trajectory(), AdpVersion::V1_5))
-        .collect())
-}
-
-/// Converts one record and appends its trajectories to `out` ([`Converter::convert_into`]),
-/// returning how many.
+/// Hands each trajectory of one record (a document or a chain bundle) to `to`
+/// ([`Converter::each_partial`]).
 ///
-/// [`Converter::convert_into`]: crate::convert::Converter::convert_into
-pub fn convert_into(
-    record: &RawRecord,
-    opts: &ConvertOptions,
-    out: &mut Vec<u8>,
-) -> Result<u64, Vec<Diagnostic>> {
+/// [`Converter::each_partial`]: crate::convert::Converter::each_partial
+pub fn each_partial(record: &RawRecord, to: &mut PartialSink<'_>) -> Result<(), Vec<Diagnostic>> {
     let mut slow = None;
-    let mut count = 0;
     for partial in partials(record, &mut slow)? {
-        count += partial.write(&record.provenance, opts, out)?;
+        to(partial)?;
     }
-    Ok(count)
+    Ok(())
 }
 
 /// The trajectories of a record. A document the compiled raw schema accepts is read straight

@@ -15,7 +15,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::convert::{ConvertOptions, Converter, FormatOptions, Partial};
+use crate::convert::{ConvertOptions, Converter, FormatOptions, Partial, PartialSink};
 use crate::formats::bundle::bundle_node_lines;
 use crate::formats::kit::{
     file_stem, has_keys, node_fields_except, parse_bundle_node, source_node,
@@ -23,7 +23,7 @@ use crate::formats::kit::{
 use crate::formats::Format;
 use crate::ingest::{boxed, RawRecord, RecordSource};
 use crate::json::{Entries, Node};
-use crate::model::{AdpVersion, JsonObject, Trajectory};
+use crate::model::{JsonObject, Trajectory};
 use crate::validate::Diagnostic;
 
 use steps::{Line, Unmapped};
@@ -94,25 +94,15 @@ impl Converter for ClaudeCode {
         })
     }
 
-    fn convert(
+    fn each_partial(
         &self,
         record: &RawRecord,
         _map: &FormatOptions,
-    ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
+        to: &mut PartialSink<'_>,
+    ) -> Option<Result<(), Vec<Diagnostic>>> {
         let mut slow = None;
-        let bundle = parse_bundle_node(record, &mut slow, MARKER, NOT_A_SESSION)?;
-        to_partial(&bundle, record).map(|p| vec![(p.into_trajectory(), AdpVersion::V1_5)])
-    }
-
-    fn convert_into(
-        &self,
-        record: &RawRecord,
-        opts: &ConvertOptions,
-        out: &mut Vec<u8>,
-    ) -> Result<u64, Vec<Diagnostic>> {
-        let mut slow = None;
-        let bundle = parse_bundle_node(record, &mut slow, MARKER, NOT_A_SESSION)?;
-        to_partial(&bundle, record)?.write(&record.provenance, opts, out)
+        let bundle = parse_bundle_node(record, &mut slow, MARKER, NOT_A_SESSION);
+        Some(bundle.and_then(|b| to(to_partial(&b, record)?)))
     }
 }
 

@@ -14,12 +14,11 @@ use std::io;
 
 use serde_json::Value;
 
-use crate::convert::{ConvertOptions, Converter, FormatOptions};
+use crate::convert::{ConvertOptions, Converter, FormatOptions, PartialSink};
 use crate::formats::kit::not_a_unit;
 use crate::formats::Format;
 use crate::ingest::{boxed, RawRecord, RecordSource};
 use crate::json::{Node, Shapes};
-use crate::model::{AdpVersion, Trajectory};
 use crate::validate::check::parse_json;
 use crate::validate::Diagnostic;
 
@@ -73,24 +72,13 @@ impl Converter for Codex {
         Some(boxed(rollout::open(path, opts.run.max_record_bytes)))
     }
 
-    fn convert(
+    fn each_partial(
         &self,
         record: &RawRecord,
         _map: &FormatOptions,
-    ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
-        let bundle = parse(record)?;
-        let partial = convert::rollout(&bundle, record)?;
-        Ok(vec![(partial.into_trajectory(), AdpVersion::V1_5)])
-    }
-
-    fn convert_into(
-        &self,
-        record: &RawRecord,
-        opts: &ConvertOptions,
-        out: &mut Vec<u8>,
-    ) -> Result<u64, Vec<Diagnostic>> {
-        let bundle = parse(record)?;
-        convert::rollout(&bundle, record)?.write(&record.provenance, opts, out)
+        to: &mut PartialSink<'_>,
+    ) -> Option<Result<(), Vec<Diagnostic>>> {
+        Some(parse(record).and_then(|bundle| to(convert::rollout(&bundle, record)?)))
     }
 }
 

@@ -21,7 +21,7 @@ use std::io;
 
 use serde_json::Value;
 
-use crate::convert::{ConvertOptions, Converter, FormatOptions, Partial};
+use crate::convert::{ConvertOptions, Converter, FormatOptions, Partial, PartialSink};
 use crate::formats::bundle::FileBundle;
 use crate::formats::kit::{
     file_stem, has_keys, node_fields_except, parse_bundle_node, source_node,
@@ -29,7 +29,7 @@ use crate::formats::kit::{
 use crate::formats::Format;
 use crate::ingest::{boxed, RawRecord, RecordSource};
 use crate::json::Node;
-use crate::model::{AdpVersion, JsonObject, Source, Step, Trajectory};
+use crate::model::{JsonObject, Source, Step, Trajectory};
 use crate::validate::Diagnostic;
 
 /// Reads Gemini CLI session files.
@@ -75,26 +75,15 @@ impl Converter for GeminiCli {
         )))
     }
 
-    fn convert(
+    fn each_partial(
         &self,
         record: &RawRecord,
         _map: &FormatOptions,
-    ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
+        to: &mut PartialSink<'_>,
+    ) -> Option<Result<(), Vec<Diagnostic>>> {
         let mut slow = None;
-        let bundle = parse_bundle_node(record, &mut slow, MARKER, NOT_A_SESSION)?;
-        let partial = to_partial(replay(bundle), record);
-        Ok(vec![(partial.into_trajectory(), AdpVersion::V1_5)])
-    }
-
-    fn convert_into(
-        &self,
-        record: &RawRecord,
-        opts: &ConvertOptions,
-        out: &mut Vec<u8>,
-    ) -> Result<u64, Vec<Diagnostic>> {
-        let mut slow = None;
-        let bundle = parse_bundle_node(record, &mut slow, MARKER, NOT_A_SESSION)?;
-        to_partial(replay(bundle), record).write(&record.provenance, opts, out)
+        let bundle = parse_bundle_node(record, &mut slow, MARKER, NOT_A_SESSION);
+        Some(bundle.and_then(|b| to(to_partial(replay(b), record))))
     }
 }
 

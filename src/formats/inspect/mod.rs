@@ -13,14 +13,14 @@ use std::path::Path;
 use serde_json::{json, Map, Value};
 
 use self::reader::{is_eval_archive, is_eval_spec, is_json_log, LogRecords, MARKER};
-use crate::convert::{ConvertOptions, Converter, FormatOptions, Partial};
+use crate::convert::{ConvertOptions, Converter, FormatOptions, Partial, PartialSink};
 use crate::formats::chat::tool_names;
 use crate::formats::kit::{not_a_unit, source_details};
 use crate::formats::Format;
 use crate::ingest::{boxed, RawRecord, RecordSource};
 use crate::json::strict::{self, ParseError};
 use crate::json::{Entries, Node, Shapes};
-use crate::model::{AdpVersion, JsonObject, Trajectory};
+use crate::model::{JsonObject, Trajectory};
 use crate::validate::check::parse_json;
 use crate::validate::Diagnostic;
 
@@ -68,25 +68,14 @@ impl Converter for Inspect {
         Some(boxed(LogRecords::open(path, opts.run.max_record_bytes)))
     }
 
-    fn convert(
+    fn each_partial(
         &self,
         record: &RawRecord,
         _map: &FormatOptions,
-    ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
+        to: &mut PartialSink<'_>,
+    ) -> Option<Result<(), Vec<Diagnostic>>> {
         let mut slow = None;
-        let partial = to_partial(parse_sample(record, &mut slow)?, record)?;
-        Ok(vec![(partial.into_trajectory(), AdpVersion::V1_5)])
-    }
-
-    fn convert_into(
-        &self,
-        record: &RawRecord,
-        opts: &ConvertOptions,
-        out: &mut Vec<u8>,
-    ) -> Result<u64, Vec<Diagnostic>> {
-        let mut slow = None;
-        let partial = to_partial(parse_sample(record, &mut slow)?, record)?;
-        partial.write(&record.provenance, opts, out)
+        Some(parse_sample(record, &mut slow).and_then(|s| to(to_partial(s, record)?)))
     }
 }
 

@@ -11,14 +11,14 @@ use serde_json::Value;
 
 use self::store::{is_sqlite, EventCheck, SessionOptions, SessionRecords};
 use crate::convert::{
-    ConvertOptions, Converter, FormatOption, FormatOptions, OptionValue, Partial,
+    ConvertOptions, Converter, FormatOption, FormatOptions, OptionValue, Partial, PartialSink,
 };
 use crate::formats::kit::{has_keys, not_a_unit, source_node};
 use crate::formats::Format;
 use crate::ingest::{boxed, RawRecord, RecordSource};
 use crate::json::Node;
 use crate::model::links::unlink_unanswered;
-use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
+use crate::model::{JsonObject, Step, Trajectory};
 use crate::validate::check::{parse_node, raw_schema_problems};
 use crate::validate::schemas::RawSchema;
 use crate::validate::Diagnostic;
@@ -119,24 +119,14 @@ impl Converter for LedgerMind {
         )))
     }
 
-    fn convert(
+    fn each_partial(
         &self,
         record: &RawRecord,
         _map: &FormatOptions,
-    ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
+        to: &mut PartialSink<'_>,
+    ) -> Option<Result<(), Vec<Diagnostic>>> {
         let mut slow = None;
-        let partial = to_partial(session(record, &mut slow)?, record);
-        Ok(vec![(partial.into_trajectory(), AdpVersion::V1_5)])
-    }
-
-    fn convert_into(
-        &self,
-        record: &RawRecord,
-        opts: &ConvertOptions,
-        out: &mut Vec<u8>,
-    ) -> Result<u64, Vec<Diagnostic>> {
-        let mut slow = None;
-        to_partial(session(record, &mut slow)?, record).write(&record.provenance, opts, out)
+        Some(session(record, &mut slow).and_then(|s| to(to_partial(s, record))))
     }
 }
 

@@ -21,7 +21,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 use serde_json::{json, Value};
 
-use crate::convert::{ConvertOptions, Converter, FormatOptions, Partial};
+use crate::convert::{ConvertOptions, Converter, FormatOptions, Partial, PartialSink};
 use crate::formats::bundle::open_chat;
 use crate::formats::chat::{
     call_step, parse_arguments, record_id, system_step, unlink_unanswered_calls, CodeTool,
@@ -30,7 +30,7 @@ use crate::formats::kit::{node_fields_except, source_details};
 use crate::formats::Format;
 use crate::ingest::{without_compression, RawRecord, RecordSource};
 use crate::json::Node;
-use crate::model::{AdpVersion, JsonObject, Source, Step, Trajectory};
+use crate::model::{JsonObject, Source, Step, Trajectory};
 use crate::validate::check::check_raw_node;
 use crate::validate::schemas::RawSchema;
 use crate::validate::Diagnostic;
@@ -117,26 +117,15 @@ impl Converter for MiniSweAgent {
         Some(open_chat(path, opts.run.max_record_bytes))
     }
 
-    fn convert(
+    fn each_partial(
         &self,
         record: &RawRecord,
         _map: &FormatOptions,
-    ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
+        to: &mut PartialSink<'_>,
+    ) -> Option<Result<(), Vec<Diagnostic>>> {
         let mut slow = None;
-        let value = check_raw_node(record, &SCHEMA, true, &mut slow)?;
-        let partial = to_partial(&value, record)?;
-        Ok(vec![(partial.into_trajectory(), AdpVersion::V1_5)])
-    }
-
-    fn convert_into(
-        &self,
-        record: &RawRecord,
-        opts: &ConvertOptions,
-        out: &mut Vec<u8>,
-    ) -> Result<u64, Vec<Diagnostic>> {
-        let mut slow = None;
-        let value = check_raw_node(record, &SCHEMA, true, &mut slow)?;
-        to_partial(&value, record)?.write(&record.provenance, opts, out)
+        let run = check_raw_node(record, &SCHEMA, true, &mut slow);
+        Some(run.and_then(|r| to(to_partial(&r, record)?)))
     }
 }
 

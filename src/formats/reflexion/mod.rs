@@ -5,15 +5,13 @@ pub mod side;
 
 use serde_json::{json, Value};
 
-use crate::convert::{
-    node_convert, node_convert_into, ConvertOptions, Converter, FormatOption, FormatOptions,
-    NodeFormat, OptionValue, Partial,
-};
+use crate::convert::{Converter, FormatOption, FormatOptions, OptionValue, Partial, PartialSink};
 use crate::formats::kit::{has_keys, source_details};
 use crate::formats::Format;
 use crate::ingest::RawRecord;
 use crate::json::Node;
-use crate::model::{AdpVersion, JsonObject, Step, Trajectory};
+use crate::model::{JsonObject, Step, Trajectory};
+use crate::validate::check::check_raw_node;
 use crate::validate::schemas::RawSchema;
 use crate::validate::Diagnostic;
 
@@ -72,29 +70,15 @@ impl Converter for Reflexion {
         )
     }
 
-    fn convert(
+    fn each_partial(
         &self,
         record: &RawRecord,
         map: &FormatOptions,
-    ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
-        node_convert::<Self>(record, map)
-    }
-
-    fn convert_into(
-        &self,
-        record: &RawRecord,
-        opts: &ConvertOptions,
-        out: &mut Vec<u8>,
-    ) -> Result<u64, Vec<Diagnostic>> {
-        node_convert_into::<Self>(record, opts, out)
-    }
-}
-
-impl NodeFormat for Reflexion {
-    const SCHEMA: &'static RawSchema = &SCHEMA;
-
-    fn partial<'a>(node: Node<'a>, record: &RawRecord, map: &FormatOptions) -> Partial<'a> {
-        to_partial(node, record, map)
+        to: &mut PartialSink<'_>,
+    ) -> Option<Result<(), Vec<Diagnostic>>> {
+        let mut slow = None;
+        let node = check_raw_node(record, &SCHEMA, true, &mut slow);
+        Some(node.and_then(|n| to(to_partial(n, record, map))))
     }
 }
 

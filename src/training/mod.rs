@@ -3,7 +3,8 @@
 //! and length limits (docs/training.md).
 //!
 //! - [`template`]: [`ChatTemplate`], the Jinja environment of transformers; [`generation`]:
-//!   the `{% generation %}` blocks; [`pyjson`]: Python's `json.dumps` and `repr`;
+//!   the `{% generation %}` blocks; [`literals`]: string literals decoded as Python decodes
+//!   them; [`pyjson`]: Python's `json.dumps` and `repr`;
 //! - [`tokenize`]: [`TokenizerFile`] and the assistant mask of tokens; [`bpe`]: trajkit's own
 //!   encoder of byte-level BPE tokenizers, the common shape;
 //! - [`sample`]: one conversation into token ids and the mask of the tokens that train,
@@ -11,6 +12,7 @@
 
 pub mod bpe;
 pub mod generation;
+pub mod literals;
 pub mod pyjson;
 pub mod sample;
 pub mod template;

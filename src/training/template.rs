@@ -21,6 +21,7 @@ use serde_json::Value as Json;
 use sha2::{Digest, Sha256};
 
 use super::generation;
+use super::literals;
 use super::pyjson;
 
 /// The name the template is compiled under (it appears in nothing users see).
@@ -146,6 +147,11 @@ impl ChatTemplate {
 
     /// Compiles `source` with `special` tokens in every rendering's context.
     pub fn new(source: &str, special: BTreeMap<String, Value>) -> Result<Self, String> {
+        // Jinja2 reads `\r\n` and `\r` as `\n`, in text and string literals alike (a
+        // template saved with Windows line endings renders `\n`); minijinja keeps them.
+        let source = source.replace("\r\n", "\n").replace('\r', "\n");
+        let source = literals::rewrite(&source);
+        let source: &str = &source;
         let fingerprint = fingerprint(source, &special);
         let plain = generation::remove(source);
         let (source, generation) = generation::rewrite(source);
@@ -318,6 +324,17 @@ mod tests {
         )
         .expect("renders");
         assert_eq!(r.text, "U:hi\n");
+    }
+
+    #[test]
+    fn windows_line_endings_render_as_jinja2_reads_them() {
+        let messages = serde_json::json!([{"role": "user", "content": "hi"}]);
+        let lf = "{% for m in messages %}\n{{ m.content }}\n{% endfor %}\nend{{ 'a\nb' }}\n";
+        let want = render(lf, messages.clone()).expect("renders").text;
+        assert_eq!(want, "hi\nenda\nb");
+        for crlf in [lf.replace('\n', "\r\n"), lf.replace('\n', "\r")] {
+            assert_eq!(render(&crlf, messages.clone()).expect("renders").text, want);
+        }
     }
 
     #[test]

@@ -1,13 +1,14 @@
 """Checks `trajkit export --to tokens` against transformers' apply_chat_template, token for token.
 
-Usage: compare.py HF_DIR CASE.json
+Usage: compare.py HF_DIR CASE.json [--rendering-only]
 
 HF_DIR is a `--to hf` export of the same inputs and options. CASE.json lists cases:
 [{"template": PATH, "name": NAME or null, "tokenizer": PATH, "tokens": DIR}, ...]. For every row of
 each case's `tokens` export, the matching `hf` row is rendered and tokenized by transformers:
 `input_ids` must be equal; `assistant_masks` must equal transformers' own mask
 (`return_assistant_tokens_mask=True`) for templates with {% generation %} blocks, and the mask
-from rendered message boundaries (docs/training.md) for the others. Prints one line per case.
+from rendered message boundaries (docs/training.md) for the others. Prints one line per case,
+then loads the first case's rows with `datasets` (not with --rendering-only).
 """
 
 import json
@@ -170,11 +171,11 @@ def main():
                 ids, want = ref
                 problems = []
                 if ids != r["input_ids"]:
-                    at = next((i for i, (a, b) in enumerate(zip(ids, r["input_ids"])) if a != b), min(len(ids), len(r["input_ids"])))
-                    problems.append(f"input_ids differ at token {at} (transformers {len(ids)} tokens, trajkit {len(r['input_ids'])})")
+                    k = next((i for i, (a, b) in enumerate(zip(ids, r["input_ids"])) if a != b), min(len(ids), len(r["input_ids"])))
+                    problems.append(f"input_ids differ at token {k} (transformers {len(ids)} tokens, trajkit {len(r['input_ids'])})")
                 elif want != r["assistant_masks"]:
-                    at = next(i for i, (a, b) in enumerate(zip(want, r["assistant_masks"])) if a != b)
-                    problems.append(f"assistant_masks differ at token {at}")
+                    k = next(i for i, (a, b) in enumerate(zip(want, r["assistant_masks"])) if a != b)
+                    problems.append(f"assistant_masks differ at token {k}")
                 labels = [t if m else -100 for t, m in zip(r["input_ids"], r["assistant_masks"])]
                 if labels != r["labels"] or r["n_tokens"] != len(r["input_ids"]):
                     problems.append("labels or n_tokens do not follow input_ids and assistant_masks")
@@ -200,7 +201,8 @@ def main():
     if failures:
         print(f"{failures} rows differ")
         sys.exit(1)
-    check_datasets(cases[0]["tokens"])
+    if "--rendering-only" not in sys.argv[3:]:
+        check_datasets(cases[0]["tokens"])
 
 
 def check_datasets(directory):

@@ -10,7 +10,9 @@
 # transformers' apply_chat_template: input_ids and assistant masks must be equal, and every row
 # trajkit leaves out (the template raised) must be one transformers cannot render either.
 # TOKENIZER is any tokenizer.json that knows the template's special tokens (a model's own);
-# the rendering is what is compared. PYTHON needs transformers, tokenizers and pyarrow.
+# the rendering is what is compared. EXPORT_ARGS adds options to both exports (for instance
+# "--tools tools.json --system-prompt prompt.txt"). PYTHON needs transformers, tokenizers and
+# pyarrow.
 # Exits 1 when a template differs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,14 +42,15 @@ with open(out, "w", encoding="utf-8") as w:
             w.write(json.dumps(t, ensure_ascii=False) + "\n")
 PY
 fi
-"$TRAJKIT" export -q --to hf -o "$DIR/hf" "$INPUT" || true
+read -r -a args <<< "${EXPORT_ARGS:-}"
+"$TRAJKIT" export -q --to hf -o "$DIR/hf" "${args[@]}" "$INPUT" || true
 cases="["
 n=0
 for template in "$@"; do
   n=$((n + 1))
   # Rejected rows (a template that raises) are expected: compare.py checks each.
   "$TRAJKIT" export -q --to tokens -o "$DIR/tokens-$n" --chat-template "$template" \
-    --tokenizer "$TOKENIZER" "$INPUT" || true
+    --tokenizer "$TOKENIZER" "${args[@]}" "$INPUT" || true
   [ $n -gt 1 ] && cases+=","
   cases+="{\"template\": \"$(realpath "$template")\", \"name\": null, \"tokenizer\": \"$TOKENIZER\", \"tokens\": \"$DIR/tokens-$n\"}"
 done

@@ -585,10 +585,11 @@ impl Lock {
     }
 }
 
-/// The holder of a lock file, as it records itself: read again for up to 0.2 s while it is
-/// empty (the holder writes it just after taking the lock).
+/// The holder of a lock file, as it records itself: read again for up to 2 s while it is
+/// empty (the holder writes it just after taking the lock; on a loaded machine that can take
+/// more than a moment, and the wait only happens in that window).
 fn holder(file: &mut File) -> String {
-    for _ in 0..20 {
+    for _ in 0..200 {
         let mut text = String::new();
         let read = file
             .seek(io::SeekFrom::Start(0))

@@ -42,6 +42,27 @@ pub struct Message<'a> {
     training: Option<bool>,
 }
 
+impl<'a> Message<'a> {
+    /// The message as transformers hands it to a chat template: with a `reasoning_content`,
+    /// the same text first under `thinking` too, which some templates read (gpt-oss's,
+    /// LFM2's).
+    pub fn for_template(&self) -> ForTemplate<'_, 'a> {
+        ForTemplate {
+            thinking: self.reasoning_content,
+            message: self,
+        }
+    }
+}
+
+/// [`Message::for_template`].
+#[derive(Serialize)]
+pub struct ForTemplate<'m, 'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<&'a str>,
+    #[serde(flatten)]
+    message: &'m Message<'a>,
+}
+
 /// Writes `conv` as one record (no trailing newline, no id).
 pub fn render(
     conv: &Conversation,
@@ -99,5 +120,26 @@ fn plain<'a>(role: &'static str, content: &'a str) -> Message<'a> {
         tool_call_id: None,
         name: None,
         training: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_see_reasoning_also_as_thinking_first() {
+        let mut m = Message {
+            reasoning_content: Some("t"),
+            ..plain("assistant", "a")
+        };
+        let json = |m: &Message<'_>| serde_json::to_string(&m.for_template()).expect("serializes");
+        // transformers' order: `thinking`, the message's own keys, `reasoning_content` in place.
+        assert_eq!(
+            json(&m),
+            r#"{"thinking":"t","role":"assistant","content":"a","reasoning_content":"t"}"#
+        );
+        m.reasoning_content = None;
+        assert_eq!(json(&m), r#"{"role":"assistant","content":"a"}"#);
     }
 }

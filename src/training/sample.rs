@@ -217,7 +217,10 @@ impl Training {
         }
         let info = if sample { info(conv) } else { Vec::new() };
         Ok(Messages {
-            values: messages.iter().map(|m| Value::from(Serde(m))).collect(),
+            values: messages
+                .iter()
+                .map(|m| Value::from(Serde(&m.for_template())))
+                .collect(),
             tools: Value::from(Serde(&tool_list)),
             info,
         })

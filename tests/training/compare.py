@@ -98,6 +98,18 @@ def boundary_spans(tok, template, messages, tools, full):
     return spans
 
 
+def generation_blocks(tok, template, messages, tools):
+    """The character spans of the template's {% generation %} blocks, in order."""
+    _, indices = render_jinja_template(
+        conversations=[messages],
+        tools=tools,
+        chat_template=template,
+        return_assistant_tokens_mask=True,
+        **tok.special_tokens_map,
+    )
+    return [tuple(span) for span in indices[0]]
+
+
 def mask(offsets, spans):
     out = [0] * len(offsets)
     k = 0
@@ -143,13 +155,27 @@ def main():
                 )
             except Exception:
                 return None
-            if generation:
+            offsets = out.encodings[0].offsets
+            untrained = [m.get("training") is False for m in messages if m["role"] == "assistant"]
+            if generation and not any(untrained):
                 return list(out["input_ids"]), list(out["assistant_masks"])
             key = (case["template"], case.get("name"), id(row))
             if key not in bounds:
                 full = tok.apply_chat_template(messages, tools=tools, chat_template=template, tokenize=False)
                 bounds[key] = boundary_spans(tok, template, messages, tools, full)
-            return list(out["input_ids"]), mask(out.encodings[0].offsets, bounds[key])
+            want = list(out["assistant_masks"]) if generation else mask(offsets, bounds[key])
+            # A turn marked not for training (`"training": false`) never trains: its tokens are
+            # taken out of the mask (docs/training.md, "Which tokens train"): its generation
+            # blocks (one per assistant message, in order), else its rendered boundaries.
+            if any(untrained):
+                spans = bounds[key]
+                if generation:
+                    blocks = generation_blocks(tok, template, messages, tools)
+                    if len(blocks) == len(untrained):
+                        spans = blocks
+                dropped = mask(offsets, [b for b, u in zip(spans, untrained) if u])
+                want = [0 if d else w for w, d in zip(want, dropped)]
+            return list(out["input_ids"]), want
 
         written = set()
         at = 0

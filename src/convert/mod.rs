@@ -3,8 +3,10 @@
 //! line. The formats themselves are in [`crate::formats`], the `convert` command in
 //! [`crate::commands::convert`]; nothing here names a format.
 
+pub mod left_out;
 pub mod options;
 
+pub use left_out::LeftOut;
 pub use options::{FormatOption, FormatOptions, OptionValue};
 
 use std::io;

@@ -52,7 +52,7 @@ pub fn convert_path(converter: &dyn Converter, path: &Path, input_len: usize) {
 
 /// Every line written is valid ADP, and there are as many as the converter says.
 fn check_converted(record: &RawRecord, converted: Converted) {
-    let Converted::Written(bytes, count, _, _) = converted else {
+    let Converted::Written(bytes, count, _, _, _) = converted else {
         return;
     };
     let lines: Vec<&[u8]> = bytes

@@ -57,6 +57,11 @@ pub struct ConvertArgs {
     /// keys, or `*` for every value that holds a JSON object or array (1.1.0+ only).
     #[arg(long, value_name = "KEYS")]
     pub decode_details: Option<String>,
+    /// Reject a record whose reader could not map a value or met a line of the wrong type,
+    /// rather than keep the value in `details` and count it (docs/inputs.md, "What a reader
+    /// leaves out").
+    #[arg(long)]
+    pub strict: bool,
     #[command(flatten)]
     pub formats: FormatArgs,
 }
@@ -142,6 +147,7 @@ pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         upgrade,
         run: global.run_options(),
         mapping: args.formats.options,
+        strict: args.strict,
         inputs: std::sync::Arc::new(inputs.clone()),
     };
     let shown = Capped::stderr(global);
@@ -161,6 +167,9 @@ pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         for w in &summary.warnings {
             warn(format_args!("trajkit: warning: {w}"));
         }
+    }
+    for (input, left) in &summary.left_out {
+        global.summary(format_args!("convert: input {input}: {}", left.describe()));
     }
     let warnings = match summary.warnings.len() {
         0 => String::new(),

@@ -234,6 +234,10 @@ fn print_summary(global: &GlobalArgs, p: &Pipeline, s: &RunSummary, speed: &str)
             "run: input {}: {} records in, {} trajectories, {} rejected; {:.2} s",
             i.path, i.records, i.trajectories, i.rejected, i.seconds
         ));
+        let left_out = i.left_out.describe();
+        if !left_out.is_empty() {
+            global.summary(format_args!("run: input {}: {left_out}", i.path));
+        }
     }
     for (n, st) in s.stages.iter().enumerate() {
         let what = if st.stage == "convert" {
@@ -401,7 +405,7 @@ mod tests {
         }));
     }
 
-    /// The pipeline schema's `[convert]` keys are `adp_version`, `decode_details` and the
+    /// The pipeline schema's `[convert]` keys are `adp_version`, `decode_details`, `strict` and the
     /// formats' options, each with the option's type, default and help.
     #[test]
     fn every_format_option_is_a_convert_key_of_the_schema() {
@@ -424,7 +428,7 @@ mod tests {
                 o.key
             );
         }
-        keys.extend(["adp_version", "decode_details"]);
+        keys.extend(["adp_version", "decode_details", "strict"]);
         keys.sort_unstable();
         let mut schema_keys: Vec<&str> = props.keys().map(String::as_str).collect();
         schema_keys.sort_unstable();

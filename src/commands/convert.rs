@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use std::sync::Arc;
 
 use crate::convert::{
-    convert_record, write_renamed, ConvertOptions, Converted, Converter, DuplicateIds,
+    convert_record, write_renamed, ConvertOptions, Converted, Converter, DuplicateIds, LeftOut,
 };
 use crate::engine::output::Output;
 use crate::engine::pipeline::{self, empty_inputs, Flow, PipelineError, Progress, Sink};
@@ -30,6 +30,20 @@ pub struct ConvertSummary {
     pub empty_inputs: Vec<String>,
     /// Warnings about the run as a whole (a spec pointer that never resolved).
     pub warnings: Vec<String>,
+    /// What the readers left out, per input that left something out, in input order.
+    pub left_out: Vec<(String, LeftOut)>,
+}
+
+/// Adds `left` to the entry of `input` in `per_input` (a summary's `left_out`), unless it is
+/// empty.
+pub fn add_left_out(per_input: &mut Vec<(String, LeftOut)>, input: &str, left: &LeftOut) {
+    if left.is_empty() {
+        return;
+    }
+    match per_input.iter_mut().find(|(i, _)| i == input) {
+        Some((_, sum)) => sum.add(left),
+        None => per_input.push((input.to_owned(), left.clone())),
+    }
 }
 
 struct ConvertSink<'a> {
@@ -116,23 +130,24 @@ impl Sink for ConvertSink<'_> {
     fn accept(&mut self, record: RawRecord, item: Converted) -> io::Result<Flow> {
         self.summary.records += 1;
         let item = match item {
-            Converted::Written(bytes, n, warnings, ids) if !ids.is_empty() => {
+            Converted::Written(bytes, n, warnings, ids, left) if !ids.is_empty() => {
                 match self.write_checked(&record, bytes, ids)? {
-                    Ok(()) => Converted::Written(Vec::new(), n, warnings, Vec::new()),
+                    Ok(()) => Converted::Written(Vec::new(), n, warnings, Vec::new(), left),
                     Err(diagnostics) => Converted::Rejected(diagnostics),
                 }
             }
-            Converted::Written(bytes, n, warnings, ids) => {
+            Converted::Written(bytes, n, warnings, ids, left) => {
                 self.output.write_all(&bytes)?;
-                Converted::Written(Vec::new(), n, warnings, ids)
+                Converted::Written(Vec::new(), n, warnings, ids, left)
             }
             rejected => rejected,
         };
         match item {
-            Converted::Written(_, n, warnings, _) => {
+            Converted::Written(_, n, warnings, _, left) => {
                 for w in &warnings {
                     self.reporter.diagnostic(w)?;
                 }
+                add_left_out(&mut self.summary.left_out, &record.provenance.input, &left);
                 self.summary.written_records += 1;
                 self.summary.trajectories += n;
             }

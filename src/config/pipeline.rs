@@ -84,6 +84,8 @@ fn auto() -> String {
 struct ConvertSection {
     adp_version: Option<String>,
     decode_details: Option<String>,
+    #[serde(default)]
+    strict: bool,
     /// The formats' options, by pipeline key ([`crate::convert::FormatOption`]); the
     /// pipeline schema has checked their names and types.
     #[serde(flatten)]
@@ -124,6 +126,8 @@ pub struct Pipeline {
     pub adp_version: AdpVersion,
     /// `[convert] decode_details`.
     pub decode_details: Option<String>,
+    /// `[convert] strict`: reject a record whose reader could not map a value.
+    pub strict: bool,
     /// The formats' options of `[convert]`.
     pub formats: FormatOptions,
     /// `[validate] max_reject_rate`.
@@ -406,6 +410,7 @@ pub fn parse(path: &str, text: &str) -> Result<Pipeline, ConfigError> {
         partition_by,
         adp_version,
         decode_details: convert.decode_details,
+        strict: convert.strict,
         formats,
         max_reject_rate: validate.max_reject_rate.unwrap_or(0.0),
         rejects: validate.rejects,
@@ -505,6 +510,9 @@ impl Pipeline {
         }
         if let Some(d) = &self.decode_details {
             convert["decode_details"] = json!(d);
+        }
+        if self.strict {
+            convert["strict"] = json!(true);
         }
         let mut validate = json!({"max_reject_rate": self.max_reject_rate});
         if let Some(r) = &self.rejects {

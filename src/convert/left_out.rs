@@ -8,16 +8,18 @@
 //! whose values could not be mapped or whose lines had the wrong type
 //! (docs/inputs.md, "What a reader leaves out").
 
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use crate::json::Node;
 
 /// The counts a reader keeps while it converts one trajectory, and the first problem among
 /// the values it could not map and the lines of the wrong type (what `--strict` rejects).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct LeftOut {
     /// Where the left-out material is listed, as a details path (`details.claude_code`).
-    pub place: &'static str,
+    pub place: String,
     /// Source lines or entries skipped on purpose: branches not taken, sidechains, bookkeeping.
     pub lines: u64,
     /// Values the reader could not map to a step (kept as they were in `place`).
@@ -34,7 +36,8 @@ pub struct LeftOut {
 }
 
 /// One value a reader could not map or one line of the wrong type.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Problem {
     /// The source line (or record) it is on.
     pub line: u64,
@@ -46,9 +49,9 @@ pub struct Problem {
 
 impl LeftOut {
     /// Nothing left out yet; what is left out is listed at `place` (`details.codex`).
-    pub fn new(place: &'static str) -> LeftOut {
+    pub fn new(place: &str) -> LeftOut {
         LeftOut {
-            place,
+            place: place.to_owned(),
             ..LeftOut::default()
         }
     }
@@ -112,7 +115,7 @@ impl LeftOut {
         if let Some((n, kept)) = self.messages {
             m.insert("messages".to_owned(), json!({"in": n, "kept": kept}));
         }
-        m.insert("where".to_owned(), self.place.into());
+        m.insert("where".to_owned(), self.place.as_str().into());
         if let Some(p) = &self.first {
             m.insert(
                 "first".to_owned(),
@@ -136,9 +139,72 @@ impl LeftOut {
         }
     }
 
+    /// Adds the counts of `other` (another trajectory of the same input) to these; the place
+    /// and first problem are the first ones seen.
+    pub fn add(&mut self, other: &LeftOut) {
+        if self.place.is_empty() {
+            self.place.clone_from(&other.place);
+        }
+        self.lines += other.lines;
+        self.values += other.values;
+        self.blocks += other.blocks;
+        self.wrong_typed += other.wrong_typed;
+        if let Some((n, kept)) = other.messages {
+            let (a, b) = self.messages.unwrap_or((0, 0));
+            self.messages = Some((a + n, b + kept));
+        }
+        if self.first.is_none() {
+            self.first.clone_from(&other.first);
+        }
+    }
+
+    /// The counts in words, for a summary line: "12 lines left out, 2 values unmapped:
+    /// details.claude_code"; empty when nothing was left out.
+    pub fn describe(&self) -> String {
+        let plural = |n: u64, one: &str, many: &str| match n {
+            1 => format!("1 {one}"),
+            n => format!("{n} {many}"),
+        };
+        let mut parts = Vec::new();
+        if self.lines > 0 {
+            parts.push(plural(self.lines, "line left out", "lines left out"));
+        }
+        if self.values > 0 {
+            parts.push(plural(self.values, "value unmapped", "values unmapped"));
+        }
+        if self.blocks > 0 {
+            parts.push(plural(
+                self.blocks,
+                "block no step holds",
+                "blocks no step holds",
+            ));
+        }
+        if self.wrong_typed > 0 {
+            parts.push(plural(
+                self.wrong_typed,
+                "wrong-typed value",
+                "wrong-typed values",
+            ));
+        }
+        if let Some((n, kept)) = self.messages.filter(|(n, kept)| kept < n) {
+            parts.push(format!("{kept} of {n} messages kept"));
+        }
+        if parts.is_empty() {
+            return String::new();
+        }
+        match self.place.as_str() {
+            "" => parts.join(", "),
+            place => format!("{}: {place}", parts.join(", ")),
+        }
+    }
+
     /// The counts a reader wrote in `details.source.left_out`, read back from `source`.
     pub fn read(source: &Value) -> Option<LeftOut> {
-        let l = source.get("left_out")?;
+        Some(LeftOut::from_value(source.get("left_out")?))
+    }
+
+    /// The counts of a `left_out` object (missing counts are 0).
+    pub fn from_value(l: &Value) -> LeftOut {
         let n = |k: &str| l.get(k).and_then(Value::as_u64).unwrap_or(0);
         let messages = l.get("messages").map(|m| {
             (
@@ -151,15 +217,19 @@ impl LeftOut {
             pointer: p["pointer"].as_str().unwrap_or_default().to_owned(),
             reason: p["reason"].as_str().unwrap_or_default().to_owned(),
         });
-        Some(LeftOut {
-            place: "",
+        LeftOut {
+            place: l
+                .get("where")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
             lines: n("lines"),
             values: n("values"),
             blocks: n("blocks"),
             wrong_typed: n("wrong_typed"),
             messages,
             first,
-        })
+        }
     }
 }
 

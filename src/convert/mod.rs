@@ -130,35 +130,29 @@ pub trait Converter: Sync {
         }
     }
     /// Converts one record, upgrades its trajectories to `opts.upgrade.target` and appends them
-    /// to `out` as JSON lines in the output format `opts.to`, returning how many; on error, what
-    /// was appended is to be dropped. The default writes the [`Converter::each_partial`], or
-    /// else does [`Converter::convert`], [`converted_checked`] and [`write_line`].
+    /// to `out` as JSON lines in the output format `opts.to`, returning how many and what the
+    /// reader left out of them; on error, what was appended is to be dropped. The default
+    /// writes the [`Converter::each_partial`], or else does [`Converter::convert`],
+    /// [`converted_checked`] and [`write_line`].
     fn convert_into(
         &self,
         record: &RawRecord,
         opts: &ConvertOptions,
         out: &mut Vec<u8>,
-    ) -> Result<u64, Vec<Diagnostic>> {
-        let mut count = 0;
+    ) -> Result<Made, Vec<Diagnostic>> {
+        let mut made = Made::default();
         let written = self.each_partial(record, &opts.mapping, &mut |p| {
-            count += p.write(&record.provenance, opts, out)?;
+            if !self.reads_adp() {
+                made.note(p.left_out(), &record.provenance, &p.trajectory.id, opts)?;
+            }
+            made.count += p.write(&record.provenance, opts, out)?;
             Ok(())
         });
         if let Some(written) = written {
-            return written.map(|()| count);
+            return written.map(|()| made);
         }
         let trajectories = self.convert(record, &opts.mapping)?;
-        let count = trajectories.len() as u64;
-        for (mut traj, _) in trajectories {
-            converted_checked(
-                &mut traj,
-                &record.provenance,
-                &opts.upgrade,
-                self.reads_adp(),
-            )?;
-            write_line(out, &traj, opts, &record.provenance).map_err(|d| vec![*d])?;
-        }
-        Ok(count)
+        write_converted(trajectories, self.reads_adp(), record, opts, out, |_| None)
     }
 }
 
@@ -176,6 +170,15 @@ pub struct Partial<'a> {
 }
 
 impl Partial<'_> {
+    /// What the reader left out of this trajectory (`details.source.left_out`, in `details` or
+    /// in the tail), if anything.
+    pub fn left_out(&self) -> Option<LeftOut> {
+        match self.tail.iter().find(|(k, _)| *k == "source") {
+            Some((_, source)) => Some(LeftOut::from_value(&source.get("left_out")?.to_value())),
+            None => left_out_of(&self.trajectory),
+        }
+    }
+
     /// The whole trajectory: the tail moved into `details` as values.
     pub fn into_trajectory(self) -> Trajectory {
         let mut traj = self.trajectory;
@@ -243,6 +246,9 @@ pub struct ConvertOptions {
     pub run: RunOptions,
     /// The options of the formats (reading and mapping choices).
     pub mapping: FormatOptions,
+    /// Reject a record whose reader could not map a value or met a line of the wrong type
+    /// (`--strict`, `[convert] strict`), rather than keep it in `details` and count it.
+    pub strict: bool,
     /// Every input of the run, as planned (directories a format does not claim expanded to
     /// their files): a format whose unit spans files (ATIF continuation files) reads a group
     /// only when its files were given together. Set by the runners from their plan.
@@ -262,9 +268,10 @@ pub enum DuplicateIds {
 /// The result of converting one record.
 pub enum Converted {
     /// Serialized JSON lines, one per trajectory, their count, warnings about the record
-    /// ([`Converter::warnings`]), and the trajectories' ids when the converter checks for
-    /// duplicates ([`Converter::duplicate_ids`]; empty otherwise).
-    Written(Vec<u8>, u64, Vec<Diagnostic>, Vec<String>),
+    /// ([`Converter::warnings`] and what was left out), and the trajectories' ids when the
+    /// converter checks for duplicates ([`Converter::duplicate_ids`]; empty otherwise), and
+    /// what the reader left out of them.
+    Written(Vec<u8>, u64, Vec<Diagnostic>, Vec<String>, LeftOut),
     /// Why the record was rejected.
     Rejected(Vec<Diagnostic>),
 }
@@ -288,7 +295,11 @@ pub fn convert_record(
         converter.convert_into(record, opts, &mut out)
     };
     match written {
-        Ok(count) => Converted::Written(out, count, converter.warnings(record), ids),
+        Ok(made) => {
+            let mut warnings = converter.warnings(record);
+            warnings.extend(made.warnings);
+            Converted::Written(out, made.count, warnings, ids, made.left_out)
+        }
         Err(d) => Converted::Rejected(d),
     }
 }
@@ -300,23 +311,124 @@ pub fn write_renamed(
     record: &RawRecord,
     opts: &ConvertOptions,
     out: &mut Vec<u8>,
-    mut rename: impl FnMut(&str) -> Option<String>,
-) -> Result<u64, Vec<Diagnostic>> {
+    rename: impl FnMut(&str) -> Option<String>,
+) -> Result<Made, Vec<Diagnostic>> {
     let trajectories = converter.convert(record, &opts.mapping)?;
-    let count = trajectories.len() as u64;
+    write_converted(
+        trajectories,
+        converter.reads_adp(),
+        record,
+        opts,
+        out,
+        rename,
+    )
+}
+
+/// Checks and writes the `trajectories` a converter made of `record` ([`write_renamed`]).
+fn write_converted(
+    trajectories: Vec<(Trajectory, AdpVersion)>,
+    reads_adp: bool,
+    record: &RawRecord,
+    opts: &ConvertOptions,
+    out: &mut Vec<u8>,
+    mut rename: impl FnMut(&str) -> Option<String>,
+) -> Result<Made, Vec<Diagnostic>> {
+    let mut made = Made {
+        count: trajectories.len() as u64,
+        ..Made::default()
+    };
     for (mut traj, _) in trajectories {
         if let Some(id) = rename(&traj.id) {
             traj.id = id;
         }
-        converted_checked(
-            &mut traj,
-            &record.provenance,
-            &opts.upgrade,
-            converter.reads_adp(),
-        )?;
+        if !reads_adp {
+            made.note(left_out_of(&traj), &record.provenance, &traj.id, opts)?;
+        }
+        converted_checked(&mut traj, &record.provenance, &opts.upgrade, reads_adp)?;
         write_line(out, &traj, opts, &record.provenance).map_err(|d| vec![*d])?;
     }
-    Ok(count)
+    Ok(made)
+}
+
+/// What converting one record made: its trajectories, what the reader left out of them
+/// (summed), and the warnings about it.
+#[derive(Debug, Default)]
+pub struct Made {
+    /// Trajectories written.
+    pub count: u64,
+    /// What the reader left out of them, summed.
+    pub left_out: LeftOut,
+    /// Warnings: a trajectory that keeps under half of its source's messages.
+    pub warnings: Vec<Diagnostic>,
+}
+
+impl Made {
+    /// Counts what the reader left out of trajectory `id` ([`left_out_checked`]).
+    pub fn note(
+        &mut self,
+        left: Option<LeftOut>,
+        prov: &Provenance,
+        id: &str,
+        opts: &ConvertOptions,
+    ) -> Result<(), Vec<Diagnostic>> {
+        if let Some(left) = left {
+            self.warnings
+                .extend(left_out_checked(&left, prov, id, opts.strict)?);
+            self.left_out.add(&left);
+        }
+        Ok(())
+    }
+}
+
+/// What a reader wrote in `details.source.left_out` of `traj`, if anything.
+pub fn left_out_of(traj: &Trajectory) -> Option<LeftOut> {
+    LeftOut::read(traj.details.get("source")?)
+}
+
+/// What the convert stage does with what a reader left out of trajectory `id`: with `strict`,
+/// rejects it when a value could not be mapped or a line had the wrong type; warns when the
+/// steps keep under half of the source's conversation messages.
+pub fn left_out_checked(
+    left: &LeftOut,
+    prov: &Provenance,
+    id: &str,
+    strict: bool,
+) -> Result<Option<Diagnostic>, Vec<Diagnostic>> {
+    if strict && left.is_lossy() {
+        let (pointer, reason) = match &left.first {
+            Some(p) => (
+                p.pointer.as_str(),
+                format!(" (first, on line {}: {})", p.line, p.reason),
+            ),
+            None => ("", String::new()),
+        };
+        return Err(vec![Diagnostic::error(
+            prov,
+            Some(id),
+            pointer,
+            "left-out",
+            format!(
+                "--strict: the reader could not convert all of it: {}{reason}",
+                left.describe()
+            ),
+        )]);
+    }
+    Ok(left.keeps_under_half().then(|| {
+        let (n, kept) = left.messages.unwrap_or_default();
+        Diagnostic::warning(
+            prov,
+            Some(id),
+            "",
+            "left-out",
+            format!(
+                "the trajectory keeps {kept} of the source's {n} conversation messages: {}",
+                match left.describe().as_str() {
+                    "" => "the rest are not in the conversation that went on".to_owned(),
+                    why => why.to_owned(),
+                }
+            ),
+        )
+    }))
 }
 
 /// What every stage that converts a record does to each trajectory it makes: refuses one with
@@ -412,5 +524,37 @@ mod tests {
             (err[0].rule.as_str(), err[0].pointer.as_str(), err[0].line),
             ("empty-trajectory", "/content", 4)
         );
+    }
+
+    /// `--strict` rejects a trajectory with an unmapped value at its first one's pointer;
+    /// without it, one that keeps under half of its source's messages is warned about.
+    #[test]
+    fn what_a_reader_left_out_is_rejected_when_strict_and_warned_about_when_most_is_lost() {
+        let prov = Provenance {
+            input: "in.jsonl".into(),
+            file: "in.jsonl".into(),
+            line: 1,
+            index: 0,
+        };
+        let mut left = LeftOut::new("details.x");
+        left.unmapped(7, "/message/content/1", "a block of unknown type \"x\"");
+        left.messages = Some((10, 3));
+        let err = left_out_checked(&left, &prov, "t", true).expect_err("strict rejects");
+        assert_eq!(
+            (err[0].rule.as_str(), err[0].pointer.as_str()),
+            ("left-out", "/message/content/1")
+        );
+        let warning = left_out_checked(&left, &prov, "t", false)
+            .expect("lenient keeps it")
+            .expect("under half kept");
+        assert!(
+            warning.message.contains("keeps 3 of the source's 10"),
+            "{}",
+            warning.message
+        );
+        left.messages = Some((10, 5));
+        assert!(left_out_checked(&left, &prov, "t", false)
+            .expect("kept")
+            .is_none());
     }
 }

@@ -278,6 +278,7 @@ impl<'p> Prepared<'p> {
             upgrade,
             run: request.run.clone(),
             mapping: p.formats.clone(),
+            strict: p.strict,
             inputs: std::sync::Arc::new(all_paths.clone()),
         };
         Ok(Prepared {

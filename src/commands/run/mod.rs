@@ -45,7 +45,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::convert::{converted_checked, ConvertOptions, Converter};
+use crate::convert::{
+    converted_checked, left_out_checked, left_out_of, ConvertOptions, Converter, LeftOut,
+};
 use crate::engine::output::Commit;
 use crate::engine::partition::{state_dir, Elsewhere, Partition, PartitionBy};
 use crate::engine::pipeline::{
@@ -189,9 +191,9 @@ struct TrajectoryItem {
 /// What one record became.
 enum Item {
     Rejected(Vec<Diagnostic>),
-    /// Its trajectories in this partition, how many belong to others, and the converter's
-    /// warnings about it.
-    Converted(Vec<TrajectoryItem>, u64, Vec<Diagnostic>),
+    /// Its trajectories in this partition, how many belong to others, the converter's
+    /// warnings about it, and what the reader left out of its trajectories.
+    Converted(Vec<TrajectoryItem>, u64, Vec<Diagnostic>, LeftOut),
     /// Nothing of it belongs to this partition (by id); its trajectories, all elsewhere.
     Elsewhere(u64),
 }
@@ -215,7 +217,7 @@ impl Stages<'_> {
         // By id, a record with no trajectory to choose by (one that converts to none or is
         // rejected at conversion) is partition 0's.
         let first = self.by_id.is_none_or(|p| p.index == 0);
-        let mut trajectories = match converted {
+        let (mut trajectories, left_out, mut warnings) = match converted {
             Ok(t) => t,
             Err(_) if !first => return Item::Elsewhere(0),
             Err(d) => return Item::Rejected(d),
@@ -226,11 +228,9 @@ impl Stages<'_> {
         if trajectories.is_empty() && (elsewhere > 0 || !first) {
             return Item::Elsewhere(elsewhere);
         }
-        let warnings = self
-            .by_path
-            .get(record.provenance.input.as_ref())
-            .map(|c| c.warnings(record))
-            .unwrap_or_default();
+        if let Some(c) = self.by_path.get(record.provenance.input.as_ref()) {
+            warnings.splice(0..0, c.warnings(record));
+        }
         Item::Converted(
             trajectories
                 .into_iter()
@@ -239,6 +239,7 @@ impl Stages<'_> {
                 .collect(),
             elsewhere,
             warnings,
+            left_out,
         )
     }
 
@@ -249,8 +250,12 @@ impl Stages<'_> {
         }
     }
 
-    /// The convert stage: the record's trajectories, upgraded and checked.
-    fn convert(&self, record: &RawRecord) -> Result<Vec<Trajectory>, Vec<Diagnostic>> {
+    /// The convert stage: the record's trajectories, upgraded and checked, what the reader left
+    /// out of them and the warnings about that ([`left_out_checked`]).
+    fn convert(
+        &self,
+        record: &RawRecord,
+    ) -> Result<(Vec<Trajectory>, LeftOut, Vec<Diagnostic>), Vec<Diagnostic>> {
         let prov = &record.provenance;
         let Some(converter) = self.by_path.get(prov.input.as_ref()) else {
             return Err(vec![Diagnostic::error(
@@ -263,7 +268,18 @@ impl Stages<'_> {
         };
         let converted = converter.convert(record, &self.plan.convert.mapping)?;
         let mut trajectories = Vec::with_capacity(converted.len());
+        let mut left_out = LeftOut::default();
+        let mut warnings = Vec::new();
         for (mut traj, _) in converted {
+            if let Some(left) = left_out_of(&traj).filter(|_| !converter.reads_adp()) {
+                warnings.extend(left_out_checked(
+                    &left,
+                    prov,
+                    &traj.id,
+                    self.plan.convert.strict,
+                )?);
+                left_out.add(&left);
+            }
             converted_checked(
                 &mut traj,
                 prov,
@@ -272,13 +288,13 @@ impl Stages<'_> {
             )?;
             trajectories.push(traj);
         }
-        Ok(trajectories)
+        Ok((trajectories, left_out, warnings))
     }
 
     /// Trajectory `i` of `record` as it reaches the exports (converted and joined again), for
     /// the rejects file when the last export, which took the trajectory, rejected it.
     fn rebuild(&self, record: &RawRecord, i: usize) -> Option<Trajectory> {
-        let mut trajectories = self.convert(record).ok()?;
+        let (mut trajectories, ..) = self.convert(record).ok()?;
         self.keep_own(&mut trajectories);
         let mut traj = trajectories.into_iter().nth(i)?;
         let mut done = &self.plan.convert.upgrade;
@@ -539,9 +555,12 @@ impl Sink for RunSink<'_> {
                     &d,
                 )?;
             }
-            Item::Converted(trajectories, elsewhere, warnings) => {
+            Item::Converted(trajectories, elsewhere, warnings, left) => {
                 for w in &warnings {
                     self.reporter.diagnostic(w)?;
+                }
+                if let Some(input) = self.summary.inputs.last_mut() {
+                    input.left_out.add(&left);
                 }
                 self.elsewhere.trajectories += elsewhere;
                 converted = trajectories.len() as u64;

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::convert::LeftOut;
 use crate::engine::partition::Elsewhere;
 use crate::engine::pipeline::StageSummary;
 use crate::export::ExportSummary;
@@ -23,6 +24,9 @@ pub struct InputSummary {
     /// (not in `records`; left out of the JSON when 0).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub elsewhere: u64,
+    /// What the readers left out of its trajectories (left out of the JSON when nothing was).
+    #[serde(default, skip_serializing_if = "LeftOut::is_empty")]
+    pub left_out: LeftOut,
     /// Wall time from the writer's first to its last record of this input (reading,
     /// processing and writing overlap, so this is the input's share of the run), in seconds.
     pub seconds: f64,

@@ -280,6 +280,10 @@ mod tests {
                 include_str!("../../sample_data/openai/chats.jsonl"),
             ),
             (
+                "anthropic",
+                include_str!("../../sample_data/anthropic/messages.jsonl"),
+            ),
+            (
                 "sharegpt",
                 include_str!("../../sample_data/sharegpt/conversations.json"),
             ),

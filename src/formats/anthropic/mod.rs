@@ -104,17 +104,13 @@ impl Converter for Anthropic {
                     message,
                 )]
             })?;
-        let tools = value["tools"]
-            .as_array()
-            .map(|t| t.iter().map(Node::to_value).collect())
-            .unwrap_or_default();
         let mut traj = chat_trajectory(
             "anthropic",
             record,
             &value,
             id,
             built.content,
-            tools,
+            built.tools,
             &["messages", "tools", "system"],
         );
         extend_details(&mut traj.details, "anthropic", built.notes.into_map());
@@ -464,6 +460,37 @@ mod tests {
             t.details["anthropic"]["renamed_call_ids"],
             json!([{"step": 7, "id": "x", "as": "x#2"}])
         );
+    }
+
+    /// Strings in a list of blocks are text blocks; tools may be a JSON text holding the list.
+    #[test]
+    fn strings_among_blocks_and_tools_as_text() {
+        let t = convert(&json!({
+            "tools": "[{\"name\": \"f\"}]",
+            "system": ["Be brief."],
+            "messages": [
+                {"role": "user", "content": ["hi", {"type": "text", "text": "there"}]},
+                {"role": "assistant", "content": ["Let me call f.", {"type": "tool_use", "id": "c", "name": "f", "input": "{\"x\": 1}"}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c", "content": ["one", {"type": "text", "text": "two"}]}]}
+            ]
+        }));
+        let s = steps(&t);
+        assert_eq!(s[0]["content"], "Be brief.");
+        assert_eq!(
+            (&s[1]["content"], &s[2]["content"]),
+            (&json!("hi"), &json!("there"))
+        );
+        assert_eq!(
+            (&s[3]["description"], &s[3]["kwargs"]),
+            (&json!("Let me call f."), &json!({"x": 1}))
+        );
+        assert_eq!(s[4]["content"], "one\ntwo");
+        assert_eq!(t.available_custom_tools, Some(vec!["f".into()]));
+        let bad = convert(
+            &json!({"tools": "not a list", "messages": [{"role": "user", "content": "hi"}]}),
+        );
+        assert_eq!(bad.details["anthropic"]["unmapped"][0]["pointer"], "/tools");
+        assert_eq!(left_out(&bad)["values"], 1);
     }
 
     /// An OpenAI chat given to this format is refused, naming the key and the format to use.

@@ -81,6 +81,8 @@ impl Notes {
 /// The steps of a conversation, with what `details` keeps of it and what was left out.
 pub(super) struct Built {
     pub content: Vec<Step>,
+    /// The tool specs: `tools` as a list, or a JSON text holding one.
+    pub tools: Vec<Value>,
     pub notes: Notes,
     pub left: LeftOut,
 }
@@ -167,6 +169,7 @@ pub(super) fn build(record: &Node<'_>, line: u64) -> Result<Built, Problem> {
         open: None,
         kept: vec![false; messages.len()],
     };
+    let tools = b.tools(&record["tools"]);
     b.system(&record["system"]);
     for (i, m) in messages.iter().enumerate() {
         b.message(i, m);
@@ -176,6 +179,7 @@ pub(super) fn build(record: &Node<'_>, line: u64) -> Result<Built, Problem> {
     b.left.messages = Some((roles.count() as u64, kept));
     Ok(Built {
         content: b.content,
+        tools,
         notes: b.notes,
         left: b.left,
     })
@@ -206,6 +210,22 @@ struct Builder<'n, 'a> {
 }
 
 impl<'n, 'a> Builder<'n, 'a> {
+    /// The tool specs: a list, or a JSON text holding one (kept as unmapped when it does not).
+    fn tools(&mut self, tools: &Node<'a>) -> Vec<Value> {
+        match tools {
+            Node::Array(t) => t.iter().map(Node::to_value).collect(),
+            Node::String(s) if !s.trim().is_empty() => match serde_json::from_str(s) {
+                Ok(Value::Array(t)) => t,
+                _ => {
+                    let reason = "tools is a text that does not hold a JSON list of tool specs";
+                    self.unmapped("/tools", reason.into(), tools);
+                    Vec::new()
+                }
+            },
+            _ => Vec::new(),
+        }
+    }
+
     /// The top-level system prompt: a string, or text blocks joined by blank lines.
     fn system(&mut self, system: &Node<'a>) {
         let text = match system {
@@ -518,7 +538,9 @@ impl<'n, 'a> Builder<'n, 'a> {
                 return (String::new(), Vec::new());
             }
         };
-        let all_text = items.iter().all(|b| b["type"].as_str() == Some("text"));
+        let all_text = items
+            .iter()
+            .all(|b| b.as_str().is_some() || b["type"].as_str() == Some("text"));
         if !client && !all_text {
             return (content.to_string(), Vec::new());
         }
@@ -539,8 +561,13 @@ impl<'n, 'a> Builder<'n, 'a> {
         (texts.join("\n"), images)
     }
 
-    /// The text of a `text` block (its other keys kept), or `None` for any other block.
+    /// The text of a `text` block (its other keys kept) or of a string, or `None` for any
+    /// other block.
     fn text_of(&mut self, p: &str, block: &Node<'a>) -> Option<String> {
+        if let Node::String(s) = block {
+            // A string in a list of blocks, as some datasets write a text block.
+            return Some(s.as_ref().to_owned());
+        }
         if block["type"].as_str() != Some("text") {
             return None;
         }

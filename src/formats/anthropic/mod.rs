@@ -462,7 +462,8 @@ mod tests {
         );
     }
 
-    /// Strings in a list of blocks are text blocks; tools may be a JSON text holding the list.
+    /// Strings in a list of blocks are text blocks, Roo Code's `reasoning` blocks reasoning;
+    /// tools may be a JSON text holding the list.
     #[test]
     fn strings_among_blocks_and_tools_as_text() {
         let t = convert(&json!({
@@ -470,7 +471,11 @@ mod tests {
             "system": ["Be brief."],
             "messages": [
                 {"role": "user", "content": ["hi", {"type": "text", "text": "there"}]},
-                {"role": "assistant", "content": ["Let me call f.", {"type": "tool_use", "id": "c", "name": "f", "input": "{\"x\": 1}"}]},
+                {"role": "assistant", "content": [
+                    {"type": "reasoning", "text": "f knows.", "summary": []},
+                    "Let me call f.",
+                    {"type": "tool_use", "id": "c", "name": "f", "input": "{\"x\": 1}"}
+                ]},
                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c", "content": ["one", {"type": "text", "text": "two"}]}]}
             ]
         }));
@@ -484,6 +489,7 @@ mod tests {
             (&s[3]["description"], &s[3]["kwargs"]),
             (&json!("Let me call f."), &json!({"x": 1}))
         );
+        assert_eq!(s[3]["reasoning_content"], "f knows.");
         assert_eq!(s[4]["content"], "one\ntwo");
         assert_eq!(t.available_custom_tools, Some(vec!["f".into()]));
         let bad = convert(

@@ -320,7 +320,8 @@ impl<'n, 'a> Builder<'n, 'a> {
         }
     }
 
-    /// An assistant message's blocks: thinking is the reasoning of the next action, a text the
+    /// An assistant message's blocks: thinking (and Roo Code's `reasoning` blocks) is the
+    /// reasoning of the next action, a text the
     /// description of the call after it (else a message), calls are actions; results of the
     /// calls follow the message, in call order (those the API wrote in the message itself
     /// stand where they are).
@@ -331,9 +332,14 @@ impl<'n, 'a> Builder<'n, 'a> {
         for (k, block) in blocks.iter().enumerate() {
             let p = format!("/messages/{i}/content/{k}");
             let kind = block["type"].as_str().unwrap_or_default();
-            if kind == "thinking" && block["thinking"].as_str().is_some() {
-                self.fields(&p, block, &["type", "thinking"]);
-                let t = block["thinking"].as_str().unwrap_or_default();
+            // Roo Code writes the reasoning of other providers as a `reasoning` block.
+            let key = match kind {
+                "thinking" => "thinking",
+                "reasoning" => "text",
+                _ => "",
+            };
+            if let Some(t) = block[key].as_str().filter(|_| !key.is_empty()) {
+                self.fields(&p, block, &["type", key]);
                 thought = Some(match thought.take() {
                     Some((prev, _)) => (format!("{prev}\n\n{t}"), p),
                     None => (t.to_owned(), p),

@@ -473,6 +473,7 @@ mod tests {
                 {"role": "user", "content": ["hi", {"type": "text", "text": "there"}]},
                 {"role": "assistant", "content": [
                     {"type": "reasoning", "text": "f knows.", "summary": []},
+                    {"type": "thinking", "thinking": "", "signature": "omitted"},
                     "Let me call f.",
                     {"type": "tool_use", "id": "c", "name": "f", "input": "{\"x\": 1}"}
                 ]},

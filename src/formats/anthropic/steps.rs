@@ -340,10 +340,12 @@ impl<'n, 'a> Builder<'n, 'a> {
             };
             if let Some(t) = block[key].as_str().filter(|_| !key.is_empty()) {
                 self.fields(&p, block, &["type", key]);
-                thought = Some(match thought.take() {
-                    Some((prev, _)) => (format!("{prev}\n\n{t}"), p),
-                    None => (t.to_owned(), p),
-                });
+                // An empty thinking (its text omitted, the signature kept) adds nothing.
+                thought = match thought.take() {
+                    prev if t.is_empty() => prev,
+                    Some((prev, _)) => Some((format!("{prev}\n\n{t}"), p)),
+                    None => Some((t.to_owned(), p)),
+                };
             } else if let Some(t) = self.text_of(&p, block) {
                 self.flush(&mut text, &mut thought, i);
                 text = Some(t);

@@ -510,6 +510,8 @@ mod tests {
         let err = convert_at(&v, "x.jsonl").err().unwrap_or_default();
         assert_eq!(err[0].pointer, "/messages/1/tool_calls");
         assert!(err[0].message.contains("--from openai"), "{:?}", err[0]);
+        let empty = json!({"messages": [{"role": "assistant", "content": "hi", "tool_calls": []}]});
+        assert!(convert_at(&empty, "x.jsonl").is_ok());
         let tool = json!({"messages": [{"role": "tool", "content": "x", "tool_call_id": "c"}]});
         assert!(convert_at(&tool, "x.jsonl").is_err());
     }

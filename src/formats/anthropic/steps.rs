@@ -141,8 +141,9 @@ fn pair(messages: &[Node<'_>]) -> Pairs {
     pairs
 }
 
-/// Keys an OpenAI chat message has and a Messages API one never does: a record holding them
-/// is refused (read it with `--from openai`) rather than read without its calls.
+/// Keys an OpenAI chat message has and a Messages API one never does: a record holding one
+/// (not null, not an empty list) is refused (read it with `--from openai`) rather than read
+/// without its calls.
 const OPENAI_KEYS: &[&str] = &["tool_calls", "function_call", "tool_call_id"];
 
 /// Builds the steps of `record` (a conversation read from line `line`): the system prompt,
@@ -150,7 +151,12 @@ const OPENAI_KEYS: &[&str] = &["tool_calls", "function_call", "tool_call_id"];
 pub(super) fn build(record: &Node<'_>, line: u64) -> Result<Built, Problem> {
     let messages = record["messages"].as_array().unwrap_or(&[]);
     for (i, m) in messages.iter().enumerate() {
-        if let Some(key) = OPENAI_KEYS.iter().find(|k| !m[**k].is_null()) {
+        let present = |k: &&&str| match &m[**k] {
+            Node::Null => false,
+            Node::Array(a) => !a.is_empty(),
+            _ => true,
+        };
+        if let Some(key) = OPENAI_KEYS.iter().find(present) {
             return Err((
                 format!("/messages/{i}/{key}"),
                 format!("{key:?} is an OpenAI chat's key, not the Messages API's: read this file with --from openai"),

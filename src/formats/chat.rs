@@ -16,6 +16,56 @@ pub fn is_message(v: &Value) -> bool {
     v["role"].is_string() && v.get("messages").is_none()
 }
 
+/// Content-block types only the Anthropic Messages API writes (an OpenAI chat's content parts
+/// are `text`, `image_url`, `input_audio`, `file` and `refusal`).
+const MESSAGES_API_BLOCKS: &[&str] = &[
+    "tool_use",
+    "tool_result",
+    "thinking",
+    "redacted_thinking",
+    "server_tool_use",
+    "mcp_tool_use",
+    "mcp_tool_result",
+    "web_search_tool_result",
+    "web_fetch_tool_result",
+    "code_execution_tool_result",
+    "bash_code_execution_tool_result",
+    "text_editor_code_execution_tool_result",
+    "tool_search_tool_result",
+    "document",
+    "search_result",
+    "container_upload",
+];
+
+/// True when the content of `message` holds a block only the Anthropic Messages API writes: a
+/// type of [`MESSAGES_API_BLOCKS`], or an `image` with a `source`.
+pub fn has_messages_api_blocks(message: &Value) -> bool {
+    message["content"].as_array().is_some_and(|blocks| {
+        blocks.iter().any(|b| match b["type"].as_str() {
+            Some("image") => b["source"].is_object(),
+            Some(t) => MESSAGES_API_BLOCKS.contains(&t),
+            None => false,
+        })
+    })
+}
+
+/// True when `first` (a record, or the first message of a file that is one chat) is an
+/// Anthropic Messages API conversation rather than an OpenAI chat: a chat record (`messages`
+/// whose first item has a `role`, no `trajectory_format`) with a top-level `system` or a
+/// message holding Messages API blocks ([`has_messages_api_blocks`]); or a bare message
+/// holding them. The `anthropic` format claims exactly these, and `openai` declines them.
+pub fn is_messages_api_chat(first: &Value) -> bool {
+    if is_message(first) {
+        return has_messages_api_blocks(first);
+    }
+    let Some(messages) = first["messages"].as_array() else {
+        return false;
+    };
+    let chat = messages.first().is_some_and(|m| m.get("role").is_some())
+        && first.get("trajectory_format").is_none();
+    chat && (first.get("system").is_some() || messages.iter().any(has_messages_api_blocks))
+}
+
 /// Clears the link id of every tool action no observation answers (as [`unlink_unanswered`])
 /// and returns those calls as `{"step": content index, "id": the call's id}`, for
 /// `details.<format>.unanswered_calls`. `synthetic` tells the ids a converter made up (calls

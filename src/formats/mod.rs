@@ -12,6 +12,7 @@ pub mod kit;
 pub mod spec;
 
 pub mod adp;
+pub mod anthropic;
 pub mod atif;
 pub mod claude_code;
 pub mod codex;
@@ -49,6 +50,7 @@ pub struct Format {
 /// this order.
 pub static FORMATS: &[Format] = &[
     adp::FORMAT,
+    anthropic::FORMAT,
     atif::FORMAT,
     claude_code::FORMAT,
     codex::FORMAT,
@@ -276,6 +278,10 @@ mod tests {
             (
                 "openai",
                 include_str!("../../sample_data/openai/chats.jsonl"),
+            ),
+            (
+                "anthropic",
+                include_str!("../../sample_data/anthropic/messages.jsonl"),
             ),
             (
                 "sharegpt",

@@ -10,8 +10,8 @@ use serde_json::{json, Value};
 use crate::convert::{ConvertOptions, Converter, FormatOptions};
 use crate::formats::bundle::open_chat;
 use crate::formats::chat::{
-    chat_trajectory, extend_details, is_message, message_text, parse_arguments, record_id,
-    system_step, unmapped_fields,
+    chat_trajectory, extend_details, is_message, is_messages_api_chat, message_text,
+    parse_arguments, record_id, system_step, unmapped_fields,
 };
 use crate::formats::Format;
 use crate::ingest::{RawRecord, RecordSource};
@@ -59,13 +59,15 @@ impl Converter for OpenAi {
     /// A chat record (`messages` whose first item has a `role`), unless it names a
     /// `trajectory_format` of its own (an agent's run that holds a chat, such as
     /// mini-swe-agent's); or one bare message, the first of a file that is one chat
-    /// ([`open_chat`]).
+    /// ([`open_chat`]). Not an Anthropic Messages API conversation ([`is_messages_api_chat`]:
+    /// a top-level `system`, or `tool_use`, `thinking`, ... blocks).
     fn sniff(&self, first: &Value) -> bool {
         let chat = first["messages"]
             .as_array()
             .and_then(|m| m.first())
             .is_some_and(|m| m.get("role").is_some());
-        (chat && first.get("trajectory_format").is_none()) || is_message(first)
+        ((chat && first.get("trajectory_format").is_none()) || is_message(first))
+            && !is_messages_api_chat(first)
     }
 
     fn open_source(

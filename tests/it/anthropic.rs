@@ -1,0 +1,252 @@
+//! Anthropic Messages API conversations: the bundled sample (requests with a system prompt,
+//! tools, thinking, errors, images and a tool the API runs), a file that is one bare list of
+//! messages (Cline's task history shape), detection against `openai`, other formats given to
+//! `--from anthropic`, and the corpus's real Cline task.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::common::{
+    agent_logs, assert_every_sft_target_accepts, convert, files_in, sample_data, step_classes,
+    tool_actions_and_links, validate_adp,
+};
+
+fn sample() -> PathBuf {
+    sample_data().join("anthropic/messages.jsonl")
+}
+
+/// Writes `messages` as one JSON array (a task's `api_conversation_history.json`).
+fn write_history(dir: &Path, task: &str, messages: &Value) -> PathBuf {
+    let folder = dir.join(task);
+    std::fs::create_dir_all(&folder).expect("dir");
+    let path = folder.join("api_conversation_history.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(messages).expect("json")).expect("write");
+    path
+}
+
+#[test]
+fn the_sample_requests_convert_with_linked_calls_reasoning_and_system() {
+    let (code, out, stderr) = convert(&[&sample()], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("detected anthropic"), "{stderr}");
+    assert_eq!(out.len(), 2);
+    let t = &out[0];
+    assert_eq!(t["id"], "msgs-fix-parser-1");
+    assert_eq!(
+        step_classes(t),
+        [
+            "text_observation",
+            "text_observation",
+            "code_action",
+            "text_observation",
+            "code_action",
+            "api_action",
+            "text_observation",
+            "text_observation",
+            "code_action",
+            "text_observation",
+            "text_observation",
+            "message_action"
+        ]
+    );
+    let c = &t["content"];
+    assert_eq!(c[0]["name"], "system");
+    assert_eq!(
+        c[2]["description"],
+        "Let me run the tests to see the failure."
+    );
+    assert_eq!(
+        c[2]["reasoning_content"],
+        "I should look at the parser and run its tests first."
+    );
+    assert_eq!(c[2]["tool_call_id"], c[3]["tool_call_id"]);
+    assert_eq!(c[3]["name"], "bash");
+    assert_eq!(c[5]["function"], "edit_file");
+    assert_eq!(c[7]["tool_call_id"], "toolu_03");
+    assert_eq!(c[10]["content"], "Nice. Is that all?");
+    assert_eq!(
+        t["details"]["anthropic"]["error_results"],
+        json!(["toolu_01"])
+    );
+    assert_eq!(t["details"]["anthropic"]["model"], "claude-sonnet-4-5");
+    assert_eq!(t["available_custom_tools"], json!(["bash", "edit_file"]));
+    let research = &out[1];
+    assert_eq!(
+        step_classes(research),
+        [
+            "text_observation",
+            "image_observation",
+            "text_observation",
+            "api_action",
+            "text_observation",
+            "message_action"
+        ]
+    );
+    let c = &research["content"];
+    assert_eq!(c[0]["content"], "Answer briefly and cite your sources.");
+    assert!(c[1]["content"]
+        .as_str()
+        .is_some_and(|u| u.starts_with("data:image/png;base64,")));
+    assert_eq!(c[3]["function"], "web_search");
+    assert_eq!(c[3]["description"], "I'll look that up.");
+    assert_eq!(c[4]["tool_call_id"], "srvtoolu_01");
+    let pointers: Vec<&str> = research["details"]["anthropic"]["block_fields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f["pointer"].as_str())
+        .collect();
+    assert_eq!(pointers, ["/system/0", "/messages/1/content/3"]);
+    assert_eq!(validate_adp(&out), 0);
+    assert_every_sft_target_accepts(&out, "anthropic sample");
+}
+
+/// A task history (a bare JSON array, the first message text only) is this format's: every
+/// call is kept, a call whose result came back as user text (no `tool_result`) gets an empty
+/// linked result, the trajectory is named after the task folder.
+#[test]
+fn a_bare_list_of_messages_is_one_conversation_with_every_call() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let history = write_history(
+        dir.path(),
+        "1769000000001",
+        &json!([
+            {"role": "user", "content": [
+                {"type": "text", "text": "<task>\nList the files.\n</task>"},
+                {"type": "text", "text": "<environment_details>\n# Current Mode\nACT MODE\n</environment_details>"}
+            ], "ts": 1},
+            {"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "List them.", "signature": "sig"},
+                {"type": "tool_use", "id": "toolu_1", "name": "execute_command", "input": {"command": "ls", "requires_approval": false}}
+            ], "modelInfo": {"modelId": "m"}},
+            {"role": "user", "content": [{"type": "text", "text": "[execute_command for 'ls'] Result:\na.txt"}]},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "toolu_2", "name": "attempt_completion", "input": {"result": "One file."}}
+            ]}
+        ]),
+    );
+    let (code, out, stderr) = convert(&[&history], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("detected anthropic"), "{stderr}");
+    let t = &out[0];
+    assert_eq!(t["id"], "1769000000001");
+    assert_eq!(
+        step_classes(t),
+        [
+            "text_observation",
+            "text_observation",
+            "api_action",
+            "text_observation",
+            "text_observation",
+            "api_action"
+        ]
+    );
+    assert_eq!(t["content"][2]["reasoning_content"], "List them.");
+    assert_eq!(t["content"][3]["content"], "");
+    assert_eq!(t["content"][3]["tool_call_id"], "toolu_1");
+    assert_eq!(
+        t["details"]["anthropic"]["unanswered_calls"]
+            .as_array()
+            .map(Vec::len),
+        Some(2)
+    );
+    assert_eq!(
+        t["details"]["anthropic"]["message_fields"][0]["fields"],
+        json!({"ts": 1})
+    );
+    assert_eq!(tool_actions_and_links(t), (2, true));
+    assert_eq!(validate_adp(&out), 0);
+    assert_every_sft_target_accepts(&out, "task history");
+
+    // JSON lines of the same messages read the same.
+    let lines = dir.path().join("history.jsonl");
+    let messages: Vec<Value> =
+        serde_json::from_slice(&std::fs::read(&history).expect("read")).expect("array");
+    let text: String = messages.iter().map(|m| format!("{m}\n")).collect();
+    std::fs::write(&lines, text).expect("write");
+    let (code, again, stderr) = convert(&[&lines], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("detected anthropic"), "{stderr}");
+    assert_eq!(again[0]["content"], t["content"]);
+}
+
+/// Text-only chats stay OpenAI's; files of other formats are not claimed; given to
+/// `--from anthropic` they are refused, never written empty.
+#[test]
+fn other_formats_are_not_claimed_and_refused_when_forced() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let plain = dir.path().join("plain.json");
+    std::fs::write(
+        &plain,
+        r#"[{"role": "user", "content": "hi"}, {"role": "assistant", "content": [{"type": "text", "text": "hello"}]}]"#,
+    )
+    .expect("write");
+    let (code, _, stderr) = convert(&[&plain], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("detected openai"), "{stderr}");
+    let ui = dir.path().join("ui_messages.json");
+    std::fs::write(
+        &ui,
+        r#"[{"ts": 1, "type": "say", "say": "text", "text": "hi"}, {"ts": 2, "type": "ask", "ask": "tool", "text": "{}"}]"#,
+    )
+    .expect("write");
+    let (code, out, stderr) = convert(&[&ui], None, &[]);
+    assert_ne!(code, 0, "{stderr}");
+    assert!(
+        out.is_empty() && !stderr.contains("detected anthropic"),
+        "{stderr}"
+    );
+    for file in [
+        sample_data().join("openai/chats.jsonl"),
+        sample_data().join("codex"),
+        sample_data().join("claude-code/7f3c2a10-0000-4000-8000-000000000001.jsonl"),
+        sample_data().join("sharegpt/conversations.json"),
+        ui,
+    ] {
+        let (code, out, stderr) = convert(&[&file], Some("anthropic"), &[]);
+        assert_ne!(code, 0, "{}: {stderr}", file.display());
+        assert!(out.is_empty(), "{}: {out:?}", file.display());
+    }
+}
+
+/// The corpus's real Cline task: a JSON array of 94 messages whose results are user text with
+/// no ids. Every one of its 47 calls is kept; its UI log is not this format's.
+#[test]
+fn the_real_cline_task_history_keeps_every_call() {
+    let Some(root) = agent_logs() else { return };
+    let cline = root.join("cline");
+    let files = files_in(&cline);
+    let history = files
+        .iter()
+        .find(|f| {
+            f.to_string_lossy()
+                .ends_with("api_conversation_history.json")
+        })
+        .expect("the Cline history is in the corpus");
+    let raw: Value = serde_json::from_slice(&std::fs::read(history).expect("read")).expect("JSON");
+    let calls = raw
+        .as_array()
+        .expect("an array of messages")
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|b| b["type"] == "tool_use")
+        .count();
+    assert_eq!(calls, 47);
+    let (code, out, stderr) = convert(&[history], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("detected anthropic"), "{stderr}");
+    assert_eq!(out.len(), 1);
+    assert_eq!(tool_actions_and_links(&out[0]), (calls, true));
+    let left = &out[0]["details"]["source"]["left_out"];
+    assert!(left.is_null(), "{left}");
+    assert_eq!(validate_adp(&out), 0);
+    assert_every_sft_target_accepts(&out, "cline");
+    for ui in files
+        .iter()
+        .filter(|f| f.to_string_lossy().ends_with("ui_messages.json"))
+    {
+        let (_, _, stderr) = convert(&[ui], None, &[]);
+        assert!(!stderr.contains("detected anthropic"), "{stderr}");
+    }
+}

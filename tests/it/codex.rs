@@ -338,14 +338,39 @@ fn calls_without_outputs_and_outputs_without_calls_are_listed() {
     assert_eq!(d["orphan_outputs"][0]["id"], "c9");
     assert_eq!(d["orphan_outputs"][0]["step"], 3);
     assert_eq!(validate_adp(&out), 0);
-    // A call with no output followed by the next prompt cannot be written: refused, naming
-    // the lines.
+    // A call no output answers, followed by the next prompt, is answered as Codex answers it
+    // when it sends the history again (`aborted`), marked synthetic: else ADP would take the
+    // prompt for the call's result.
     let (code, out, stderr) = convert_lines(&[
         meta("s-cut"),
         user("go"),
         call("shell", "{\"command\":[\"sleep\",\"99\"]}", "c1"),
         user("stop, do it differently"),
         assistant("ok"),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let t = &out[0];
+    let c = &t["content"];
+    assert_eq!(c[2]["content"], "aborted");
+    assert_eq!(c[2]["name"], "shell");
+    assert_eq!(c[2]["tool_call_id"], "c1");
+    assert_eq!(c[1]["tool_call_id"], "c1");
+    assert_eq!(c[3]["content"], "stop, do it differently");
+    let d = &t["details"]["codex"];
+    assert_eq!(d["synthetic_outputs"], json!([{"step": 2, "id": "c1"}]));
+    assert_eq!(
+        d["steps"][2],
+        json!({"line": 3, "timestamp": null, "synthetic": true})
+    );
+    assert!(d.get("unanswered_calls").is_none());
+    assert_eq!(validate_adp(&out), 0);
+    // A call without an id cannot be answered: followed by an observation, it is refused,
+    // naming the lines.
+    let (code, out, stderr) = convert_lines(&[
+        meta("s-noid"),
+        user("go"),
+        item(json!({"type": "function_call", "name": "shell", "arguments": "{}"})),
+        user("stop"),
     ]);
     assert_eq!(code, 1);
     assert!(out.is_empty());

@@ -204,6 +204,7 @@ struct Details<'a> {
     repeated_events: Vec<(&'static str, u64)>,
     compactions: Vec<Node<'a>>,
     bookkeeping: Vec<Node<'a>>,
+    synthetic_outputs: Vec<Node<'a>>,
     unanswered_calls: Vec<(usize, Node<'a>)>,
     orphan_outputs: Vec<Node<'a>>,
     unmapped: Vec<Node<'a>>,
@@ -218,6 +219,8 @@ struct Builder<'n, 'a> {
     /// Calls that can be linked to nothing (no id, or an id an earlier call has): step, id.
     unlinkable: Vec<(usize, Option<&'n str>)>,
     d: Details<'a>,
+    /// Call ids some output of the rollout answers.
+    answered_later: HashSet<&'n str>,
     /// What the steps leave out, for `details.source.left_out`.
     left: LeftOut,
     /// Conversation messages (user and assistant messages, tool outputs) read, and kept as steps.
@@ -312,8 +315,9 @@ fn shell_command(name: &str, kwargs: &JsonObject) -> Option<(String, &'static st
 }
 
 impl<'n, 'a> Builder<'n, 'a> {
-    fn new() -> Self {
+    fn new(answered_later: HashSet<&'n str>) -> Self {
         Builder {
+            answered_later,
             content: Vec::new(),
             step_lines: Vec::new(),
             text: None,
@@ -401,6 +405,7 @@ impl<'n, 'a> Builder<'n, 'a> {
             &mut d.extras,
             &mut d.compactions,
             &mut d.orphan_outputs,
+            &mut d.synthetic_outputs,
         ] {
             for entry in list.iter_mut() {
                 let old = entry["step"].as_u64().map(|s| s as usize);
@@ -482,7 +487,48 @@ impl<'n, 'a> Builder<'n, 'a> {
 
     fn observe(&mut self, step: Step, line: u64, timestamp: &Node<'a>) -> usize {
         self.flush();
+        if !step
+            .tool_call_id()
+            .is_some_and(|id| self.calls.contains_key(id))
+        {
+            self.answer_unanswered_call();
+        }
         self.step_at(step, line, timestamp)
+    }
+
+    /// When the last step is a call no output of the rollout answers, and an observation
+    /// (not its output) is about to follow it, the output Codex itself gives the model for
+    /// such a call when it sends the history again (`aborted`; nothing for a hosted web search
+    /// or image generation), marked in `details.codex.steps` and listed in
+    /// `synthetic_outputs`: ADP would otherwise take that observation for the call's result.
+    fn answer_unanswered_call(&mut self) {
+        let Some(last) = self.content.len().checked_sub(1) else {
+            return;
+        };
+        let Some(id) = self.content[last].tool_call_id().map(str::to_owned) else {
+            return;
+        };
+        let Some((&key, call)) = self.calls.get_key_value(id.as_str()) else {
+            return;
+        };
+        if call.answered || call.step != last || self.answered_later.contains(key) {
+            return;
+        }
+        let name = call.name.to_owned();
+        if let Some(c) = self.calls.get_mut(key) {
+            c.answered = true;
+        }
+        let text = match name.as_str() {
+            "web_search" | "image_generation" => "",
+            _ => "aborted",
+        };
+        let line = self.step_lines[last];
+        let step = Step::environment_text(Some(name), text).with_tool_call_id(id.as_str());
+        let at = self.step_at(step, line, &Node::Null);
+        self.d.steps[at].insert("synthetic", Node::Bool(true));
+        self.d
+            .synthetic_outputs
+            .push(Node::object([("step", index(at)), ("id", string(id))]));
     }
 
     fn say(&mut self, said: Pending<'a>) {
@@ -1218,7 +1264,7 @@ pub fn rollout<'a>(bundle: &Node<'a>, record: &RawRecord) -> Result<Partial<'a>,
             "no session_meta has a non-empty id, and there is no file name to use instead",
         )]);
     };
-    let mut b = Builder::new();
+    let mut b = Builder::new(said.answered.clone());
     let mut counts: Vec<(&'static str, u64)> = Vec::new();
     for (line, entry, k) in kinds {
         match counts.iter_mut().find(|(l, _)| *l == k.label()) {
@@ -1343,6 +1389,7 @@ fn finish<'a>(
         ("repeated_events", Vec::new()), // a count by type, put in its place below
         ("compactions", d.compactions),
         ("bookkeeping", d.bookkeeping),
+        ("synthetic_outputs", d.synthetic_outputs),
         (
             "unanswered_calls",
             d.unanswered_calls.into_iter().map(|(_, n)| n).collect(),

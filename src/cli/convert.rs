@@ -21,12 +21,8 @@ use super::common::{open_stage_files, throughput, warn_empty, Capped, CliError, 
 /// available_code_languages is filled for 1.4+, available_apis becomes available_custom_tools
 /// for 1.5. Writing an older version fails, per record, where the data does not fit it.
 /// Rejected records go to --rejects with their diagnostics; exit code 1 when any was rejected.
-///
-/// Examples:
-///   trajkit convert logs/ -o std.jsonl --rejects rejects.jsonl      (formats detected)
-///   trajkit convert --from adp old.json.gz --adp-version 1.3.0 -o v13.jsonl
-///   trajkit convert std.jsonl --to atif -o trajectories.atif.jsonl
 #[derive(Debug, Args)]
+#[command(after_help = EXAMPLES)]
 pub struct ConvertArgs {
     /// Input files or directories; none or `-` reads stdin.
     pub inputs: Vec<String>,
@@ -65,6 +61,13 @@ pub struct ConvertArgs {
     #[command(flatten)]
     pub formats: FormatArgs,
 }
+
+/// Shown after the options, one example a line (kept out of the doc comment, which clap
+/// re-wraps).
+const EXAMPLES: &str = "Examples:
+  trajkit convert logs/ -o std.jsonl --rejects rejects.jsonl      (formats detected)
+  trajkit convert --from adp old.json.gz --adp-version 1.3.0 -o v13.jsonl
+  trajkit convert std.jsonl --to atif -o trajectories.atif.jsonl";
 
 /// The options the formats declare ([`FormatOption`]), as flags: one per option, named and
 /// described by its declaration, so a format adds a flag by declaring an option in its folder

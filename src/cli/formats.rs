@@ -10,6 +10,8 @@ use trajkit::formats::{converters, spec};
 use super::common::CliError;
 
 /// List the input formats `convert --from` accepts.
+///
+/// Example: trajkit formats
 #[derive(Debug, Args)]
 pub struct FormatsArgs {}
 

@@ -295,10 +295,20 @@ fn newer_items_outputs_and_unknown_lines_are_mapped_or_kept() {
         .iter()
         .filter_map(|u| u["reason"].as_str())
         .collect();
-    assert_eq!(reasons.len(), 3, "{reasons:?}");
+    assert_eq!(reasons.len(), 2, "{reasons:?}");
     assert!(reasons[0].contains("image of a tool output"));
-    assert!(reasons[1].contains("\"ghost_snapshot\" response item"));
-    assert!(reasons[2].contains("\"mystery\" line"));
+    assert!(reasons[1].contains("\"mystery\" line"));
+    // The work-tree snapshot is bookkeeping: kept, with its pointer, and counted as a line.
+    assert_eq!(d["bookkeeping"][0]["type"], "ghost_snapshot");
+    assert_eq!(d["bookkeeping"][0]["pointer"], "/payload");
+    assert_eq!(d["bookkeeping"][0]["value"]["ghost_commit"]["id"], "abc");
+    let left = &t["details"]["source"]["left_out"];
+    assert_eq!(left["where"], "details.codex");
+    assert_eq!(
+        (&left["lines"], &left["values"], &left["blocks"]),
+        (&json!(1), &json!(1), &json!(1))
+    );
+    assert_eq!(left["first"]["line"], 13);
     assert_eq!(d["compactions"][0]["step"], 8);
     assert!(d["extras"]
         .as_array()
@@ -328,14 +338,39 @@ fn calls_without_outputs_and_outputs_without_calls_are_listed() {
     assert_eq!(d["orphan_outputs"][0]["id"], "c9");
     assert_eq!(d["orphan_outputs"][0]["step"], 3);
     assert_eq!(validate_adp(&out), 0);
-    // A call with no output followed by the next prompt cannot be written: refused, naming
-    // the lines.
+    // A call no output answers, followed by the next prompt, is answered as Codex answers it
+    // when it sends the history again (`aborted`), marked synthetic: else ADP would take the
+    // prompt for the call's result.
     let (code, out, stderr) = convert_lines(&[
         meta("s-cut"),
         user("go"),
         call("shell", "{\"command\":[\"sleep\",\"99\"]}", "c1"),
         user("stop, do it differently"),
         assistant("ok"),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let t = &out[0];
+    let c = &t["content"];
+    assert_eq!(c[2]["content"], "aborted");
+    assert_eq!(c[2]["name"], "shell");
+    assert_eq!(c[2]["tool_call_id"], "c1");
+    assert_eq!(c[1]["tool_call_id"], "c1");
+    assert_eq!(c[3]["content"], "stop, do it differently");
+    let d = &t["details"]["codex"];
+    assert_eq!(d["synthetic_outputs"], json!([{"step": 2, "id": "c1"}]));
+    assert_eq!(
+        d["steps"][2],
+        json!({"line": 3, "timestamp": null, "synthetic": true})
+    );
+    assert!(d.get("unanswered_calls").is_none());
+    assert_eq!(validate_adp(&out), 0);
+    // A call without an id cannot be answered: followed by an observation, it is refused,
+    // naming the lines.
+    let (code, out, stderr) = convert_lines(&[
+        meta("s-noid"),
+        user("go"),
+        item(json!({"type": "function_call", "name": "shell", "arguments": "{}"})),
+        user("stop"),
     ]);
     assert_eq!(code, 1);
     assert!(out.is_empty());
@@ -389,6 +424,226 @@ fn a_rollout_with_no_step_or_no_id_is_rejected_with_the_reason() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("error[missing-id]"), "{stderr}");
+}
+
+/// A message.
+fn message(role: &str, text: &str) -> Value {
+    item(
+        json!({"type": "message", "role": role, "content": [{"type": "input_text", "text": text}]}),
+    )
+}
+
+#[test]
+fn a_message_between_a_call_and_its_output_is_placed_after_the_output() {
+    let (code, out, stderr) = convert_lines(&[
+        meta("s-between"),
+        user("run the tests"),
+        call("shell_command", "{\"command\":\"make test\"}", "c1"),
+        // The user stopped the turn: Codex wrote its notice and the next turn's context before
+        // the call's output.
+        message(
+            "developer",
+            "<turn_aborted>\nThe user interrupted the previous turn.\n</turn_aborted>",
+        ),
+        message(
+            "user",
+            "<environment_context>\n  <cwd>/w</cwd>\n</environment_context>",
+        ),
+        output("c1", json!("aborted by user")),
+        user("only the unit tests"),
+        // Two calls of one response, a notice between them and their outputs.
+        call("shell_command", "{\"command\":\"make unit\"}", "c2"),
+        call("shell_command", "{\"command\":\"make lint\"}", "c3"),
+        message(
+            "developer",
+            "<permissions instructions>never</permissions instructions>",
+        ),
+        output("c3", json!("lint ok")),
+        output("c2", json!("unit ok")),
+        assistant("Unit tests and lint pass."),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let t = &out[0];
+    let c = t["content"].as_array().expect("content");
+    let summary: Vec<(String, String)> = c
+        .iter()
+        .map(|s| {
+            let class = s["class_"].as_str().unwrap_or_default().to_owned();
+            let what = s["name"]
+                .as_str()
+                .or(s["tool_call_id"].as_str())
+                .unwrap_or_default()
+                .to_owned();
+            (class, what)
+        })
+        .collect();
+    let expected = [
+        ("text_observation", ""),
+        ("code_action", "c1"),
+        ("text_observation", "shell_command"),
+        ("text_observation", "turn_aborted"),
+        ("text_observation", "environment_context"),
+        ("text_observation", ""),
+        ("code_action", "c2"),
+        ("code_action", "c3"),
+        ("text_observation", "shell_command"),
+        ("text_observation", "shell_command"),
+        ("text_observation", "developer"),
+        ("message_action", ""),
+    ];
+    let expected: Vec<(String, String)> = expected
+        .iter()
+        .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+        .collect();
+    assert_eq!(summary, expected);
+    assert_eq!(c[2]["tool_call_id"], "c1");
+    assert_eq!(c[2]["content"], "aborted by user");
+    assert_eq!(c[8]["tool_call_id"], "c3");
+    assert_eq!(c[9]["tool_call_id"], "c2");
+    // Each step keeps its line; the moved ones say so.
+    let d = &t["details"]["codex"];
+    let lines: Vec<u64> = d["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .filter_map(|s| s["line"].as_u64())
+        .collect();
+    assert_eq!(lines, [2, 3, 6, 4, 5, 7, 8, 9, 11, 12, 10, 13]);
+    let moved: Vec<usize> = d["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s["moved"] == true)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(moved, [3, 4, 10]);
+    assert_eq!(validate_adp(&out), 0);
+    for target in ["openai", "hf", "sharegpt"] {
+        let (code, rules) = export(&out, target);
+        assert_eq!((code, rules), (0, vec![]), "--to {target}");
+    }
+}
+
+#[test]
+fn new_line_and_item_types_and_forked_sessions_are_kept_and_counted() {
+    // A Codex Desktop rollout (no turn_context) of a forked session: the first session_meta
+    // is the session's, the parent's follows.
+    let parent = env(
+        "session_meta",
+        json!({"id": "s-parent", "cwd": "/w", "originator": "Codex Desktop"}),
+    );
+    let lines = [
+        env(
+            "session_meta",
+            json!({"id": "s-fork", "forked_from_id": "s-parent", "cwd": "/w", "originator": "Codex Desktop"}),
+        ),
+        parent,
+        env("world_state", json!({"full": true, "state": {"cwd": "/w"}})),
+        user("find the parser tool"),
+        item(
+            json!({"type": "tool_search_call", "call_id": "t1", "execution": "client", "arguments": {"query": "parser"}}),
+        ),
+        item(
+            json!({"type": "tool_search_output", "call_id": "t1", "status": "completed", "execution": "client", "tools": [{"name": "parse"}]}),
+        ),
+        call("mcp__docs__parse", "{\"path\":\"a.md\"}", "c1"),
+        // An output object whose body is a list of content items.
+        output(
+            "c1",
+            json!({"body": [{"type": "input_text", "text": "parsed"}, {"type": "encrypted_content", "encrypted_content": "zz"}], "success": true}),
+        ),
+        item(
+            json!({"type": "custom_tool_call", "call_id": "c2", "name": "apply_patch", "input": "*** Begin Patch"}),
+        ),
+        item(
+            json!({"type": "custom_tool_call_output", "call_id": "c2", "output": [{"type": "input_text", "text": "Done!"}]}),
+        ),
+        item(
+            json!({"type": "agent_message", "author": "worker", "recipient": "root", "content": [{"type": "input_text", "text": "subtask finished"}]}),
+        ),
+        env(
+            "inter_agent_communication_metadata",
+            json!({"trigger_turn": false}),
+        ),
+        item(json!({"type": "ghost_snapshot", "ghost_commit": {"id": "g"}})),
+        item(json!({"type": "warp_drive", "x": 1})),
+        env("teleport", json!({"x": 1})),
+        env(
+            "event_msg",
+            json!({"type": "thread_settings_applied", "thread_id": "s-fork"}),
+        ),
+        assistant("The parser works."),
+    ];
+    let (code, out, stderr) = convert_lines(&lines);
+    assert_eq!(code, 0, "{stderr}");
+    let t = &out[0];
+    assert_eq!(t["id"], "s-fork");
+    assert_eq!(
+        step_classes(t),
+        [
+            "text_observation",
+            "api_action",
+            "text_observation",
+            "api_action",
+            "text_observation",
+            "api_action",
+            "text_observation",
+            "text_observation",
+            "message_action"
+        ]
+    );
+    let c = &t["content"];
+    assert_eq!(c[1]["function"], "tool_search");
+    assert_eq!(c[1]["kwargs"], json!({"query": "parser"}));
+    assert_eq!(c[2]["tool_call_id"], "t1");
+    assert_eq!(c[4]["content"], "parsed");
+    assert_eq!(c[4]["tool_call_id"], "c1");
+    assert_eq!(c[6]["content"], "Done!");
+    assert_eq!(c[7]["name"], "agent_message");
+    assert_eq!(c[7]["content"], "subtask finished");
+    let d = &t["details"]["codex"];
+    assert_eq!(d["session_meta"]["payload"]["id"], "s-fork");
+    assert_eq!(d["more_session_meta"][0]["payload"]["id"], "s-parent");
+    assert_eq!(d["more_session_meta"][0]["line"], 2);
+    let kept: Vec<(&str, &str)> = d["bookkeeping"]
+        .as_array()
+        .expect("bookkeeping")
+        .iter()
+        .filter_map(|b| Some((b["type"].as_str()?, b["pointer"].as_str()?)))
+        .collect();
+    assert_eq!(
+        kept,
+        [
+            ("world_state", "/payload"),
+            ("inter_agent_communication_metadata", "/payload"),
+            ("ghost_snapshot", "/payload")
+        ]
+    );
+    let unmapped: Vec<(u64, &str)> = d["unmapped"]
+        .as_array()
+        .expect("unmapped")
+        .iter()
+        .filter_map(|u| Some((u["line"].as_u64()?, u["pointer"].as_str()?)))
+        .collect();
+    assert_eq!(
+        unmapped,
+        [(8, "/payload/output/body/1"), (14, "/payload"), (15, "")]
+    );
+    assert!(d["extras"]
+        .as_array()
+        .expect("extras")
+        .iter()
+        .any(|e| e["step"] == 4 && e["fields"]["success"] == true));
+    assert_eq!(d["events"][0]["payload"]["type"], "thread_settings_applied");
+    let left = &t["details"]["source"]["left_out"];
+    assert_eq!(
+        left,
+        &json!({"lines": 3, "values": 2, "blocks": 1, "messages": {"in": 5, "kept": 5},
+            "where": "details.codex",
+            "first": {"line": 14, "pointer": "/payload", "reason": "a \"warp_drive\" response item is not mapped"}})
+    );
+    assert_eq!(validate_adp(&out), 0);
 }
 
 /// The response items of a rollout, enveloped or bare.

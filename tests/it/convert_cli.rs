@@ -203,3 +203,52 @@ fn quiet_means_nothing_on_stderr_even_with_many_rejects() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("... and 10 more diagnostics"), "{stderr}");
 }
+
+/// Every command's `--help` shows its examples one a line, as written: clap re-wraps doc
+/// comments, so examples live in `after_help` (or stand alone on one line).
+#[test]
+fn help_examples_are_one_a_line() {
+    let commands = [
+        "validate",
+        "convert",
+        "join",
+        "redact",
+        "export",
+        "run",
+        "merge-manifests",
+        "stats",
+        "report",
+        "show",
+        "schema",
+        "formats",
+    ];
+    for command in commands {
+        let out = trajkit().args([command, "--help"]).output().expect("runs");
+        let help = String::from_utf8_lossy(&out.stdout);
+        let example = format!("trajkit {command}");
+        let examples: Vec<&str> = help
+            .lines()
+            .filter(|l| !l.starts_with("Usage:"))
+            .filter(|l| l.ends_with(&example) || l.contains(&format!("{example} ")))
+            .collect();
+        assert!(
+            !examples.is_empty(),
+            "{command} --help has no example:\n{help}"
+        );
+        // Reflowed examples run together on one line.
+        for line in examples {
+            assert_eq!(line.matches(&example).count(), 1, "{command}: {line:?}");
+        }
+    }
+    let out = trajkit()
+        .args(["convert", "--help"])
+        .output()
+        .expect("runs");
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        help.lines()
+            .any(|l| l
+                == "  trajkit convert --from adp old.json.gz --adp-version 1.3.0 -o v13.jsonl"),
+        "{help}"
+    );
+}

@@ -472,6 +472,137 @@ fn bad_openhands_events_are_diagnosed_with_their_line() {
     );
 }
 
+/// (class, name or link id, content) of each step, to compare in one assertion.
+fn steps_of(t: &Value) -> Vec<(String, String, String)> {
+    t["content"]
+        .as_array()
+        .expect("content")
+        .iter()
+        .map(|s| {
+            let text = |k: &str| s[k].as_str().unwrap_or_default().to_owned();
+            let content = match s["class_"].as_str() {
+                Some("api_action") => String::new(),
+                Some("web_observation") => text("html"),
+                _ => text("content"),
+            };
+            let label = s["function"]
+                .as_str()
+                .or(s["name"].as_str())
+                .unwrap_or(s["source"].as_str().unwrap_or_default());
+            (text("class_"), label.to_owned(), content)
+        })
+        .collect()
+}
+
+fn triples(expected: &[(&str, &str, &str)]) -> Vec<(String, String, String)> {
+    expected
+        .iter()
+        .map(|(a, b, c)| ((*a).to_owned(), (*b).to_owned(), (*c).to_owned()))
+        .collect()
+}
+
+#[test]
+fn the_oldest_openhands_histories_are_read() {
+    // The resolver's output: `dataclasses.asdict(event)` of each event, fields flat on it (no
+    // id, source, cause, args or extras).
+    let history = json!([
+        {"content": "Fix issue #7: ls fails", "image_urls": null, "wait_for_response": false, "action": "message", "security_risk": null},
+        {"command": "ls", "thought": "Let me look.", "blocking": false, "keep_prompt": true, "hidden": false, "action": "run", "is_confirmed": "confirmed", "security_risk": null},
+        {"content": "a.py\r\n", "command_id": -1, "command": "ls", "exit_code": 0, "hidden": false, "observation": "run", "interpreter_details": ""},
+        {"content": "", "agent_state": "running", "observation": "agent_state_changed"},
+        {"content": "Should I update the docs too?", "image_urls": null, "wait_for_response": true, "action": "message"},
+        {"content": "Please continue working on the task.", "image_urls": null, "wait_for_response": false, "action": "message"},
+        {"path": "a.py", "start": 0, "end": -1, "thought": "", "action": "read", "security_risk": null},
+        {"content": "print(1)\n", "path": "a.py", "observation": "read"},
+        {"outputs": {}, "thought": "Fixed.", "action": "finish"}
+    ]);
+    let record = json!({"issue": {"owner": "o", "repo": "r", "number": 7}, "issue_type": "issue",
+        "instance_id": "o__r-7", "git_patch": "", "history": history, "success": true});
+    let dir = tempfile::tempdir().expect("dir");
+    let input = write(dir.path(), "output.jsonl", &[record]);
+    let (code, out, stderr) = convert(&[&input], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("detected openhands"), "{stderr}");
+    let t = &out[0];
+    assert_eq!(
+        steps_of(t),
+        triples(&[
+            ("text_observation", "user", "Fix issue #7: ls fails"),
+            ("code_action", "", "ls"),
+            ("text_observation", "execute_bash", "a.py\r\n"),
+            ("message_action", "", "Should I update the docs too?"),
+            (
+                "text_observation",
+                "user",
+                "Please continue working on the task."
+            ),
+            ("api_action", "read", ""),
+            ("text_observation", "read", "print(1)\n"),
+            ("message_action", "", "<finish> </finish>"),
+        ])
+    );
+    let c = &t["content"];
+    assert_eq!(
+        c[5]["kwargs"],
+        json!({"path": "a.py", "start": 0, "end": -1})
+    );
+    assert_eq!(c[7]["description"], "Fixed.");
+    assert_eq!(c[1]["description"], "Let me look.");
+    assert_eq!(c[1]["tool_call_id"], c[2]["tool_call_id"]);
+    assert_eq!(c[5]["tool_call_id"], c[6]["tool_call_id"]);
+    let d = &t["details"]["openhands"];
+    assert_eq!(d["legacy_events"], 9);
+    assert_eq!(d["skipped_events"][0]["observation"], "agent_state_changed");
+    assert_eq!(t["details"]["source"]["left_out"]["lines"], 1);
+    assert!(d["event_fields"]
+        .as_array()
+        .expect("event_fields")
+        .iter()
+        .any(|e| e["pointer"] == "/history/2" && e["fields"]["extras"]["exit_code"] == 0));
+    assert_eq!(validate_adp(&out), 0);
+
+    // OpenDevin's evaluation outputs: a history of [action, observation] pairs.
+    let pairs = json!({"instance_id": "od-1", "history": [
+        [{"source": "user", "action": "message", "args": {"content": "task"}},
+         {"source": "user", "observation": "null", "content": "", "extras": {}}],
+        [{"source": "agent", "action": "run", "args": {"command": "pwd", "thought": ""}},
+         {"source": "agent", "observation": "run", "content": "/workspace", "extras": {"command_id": -1, "command": "pwd", "exit_code": 0}}],
+        [{"source": "agent", "action": "finish", "args": {"outputs": {}, "thought": ""}},
+         {"source": "agent", "observation": "null", "content": "", "extras": {}}]
+    ]});
+    let input = write(dir.path(), "pairs.jsonl", &[pairs]);
+    let (code, out, stderr) = convert(&[&input], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        steps_of(&out[0]),
+        triples(&[
+            ("text_observation", "user", "task"),
+            ("code_action", "", "pwd"),
+            ("text_observation", "execute_bash", "/workspace"),
+            ("message_action", "", "<finish> </finish>"),
+        ])
+    );
+    assert_eq!(validate_adp(&out), 0);
+
+    // A file of OpenDevin's events with a source but no ids: each observation answers the
+    // call before it.
+    let stream = [
+        json!({"source": "user", "action": "message", "args": {"content": "check git"}}),
+        json!({"source": "agent", "action": "run", "args": {"command": "git status", "thought": "", "keep_prompt": true}}),
+        json!({"source": "agent", "observation": "run", "content": "fatal: not a git repository", "extras": {"command_id": -1, "command": "git status", "exit_code": 128}}),
+        json!({"source": "agent", "observation": "error", "content": "no such action", "extras": {}}),
+    ];
+    let input = write(dir.path(), "opendevin.jsonl", &stream);
+    let (code, out, stderr) = convert(&[&input], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let c = &out[0]["content"];
+    assert_eq!(c[1]["tool_call_id"], c[2]["tool_call_id"]);
+    assert!(c[1]["tool_call_id"].is_string());
+    assert_eq!(c[3]["name"], "error");
+    assert!(c[3].get("tool_call_id").is_none());
+    assert_eq!(validate_adp(&out), 0);
+}
+
 #[test]
 fn raw_schemas_check_the_samples_and_flag_drift() {
     for (schema, dir) in [("swe-agent", "swe-agent"), ("openhands", "openhands")] {

@@ -10,8 +10,9 @@ use std::borrow::Cow;
 
 use serde_json::{json, Value};
 
+use super::order::outputs_first;
 use super::text::{self, argv_command, injected_context};
-use crate::convert::Partial;
+use crate::convert::{LeftOut, Partial};
 use crate::formats::chat::{parse_arguments, system_step};
 use crate::formats::kit::{file_stem, source_details};
 use crate::ingest::RawRecord;
@@ -34,8 +35,35 @@ enum Kind<'n, 'a> {
     Compacted(&'n Node<'a>),
     /// `{"record_type": "state"}` of a legacy rollout.
     LegacyState,
-    Unknown(String),
+    /// A line Codex writes for its own bookkeeping (`world_state`, ...): kept, no step.
+    Bookkeeping(&'static str),
+    /// A line of a type this reader does not know (`Lost::Value`), or without a string `type`
+    /// (`Lost::WrongType`), with the reason.
+    Unknown(Lost, String),
 }
+
+/// What a value no step holds is, for [`LeftOut`]: a value of a kind the reader does not map, a
+/// content part (block) of a type no step holds, or a value of the wrong type.
+#[derive(Clone, Copy)]
+enum Lost {
+    Value,
+    Block,
+    WrongType,
+}
+
+/// Line types Codex writes that hold no step: the model-visible world state it diffs against
+/// (`world_state`) and the bookkeeping of messages between agents (whose content the
+/// `agent_message` items hold).
+const BOOKKEEPING_LINES: &[&str] = &[
+    "world_state",
+    "inter_agent_communication",
+    "inter_agent_communication_metadata",
+];
+
+/// Response items that hold no step: a snapshot of the work tree for undo (`ghost_snapshot`),
+/// the tools offered to the model (`additional_tools`, never written by current CLIs) and the
+/// marker of a compaction request (`compaction_trigger`).
+const BOOKKEEPING_ITEMS: &[&str] = &["ghost_snapshot", "additional_tools", "compaction_trigger"];
 
 impl Kind<'_, '_> {
     fn label(&self) -> &'static str {
@@ -46,7 +74,8 @@ impl Kind<'_, '_> {
             Kind::Event(_) => "event_msg",
             Kind::Compacted(_) => "compacted",
             Kind::LegacyState => "state",
-            Kind::Unknown(_) => "other",
+            Kind::Bookkeeping(t) => t,
+            Kind::Unknown(..) => "other",
         }
     }
 }
@@ -59,12 +88,18 @@ fn kind<'n, 'a>(entry: &'n Node<'a>, first: bool) -> Kind<'n, 'a> {
             "response_item" => Kind::Item(p, Cow::Borrowed("/payload")),
             "event_msg" => Kind::Event(p),
             "compacted" => Kind::Compacted(p),
-            other => Kind::Unknown(format!("a {other:?} line is not mapped")),
+            other => match BOOKKEEPING_LINES.iter().find(|b| **b == other) {
+                Some(b) => Kind::Bookkeeping(b),
+                None => Kind::Unknown(Lost::Value, format!("a {other:?} line is not mapped")),
+            },
         },
         (Some(_), None) => Kind::Item(entry, Cow::Borrowed("")),
         (None, _) if entry.get("record_type").is_some() => Kind::LegacyState,
         (None, _) if first && entry["id"].as_str().is_some() => Kind::SessionMeta(entry),
-        (None, _) => Kind::Unknown("a line without a string `type` is not mapped".into()),
+        (None, _) => Kind::Unknown(
+            Lost::WrongType,
+            "a line without a string `type` is not mapped".into(),
+        ),
     }
 }
 
@@ -168,6 +203,8 @@ struct Details<'a> {
     events: Vec<Node<'a>>,
     repeated_events: Vec<(&'static str, u64)>,
     compactions: Vec<Node<'a>>,
+    bookkeeping: Vec<Node<'a>>,
+    synthetic_outputs: Vec<Node<'a>>,
     unanswered_calls: Vec<(usize, Node<'a>)>,
     orphan_outputs: Vec<Node<'a>>,
     unmapped: Vec<Node<'a>>,
@@ -182,6 +219,12 @@ struct Builder<'n, 'a> {
     /// Calls that can be linked to nothing (no id, or an id an earlier call has): step, id.
     unlinkable: Vec<(usize, Option<&'n str>)>,
     d: Details<'a>,
+    /// Call ids some output of the rollout answers.
+    answered_later: HashSet<&'n str>,
+    /// What the steps leave out, for `details.source.left_out`.
+    left: LeftOut,
+    /// Conversation messages (user and assistant messages, tool outputs) read, and kept as steps.
+    messages: (u64, u64),
 }
 
 fn num<'a>(n: u64) -> Node<'a> {
@@ -272,8 +315,9 @@ fn shell_command(name: &str, kwargs: &JsonObject) -> Option<(String, &'static st
 }
 
 impl<'n, 'a> Builder<'n, 'a> {
-    fn new() -> Self {
+    fn new(answered_later: HashSet<&'n str>) -> Self {
         Builder {
+            answered_later,
             content: Vec::new(),
             step_lines: Vec::new(),
             text: None,
@@ -281,6 +325,8 @@ impl<'n, 'a> Builder<'n, 'a> {
             calls: HashMap::new(),
             unlinkable: Vec::new(),
             d: Details::default(),
+            left: LeftOut::new("details.codex"),
+            messages: (0, 0),
         }
     }
 
@@ -307,11 +353,78 @@ impl<'n, 'a> Builder<'n, 'a> {
         ]));
     }
 
-    fn unmapped(&mut self, line: u64, pointer: String, reason: String, value: &Node<'a>) {
+    /// Keeps a value no step holds in `unmapped`, counted in `left` as what it is.
+    fn unmapped(
+        &mut self,
+        lost: Lost,
+        line: u64,
+        pointer: String,
+        reason: String,
+        value: &Node<'a>,
+    ) {
+        match lost {
+            Lost::Value => self.left.unmapped(line, &pointer, reason.as_str()),
+            Lost::Block => self.left.blocks += 1,
+            Lost::WrongType => self.left.wrong_type(line, &pointer, reason.as_str()),
+        }
         self.d.unmapped.push(Node::object([
             ("line", num(line)),
             ("pointer", string(pointer)),
             ("reason", string(reason)),
+            ("value", value.clone()),
+        ]));
+    }
+
+    /// Puts the steps in link order ([`outputs_first`]), with their lines and `details.codex`
+    /// entries; a step moved after an output is marked `moved` in `steps`. Returns the new
+    /// index of each old one.
+    fn place_outputs_first(&mut self) -> Vec<usize> {
+        let (order, moved) = outputs_first(&self.content);
+        let mut new_at = vec![0; order.len()];
+        for (k, &old) in order.iter().enumerate() {
+            new_at[old] = k;
+        }
+        if moved.is_empty() {
+            return new_at;
+        }
+        for &old in &moved {
+            self.d.steps[old].insert("moved", Node::Bool(true));
+        }
+        let mut content: Vec<Option<Step>> = self.content.drain(..).map(Some).collect();
+        let mut steps: Vec<Option<Node<'a>>> = self.d.steps.drain(..).map(Some).collect();
+        for &old in &order {
+            if let (Some(step), Some(entry)) = (content[old].take(), steps[old].take()) {
+                self.content.push(step);
+                self.d.steps.push(entry);
+            }
+        }
+        self.step_lines = order.iter().map(|&old| self.step_lines[old]).collect();
+        let d = &mut self.d;
+        for list in [
+            &mut d.reasoning,
+            &mut d.extras,
+            &mut d.compactions,
+            &mut d.orphan_outputs,
+            &mut d.synthetic_outputs,
+        ] {
+            for entry in list.iter_mut() {
+                let old = entry["step"].as_u64().map(|s| s as usize);
+                if let Some(&new) = old.and_then(|old| new_at.get(old)) {
+                    entry.insert("step", index(new));
+                }
+            }
+        }
+        new_at
+    }
+
+    /// Keeps a bookkeeping line or item (`kind`, at `pointer` in its line) that no step holds,
+    /// counted as a line left out.
+    fn bookkeeping(&mut self, line: u64, pointer: &str, kind: &'static str, value: &Node<'a>) {
+        self.left.lines += 1;
+        self.d.bookkeeping.push(Node::object([
+            ("line", num(line)),
+            ("pointer", string(pointer)),
+            ("type", Node::from(kind)),
             ("value", value.clone()),
         ]));
     }
@@ -374,7 +487,48 @@ impl<'n, 'a> Builder<'n, 'a> {
 
     fn observe(&mut self, step: Step, line: u64, timestamp: &Node<'a>) -> usize {
         self.flush();
+        if !step
+            .tool_call_id()
+            .is_some_and(|id| self.calls.contains_key(id))
+        {
+            self.answer_unanswered_call();
+        }
         self.step_at(step, line, timestamp)
+    }
+
+    /// When the last step is a call no output of the rollout answers, and an observation
+    /// (not its output) is about to follow it, the output Codex itself gives the model for
+    /// such a call when it sends the history again (`aborted`; nothing for a hosted web search
+    /// or image generation), marked in `details.codex.steps` and listed in
+    /// `synthetic_outputs`: ADP would otherwise take that observation for the call's result.
+    fn answer_unanswered_call(&mut self) {
+        let Some(last) = self.content.len().checked_sub(1) else {
+            return;
+        };
+        let Some(id) = self.content[last].tool_call_id().map(str::to_owned) else {
+            return;
+        };
+        let Some((&key, call)) = self.calls.get_key_value(id.as_str()) else {
+            return;
+        };
+        if call.answered || call.step != last || self.answered_later.contains(key) {
+            return;
+        }
+        let name = call.name.to_owned();
+        if let Some(c) = self.calls.get_mut(key) {
+            c.answered = true;
+        }
+        let text = match name.as_str() {
+            "web_search" | "image_generation" => "",
+            _ => "aborted",
+        };
+        let line = self.step_lines[last];
+        let step = Step::environment_text(Some(name), text).with_tool_call_id(id.as_str());
+        let at = self.step_at(step, line, &Node::Null);
+        self.d.steps[at].insert("synthetic", Node::Bool(true));
+        self.d
+            .synthetic_outputs
+            .push(Node::object([("step", index(at)), ("id", string(id))]));
     }
 
     fn say(&mut self, said: Pending<'a>) {
@@ -461,8 +615,7 @@ impl<'n, 'a> Builder<'n, 'a> {
                 ("step", index(self.content.len())),
                 ("payload", p.clone()),
             ])),
-            Kind::LegacyState => {}
-            Kind::Unknown(_) => {}
+            Kind::LegacyState | Kind::Bookkeeping(_) | Kind::Unknown(..) => {}
         }
     }
 
@@ -518,6 +671,7 @@ impl<'n, 'a> Builder<'n, 'a> {
             Some("custom_tool_call") => {
                 let Some(name) = p["name"].as_str() else {
                     return self.unmapped(
+                        Lost::WrongType,
                         line,
                         base.to_owned(),
                         "a custom_tool_call without a string `name` is not mapped".into(),
@@ -586,19 +740,28 @@ impl<'n, 'a> Builder<'n, 'a> {
             Some("tool_search_output") => {
                 self.output(p, base, &p["tools"], &["call_id", "tools"], line, timestamp)
             }
-            Some("compaction" | "compaction_summary") => self.d.compactions.push(Node::object([
-                ("line", num(line)),
-                ("timestamp", timestamp.clone()),
-                ("step", index(self.content.len())),
-                ("item", p.clone()),
-            ])),
-            Some(other) => self.unmapped(
-                line,
-                base.to_owned(),
-                format!("a {other:?} response item is not mapped"),
-                p,
-            ),
+            Some("compaction" | "compaction_summary" | "context_compaction") => {
+                self.d.compactions.push(Node::object([
+                    ("line", num(line)),
+                    ("timestamp", timestamp.clone()),
+                    ("step", index(self.content.len())),
+                    ("item", p.clone()),
+                ]))
+            }
+            Some("agent_message") => self.message(p, base, line, timestamp),
+            Some("image_generation_call") => self.image_generation(p, line, timestamp),
+            Some(other) => match BOOKKEEPING_ITEMS.iter().find(|b| **b == other) {
+                Some(kind) => self.bookkeeping(line, base, kind, p),
+                None => self.unmapped(
+                    Lost::Value,
+                    line,
+                    base.to_owned(),
+                    format!("a {other:?} response item is not mapped"),
+                    p,
+                ),
+            },
             None => self.unmapped(
+                Lost::WrongType,
                 line,
                 base.to_owned(),
                 "a response item without a string `type` is not mapped".into(),
@@ -607,8 +770,13 @@ impl<'n, 'a> Builder<'n, 'a> {
         }
     }
 
+    /// A `message` item, or an `agent_message` item (a message another agent sent this one,
+    /// read as an observation named `agent_message`).
     fn message(&mut self, p: &'n Node<'a>, base: &str, line: u64, timestamp: &Node<'a>) {
-        let role = p["role"].as_str().unwrap_or_default();
+        let role = match p["type"].as_str() {
+            Some("agent_message") => "agent_message",
+            _ => p["role"].as_str().unwrap_or_default(),
+        };
         let parts: Vec<(usize, &Node<'a>)> = match &p["content"] {
             Node::Array(parts) => parts.iter().enumerate().collect(),
             s @ Node::String(_) => vec![(0, s)],
@@ -616,6 +784,7 @@ impl<'n, 'a> Builder<'n, 'a> {
         };
         if !matches!(p["content"], Node::Array(_) | Node::String(_)) {
             self.unmapped(
+                Lost::WrongType,
                 line,
                 format!("{base}/content"),
                 "a message content that is neither a list of parts nor a string".into(),
@@ -631,6 +800,7 @@ impl<'n, 'a> Builder<'n, 'a> {
                     match part_text(part) {
                         Some(t) => texts.push(t),
                         None => self.unmapped(
+                            Lost::Block,
                             line,
                             format!("{base}/content/{k}"),
                             format!(
@@ -642,6 +812,7 @@ impl<'n, 'a> Builder<'n, 'a> {
                     }
                 }
                 let text = texts.join("\n\n");
+                self.count_message(!parts.is_empty(), !text.is_empty());
                 if text.is_empty() {
                     self.extra(line, None, "message", fields);
                 } else {
@@ -654,7 +825,7 @@ impl<'n, 'a> Builder<'n, 'a> {
                     });
                 }
             }
-            "user" | "developer" | "system" => {
+            "user" | "developer" | "system" | "agent_message" => {
                 let first = self.content.len();
                 // Consecutive text parts of one kind (typed by the user, or one context Codex
                 // injected) make one observation.
@@ -663,7 +834,8 @@ impl<'n, 'a> Builder<'n, 'a> {
                     if let Some(t) = part_text(part) {
                         let class = match role {
                             "user" => injected_context(t),
-                            "developer" => Some("developer"),
+                            "developer" => injected_context(t).or(Some("developer")),
+                            "agent_message" => Some("agent_message"),
                             _ => Some("system"),
                         };
                         match &mut group {
@@ -686,6 +858,7 @@ impl<'n, 'a> Builder<'n, 'a> {
                         self.observe(Step::image(url, source), line, timestamp);
                     } else {
                         self.unmapped(
+                            Lost::Block,
                             line,
                             format!("{base}/content/{k}"),
                             format!(
@@ -698,15 +871,61 @@ impl<'n, 'a> Builder<'n, 'a> {
                 }
                 self.emit(group, line, timestamp);
                 let step = (self.content.len() > first).then_some(first);
-                self.extra(line, step, "message", fields);
+                if role == "user" {
+                    self.count_message(!parts.is_empty(), step.is_some());
+                }
+                let item = match role {
+                    "agent_message" => "agent_message",
+                    _ => "message",
+                };
+                self.extra(line, step, item, fields);
             }
             _ => self.unmapped(
+                Lost::Value,
                 line,
                 base.to_owned(),
                 format!("a message of role {:?} is not mapped", p["role"].text()),
                 p,
             ),
         }
+    }
+
+    /// Counts a conversation message of the source (`any`: it has content) and whether a step
+    /// holds it.
+    fn count_message(&mut self, any: bool, kept: bool) {
+        if any {
+            self.messages.0 += 1;
+            self.messages.1 += u64::from(kept);
+        }
+    }
+
+    /// A hosted image generation: an `api_action` `image_generation` (kwargs: the
+    /// `revised_prompt`), answered by the image it made (`result`, base64 PNG) when there is one.
+    fn image_generation(&mut self, p: &'n Node<'a>, line: u64, timestamp: &Node<'a>) {
+        let id = p["id"].as_str();
+        let mut kwargs = JsonObject::new();
+        if let Some(prompt) = p["revised_prompt"].as_str() {
+            kwargs.insert("revised_prompt".into(), prompt.into());
+        }
+        let fields = rest(p, &["id", "revised_prompt", "result"]);
+        let step = Step::api("image_generation", kwargs, None);
+        let at = self.content.len();
+        let item = "image_generation_call";
+        self.call(step, id, "image_generation", line, timestamp, item, fields);
+        let Some(result) = p["result"].as_str().filter(|r| !r.is_empty()) else {
+            return;
+        };
+        let url = match result.starts_with("data:") {
+            true => result.to_owned(),
+            false => format!("data:image/png;base64,{result}"),
+        };
+        let mut image = Step::image(url, Source::Environment);
+        let call = id.and_then(|id| self.calls.get_mut(id).map(|c| (id, c)));
+        if let Some((id, c)) = call.filter(|(_, c)| c.step == at && !c.answered) {
+            c.answered = true;
+            image = image.with_tool_call_id(id);
+        }
+        self.observe(image, line, timestamp);
     }
 
     /// One observation of a user, developer or system message's text parts.
@@ -734,6 +953,7 @@ impl<'n, 'a> Builder<'n, 'a> {
     fn function_call(&mut self, p: &'n Node<'a>, base: &str, line: u64, timestamp: &Node<'a>) {
         let Some(name) = p["name"].as_str() else {
             return self.unmapped(
+                Lost::WrongType,
                 line,
                 base.to_owned(),
                 "a function_call without a string `name` is not mapped".into(),
@@ -831,6 +1051,7 @@ impl<'n, 'a> Builder<'n, 'a> {
                 images: Vec::new(),
                 other_parts: Vec::new(),
                 rest: Vec::new(),
+                within: None,
             },
             _ => text::output(value),
         };
@@ -840,9 +1061,14 @@ impl<'n, 'a> Builder<'n, 'a> {
                 .iter()
                 .map(|(k, v)| (Cow::Owned((*k).to_owned()), (*v).clone())),
         );
-        let key = used[1];
+        let key = match out.within {
+            Some(within) => format!("{}/{within}", used[1]),
+            None => used[1].to_owned(),
+        };
+        self.count_message(true, true);
         for (k, part) in &out.other_parts {
             self.unmapped(
+                Lost::Block,
                 line,
                 format!("{base}/{key}/{k}"),
                 "a part of a tool output that is neither text nor an image".into(),
@@ -874,6 +1100,7 @@ impl<'n, 'a> Builder<'n, 'a> {
         };
         for url in extra_images {
             self.unmapped(
+                Lost::Block,
                 line,
                 format!("{base}/{key}"),
                 "an image of a tool output whose observation holds its text or first image".into(),
@@ -914,6 +1141,7 @@ impl<'n, 'a> Builder<'n, 'a> {
                 Some((_, n)) => *n += 1,
                 None => self.d.repeated_events.push((label, 1)),
             }
+            self.left.lines += 1;
             return;
         }
         match (ty, p["message"].as_str(), p["text"].as_str()) {
@@ -933,6 +1161,7 @@ impl<'n, 'a> Builder<'n, 'a> {
                                 self.observe(Step::image(u, Source::User), line, timestamp);
                             }
                             None => self.unmapped(
+                                Lost::WrongType,
                                 line,
                                 format!("/payload/{key}"),
                                 "an image that is not a string".into(),
@@ -942,16 +1171,20 @@ impl<'n, 'a> Builder<'n, 'a> {
                     }
                 }
                 let step = (self.content.len() > first).then_some(first);
+                self.count_message(step.is_some(), true);
                 let fields = rest(p, &["message", "images", "local_images"]);
                 self.extra(line, step, "user_message", fields);
             }
-            ("agent_message", Some(m), _) => self.say(Pending {
-                text: m.to_owned(),
-                line,
-                timestamp: timestamp.clone(),
-                item: "agent_message",
-                fields: rest(p, &["message"]),
-            }),
+            ("agent_message", Some(m), _) => {
+                self.count_message(true, true);
+                self.say(Pending {
+                    text: m.to_owned(),
+                    line,
+                    timestamp: timestamp.clone(),
+                    item: "agent_message",
+                    fields: rest(p, &["message"]),
+                })
+            }
             ("agent_reasoning", _, Some(t)) => {
                 self.think(t.to_owned(), line, "agent_reasoning", rest(p, &["text"]))
             }
@@ -1031,7 +1264,7 @@ pub fn rollout<'a>(bundle: &Node<'a>, record: &RawRecord) -> Result<Partial<'a>,
             "no session_meta has a non-empty id, and there is no file name to use instead",
         )]);
     };
-    let mut b = Builder::new();
+    let mut b = Builder::new(said.answered.clone());
     let mut counts: Vec<(&'static str, u64)> = Vec::new();
     for (line, entry, k) in kinds {
         match counts.iter_mut().find(|(l, _)| *l == k.label()) {
@@ -1044,7 +1277,12 @@ pub fn rollout<'a>(bundle: &Node<'a>, record: &RawRecord) -> Result<Partial<'a>,
                 ("line", num(line)),
                 ("payload", entry.clone()),
             ])),
-            Kind::Unknown(reason) => b.unmapped(line, String::new(), reason.clone(), entry),
+            Kind::Bookkeeping(t) => {
+                b.bookkeeping(line, "/payload", t, &entry["payload"]);
+            }
+            Kind::Unknown(lost, reason) => {
+                b.unmapped(*lost, line, String::new(), reason.clone(), entry)
+            }
             _ => {}
         }
         b.line(k, line, &timestamp, &said);
@@ -1077,7 +1315,7 @@ fn finish<'a>(
         ));
     }
     // Calls no output answered keep no link id (ADP links a call only to its answer).
-    let mut unanswered: Vec<(usize, Option<String>)> = b
+    let unanswered: Vec<(usize, Option<String>)> = b
         .calls
         .iter()
         .filter(|(_, c)| !c.answered)
@@ -1088,9 +1326,17 @@ fn finish<'a>(
                 .map(|(step, id)| (*step, id.map(str::to_owned))),
         )
         .collect();
+    for (step, _) in &unanswered {
+        *b.content[*step].tool_call_id_mut() = None;
+    }
+    // A step written between a call and its output goes after the output.
+    let new_at = b.place_outputs_first();
+    let mut unanswered: Vec<(usize, Option<String>)> = unanswered
+        .into_iter()
+        .map(|(step, id)| (new_at[step], id))
+        .collect();
     unanswered.sort();
     for (step, native) in &unanswered {
-        *b.content[*step].tool_call_id_mut() = None;
         b.d.unanswered_calls.push((
             *step,
             Node::object([
@@ -1099,11 +1345,11 @@ fn finish<'a>(
             ]),
         ));
     }
-    // ADP reads an observation right after a tool call as the call's result: an unlinked one
-    // there would be taken for it (and relabelled), so the rollout is refused instead.
+    // ADP reads an observation right after a tool call as the call's result: after an
+    // unanswered call one would be taken for it (and relabelled), so the rollout is refused.
     for i in 1..b.content.len() {
         let (call, next) = (&b.content[i - 1], &b.content[i]);
-        if !call.is_tool_action() || next.is_action() {
+        if !call.is_tool_action() || call.tool_call_id().is_some() || next.is_action() {
             continue;
         }
         let what = match next {
@@ -1115,28 +1361,16 @@ fn finish<'a>(
             other => other.class_name().to_owned(),
         };
         let (call_line, line) = (b.step_lines[i - 1], b.step_lines[i]);
-        match (call.tool_call_id(), next.tool_call_id()) {
-            (None, _) => {
-                return Err(fail(
-                    line,
-                    "session-structure",
-                    format!(
-                        "the tool call on line {call_line} has no output, and an observation ({what}) follows it: ADP would take that observation for the call's result (a call without one can only be followed by another action, or end the session)"
-                    ),
-                ))
-            }
-            (Some(call_id), None) => {
-                return Err(fail(
-                    line,
-                    "session-structure",
-                    format!(
-                        "an observation ({what}) comes between the tool call {call_id:?} on line {call_line} and its output: ADP would take it for the call's result"
-                    ),
-                ))
-            }
-            _ => {}
-        }
+        return Err(fail(
+            line,
+            "session-structure",
+            format!(
+                "the tool call on line {call_line} has no output, and an observation ({what}) follows it: ADP would take that observation for the call's result (a call without one can only be followed by another action, or end the session)"
+            ),
+        ));
     }
+    let mut left = b.left;
+    left.messages = Some(b.messages);
     let d = b.d;
     let mut codex: Obj<'a> = Vec::new();
     if let Some(meta) = d.session_meta {
@@ -1154,6 +1388,8 @@ fn finish<'a>(
         ("events", d.events),
         ("repeated_events", Vec::new()), // a count by type, put in its place below
         ("compactions", d.compactions),
+        ("bookkeeping", d.bookkeeping),
+        ("synthetic_outputs", d.synthetic_outputs),
         (
             "unanswered_calls",
             d.unanswered_calls.into_iter().map(|(_, n)| n).collect(),
@@ -1170,11 +1406,10 @@ fn finish<'a>(
             codex.push((key.into(), Node::Array(list)));
         }
     }
+    let mut source = source_details("codex", record, json!({ "session_id": session }));
+    left.add_to(&mut source);
     let mut details = JsonObject::new();
-    details.insert(
-        "source".into(),
-        source_details("codex", record, json!({ "session_id": session })),
-    );
+    details.insert("source".into(), source);
     Ok(Partial {
         trajectory: Trajectory::new(id, b.content, details),
         tail: vec![("codex", Node::Object(codex))],

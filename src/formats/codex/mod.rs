@@ -7,6 +7,7 @@
 //! themselves. The mapping is in docs/formats/codex.md.
 
 mod convert;
+mod order;
 mod rollout;
 mod text;
 

@@ -31,8 +31,9 @@ fn quote(word: &str) -> String {
     }
 }
 
-/// What Codex writes as a user message but the user did not type: the name of the context it
-/// is (the observation's `name`, source `environment`), from its opening tag or heading.
+/// What Codex writes as a user (or developer) message but the user did not type: the name of
+/// the context it is (the observation's `name`, source `environment`), from its opening tag or
+/// heading.
 pub fn injected_context(text: &str) -> Option<&'static str> {
     const KNOWN: &[(&str, &str)] = &[
         ("<environment_context>", "environment_context"),
@@ -41,6 +42,8 @@ pub fn injected_context(text: &str) -> Option<&'static str> {
         ("<turn_aborted>", "turn_aborted"),
         ("<user_shell_command>", "user_shell_command"),
         ("<skill>", "skill"),
+        ("<subagent_notification>", "subagent_notification"),
+        ("<codex_internal_context", "codex_internal_context"),
     ];
     let text = text.trim_start();
     KNOWN
@@ -51,8 +54,10 @@ pub fn injected_context(text: &str) -> Option<&'static str> {
 
 /// A tool output read as text, with the images it carries. A string is itself; a list of
 /// content parts is its texts joined by newlines (`input_image` / `image_url` parts are the
-/// images); an object `{content, success, ...}` (older CLIs) is its `content`, the other keys
-/// returned as `rest`; anything else is compact JSON.
+/// images; `encrypted_content`, `input_audio` and other parts are returned apart); an object
+/// whose `content`, `body` or `content_items` holds the output (`{content, success}` of older
+/// CLIs, the `{body, success}` payload) is read from that key, the other keys returned as
+/// `rest`; any other value is compact JSON.
 pub struct Output<'n, 'a> {
     /// The text the model was given.
     pub text: String,
@@ -60,8 +65,10 @@ pub struct Output<'n, 'a> {
     pub images: Vec<&'n str>,
     /// Parts that are neither text nor image, with their index.
     pub other_parts: Vec<(usize, &'n Node<'a>)>,
-    /// The keys of an object output beside `content`.
+    /// The keys of an object output beside the one read.
     pub rest: Vec<(&'n str, &'n Node<'a>)>,
+    /// The key of an object output the text was read from (for pointers to its parts).
+    pub within: Option<&'static str>,
 }
 
 /// Reads `output` (see [`Output`]).
@@ -71,6 +78,7 @@ pub fn output<'n, 'a>(output: &'n Node<'a>) -> Output<'n, 'a> {
         images: Vec::new(),
         other_parts: Vec::new(),
         rest: Vec::new(),
+        within: None,
     };
     match output {
         Node::String(s) => out.text = s.as_ref().to_owned(),
@@ -93,14 +101,21 @@ pub fn output<'n, 'a>(output: &'n Node<'a>) -> Output<'n, 'a> {
             }
             out.text = texts.join("\n");
         }
-        Node::Object(entries) if output["content"].as_str().is_some() => {
-            out.text = output["content"].as_str().unwrap_or_default().to_owned();
-            out.rest = entries
-                .iter()
-                .filter(|(k, _)| k != "content")
-                .map(|(k, v)| (k.as_ref(), v))
-                .collect();
-        }
+        Node::Object(entries) => match ["content", "body", "content_items"]
+            .into_iter()
+            .find(|k| matches!(output[*k], Node::String(_) | Node::Array(_)))
+        {
+            Some(key) => {
+                out = self::output(&output[key]);
+                out.within = Some(key);
+                out.rest = entries
+                    .iter()
+                    .filter(|(k, _)| k != key)
+                    .map(|(k, v)| (k.as_ref(), v))
+                    .collect();
+            }
+            None => out.text = output.to_string(),
+        },
         other => out.text = other.to_string(),
     }
     out
@@ -159,6 +174,12 @@ mod tests {
                 1,
             ),
             (json!({"content": "c", "success": false}), "c", 0, 0),
+            (
+                json!({"body": [{"type": "input_text", "text": "b"}, {"type": "encrypted_content", "encrypted_content": "x"}], "success": true}),
+                "b",
+                0,
+                1,
+            ),
             (json!({"exit": 1}), "{\"exit\":1}", 0, 0),
             (json!(null), "", 0, 0),
         ];

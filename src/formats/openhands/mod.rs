@@ -6,6 +6,9 @@
 //!   (`function_name`, `tool_call_id`, `model_response`, `total_calls_in_response`, from
 //!   `openhands/events/tool.py`). A file of events (a JSON array, or JSON lines) is one
 //!   trajectory; so is a record holding them under `history` (evaluation outputs) or `events`.
+//!   The oldest streams are read too ([`legacy`]): the resolver's `dataclasses.asdict(event)`,
+//!   an event's fields flat on it (no `id`, `source`, `args` or `extras`), and OpenDevin's
+//!   histories of `[action, observation]` pairs.
 //! - **chats** OpenHands wrote for training (`messages` with `tool_calls`, SWE-Gym's
 //!   OpenHands-Sampled-Trajectories): the conversation its CodeAct agent sends to the model,
 //!   tool results prefixed `OBSERVATION:` (`get_observation_message` in the agent). Chats look
@@ -13,12 +16,15 @@
 //!
 //! The mapping is in docs/formats/openhands.md.
 
+mod legacy;
+
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::io;
 
 use serde_json::{json, Value};
 
-use crate::convert::{ConvertOptions, Converter, FormatOptions};
+use crate::convert::{ConvertOptions, Converter, FormatOptions, LeftOut};
 use crate::formats::bundle::{bundle_lines, FileBundle};
 use crate::formats::chat::{
     call_step, chat_trajectory, extend_details, message_text, parse_arguments, record_id_with,
@@ -109,6 +115,11 @@ fn is_event(v: &Value) -> bool {
     v["action"].is_string() || v["observation"].is_string()
 }
 
+/// True for an event, or an `[action, observation]` pair of OpenDevin's histories.
+fn is_event_or_pair(v: &Value) -> bool {
+    is_event(v) || v.as_array().and_then(|p| p.first()).is_some_and(is_event)
+}
+
 impl Converter for OpenHands {
     fn name(&self) -> &'static str {
         "openhands"
@@ -128,7 +139,7 @@ impl Converter for OpenHands {
             first[key]
                 .as_array()
                 .and_then(|h| h.first())
-                .is_some_and(is_event)
+                .is_some_and(is_event_or_pair)
         };
         is_event(first) || lists("history") || lists("events")
     }
@@ -159,13 +170,13 @@ impl Converter for OpenHands {
             let mut problems = Vec::new();
             let events: Vec<Event> = bundle_lines(&value)
                 .map(|(line, v)| Event {
-                    v,
+                    v: legacy::normalized(v),
                     line: Some(line),
                     at: String::new(),
                 })
                 .collect();
             for e in &events {
-                if let Err(ds) = check_raw_value(prov, Some(&id), e.v, &SCHEMA, true) {
+                if let Err(ds) = check_raw_value(prov, Some(&id), &e.v, &SCHEMA, true) {
                     problems.extend(ds.into_iter().map(|mut d| {
                         d.line = e.line.unwrap_or(prov.line);
                         d
@@ -198,17 +209,16 @@ impl Converter for OpenHands {
             };
             let events: Vec<Event> = if is_event(&value) {
                 vec![Event {
-                    v: &value,
+                    v: legacy::normalized(&value),
                     line: None,
                     at: String::new(),
                 }]
             } else {
-                list.iter()
-                    .enumerate()
-                    .map(|(i, v)| Event {
-                        v,
+                legacy::flatten_pairs(list)
+                    .map(|(at, v)| Event {
+                        v: legacy::normalized(v),
                         line: None,
-                        at: format!("/{key}/{i}"),
+                        at: format!("/{key}/{at}"),
                     })
                     .collect()
             };
@@ -272,7 +282,8 @@ impl RecordSource for Peeked {
 /// One event and where it is: its line (events read from a file of events) and its JSON
 /// pointer in the record (events under `history`).
 struct Event<'a> {
-    v: &'a Value,
+    /// The event, its flat fields moved under `args` / `extras` when it is of the oldest shape.
+    v: Cow<'a, Value>,
     line: Option<u64>,
     at: String,
 }
@@ -307,6 +318,11 @@ struct Run {
     /// What each event has that its steps do not hold: `{line or pointer, steps, fields}`.
     event_fields: Vec<Value>,
     task_seen: bool,
+    /// The tool call the latest event made (its link and function name): an observation that
+    /// names no action it answers (the oldest streams have no ids) answers it.
+    open_call: Option<(String, String)>,
+    /// Events of the oldest shape, read through [`legacy::normalized`].
+    legacy_events: u64,
 }
 
 /// An event's keys its steps hold (`source` says who speaks; `cause` and the call metadata's
@@ -494,13 +510,19 @@ impl Run {
     fn events(&mut self, events: &[Event]) -> Result<(), Failure> {
         for e in events {
             let (first, skipped) = (self.content.len(), self.skipped.len());
+            self.legacy_events += u64::from(matches!(e.v, Cow::Owned(_)));
+            let open = self.open_call.take();
             let seen = if e.v["action"].is_string() {
-                self.action(e.v)
+                self.action(&e.v)
             } else {
-                self.observation(e)?;
+                self.observation(e, open.clone())?;
                 Seen::Other
             };
-            let fields = event_fields(e.v);
+            if self.content.len() == first {
+                // An event that made no step (a controller's) leaves the call waiting.
+                self.open_call = self.open_call.take().or(open);
+            }
+            let fields = event_fields(&e.v);
             if self.skipped.len() == skipped && !fields.is_empty() {
                 let steps: Vec<usize> = (first..self.content.len()).collect();
                 let mut note = json!({"steps": steps, "fields": fields});
@@ -532,7 +554,7 @@ impl Run {
                 }
                 return Seen::Other;
             }
-            "message" if v["source"] == "user" => {
+            "message" if self.said_by_user(v) => {
                 let images = args.get("image_urls").unwrap_or(&args["images_urls"]);
                 self.task_or_user(message_text(&Node::from_value(&args["content"])), images);
                 return Seen::Other;
@@ -598,14 +620,27 @@ impl Run {
             self.by_call.insert(link.clone(), n);
         }
         self.content.push(step.with_tool_call_id(link.clone()));
+        self.open_call = Some((link.clone(), function.clone()));
         Seen::Call {
             link,
             name: function,
         }
     }
 
-    fn observation(&mut self, e: &Event) -> Result<(), Failure> {
-        let v = e.v;
+    /// Whether a message event is the user's: its `source`; in the oldest streams, which have
+    /// none, the first message (the task) and a message right after an agent's message (the
+    /// reply it waited for) are the user's, any other the agent's.
+    fn said_by_user(&self, v: &Value) -> bool {
+        match v["source"].as_str() {
+            Some(source) => source == "user",
+            None => !self.task_seen || matches!(self.content.last(), Some(Step::MessageAction(_))),
+        }
+    }
+
+    /// An observation; `open` is the call the event before it made, which it answers when it
+    /// names no action (no `cause`, no `tool_call_id`).
+    fn observation(&mut self, e: &Event, open: Option<(String, String)>) -> Result<(), Failure> {
+        let v = &*e.v;
         let kind = v["observation"].as_str().unwrap_or_default();
         if STATE_OBSERVATIONS.contains(&kind) {
             self.skipped.push(v.clone());
@@ -642,7 +677,8 @@ impl Run {
             Some(Seen::Call { link, name }) if !self.answered.contains(link) => {
                 Some((link.clone(), name.clone()))
             }
-            _ => None,
+            _ if v["cause"].is_i64() || call_id.is_some() => None,
+            _ => open.filter(|(link, _)| !self.answered.contains(link)),
         };
         let content = v["content"].as_str().unwrap_or_default().to_owned();
         let mut step = if kind == "browse" {
@@ -801,8 +837,16 @@ impl Run {
         if let Some(p) = self.system_prompt {
             extra.insert("system_prompt".into(), p.into());
         }
+        let mut left = LeftOut::new("details.openhands");
+        left.lines = self.skipped.len() as u64;
+        if let Some(source) = d.get_mut("source") {
+            left.add_to(source);
+        }
         if !self.skipped.is_empty() {
             extra.insert("skipped_events".into(), Value::Array(self.skipped));
+        }
+        if self.legacy_events > 0 {
+            extra.insert("legacy_events".into(), self.legacy_events.into());
         }
         if !self.event_fields.is_empty() {
             extra.insert("event_fields".into(), Value::Array(self.event_fields));

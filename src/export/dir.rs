@@ -430,3 +430,67 @@ fn damage(dir: &Path, unfinished: Option<Unfinished>, finished: &[PathBuf]) -> O
         example.map_or(String::new(), |e| format!(": {e}")),
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each card of an unfinished export is known for what it is, and names the earlier
+    /// splits where they are at its stage.
+    #[test]
+    fn the_cards_of_an_unfinished_export_say_so() {
+        let splits: BTreeSet<String> = ["train", "validation"].map(String::from).into();
+        for stage in Unfinished::ALL {
+            let card = stage.card(&splits);
+            assert_eq!(Unfinished::of_card(&card), Some(stage), "{card}");
+            assert!(card.starts_with("---\nconfigs:\n"), "{card}");
+            let in_data = card.contains("\"data/validation-*\"");
+            let aside = card.contains("\"data/.trajkit-old/validation-*\"");
+            match stage {
+                Unfinished::Both => assert!(in_data && aside, "{card}"),
+                Unfinished::SetAside => assert!(!in_data && aside, "{card}"),
+                Unfinished::Nothing => {
+                    assert!(!in_data && !aside && card.contains(NOTHING_YET), "{card}")
+                }
+            }
+        }
+        assert_eq!(
+            Unfinished::of_card("---\nconfigs: []\n---\n# A dataset\n"),
+            None
+        );
+    }
+
+    /// Replacing shards sets them aside between two cards that read them, removes the
+    /// manifest, and cleans up after; with nothing earlier, one card that reads nothing.
+    #[test]
+    fn the_commit_sets_the_earlier_shards_aside() {
+        let dir = Path::new("out");
+        let shard = dir.join("data/train-00000-of-00001.jsonl");
+        let earlier = Earlier {
+            dir: dir.to_owned(),
+            what: Replaced::Export {
+                shown: vec![shard.clone()],
+                aside: Vec::new(),
+            },
+        };
+        let c = earlier.commit();
+        let held = dir.join("data/.trajkit-old/train-00000-of-00001.jsonl");
+        assert!(matches!(&c.prepare[..], [
+            Prepare::Write(a, _),
+            Prepare::Rename(from, to),
+            Prepare::Write(b, _),
+        ] if *a == dir.join("README.md") && *from == shard && *to == held && a == b));
+        assert_eq!(c.remove, [dir.join("manifest.json")]);
+        assert_eq!(c.clean, [held, dir.join("data/.trajkit-old")]);
+        let fresh = Earlier {
+            dir: dir.to_owned(),
+            what: Replaced::Export {
+                shown: Vec::new(),
+                aside: Vec::new(),
+            },
+        };
+        let c = fresh.commit();
+        assert!(matches!(&c.prepare[..], [Prepare::Write(_, card)] if card.contains(NOTHING_YET)));
+        assert!(c.clean.is_empty());
+    }
+}

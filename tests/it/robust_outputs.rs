@@ -685,3 +685,85 @@ fn a_directory_whose_shards_do_not_match_its_manifest_is_called_damaged() {
     assert!(export(true).status.success());
     assert_eq!(names(&out.join("data")).len(), 3);
 }
+
+/// A `run` whose export replaces an earlier one (`force = true`), killed after each step of
+/// its commit: `load_dataset` reads the earlier dataset or the new one, and `--resume`
+/// finishes the commit to the bytes of an uninterrupted run.
+#[test]
+fn a_run_killed_while_replacing_an_export_leaves_the_old_or_the_new_and_resumes() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    fs::create_dir_all(&a).expect("a");
+    fs::create_dir_all(&b).expect("b");
+    let (old_in, new_in) = (input(&a, 9, 0), input(&b, 6, 0));
+    let work = tmp.path().join("work");
+    let file = tmp.path().join("p.toml");
+    fs::write(
+        &file,
+        format!(
+            "[[input]]\npath = \"{}\"\nformat = \"adp\"\n\n[[export]]\nto = \"openai\"\n\
+             output = \"{}\"\nshard_rows = 2\nforce = true\n",
+            new_in.display(),
+            work.display()
+        ),
+    )
+    .expect("write");
+    let run = |resume: bool, hook: Option<usize>| {
+        let mut cmd = trajkit();
+        cmd.arg("run").arg(&file).arg("-q");
+        if resume {
+            cmd.arg("--resume");
+        }
+        if let Some(k) = hook {
+            cmd.env(trajkit::engine::output::ABORT_IN_COMMIT, k.to_string());
+        }
+        cmd.output().expect("runs")
+    };
+    let out = trajkit()
+        .arg("export")
+        .arg(&old_in)
+        .args(["--to", "openai", "-q", "--shard-rows", "3", "-o"])
+        .arg(&work)
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let old = common::tree(&work);
+    let old_reads = load_dataset_reads(&work).expect("the old export reads");
+    let out = run(false, None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let new = common::tree(&work);
+    let new_reads = load_dataset_reads(&work).expect("the new export reads");
+    let mut step = 0;
+    loop {
+        restore(&work, &old);
+        let killed = run(false, Some(step));
+        if killed.status.success() {
+            assert!(step > 6, "only {step} steps in the commit");
+            break;
+        }
+        let reads = load_dataset_reads(&work).expect("something reads");
+        assert!(
+            reads == old_reads || reads == new_reads,
+            "killed at step {step}: a mix of the old and new datasets"
+        );
+        let resumed = run(true, None);
+        assert!(
+            resumed.status.success(),
+            "step {step}: {}",
+            String::from_utf8_lossy(&resumed.stderr)
+        );
+        assert!(
+            common::tree(&work) == new,
+            "step {step}: not the new export"
+        );
+        step += 1;
+    }
+}

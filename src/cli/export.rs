@@ -90,7 +90,7 @@ pub fn run(args: ExportArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         redactor.as_ref(),
     )
     .map_err(|e| match e {
-        ExportError::Exists(_) => CliError::usage(e.to_string()),
+        ExportError::Exists(_) | ExportError::Damaged { .. } => CliError::usage(e.to_string()),
         other => CliError::io(other),
     })?;
     bar.finish();

@@ -151,16 +151,20 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     let outcome = prepared
         .run(&bar, Box::new(Capped::stderr(global)))
         .map_err(|e| match e {
-            RunError::Export(ExportError::Exists(dir)) => {
+            RunError::Export(x @ (ExportError::Exists(_) | ExportError::Damaged { .. })) => {
                 let hint = if prepared.journal_dir().is_some_and(|j| j.exists()) {
                     "; or pass --resume to finish the interrupted run it holds"
                 } else {
                     ""
                 };
-                CliError::usage(format!(
-                    "{dir} already holds an export (manifest.json or data files); set `force = \
-                     true` in its [[export]] table to replace it{hint}"
-                ))
+                let what = match x {
+                    ExportError::Exists(dir) => format!(
+                        "{dir} already holds an export (manifest.json or data files); set \
+                         `force = true` in its [[export]] table to replace it"
+                    ),
+                    damaged => damaged.to_string(),
+                };
+                CliError::usage(format!("{what}{hint}"))
             }
             RunError::Resume(ResumeError::Refused(_)) => CliError::usage(e.to_string()),
             other => CliError::io(other),

@@ -10,14 +10,14 @@
 
 use std::borrow::Cow;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::engine::output::Commit;
 use crate::engine::pipeline::{
     self, empty_inputs, Flow, InputCount, PipelineError, Progress, Sink,
 };
 use crate::engine::rejects::{reject, RejectsWriter};
-use crate::export::dir::prepare_dir;
+use crate::export::dir::{prepare_dir, Earlier};
 use crate::export::encode::{
     encode_line, encode_parquet, export_record, export_upgraded, Encoder, Outcome,
 };
@@ -117,7 +117,7 @@ enum RunError {
 struct Run<'a> {
     inputs: &'a [String],
     data: &'a Path,
-    earlier: &'a [PathBuf],
+    earlier: &'a Earlier,
     opts: &'a ExportOptions,
     progress: &'a dyn Progress,
     rejects: Option<RejectsWriter>,
@@ -126,8 +126,8 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
-    /// Streams the inputs into shards written by `W`; once everything is written, replaces
-    /// the `earlier` shards with the new ones.
+    /// Streams the inputs into shards written by `W`; once everything is written, hands back
+    /// the commit that replaces the `earlier` export with the new shards.
     fn write<W: ShardWriter>(
         self,
         config: &W::Config,

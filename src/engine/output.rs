@@ -629,18 +629,38 @@ impl Drop for Lock {
 /// A temporary file's name and the target it is renamed to.
 pub type Rename = (PathBuf, PathBuf);
 
-/// The last step of a command that writes several files: removing what they replace, renaming
-/// the finished temporary files into place, and writing the small files that describe them
-/// (manifests, dataset cards). [`Commit::apply`] can be repeated after a kill at any point of
-/// it and completes it (`trajkit run --resume` does, from the copy in its journal).
+/// The last step of a command that writes several files: preparing the place (setting aside
+/// what a reader reads now), removing what the new files replace, renaming the finished
+/// temporary files into place, writing the small files that describe them (manifests, dataset
+/// cards), and removing what was set aside. [`Commit::apply`] can be repeated after a kill at
+/// any point of it and completes it (`trajkit run --resume` does, from the copy in its
+/// journal).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Commit {
-    /// Files removed first (an earlier export's shards, a stale merged manifest).
+    /// Done first, in order: files written and renamed so that a reader goes on reading what
+    /// it read before while the steps after move files (an export's dataset card naming its
+    /// shards where they are set aside).
+    #[serde(default)]
+    pub prepare: Vec<Prepare>,
+    /// Then removed (an earlier export's shards, a stale merged manifest).
     pub remove: Vec<PathBuf>,
     /// Then renamed, temporary name to target.
     pub rename: Vec<Rename>,
     /// Then written (atomically), path and text.
     pub write: Vec<(PathBuf, String)>,
+    /// Removed last, once the new files are in place: files set aside, then directories left
+    /// empty.
+    #[serde(default)]
+    pub clean: Vec<PathBuf>,
+}
+
+/// A step of [`Commit::prepare`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Prepare {
+    /// Write (atomically) a file with this text.
+    Write(PathBuf, String),
+    /// Rename a file (creating the target's directory); passed over once done.
+    Rename(PathBuf, PathBuf),
 }
 
 /// Environment variable of the test hook that simulates a kill while outputs are committed:
@@ -652,7 +672,16 @@ impl Commit {
     /// Makes every path absolute (against the current directory), so that the commit means the
     /// same files when it is applied again from another directory (`run --resume`).
     pub fn make_absolute(&mut self) -> io::Result<()> {
-        for p in &mut self.remove {
+        for step in &mut self.prepare {
+            match step {
+                Prepare::Write(p, _) => *p = std::path::absolute(&*p)?,
+                Prepare::Rename(from, to) => {
+                    *from = std::path::absolute(&*from)?;
+                    *to = std::path::absolute(&*to)?;
+                }
+            }
+        }
+        for p in self.remove.iter_mut().chain(&mut self.clean) {
             *p = std::path::absolute(&*p)?;
         }
         for (from, to) in &mut self.rename {
@@ -667,40 +696,65 @@ impl Commit {
 
     /// Adds `other`'s steps after this one's.
     pub fn extend(&mut self, other: Commit) {
+        self.prepare.extend(other.prepare);
         self.remove.extend(other.remove);
         self.rename.extend(other.rename);
         self.write.extend(other.write);
+        self.clean.extend(other.clean);
     }
 
     /// Applies the steps. Applied again after an interruption, it finishes the commit: the
-    /// removals are done again only while no rename is done (a removed file's name may be a
-    /// rename's target), renames already done are passed over, and the files are written again.
+    /// preparation and the removals are done again only while no rename is done (a removed or
+    /// set-aside file's name may be a rename's target), renames already done are passed over,
+    /// the files are written again, and what is already cleaned is passed over.
     pub fn apply(&self) -> io::Result<()> {
         let abort_after: Option<usize> = std::env::var(ABORT_IN_COMMIT)
             .ok()
             .and_then(|v| v.parse().ok());
-        let mut steps = 0;
-        let mut step = || {
-            steps += 1;
-            if abort_after == Some(steps) {
-                // The test hook: a kill at a chosen point, without destructors.
-                std::process::abort();
-            }
-        };
-        if abort_after == Some(0) {
+        if self.apply_until(abort_after)? {
+            // The test hook: a kill at a chosen point, without destructors.
             std::process::abort();
         }
+        Ok(())
+    }
+
+    /// Applies the steps, or only the first `stop` of them (then returns true).
+    fn apply_until(&self, stop: Option<usize>) -> io::Result<bool> {
+        let mut done = 0;
+        let mut stopped = || {
+            let now = stop == Some(done);
+            done += 1;
+            now
+        };
         let renamed = self.rename.iter().any(|(from, _)| !from.exists());
         if !renamed {
-            for p in &self.remove {
-                match fs::remove_file(p) {
-                    Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-                    _ => {}
+            for p in &self.prepare {
+                if stopped() {
+                    return Ok(true);
                 }
-                step();
+                match p {
+                    Prepare::Write(path, text) => write_atomically(path, text)?,
+                    Prepare::Rename(from, to) => {
+                        if from.exists() {
+                            if let Some(parent) = to.parent() {
+                                fs::create_dir_all(parent)?;
+                            }
+                            fs::rename(from, to)?;
+                        }
+                    }
+                }
+            }
+            for p in &self.remove {
+                if stopped() {
+                    return Ok(true);
+                }
+                remove_if_there(p)?;
             }
         }
         for (from, to) in &self.rename {
+            if stopped() {
+                return Ok(true);
+            }
             if from.exists() {
                 fs::rename(from, to)?;
             } else if !to.exists() {
@@ -709,15 +763,20 @@ impl Commit {
                     format!("neither {} nor {} exists", from.display(), to.display()),
                 ));
             }
-            step();
         }
         for (path, text) in &self.write {
-            let mut out = AtomicFile::create(path)?;
-            out.write_all(text.as_bytes())?;
-            out.finish()?;
-            step();
+            if stopped() {
+                return Ok(true);
+            }
+            write_atomically(path, text)?;
         }
-        Ok(())
+        for p in &self.clean {
+            if stopped() {
+                return Ok(true);
+            }
+            remove_if_there(p)?;
+        }
+        Ok(stopped())
     }
 
     /// Removes the temporary files of a commit that will not be applied.
@@ -726,6 +785,26 @@ impl Commit {
             let _ = fs::remove_file(from);
         }
     }
+}
+
+/// Removes the file or empty directory `path`, unless it is gone already.
+fn remove_if_there(path: &Path) -> io::Result<()> {
+    let removed = if path.is_dir() {
+        fs::remove_dir(path)
+    } else {
+        fs::remove_file(path)
+    };
+    match removed {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Writes `text` to `path` through an [`AtomicFile`].
+fn write_atomically(path: &Path, text: &str) -> io::Result<()> {
+    let mut out = AtomicFile::create(path)?;
+    out.write_all(text.as_bytes())?;
+    out.finish()
 }
 
 /// Appends `value`, the output of trajectory `id`, to `out` as one JSON line; a value that
@@ -851,38 +930,50 @@ mod tests {
     }
 
     /// A commit applied again after a kill at any step ends as one applied once, even when a
-    /// file it removes has the name a rename gives.
+    /// file it removes or sets aside has the name a rename gives.
     #[test]
     fn a_commit_applied_again_after_any_step_completes_it() {
         let dir = tempfile::tempdir().expect("temp dir");
         let p = |n: &str| dir.path().join(n);
         let commit = Commit {
-            remove: vec![p("a"), p("old")],
+            prepare: vec![
+                Prepare::Write(p("card"), "both".to_owned()),
+                Prepare::Rename(p("a"), p("aside/a")),
+                Prepare::Write(p("card"), "aside".to_owned()),
+            ],
+            remove: vec![p("old")],
             rename: vec![(p(".a.partial"), p("a")), (p(".b.partial"), p("b"))],
-            write: vec![(p("manifest"), "m".to_owned())],
+            write: vec![
+                (p("manifest"), "m".to_owned()),
+                (p("card"), "new".to_owned()),
+            ],
+            clean: vec![p("aside/a"), p("aside")],
         };
-        let setup = || {
-            for (name, text) in [("a", "old a"), ("old", "x"), (".a.partial", "new a")] {
+        let mut done = 0;
+        loop {
+            for (name, text) in [
+                ("a", "old a"),
+                ("old", "x"),
+                (".a.partial", "new a"),
+                (".b.partial", "new b"),
+                ("card", "old"),
+            ] {
                 fs::write(p(name), text).expect("write");
             }
-            fs::write(p(".b.partial"), "new b").expect("write");
-        };
-        // Each prefix of the steps, as a kill would leave it, then the whole commit again.
-        for done in 0..=5 {
-            setup();
-            let _ = fs::remove_file(p("manifest"));
-            let mut steps = 0;
-            for r in &commit.remove {
-                if steps < done {
-                    fs::remove_file(r).expect("remove");
-                }
-                steps += 1;
+            for gone in ["manifest", "b"] {
+                let _ = fs::remove_file(p(gone));
             }
-            for (from, to) in &commit.rename {
-                if steps < done {
-                    fs::rename(from, to).expect("rename");
-                }
-                steps += 1;
+            // A kill after `done` steps, then the whole commit again.
+            let stopped = commit.apply_until(Some(done)).expect("applies part");
+            let card = fs::read_to_string(p("card")).expect("card");
+            let a = fs::read_to_string(p("a")).ok();
+            let aside = fs::read_to_string(p("aside/a")).ok();
+            // What the card names is whole at every step: the old `a`, where it is, or the new.
+            match card.as_str() {
+                "old" => assert_eq!(a.as_deref(), Some("old a"), "after {done} steps"),
+                "both" => assert!(a.or(aside).as_deref() == Some("old a"), "after {done}"),
+                "aside" => assert_eq!(aside.as_deref(), Some("old a"), "after {done} steps"),
+                _ => assert_eq!(a.as_deref(), Some("new a"), "after {done} steps"),
             }
             commit.apply().expect("applies");
             let mut names: Vec<String> = fs::read_dir(dir.path())
@@ -890,9 +981,15 @@ mod tests {
                 .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
                 .collect();
             names.sort();
-            assert_eq!(names, ["a", "b", "manifest"], "after {done} steps");
+            assert_eq!(names, ["a", "b", "card", "manifest"], "after {done} steps");
             assert_eq!(fs::read_to_string(p("a")).expect("a"), "new a");
+            assert_eq!(fs::read_to_string(p("card")).expect("card"), "new");
+            if !stopped {
+                break;
+            }
+            done += 1;
         }
+        assert_eq!(done, 11, "every step was interrupted once");
     }
 
     #[test]

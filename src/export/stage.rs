@@ -6,7 +6,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::dir::{earlier_shards, holds_export, is_partial, prepare_dir, ExportError};
+use super::dir::{earlier_export, earlier_shards, is_partial, prepare_dir, Earlier, ExportError};
 use super::encode::{AnyRow, Outcome};
 use super::manifest::manifest_commit;
 use super::options::{ExportOptions, Target};
@@ -31,7 +31,7 @@ enum AnyShards {
 /// [`ExportStage::into_commit`].
 pub struct ExportStage {
     dir: PathBuf,
-    earlier: Vec<PathBuf>,
+    earlier: Earlier,
     shards: AnyShards,
     /// Trajectories still to pass over (a resumed run, before the restart position).
     skip: u64,
@@ -73,13 +73,12 @@ impl ExportStage {
         };
         let data = dir.join("data");
         let partition = opts.shards.partition.as_ref();
-        let (partial, earlier): (Vec<PathBuf>, Vec<PathBuf>) = earlier_shards(&data, partition)
+        let earlier = earlier_export(dir, opts.force, partition, false)?;
+        let partial: Vec<PathBuf> = earlier_shards(&data, partition)
             .map_err(io_err)?
             .into_iter()
-            .partition(|p| is_partial(p));
-        if !opts.force && holds_export(dir, &earlier, partition) {
-            return Err(ExportError::Exists(dir.display().to_string()));
-        }
+            .filter(|p| is_partial(p))
+            .collect();
         let names = opts.splits.names();
         let keep: HashSet<PathBuf> = restart
             .closed

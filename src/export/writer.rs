@@ -5,10 +5,11 @@
 
 use std::collections::HashSet;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Serialize;
 
+use super::dir::Earlier;
 use super::encode::Outcome;
 use super::filter::Filtered;
 use super::options::ExportOptions;
@@ -180,21 +181,18 @@ impl<W: ShardWriter> Shards<W> {
         Ok(None)
     }
 
-    /// Completes the shards, and hands back the commit that removes the `earlier` ones and
-    /// gives the new ones their final names.
+    /// Completes the shards, and hands back the commit that replaces the `earlier` export
+    /// and gives the new shards their final names.
     pub fn into_commit(
         mut self,
-        earlier: &[PathBuf],
+        earlier: &Earlier,
     ) -> io::Result<(ExportSummary, Vec<ShardFile>, Commit)> {
         // Every shard is completed before any is handed over: on an error, dropping the sets
         // removes every partial file.
         for s in &mut self.shards {
             s.finish()?;
         }
-        let mut commit = Commit {
-            remove: earlier.to_vec(),
-            ..Commit::default()
-        };
+        let mut commit = earlier.commit();
         let mut files: Vec<ShardFile> = Vec::new();
         for s in self.shards.drain(..) {
             let (renames, f) = s.into_commit()?;

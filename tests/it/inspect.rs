@@ -640,3 +640,41 @@ fn real_logs_keep_every_tool_call() {
         }
     }
 }
+
+/// An archive re-zipped on Windows names its entries with backslashes: they are read as the
+/// entries Inspect wrote. An entry named twice (a log written to twice) is read from its last
+/// copy, as Inspect reads it, and the earlier copy is rejected naming it.
+#[test]
+fn backslash_and_duplicated_entries_are_read_or_rejected_never_skipped() {
+    let dir = tempfile::tempdir().expect("dir");
+    let entries = eval_entries(&sample_log_value());
+    let (_, from_json, _) = convert(&[&sample_log()], None, &[]);
+    let windows: Vec<(String, Vec<u8>)> = entries
+        .iter()
+        .map(|(n, d)| (n.replace('/', "\\"), d.clone()))
+        .collect();
+    let path = write_zip(dir.path(), "windows.eval", &windows, None);
+    let (code, out, stderr) = convert(&[&path], Some("inspect"), &[]);
+    assert_eq!((code, out.len()), (0, 2), "{stderr}");
+    assert_eq!(out[1]["id"], from_json[1]["id"]);
+    assert_eq!(out[1]["content"], from_json[1]["content"]);
+    assert_eq!(
+        out[1]["details"]["inspect"]["entry"],
+        "samples/vault-pin_epoch_1.json"
+    );
+
+    // An earlier copy of the first sample, which is not JSON: it is not read.
+    let mut twice = vec![(entries[1].0.clone(), b"not the sample".to_vec())];
+    twice.extend(entries.iter().cloned());
+    let path = write_zip(dir.path(), "twice.eval", &twice, None);
+    let (code, out, stderr) = convert(&[&path], Some("inspect"), &[]);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(out.len(), 2, "{stderr}");
+    assert_eq!(out[0]["content"], from_json[0]["content"]);
+    assert!(
+        stderr.contains(&format!("twice.eval/{}", entries[1].0))
+            && stderr.contains("2 entries named")
+            && stderr.contains("this earlier copy (1 of 2) is not"),
+        "{stderr}"
+    );
+}

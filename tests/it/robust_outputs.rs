@@ -451,3 +451,319 @@ fn a_resume_while_the_run_goes_on_is_refused_naming_it() {
             .expect("json");
     assert_eq!(manifest["counts"]["written"], 20, "{manifest}");
 }
+
+/// What `datasets.load_dataset(DIR)` reads from an export directory, split by split (file
+/// name → bytes), resolved as the `datasets` library resolves data files: the patterns of the
+/// card's `configs` front matter (a pattern ending in `*` matches the files of its directory
+/// whose names start with the rest, hidden ones only when the pattern names them, and may
+/// match nothing; a path without `*` must exist), or without a card every non-hidden
+/// `data/{split}-NNNNN-of-NNNNN.*`. An error where `load_dataset` raises.
+type Reads = std::collections::BTreeMap<String, std::collections::BTreeMap<String, Vec<u8>>>;
+
+fn load_dataset_reads(dir: &Path) -> Result<Reads, String> {
+    let mut patterns: Vec<(String, String)> = Vec::new();
+    match fs::read_to_string(dir.join("README.md")) {
+        Ok(card) => {
+            let front = card
+                .strip_prefix("---\n")
+                .and_then(|c| c.split_once("\n---\n"))
+                .map(|(f, _)| f)
+                .ok_or("the card has no front matter")?;
+            let mut split = String::new();
+            for line in front.lines().map(str::trim) {
+                let unquote = |s: &str| s.trim().trim_matches('"').to_owned();
+                if let Some(s) = line.strip_prefix("- split:") {
+                    split = s.trim().to_owned();
+                } else if let Some(p) = line.strip_prefix("path:").filter(|p| !p.is_empty()) {
+                    patterns.push((split.clone(), unquote(p)));
+                } else if let Some(p) = line.strip_prefix("- \"") {
+                    patterns.push((split.clone(), unquote(p)));
+                }
+            }
+        }
+        Err(_) => {
+            for name in fs::read_dir(dir.join("data"))
+                .map_err(|e| e.to_string())?
+                .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            {
+                let shard = name
+                    .split_once('-')
+                    .filter(|(_, rest)| {
+                        rest.len() > 14
+                            && rest[..5].bytes().all(|b| b.is_ascii_digit())
+                            && &rest[5..9] == "-of-"
+                    })
+                    .map(|(split, _)| split.to_owned());
+                if let Some(split) = shard.filter(|_| !name.starts_with('.')) {
+                    patterns.push((split, format!("data/{name}")));
+                }
+            }
+        }
+    }
+    let mut reads = Reads::new();
+    for (split, pattern) in patterns {
+        let files = reads.entry(split).or_default();
+        match pattern.strip_suffix('*') {
+            Some(prefix) => {
+                let (sub, start) = prefix.rsplit_once('/').unwrap_or(("", prefix));
+                let Ok(entries) = fs::read_dir(dir.join(sub)) else {
+                    continue;
+                };
+                for entry in entries {
+                    let path = entry.expect("entry").path();
+                    let name = path
+                        .file_name()
+                        .expect("name")
+                        .to_string_lossy()
+                        .into_owned();
+                    if path.is_file() && name.starts_with(start) && !name.starts_with('.') {
+                        files.insert(name, fs::read(&path).expect("read"));
+                    }
+                }
+            }
+            None => {
+                let path = dir.join(&pattern);
+                let bytes = fs::read(&path).map_err(|_| format!("Unable to find '{pattern}'"))?;
+                files.insert(pattern, bytes);
+            }
+        }
+    }
+    if reads.values().all(|f| f.is_empty()) {
+        return Err("no data files".to_owned());
+    }
+    Ok(reads)
+}
+
+/// Replaces everything in `dir` with the files of `tree`.
+fn restore(dir: &Path, tree: &std::collections::BTreeMap<String, Vec<u8>>) {
+    let _ = fs::remove_dir_all(dir);
+    fs::create_dir_all(dir).expect("create");
+    for (name, bytes) in tree {
+        let path = dir.join(name);
+        fs::create_dir_all(path.parent().expect("parent")).expect("create");
+        fs::write(path, bytes).expect("write");
+    }
+}
+
+/// `export --force` killed after each step of its commit (setting the earlier export aside,
+/// renaming the new shards, writing the manifest and card, removing what was set aside), over
+/// an earlier export whose shards have the same names, and over nothing: `load_dataset` reads
+/// the earlier dataset or the new one, never a mix (with nothing earlier, it fails until the
+/// new one is whole). A rerun without `--force` calls a half-replaced directory damaged and
+/// says to pass `--force`; with it, it ends as an uninterrupted export.
+#[test]
+fn a_kill_at_any_step_of_export_force_leaves_the_old_dataset_or_the_new_one() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    fs::create_dir_all(&a).expect("a");
+    fs::create_dir_all(&b).expect("b");
+    let (old_in, new_in) = (input(&a, 9, 0), input(&b, 6, 0));
+    // The new input has other texts under the same ids: new rows in shards of the same names.
+    let text = fs::read_to_string(&new_in).expect("read");
+    fs::write(
+        &new_in,
+        text.replace("\"content\":\"", "\"content\":\"new: "),
+    )
+    .expect("write");
+    let work = tmp.path().join("work");
+    let export = |input: &Path, rows: &str, force: bool, hook: Option<usize>| {
+        let mut cmd = trajkit();
+        cmd.arg("export")
+            .arg(input)
+            .args(["--to", "openai", "-q", "-o"]);
+        cmd.arg(&work).args(["--shard-rows", rows]);
+        if force {
+            cmd.arg("--force");
+        }
+        if let Some(k) = hook {
+            cmd.env(trajkit::engine::output::ABORT_IN_COMMIT, k.to_string());
+        }
+        cmd.output().expect("runs")
+    };
+    let out = export(&old_in, "3", false, None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let old = common::tree(&work);
+    let old_reads = load_dataset_reads(&work).expect("the old export reads");
+    let out = export(&new_in, "2", true, None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let new = common::tree(&work);
+    let new_reads = load_dataset_reads(&work).expect("the new export reads");
+    let shards = |t: &std::collections::BTreeMap<String, Vec<u8>>| {
+        t.keys()
+            .filter(|k| k.starts_with("data/"))
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        shards(&old),
+        shards(&new),
+        "the same shard names, to replace"
+    );
+    assert_ne!(old_reads, new_reads);
+    for earlier in [Some(&old), None] {
+        let mut step = 0;
+        loop {
+            restore(&work, earlier.unwrap_or(&Default::default()));
+            let killed = export(&new_in, "2", true, Some(step));
+            if killed.status.success() {
+                assert!(step > 6, "only {step} steps in the commit");
+                break;
+            }
+            let reads = load_dataset_reads(&work);
+            match (earlier, &reads) {
+                (Some(_), Ok(r)) => assert!(
+                    *r == old_reads || *r == new_reads,
+                    "killed at step {step}: a mix of the old and new datasets"
+                ),
+                (None, Ok(r)) => assert!(*r == new_reads, "killed at step {step}: a part"),
+                (Some(_), Err(e)) => panic!("killed at step {step}: nothing reads ({e})"),
+                (None, Err(_)) => {}
+            }
+            // Killed before its first step, an export into nothing left nothing to refuse.
+            if let Ok(card) = fs::read_to_string(work.join("README.md")) {
+                let plain = export(&new_in, "2", false, None);
+                let err = String::from_utf8_lossy(&plain.stderr);
+                assert_eq!(plain.status.code(), Some(2), "step {step}: {err}");
+                assert!(err.contains("--force"), "step {step}: {err}");
+                if card.contains("unfinished export") {
+                    assert!(err.contains("damaged"), "step {step}: {err}");
+                }
+            }
+            let again = export(&new_in, "2", true, None);
+            assert!(
+                again.status.success(),
+                "step {step}: {}",
+                String::from_utf8_lossy(&again.stderr)
+            );
+            assert!(
+                common::tree(&work) == new,
+                "step {step}: not the new export"
+            );
+            step += 1;
+        }
+    }
+}
+
+/// An export whose shards no longer match its manifest (as a kill during an older trajkit's
+/// `--force` left it) is called damaged, naming what does not match.
+#[test]
+fn a_directory_whose_shards_do_not_match_its_manifest_is_called_damaged() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let inp = input(tmp.path(), 6, 0);
+    let out = tmp.path().join("out");
+    let export = |force: bool| {
+        let mut cmd = trajkit();
+        cmd.arg("export")
+            .arg(&inp)
+            .args(["--to", "openai", "-q", "-o"]);
+        cmd.arg(&out).args(["--shard-rows", "2"]);
+        if force {
+            cmd.arg("--force");
+        }
+        cmd.output().expect("runs")
+    };
+    assert!(export(false).status.success());
+    fs::remove_file(out.join("data/train-00001-of-00003.jsonl")).expect("rm");
+    let again = export(false);
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("damaged")
+            && err.contains("1 of the 3 files it lists are missing")
+            && err.contains("data/train-00001-of-00003.jsonl")
+            && err.contains("--force"),
+        "{err}"
+    );
+    assert!(export(true).status.success());
+    assert_eq!(names(&out.join("data")).len(), 3);
+}
+
+/// A `run` whose export replaces an earlier one (`force = true`), killed after each step of
+/// its commit: `load_dataset` reads the earlier dataset or the new one, and `--resume`
+/// finishes the commit to the bytes of an uninterrupted run.
+#[test]
+fn a_run_killed_while_replacing_an_export_leaves_the_old_or_the_new_and_resumes() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    fs::create_dir_all(&a).expect("a");
+    fs::create_dir_all(&b).expect("b");
+    let (old_in, new_in) = (input(&a, 9, 0), input(&b, 6, 0));
+    let work = tmp.path().join("work");
+    let file = tmp.path().join("p.toml");
+    fs::write(
+        &file,
+        format!(
+            "[[input]]\npath = \"{}\"\nformat = \"adp\"\n\n[[export]]\nto = \"openai\"\n\
+             output = \"{}\"\nshard_rows = 2\nforce = true\n",
+            new_in.display(),
+            work.display()
+        ),
+    )
+    .expect("write");
+    let run = |resume: bool, hook: Option<usize>| {
+        let mut cmd = trajkit();
+        cmd.arg("run").arg(&file).arg("-q");
+        if resume {
+            cmd.arg("--resume");
+        }
+        if let Some(k) = hook {
+            cmd.env(trajkit::engine::output::ABORT_IN_COMMIT, k.to_string());
+        }
+        cmd.output().expect("runs")
+    };
+    let out = trajkit()
+        .arg("export")
+        .arg(&old_in)
+        .args(["--to", "openai", "-q", "--shard-rows", "3", "-o"])
+        .arg(&work)
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let old = common::tree(&work);
+    let old_reads = load_dataset_reads(&work).expect("the old export reads");
+    let out = run(false, None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let new = common::tree(&work);
+    let new_reads = load_dataset_reads(&work).expect("the new export reads");
+    let mut step = 0;
+    loop {
+        restore(&work, &old);
+        let killed = run(false, Some(step));
+        if killed.status.success() {
+            assert!(step > 6, "only {step} steps in the commit");
+            break;
+        }
+        let reads = load_dataset_reads(&work).expect("something reads");
+        assert!(
+            reads == old_reads || reads == new_reads,
+            "killed at step {step}: a mix of the old and new datasets"
+        );
+        let resumed = run(true, None);
+        assert!(
+            resumed.status.success(),
+            "step {step}: {}",
+            String::from_utf8_lossy(&resumed.stderr)
+        );
+        assert!(
+            common::tree(&work) == new,
+            "step {step}: not the new export"
+        );
+        step += 1;
+    }
+}

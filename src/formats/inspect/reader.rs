@@ -44,6 +44,13 @@ pub fn is_zip(path: &Path) -> bool {
         && (head == ZIP_MAGIC || head == ZIP_EMPTY)
 }
 
+/// An entry's name as Inspect names it, backslashes read as slashes: the zip format allows only
+/// `/`, but an archive re-zipped on Windows by some tools names `samples\1_epoch_1.json` what
+/// Inspect wrote as `samples/1_epoch_1.json`.
+fn entry_name(raw: &str) -> String {
+    raw.replace('\\', "/")
+}
+
 /// True when `name` is an entry an Inspect log has (a header or a sample).
 fn is_inspect_entry(name: &str) -> bool {
     HEADER_ENTRIES.contains(&name) || name == "results.json" || name.starts_with("samples/")
@@ -61,8 +68,8 @@ pub fn is_eval_archive(path: &Path) -> bool {
     match zip::ZipArchive::new(file) {
         Ok(archive) => archive
             .file_names()
-            .any(|n| n.is_ok_and(|n| is_inspect_entry(&n))),
-        Err(_) => first_local_name(path).is_some_and(|n| is_inspect_entry(&n)),
+            .any(|n| n.is_ok_and(|n| is_inspect_entry(&entry_name(&n)))),
+        Err(_) => first_local_name(path).is_some_and(|n| is_inspect_entry(&entry_name(&n))),
     }
 }
 
@@ -272,7 +279,7 @@ impl LogRecords {
             Ok(mut archive) => {
                 let names: Vec<String> = archive
                     .file_names()
-                    .map(|n| n.map(|n| n.into_owned()).unwrap_or_default())
+                    .map(|n| n.map(|n| entry_name(&n)).unwrap_or_default())
                     .collect();
                 if !names.iter().any(|n| is_inspect_entry(n)) {
                     return Err(invalid(
@@ -282,7 +289,7 @@ impl LogRecords {
                 }
                 let mut headers: Vec<(String, Value)> = Vec::new();
                 for name in HEADER_ENTRIES.iter().chain(&["results.json"]) {
-                    let Some(index) = archive.index_for_name(name) else {
+                    let Some(index) = names.iter().rposition(|n| n == name) else {
                         continue;
                     };
                     match read_entry(&mut archive, index, 64 << 20).and_then(parse_header) {
@@ -305,12 +312,32 @@ impl LogRecords {
                     }
                 }
                 records.set_header(&headers);
-                let mut samples: Vec<(usize, String)> = names
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, n)| is_sample_entry(n))
-                    .map(|(i, n)| (i, n.clone()))
-                    .collect();
+                // Every copy of each name: the zip crate keeps only the last copy of a name
+                // the archive holds twice, as Python's `zipfile` (and so Inspect) reads it.
+                let copies = if archive.has_duplicate_names() {
+                    let mut file = File::open(path)?;
+                    central_names(&mut file, archive.central_directory_start(), size)
+                } else {
+                    names.clone()
+                };
+                if copies.len() <= names.len() && archive.has_duplicate_names() {
+                    records.last.push(RawRecord {
+                        provenance: records.provenance(input.clone(), 1),
+                        bytes: Vec::new(),
+                        error: Some(FrameError::Invalid(
+                            "the archive names some entries more than once (its central directory cannot be read again to tell which); the last copy of each is read, as Inspect reads it, and the earlier copies are not".into(),
+                        )),
+                    });
+                }
+                records.last.extend(superseded(path, &input, &copies));
+                // A name written with backslashes and with slashes is one entry twice: the
+                // later one is read.
+                let mut last: std::collections::BTreeMap<&str, usize> = Default::default();
+                for (i, n) in names.iter().enumerate().filter(|(_, n)| is_sample_entry(n)) {
+                    last.insert(n, i);
+                }
+                let mut samples: Vec<(usize, String)> =
+                    last.into_iter().map(|(n, i)| (i, n.to_owned())).collect();
                 samples.sort_by_key(|a| sample_order(&a.1));
                 for name in chunked_samples(&names) {
                     let file: Arc<str> = Arc::from(format!("{path}/{name}"));
@@ -346,14 +373,18 @@ impl LogRecords {
         let mut file = File::open(path)?;
         let mut entries: Vec<LocalEntry> = Vec::new();
         let mut headers: Vec<(String, Value)> = Vec::new();
+        let mut names: Vec<String> = Vec::new();
         let mut offset = 0u64;
         let cut = loop {
             match LocalEntry::read(&mut file, offset, size) {
                 Ok(Some(entry)) => {
                     offset = entry.data + entry.compressed;
+                    names.push(entry.name.clone());
                     if HEADER_ENTRIES.contains(&entry.name.as_str()) || entry.name == "results.json"
                     {
                         if let Ok(v) = entry.bytes(&mut file, 64 << 20).and_then(parse_header) {
+                            // A later copy replaces an earlier one, as in Inspect.
+                            headers.retain(|(n, _)| *n != entry.name);
                             headers.push((entry.name.clone(), v));
                         }
                     }
@@ -389,6 +420,13 @@ impl LogRecords {
             bytes: Vec::new(),
             error: Some(FrameError::Read(message)),
         });
+        self.last.extend(superseded(path, &self.input, &names));
+        // The last copy of each name, as Inspect reads it.
+        let mut last: std::collections::BTreeMap<String, LocalEntry> = Default::default();
+        for entry in entries {
+            last.insert(entry.name.clone(), entry);
+        }
+        let mut entries: Vec<LocalEntry> = last.into_values().collect();
         entries.sort_by_key(|e| sample_order(&e.name));
         self.source = Source::Recovered {
             file,
@@ -630,6 +668,58 @@ impl AsRef<[u8]> for SharedBytes {
     }
 }
 
+/// The names of the entries of the central directory at `start` in `file` (of `size` bytes),
+/// every copy of each, as [`entry_name`]s; those before the first record that cannot be read.
+fn central_names(file: &mut File, start: u64, size: u64) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut at = start;
+    let mut head = [0u8; 46];
+    while at + 46 <= size {
+        let read = file
+            .seek(SeekFrom::Start(at))
+            .and_then(|_| file.read_exact(&mut head));
+        if read.is_err() || &head[..4] != b"PK\x01\x02" {
+            break;
+        }
+        let u16_at = |i: usize| u16::from_le_bytes([head[i], head[i + 1]]);
+        let mut name = vec![0u8; usize::from(u16_at(28))];
+        if file.read_exact(&mut name).is_err() {
+            break;
+        }
+        names.push(entry_name(&String::from_utf8_lossy(&name)));
+        at += 46 + name.len() as u64 + u64::from(u16_at(30)) + u64::from(u16_at(32));
+    }
+    names
+}
+
+/// A rejected record for each earlier copy of an Inspect entry that `names` (every entry of
+/// the archive at `path`, in order) holds more than once: the last copy is read, as Python's
+/// `zipfile` and so Inspect read it (a log written to twice, or two archives joined).
+fn superseded(path: &str, input: &Arc<str>, names: &[String]) -> Vec<RawRecord> {
+    let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
+    for n in names.iter().filter(|n| is_inspect_entry(n)) {
+        *counts.entry(n).or_default() += 1;
+    }
+    let mut records = Vec::new();
+    for (name, copies) in counts.into_iter().filter(|(_, c)| *c > 1) {
+        for k in 1..copies {
+            records.push(RawRecord {
+                provenance: Provenance {
+                    input: input.clone(),
+                    file: Arc::from(format!("{path}/{name}")),
+                    line: 1,
+                    index: 0,
+                },
+                bytes: Vec::new(),
+                error: Some(FrameError::Invalid(format!(
+                    "the archive holds {copies} entries named {name}: the last is read, as Inspect reads it, and this earlier copy ({k} of {copies}) is not"
+                ))),
+            });
+        }
+    }
+    records
+}
+
 /// True for a monolithic sample entry, `samples/<id>_epoch_<n>.json`.
 fn is_sample_entry(name: &str) -> bool {
     name.strip_prefix("samples/")
@@ -768,7 +858,7 @@ impl LocalEntry {
         let mut extra = vec![0u8; usize::from(u16_at(28))];
         file.read_exact(&mut name).map_err(short)?;
         file.read_exact(&mut extra).map_err(short)?;
-        let name = String::from_utf8_lossy(&name).into_owned();
+        let name = entry_name(&String::from_utf8_lossy(&name));
         if flags & 0x0008 != 0 {
             return Err(format!(
                 "entry {name} keeps its size after its data (a data descriptor), which only the central directory finds"

@@ -24,6 +24,7 @@ pub mod mini_swe_agent;
 pub mod openai;
 pub mod openhands;
 pub mod parquet;
+pub mod pi;
 pub mod ralph;
 pub mod reflexion;
 pub mod sharegpt;
@@ -62,6 +63,7 @@ pub static FORMATS: &[Format] = &[
     openai::FORMAT,
     openhands::FORMAT,
     parquet::FORMAT,
+    pi::FORMAT,
     ralph::FORMAT,
     reflexion::FORMAT,
     sharegpt::FORMAT,

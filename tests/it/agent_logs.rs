@@ -99,10 +99,9 @@ fn expect_of(file: &Path) -> Expect {
         "gemini-cli" => Expect::Reads("gemini-cli"),
         "inspect" => Expect::Reads("inspect"),
         "mini-swe-agent" => Expect::Reads("mini-swe-agent"),
+        "pi" | "openclaw" => Expect::Reads("pi"),
         "aider" | "cline" | "copilot-cli" | "crush" | "cursor" | "droid" | "hermes"
-        | "kimi-cli" | "letta-code" | "openclaw" | "opencode" | "pi" | "qwen-code" => {
-            Expect::Refused
-        }
+        | "kimi-cli" | "letta-code" | "opencode" | "qwen-code" => Expect::Refused,
         other => panic!(
             "{}: a corpus folder this test does not know: {other}",
             file.display()
@@ -262,6 +261,38 @@ fn source_calls(format: &str, file: &Path) -> Calls {
             )
         }
         "mini-swe-agent" => mini_swe_agent_calls(&serde_json::from_slice(&bytes).expect("JSON")),
+        "pi" => {
+            // `toolCall` blocks of assistant messages, answered by `toolResult` messages; a
+            // shell command the user ran (`bashExecution`) is a call and its own answer.
+            let messages: Vec<Value> = lines()
+                .into_iter()
+                .filter(|l| l["type"] == "message")
+                .map(|l| l["message"].clone())
+                .collect();
+            let bash: Vec<String> = messages
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| m["role"] == "bashExecution")
+                .map(|(i, _)| format!("bash {i}"))
+                .collect();
+            let calls = messages
+                .iter()
+                .filter(|m| m["role"] == "assistant")
+                .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+                .filter(|b| b["type"] == "toolCall")
+                .filter_map(|b| b["id"].as_str().map(str::to_owned));
+            let ids: Vec<String> = calls.chain(bash.iter().cloned()).collect();
+            let results: Vec<String> = messages
+                .iter()
+                .filter(|m| m["role"] == "toolResult")
+                .filter_map(|m| m["toolCallId"].as_str().map(str::to_owned))
+                .chain(bash)
+                .collect();
+            Calls::of(
+                ids.iter().map(String::as_str),
+                results.iter().map(String::as_str),
+            )
+        }
         other => unreachable!("{other}"),
     }
 }

@@ -31,6 +31,7 @@ mod mini_swe_agent;
 mod mutants;
 mod parquet;
 mod partition;
+mod pi;
 mod ralph;
 mod redact;
 mod redact_rules;

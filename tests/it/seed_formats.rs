@@ -250,6 +250,7 @@ fn the_whole_sample_directory_converts_with_every_format_detected() {
         "mini-swe-agent",
         "openai",
         "openhands",
+        "pi",
         "ralph",
         "reflexion",
         "sharegpt",
@@ -261,8 +262,9 @@ fn the_whole_sample_directory_converts_with_every_format_detected() {
     // continuation file) + 2 Claude Code files (a session and its subagent) + 1 Codex rollout
     // + 2 memabra + 2 Reflexion + 3 Ralph attempts + 4 LedgerMind sessions + 2 OpenAI chats
     // + 2 ShareGPT conversations + 2 OpenHands runs + 2 SWE-agent runs + 1 Gemini CLI session
-    // + 2 mini-swe-agent runs + 2 Inspect samples + 2 Anthropic Messages API conversations.
-    assert_eq!(out.len(), 37);
+    // + 2 mini-swe-agent runs + 2 Inspect samples + 2 Anthropic Messages API conversations
+    // + 1 Pi session.
+    assert_eq!(out.len(), 38);
     assert_eq!(validate_adp(&out), 0);
 }
 

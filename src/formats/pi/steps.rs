@@ -1,0 +1,673 @@
+//! The steps of a session's path, and what `details.pi` says about them. Each entry on the
+//! path is read in order: `message` entries by their role, the context entries the model saw
+//! (`custom_message`, `branch_summary`) as observations, and the bookkeeping entries (model and
+//! thinking-level changes, compactions, names, labels, extension state) into `details.pi`.
+//!
+//! Tool results follow their assistant message. A call no result answers gets, when the
+//! conversation goes on, the error result Pi itself puts in the model's context for it ("No
+//! result provided"), so that every call stays linked; a call at the very end stays unlinked.
+//! Both are listed in `unanswered_calls`.
+
+use std::borrow::Cow;
+
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
+use serde_json::Value;
+
+use crate::convert::LeftOut;
+use crate::formats::chat::{call_step, parse_arguments, CodeTool};
+use crate::formats::kit::node_fields_except;
+use crate::json::Node;
+use crate::model::{Source, Step};
+
+/// Pi's shell tool: a `bash` call with only its `command` is bash code.
+const CODE_TOOLS: &[CodeTool] = &[("bash", "command", "bash")];
+
+/// The text Pi gives the model for a call no result answered (pi-ai's `transformMessages`).
+pub(super) const NO_RESULT: &str = "No result provided";
+
+/// One entry of the path: its line in the file and the entry.
+pub(super) struct Entry<'n, 'a> {
+    pub line: u64,
+    pub entry: &'n Node<'a>,
+}
+
+/// A call of the latest assistant message, waiting for its result.
+struct Pending {
+    /// The call's id in the trajectory (its own id, unless another call had it already).
+    id: String,
+    /// Its id in the session, if it had one.
+    native: Option<String>,
+    name: String,
+    step: usize,
+}
+
+/// The steps of a path, and the lists `details.pi` keeps about them.
+pub(super) struct Built<'a> {
+    pub content: Vec<Step>,
+    pub left: LeftOut,
+    /// Message entries (and context entries) on the path that became steps.
+    pub kept_messages: u64,
+    pending: Vec<Pending>,
+    /// Call ids used so far in the trajectory.
+    used_ids: HashSet<String>,
+    /// The step each path entry's steps start at, by its index in the file's entries.
+    pub first_step: HashMap<usize, usize>,
+    pub lists: Lists<'a>,
+    pub usage: Usage,
+}
+
+/// The lists of `details.pi`, each written only when not empty.
+#[derive(Default)]
+pub(super) struct Lists<'a> {
+    pub models: Vec<Node<'a>>,
+    pub model_changes: Vec<Node<'a>>,
+    pub thinking_levels: Vec<Node<'a>>,
+    pub names: Vec<Node<'a>>,
+    pub labels: Vec<Node<'a>>,
+    pub custom: Vec<Node<'a>>,
+    pub compactions: Vec<Node<'a>>,
+    pub branch_summaries: Vec<Node<'a>>,
+    pub custom_messages: Vec<Node<'a>>,
+    pub bash_executions: Vec<Node<'a>>,
+    pub errors: Vec<Node<'a>>,
+    pub error_results: Vec<Node<'a>>,
+    pub result_details: Vec<Node<'a>>,
+    pub unanswered_calls: Vec<Node<'a>>,
+    pub unlinked_results: Vec<Node<'a>>,
+    pub unmapped: Vec<Node<'a>>,
+}
+
+/// Token usage and cost summed over the assistant messages on the path, and their stop
+/// reasons counted.
+#[derive(Default)]
+pub(super) struct Usage {
+    pub tokens: [u64; 5],
+    pub cost: f64,
+    pub any: bool,
+    pub stop_reasons: Vec<(String, u64)>,
+    /// Thinking signatures (opaque replay tokens) not kept.
+    pub signatures: u64,
+    /// Text blocks holding only white space, not kept.
+    pub blank_texts: u64,
+}
+
+impl Usage {
+    fn add(&mut self, usage: &Node<'_>) {
+        if !usage.is_object() {
+            return;
+        }
+        self.any = true;
+        for (n, key) in self.tokens.iter_mut().zip(USAGE_KEYS) {
+            *n += usage[key].as_u64().unwrap_or(0);
+        }
+        self.cost += usage["cost"]["total"]
+            .as_number()
+            .and_then(serde_json::Number::as_f64)
+            .unwrap_or(0.0);
+    }
+
+    fn stop(&mut self, reason: &str) {
+        match self.stop_reasons.iter_mut().find(|(r, _)| r == reason) {
+            Some((_, n)) => *n += 1,
+            None => self.stop_reasons.push((reason.to_owned(), 1)),
+        }
+    }
+}
+
+/// The token counts of a Pi `usage` object.
+const USAGE_KEYS: [&str; 5] = ["input", "output", "cacheRead", "cacheWrite", "totalTokens"];
+
+fn num<'a>(n: usize) -> Node<'a> {
+    Node::from(n as u64)
+}
+
+fn owned<'a>(s: &str) -> Node<'a> {
+    Node::from(s.to_owned())
+}
+
+/// An object node of the pairs whose value is not null.
+fn compact<'a>(pairs: impl IntoIterator<Item = (&'static str, Node<'a>)>) -> Node<'a> {
+    Node::Object(
+        pairs
+            .into_iter()
+            .filter(|(_, v)| !v.is_null())
+            .map(|(k, v)| (Cow::Borrowed(k), v))
+            .collect(),
+    )
+}
+
+/// An image block (`{type: "image", data, mimeType}`) as a data URI.
+fn image_uri(block: &Node<'_>) -> Option<String> {
+    let data = block["data"].as_str()?;
+    let mime = block["mimeType"].as_str().unwrap_or("image/png");
+    Some(format!("data:{mime};base64,{data}"))
+}
+
+impl<'a> Built<'a> {
+    pub(super) fn new(left: LeftOut) -> Built<'a> {
+        Built {
+            content: Vec::new(),
+            left,
+            kept_messages: 0,
+            pending: Vec::new(),
+            used_ids: HashSet::new(),
+            first_step: HashMap::new(),
+            lists: Lists::default(),
+            usage: Usage::default(),
+        }
+    }
+
+    /// Keeps a value no step holds, with why, in `unmapped`; counted as unmapped, or as a
+    /// block of a type no step holds.
+    fn unmapped(
+        &mut self,
+        line: u64,
+        pointer: String,
+        reason: String,
+        value: &Node<'a>,
+        block: bool,
+    ) {
+        if block {
+            self.left.blocks += 1;
+        } else {
+            self.left.unmapped(line, &pointer, reason.clone());
+        }
+        self.lists.unmapped.push(Node::object([
+            ("line", Node::from(line)),
+            ("pointer", Node::from(pointer)),
+            ("reason", Node::from(reason)),
+            ("value", value.clone()),
+        ]));
+    }
+
+    /// Answers the calls of the latest assistant message no result answered, as Pi does when
+    /// the conversation goes on: with its "No result provided" error.
+    fn close_calls(&mut self) {
+        for p in std::mem::take(&mut self.pending) {
+            let at = self.content.len();
+            self.content.push(
+                Step::environment_text(Some(p.name), NO_RESULT).with_tool_call_id(p.id.clone()),
+            );
+            self.lists.unanswered_calls.push(Node::object([
+                ("step", num(p.step)),
+                ("id", p.native.map_or(Node::Null, Node::from)),
+                ("result_step", num(at)),
+            ]));
+        }
+    }
+
+    /// Adds a step that is not the result of a pending call.
+    fn push(&mut self, step: Step) -> usize {
+        self.close_calls();
+        self.content.push(step);
+        self.content.len() - 1
+    }
+
+    /// Ends the path: calls still waiting keep no link (nothing follows them).
+    pub(super) fn finish(&mut self) {
+        for p in std::mem::take(&mut self.pending) {
+            *self.content[p.step].tool_call_id_mut() = None;
+            self.lists.unanswered_calls.push(Node::object([
+                ("step", num(p.step)),
+                ("id", p.native.map_or(Node::Null, Node::from)),
+                ("result_step", Node::Null),
+            ]));
+        }
+    }
+
+    /// The steps of a text-and-images content (a string, or text and image blocks), seen from
+    /// `source`, a text named `name` (when from the environment); other blocks are unmapped.
+    fn observe_content(
+        &mut self,
+        line: u64,
+        pointer: &str,
+        content: &Node<'a>,
+        source: Source,
+        name: Option<&str>,
+    ) -> usize {
+        let text = |t: &str| match source {
+            Source::User => Step::user_text(t),
+            _ => Step::environment_text(name.map(str::to_owned), t),
+        };
+        let mut n = 0;
+        match content {
+            Node::String(s) => {
+                self.push(text(s));
+                n += 1;
+            }
+            Node::Array(blocks) => {
+                for (k, b) in blocks.iter().enumerate() {
+                    match (b["type"].as_str(), b["text"].as_str(), image_uri(b)) {
+                        (Some("text"), Some(t), _) => {
+                            self.push(text(t));
+                            n += 1;
+                        }
+                        (Some("image"), _, Some(uri)) => {
+                            self.push(Step::image(uri, source));
+                            n += 1;
+                        }
+                        (kind, _, _) => self.unmapped(
+                            line,
+                            format!("{pointer}/{k}"),
+                            format!("a {} block is not mapped", kind.unwrap_or("typeless")),
+                            b,
+                            true,
+                        ),
+                    }
+                }
+            }
+            other => self.unmapped(
+                line,
+                pointer.to_owned(),
+                "content is neither a string nor blocks".into(),
+                other,
+                false,
+            ),
+        }
+        n
+    }
+
+    /// Reads one entry of the path (`index` into the file's entries).
+    pub(super) fn entry(&mut self, index: usize, e: &Entry<'_, 'a>) {
+        self.first_step.insert(index, self.content.len());
+        let (line, entry) = (e.line, e.entry);
+        let step = || num(self.content.len());
+        match entry["type"].as_str().unwrap_or_default() {
+            "message" => self.message(line, entry),
+            "custom_message" => {
+                self.close_calls();
+                let at = self.content.len();
+                let name = entry["customType"].as_str().unwrap_or("custom");
+                let content = &entry["content"];
+                if self.observe_content(line, "/content", content, Source::Environment, Some(name))
+                    > 0
+                {
+                    self.kept_messages += 1;
+                }
+                self.lists.custom_messages.push(compact([
+                    ("step", num(at)),
+                    ("id", entry["id"].clone()),
+                    ("custom_type", entry["customType"].clone()),
+                    ("display", entry["display"].clone()),
+                    ("details", entry["details"].clone()),
+                ]));
+            }
+            "branch_summary" => {
+                let at = self.push(Step::environment_text(
+                    Some("branch_summary".into()),
+                    entry["summary"].as_str().unwrap_or_default(),
+                ));
+                self.kept_messages += 1;
+                self.lists.branch_summaries.push(compact([
+                    ("step", num(at)),
+                    ("id", entry["id"].clone()),
+                    ("from_id", entry["fromId"].clone()),
+                    ("details", entry["details"].clone()),
+                    ("from_hook", entry["fromHook"].clone()),
+                ]));
+            }
+            "compaction" => self.lists.compactions.push(compact([
+                ("step", step()),
+                ("line", Node::from(line)),
+                ("id", entry["id"].clone()),
+                ("summary", entry["summary"].clone()),
+                ("first_kept_entry_id", entry["firstKeptEntryId"].clone()),
+                (
+                    "first_kept_entry_index",
+                    entry["firstKeptEntryIndex"].clone(),
+                ),
+                ("tokens_before", entry["tokensBefore"].clone()),
+                ("details", entry["details"].clone()),
+                ("from_hook", entry["fromHook"].clone()),
+            ])),
+            "model_change" => self.lists.model_changes.push(compact([
+                ("step", step()),
+                ("provider", entry["provider"].clone()),
+                ("model_id", entry["modelId"].clone()),
+            ])),
+            "thinking_level_change" => self.lists.thinking_levels.push(compact([
+                ("step", step()),
+                ("level", entry["thinkingLevel"].clone()),
+            ])),
+            "session_info" => self.lists.names.push(entry["name"].clone()),
+            "label" => self.lists.labels.push(compact([
+                ("target_id", entry["targetId"].clone()),
+                ("label", entry["label"].clone()),
+            ])),
+            "custom" => self.lists.custom.push(compact([
+                ("step", step()),
+                ("custom_type", entry["customType"].clone()),
+                ("data", entry["data"].clone()),
+            ])),
+            kind => {
+                let reason = match entry["type"].as_str() {
+                    Some(_) => format!("an entry of type {kind:?} is not mapped"),
+                    None => "an entry without a string type".to_owned(),
+                };
+                self.unmapped(line, "/type".into(), reason, entry, false);
+            }
+        }
+    }
+
+    /// A `message` entry, by its role.
+    fn message(&mut self, line: u64, entry: &Node<'a>) {
+        let m = &entry["message"];
+        let before = self.content.len();
+        match m["role"].as_str().unwrap_or_default() {
+            "user" => {
+                self.observe_content(line, "/message/content", &m["content"], Source::User, None);
+            }
+            "assistant" => self.assistant(line, m),
+            "toolResult" => self.tool_result(line, m),
+            "bashExecution" => self.bash(line, entry, m),
+            role @ ("custom" | "hookMessage") => {
+                self.close_calls();
+                let at = self.content.len();
+                let name = m["customType"].as_str().unwrap_or(role);
+                self.observe_content(
+                    line,
+                    "/message/content",
+                    &m["content"],
+                    Source::Environment,
+                    Some(name),
+                );
+                self.lists.custom_messages.push(compact([
+                    ("step", num(at)),
+                    ("id", entry["id"].clone()),
+                    ("role", owned(role)),
+                    ("custom_type", m["customType"].clone()),
+                    ("display", m["display"].clone()),
+                    ("details", m["details"].clone()),
+                ]));
+            }
+            role @ ("branchSummary" | "compactionSummary") => {
+                let name = if role == "branchSummary" {
+                    "branch_summary"
+                } else {
+                    "compaction_summary"
+                };
+                self.push(Step::environment_text(
+                    Some(name.into()),
+                    m["summary"].as_str().unwrap_or_default(),
+                ));
+            }
+            _ => {
+                let reason = match m["role"].as_str() {
+                    Some(r) => format!("a message of role {r:?} is not mapped"),
+                    None => "a message without a string role".to_owned(),
+                };
+                self.unmapped(line, "/message/role".into(), reason, entry, false);
+            }
+        }
+        if self.content.len() > before {
+            self.kept_messages += 1;
+        }
+    }
+
+    /// An assistant message: thinking becomes the reasoning of the text or call after it, a
+    /// text right before a call its description; its calls wait for their results; an error
+    /// it ended on is observed after them.
+    fn assistant(&mut self, line: u64, m: &Node<'a>) {
+        self.close_calls();
+        let model = compact([
+            ("api", m["api"].clone()),
+            ("provider", m["provider"].clone()),
+            ("model", m["model"].clone()),
+        ]);
+        if !model.as_object().is_some_and(Vec::is_empty) && !self.lists.models.contains(&model) {
+            self.lists.models.push(model);
+        }
+        self.usage.add(&m["usage"]);
+        if let Some(r) = m["stopReason"].as_str() {
+            self.usage.stop(r);
+        }
+        let blocks: Vec<(String, Cow<'_, Node<'a>>)> = match &m["content"] {
+            Node::String(s) => vec![(
+                "/message/content".into(),
+                Cow::Owned(Node::object([
+                    ("type", Node::from("text")),
+                    ("text", Node::String(s.clone())),
+                ])),
+            )],
+            Node::Array(b) => b
+                .iter()
+                .enumerate()
+                .map(|(k, b)| (format!("/message/content/{k}"), Cow::Borrowed(b)))
+                .collect(),
+            Node::Null => Vec::new(),
+            other => {
+                self.unmapped(
+                    line,
+                    "/message/content".into(),
+                    "content is neither a string nor blocks".into(),
+                    other,
+                    false,
+                );
+                Vec::new()
+            }
+        };
+        let mut thought: Option<(String, String)> = None;
+        let mut text: Option<String> = None;
+        for (pointer, b) in blocks {
+            match b["type"].as_str().unwrap_or_default() {
+                "thinking" if b["thinking"].as_str().is_some() => {
+                    if b["thinkingSignature"].as_str().is_some() {
+                        self.usage.signatures += 1;
+                    }
+                    let t = b["thinking"].as_str().unwrap_or_default();
+                    if t.trim().is_empty() {
+                        continue;
+                    }
+                    thought = Some(match thought.take() {
+                        Some((prev, _)) => (format!("{prev}\n\n{t}"), pointer),
+                        None => (t.to_owned(), pointer),
+                    });
+                }
+                "text" if b["text"].as_str().is_some() => {
+                    let t = b["text"].as_str().unwrap_or_default();
+                    if t.trim().is_empty() {
+                        self.usage.blank_texts += 1;
+                        continue;
+                    }
+                    if let Some(prev) = text.replace(t.to_owned()) {
+                        let mut step = Step::message(prev, None);
+                        step.set_thought(None, thought.take().map(|t| t.0));
+                        self.content.push(step);
+                    }
+                }
+                "toolCall" => {
+                    let name = b["name"].as_str().unwrap_or_default();
+                    let kwargs = match parse_arguments(&b["arguments"]) {
+                        Ok(k) => k,
+                        Err(_) if b["arguments"].is_null() => Default::default(),
+                        Err(why) => {
+                            self.unmapped(
+                                line,
+                                format!("{pointer}/arguments"),
+                                why,
+                                &b["arguments"],
+                                false,
+                            );
+                            Default::default()
+                        }
+                    };
+                    let mut step = call_step(name, kwargs, CODE_TOOLS);
+                    step.set_thought(text.take(), thought.take().map(|t| t.0));
+                    let native = b["id"].as_str().map(str::to_owned);
+                    let id = match &native {
+                        Some(n) if !self.used_ids.contains(n) => n.clone(),
+                        _ => format!(
+                            "pi-call:{line}:{}",
+                            pointer.rsplit('/').next().unwrap_or("")
+                        ),
+                    };
+                    self.used_ids.insert(id.clone());
+                    let at = self.content.len();
+                    self.content.push(step.with_tool_call_id(id.clone()));
+                    self.pending.push(Pending {
+                        id,
+                        native,
+                        name: name.to_owned(),
+                        step: at,
+                    });
+                }
+                kind => {
+                    let reason = format!("a {kind:?} block is not mapped");
+                    self.unmapped(line, pointer, reason, &b, true);
+                }
+            }
+        }
+        if let Some(t) = text {
+            let mut step = Step::message(t, None);
+            step.set_thought(None, thought.take().map(|t| t.0));
+            self.content.push(step);
+        }
+        if let Some((t, pointer)) = thought {
+            let reason = "thinking with no text or call after it in its message".to_owned();
+            let value = Node::object([
+                ("type", Node::from("thinking")),
+                ("thinking", Node::from(t)),
+            ]);
+            self.unmapped(line, pointer, reason, &value, true);
+        }
+        let reason = m["stopReason"].as_str();
+        if let Some(error) = m["errorMessage"].as_str() {
+            let name = reason.unwrap_or("error");
+            let at = self.push(Step::environment_text(Some(name.to_owned()), error));
+            self.lists.errors.push(compact([
+                ("step", num(at)),
+                ("line", Node::from(line)),
+                ("stop_reason", m["stopReason"].clone()),
+            ]));
+        }
+    }
+
+    /// A tool result: linked to the waiting call it answers, else kept unlinked with why.
+    fn tool_result(&mut self, line: u64, m: &Node<'a>) {
+        let native = m["toolCallId"].as_str().unwrap_or_default();
+        let mut texts = Vec::new();
+        let mut images = Vec::new();
+        match &m["content"] {
+            Node::String(s) => texts.push(s.as_ref()),
+            Node::Array(blocks) => {
+                for (k, b) in blocks.iter().enumerate() {
+                    match (b["type"].as_str(), b["text"].as_str(), image_uri(b)) {
+                        (Some("text"), Some(t), _) => texts.push(t),
+                        (Some("image"), _, Some(uri)) => images.push(uri),
+                        (kind, _, _) => self.unmapped(
+                            line,
+                            format!("/message/content/{k}"),
+                            format!("a {} block is not mapped", kind.unwrap_or("typeless")),
+                            b,
+                            true,
+                        ),
+                    }
+                }
+            }
+            Node::Null => {}
+            other => self.unmapped(
+                line,
+                "/message/content".into(),
+                "content is neither a string nor blocks".into(),
+                other,
+                false,
+            ),
+        }
+        let text = texts.join("\n");
+        let name = m["toolName"].as_str().map(str::to_owned);
+        let mut images = images.into_iter();
+        let first = match images.next() {
+            Some(uri) if text.is_empty() => Step::image(uri, Source::Environment),
+            other => {
+                images = other
+                    .into_iter()
+                    .chain(images)
+                    .collect::<Vec<_>>()
+                    .into_iter();
+                Step::environment_text(name.clone(), text)
+            }
+        };
+        let waiting = self
+            .pending
+            .iter()
+            .position(|p| p.native.as_deref() == Some(native));
+        let at = match waiting {
+            Some(k) => {
+                let p = self.pending.remove(k);
+                self.content.push(first.with_tool_call_id(p.id));
+                self.content.len() - 1
+            }
+            None => {
+                let reason = if self.used_ids.contains(native) {
+                    "its call was answered already, or is not of the message before it"
+                } else {
+                    "no call before it in the conversation has this id"
+                };
+                let at = self.push(first);
+                self.lists.unlinked_results.push(Node::object([
+                    ("step", num(at)),
+                    ("line", Node::from(line)),
+                    ("id", owned(native)),
+                    ("reason", Node::from(reason)),
+                ]));
+                at
+            }
+        };
+        for uri in images {
+            self.content.push(Step::image(uri, Source::Environment));
+        }
+        if m["isError"].as_bool() == Some(true) {
+            self.lists.error_results.push(owned(native));
+        }
+        if !m["details"].is_null() {
+            self.lists.result_details.push(Node::object([
+                ("step", num(at)),
+                ("details", m["details"].clone()),
+            ]));
+        }
+    }
+
+    /// A shell command the user ran (`!cmd`): bash code and its output, linked by an id made
+    /// from the entry's.
+    fn bash(&mut self, line: u64, entry: &Node<'a>, m: &Node<'a>) {
+        let id = match entry["id"].as_str() {
+            Some(e) => format!("pi-bash:{e}"),
+            None => format!("pi-bash:{line}"),
+        };
+        let command = m["command"].as_str().unwrap_or_default();
+        let at = self.push(Step::code("bash", command, None).with_tool_call_id(id.clone()));
+        let output = m["output"].as_str().unwrap_or_default();
+        self.content
+            .push(Step::environment_text(Some("bash".into()), output).with_tool_call_id(id));
+        let mut note = vec![(Cow::Borrowed("step"), num(at))];
+        note.extend(node_fields_except(
+            m,
+            &["role", "command", "output", "timestamp"],
+        ));
+        self.lists.bash_executions.push(Node::Object(note));
+    }
+}
+
+/// The usage totals as a node (`null` when no message had usage).
+pub(super) fn usage_node<'a>(u: &Usage) -> Node<'a> {
+    if !u.any {
+        return Node::Null;
+    }
+    let mut o: Vec<(Cow<'a, str>, Node<'a>)> = USAGE_KEYS
+        .iter()
+        .zip(u.tokens)
+        .map(|(k, n)| (Cow::Borrowed(*k), Node::from(n)))
+        .collect();
+    o.push((Cow::Borrowed("cost"), Node::from(Value::from(u.cost))));
+    Node::Object(o)
+}
+
+/// Stop reasons counted, in the order first seen.
+pub(super) fn stop_reasons_node<'a>(u: &Usage) -> Node<'a> {
+    Node::Object(
+        u.stop_reasons
+            .iter()
+            .map(|(r, n)| (Cow::Owned(r.clone()), Node::from(*n)))
+            .collect(),
+    )
+}

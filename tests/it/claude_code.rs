@@ -953,6 +953,17 @@ fn a_compacted_session_is_one_conversation_with_the_compaction_marked() {
     assert_eq!(cc["main_chain_lines"], json!([1, 2, 3, 5, 6, 7, 8, 9]));
     assert_eq!(cc["summaries"][0]["summary"], "Reading files");
     assert_eq!(validate_adp(&out), 0);
+    // Real sessions have a boundary whose logical parent is not in the file: it follows the
+    // message before it, and nothing before the compaction is lost.
+    let mut lost = lines.to_vec();
+    lost[4]["logicalParentUuid"] = json!("not-in-this-file");
+    let (code, again, stderr) = convert(&[&write_lines(dir.path(), &lost)], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(again[0]["content"], t["content"]);
+    assert_eq!(
+        again[0]["details"]["claude_code"]["compactions"],
+        cc["compactions"]
+    );
 }
 
 /// 2.0.x keeps a subagent's file beside the session: found in the project directory, read

@@ -313,13 +313,18 @@ fn parallel_results_are_kept_in_call_order_and_edits_left_out() {
         json!([{"line": 10, "uuid": "e0", "reason": "branch"},
                {"line": 11, "uuid": "e1", "reason": "branch"}])
     );
-    let unmapped: Vec<u64> = cc["unmapped"]
+    let bookkeeping: Vec<u64> = cc["bookkeeping"]
         .as_array()
-        .expect("unmapped")
+        .expect("bookkeeping")
         .iter()
         .filter_map(|u| u["line"].as_u64())
         .collect();
-    assert_eq!(unmapped, vec![1, 4, 13]);
+    assert_eq!(bookkeeping, vec![1, 4, 13]);
+    assert!(cc.get("unmapped").is_none(), "{cc}");
+    assert_eq!(
+        t["details"]["source"]["left_out"],
+        json!({"lines": 5, "messages": {"in": 11, "kept": 9}, "where": "details.claude_code"})
+    );
     assert_eq!(validate_adp(&out), 0);
     for to in ["openai", "hf", "sharegpt"] {
         let (code, stderr) = export(&out, to);
@@ -554,17 +559,25 @@ fn user_content_of_every_shape_is_read_and_what_is_not_mapped_is_kept() {
     assert_eq!(
         found,
         vec![
-            (3, ""),
-            (18, ""),
             (2, "/message/content/2"),
-            (2, "/message/content/3"),
+            (2, "/message/content/3/text"),
             // The signatures of the sample's two thinking blocks.
             (4, "/message/content/0"),
             (15, "/message/content/0")
         ]
     );
-    assert_eq!(unmapped[0]["value"]["data"], json!({"n": 1}));
-    assert_eq!(unmapped[2]["value"]["type"], "document");
+    assert_eq!(unmapped[0]["value"]["type"], "document");
+    let cc = &t["details"]["claude_code"];
+    assert_eq!(cc["bookkeeping"][0]["line"], 3);
+    assert_eq!(cc["bookkeeping"][0]["value"]["data"], json!({"n": 1}));
+    // The summary, two progress lines and the sidechain are lines left out; the document a
+    // block no step holds; the text that is not a string a wrong-typed value.
+    let left = &t["details"]["source"]["left_out"];
+    assert_eq!(
+        (&left["lines"], &left["blocks"], &left["wrong_typed"]),
+        (&json!(4), &json!(1), &json!(1))
+    );
+    assert_eq!(left["first"]["pointer"], "/message/content/3/text");
     assert_eq!(validate_adp(&out), 0);
 }
 
@@ -664,6 +677,7 @@ fn real_sessions_keep_every_call_and_result_and_export() {
                 .collect()
         };
         let (taken, left, unmapped) = (listed("lines"), listed("left_out"), listed("unmapped"));
+        let bookkeeping = listed("bookkeeping");
         let text = std::fs::read_to_string(file).expect("read");
         for (i, line) in text.lines().enumerate() {
             let n = i as u64 + 1;
@@ -671,6 +685,7 @@ fn real_sessions_keep_every_call_and_result_and_export() {
             let kept = taken.contains(&n)
                 || left.contains(&n)
                 || e["type"] == "summary"
+                || bookkeeping.contains(&n)
                 || unmapped.contains(&n);
             assert!(kept, "{name}:{n} vanished");
         }
@@ -709,4 +724,439 @@ fn real_sessions_are_detected_from_any_first_line() {
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(stderr.matches("detected claude-code").count(), files.len());
     assert_eq!(out.len(), files.len());
+}
+
+/// The tool actions and the observations linked to a call of a trajectory.
+fn calls_and_linked(t: &Value) -> (usize, usize) {
+    let steps = t["content"].as_array().expect("content");
+    let calls = steps
+        .iter()
+        .filter(|s| matches!(s["class_"].as_str(), Some("api_action" | "code_action")))
+        .count();
+    let linked = steps
+        .iter()
+        .filter(|s| s["class_"] == "text_observation" && s["tool_call_id"].is_string())
+        .count();
+    (calls, linked)
+}
+
+/// A turn of session `s1` without `parentUuid`, as older and exported transcripts write them.
+fn bare(uuid: &str, kind: &str, mid: &str, content: Value) -> Value {
+    let mut v = turn(uuid, None, kind, mid, content);
+    if let Some(o) = v.as_object_mut() {
+        o.remove("parentUuid");
+    }
+    v
+}
+
+#[test]
+fn a_transcript_without_parent_uuids_reads_in_file_order() {
+    let dir = tempfile::tempdir().expect("dir");
+    let lines = [
+        json!({"type": "summary", "summary": "Read two files", "leafUuid": "m7"}),
+        bare("m1", "user", "", json!("read a then b")),
+        bare("m2", "assistant", "r1", call("ta", "Read")),
+        bare("m3", "user", "", result("ta", "A")),
+        bare("m4", "assistant", "r2", call("tb", "Read")),
+        bare("m5", "user", "", result("tb", "B")),
+        bare("m6", "user", "", json!("thanks")),
+        bare("m7", "assistant", "r3", json!("A and B.")),
+    ];
+    let (code, out, stderr) = convert(&[&write_lines(dir.path(), &lines)], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let t = &out[0];
+    assert_eq!(
+        step_classes(t),
+        vec![
+            "text_observation",
+            "api_action",
+            "text_observation",
+            "api_action",
+            "text_observation",
+            "text_observation",
+            "message_action"
+        ]
+    );
+    assert_eq!(calls_and_linked(t), (2, 2));
+    let cc = &t["details"]["claude_code"];
+    assert_eq!(cc["file_order_lines"], json!([3, 4, 5, 6, 7, 8]));
+    assert_eq!(cc["left_out"], json!([]));
+    // Only the summary line is left out (kept in details); every message is kept.
+    assert_eq!(
+        t["details"]["source"]["left_out"],
+        json!({"lines": 1, "messages": {"in": 7, "kept": 7}, "where": "details.claude_code"})
+    );
+    // Every line null-parented reads the same way.
+    let nulls: Vec<Value> = lines
+        .iter()
+        .map(|l| {
+            let mut l = l.clone();
+            if l["type"] != "summary" {
+                l["parentUuid"] = Value::Null;
+            }
+            l
+        })
+        .collect();
+    let (code, again, stderr) = convert(&[&write_lines(dir.path(), &nulls)], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(again[0]["content"], t["content"]);
+    assert_eq!(validate_adp(&out), 0);
+}
+
+/// A 2.1.2xx session: bookkeeping lines of every newer type (and one no version wrote yet)
+/// stand between the messages, some of them with a uuid the next message hangs off, one a
+/// `progress` root with `parentUuid: null`.
+#[test]
+fn bookkeeping_lines_of_any_type_are_skipped_wherever_they_stand() {
+    let dir = tempfile::tempdir().expect("dir");
+    let keep = |v: Value| -> Value {
+        let mut v = v;
+        v["sessionId"] = json!("s1");
+        v
+    };
+    let lines = vec![
+        keep(json!({"type": "permission-mode", "permissionMode": "default"})),
+        keep(json!({"type": "worktree-state", "worktreeSession": {"worktreeName": "w"}})),
+        keep(
+            json!({"type": "attachment", "uuid": "h1", "parentUuid": null,
+            "isSidechain": false, "attachment": {"type": "hook_success"}}),
+        ),
+        turn("u1", Some("h1"), "user", "", json!("fix the build")),
+        keep(
+            json!({"type": "attachment", "uuid": "h2", "parentUuid": "u1",
+            "isSidechain": false, "attachment": {"type": "todo_reminder"}}),
+        ),
+        turn("a1", Some("h2"), "assistant", "m1", call("t1", "Bash")),
+        keep(json!({"type": "progress", "uuid": "g1", "parentUuid": null,
+            "isSidechain": false, "data": {"type": "hook_progress"}})),
+        turn("r1", Some("g1"), "user", "", result("t1", "error: x")),
+        keep(json!({"type": "mode", "mode": "normal"})),
+        keep(json!({"type": "agent-name", "agentName": "fixer"})),
+        keep(json!({"type": "custom-title", "customTitle": "Build"})),
+        keep(json!({"type": "ai-title", "aiTitle": "Fixing the build"})),
+        keep(json!({"type": "last-prompt", "lastPrompt": "fix the build", "leafUuid": "r1"})),
+        turn("a2", Some("r1"), "assistant", "m2", call("t2", "Edit")),
+        keep(json!({"type": "pr-link", "prNumber": 3, "prUrl": "https://example.test/3"})),
+        keep(json!({"type": "frame-link", "path": "/tmp/a.html"})),
+        json!({"type": "started", "key": "v2:0", "agentId": "x1"}),
+        json!({"type": "result", "key": "v2:0", "agentId": "x1", "result": {}}),
+        keep(json!({"type": "relocated", "relocatedCwd": "/tmp/w"})),
+        keep(json!({"type": "bridge-session", "bridgeSessionId": "b1"})),
+        keep(json!({"type": "future-kind", "uuid": "f1", "parentUuid": "a2", "payload": 1})),
+        turn("r2", Some("f1"), "user", "", result("t2", "edited")),
+        keep(
+            json!({"type": "system", "subtype": "turn_duration", "uuid": "y1",
+            "parentUuid": "r2", "durationMs": 5}),
+        ),
+        turn("a3", Some("y1"), "assistant", "m3", json!("Fixed.")),
+        keep(
+            json!({"type": "attachment", "uuid": "h3", "parentUuid": "a3",
+            "attachment": {"type": "hook_success"}}),
+        ),
+        keep(json!({"type": "last-prompt", "lastPrompt": "fix the build", "leafUuid": "h3"})),
+    ];
+    let (code, out, stderr) = convert(&[&write_lines(dir.path(), &lines)], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("detected claude-code"), "{stderr}");
+    let t = &out[0];
+    assert_eq!(
+        step_classes(t),
+        vec![
+            "text_observation",
+            "api_action",
+            "text_observation",
+            "api_action",
+            "text_observation",
+            "message_action"
+        ]
+    );
+    assert_eq!(calls_and_linked(t), (2, 2));
+    let cc = &t["details"]["claude_code"];
+    let kept: Vec<u64> = cc["bookkeeping"]
+        .as_array()
+        .expect("bookkeeping")
+        .iter()
+        .filter_map(|b| b["line"].as_u64())
+        .collect();
+    let expected: Vec<u64> = (1..=lines.len() as u64)
+        .filter(|&n| {
+            !matches!(
+                lines[n as usize - 1]["type"].as_str(),
+                Some("user" | "assistant")
+            )
+        })
+        .collect();
+    assert_eq!(kept, expected);
+    assert_eq!(cc["left_out"], json!([]));
+    assert!(cc.get("unmapped").is_none(), "{cc}");
+    assert_eq!(
+        t["details"]["source"]["left_out"],
+        json!({"lines": expected.len(), "messages": {"in": 6, "kept": 6},
+            "where": "details.claude_code"})
+    );
+    assert_eq!(validate_adp(&out), 0);
+}
+
+/// Auto-compaction: a boundary root joined to the conversation by its logical parent, the
+/// summary after it, a `summary` line in the middle of the file.
+#[test]
+fn a_compacted_session_is_one_conversation_with_the_compaction_marked() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut summary = turn(
+        "c2",
+        Some("c1"),
+        "user",
+        "",
+        json!("This session is being continued from a previous conversation. Summary: a was read."),
+    );
+    summary["isCompactSummary"] = json!(true);
+    summary["isVisibleInTranscriptOnly"] = json!(true);
+    let lines = [
+        turn("u1", None, "user", "", json!("read a")),
+        turn("a1", Some("u1"), "assistant", "m1", call("ta", "Read")),
+        turn("r1", Some("a1"), "user", "", result("ta", "A")),
+        json!({"type": "summary", "summary": "Reading files", "leafUuid": "r1"}),
+        json!({"type": "system", "subtype": "compact_boundary", "uuid": "c1",
+            "parentUuid": null, "logicalParentUuid": "r1", "isSidechain": false,
+            "sessionId": "s1", "content": "Conversation compacted", "level": "info",
+            "compactMetadata": {"trigger": "auto", "preTokens": 155000}}),
+        summary,
+        turn("a2", Some("c2"), "assistant", "m2", call("tb", "Read")),
+        turn("r2", Some("a2"), "user", "", result("tb", "B")),
+        turn("a3", Some("r2"), "assistant", "m3", json!("A and B.")),
+    ];
+    let (code, out, stderr) = convert(&[&write_lines(dir.path(), &lines)], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let t = &out[0];
+    assert_eq!(
+        step_classes(t),
+        vec![
+            "text_observation",
+            "api_action",
+            "text_observation",
+            "text_observation",
+            "api_action",
+            "text_observation",
+            "message_action"
+        ]
+    );
+    assert_eq!(calls_and_linked(t), (2, 2));
+    let cc = &t["details"]["claude_code"];
+    assert_eq!(
+        cc["compactions"],
+        json!([{"step": 3, "line": 5, "summary_line": 6,
+            "metadata": {"trigger": "auto", "preTokens": 155000}}])
+    );
+    let c = t["content"].as_array().expect("content");
+    assert_eq!(c[3]["name"], "compact_summary");
+    assert_eq!(c[3]["source"], "environment");
+    assert_eq!(cc["main_chain_lines"], json!([1, 2, 3, 5, 6, 7, 8, 9]));
+    assert_eq!(cc["summaries"][0]["summary"], "Reading files");
+    assert_eq!(validate_adp(&out), 0);
+    // Real sessions have a boundary whose logical parent is not in the file: it follows the
+    // message before it, and nothing before the compaction is lost.
+    let mut lost = lines.to_vec();
+    lost[4]["logicalParentUuid"] = json!("not-in-this-file");
+    let (code, again, stderr) = convert(&[&write_lines(dir.path(), &lost)], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(again[0]["content"], t["content"]);
+    assert_eq!(
+        again[0]["details"]["claude_code"]["compactions"],
+        cc["compactions"]
+    );
+}
+
+/// 2.0.x keeps a subagent's file beside the session: found in the project directory, read
+/// after the session and linked to the call that spawned it.
+#[test]
+fn a_subagent_file_beside_its_session_is_read_and_linked() {
+    let tmp = tempfile::tempdir().expect("dir");
+    let project = tmp.path().join("-home-dev-app");
+    std::fs::create_dir_all(&project).expect("mkdir");
+    let mut done = turn("u3", Some("u2"), "user", "", result("t1", "looks fine"));
+    done["toolUseResult"] = json!({"agentId": "0a1b2c3d", "status": "completed"});
+    let main = [
+        turn("u1", None, "user", "", json!("review it")),
+        turn("u2", Some("u1"), "assistant", "m1", call("t1", "Task")),
+        done,
+        turn("u4", Some("u3"), "assistant", "m2", json!("Reviewed.")),
+    ];
+    let mut agent = [
+        turn("b1", None, "user", "", json!("review it")),
+        turn("b2", Some("b1"), "assistant", "m3", json!("looks fine")),
+    ];
+    for l in &mut agent {
+        l["isSidechain"] = json!(true);
+        l["agentId"] = json!("0a1b2c3d");
+    }
+    let text = |lines: &[Value]| -> String { lines.iter().map(|l| format!("{l}\n")).collect() };
+    // The agent's name sorts before the session's: it is still read after it.
+    std::fs::write(project.join("agent-0a1b2c3d.jsonl"), text(&agent)).expect("write");
+    std::fs::write(project.join("s1.jsonl"), text(&main)).expect("write");
+    let (code, out, stderr) = convert(&[&project], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let ids: Vec<&str> = out.iter().filter_map(|t| t["id"].as_str()).collect();
+    assert_eq!(ids, vec!["s1", "s1/agent-0a1b2c3d"]);
+    assert_eq!(
+        out[1]["details"]["claude_code"]["agent"]["spawned_by"]["tool_use_id"],
+        "t1"
+    );
+    assert_eq!(validate_adp(&out), 0);
+}
+
+/// The conversation that went on is the one whose last message is latest: a rewind leaves the
+/// longer branch behind, and a bookkeeping line written after on that branch does not bring it
+/// back.
+#[test]
+fn the_conversation_that_went_on_is_chosen_by_its_messages() {
+    let dir = tempfile::tempdir().expect("dir");
+    let lines = [
+        turn("u1", None, "user", "", json!("plan it")),
+        turn("a1", Some("u1"), "assistant", "m1", json!("Plan A.")),
+        turn("u2", Some("a1"), "user", "", json!("go on")),
+        turn("a2", Some("u2"), "assistant", "m2", json!("More of A.")),
+        turn("u3", Some("a2"), "user", "", json!("and more")),
+        turn(
+            "a3",
+            Some("u3"),
+            "assistant",
+            "m3",
+            json!("Even more of A."),
+        ),
+        turn("v2", Some("a1"), "user", "", json!("no: plan B")),
+        turn("b2", Some("v2"), "assistant", "m4", json!("Plan B.")),
+        json!({"type": "attachment", "uuid": "h9", "parentUuid": "a3", "sessionId": "s1",
+            "attachment": {"type": "hook_success"}}),
+        json!({"type": "system", "subtype": "stop_hook_summary", "uuid": "y9",
+            "parentUuid": "h9", "sessionId": "s1"}),
+    ];
+    let (code, out, stderr) = convert(&[&write_lines(dir.path(), &lines)], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let t = &out[0];
+    let texts: Vec<&str> = t["content"]
+        .as_array()
+        .expect("content")
+        .iter()
+        .filter_map(|s| s["content"].as_str())
+        .collect();
+    assert_eq!(texts, vec!["plan it", "Plan A.", "no: plan B", "Plan B."]);
+    let reasons: Vec<(u64, &str)> = t["details"]["claude_code"]["left_out"]
+        .as_array()
+        .expect("left_out")
+        .iter()
+        .map(|l| {
+            (
+                l["line"].as_u64().expect("line"),
+                l["reason"].as_str().expect("reason"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        reasons,
+        vec![(3, "branch"), (4, "branch"), (5, "branch"), (6, "branch")]
+    );
+    let left = &t["details"]["source"]["left_out"];
+    assert_eq!(left["lines"], 6);
+    assert_eq!(left["messages"], json!({"in": 8, "kept": 4}));
+}
+
+/// A message of the wrong type, and structural fields of the wrong type, are counted with
+/// their pointer; the turns with wrong-typed structure are still placed and kept.
+#[test]
+fn wrong_typed_lines_and_fields_are_counted_never_dropped_silently() {
+    let dir = tempfile::tempdir().expect("dir");
+    let mut odd_parent = turn("a1", None, "assistant", "m1", call("ta", "Read"));
+    odd_parent["parentUuid"] = json!(17);
+    let mut odd_side = turn("r1", Some("a1"), "user", "", result("ta", "A"));
+    odd_side["isSidechain"] = json!("false");
+    let mut odd_uuid = turn("x", Some("r1"), "user", "", json!("go on"));
+    odd_uuid["uuid"] = json!(42);
+    // Its child names it by the same wrong-typed uuid: it follows it in file order.
+    let mut odd_message = turn("u9", None, "user", "", json!(""));
+    odd_message["parentUuid"] = json!(42);
+    odd_message["message"] = json!("a string, not an object");
+    let lines = [
+        turn("u1", None, "user", "", json!("read a")),
+        odd_parent,
+        odd_side,
+        odd_uuid,
+        odd_message,
+        turn("a2", Some("u9"), "assistant", "m2", json!("Done.")),
+    ];
+    let (code, out, stderr) = convert(&[&write_lines(dir.path(), &lines)], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let t = &out[0];
+    assert_eq!(calls_and_linked(t), (1, 1));
+    let texts: Vec<&str> = t["content"]
+        .as_array()
+        .expect("content")
+        .iter()
+        .filter_map(|s| s["content"].as_str())
+        .collect();
+    assert_eq!(texts, vec!["read a", "A", "go on", "Done."]);
+    let wrong: Vec<(u64, &str)> = t["details"]["claude_code"]["unmapped"]
+        .as_array()
+        .expect("unmapped")
+        .iter()
+        .map(|u| {
+            (
+                u["line"].as_u64().expect("line"),
+                u["pointer"].as_str().expect("pointer"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        wrong,
+        vec![
+            (2, "/parentUuid"),
+            (3, "/isSidechain"),
+            (4, "/uuid"),
+            (5, "/parentUuid"),
+            (5, "/message")
+        ]
+    );
+    assert_eq!(
+        t["details"]["claude_code"]["file_order_lines"],
+        json!([2, 5])
+    );
+    let left = &t["details"]["source"]["left_out"];
+    assert_eq!(left["wrong_typed"], 5);
+    assert_eq!(left["messages"], json!({"in": 6, "kept": 5}));
+    assert_eq!(left["first"]["pointer"], "/parentUuid");
+    assert_eq!(validate_adp(&out), 0);
+}
+
+/// 2.1.x may write a call's result before the lines of the response that made the call: the
+/// result still answers it, after it.
+#[test]
+fn a_result_written_before_its_call_is_linked_to_it() {
+    let dir = tempfile::tempdir().expect("dir");
+    let lines = [
+        turn("u1", None, "user", "", json!("read a")),
+        turn("r1", Some("a2"), "user", "", result("ta", "A")),
+        turn(
+            "a1",
+            Some("u1"),
+            "assistant",
+            "m1",
+            json!([{"type": "text", "text": "Reading a."}]),
+        ),
+        turn("a2", Some("a1"), "assistant", "m1", call("ta", "Read")),
+        turn("a3", Some("r1"), "assistant", "m2", json!("A.")),
+    ];
+    let (code, out, stderr) = convert(&[&write_lines(dir.path(), &lines)], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let t = &out[0];
+    assert_eq!(
+        step_classes(t),
+        vec![
+            "text_observation",
+            "api_action",
+            "text_observation",
+            "message_action"
+        ]
+    );
+    assert_eq!(calls_and_linked(t), (1, 1));
+    assert_eq!(t["details"]["claude_code"]["unlinked_results"], json!([]));
+    assert_eq!(validate_adp(&out), 0);
 }

@@ -3,8 +3,11 @@
 //! what hangs off it in the same conversation (the results of parallel calls, the rest of a
 //! response written after one of them), see `tree.rs`; the lines of one response are merged
 //! and its calls' results follow it in call order, see `steps.rs`. A project directory is read
-//! whole, subagents included (`project.rs`). The mapping is in docs/formats/claude-code.md.
+//! whole, subagents included (`project.rs`); compactions are marked (`compaction.rs`). What
+//! is left out is listed in `details.claude_code` and counted in `details.source.left_out`.
+//! The mapping is in docs/formats/claude-code.md.
 
+mod compaction;
 mod project;
 mod steps;
 mod tree;
@@ -193,6 +196,8 @@ fn to_partial<'a>(
         included,
         chain,
         left_out,
+        by_file_order,
+        wrong,
         subagent,
     } = tree::select(&entries);
     let id = trajectory_id(&entries, subagent, record)?;
@@ -205,26 +210,38 @@ fn to_partial<'a>(
             reason,
         )]
     };
-    if !entries.iter().any(|e| is_turn(e)) {
+    let in_source = entries.iter().filter(|e| is_turn(e)).count() as u64;
+    if in_source == 0 {
         return Err(empty(
-            "no line is a Claude Code turn (a \"user\" or \"assistant\" entry with a uuid): not a Claude Code session, or one with no conversation",
+            "no line is a Claude Code turn (a \"user\" or \"assistant\" entry): not a Claude Code session, or one with no conversation",
         ));
     }
-    let mut unmapped = Unmapped::default();
+    // Bookkeeping lines (every type but user and assistant, known or not) are skipped and
+    // kept; summaries apart.
+    let mut unmapped = Unmapped::new();
+    let mut bookkeeping = Vec::new();
+    let mut summaries = Vec::new();
     for &(line, e) in &numbered {
         match e["type"].as_str() {
-            Some("user" | "assistant") if e["uuid"].as_str().is_some() => {}
-            Some("user" | "assistant") => unmapped.keep(
-                line,
-                "/uuid",
-                "a turn without a string uuid cannot be placed in the session's tree".into(),
-                e,
-            ),
-            Some("summary") => {}
-            Some(kind) => unmapped.keep(line, "", format!("a {kind:?} entry is not a turn"), e),
-            None => unmapped.keep(line, "/type", "an entry without a string type".into(), e),
+            Some("user" | "assistant") => continue,
+            Some("summary") => summaries.push(Node::Object(node_fields_except(e, &["type"]))),
+            Some(_) => bookkeeping.push(Node::object([
+                ("line", Node::from(line)),
+                ("value", (*e).clone()),
+            ])),
+            None => {
+                unmapped.wrong_type(line, "/type", "an entry without a string type".into(), e);
+                continue;
+            }
         }
+        unmapped.left.lines += 1;
     }
+    for w in &wrong {
+        let (line, e) = numbered[w.index];
+        let value = e.pointer(w.pointer).unwrap_or(&Node::Null);
+        unmapped.wrong_type(line, w.pointer, w.reason.into(), value);
+    }
+    unmapped.left.lines += left_out.len() as u64;
     let taken: Vec<Line<'_>> = numbered
         .iter()
         .enumerate()
@@ -287,11 +304,6 @@ fn to_partial<'a>(
             Node::Object(v)
         })
         .collect();
-    let summaries: Vec<Node> = entries
-        .iter()
-        .filter(|e| e["type"].as_str() == Some("summary"))
-        .map(|e| Node::Object(node_fields_except(e, &["type"])))
-        .collect();
     let spawned: Vec<Node> = project::spawned_agents(entries.iter().copied())
         .into_iter()
         .map(|(agent, tool, via)| {
@@ -305,6 +317,10 @@ fn to_partial<'a>(
         })
         .collect();
     let main_chain = numbers(chain.iter().map(|&i| numbered[i].0));
+    let own_side = |e: &Node<'_>| subagent || e["isSidechain"].as_bool() != Some(true);
+    let compactions = compaction::compactions(&numbered, own_side, &built.origins);
+    let file_order = numbers(by_file_order.iter().map(|&i| numbered[i].0));
+    unmapped.left.messages = Some((in_source, built.readable));
     let left_out: Vec<Node> = left_out
         .iter()
         .map(|&(i, why)| {
@@ -327,8 +343,11 @@ fn to_partial<'a>(
         ("unanswered_calls", Node::Array(built.unanswered_calls)),
         ("unlinked_results", Node::Array(built.unlinked_results)),
         ("main_chain_lines", main_chain),
+        ("file_order_lines", file_order),
+        ("compactions", Node::Array(compactions)),
         ("lines", Node::Array(lines)),
         ("left_out", Node::Array(left_out)),
+        ("bookkeeping", Node::Array(bookkeeping)),
         ("subagents", Node::Array(spawned)),
     ]);
     if subagent {
@@ -357,14 +376,16 @@ fn to_partial<'a>(
         }
         cc.insert("agent", agent);
     }
-    if !unmapped.0.is_empty() {
-        cc.insert("unmapped", Node::Array(unmapped.0));
+    let left = unmapped.left;
+    if !unmapped.list.is_empty() {
+        cc.insert("unmapped", Node::Array(unmapped.list));
     }
-    let source = source_node(
+    let mut source = source_node(
         "claude-code",
         record,
         Node::object([("session_id", opt_str(session))]),
     );
+    left.add_to_node(&mut source);
     Ok(Partial {
         trajectory: Trajectory::new(id, built.content, JsonObject::new()),
         tail: vec![("source", source), ("claude_code", cc)],

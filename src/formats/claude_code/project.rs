@@ -1,7 +1,8 @@
 //! Reading Claude Code's files: a session file (with the `.meta.json` sidecar a subagent file
 //! may have), and a project directory (`~/.claude/projects/<project>/`: `<session>.jsonl`
-//! files and, under `<session>/subagents/`, one `agent-<id>.jsonl` per subagent), read as one
-//! input so that each subagent can be linked to the call that spawned it.
+//! files and one `agent-<id>.jsonl` per subagent, under `<session>/subagents/` or, in 2.0.x,
+//! beside the sessions), read as one input so that each subagent can be linked to the call
+//! that spawned it.
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
@@ -77,8 +78,17 @@ pub(super) fn is_transcript_dir(dir: &Path) -> bool {
     any
 }
 
-/// The files of a transcript directory to read: the transcripts directly in it, then the
-/// subagent transcripts (`agent-*.jsonl`) anywhere below it, each group in path order.
+/// True when the file at `path` beside the sessions is a subagent's, as 2.0.x keeps them: named
+/// `agent-<id>.jsonl` and starting with a sidechain line (a session may be named so too).
+fn is_subagent_beside(path: &Path, name: &str) -> bool {
+    agent_of_name(name).is_some()
+        && first_value(path).is_some_and(|v| v["isSidechain"].as_bool() == Some(true))
+}
+
+/// The files of a transcript directory to read: the sessions directly in it, then the subagent
+/// transcripts (`agent-*.jsonl`) beside them (as 2.0.x keeps them) or anywhere below (as
+/// `<session>/subagents/`), each group in path order: a subagent is read after the session
+/// that names the call spawning it.
 fn transcripts(dir: &Path) -> io::Result<(Vec<PathBuf>, Vec<PathBuf>)> {
     let mut top = Vec::new();
     let mut below = Vec::new();
@@ -96,9 +106,9 @@ fn transcripts(dir: &Path) -> io::Result<(Vec<PathBuf>, Vec<PathBuf>)> {
             let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
             if meta.is_dir() {
                 stack.push((path, false));
-            } else if is_top && is_jsonl(name) {
+            } else if is_top && is_jsonl(name) && !is_subagent_beside(&path, name) {
                 top.push(path);
-            } else if !is_top && agent_of_name(name).is_some() {
+            } else if agent_of_name(name).is_some() {
                 below.push(path);
             }
         }

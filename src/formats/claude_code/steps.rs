@@ -9,6 +9,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
+use crate::convert::LeftOut;
 use crate::formats::kit::node_fields_except;
 use crate::json::Node;
 use crate::model::{Source, Step};
@@ -19,19 +20,107 @@ pub(super) struct Line<'a> {
     pub entry: &'a Node<'a>,
 }
 
-/// What could not be mapped, kept in `details.claude_code.unmapped`: the entry's line, a JSON
-/// pointer into the entry, why, and the value itself.
-#[derive(Default)]
-pub(super) struct Unmapped<'a>(pub Vec<Node<'a>>);
+/// What the steps do not hold, kept in `details.claude_code.unmapped` (the entry's line, a
+/// JSON pointer into the entry, why, and the value itself) and counted in `left`.
+pub(super) struct Unmapped<'a> {
+    pub list: Vec<Node<'a>>,
+    pub left: LeftOut,
+}
+
+/// Block types of the Messages API and of Claude Code that a step may not hold where they
+/// stand (a document, redacted thinking, a server tool's call or result, an image inside a
+/// tool result): counted as blocks left out. A block of any other type is a value that could
+/// not be mapped.
+const KNOWN_BLOCKS: &[&str] = &[
+    "text",
+    "image",
+    "document",
+    "search_result",
+    "thinking",
+    "redacted_thinking",
+    "tool_use",
+    "tool_result",
+    "tool_reference",
+    "server_tool_use",
+    "web_search_tool_result",
+    "web_fetch_tool_result",
+    "code_execution_tool_result",
+    "bash_code_execution_tool_result",
+    "text_editor_code_execution_tool_result",
+    "mcp_tool_use",
+    "mcp_tool_result",
+    "container_upload",
+];
 
 impl<'a> Unmapped<'a> {
+    pub(super) fn new() -> Unmapped<'a> {
+        Unmapped {
+            list: Vec::new(),
+            left: LeftOut::new("details.claude_code"),
+        }
+    }
+
+    /// Lists `value` (not counted: the fields of a mapped block, kept beside its step).
     pub(super) fn keep(&mut self, line: u64, pointer: &str, reason: String, value: &Node<'a>) {
-        self.0.push(Node::object([
+        self.list.push(Node::object([
             ("line", Node::from(line)),
             ("pointer", Node::from(pointer.to_owned())),
             ("reason", Node::from(reason)),
             ("value", value.clone()),
         ]));
+    }
+
+    /// Lists and counts a value that could not be mapped.
+    pub(super) fn unmapped(&mut self, line: u64, pointer: &str, reason: String, value: &Node<'a>) {
+        self.left.unmapped(line, pointer, reason.as_str());
+        self.keep(line, pointer, reason, value);
+    }
+
+    /// Lists and counts a value of the wrong type for its field, skipped.
+    pub(super) fn wrong_type(
+        &mut self,
+        line: u64,
+        pointer: &str,
+        reason: String,
+        value: &Node<'a>,
+    ) {
+        self.left.wrong_type(line, pointer, reason.as_str());
+        self.keep(line, pointer, reason, value);
+    }
+
+    /// Lists and counts block `b` at `pointer`, which no step holds (`place` says where it
+    /// stood when that is not a message's content): a known block type is a block left out,
+    /// a text or thinking block whose text is not a string a wrong-typed value, any other
+    /// block a value that could not be mapped.
+    fn block(&mut self, line: u64, pointer: &str, b: &Node<'a>, place: &str) {
+        let kind = b["type"].as_str();
+        match kind {
+            Some(k @ ("text" | "thinking")) if b[k].as_str().is_none() => {
+                let reason = format!("a {k} block whose {k} is not a string{place}");
+                self.wrong_type(line, &format!("{pointer}/{k}"), reason, b);
+            }
+            Some(k) if KNOWN_BLOCKS.contains(&k) => {
+                self.left.blocks += 1;
+                self.keep(
+                    line,
+                    pointer,
+                    format!("a {k:?} block no step holds{place}"),
+                    b,
+                );
+            }
+            Some(k) => self.unmapped(
+                line,
+                pointer,
+                format!("a {k:?} block is not mapped{place}"),
+                b,
+            ),
+            None => self.unmapped(
+                line,
+                pointer,
+                format!("a block without a string `type` is not mapped{place}"),
+                b,
+            ),
+        }
     }
 
     /// Keeps the fields of a mapped block other than `mapped` (a thinking block's
@@ -62,6 +151,8 @@ pub(super) struct Built<'a> {
     pub unanswered_calls: Vec<Node<'a>>,
     /// `{step, id, line, reason}` of each result that answers no call it can be linked to.
     pub unlinked_results: Vec<Node<'a>>,
+    /// How many of the lines had a message whose content could be read.
+    pub readable: u64,
 }
 
 /// Why the lines cannot be one trajectory.
@@ -97,14 +188,6 @@ fn content_blocks<'a>(content: &'a Node<'a>) -> Option<Vec<(String, Cow<'a, Node
             Cow::Borrowed(content),
         )]),
         _ => None,
-    }
-}
-
-/// The reason a block of type `kind` is not mapped.
-fn unmapped_block(kind: &Node<'_>) -> String {
-    match kind.as_str() {
-        Some(k) => format!("a {k:?} block is not mapped"),
-        None => "a block without a string `type` is not mapped".to_owned(),
     }
 }
 
@@ -163,7 +246,7 @@ fn user_text(entry: &Node<'_>, text: &str) -> Step {
 }
 
 /// The text of a `tool_result`'s content (a string, or its text blocks joined by newlines);
-/// its other blocks (images, tool references) are kept as unmapped.
+/// its other blocks (images, tool references) are kept and counted.
 fn result_text<'a>(
     line: u64,
     pointer: &str,
@@ -180,11 +263,11 @@ fn result_text<'a>(
                     b if b["type"].as_str() == Some("text") && b["text"].as_str().is_some() => {
                         texts.push(b["text"].as_str().unwrap_or_default())
                     }
-                    b => unmapped.keep(
+                    b => unmapped.block(
                         line,
                         &format!("{pointer}/content/{k}"),
-                        format!("{} in a tool result", unmapped_block(&b["type"])),
                         b,
+                        " in a tool result",
                     ),
                 }
             }
@@ -192,7 +275,7 @@ fn result_text<'a>(
         }
         Node::Null => String::new(),
         other => {
-            unmapped.keep(
+            unmapped.wrong_type(
                 line,
                 &format!("{pointer}/content"),
                 "a tool result's content is neither a string nor blocks".into(),
@@ -210,15 +293,45 @@ pub(super) fn build<'a>(
 ) -> Result<Built<'a>, Problem> {
     let mut built = Built::default();
     let mut units: Vec<Unit> = Vec::new();
-    // Response key (message id, else the line) → its unit; call id → (unit, tool name).
+    // Response key (message id, else the line) → its unit.
     let mut responses: HashMap<String, usize> = HashMap::new();
-    let mut calls: HashMap<String, String> = HashMap::new();
+    // Call id → tool name, for every call of the responses taken: a result may be written
+    // before the lines of its response.
+    let mut calls: HashMap<&str, &str> = HashMap::new();
+    for l in lines {
+        let e = l.entry;
+        if e["type"].as_str() != Some("assistant") || e["isApiErrorMessage"].as_bool() == Some(true)
+        {
+            continue;
+        }
+        let content = &e["message"]["content"];
+        let blocks = content
+            .as_array()
+            .unwrap_or_else(|| std::slice::from_ref(content));
+        for b in blocks {
+            if let (Some("tool_use"), Some(id)) = (b["type"].as_str(), b["id"].as_str()) {
+                calls
+                    .entry(id)
+                    .or_insert(b["name"].as_str().unwrap_or_default());
+            }
+        }
+    }
     let mut answers: HashMap<String, Answer> = HashMap::new();
     for l in lines {
         let (line, e) = (l.line, l.entry);
         let message = &e["message"];
+        if !message.is_object() {
+            let kind = e["type"].as_str().unwrap_or_default();
+            unmapped.wrong_type(
+                line,
+                "/message",
+                format!("a {kind} line whose message is not an object"),
+                message,
+            );
+            continue;
+        }
         let Some(blocks) = content_blocks(&message["content"]) else {
-            unmapped.keep(
+            unmapped.wrong_type(
                 line,
                 "/message/content",
                 "content is neither a string nor content blocks".into(),
@@ -226,6 +339,7 @@ pub(super) fn build<'a>(
             );
             continue;
         };
+        built.readable += 1;
         let assistant = e["type"].as_str() == Some("assistant");
         if assistant && e["isApiErrorMessage"].as_bool() == Some(true) {
             // Claude Code writes an API failure in the model's place: the environment speaks.
@@ -233,7 +347,7 @@ pub(super) fn build<'a>(
             for (pointer, b) in &blocks {
                 match b["text"].as_str() {
                     Some(t) if b["type"].as_str() == Some("text") => texts.push(t),
-                    _ => unmapped.keep(line, pointer, unmapped_block(&b["type"]), b),
+                    _ => unmapped.block(line, pointer, b, ""),
                 }
             }
             let step = Step::environment_text(Some("api_error".into()), texts.join("\n"));
@@ -250,12 +364,6 @@ pub(super) fn build<'a>(
                 units.len() - 1
             });
             for (pointer, b) in blocks {
-                if b["type"].as_str() == Some("tool_use") {
-                    if let Some(id) = b["id"].as_str() {
-                        let name = b["name"].as_str().unwrap_or_default().to_owned();
-                        calls.entry(id.to_owned()).or_insert(name);
-                    }
-                }
                 if let Unit::Response(r) = &mut units[unit] {
                     r.push(Block {
                         line,
@@ -278,7 +386,7 @@ pub(super) fn build<'a>(
                     );
                     let id = b["tool_use_id"].as_str().unwrap_or_default();
                     let text = result_text(line, &pointer, &b["content"], unmapped);
-                    let known = calls.get(id).cloned();
+                    let known = calls.get(id).map(|n| (*n).to_owned());
                     match known {
                         Some(name) if !answers.contains_key(id) => {
                             if b["is_error"].as_bool() == Some(true) {
@@ -292,7 +400,7 @@ pub(super) fn build<'a>(
                             let reason = if known.is_some() {
                                 "a second result for a call already answered"
                             } else {
-                                "no tool_use before it in the conversation has this id"
+                                "no tool_use in the conversation has this id"
                             };
                             let note = Node::object([
                                 ("id", Node::from(id.to_owned())),
@@ -329,7 +437,7 @@ pub(super) fn build<'a>(
                     };
                     steps.push((Step::image(uri, Source::User), line, None));
                 }
-                _ => unmapped.keep(line, &pointer, unmapped_block(&b["type"]), &b),
+                _ => unmapped.block(line, &pointer, &b, ""),
             }
         }
         if !steps.is_empty() {
@@ -418,7 +526,7 @@ fn response<'a>(
             "tool_use" => {
                 unmapped.keep_block_fields(line, &pointer, &b, &["type", "id", "name", "input"]);
                 if !b["input"].is_object() && !b["input"].is_null() {
-                    unmapped.keep(
+                    unmapped.wrong_type(
                         line,
                         &format!("{pointer}/input"),
                         "a tool input that is not an object has no place in kwargs".into(),
@@ -440,11 +548,12 @@ fn response<'a>(
                 step.set_thought(description, thought.take().map(|t| t.0));
                 actions.push((step, line, Some(b["id"].as_str().map(str::to_owned))));
             }
-            _ => unmapped.keep(line, &pointer, unmapped_block(&b["type"]), &b),
+            _ => unmapped.block(line, &pointer, &b, ""),
         }
     }
     flush(&mut actions, &mut text, &mut thought);
     if let Some((t, line, pointer)) = thought {
+        unmapped.left.blocks += 1;
         unmapped.keep(
             line,
             &pointer,

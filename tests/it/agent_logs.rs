@@ -100,6 +100,15 @@ fn expect_of(file: &Path) -> Expect {
         "inspect" => Expect::Reads("inspect"),
         "mini-swe-agent" => Expect::Reads("mini-swe-agent"),
         "pi" | "openclaw" => Expect::Reads("pi"),
+        // Cline's API history is an Anthropic Messages conversation; its UI log is Cline's own
+        // (a Cline reader is still to come).
+        "cline"
+            if file
+                .to_string_lossy()
+                .ends_with("api_conversation_history.json") =>
+        {
+            Expect::Reads("anthropic")
+        }
         "aider" | "cline" | "copilot-cli" | "crush" | "cursor" | "droid" | "hermes"
         | "kimi-cli" | "letta-code" | "opencode" | "qwen-code" => Expect::Refused,
         other => panic!(
@@ -261,6 +270,22 @@ fn source_calls(format: &str, file: &Path) -> Calls {
             )
         }
         "mini-swe-agent" => mini_swe_agent_calls(&serde_json::from_slice(&bytes).expect("JSON")),
+        "anthropic" => {
+            // `tool_use` blocks; the reader gives a call with no `tool_result` (Cline's results
+            // are user text) an empty result linked to it, so every call is answered.
+            let doc: Value = serde_json::from_slice(&bytes).expect("JSON");
+            let calls = doc
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+                .filter(|b| b["type"] == "tool_use")
+                .count();
+            Calls {
+                calls,
+                answered: calls,
+            }
+        }
         "pi" => {
             // `toolCall` blocks of assistant messages, answered by `toolResult` messages; a
             // shell command the user ran (`bashExecution`) is a call and its own answer.

@@ -93,6 +93,12 @@ impl LeftOut {
         self.values > 0 || self.wrong_typed > 0
     }
 
+    /// Why the steps keep under half of the source's conversation messages, in words (the
+    /// counts without the messages).
+    pub fn why_lost(&self) -> String {
+        self.words(false)
+    }
+
     /// True when the steps keep under half of the source's conversation messages.
     pub fn keeps_under_half(&self) -> bool {
         self.messages.is_some_and(|(n, kept)| n > 0 && kept * 2 < n)
@@ -161,6 +167,11 @@ impl LeftOut {
     /// The counts in words, for a summary line: "12 lines left out, 2 values unmapped:
     /// details.claude_code"; empty when nothing was left out.
     pub fn describe(&self) -> String {
+        self.words(true)
+    }
+
+    /// [`LeftOut::describe`], with the messages kept (`messages`) or without.
+    fn words(&self, messages: bool) -> String {
         let plural = |n: u64, one: &str, many: &str| match n {
             1 => format!("1 {one}"),
             n => format!("{n} {many}"),
@@ -186,7 +197,7 @@ impl LeftOut {
                 "wrong-typed values",
             ));
         }
-        if let Some((n, kept)) = self.messages.filter(|(n, kept)| kept < n) {
+        if let Some((n, kept)) = self.messages.filter(|(n, kept)| messages && kept < n) {
             parts.push(format!("{kept} of {n} messages kept"));
         }
         if parts.is_empty() {

@@ -422,7 +422,7 @@ pub fn left_out_checked(
             "left-out",
             format!(
                 "the trajectory keeps {kept} of the source's {n} conversation messages: {}",
-                match left.describe().as_str() {
+                match left.why_lost().as_str() {
                     "" => "the rest are not in the conversation that went on".to_owned(),
                     why => why.to_owned(),
                 }

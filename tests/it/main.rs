@@ -27,6 +27,7 @@ mod inspect;
 mod interop;
 mod join;
 mod ledgermind;
+mod left_out;
 mod mini_swe_agent;
 mod mutants;
 mod parquet;

@@ -1,0 +1,105 @@
+//! What a reader leaves out is never silent: counted in `details.source.left_out`, printed per
+//! input by `convert` and `run`, warned about when most of a session is lost, and rejected with
+//! `--strict` (`[convert] strict`). The fixtures are Claude Code sessions written for these
+//! tests: one with a user line whose `message` is not an object, one whose conversation is
+//! mostly an inline sidechain.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use crate::common::{convert, json_lines, trajkit};
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/left_out")
+        .join(name)
+}
+
+#[test]
+fn a_wrong_typed_line_is_counted_printed_and_kept_out_without_strict() {
+    let file = fixture("wrong-typed-message.jsonl");
+    let (code, out, stderr) = convert(&[&file], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let left = &out[0]["details"]["source"]["left_out"];
+    assert_eq!(left["wrong_typed"], 1, "{left}");
+    assert_eq!(left["messages"], serde_json::json!({"in": 4, "kept": 3}));
+    assert_eq!(left["where"], "details.claude_code");
+    assert_eq!(
+        (
+            left["first"]["line"].as_u64(),
+            left["first"]["pointer"].as_str()
+        ),
+        (Some(3), Some("/message"))
+    );
+    assert!(
+        stderr.contains("wrong-typed-message.jsonl: 1 wrong-typed value, 3 of 4 messages kept: details.claude_code"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn strict_rejects_a_record_with_a_wrong_typed_line_at_its_pointer() {
+    let file = fixture("wrong-typed-message.jsonl");
+    let (code, out, stderr) = convert(&[&file], None, &["--strict"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(out.is_empty());
+    assert!(
+        stderr.contains("error[left-out]") && stderr.contains("/message: --strict"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("on line 3"), "{stderr}");
+}
+
+#[test]
+fn a_trajectory_keeping_under_half_of_its_messages_is_warned_about() {
+    let file = fixture("mostly-sidechain.jsonl");
+    let (code, out, stderr) = convert(&[&file], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(out.len(), 1);
+    assert!(
+        stderr.contains("warning[left-out]")
+            && stderr.contains("keeps 2 of the source's 7 conversation messages: 5 lines left out"),
+        "{stderr}"
+    );
+}
+
+/// A pipeline's `[convert] strict = true` rejects as `--strict` does, and `run.json` records
+/// what was left out of the trajectories written, per input.
+#[test]
+fn a_pipeline_reads_strict_and_records_left_out_per_input() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let pipeline = |strict: bool| {
+        format!(
+            "[[input]]\npath = {:?}\n[convert]\nstrict = {strict}\n[validate]\nmax_reject_rate = 1.0\n[[export]]\nto = \"adp\"\noutput = {:?}\n",
+            fixture("wrong-typed-message.jsonl"),
+            tmp.path().join(format!("out-{strict}"))
+        )
+    };
+    for strict in [false, true] {
+        let file = tmp.path().join(format!("p-{strict}.toml"));
+        std::fs::write(&file, pipeline(strict)).expect("write");
+        let out = trajkit().arg("run").arg(&file).output().expect("runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        let run: Value = serde_json::from_slice(
+            &std::fs::read(tmp.path().join(format!("out-{strict}/run.json"))).expect("run.json"),
+        )
+        .expect("JSON");
+        let input = &run["summary"]["inputs"][0];
+        assert_eq!(input["rejected"], u64::from(strict), "{run}");
+        assert!(stderr.contains("1 wrong-typed value"), "{stderr}");
+        if strict {
+            // The rejected record says why; nothing of it is counted as written.
+            assert!(input["left_out"].is_null(), "{run}");
+            assert!(stderr.contains("error[left-out]"), "{stderr}");
+        } else {
+            assert_eq!(input["left_out"]["wrong_typed"], 1, "{run}");
+        }
+        let written = std::fs::read_dir(tmp.path().join(format!("out-{strict}/data")))
+            .expect("data")
+            .map(|e| json_lines(&std::fs::read(e.expect("entry").path()).expect("read")).len())
+            .sum::<usize>();
+        assert_eq!(written, usize::from(!strict));
+    }
+}

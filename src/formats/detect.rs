@@ -320,6 +320,11 @@ mod tests {
                     "message": {"role": "user", "content": "x"}}),
                 "claude-code (lines have `sessionId` but the type `tool_result`",
             ),
+            // Gemini CLI's and Qwen Code's prompt log (`logs.json`).
+            (
+                json!({"sessionId": "s", "messageId": 0, "type": "user", "message": "hi"}),
+                "claude-code (lines have `sessionId` but a string `message`",
+            ),
             // Cursor: the body under `message`.
             (
                 json!({"role": "user", "message": {"content": [{"type": "text", "text": "hi"}]}}),

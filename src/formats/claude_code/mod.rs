@@ -116,7 +116,8 @@ impl Converter for ClaudeCode {
 
 /// Why a line with Claude Code's envelope (a `type` and the `sessionId`) is another tool's:
 /// Qwen Code writes the same envelope around Gemini-style bodies (`message.parts`), with a
-/// line type (`tool_result`) and a field (`systemPayload`) of its own. `None` for a line of
+/// line type (`tool_result`) and a field (`systemPayload`) of its own; the prompt logs of
+/// Gemini CLI and Qwen Code (`logs.json`) have a string `message`. `None` for a line of
 /// Claude Code's, or one without the envelope.
 fn foreign_line(line: &Value) -> Option<String> {
     if !line["type"].is_string() || !has_keys(line, &["sessionId"]) {
@@ -124,6 +125,8 @@ fn foreign_line(line: &Value) -> Option<String> {
     }
     let why = if line["message"].get("parts").is_some() {
         "lines have `sessionId` but their `message` has Gemini-style `parts`, not `content`, as Qwen Code writes them"
+    } else if line["message"].is_string() {
+        "lines have `sessionId` but a string `message`, as the prompt logs of Gemini CLI and Qwen Code (`logs.json`) have"
     } else if line["type"] == "tool_result" {
         "lines have `sessionId` but the type `tool_result`, which Claude Code does not write"
     } else if line.get("systemPayload").is_some() {

@@ -34,6 +34,15 @@ pub trait Converter: Sync {
     /// True when `first`, the first record of an input, looks like this format (for
     /// `--from auto`). Exactly one converter may claim an input.
     fn sniff(&self, first: &Value) -> bool;
+    /// Why [`Converter::sniff`] declines `first` when the record comes close to this format
+    /// (it has some of the format's fields, but not those that make it the format): a few
+    /// words naming what is there and what is missing, such as "lines have `sessionId` but
+    /// their `message` has Gemini-style `parts`, not `content`". `--from auto` names the
+    /// formats that decline so when no format claims an input. `None` (the default): the
+    /// record is nothing like this format, or the format claims it.
+    fn decline(&self, _first: &Value) -> Option<String> {
+        None
+    }
     /// True when `messages`, the messages of a chat every converter of chats would read (an
     /// OpenAI chat to [`Converter::sniff`]), carry marks that are this format's own (an agent's
     /// fence or observation template): the chat is then this format's. None by default.
@@ -53,6 +62,11 @@ pub trait Converter: Sync {
     /// as a whole (rather than a folder of files to read one by one), or a database file.
     fn claims_path(&self, _path: &Path) -> bool {
         false
+    }
+    /// As [`Converter::decline`], for a `path` that [`Converter::claims_path`] declines though
+    /// it comes close (a SQLite database of another tool).
+    fn decline_path(&self, _path: &Path) -> Option<String> {
+        None
     }
     /// True when the records are ADP trajectories already (ADP files, Parquet exports): they
     /// are passed on as they are, even with no steps, where a reader of another format

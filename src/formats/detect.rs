@@ -1,5 +1,7 @@
 //! `--from auto`: choosing each input's converter from its first record.
 
+use std::path::Path;
+
 use serde_json::Value;
 
 use super::converters;
@@ -20,15 +22,21 @@ pub enum DetectError {
     /// Standard input is read once, so it cannot be sniffed.
     #[error("standard input cannot be sniffed; name its format with --from")]
     Stdin,
-    /// No converter recognizes the first record that is JSON, or no record is JSON.
-    #[error("cannot detect the format of {path}: its first record (line {line}) {what}; name it with --from (see `trajkit formats`)")]
+    /// No converter claims the input (nor its first record that is JSON).
+    #[error(
+        "cannot detect the format of {path}: no format claims it{}{}; name it with --from (see `trajkit formats`)",
+        .what.as_ref().map(|w| format!(": {w}")).unwrap_or_default(),
+        closest_text(.closest)
+    )]
     Unknown {
         /// The input.
         path: String,
-        /// Line of the first record that is JSON (or of the first record, when none is).
-        line: u64,
-        /// What the record looks like.
-        what: String,
+        /// What its first record looks like ("its first record (line 3) has keys [...]"), when
+        /// the input was read as JSON records.
+        what: Option<String>,
+        /// The formats that come closest and why each declined ([`Converter::decline`],
+        /// [`Converter::decline_path`]): `name (reason)`, at most [`CLOSEST`].
+        closest: Vec<String>,
     },
     /// Several converters recognize it.
     #[error("the format of {path} is ambiguous: it looks like {candidates}; name it with --from")]
@@ -38,6 +46,36 @@ pub enum DetectError {
         /// The formats that matched.
         candidates: String,
     },
+}
+
+/// How many of the formats that decline an input ([`declined`]) an error names.
+pub const CLOSEST: usize = 3;
+
+/// `; closest: a (why), b (why)`, or nothing when no format came close.
+fn closest_text(closest: &[String]) -> String {
+    if closest.is_empty() {
+        String::new()
+    } else {
+        format!("; closest: {}", closest.join(", "))
+    }
+}
+
+/// The formats that come close to the input at `path` and why each declined it, as `name
+/// (reason)`, in registry order, at most [`CLOSEST`]: the path ([`Converter::decline_path`]),
+/// then its first record that is JSON, if any ([`Converter::decline`]).
+pub fn declined(path: &Path, first: Option<&Value>) -> Vec<String> {
+    let converters = converters();
+    let by_path = converters
+        .iter()
+        .filter_map(|c| Some((c.name(), c.decline_path(path)?)));
+    let by_record = converters
+        .iter()
+        .filter_map(|c| Some((c.name(), c.decline(first?)?)));
+    by_path
+        .chain(by_record)
+        .take(CLOSEST)
+        .map(|(name, why)| format!("{name} ({why})"))
+        .collect()
 }
 
 /// The converters whose `sniff` accepts `first`.
@@ -61,6 +99,17 @@ pub fn detect_input(path: &str) -> Result<&'static dyn Converter, DetectError> {
     if path == "-" {
         return Err(DetectError::Stdin);
     }
+    let unknown = |what: Option<String>, first: Option<&Value>| DetectError::Unknown {
+        path: path.to_owned(),
+        what,
+        closest: declined(Path::new(path), first),
+    };
+    // A file a format comes close to reading whole (a database of another tool) is not read
+    // as JSON records.
+    let by_path = unknown(None, None);
+    if matches!(&by_path, DetectError::Unknown { closest, .. } if !closest.is_empty()) {
+        return Err(by_path);
+    }
     let reader = open::open(path).map_err(|e| read_err(e.to_string()))?;
     let mut framer = Framer::new(reader, layout_hint(path), 64 << 20);
     // The first record that is JSON, and the first problem of those before it.
@@ -83,17 +132,13 @@ pub fn detect_input(path: &str) -> Result<&'static dyn Converter, DetectError> {
         (Some(found), _) => found,
         (None, None) => return Ok(&super::adp::Adp),
         (None, Some((line, what))) => {
-            return Err(DetectError::Unknown {
-                path: path.to_owned(),
-                line,
-                what: format!("{what}, nor is any record after it"),
-            })
+            return Err(unknown(
+                Some(format!(
+                    "its first record (line {line}) {what}, nor is any record after it"
+                )),
+                None,
+            ))
         }
-    };
-    let unknown = |what: String| DetectError::Unknown {
-        path: path.to_owned(),
-        line,
-        what,
     };
     let mut found = candidates(&first);
     if let [only] = found.as_slice() {
@@ -106,15 +151,18 @@ pub fn detect_input(path: &str) -> Result<&'static dyn Converter, DetectError> {
     match found.as_slice() {
         [one] => Ok(*one),
         [] => {
-            let keys: Vec<&str> = first
-                .as_object()
-                .map(|o| o.keys().map(String::as_str).take(12).collect())
-                .unwrap_or_default();
-            Err(unknown(if keys.is_empty() {
-                "is not a JSON object".to_owned()
-            } else {
-                format!("has keys {keys:?}, which match no known format")
-            }))
+            let what = match first.as_object() {
+                None => "is not a JSON object".to_owned(),
+                Some(o) if o.is_empty() => "is an empty object".to_owned(),
+                Some(o) => {
+                    let keys: Vec<&str> = o.keys().map(String::as_str).take(12).collect();
+                    format!("has keys {keys:?}")
+                }
+            };
+            Err(unknown(
+                Some(format!("its first record (line {line}) {what}")),
+                Some(&first),
+            ))
         }
         many => Err(DetectError::Ambiguous {
             path: path.to_owned(),
@@ -254,5 +302,68 @@ mod tests {
         }
         assert!(names(json!({"messages": []})).is_empty());
         assert!(names(json!([1, 2])).is_empty());
+    }
+
+    /// Records that have some of a format's fields but not those that make it the format: no
+    /// format claims them, and the one that comes close says why it declined.
+    #[test]
+    fn a_near_miss_is_claimed_by_none_and_declined_with_a_reason() {
+        let cases = [
+            // Qwen Code: Claude Code's envelope, Gemini's bodies.
+            (
+                json!({"uuid": "u", "parentUuid": null, "sessionId": "s", "type": "user",
+                    "message": {"role": "user", "parts": [{"text": "hi"}]}}),
+                "claude-code (lines have `sessionId` but their `message` has Gemini-style `parts`",
+            ),
+            (
+                json!({"uuid": "u", "sessionId": "s", "type": "tool_result",
+                    "message": {"role": "user", "content": "x"}}),
+                "claude-code (lines have `sessionId` but the type `tool_result`",
+            ),
+            // Gemini CLI's and Qwen Code's prompt log (`logs.json`).
+            (
+                json!({"sessionId": "s", "messageId": 0, "type": "user", "message": "hi"}),
+                "claude-code (lines have `sessionId` but a string `message`",
+            ),
+            // Cursor: the body under `message`.
+            (
+                json!({"role": "user", "message": {"content": [{"type": "text", "text": "hi"}]}}),
+                "openai (the first message has no `content` nor `tool_calls`: its body is under `message`)",
+            ),
+            // Kimi CLI's pseudo-roles.
+            (
+                json!({"role": "_system_prompt", "content": "You are Kimi."}),
+                "openai (the first message has the role \"_system_prompt\", which is not one of OpenAI's",
+            ),
+            (
+                json!({"messages": [{"info": {}, "parts": []}]}),
+                "openai (its `messages` have no `role`)",
+            ),
+            (
+                json!({"id": "s1", "system_prompt": "p",
+                    "messages": [{"id": 9, "session_id": "s1", "role": "user", "content": "hi"}]}),
+                "openai (a Hermes session export",
+            ),
+        ];
+        for (first, why) in cases {
+            assert!(names(first.clone()).is_empty(), "{first}");
+            let closest = declined(Path::new("in.jsonl"), Some(&first));
+            assert!(
+                matches!(closest.as_slice(), [one] if one.starts_with(why)),
+                "{first}: {closest:?}"
+            );
+        }
+        // What a format claims, or what is nothing like any format, none declines.
+        for first in [
+            json!({"role": "user", "content": "hi"}),
+            json!({"messages": [{"role": "tool", "tool_call_id": "c", "content": "ok"}]}),
+            json!({"type": "user", "sessionId": "s", "message": {"role": "user", "content": "hi"}}),
+            json!({"type": "session", "version": 3, "id": "s"}),
+        ] {
+            assert!(
+                declined(Path::new("in.jsonl"), Some(&first)).is_empty(),
+                "{first}"
+            );
+        }
     }
 }

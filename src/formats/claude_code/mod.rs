@@ -68,16 +68,24 @@ impl Converter for ClaudeCode {
     }
 
     /// Claude Code's lines carry a `type` and the `sessionId`, except its bookkeeping lines
-    /// `summary` (`leafUuid`) and the file-history ones (`messageId` and the snapshot).
+    /// `summary` (`leafUuid`) and the file-history ones (`messageId` and the snapshot); a line
+    /// whose body is another tool's is not ([`foreign_line`]).
     fn sniff(&self, first: &Value) -> bool {
         let Some(kind) = first["type"].as_str() else {
             return false;
         };
+        if foreign_line(first).is_some() {
+            return false;
+        }
         has_keys(first, &["sessionId"])
             || has_keys(first, &["leafUuid"])
             || (kind == "file-history-snapshot" && has_keys(first, &["messageId", "snapshot"]))
             || (kind == "file-history-delta"
                 && has_keys(first, &["messageId", "snapshotMessageId"]))
+    }
+
+    fn decline(&self, first: &Value) -> Option<String> {
+        foreign_line(first)
     }
 
     fn claims_path(&self, path: &Path) -> bool {
@@ -107,6 +115,29 @@ impl Converter for ClaudeCode {
         let bundle = parse_bundle_node(record, &mut slow, MARKER, NOT_A_SESSION);
         Some(bundle.and_then(|b| to(to_partial(&b, record)?)))
     }
+}
+
+/// Why a line with Claude Code's envelope (a `type` and the `sessionId`) is another tool's:
+/// Qwen Code writes the same envelope around Gemini-style bodies (`message.parts`), with a
+/// line type (`tool_result`) and a field (`systemPayload`) of its own; the prompt logs of
+/// Gemini CLI and Qwen Code (`logs.json`) have a string `message`. `None` for a line of
+/// Claude Code's, or one without the envelope.
+fn foreign_line(line: &Value) -> Option<String> {
+    if !line["type"].is_string() || !has_keys(line, &["sessionId"]) {
+        return None;
+    }
+    let why = if line["message"].get("parts").is_some() {
+        "lines have `sessionId` but their `message` has Gemini-style `parts`, not `content`, as Qwen Code writes them"
+    } else if line["message"].is_string() {
+        "lines have `sessionId` but a string `message`, as the prompt logs of Gemini CLI and Qwen Code (`logs.json`) have"
+    } else if line["type"] == "tool_result" {
+        "lines have `sessionId` but the type `tool_result`, which Claude Code does not write"
+    } else if line.get("systemPayload").is_some() {
+        "lines have `sessionId` but a `systemPayload`, which Claude Code does not write"
+    } else {
+        return None;
+    };
+    Some(why.to_owned())
 }
 
 /// What a record that is not a session bundle is told.

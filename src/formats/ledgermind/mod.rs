@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use self::store::{is_sqlite, EventCheck, SessionOptions, SessionRecords};
+use self::store::{is_sqlite, tables, EventCheck, SessionOptions, SessionRecords};
 use crate::convert::{
     ConvertOptions, Converter, FormatOption, FormatOptions, OptionValue, Partial, PartialSink,
 };
@@ -99,8 +99,27 @@ impl Converter for LedgerMind {
             && first.get("class_").is_none()
     }
 
+    /// A SQLite file with LedgerMind's `events` table (other tools keep SQLite stores too).
     fn claims_path(&self, path: &Path) -> bool {
-        path.is_file() && is_sqlite(path)
+        path.is_file() && is_sqlite(path) && tables(path).is_some_and(|t| has_events(&t))
+    }
+
+    fn decline_path(&self, path: &Path) -> Option<String> {
+        if !path.is_file() || !is_sqlite(path) {
+            return None;
+        }
+        match tables(path) {
+            None => Some("a SQLite database that cannot be opened".to_owned()),
+            Some(t) if !has_events(&t) => Some(format!(
+                "a SQLite database without LedgerMind's `events` table; its tables: {}",
+                if t.is_empty() {
+                    "none".to_owned()
+                } else {
+                    t.join(", ")
+                }
+            )),
+            Some(_) => None,
+        }
     }
 
     fn open_source(
@@ -128,6 +147,11 @@ impl Converter for LedgerMind {
         let mut slow = None;
         Some(session(record, &mut slow).and_then(|s| to(to_partial(s, record))))
     }
+}
+
+/// True when `tables` holds LedgerMind's `events` table.
+fn has_events(tables: &[String]) -> bool {
+    tables.iter().any(|t| t == "events")
 }
 
 /// The session a record of [`SessionRecords`] holds, read straight from its bytes (or, when the

@@ -77,6 +77,26 @@ pub fn is_sqlite(path: &Path) -> bool {
         .is_ok_and(|()| &head == b"SQLite format 3\0")
 }
 
+/// The names of the tables of the SQLite store at `path`, sorted, SQLite's own (`sqlite_*`)
+/// left out; the store is opened as [`open_store`] opens it, so nothing is written beside it.
+/// `None` when it cannot be read.
+pub fn tables(path: &Path) -> Option<Vec<String>> {
+    let mut copy = None;
+    let conn = open_store(path, &mut copy).ok()?;
+    let mut query = conn
+        .prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'table' \
+             AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
+        )
+        .ok()?;
+    let names = query
+        .query_map([], |row| row.get::<_, String>(0))
+        .ok()?
+        .collect::<rusqlite::Result<Vec<String>>>()
+        .ok();
+    names
+}
+
 /// What sessions are cut by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {

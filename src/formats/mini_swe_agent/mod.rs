@@ -328,6 +328,16 @@ impl<'a> Run<'a> {
     /// Message `i`; `last` when it ends the list.
     fn message(&mut self, i: usize, m: &'a Node<'a>, last: bool) -> Result<(), (String, String)> {
         let at = format!("/messages/{i}");
+        let chat_role = matches!(
+            m["role"].as_str(),
+            Some("system" | "developer" | "user" | "assistant" | "tool")
+        );
+        if chat_role && m.get("content").is_none() && m.get("tool_calls").is_none() {
+            return Err((
+                at,
+                "the message has no `content` nor `tool_calls`: nothing to read".to_owned(),
+            ));
+        }
         let start = self.content.len();
         let no_action_before = std::mem::take(&mut self.after_no_action);
         let mapped: &[&str] = match (m["role"].as_str(), m["object"].as_str(), m["type"].as_str()) {

@@ -68,6 +68,11 @@ impl Converter for OpenAi {
             .is_some_and(|m| m.get("role").is_some());
         ((chat && first.get("trajectory_format").is_none()) || is_message(first))
             && !is_messages_api_chat(first)
+            && not_a_chat(first).is_none()
+    }
+
+    fn decline(&self, first: &Value) -> Option<String> {
+        not_a_chat(first)
     }
 
     fn open_source(
@@ -121,6 +126,58 @@ impl Converter for OpenAi {
         }
         Ok(vec![(traj, AdpVersion::V1_5)])
     }
+}
+
+/// The roles of OpenAI chat messages.
+const ROLES: &[&str] = &[
+    "system",
+    "developer",
+    "user",
+    "assistant",
+    "tool",
+    "function",
+];
+
+/// The keys of an OpenAI message of which it has at least one: what it says.
+const BODY: &[&str] = &["content", "tool_calls", "function_call"];
+
+/// Why `first`, a chat record or the first message of a file of them, is not an OpenAI chat
+/// though it looks like one: its messages have no `role`, or a role that is not OpenAI's
+/// (Kimi CLI's `_checkpoint`, `_usage`, `_system_prompt`), or no body (Cursor's transcripts
+/// put it under `message`); or the record is a Hermes session export (a `system_prompt`
+/// beside messages that are rows of the session, naming its `id` as their `session_id`).
+/// `None` for an OpenAI chat, or a record that is no chat at all.
+fn not_a_chat(first: &Value) -> Option<String> {
+    let (m, whose) = match first["messages"].as_array().and_then(|m| m.first()) {
+        Some(m) if first.get("role").is_none() => (m, "its first message"),
+        _ if is_message(first) => (first, "the first message"),
+        _ => return None,
+    };
+    let Some(role) = m["role"].as_str() else {
+        return Some("its `messages` have no `role`".to_owned());
+    };
+    if !ROLES.contains(&role) {
+        return Some(format!(
+            "{whose} has the role {role:?}, which is not one of OpenAI's: {}",
+            ROLES.join(", ")
+        ));
+    }
+    if BODY.iter().all(|k| m.get(*k).is_none()) {
+        let under = if m["message"].is_object() {
+            ": its body is under `message`"
+        } else {
+            ""
+        };
+        return Some(format!("{whose} has no `content` nor `tool_calls`{under}"));
+    }
+    let session = &first["id"];
+    if first.get("system_prompt").is_some() && session.is_string() && m["session_id"] == *session {
+        return Some(
+            "a Hermes session export: a `system_prompt` beside messages that name the session as their `session_id`"
+                .to_owned(),
+        );
+    }
+    None
 }
 
 /// The content parts no step holds (audio, files, an image outside a user message, ...), each
@@ -213,6 +270,12 @@ fn steps(v: &Node) -> Result<Vec<Step>, (String, String)> {
     let mut call_names: HashMap<String, String> = HashMap::new();
     let mut last_function: Option<String> = None;
     for (i, m) in messages.iter().enumerate() {
+        if BODY.iter().all(|k| m.get(k).is_none()) {
+            return Err((
+                format!("/messages/{i}"),
+                "the message has no `content` nor `tool_calls`: nothing to read".to_owned(),
+            ));
+        }
         let content = &m["content"];
         match m["role"].as_str().unwrap_or_default() {
             "system" | "developer" => out.push(system_step(message_text(content))),

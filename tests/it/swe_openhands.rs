@@ -559,6 +559,14 @@ fn the_oldest_openhands_histories_are_read() {
         .expect("event_fields")
         .iter()
         .any(|e| e["pointer"] == "/history/2" && e["fields"]["extras"]["exit_code"] == 0));
+    // What the run action has beside its command is kept too.
+    assert!(d["event_fields"]
+        .as_array()
+        .expect("event_fields")
+        .iter()
+        .any(|e| e["pointer"] == "/history/1"
+            && e["fields"]["args"]["keep_prompt"] == true
+            && e["fields"]["args"]["is_confirmed"] == "confirmed"));
     assert_eq!(validate_adp(&out), 0);
 
     // OpenDevin's evaluation outputs: a history of [action, observation] pairs.

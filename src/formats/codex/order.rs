@@ -14,7 +14,8 @@ use crate::model::Step;
 ///
 /// Calls must already be linked only when an output answers them (a call's output comes after
 /// it). Calls of one response that follow each other stay together, each output closing its
-/// own call; a step waiting for outputs holds back everything after it (a later call is a
+/// own call (a call no output answers, such as a hosted web search, waits like any other
+/// step); a step waiting for outputs holds back everything after it (a later call is a
 /// reaction to it) until the last open call is answered, then all of it follows, in file order.
 pub fn outputs_first(content: &[Step]) -> (Vec<usize>, Vec<usize>) {
     let mut order = Vec::with_capacity(content.len());
@@ -36,7 +37,7 @@ pub fn outputs_first(content: &[Step]) -> (Vec<usize>, Vec<usize>) {
                     queue.push_front(h);
                 }
             }
-        } else if !open.is_empty() && (!step.is_tool_action() || !held.is_empty()) {
+        } else if !open.is_empty() && (id.is_none() || !step.is_tool_action() || !held.is_empty()) {
             moved[i] = true;
             held.push(i);
         } else {
@@ -109,5 +110,12 @@ mod tests {
         let mut content = unlinked.to_vec();
         *content[0].tool_call_id_mut() = None;
         assert_eq!(outputs_first(&content), (vec![0, 1], vec![]));
+    }
+
+    #[test]
+    fn an_unanswered_call_between_a_call_and_its_output_waits_for_the_output() {
+        let mut content = vec![call("a"), call("w"), out("a"), Step::message("m", None)];
+        *content[1].tool_call_id_mut() = None;
+        assert_eq!(outputs_first(&content), (vec![0, 2, 1, 3], vec![1]));
     }
 }

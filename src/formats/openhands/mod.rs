@@ -339,8 +339,10 @@ const EVENT_MAPPED: &[&str] = &[
 /// What an event has that its steps do not hold: its `id`, `timestamp`, display `message`,
 /// `extras` (a browse observation's `url` aside), the `args` no step holds (a message's or the
 /// system's others, a tool action's bookkeeping), and the call metadata but the ids and the
-/// model response's `choices` (the calls the steps hold).
-fn event_fields(v: &Value) -> JsonObject {
+/// model response's `choices` (the calls the steps hold). Of an event of the oldest shape
+/// (`legacy`), a tool action keeps every argument its step does not hold: its fields were
+/// the dataclass's, not OpenHands' serialization.
+fn event_fields(v: &Value, legacy: bool) -> JsonObject {
     let mut fields = fields_except(v, EVENT_MAPPED);
     if let Some(kind) = v["action"].as_str() {
         // A message's or the system's arguments beside what its step (or the system prompt)
@@ -351,6 +353,15 @@ fn event_fields(v: &Value) -> JsonObject {
                 &["content", "image_urls", "images_urls", "thought"],
             ),
             "system" => fields_except(&v["args"], &["content", "tools"]),
+            "run" if legacy => fields_except(&v["args"], &["command", "thought"]),
+            "run_ipython" if legacy => fields_except(&v["args"], &["code", "thought"]),
+            _ if legacy => {
+                let held = native_kwargs(kind, &v["args"]);
+                fields_except(&v["args"], &["thought"])
+                    .into_iter()
+                    .filter(|(k, _)| !held.contains_key(k))
+                    .collect()
+            }
             _ => fields_except(&v["args"], &["thought"])
                 .into_iter()
                 .filter(|(k, _)| BOOKKEEPING.contains(&k.as_str()))
@@ -522,7 +533,7 @@ impl Run {
                 // An event that made no step (a controller's) leaves the call waiting.
                 self.open_call = self.open_call.take().or(open);
             }
-            let fields = event_fields(&e.v);
+            let fields = event_fields(&e.v, matches!(e.v, Cow::Owned(_)));
             if self.skipped.len() == skipped && !fields.is_empty() {
                 let steps: Vec<usize> = (first..self.content.len()).collect();
                 let mut note = json!({"steps": steps, "fields": fields});

@@ -51,8 +51,8 @@ pub fn has_messages_api_blocks(message: &Value) -> bool {
 
 /// True when `first` (a record, or the first message of a file that is one chat) is an
 /// Anthropic Messages API conversation rather than an OpenAI chat: a chat record (`messages`
-/// whose first item has a `role`, no `trajectory_format`) with a top-level `system` or a
-/// message holding Messages API blocks ([`has_messages_api_blocks`]); or a bare message
+/// whose first item has a `role`, no `trajectory_format`) with a top-level `system` (a string
+/// or a list of blocks) or a message holding Messages API blocks ([`has_messages_api_blocks`]); or a bare message
 /// holding them. The `anthropic` format claims exactly these, and `openai` declines them.
 pub fn is_messages_api_chat(first: &Value) -> bool {
     if is_message(first) {
@@ -63,7 +63,8 @@ pub fn is_messages_api_chat(first: &Value) -> bool {
     };
     let chat = messages.first().is_some_and(|m| m.get("role").is_some())
         && first.get("trajectory_format").is_none();
-    chat && (first.get("system").is_some() || messages.iter().any(has_messages_api_blocks))
+    let system = first["system"].is_string() || first["system"].is_array();
+    chat && (system || messages.iter().any(has_messages_api_blocks))
 }
 
 /// Clears the link id of every tool action no observation answers (as [`unlink_unanswered`])

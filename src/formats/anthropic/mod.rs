@@ -203,6 +203,7 @@ mod tests {
         ];
         let theirs = [
             json!({"messages": [{"role": "user", "content": "hi"}]}),
+            json!({"system": null, "messages": [{"role": "user", "content": "hi"}]}),
             json!({"role": "user", "content": "hi"}),
             json!({"role": "user", "content": [{"type": "text", "text": "hi"}]}),
             json!({"role": "user", "content": [{"type": "image_url", "image_url": {"url": "u"}}]}),

@@ -9,15 +9,15 @@
 //! They are written in turn, each made unique (`<trajectory_id>-<n>`, Reflexion iteration `n`,
 //! or `<id>#<n>`), until the output reaches BYTES (default 1 GiB). The output is deterministic.
 //!
-//! With `sessions`, each file of `SHAPES_DIR` is one agent session (Codex, Claude Code or
+//! With `sessions`, each file of `SHAPES_DIR` is one agent session (Codex, Claude Code, Pi or
 //! Gemini CLI JSON lines; a Gemini CLI, mini-swe-agent, Inspect AI or ATIF document; an
 //! Inspect AI `.eval` archive), and `OUT_DIR` gets files `session-<n><extension>` of about 1 MB
 //! until BYTES. A JSON-lines session keeps its first line and repeats the others; a document
 //! keeps the first and last items of its `messages`, `samples` or `steps` and repeats those
 //! between (ATIF `step_id`s renumbered); an archive keeps its header and repeats its samples.
 //! Repeat `k` makes message, line and call ids `<id>-<k>` (so each result still answers its
-//! own call, and a Claude Code repeat hangs off the previous one); file `n` makes session and
-//! run ids `<id>-<n>`.
+//! own call, and a Claude Code or Pi repeat hangs off the previous one); file `n` makes session
+//! and run ids `<id>-<n>`.
 
 use std::fs;
 use std::io::{BufWriter, Write};
@@ -134,7 +134,9 @@ const REPEAT_KEYS: &[&str] = &[
     "id",
     "uuid",
     "parentUuid",
+    "parentId",
     "call_id",
+    "toolCallId",
     "tool_call_id",
     "tool_use_id",
     "source_call_id",
@@ -273,6 +275,10 @@ fn sessions(out: &Path, target: u64, shapes: &Path) -> Result<(), Box<dyn std::e
                 if let Some(id) = head.pointer_mut("/payload/id") {
                     *id = suffixed(id, n).unwrap_or(Value::Null);
                 }
+                if head["type"] == "session" {
+                    // A Pi session header: its id is the session's.
+                    head["id"] = suffixed(&head["id"], n).unwrap_or(Value::Null);
+                }
                 serde_json::to_writer(&mut bytes, &head)?;
                 bytes.push(b'\n');
                 let mut known: std::collections::HashSet<String> = head["uuid"]
@@ -288,19 +294,24 @@ fn sessions(out: &Path, target: u64, shapes: &Path) -> Result<(), Box<dyn std::e
                     let before = last_uuid.clone();
                     for line in &lines[1..] {
                         let mut v = repeat(line, k);
+                        // Claude Code links lines by `uuid`/`parentUuid`, Pi by `id`/`parentId`.
+                        let (id_key, parent_key) = match v.get("parentId") {
+                            Some(_) => ("id", "parentId"),
+                            None => ("uuid", "parentUuid"),
+                        };
                         // A line whose parent is in no earlier line (a repeat's root) hangs off
                         // the previous repeat's last line: the file stays one conversation.
-                        let orphan = match &v["parentUuid"] {
-                            Value::Null => k > 0 && v.get("parentUuid").is_some(),
+                        let orphan = match &v[parent_key] {
+                            Value::Null => k > 0 && v.get(parent_key).is_some(),
                             Value::String(p) => !known.contains(p),
                             _ => false,
                         };
                         if orphan {
-                            v["parentUuid"] = before.clone();
+                            v[parent_key] = before.clone();
                         }
-                        if let Some(u) = v["uuid"].as_str() {
+                        if let Some(u) = v[id_key].as_str() {
                             known.insert(u.to_owned());
-                            last_uuid = v["uuid"].clone();
+                            last_uuid = v[id_key].clone();
                         }
                         serde_json::to_writer(&mut bytes, &v)?;
                         bytes.push(b'\n');

@@ -122,9 +122,9 @@ fn the_corpus_sessions_convert_with_every_call_linked() {
         .as_str()
         .is_some_and(|r| r.contains("BOOTSTRAP")));
     let d = &t["details"]["pi"];
-    assert_eq!(d["custom"][0]["custom_type"], "model-snapshot");
+    assert_eq!(d["custom"][0]["customType"], "model-snapshot");
     assert_eq!(d["blank_texts"], 1);
-    assert_eq!(d["thinking_levels"][0]["level"], "low");
+    assert_eq!(d["thinking_levels"][0]["thinkingLevel"], "low");
 }
 
 #[test]
@@ -203,10 +203,13 @@ fn the_conversation_is_the_path_to_the_last_entry() {
     assert_eq!(c[5]["description"], "Reading it.");
     let d = &t["details"]["pi"];
     assert_eq!(d["branches_left_out"], json!(["u2", "a2", "r2"]));
-    assert_eq!(d["branch_summaries"][0]["from_id"], "r2");
-    assert_eq!(d["labels"][0], json!({"target_id": "u3", "label": "good"}));
+    assert_eq!(d["branch_summaries"][0]["fromId"], "r2");
+    assert_eq!(
+        d["labels"][0],
+        json!({"id": "l1", "targetId": "u3", "label": "good"})
+    );
     assert_eq!(d["name"], "files");
-    assert_eq!(d["model_changes"][0]["model_id"], "claude-sonnet-4-5");
+    assert_eq!(d["model_changes"][0]["modelId"], "claude-sonnet-4-5");
     assert_eq!(d["usage"]["totalTokens"], 45);
     let left = &t["details"]["source"]["left_out"];
     assert_eq!(left["lines"], 3);
@@ -244,8 +247,8 @@ fn a_compaction_is_marked_where_it_applies() {
     let k = &t["details"]["pi"]["compactions"][0];
     assert_eq!(k["step"], 4);
     assert_eq!(k["kept_from_step"], 2);
-    assert_eq!(k["tokens_before"], 50000);
-    assert_eq!(k["first_kept_entry_id"], "u2");
+    assert_eq!(k["tokensBefore"], 50000);
+    assert_eq!(k["firstKeptEntryId"], "u2");
     assert!(k["summary"]
         .as_str()
         .is_some_and(|s| s.starts_with("## Goal")));
@@ -358,6 +361,7 @@ fn aborted_messages_and_unanswered_calls() {
         entry("a2", Some("u2"), {
             let mut m = assistant(json!([]), "error");
             m["errorMessage"] = json!("overloaded_error");
+            m["responseId"] = json!("resp-7");
             m
         }),
         entry("u3", Some("a2"), user("again")),
@@ -374,6 +378,27 @@ fn aborted_messages_and_unanswered_calls() {
             ),
         ),
     ]);
+    // The session ends on calls: one answered, the other not (its result is Pi's, as the
+    // result of the other follows it).
+    let cut = converted(&[
+        header(),
+        entry("u1", None, user("look")),
+        entry(
+            "a1",
+            Some("u1"),
+            assistant(
+                json!([
+                    call("x1", "read", json!({"path": "a"})),
+                    call("x2", "read", json!({"path": "b"}))
+                ]),
+                "toolUse",
+            ),
+        ),
+        entry("r2", Some("a1"), result("x2", "read", "b's text")),
+    ]);
+    assert_eq!(cut["content"][3]["tool_call_id"], "x2");
+    assert_eq!(cut["content"][4]["tool_call_id"], "x1");
+    assert_eq!(cut["content"][4]["content"], "No result provided");
     assert_eq!(
         step_classes(&t),
         [
@@ -447,7 +472,10 @@ fn a_version_1_file_is_one_linear_conversation() {
     assert_eq!(d["session"]["modelId"], "claude-sonnet-4-5");
     assert_eq!(d["compactions"][0]["kept_from_step"], 2);
     assert_eq!(d["compactions"][0]["step"], 3);
-    assert_eq!(d["thinking_levels"][0], json!({"step": 3, "level": "high"}));
+    assert_eq!(
+        d["thinking_levels"][0],
+        json!({"step": 3, "thinkingLevel": "high"})
+    );
     assert!(t["details"]["source"].get("left_out").is_none());
 }
 

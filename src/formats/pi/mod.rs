@@ -190,8 +190,8 @@ fn to_partial<'a>(
     }
     for c in &mut built.lists.compactions {
         let kept = match (
-            c["first_kept_entry_id"].as_str(),
-            c["first_kept_entry_index"].as_u64(),
+            c["firstKeptEntryId"].as_str(),
+            c["firstKeptEntryIndex"].as_u64(),
         ) {
             (Some(k), _) => by_id.get(k).copied(),
             // Version 1 counts the file's entries, the header being 0.
@@ -265,6 +265,8 @@ fn to_partial<'a>(
                 .collect(),
         ),
     );
+    put("other_entries", list(lists.other_entries));
+    put("extra_fields", list(lists.extra_fields));
     put("unmapped", list(lists.unmapped));
     put(
         "thinking_signatures",

@@ -75,6 +75,8 @@ pub(super) struct Lists<'a> {
     pub unanswered_calls: Vec<Node<'a>>,
     pub unlinked_results: Vec<Node<'a>>,
     pub unmapped: Vec<Node<'a>>,
+    pub extra_fields: Vec<Node<'a>>,
+    pub other_entries: Vec<Node<'a>>,
 }
 
 /// Token usage and cost summed over the assistant messages on the path, and their stop
@@ -136,9 +138,28 @@ fn compact<'a>(pairs: impl IntoIterator<Item = (&'static str, Node<'a>)>) -> Nod
     )
 }
 
-/// An image block (`{type: "image", data, mimeType}`) as a data URI.
+/// The keys every entry has: not repeated in the notes `details.pi` keeps of entries.
+const BASE_KEYS: [&str; 3] = ["type", "parentId", "timestamp"];
+
+/// A note of an entry for `details.pi`: the step it applies from (or holds), then its fields
+/// but the base keys and `except`.
+fn noted<'a>(step: usize, entry: &Node<'a>, except: &[&str]) -> Node<'a> {
+    let mut note = vec![(Cow::Borrowed("step"), num(step))];
+    note.extend(
+        node_fields_except(entry, &BASE_KEYS)
+            .into_iter()
+            .filter(|(k, _)| !except.contains(&k.as_ref())),
+    );
+    Node::Object(note)
+}
+
+/// An image block (`{type: "image", data, mimeType}`) as a data URI; an image OMP moved to its
+/// blob store (`blob:sha256:<hash>`) as that reference.
 fn image_uri(block: &Node<'_>) -> Option<String> {
     let data = block["data"].as_str()?;
+    if data.starts_with("blob:") {
+        return Some(data.to_owned());
+    }
     let mime = block["mimeType"].as_str().unwrap_or("image/png");
     Some(format!("data:{mime};base64,{data}"))
 }
@@ -203,8 +224,13 @@ impl<'a> Built<'a> {
         self.content.len() - 1
     }
 
-    /// Ends the path: calls still waiting keep no link (nothing follows them).
+    /// Ends the path: calls still waiting keep no link when nothing but actions follows them;
+    /// when a result of their message does, they are answered as Pi answers them.
     pub(super) fn finish(&mut self) {
+        let observed = |p: &Pending| self.content[p.step + 1..].iter().any(|s| !s.is_action());
+        if self.pending.iter().any(observed) {
+            self.close_calls();
+        }
         for p in std::mem::take(&mut self.pending) {
             *self.content[p.step].tool_call_id_mut() = None;
             self.lists.unanswered_calls.push(Node::object([
@@ -271,7 +297,6 @@ impl<'a> Built<'a> {
     pub(super) fn entry(&mut self, index: usize, e: &Entry<'_, 'a>) {
         self.first_step.insert(index, self.content.len());
         let (line, entry) = (e.line, e.entry);
-        let step = || num(self.content.len());
         match entry["type"].as_str().unwrap_or_default() {
             "message" => self.message(line, entry),
             "custom_message" => {
@@ -284,13 +309,8 @@ impl<'a> Built<'a> {
                 {
                     self.kept_messages += 1;
                 }
-                self.lists.custom_messages.push(compact([
-                    ("step", num(at)),
-                    ("id", entry["id"].clone()),
-                    ("custom_type", entry["customType"].clone()),
-                    ("display", entry["display"].clone()),
-                    ("details", entry["details"].clone()),
-                ]));
+                let note = noted(at, entry, &["content"]);
+                self.lists.custom_messages.push(note);
             }
             "branch_summary" => {
                 let at = self.push(Step::environment_text(
@@ -298,47 +318,38 @@ impl<'a> Built<'a> {
                     entry["summary"].as_str().unwrap_or_default(),
                 ));
                 self.kept_messages += 1;
-                self.lists.branch_summaries.push(compact([
-                    ("step", num(at)),
-                    ("id", entry["id"].clone()),
-                    ("from_id", entry["fromId"].clone()),
-                    ("details", entry["details"].clone()),
-                    ("from_hook", entry["fromHook"].clone()),
-                ]));
+                let note = noted(at, entry, &["summary"]);
+                self.lists.branch_summaries.push(note);
             }
-            "compaction" => self.lists.compactions.push(compact([
-                ("step", step()),
-                ("line", Node::from(line)),
-                ("id", entry["id"].clone()),
-                ("summary", entry["summary"].clone()),
-                ("first_kept_entry_id", entry["firstKeptEntryId"].clone()),
-                (
-                    "first_kept_entry_index",
-                    entry["firstKeptEntryIndex"].clone(),
-                ),
-                ("tokens_before", entry["tokensBefore"].clone()),
-                ("details", entry["details"].clone()),
-                ("from_hook", entry["fromHook"].clone()),
-            ])),
-            "model_change" => self.lists.model_changes.push(compact([
-                ("step", step()),
-                ("provider", entry["provider"].clone()),
-                ("model_id", entry["modelId"].clone()),
-            ])),
-            "thinking_level_change" => self.lists.thinking_levels.push(compact([
-                ("step", step()),
-                ("level", entry["thinkingLevel"].clone()),
-            ])),
+            "compaction" => {
+                let mut note = noted(self.content.len(), entry, &[]);
+                note.insert("line", Node::from(line));
+                self.lists.compactions.push(note);
+            }
+            "model_change" => {
+                let note = noted(self.content.len(), entry, &["id"]);
+                self.lists.model_changes.push(note);
+            }
+            "thinking_level_change" => {
+                let note = noted(self.content.len(), entry, &["id"]);
+                self.lists.thinking_levels.push(note);
+            }
             "session_info" => self.lists.names.push(entry["name"].clone()),
-            "label" => self.lists.labels.push(compact([
-                ("target_id", entry["targetId"].clone()),
-                ("label", entry["label"].clone()),
-            ])),
-            "custom" => self.lists.custom.push(compact([
-                ("step", step()),
-                ("custom_type", entry["customType"].clone()),
-                ("data", entry["data"].clone()),
-            ])),
+            "label" => {
+                let note = Node::Object(node_fields_except(entry, &BASE_KEYS));
+                self.lists.labels.push(note);
+            }
+            "custom" => {
+                let note = noted(self.content.len(), entry, &["id"]);
+                self.lists.custom.push(note);
+            }
+            // OMP's bookkeeping: rules injected, a subagent's set-up, a mode switch.
+            "ttsr_injection" | "session_init" | "mode_change" => {
+                let note = noted(self.content.len(), entry, &["id"]);
+                let mut note = note;
+                note.insert("type", entry["type"].clone());
+                self.lists.other_entries.push(note);
+            }
             kind => {
                 let reason = match entry["type"].as_str() {
                     Some(_) => format!("an entry of type {kind:?} is not mapped"),
@@ -353,6 +364,7 @@ impl<'a> Built<'a> {
     fn message(&mut self, line: u64, entry: &Node<'a>) {
         let m = &entry["message"];
         let before = self.content.len();
+        self.extra_fields(line, entry, m);
         match m["role"].as_str().unwrap_or_default() {
             "user" => {
                 self.observe_content(line, "/message/content", &m["content"], Source::User, None);
@@ -371,14 +383,9 @@ impl<'a> Built<'a> {
                     Source::Environment,
                     Some(name),
                 );
-                self.lists.custom_messages.push(compact([
-                    ("step", num(at)),
-                    ("id", entry["id"].clone()),
-                    ("role", owned(role)),
-                    ("custom_type", m["customType"].clone()),
-                    ("display", m["display"].clone()),
-                    ("details", m["details"].clone()),
-                ]));
+                let mut note = noted(at, m, &["content"]);
+                note.insert("id", entry["id"].clone());
+                self.lists.custom_messages.push(note);
             }
             role @ ("branchSummary" | "compactionSummary") => {
                 let name = if role == "branchSummary" {
@@ -402,6 +409,49 @@ impl<'a> Built<'a> {
         if self.content.len() > before {
             self.kept_messages += 1;
         }
+    }
+
+    /// Keeps the fields of a message entry and of its message that Pi does not define (an
+    /// OpenClaw `responseId`, ...), in `extra_fields`.
+    fn extra_fields(&mut self, line: u64, entry: &Node<'a>, m: &Node<'a>) {
+        let known: &[&str] = match m["role"].as_str().unwrap_or_default() {
+            "user" => &["role", "content", "timestamp"],
+            "assistant" => &[
+                "role",
+                "content",
+                "api",
+                "provider",
+                "model",
+                "usage",
+                "stopReason",
+                "errorMessage",
+                "timestamp",
+            ],
+            "toolResult" => &[
+                "role",
+                "toolCallId",
+                "toolName",
+                "content",
+                "details",
+                "isError",
+                "timestamp",
+            ],
+            // bashExecution fields are all kept; custom ones are listed with the message.
+            _ => return,
+        };
+        let outer = node_fields_except(entry, &["type", "id", "parentId", "timestamp", "message"]);
+        let inner = node_fields_except(m, known);
+        if outer.is_empty() && inner.is_empty() {
+            return;
+        }
+        let mut note = vec![(Cow::Borrowed("line"), Node::from(line))];
+        if !outer.is_empty() {
+            note.push((Cow::Borrowed("entry"), Node::Object(outer)));
+        }
+        if !inner.is_empty() {
+            note.push((Cow::Borrowed("message"), Node::Object(inner)));
+        }
+        self.lists.extra_fields.push(Node::Object(note));
     }
 
     /// An assistant message: thinking becomes the reasoning of the text or call after it, a

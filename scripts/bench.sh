@@ -8,6 +8,8 @@
 #   BENCH_ONLY=seeds scripts/bench.sh [BYTES]   (only the seed-format, spec and agent-log conversions)
 #   BENCH_ONLY=agents scripts/bench.sh [BYTES]  (only the agent-log conversions: Codex, Claude Code, ...)
 #   BENCH_ONLY=run scripts/bench.sh [BYTES]     (only `trajkit run` on a mixed input of 2 x BYTES)
+#   BENCH_ONLY=redact scripts/bench.sh [BYTES]  (only redact: the ADP input, then near-match texts
+#       of NEAR_BYTES each, default 100000000)
 #   ADP_REPO=/path/to/agent-data-protocol BENCH_ONLY=run scripts/bench.sh
 #       also times ADP's agenttuning_os raw->std->SFT Python scripts against trajkit on the same
 #       ADP_BYTES of generated raw records (default 200 MB), run in ADP_REPO with PYTHONPATH=.
@@ -211,6 +213,45 @@ if [ "$BENCH_ONLY" = all ] || [ "$BENCH_ONLY" = export ]; then
   fi
 fi
 
+# redact: the ADP input, then adversarial near-match texts (each one trajectory whose one
+# message is NEAR_BYTES, default 100 MB, of a unit repeated: a match that fails its check, a
+# start without an end), each with its speed over the ADP input's (redaction is linear: it
+# should stay above a third).
+if [ "$BENCH_ONLY" = all ] || [ "$BENCH_ONLY" = redact ]; then
+  rm -f "$BENCH_DIR/out.jsonl"
+  line=$(timed "$BIN" redact -q "$INPUT" -o "$BENCH_DIR/out.jsonl")
+  show "redact" "$line"
+  corpus_secs=${line% *}
+  CORPUS_SIZE=$SIZE
+  NEAR_BYTES="${NEAR_BYTES:-100000000}"
+  for unit in '-----BEGIN OPENSSH PRIVATE KEY-----' '1.' '10.0.0.' 'a://b:c@' \
+      '-----BEGIN RSA PRIVATE KEY-----\nMIIB' 'host=a;' '==1.2.3.4 8.8.8.8 ' 'password=aaaaaaa1 '; do
+    near="$BENCH_DIR/near-$(printf %s "$unit" | md5sum | cut -c1-8)-$NEAR_BYTES.jsonl"
+    if [ ! -s "$near" ]; then
+      python3 - "$near" "$NEAR_BYTES" "$unit" <<'PY'
+import json, sys
+path, size, unit = sys.argv[1], int(sys.argv[2]), sys.argv[3].replace("\\n", "\n")
+text = (unit * (size // len(unit) + 1))[:size]
+traj = {"schema_version": "1.5.0", "id": "near-match", "content": [
+    {"class_": "text_observation", "content": "Print the log.", "name": None, "source": "user"},
+    {"class_": "message_action", "content": text, "description": None}], "details": {}}
+with open(path, "w") as f:
+    f.write(json.dumps(traj) + "\n")
+PY
+    fi
+    SIZE=$(stat -L -c %s "$near")
+    line=$(timed "$BIN" redact -q "$near" -o "$BENCH_DIR/out.jsonl")
+    show "redact near matches: $unit" "$line"
+    awk -v n="  speed over the ADP input's" -v a="$CORPUS_SIZE" -v t="$corpus_secs" -v b="$SIZE" \
+      -v s="${line% *}" 'BEGIN { printf "%-46s %.2f\n", n, (s > 0 && a > 0 ? (b / s) / (a / t) : 0) }'
+    rm -f "$BENCH_DIR/out.jsonl"
+  done
+  SIZE=$CORPUS_SIZE
+  if [ "$BENCH_ONLY" = redact ]; then
+    exit 0
+  fi
+fi
+
 if [ "$BENCH_ONLY" != seeds ] && [ "$BENCH_ONLY" != agents ]; then
   REWARDS="$BENCH_DIR/rewards-$BYTES-1000000.jsonl"
   if [ ! -s "$REWARDS" ]; then
@@ -229,7 +270,6 @@ if [ "$BENCH_ONLY" != seeds ] && [ "$BENCH_ONLY" != agents ]; then
   report "stats" "$BIN" stats "$INPUT"
   report "report (HTML page)" "$BIN" report -q "$INPUT" -o "$BENCH_DIR/report.html"
   rm -f "$BENCH_DIR/out.jsonl"
-  report "redact" "$BIN" redact -q "$INPUT" -o "$BENCH_DIR/out.jsonl"
   rm -f "$BENCH_DIR/out.jsonl"
 fi
 

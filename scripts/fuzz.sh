@@ -3,7 +3,8 @@
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]   run each target for SECONDS (default 20)
 #
-# Targets (fuzz/fuzz_targets/): framer, convert, ralph, spec, pipeline; all when none is named.
+# Targets (fuzz/fuzz_targets/): framer, convert, ralph, spec, pipeline, show; all when none is
+# named.
 # Seeds are made afresh in fuzz/corpus/<target>/ from sample_data/ and, when it is beside the
 # checkout, the shared corpus (../shared/corpus, never copied into the repository); what the
 # fuzzer finds is added there too, so a longer campaign goes on where the last one stopped.
@@ -23,7 +24,7 @@ SECONDS_EACH="${1:-20}"
 shift || true
 TARGETS=("$@")
 if [ ${#TARGETS[@]} -eq 0 ]; then
-  TARGETS=(framer convert ralph spec pipeline)
+  TARGETS=(framer convert ralph spec pipeline show)
 fi
 SANITIZER="${FUZZ_SANITIZER:-none}"
 JOBS="${FUZZ_JOBS:-1}"
@@ -81,6 +82,17 @@ parts = [(ralph / f).read_bytes() if (ralph / f).is_file() else b"" for f in ord
 put("ralph", "seed-sample", b"\n%%\n".join(parts))
 
 put("pipeline", "seed-sample", pathlib.Path("sample_data/pipeline.toml").read_bytes())
+
+# show: ADP trajectories (byte 0: 0-3, colours and folding), and texts put in every string
+# (byte 0: 4-7), terminal escape sequences among them.
+adp = [l for l in pathlib.Path("sample_data/adp/v1.5.jsonl").read_bytes().split(b"\n") if l.strip()]
+for i, line in enumerate(adp[:8]):
+    put("show", f"trajectory-{i}", bytes([i % 4]) + line)
+texts = [b"plain text\nsecond line\tand a tab", b"\x1b]0;title\x07\x1b[2J\x1b[31mred\x1b[0m",
+         b"\x1b]52;c;ZXZpbA==\x07 \x1b]8;;https://x.example/\x1b\\link\x1b]8;;\x1b\\",
+         "\u009b2J \u0085".encode(), b"shown\rhidden\x08\x08\x08", b"x" * 3000]
+for i, text in enumerate(texts):
+    put("show", f"text-{i}", bytes([4 + i % 4]) + text)
 
 specs = sorted(pathlib.Path("converters").glob("*.toml"))
 # The shipped specs in the order of spec::EMBEDDED (alphabetical, as the files are).

@@ -1,20 +1,21 @@
 //! `trajkit show`: one trajectory in the terminal.
 
-use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 use std::process::{Command, Stdio};
 
 use clap::{Args, ValueEnum};
 use trajkit::commands::show::{find, Found, ShowError, Wanted};
 use trajkit::engine::output::print;
-use trajkit::report::view::{view, Clipped, Limits, View};
+use trajkit::report::show::{render, Paint, FOLD_BYTES};
+use trajkit::report::view::{view, Limits};
 
 use super::common::{CliError, GlobalArgs};
 
 /// Show one trajectory as a conversation: each step as a turn with its class, tool calls and
 /// their results linked by step number, long texts folded (--full shows them). Colours on a
 /// terminal (not with NO_COLOR), plain text when piped; on a terminal the text goes through
-/// $PAGER (default `less`, with LESS=FRX when LESS is unset), as git does.
+/// $PAGER (default `less`, with LESS=FRX when LESS is unset), as git does. Control characters
+/// of the data (escape sequences, carriage returns, backspaces) are shown escaped, as `\u{1b}`.
 ///
 /// The file is read only up to the trajectory wanted (the first one by default).
 ///
@@ -50,9 +51,6 @@ pub enum When {
     /// Never.
     Never,
 }
-
-/// Bytes of each text shown without `--full`.
-const FOLD_BYTES: usize = 1000;
 
 /// Runs `show`.
 pub fn run(args: ShowArgs, global: &GlobalArgs) -> Result<u8, CliError> {
@@ -142,65 +140,4 @@ fn page(text: &str) -> bool {
     }
     // 127: the shell found no such command (no `less` installed): print instead.
     !matches!(child.wait().map(|s| s.code()), Ok(Some(127)))
-}
-
-/// ANSI colours, or none.
-#[derive(Clone, Copy)]
-struct Paint(bool);
-
-impl Paint {
-    fn wrap(self, code: &str, text: &str) -> String {
-        if self.0 {
-            format!("\x1b[{code}m{text}\x1b[0m")
-        } else {
-            text.to_owned()
-        }
-    }
-}
-
-/// The terminal text of a view.
-fn render(v: &View, place: &str, paint: Paint) -> String {
-    let mut out = String::new();
-    let mut facts = vec![format!("{} steps", v.steps_total)];
-    facts.extend(v.outcome.as_ref().map(|o| format!("outcome {o}")));
-    facts.extend(v.reward.map(|r| format!("reward {r}")));
-    facts.extend(v.format.clone());
-    let _ = writeln!(out, "{}  {}", paint.wrap("1", &v.id), facts.join(" · "));
-    let _ = writeln!(out, "{}", paint.wrap("2", place));
-    for s in &v.steps {
-        let mut head = format!("{} · {} · {}", s.index, s.class, s.heading);
-        if let Some(id) = &s.call_id {
-            let _ = write!(head, " · {id}");
-        }
-        if let Some(a) = s.answered_by {
-            let _ = write!(head, " → result {a}");
-        }
-        if let Some(a) = s.answers {
-            let _ = write!(head, " ← call {a}");
-        }
-        if let Some(r) = s.reward {
-            let _ = write!(head, " · reward {r}");
-        }
-        let code = if s.action { "1;34" } else { "1;32" };
-        let _ = writeln!(out, "\n{}", paint.wrap(code, &format!("── {head}")));
-        for t in [&s.reasoning, &s.description].into_iter().flatten() {
-            text(&mut out, t, paint, Some("2"));
-        }
-        text(&mut out, &s.body, paint, None);
-    }
-    out
-}
-
-fn text(out: &mut String, c: &Clipped, paint: Paint, code: Option<&str>) {
-    for line in c.text.lines() {
-        let line = match code {
-            Some(code) => paint.wrap(code, line),
-            None => line.to_owned(),
-        };
-        let _ = writeln!(out, "   {line}");
-    }
-    if c.more_bytes > 0 {
-        let note = format!("… {} bytes more (--full shows them)", c.more_bytes);
-        let _ = writeln!(out, "   {}", paint.wrap("33", &note));
-    }
 }

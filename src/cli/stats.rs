@@ -7,6 +7,7 @@ use trajkit::commands::inputs::expand_adp;
 use trajkit::commands::stats::{stats_inputs, Stats};
 use trajkit::config::export::ExportConfig;
 use trajkit::engine::output::print;
+use trajkit::engine::terminal::escape_controls;
 use trajkit::export::ExportOptions;
 
 use super::common::{CliError, GlobalArgs};
@@ -112,7 +113,7 @@ fn table(s: &Stats, top: usize) -> String {
         let shown: Vec<String> = v
             .iter()
             .take(top)
-            .map(|(k, n)| format!("{k} {n}"))
+            .map(|(k, n)| format!("{} {n}", escape_controls(k)))
             .collect();
         let more = v.len().saturating_sub(top);
         if more > 0 {

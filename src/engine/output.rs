@@ -98,9 +98,11 @@ impl Write for Stderr {
     }
 }
 
-/// Writes a line to stderr; dropped when stderr is closed or full (see [`Stderr`]).
+/// Writes a line to stderr, its control characters escaped (it may quote the data: see
+/// [`super::terminal`]); dropped when stderr is closed or full (see [`Stderr`]).
 pub fn warn(line: fmt::Arguments<'_>) {
-    let _ = writeln!(Stderr, "{line}");
+    let line = line.to_string();
+    let _ = writeln!(Stderr, "{}", super::terminal::escape_controls(&line));
 }
 
 /// Where a command writes: stdout (`-`) or an atomically written file.

@@ -150,11 +150,17 @@ impl ActiveRule {
 struct Findings<'a> {
     scanner: &'a Scanner,
     found: Vec<Finding>,
+    /// For a scan after a redaction: whether each string, in the order visited, was scanned
+    /// by it and found clean (so left as it was, and clean again: it is not read twice).
+    clean: &'a [bool],
+    visited: usize,
 }
 
 impl Visit for Findings<'_> {
     fn text(&mut self, text: &str, pointer: &str, role: Role) -> Option<String> {
-        if self.scanner.allowed_path(pointer) {
+        let clean = self.clean.get(self.visited).copied().unwrap_or(false);
+        self.visited += 1;
+        if clean || self.scanner.allowed_path(pointer) {
             return None;
         }
         for f in self.scanner.find(text) {
@@ -176,15 +182,20 @@ struct Replace<'a> {
     redactor: &'a Redactor,
     counts: Vec<u64>,
     collisions: Vec<String>,
+    /// Whether each string visited, in order, was scanned and found clean.
+    clean: Vec<bool>,
 }
 
 impl Visit for Replace<'_> {
     fn text(&mut self, text: &str, pointer: &str, role: Role) -> Option<String> {
         if role == Role::Fixed || self.redactor.scanner.allowed_path(pointer) {
             // Left as it is: the residual scan finds it and rejects the trajectory.
+            self.clean.push(false);
             return None;
         }
-        self.redactor.redact_text(text, &mut self.counts)
+        let new = self.redactor.redact_text(text, &mut self.counts);
+        self.clean.push(new.is_none());
+        new
     }
 
     fn collision(&mut self, pointer: &str) {
@@ -194,9 +205,17 @@ impl Visit for Replace<'_> {
 
 /// Every finding in `traj`.
 pub fn find_all(scanner: &Scanner, traj: &mut Trajectory) -> Vec<Finding> {
+    find_unless_clean(scanner, traj, &[])
+}
+
+/// Every finding in `traj`, but in the strings `clean` says (in the order visited) were found
+/// clean and left as they were.
+fn find_unless_clean(scanner: &Scanner, traj: &mut Trajectory, clean: &[bool]) -> Vec<Finding> {
     let mut v = Findings {
         scanner,
         found: Vec::new(),
+        clean,
+        visited: 0,
     };
     walk(traj, &mut v);
     v.found
@@ -286,9 +305,17 @@ impl Redactor {
             redactor: self,
             counts: vec![0; self.scanner.rules().len()],
             collisions: Vec::new(),
+            clean: Vec::new(),
         };
         walk(traj, &mut replace);
-        let mut problems: Vec<Diagnostic> = find_all(&self.scanner, traj)
+        // A string found clean and left as it was is clean again: the scan after skips it,
+        // unless a collision dropped a member (then the strings are not visited alike).
+        let clean: &[bool] = if replace.collisions.is_empty() {
+            &replace.clean
+        } else {
+            &[]
+        };
+        let mut problems: Vec<Diagnostic> = find_unless_clean(&self.scanner, traj, clean)
             .iter()
             .map(|f| f.diagnostic(&self.scanner, prov, &traj.id, true))
             .collect();

@@ -287,6 +287,7 @@ fn user_rule(
         pattern: r.regex,
         group: r.group,
         check,
+        until: None,
         keywords: r.keywords,
         help,
         builtin: false,

@@ -70,6 +70,12 @@ pub struct Rule {
     pub check: Check,
     /// What the rule finds, for `redact --list-rules` and the docs.
     pub help: &'static str,
+    /// A pattern that ends a match: when the text has a match of it after a match of
+    /// `pattern`, the whole match is replaced up to its end (a PEM key's `-----END ...-----`
+    /// line). The scanner looks for it once per text and position, so that a text of many
+    /// starts and no end is still read in linear time (a lazy `.*?END` in `pattern` would make
+    /// the regex engine read to the end of the text for every start).
+    pub until: Option<&'static str>,
 }
 
 const fn secret(
@@ -84,6 +90,7 @@ const fn secret(
         pattern,
         check,
         help,
+        until: None,
     }
 }
 
@@ -99,6 +106,18 @@ const fn personal(
         pattern,
         check,
         help,
+        until: None,
+    }
+}
+
+impl Rule {
+    /// This rule, its matches extended to the end of `pattern`'s next match (see
+    /// [`Rule::until`]).
+    const fn until(self, pattern: &'static str) -> Rule {
+        Rule {
+            until: Some(pattern),
+            ..self
+        }
     }
 }
 
@@ -106,10 +125,11 @@ const fn personal(
 pub const RULES: &[Rule] = &[
     secret(
         "private_key",
-        r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----(?:(?s:.*?)-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\]*)",
+        r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----[A-Za-z0-9+/=\s\\]*",
         Check::None,
         "PEM private keys (RSA, EC, OpenSSH, PKCS#8, PGP), over several lines or with \\n escapes; a key cut short is replaced to the end of its base64",
-    ),
+    )
+    .until(r"-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----"),
     secret(
         "gcp_service_account_key",
         r#"private_key_id\\?"\s*:\s*\\?"([0-9a-f]{40})"#,

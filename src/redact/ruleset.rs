@@ -20,6 +20,8 @@ pub struct ActiveRule {
     pub group: Option<usize>,
     /// What a match must also pass.
     pub check: Check,
+    /// A pattern that ends a match (a built-in rule's [`Rule::until`]).
+    pub until: Option<String>,
     /// Prefilter: the pattern runs only on texts holding one of these (ASCII case
     /// insensitively); empty: on every text the first pass says it matches.
     pub keywords: Vec<String>,
@@ -37,6 +39,7 @@ impl From<&Rule> for ActiveRule {
             pattern: r.pattern.to_owned(),
             group: None,
             check: r.check,
+            until: r.until.map(str::to_owned),
             keywords: Vec::new(),
             help: r.help.to_owned(),
             builtin: true,
@@ -127,6 +130,7 @@ impl RuleSet {
             field(&r.name);
             field(r.kind.prefix());
             field(&r.pattern);
+            field(r.until.as_deref().unwrap_or(""));
             field(&format!("{:?}/{:?}", r.group, r.check));
             r.keywords.iter().for_each(|k| field(k));
         }

@@ -1,6 +1,12 @@
 //! Finding the rules' matches in one text: a [`RegexSet`] pass says which rules match at all
 //! (most texts match none, and are read once), then only those rules' patterns are run,
 //! their matches checked, and overlaps resolved by rule priority.
+//!
+//! The work grows linearly with the text, whatever it holds: each rule's pattern runs once
+//! over the text (no built-in pattern makes the regex engine read far past a match), a
+//! failed check never starts another search, a rule's end pattern ([`ActiveRule::until`]) is
+//! looked for at most once per end, and overlaps, placeholders and version pins are looked
+//! up in sorted tables, never by reading the text again per match. [`Work`] counts it.
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -21,8 +27,59 @@ pub struct Found {
     pub span: Range<usize>,
 }
 
-/// A trajkit placeholder, already redacted: never matched again.
-const PLACEHOLDER: &str = r"<(?:SECRET|PII):[a-z0-9_]+(?::[0-9a-f]{8})?>";
+/// What finding the matches in one text cost: how many regex searches were started and how
+/// many bytes they and the checks read. On any text it stays within a small multiple of the
+/// text's length (tests hold it to that on texts made to be slow).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Work {
+    /// Regex searches started (a rule's pattern over the text, an end pattern).
+    pub searches: u64,
+    /// Matches of the rules' patterns examined (checked, or found to overlap).
+    pub candidates: u64,
+    /// Bytes read: by each search from where it started to the end of its match (or of the
+    /// text), and by the checks.
+    pub bytes: u64,
+}
+
+/// The placeholders in `text`, already redacted, never matched again: each
+/// `<(?:SECRET|PII):[a-z0-9_]+(?::[0-9a-f]{8})?>`, in order. Read by hand, not by a regex
+/// search per placeholder: a redacted text may hold millions.
+fn placeholders(text: &str) -> Vec<Range<usize>> {
+    let b = text.as_bytes();
+    let mut found = Vec::new();
+    let mut at = 0;
+    while let Some(i) = memchr::memchr(b'<', &b[at..]).map(|i| at + i) {
+        match placeholder_end(b, i) {
+            Some(end) => {
+                found.push(i..end);
+                at = end;
+            }
+            None => at = i + 1,
+        }
+    }
+    found
+}
+
+/// The end of the placeholder that starts at `b[i]` (a `<`), if one does.
+fn placeholder_end(b: &[u8], i: usize) -> Option<usize> {
+    let rest = &b[i + 1..];
+    let tag = [&b"SECRET:"[..], b"PII:"]
+        .into_iter()
+        .find(|t| rest.starts_with(t))?;
+    let name = rest[tag.len()..]
+        .iter()
+        .take_while(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || **c == b'_')
+        .count();
+    if name == 0 {
+        return None;
+    }
+    let end = i + 1 + tag.len() + name;
+    let hex = |c: &u8| c.is_ascii_digit() || (b'a'..=b'f').contains(c);
+    match b.get(end..end + 10) {
+        Some([b':', digits @ .., b'>']) if digits.iter().all(hex) => Some(end + 10),
+        _ => (b.get(end) == Some(&b'>')).then_some(end + 1),
+    }
+}
 
 /// Appends the placeholder of `rule` to `out`: `<SECRET:name>`, or `<SECRET:name:TAG>` with a
 /// keyed hash's `tag`.
@@ -49,7 +106,8 @@ pub struct Scanner {
     /// The keywords of the rules that have some, and the rule of each keyword.
     keywords: Option<(AhoCorasick, Vec<usize>)>,
     patterns: Vec<Regex>,
-    placeholder: Regex,
+    /// The end pattern of each rule that has one ([`ActiveRule::until`]).
+    until: Vec<Option<Regex>>,
     /// Texts shorter than this hold no match of any rule.
     shortest: usize,
 }
@@ -69,6 +127,9 @@ impl Scanner {
     pub fn new(rules: RuleSet) -> Result<Scanner, regex::Error> {
         let patterns = (rules.rules.iter())
             .map(|r| Regex::new(&r.pattern))
+            .collect::<Result<Vec<_>, _>>()?;
+        let until = (rules.rules.iter())
+            .map(|r| r.until.as_deref().map(Regex::new).transpose())
             .collect::<Result<Vec<_>, _>>()?;
         let set_rules: Vec<usize> = (0..rules.rules.len())
             .filter(|&i| rules.rules[i].keywords.is_empty())
@@ -101,7 +162,7 @@ impl Scanner {
             set_rules,
             keywords,
             patterns,
-            placeholder: Regex::new(PLACEHOLDER)?,
+            until,
             shortest,
             rules,
         })
@@ -132,13 +193,13 @@ impl Scanner {
                 .collect()
         };
         if let Some((words, word_rules)) = &self.keywords {
-            let before = rules.len();
-            rules.extend(
-                words
-                    .find_overlapping_iter(text)
-                    .map(|m| word_rules[m.pattern().as_usize()]),
-            );
-            if rules.len() > before {
+            // A keyword may occur at every other byte: note each rule once.
+            let mut hit = vec![false; self.rules.rules.len()];
+            for m in words.find_overlapping_iter(text) {
+                hit[word_rules[m.pattern().as_usize()]] = true;
+            }
+            if hit.iter().any(|&h| h) {
+                rules.extend((0..hit.len()).filter(|&i| hit[i]));
                 rules.sort_unstable();
                 rules.dedup();
             }
@@ -148,48 +209,28 @@ impl Scanner {
 
     /// The rules' matches in `text`, without overlaps, in text order.
     pub fn find(&self, text: &str) -> Vec<Found> {
+        self.find_counted(text).0
+    }
+
+    /// [`Scanner::find`], and what it cost.
+    pub fn find_counted(&self, text: &str) -> (Vec<Found>, Work) {
         if text.len() < self.shortest {
-            return Vec::new();
+            return (Vec::new(), Work::default());
         }
         let candidates = self.candidates(text);
-        if candidates.is_empty() {
-            return Vec::new();
-        }
-        let placeholders: Vec<Range<usize>> = if text.contains("<SECRET:") || text.contains("<PII:")
-        {
-            self.placeholder
-                .find_iter(text)
-                .map(|m| m.range())
-                .collect()
-        } else {
-            Vec::new()
+        let mut work = Work {
+            bytes: text.len() as u64,
+            ..Work::default()
         };
-        let mut found: Vec<Found> = Vec::new();
-        for rule in candidates {
-            let group = self.rules.rules[rule].group;
-            for caps in self.patterns[rule].captures_iter(text) {
-                let m = match group {
-                    Some(g) => caps.get(g),
-                    None => (1..caps.len()).find_map(|g| caps.get(g)).or(caps.get(0)),
-                };
-                let Some(m) = m else {
-                    continue;
-                };
-                let span = m.range();
-                let overlaps = |a: &Range<usize>| a.start < span.end && span.start < a.end;
-                if m.is_empty()
-                    || placeholders.iter().any(overlaps)
-                    || found.iter().any(|f| overlaps(&f.span))
-                    || !self.passes(&self.rules.rules[rule], text, &span)
-                    || self.rules.allow.value(m.as_str())
-                {
-                    continue;
-                }
-                found.push(Found { rule, span });
-            }
+        if candidates.is_empty() {
+            return (Vec::new(), work);
         }
-        found.sort_by_key(|f| f.span.start);
-        found
+        let mut search = Search::new(self, text, work);
+        for rule in candidates {
+            search.rule(rule);
+        }
+        work = search.work;
+        (search.into_found(), work)
     }
 
     /// `text` with every match replaced by its key-less placeholder (`<SECRET:rule>`): for
@@ -209,10 +250,254 @@ impl Scanner {
         out.push_str(&text[at..]);
         Cow::Owned(out)
     }
+}
 
-    fn passes(&self, rule: &ActiveRule, text: &str, span: &Range<usize>) -> bool {
+/// One [`Scanner::find_counted`]: the matches kept so far, and what the checks looked up once
+/// for the whole text.
+///
+/// A rule's matches come in text order, so the kept matches of earlier rules and the
+/// placeholders are each walked once per rule, with a cursor, never searched per match; the
+/// rule's own matches are merged in when it is done.
+struct Search<'s, 't> {
+    scanner: &'s Scanner,
+    text: &'t str,
+    /// The placeholders already in the text, in order, and the first that may overlap the
+    /// current rule's next match.
+    placeholders: Vec<Range<usize>>,
+    next_placeholder: usize,
+    /// The matches kept by earlier rules, in order (they never overlap), and the first that
+    /// may overlap the current rule's next match.
+    found: Vec<Found>,
+    next_found: usize,
+    /// The matches of the current rule kept so far.
+    kept: Vec<Found>,
+    /// The start of each dotted number the text pins as a version (`==1.2.3.4`, `-1.2.3.4`),
+    /// sorted by the number: made when an IPv4 check first needs it.
+    pins: Option<Vec<usize>>,
+    /// Where the current rule's next search may start at the earliest: past the rest of a
+    /// dotted number, which holds no address.
+    resume: usize,
+    work: Work,
+}
+
+/// Bytes of the longest IPv4 address written as text (`255.255.255.255`).
+const IPV4_TEXT_MAX: usize = 15;
+
+impl<'s, 't> Search<'s, 't> {
+    fn new(scanner: &'s Scanner, text: &'t str, mut work: Work) -> Search<'s, 't> {
+        let placeholders = if text.contains("<SECRET:") || text.contains("<PII:") {
+            work.searches += 1;
+            work.bytes += text.len() as u64;
+            placeholders(text)
+        } else {
+            Vec::new()
+        };
+        Search {
+            scanner,
+            text,
+            placeholders,
+            next_placeholder: 0,
+            found: Vec::new(),
+            next_found: 0,
+            kept: Vec::new(),
+            pins: None,
+            resume: 0,
+            work,
+        }
+    }
+
+    /// The matches kept, in text order.
+    fn into_found(self) -> Vec<Found> {
+        self.found
+    }
+
+    /// Every match of `rule` in the text, each checked and kept unless it overlaps one kept.
+    fn rule(&mut self, rule: usize) {
+        let scanner = self.scanner;
+        let pattern = &scanner.patterns[rule];
+        if let Some(until) = &scanner.until[rule] {
+            self.extended(rule, pattern, until);
+        } else if pattern.captures_len() == 1 {
+            self.whole(rule, pattern);
+        } else {
+            self.groups(rule, pattern);
+        }
+        self.merge();
+    }
+
+    /// The matches of a pattern without groups. A check may say where the next match can
+    /// start at the earliest ([`Search::resume`]).
+    fn whole(&mut self, rule: usize, pattern: &Regex) {
+        let text = self.text;
+        let mut at = 0;
+        self.resume = 0;
+        while at <= text.len() {
+            self.work.searches += 1;
+            let Some(m) = pattern.find_at(text, at) else {
+                self.work.bytes += (text.len() - at) as u64;
+                break;
+            };
+            self.work.bytes += (m.end() - at) as u64;
+            self.offer(rule, m.range());
+            at = next_start(text, m.range()).max(self.resume);
+        }
+    }
+
+    /// The matches of a pattern with groups: the group replaced is the rule's, or the first
+    /// that took part in the match, or the whole match. In a text with placeholders a match is
+    /// found first and its groups only when it does not lie in a placeholder (then every part
+    /// of it overlaps one): a redacted text holds many, some of which a pattern matches.
+    fn groups(&mut self, rule: usize, pattern: &Regex) {
+        let text = self.text;
+        let group = self.scanner.rules.rules[rule].group;
+        let mut locations = pattern.capture_locations();
+        let mut at = 0;
+        while at <= text.len() {
+            self.work.searches += 1;
+            let whole = if self.placeholders.is_empty() {
+                pattern.captures_read_at(&mut locations, text, at)
+            } else {
+                let Some(m) = pattern.find_at(text, at) else {
+                    self.work.bytes += (text.len() - at) as u64;
+                    break;
+                };
+                if self.inside_placeholder(&m.range()) {
+                    self.work.bytes += (m.end() - at) as u64;
+                    self.work.candidates += 1;
+                    at = next_start(text, m.range());
+                    continue;
+                }
+                // The same match (the one at its start), with its groups.
+                self.work.searches += 1;
+                self.work.bytes += m.len() as u64;
+                pattern.captures_read_at(&mut locations, text, m.start())
+            };
+            let Some(m) = whole else {
+                self.work.bytes += (text.len() - at) as u64;
+                break;
+            };
+            self.work.bytes += (m.end() - at) as u64;
+            let span = match group {
+                Some(g) => locations.get(g),
+                None => (1..locations.len())
+                    .find_map(|g| locations.get(g))
+                    .or(locations.get(0)),
+            };
+            if let Some((start, end)) = span {
+                self.offer(rule, start..end);
+            }
+            at = next_start(text, m.range());
+        }
+    }
+
+    /// The matches of a rule with an end pattern: each match of `pattern`, extended to the end
+    /// of the first match of `until` after it when there is one. The end found is kept: later
+    /// starts before it share it, and once none is found none is looked for again.
+    fn extended(&mut self, rule: usize, pattern: &Regex, until: &Regex) {
+        let text = self.text;
+        // (searched from, the first end at or after it)
+        let mut end: Option<(usize, Option<Range<usize>>)> = None;
+        let mut at = 0;
+        while at <= text.len() {
+            self.work.searches += 1;
+            let Some(m) = pattern.find_at(text, at) else {
+                self.work.bytes += (text.len() - at) as u64;
+                break;
+            };
+            self.work.bytes += (m.end() - at) as u64;
+            let mut span = m.range();
+            let known = match &end {
+                Some((from, None)) => *from <= span.end,
+                Some((from, Some(e))) => *from <= span.end && span.end <= e.start,
+                None => false,
+            };
+            if !known {
+                self.work.searches += 1;
+                let next = until.find_at(text, span.end).map(|e| e.range());
+                self.work.bytes += (next.as_ref().map_or(text.len(), |e| e.end) - span.end) as u64;
+                end = Some((span.end, next));
+            }
+            if let Some((_, Some(e))) = &end {
+                span.end = e.end;
+            }
+            at = next_start(text, span.clone());
+            self.offer(rule, span);
+        }
+    }
+
+    /// A match of `rule`: kept unless it is empty, overlaps a placeholder or a match kept, fails
+    /// the rule's check or is allowed. The spans offered for one rule come in text order.
+    fn offer(&mut self, rule: usize, span: Range<usize>) {
+        self.work.candidates += 1;
+        if span.is_empty() || self.in_placeholder(&span) || self.overlaps_found(&span) {
+            return;
+        }
+        let scanner = self.scanner;
+        let r = &scanner.rules.rules[rule];
+        if !self.passes(r, &span) || scanner.rules.allow.value(&self.text[span.clone()]) {
+            return;
+        }
+        self.kept.push(Found { rule, span });
+    }
+
+    /// `span` overlaps a placeholder; [`Search::next_placeholder`] is then the first that may.
+    fn in_placeholder(&mut self, span: &Range<usize>) -> bool {
+        let p = &self.placeholders;
+        while p
+            .get(self.next_placeholder)
+            .is_some_and(|p| p.end <= span.start)
+        {
+            self.next_placeholder += 1;
+        }
+        p.get(self.next_placeholder)
+            .is_some_and(|p| p.start < span.end)
+    }
+
+    /// `span` (not empty) lies in a placeholder.
+    fn inside_placeholder(&mut self, span: &Range<usize>) -> bool {
+        !span.is_empty()
+            && self.in_placeholder(span)
+            && (self.placeholders[self.next_placeholder]).end >= span.end
+            && (self.placeholders[self.next_placeholder]).start <= span.start
+    }
+
+    /// `span` overlaps a match an earlier rule kept.
+    fn overlaps_found(&mut self, span: &Range<usize>) -> bool {
+        let f = &self.found;
+        while f
+            .get(self.next_found)
+            .is_some_and(|f| f.span.end <= span.start)
+        {
+            self.next_found += 1;
+        }
+        f.get(self.next_found)
+            .is_some_and(|f| f.span.start < span.end)
+    }
+
+    /// Merges the current rule's matches into those kept, in text order.
+    fn merge(&mut self) {
+        if !self.kept.is_empty() {
+            let earlier = std::mem::take(&mut self.found);
+            let mut merged = Vec::with_capacity(earlier.len() + self.kept.len());
+            let mut mine = std::mem::take(&mut self.kept).into_iter().peekable();
+            for f in earlier {
+                while let Some(k) = mine.next_if(|k| k.span.start < f.span.start) {
+                    merged.push(k);
+                }
+                merged.push(f);
+            }
+            merged.extend(mine);
+            self.found = merged;
+        }
+        self.next_found = 0;
+        self.next_placeholder = 0;
+    }
+
+    fn passes(&mut self, rule: &ActiveRule, span: &Range<usize>) -> bool {
+        let text = self.text;
         let s = &text[span.clone()];
-        let private_ips = self.rules.private_ips;
+        self.work.bytes += s.len() as u64;
+        let private_ips = self.scanner.rules.private_ips;
         match rule.check {
             Check::None => true,
             Check::MinEntropy(bits) => checks::entropy(s) >= bits,
@@ -238,17 +523,86 @@ impl Scanner {
                 let after = bytes.get(span.end..span.end + 2);
                 let dotted_before = before.is_some_and(|b| b".=v_~^<>-".contains(&b));
                 let dotted_after = matches!(after, Some([b'.', d]) if d.is_ascii_digit());
+                if before == Some(b'.') || dotted_after {
+                    // Part of a longer dotted number: a match of the pattern further in it
+                    // would start after a dot (after a digit there is no word boundary), and
+                    // fail as this one does. Go on after the number.
+                    let rest = bytes[span.end..]
+                        .iter()
+                        .position(|b| !(b.is_ascii_digit() || *b == b'.'))
+                        .unwrap_or(bytes.len() - span.end);
+                    self.work.bytes += rest as u64;
+                    self.resume = span.end + rest;
+                }
                 // pip's "Requirement already satisfied: … (from …) (1.11.1.1)" version column.
-                // A number the same text pins or names as a version elsewhere: pip and
-                // easy_install print `pkg==8.5.0.96` then `Best match: pkg 8.5.0.96`.
-                let pip_version = (text[..span.start].ends_with(") (")
-                    && text[span.end..].starts_with(')'))
-                    || text.contains(&format!("=={s}"))
-                    || text.contains(&format!("-{s}"));
-                !dotted_before && !dotted_after && !pip_version && checks::ipv4(s, private_ips)
+                let pip_column =
+                    text[..span.start].ends_with(") (") && text[span.end..].starts_with(')');
+                !dotted_before
+                    && !dotted_after
+                    && !pip_column
+                    && checks::ipv4(s, private_ips)
+                    && !self.pinned(s)
             }
         }
     }
+
+    /// `number` is pinned or named as a version elsewhere in the text: `==NUMBER` or
+    /// `-NUMBER` (pip and easy_install print `pkg==8.5.0.96` then `Best match: pkg
+    /// 8.5.0.96`). The pins are gathered in one pass over the text, the first time.
+    fn pinned(&mut self, number: &str) -> bool {
+        let text = self.text.as_bytes();
+        if self.pins.is_none() {
+            self.work.bytes += text.len() as u64;
+            self.pins = Some(pins(text));
+        }
+        let pins = self.pins.as_deref().unwrap_or_default();
+        let at = pins.partition_point(|&i| run(text, i) < number.as_bytes());
+        pins.get(at)
+            .is_some_and(|&i| run(text, i).starts_with(number.as_bytes()))
+    }
+}
+
+/// Where a regex iteration searches next after the match at `span`: at its end, or after the
+/// next character when it is empty.
+fn next_start(text: &str, span: Range<usize>) -> usize {
+    if span.is_empty() {
+        span.end + text[span.end..].chars().next().map_or(1, char::len_utf8)
+    } else {
+        span.end
+    }
+}
+
+/// The start of each run of digits and dots after `==` or `-` in `text` that may begin with an
+/// IPv4 address (3 dots and 7 bytes at least among its first 15), sorted by the run (cut at 15
+/// bytes) and without repeats: `text` holds `==N` or `-N` for a dotted number `N` exactly when
+/// `N` begins one of these runs.
+fn pins(text: &[u8]) -> Vec<usize> {
+    let mut starts = Vec::new();
+    for i in memchr::memchr2_iter(b'=', b'-', text) {
+        let start = match text[i] {
+            b'-' => i + 1,
+            _ if text.get(i + 1) == Some(&b'=') => i + 2,
+            _ => continue,
+        };
+        let r = run(text, start);
+        if r.len() >= 7 && r.iter().filter(|&&b| b == b'.').count() >= 3 {
+            starts.push(start);
+        }
+    }
+    starts.sort_unstable_by(|&a, &b| run(text, a).cmp(run(text, b)));
+    starts.dedup_by(|a, b| run(text, *a) == run(text, *b));
+    starts
+}
+
+/// The digits and dots of `text` from `start`, at most [`IPV4_TEXT_MAX`] bytes of them.
+fn run(text: &[u8], start: usize) -> &[u8] {
+    let tail = text.get(start..).unwrap_or_default();
+    let tail = &tail[..tail.len().min(IPV4_TEXT_MAX)];
+    let len = tail
+        .iter()
+        .position(|b| !(b.is_ascii_digit() || *b == b'.'))
+        .unwrap_or(tail.len());
+    &tail[..len]
 }
 
 #[cfg(test)]
@@ -309,6 +663,154 @@ mod tests {
             "sha 2a00:1450 dead:beef:cafe 10:20:30:40 at 12:34:56",
         ] {
             assert_eq!(names(&s, text), Vec::<String>::new(), "{text}");
+        }
+    }
+
+    /// Units that, repeated, make texts of near matches: a match that fails its check, a start
+    /// without an end, a match found at every few bytes. The first four took quadratic time
+    /// before (issue 46).
+    pub const NEAR_MATCHES: &[&str] = &[
+        "-----BEGIN OPENSSH PRIVATE KEY-----",
+        "1.",
+        "10.0.0.",
+        "a://b:c@",
+        "-----BEGIN RSA PRIVATE KEY-----\\nMIIB\\n",
+        "-----END PRIVATE KEY----------BEGIN PRIVATE KEY-----",
+        "host=a;",
+        "Server=db;Password=",
+        "==1.2.3.4 8.8.8.8 ",
+        "-9.9.9.9 (from x) (",
+        "<PII:email> ann@mailhost.io ",
+        "password=aaaaaaa1 ",
+        "4111 1111 1111 ",
+        "+1 (555) ",
+        "2a00:1450:",
+        "eyJhbGciOi.eyJ",
+        "x@a.bb.",
+        "postgres://u:",
+        "AKIA",
+    ];
+
+    fn repeated(unit: &str, len: usize) -> String {
+        unit.repeat(len / unit.len() + 1)
+    }
+
+    /// The work of redacting `text` as a redaction does: the matches found and replaced, then
+    /// the result scanned again.
+    fn redaction_work(s: &Scanner, text: &str) -> Work {
+        let (_, first) = s.find_counted(text);
+        let redactor = crate::redact::Redactor::new(None, s.clone());
+        let mut counts = vec![0; s.rules().len()];
+        let redacted = redactor.redact_text(text, &mut counts);
+        let (_, again) = s.find_counted(redacted.as_deref().unwrap_or(text));
+        Work {
+            searches: first.searches + again.searches,
+            candidates: first.candidates + again.candidates,
+            bytes: first.bytes + again.bytes,
+        }
+    }
+
+    #[test]
+    fn near_match_texts_take_work_linear_in_their_length() {
+        let s = Scanner::builtin(false);
+        for unit in NEAR_MATCHES {
+            let (small, big) = (repeated(unit, 1 << 19), repeated(unit, 1 << 21));
+            let (w1, w4) = (redaction_work(&s, &small), redaction_work(&s, &big));
+            let per_byte = w4.bytes as f64 / big.len() as f64;
+            assert!(
+                per_byte < 16.0,
+                "{unit:?}: {per_byte:.1} bytes read per byte, {w4:?}"
+            );
+            let growth = w4.bytes as f64 / w1.bytes as f64;
+            let size = big.len() as f64 / small.len() as f64;
+            assert!(
+                growth < size * 1.1,
+                "{unit:?}: 4 times the text, {growth:.2} times the work ({w1:?}, {w4:?})"
+            );
+            assert!(w4.searches <= 2 * w4.candidates + 64, "{unit:?}: {w4:?}");
+        }
+    }
+
+    /// What the regex engine reads: each candidate rule's pattern run over the text as the
+    /// scanner runs it, by the lazy DFA the regex crate searches with (forward to a match's
+    /// end, then back to its start), in bytes. A pattern that makes the engine read far past
+    /// its matches (a lazy `.*?` before an alternative, as the private key's had) reads the
+    /// rest of the text once per match.
+    #[test]
+    fn the_patterns_read_near_match_texts_in_linear_time() {
+        use regex_automata::hybrid::{dfa, regex::Builder};
+        let s = Scanner::builtin(true);
+        for unit in NEAR_MATCHES {
+            let text = repeated(unit, 1 << 20);
+            for rule in s.candidates(&text) {
+                let re = Builder::new()
+                    .dfa(dfa::Config::new().cache_capacity(64 << 20))
+                    .build(&s.rules()[rule].pattern)
+                    .unwrap_or_else(|e| panic!("{e}"));
+                let mut cache = re.create_cache();
+                let matches = re.find_iter(&mut cache, text.as_str()).count();
+                let (forward, reverse) = cache.as_parts();
+                assert_eq!(forward.clear_count() + reverse.clear_count(), 0);
+                let read = forward.search_total_len() + reverse.search_total_len();
+                let name = &s.rules()[rule].name;
+                assert!(
+                    read <= 4 * text.len(),
+                    "{unit:?}, {name}: {read} bytes read for {} ({matches} matches)",
+                    text.len()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_key_cut_short_ends_at_its_base64_and_a_whole_one_at_its_end_line() {
+        let s = Scanner::builtin(false);
+        // The pattern as it was, a lazy `.*?` before the alternative: the outputs are the same.
+        let old = Regex::new(
+            r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----(?:(?s:.*?)-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\]*)",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let key = "-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJB\n-----END RSA PRIVATE KEY-----";
+        for text in [
+            format!("a {key} b"),
+            format!("a -----BEGIN EC PRIVATE KEY-----\nMHcCAQEE b {key} c"),
+            "x -----BEGIN PRIVATE KEY-----\\nMIIEvQIB\\n... cut".to_owned(),
+            format!("{key}{key} -----BEGIN PRIVATE KEY-----abc"),
+        ] {
+            let want: Vec<Range<usize>> = old.find_iter(&text).map(|m| m.range()).collect();
+            let got: Vec<Range<usize>> = s.find(&text).into_iter().map(|f| f.span).collect();
+            assert_eq!(got, want, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn version_pins_anywhere_in_the_text_keep_a_number_from_being_an_address() {
+        let s = Scanner::builtin(false);
+        let ip = ["8.8", ".4.4"].concat();
+        assert_eq!(names(&s, &format!("host {ip} up")), ["ip_address"]);
+        for text in [
+            format!("pkg=={ip}1 then host {ip}"),
+            format!("x -{ip} and {ip}"),
+            format!("{ip} first, pkg==={ip}"),
+        ] {
+            assert_eq!(names(&s, &text), Vec::<String>::new(), "{text}");
+        }
+        assert_eq!(names(&s, &format!("pkg==1.{ip} then {ip}")), ["ip_address"]);
+    }
+
+    #[test]
+    fn placeholders_are_read_as_their_pattern_says() {
+        let pattern = Regex::new(r"<(?:SECRET|PII):[a-z0-9_]+(?::[0-9a-f]{8})?>")
+            .unwrap_or_else(|e| panic!("{e}"));
+        for text in [
+            "a <SECRET:github_token> b <PII:email:0a1b2c3d>c",
+            "<<SECRET:x><PII:> <SECRET:X> <SECRET:a:0a1b2c3> <SECRET:a:0a1b2c3d9> <PII:e:0a1b2c3g>",
+            "<SECRET:a:0a1b2c3d<PII:b> <SECRET:a_1",
+            "<",
+            "",
+        ] {
+            let want: Vec<Range<usize>> = pattern.find_iter(text).map(|m| m.range()).collect();
+            assert_eq!(placeholders(text), want, "{text}");
         }
     }
 }

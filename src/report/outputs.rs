@@ -7,10 +7,11 @@ use std::io::{self, BufRead};
 
 use serde::{Deserialize, Serialize};
 
+use super::stats::capped;
 use crate::engine::pipeline::StageSummary;
 use crate::redact::Redaction;
 
-/// Rejected records by stage, then by rule.
+/// Rejected records by stage, then by rule (at most [`super::stats::MAX_KEYS`] of each).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Rejects {
     /// `stage → rule → records` (a record counts under its first diagnostic's rule).
@@ -50,11 +51,7 @@ impl Rejects {
                         .into_iter()
                         .next()
                         .map_or_else(|| "unknown".to_owned(), |d| d.rule);
-                    *r.by_stage
-                        .entry(stage)
-                        .or_default()
-                        .entry(rule)
-                        .or_default() += 1;
+                    *capped(capped(&mut r.by_stage, &stage), &rule) += 1;
                 }
                 Err(_) => r.unreadable_lines += 1,
             }

@@ -9,16 +9,10 @@ use serde::Serialize;
 
 use super::examples::Examples;
 use super::histogram::{Log2Histogram, RewardHistogram};
-use super::stats::Stats;
+use super::stats::{capped, Stats};
+pub use super::stats::{MAX_KEYS, OTHER};
 use super::view::{links, outcome, reward, source_format};
 use crate::model::{Step, Trajectory};
-
-/// Distinct keys a table keeps (tools, formats, files); later keys are counted under
-/// [`OTHER`].
-pub const MAX_KEYS: usize = 1000;
-
-/// The key under which a full table counts new keys.
-pub const OTHER: &str = "(other)";
 
 /// Calls of one tool and how many of their results were errors.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -58,7 +52,8 @@ pub struct Profile {
     pub tokens_per_trajectory: Option<Log2Histogram>,
     /// `details.reward` of the trajectories that have one.
     pub rewards: RewardHistogram,
-    /// Trajectories by `details.outcome.status` (`none` without one).
+    /// Trajectories by `details.outcome.status` (`none` without one; at most [`MAX_KEYS`]
+    /// statuses, then [`OTHER`]).
     pub outcomes: BTreeMap<String, u64>,
     /// Tool calls by tool: an api action's function, a code action's `LANGUAGE code`.
     pub tools: BTreeMap<String, ToolCount>,
@@ -86,10 +81,7 @@ impl Profile {
         if let Some(r) = reward(&traj) {
             self.rewards.add(r);
         }
-        *self
-            .outcomes
-            .entry(outcome(&traj).unwrap_or("none").to_owned())
-            .or_default() += 1;
+        *capped(&mut self.outcomes, outcome(&traj).unwrap_or("none")) += 1;
         self.count_tools(&traj.content);
         let share = |m: &mut BTreeMap<String, Share>, key: &str| {
             let s = capped(m, key);
@@ -123,16 +115,6 @@ impl Profile {
             }
         }
     }
-}
-
-/// The entry of `key`, or of [`OTHER`] once `map` holds [`MAX_KEYS`] keys.
-fn capped<'m, V: Default>(map: &'m mut BTreeMap<String, V>, key: &str) -> &'m mut V {
-    let key = if map.len() < MAX_KEYS || map.contains_key(key) {
-        key
-    } else {
-        OTHER
-    };
-    map.entry(key.to_owned()).or_default()
 }
 
 /// Agent turns: runs of consecutive action steps.
@@ -202,15 +184,5 @@ mod tests {
             Some("error".into()),
             "x"
         )));
-    }
-
-    #[test]
-    fn tables_stop_growing_at_the_cap() {
-        let mut m: BTreeMap<String, u64> = BTreeMap::new();
-        for i in 0..MAX_KEYS + 5 {
-            *capped(&mut m, &i.to_string()) += 1;
-        }
-        assert_eq!(m.len(), MAX_KEYS + 1);
-        assert_eq!(m[OTHER], 5);
     }
 }

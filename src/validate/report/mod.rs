@@ -168,7 +168,7 @@ mod tests {
     }
 
     #[derive(Clone, Default)]
-    pub(super) struct SharedBuf(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    pub(super) struct SharedBuf(pub(super) std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
 
     impl Write for SharedBuf {
         fn write(&mut self, b: &[u8]) -> io::Result<usize> {

@@ -272,19 +272,26 @@ fn source_calls(format: &str, file: &Path) -> Calls {
         "mini-swe-agent" => mini_swe_agent_calls(&serde_json::from_slice(&bytes).expect("JSON")),
         "anthropic" => {
             // `tool_use` blocks; the reader gives a call with no `tool_result` (Cline's results
-            // are user text) an empty result linked to it, so every call is answered.
+            // are user text) an empty result linked to it when a message follows, so every call
+            // but one in the last message is answered.
             let doc: Value = serde_json::from_slice(&bytes).expect("JSON");
-            let calls = doc
-                .as_array()
-                .into_iter()
-                .flatten()
-                .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
-                .filter(|b| b["type"] == "tool_use")
-                .count();
-            Calls {
-                calls,
-                answered: calls,
+            let messages = doc.as_array().cloned().unwrap_or_default();
+            let blocks = |m: &Value| m["content"].as_array().cloned().unwrap_or_default();
+            let results: HashSet<String> = messages
+                .iter()
+                .flat_map(blocks)
+                .filter(|b| b["type"] == "tool_result")
+                .filter_map(|b| b["tool_use_id"].as_str().map(str::to_owned))
+                .collect();
+            let mut calls = Calls::default();
+            for (i, m) in messages.iter().enumerate() {
+                for b in blocks(m).iter().filter(|b| b["type"] == "tool_use") {
+                    calls.calls += 1;
+                    let id = b["id"].as_str().unwrap_or_default();
+                    calls.answered += usize::from(results.contains(id) || i + 1 < messages.len());
+                }
             }
+            calls
         }
         "pi" => {
             // `toolCall` blocks of assistant messages, answered by `toolResult` messages; a

@@ -179,7 +179,10 @@ pub(super) fn select(entries: &[&Node<'_>]) -> Selection {
             .is_some_and(|u| by_uuid.get(u) != Some(&i))
     };
     let mut followed = vec![false; n];
-    for &t in turns.iter().filter(|&&t| !duplicate(t)) {
+    for &t in turns
+        .iter()
+        .filter(|&&t| own_side(entries[t]) && !duplicate(t))
+    {
         let mut cursor = parent[t];
         let mut steps = 0;
         while let Some(p) = cursor {
@@ -404,6 +407,18 @@ mod tests {
         let s = select_values(&lines);
         assert_eq!(s.chain, vec![0, 2, 1, 3]);
         assert_eq!(s.left_out, vec![(4, Off::Duplicate)]);
+        // A sidechain line hanging off the last message does not follow it.
+        let mut side = line("s", Some("a"), "user", json!("subtask"), "");
+        side["isSidechain"] = json!(true);
+        let lines = [
+            line("p", None, "user", json!("task"), ""),
+            line("x", Some("p"), "assistant", json!("a retry"), "m9"),
+            line("a", Some("p"), "assistant", call("c1"), "m1"),
+            side,
+        ];
+        let s = select_values(&lines);
+        assert_eq!(s.chain, vec![0, 2]);
+        assert_eq!(s.left_out, vec![(1, Off::Branch), (3, Off::Sidechain)]);
         let mut bad = line("q", None, "user", json!("x"), "");
         bad["isSidechain"] = json!("no");
         bad["uuid"] = json!(5);

@@ -16,7 +16,7 @@ use crate::export::split::Splits;
 use crate::export::tools::ToolCatalog;
 use crate::export::{ExportOptions, Filters, InferTools, SftOptions, Target, Thoughts, TrainOn};
 use crate::model::upgrade::UpgradeOptions;
-use crate::training::{ChatTemplate, Overlength, TokenizerFile, Training};
+use crate::training::{ChatTemplate, Overlength, TokenizerFile, Training, MAX_MESSAGE_BYTES};
 
 /// `row_group_bytes` unless set.
 pub const ROW_GROUP_BYTES: u64 = 100_000_000;
@@ -86,6 +86,11 @@ pub struct ExportConfig {
     #[cfg_attr(feature = "cli", arg(long, default_value_t, value_name = "WHAT"))]
     #[serde(default)]
     pub overlength: Overlength,
+    /// With a chat template: the largest message, in bytes of its JSON as the hf target writes
+    /// it (default 16777216); a trajectory with a larger one is rejected before rendering.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "BYTES"))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_message_bytes: Option<u64>,
     /// Map a code language to a tool: `LANG=TOOL[:ARG]` (ARG default `code`; LANG `*` for all
     /// others, whose calls also carry `language`). Defaults: bash/shell/sh=bash:command,
     /// python=python:code, *=execute_code:code.
@@ -225,6 +230,11 @@ impl ExportConfig {
                 )));
             }
             if !self.counts_tokens() {
+                if self.max_message_bytes.is_some() {
+                    return Err(invalid(
+                        "--max-message-bytes needs --chat-template and --tokenizer".into(),
+                    ));
+                }
                 return Ok(None);
             }
         }
@@ -241,6 +251,9 @@ impl ExportConfig {
         if self.max_tokens == Some(0) {
             return Err(invalid("--max-tokens must be at least 1".into()));
         }
+        if self.max_message_bytes == Some(0) {
+            return Err(invalid("--max-message-bytes must be at least 1".into()));
+        }
         Ok(Some(Arc::new(Training {
             template: ChatTemplate::load(template, self.chat_template_name.as_deref())
                 .map_err(invalid)?,
@@ -249,6 +262,7 @@ impl ExportConfig {
             train_reasoning: self.train_reasoning,
             max_tokens: self.max_tokens,
             overlength: self.overlength,
+            max_message_bytes: self.max_message_bytes.unwrap_or(MAX_MESSAGE_BYTES),
         })))
     }
 
@@ -367,6 +381,10 @@ impl ExportConfig {
             "filters": &filters,
             "dedup": self.dedup,
         });
+        if let Some(n) = self.max_message_bytes {
+            // Recorded when set (exports that leave it at its default keep their bytes).
+            recorded_options["max_message_bytes"] = json!(n);
+        }
         // The Parquet files carry the options that shape them, but not the input paths: the
         // same trajectories read from elsewhere give the same bytes.
         let parquet = ParquetConfig {

@@ -21,6 +21,7 @@ use super::tokens::{encode_tokens, TokenRow};
 use super::tools::{tool_specs, ToolSpec};
 use crate::ingest::{Provenance, RawRecord};
 use crate::model::Trajectory;
+use crate::training::SampleError;
 use crate::validate::check::upgrade_checked;
 use crate::validate::{check_adp, Diagnostic};
 
@@ -378,11 +379,22 @@ fn count_sharing(
     }
     let n = training
         .count(conv, tools, &opts.sft)
-        .map_err(|e| RenderError::Template(e.to_string()))? as u64;
+        .map_err(sample_error)? as u64;
     if let Some((counts, key)) = key {
         counts.put(key, n);
     }
     Ok(Some(n))
+}
+
+/// Why rendering a sample failed, as a reason to reject the trajectory: a message over
+/// `--max-message-bytes` under a rule of its own, the rest as the chat template's.
+pub fn sample_error(e: SampleError) -> RenderError {
+    match e {
+        SampleError::TooLarge(m) => {
+            RenderError::Untrainable(Untrainable::new("max-message-bytes", "", m))
+        }
+        e => RenderError::Template(e.to_string()),
+    }
 }
 
 /// The token counts of one trajectory that the exports of a run share (`trajkit run`, on the

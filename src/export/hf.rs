@@ -43,6 +43,11 @@ pub struct Message<'a> {
 }
 
 impl<'a> Message<'a> {
+    /// The message's role.
+    pub fn role(&self) -> &'static str {
+        self.role
+    }
+
     /// The message as transformers hands it to a chat template: with a `reasoning_content`,
     /// the same text first under `thinking` too, which some templates read (gpt-oss's,
     /// LFM2's).

@@ -15,7 +15,7 @@ use arrow_buffer::OffsetBuffer;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::ArrowWriter;
 
-use super::encode::{with_conversation, Encoded, RenderError};
+use super::encode::{sample_error, with_conversation, Encoded, RenderError};
 use super::filter::Filtered;
 use super::options::ExportOptions;
 use super::parquet::ParquetConfig;
@@ -52,7 +52,7 @@ pub fn encode_tokens(
             Ok(Ok(s)) => Ok(s),
             Ok(Err(Skip::Overlength)) => Err(RenderError::Skipped(Filtered::MaxTokens)),
             Ok(Err(Skip::NothingToTrain)) => Err(RenderError::Skipped(Filtered::NothingToTrain)),
-            Err(e) => Err(RenderError::Template(e.to_string())),
+            Err(e) => Err(sample_error(e)),
         }
     })?;
     let n = sample.ids.len() as u64;

@@ -4,20 +4,26 @@
 //!
 //! - [`template`]: [`ChatTemplate`], the Jinja environment of transformers; [`generation`]:
 //!   the `{% generation %}` blocks; [`literals`]: string literals decoded as Python decodes
-//!   them; [`pyjson`]: Python's `json.dumps` and `repr`;
+//!   them; [`pyjson`]: Python's `json.dumps` and `repr`; [`budget`]: what one rendering may
+//!   spend;
+//! - [`guard`]: calls into the libraries a user's file can make panic;
 //! - [`tokenize`]: [`TokenizerFile`] and the assistant mask of tokens; [`bpe`]: trajkit's own
-//!   encoder of byte-level BPE tokenizers, the common shape;
+//!   encoder of byte-level BPE tokenizers, the common shape; [`tokenizer_checks`]: the
+//!   settings of a tokenizer file refused at load;
 //! - [`sample`]: one conversation into token ids and the mask of the tokens that train,
 //!   with [`Training`]'s options.
 
 pub mod bpe;
+pub mod budget;
 pub mod generation;
+pub mod guard;
 pub mod literals;
 pub mod pyjson;
 pub mod sample;
 pub mod template;
 pub mod tokenize;
+pub mod tokenizer_checks;
 
-pub use sample::{Overlength, Skip, Training};
+pub use sample::{Overlength, SampleError, Skip, Training, MAX_MESSAGE_BYTES};
 pub use template::{ChatTemplate, Rendered, TemplateError};
 pub use tokenize::{TokenizerFile, Tokens};

@@ -6,7 +6,9 @@ use std::borrow::Cow;
 use std::fmt::Write;
 
 use minijinja::value::{Kwargs, ValueKind};
-use minijinja::{Error, ErrorKind, Value};
+use minijinja::{Error, ErrorKind, State, Value};
+
+use super::budget;
 
 /// How [`dumps`] writes: `json.dumps`'s arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,7 +21,16 @@ pub struct DumpOptions {
     pub separators: (Cow<'static, str>, Cow<'static, str>),
     /// Keys in sorted order.
     pub sort_keys: bool,
+    /// What writing may cost: each byte 1, each item visited [`ITEM_COST`]; past it, writing
+    /// fails (the rendering's budget).
+    pub max_len: usize,
+    /// Items visited so far.
+    pub visited: std::cell::Cell<usize>,
 }
+
+/// What visiting an item costs, in bytes of [`DumpOptions::max_len`] (as minijinja's filters
+/// charge a visited item).
+const ITEM_COST: usize = 32;
 
 impl Default for DumpOptions {
     fn default() -> Self {
@@ -28,13 +39,16 @@ impl Default for DumpOptions {
             indent: None,
             separators: (", ".into(), ": ".into()),
             sort_keys: false,
+            max_len: usize::MAX,
+            visited: std::cell::Cell::new(0),
         }
     }
 }
 
 /// The `tojson` filter: `json.dumps(value, ensure_ascii=False, indent=None, separators=None,
-/// sort_keys=False)` with the keyword arguments given.
-pub fn tojson(value: &Value, kwargs: Kwargs) -> Result<String, Error> {
+/// sort_keys=False)` with the keyword arguments given, within the rendering's budget: an
+/// `indent` of at most [`budget::MAX_INDENT`], and no more text than the budget can pay for.
+pub fn tojson(state: &State, value: &Value, kwargs: Kwargs) -> Result<String, Error> {
     let mut opts = DumpOptions::default();
     let (mut indent, mut separators) = (None, None);
     // Each argument given is read once (`Kwargs::get` would record, with an allocation, every
@@ -62,10 +76,21 @@ pub fn tojson(value: &Value, kwargs: Kwargs) -> Result<String, Error> {
             ValueKind::Number => {
                 let n = i64::try_from(indent.clone())
                     .map_err(|_| invalid("tojson: indent must be an integer or a string"))?;
-                Some(" ".repeat(usize::try_from(n).unwrap_or(0)))
+                Some(" ".repeat(usize::try_from(n).unwrap_or(0).min(budget::MAX_INDENT + 1)))
             }
             _ => return Err(invalid("tojson: indent must be an integer or a string")),
         };
+        if let Some(indent) = opts
+            .indent
+            .as_ref()
+            .filter(|i| i.len() > budget::MAX_INDENT)
+        {
+            return Err(invalid(&format!(
+                "tojson: an indent of {} characters or more, over the limit of {}",
+                indent.chars().count(),
+                budget::MAX_INDENT
+            )));
+        }
         if opts.indent.is_some() {
             // json.dumps' default item separator drops its space when indenting.
             opts.separators.0 = ",".into();
@@ -75,6 +100,7 @@ pub fn tojson(value: &Value, kwargs: Kwargs) -> Result<String, Error> {
         if !seps.is_none() && !seps.is_undefined() {
             let pair: Vec<Cow<'static, str>> = seps
                 .try_iter()?
+                .take(3)
                 .map(|s| s.as_str().map(separator))
                 .collect::<Option<_>>()
                 .ok_or_else(|| invalid("tojson: separators must be two strings"))?;
@@ -83,6 +109,7 @@ pub fn tojson(value: &Value, kwargs: Kwargs) -> Result<String, Error> {
             opts.separators = (item, key);
         }
     }
+    opts.max_len = budget::bytes_left(state);
     let mut out = String::new();
     dumps(value, &opts, 0, &mut out)?;
     Ok(out)
@@ -100,6 +127,31 @@ fn invalid(message: &str) -> Error {
     Error::new(ErrorKind::InvalidOperation, message.to_owned())
 }
 
+/// Fails when `out` has grown past [`DumpOptions::max_len`].
+fn within(out: &str, opts: &DumpOptions) -> Result<(), Error> {
+    let cost = out
+        .len()
+        .saturating_add(opts.visited.get().saturating_mul(ITEM_COST));
+    if cost > opts.max_len {
+        return Err(over(opts));
+    }
+    Ok(())
+}
+
+fn over(opts: &DumpOptions) -> Error {
+    Error::new(
+        ErrorKind::OutOfFuel,
+        format!(
+            "tojson would write more than the {} bytes left",
+            opts.max_len
+        ),
+    )
+}
+
+/// The deepest nesting `tojson` writes (Python's `json.dumps` stops near 1000 too, at its
+/// recursion limit).
+const MAX_DEPTH: usize = 512;
+
 /// Writes `value` as Python's `json.dumps` would, at nesting `depth`.
 pub fn dumps(
     value: &Value,
@@ -107,6 +159,11 @@ pub fn dumps(
     depth: usize,
     out: &mut String,
 ) -> Result<(), Error> {
+    if depth > MAX_DEPTH {
+        return Err(invalid(&format!(
+            "tojson: a value nested deeper than {MAX_DEPTH} levels"
+        )));
+    }
     match value.kind() {
         ValueKind::None => out.push_str("null"),
         ValueKind::Undefined => {
@@ -116,7 +173,13 @@ pub fn dumps(
         }
         ValueKind::Bool => out.push_str(if value.is_true() { "true" } else { "false" }),
         ValueKind::Number => number(value, out, true),
-        ValueKind::String => string(value.as_str().unwrap_or_default(), opts.ensure_ascii, out),
+        ValueKind::String => {
+            let s = value.as_str().unwrap_or_default();
+            if out.len().saturating_add(s.len()) > opts.max_len {
+                return Err(over(opts));
+            }
+            string(s, opts.ensure_ascii, out)
+        }
         ValueKind::Map => {
             // A map object gives its entries in order without a lookup per key.
             let entries: Vec<(Value, Value)> =
@@ -134,18 +197,31 @@ pub fn dumps(
             if opts.sort_keys {
                 pairs.sort_by(|a, b| a.0.cmp(&b.0));
             }
-            container(out, opts, depth, '{', '}', pairs.len(), |out, i| {
-                let (k, v) = &pairs[i];
-                string(k, opts.ensure_ascii, out);
-                out.push_str(&opts.separators.1);
-                dumps(v, opts, depth + 1, out)
-            })?;
+            container(
+                out,
+                opts,
+                depth,
+                '{',
+                '}',
+                pairs.into_iter(),
+                |out, (k, v)| {
+                    string(&k, opts.ensure_ascii, out);
+                    out.push_str(&opts.separators.1);
+                    dumps(v, opts, depth + 1, out)
+                },
+            )?;
         }
         ValueKind::Seq | ValueKind::Iterable => {
-            let items: Vec<Value> = value.try_iter()?.collect();
-            container(out, opts, depth, '[', ']', items.len(), |out, i| {
-                dumps(&items[i], opts, depth + 1, out)
-            })?;
+            // Item by item: a list may be a lazy repetition far larger than memory.
+            container(
+                out,
+                opts,
+                depth,
+                '[',
+                ']',
+                value.try_iter()?,
+                |out, item| dumps(&item, opts, depth + 1, out),
+            )?;
         }
         _ => {
             return Err(invalid(&format!(
@@ -154,24 +230,21 @@ pub fn dumps(
             )))
         }
     }
-    Ok(())
+    within(out, opts)
 }
 
-/// `[`/`{`, the items (each written by `item`), `]`/`}`, indented as `opts` says.
-fn container(
+/// `[`/`{`, the `items` (each written by `item`), `]`/`}`, indented as `opts` says; it stops
+/// when the text grows past [`DumpOptions::max_len`].
+fn container<T>(
     out: &mut String,
     opts: &DumpOptions,
     depth: usize,
     open: char,
     close: char,
-    len: usize,
-    mut item: impl FnMut(&mut String, usize) -> Result<(), Error>,
+    items: impl Iterator<Item = T>,
+    mut item: impl FnMut(&mut String, T) -> Result<(), Error>,
 ) -> Result<(), Error> {
     out.push(open);
-    if len == 0 {
-        out.push(close);
-        return Ok(());
-    }
     let newline = |out: &mut String, level: usize| {
         if let Some(indent) = &opts.indent {
             out.push('\n');
@@ -180,14 +253,20 @@ fn container(
             }
         }
     };
-    for i in 0..len {
+    let mut any = false;
+    for (i, x) in items.enumerate() {
+        opts.visited.set(opts.visited.get() + 1);
+        within(out, opts)?;
         if i > 0 {
             out.push_str(&opts.separators.0);
         }
         newline(out, depth + 1);
-        item(out, i)?;
+        item(out, x)?;
+        any = true;
     }
-    newline(out, depth);
+    if any {
+        newline(out, depth);
+    }
     out.push(close);
     Ok(())
 }
@@ -408,6 +487,7 @@ mod tests {
             indent: Some("  ".into()),
             separators: (",".into(), ": ".into()),
             sort_keys: true,
+            ..DumpOptions::default()
         };
         assert_eq!(
             dump(v, &opts),

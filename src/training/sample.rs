@@ -55,7 +55,15 @@ pub struct Training {
     pub max_tokens: Option<usize>,
     /// What happens to longer ones.
     pub overlength: Overlength,
+    /// The largest message, in bytes of its JSON as the `hf` target writes it: a
+    /// conversation with a larger one is refused before rendering ([`SampleError::TooLarge`]).
+    pub max_message_bytes: u64,
 }
+
+/// [`Training::max_message_bytes`] unless set: 16 MiB, far above the messages of real agent
+/// sessions (whose tools cut their outputs to kilobytes), and low enough that rendering and
+/// tokenizing the largest message allowed stays well under a gigabyte.
+pub const MAX_MESSAGE_BYTES: u64 = 16 << 20;
 
 impl std::fmt::Debug for Training {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -64,6 +72,7 @@ impl std::fmt::Debug for Training {
             .field("train_reasoning", &self.train_reasoning)
             .field("max_tokens", &self.max_tokens)
             .field("overlength", &self.overlength)
+            .field("max_message_bytes", &self.max_message_bytes)
             .finish_non_exhaustive()
     }
 }
@@ -114,6 +123,8 @@ pub enum SampleError {
     Sentinel,
     /// The tokenizer failed.
     Tokenizer(String),
+    /// A message is larger than [`Training::max_message_bytes`] (what is wrong).
+    TooLarge(String),
 }
 
 impl From<TemplateError> for SampleError {
@@ -129,7 +140,7 @@ impl std::fmt::Display for SampleError {
             SampleError::Sentinel => f.write_str(
                 "the conversation holds U+F0001 or U+F0002, which mark {% generation %} blocks",
             ),
-            SampleError::Tokenizer(e) => f.write_str(e),
+            SampleError::Tokenizer(e) | SampleError::TooLarge(e) => f.write_str(e),
         }
     }
 }
@@ -211,6 +222,7 @@ impl Training {
         sample: bool,
     ) -> Result<Messages, SampleError> {
         let messages = hf::messages(conv, sft);
+        self.check_sizes(&messages)?;
         let tool_list: Vec<Tool<'_>> = tools.iter().map(Tool::new).collect();
         if sample && self.template.has_generation() && holds_sentinel(&(&messages, &tool_list)) {
             return Err(SampleError::Sentinel);
@@ -224,6 +236,25 @@ impl Training {
             tools: Value::from(Serde(&tool_list)),
             info,
         })
+    }
+
+    /// Refuses `messages` when one is larger than [`Training::max_message_bytes`] (measured
+    /// as JSON, without building it).
+    fn check_sizes(&self, messages: &[hf::Message<'_>]) -> Result<(), SampleError> {
+        for (i, m) in messages.iter().enumerate() {
+            let mut size = JsonSize(0);
+            // Writing into a counter cannot fail.
+            let _ = serde_json::to_writer(&mut size, m);
+            if size.0 > self.max_message_bytes {
+                return Err(SampleError::TooLarge(format!(
+                    "message {i} ({}) is {} bytes of JSON, over --max-message-bytes {}",
+                    m.role(),
+                    size.0,
+                    self.max_message_bytes
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// The sample of `m.values[..end]`.
@@ -370,6 +401,20 @@ impl Training {
             *slot = Some(start.min(stop)..stop);
         }
         out
+    }
+}
+
+/// Counts the bytes written to it.
+struct JsonSize(u64);
+
+impl std::io::Write for JsonSize {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len() as u64;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 

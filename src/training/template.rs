@@ -20,6 +20,7 @@ use minijinja::{AutoEscape, Environment, Error, ErrorKind, Value};
 use serde_json::Value as Json;
 use sha2::{Digest, Sha256};
 
+use super::budget::{self, Budget};
 use super::generation;
 use super::literals;
 use super::pyjson;
@@ -163,7 +164,7 @@ impl ChatTemplate {
             .map_err(|e| TemplateError::from(e).to_string())?;
         env.set_syntax(syntax);
         env.set_auto_escape_callback(|_| AutoEscape::None);
-        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.set_unknown_method_callback(budget::method);
         env.set_formatter(|out, state, value| match pyjson::python_str(value) {
             Some(s) => out
                 .write_str(&s)
@@ -230,6 +231,8 @@ impl ChatTemplate {
         self.render_with(name, messages, tools, add_generation_prompt)
     }
 
+    /// Renders the template `name` within the budget of its input ([`super::budget`]). A
+    /// panic inside the engine fails the rendering, as an error would.
     fn render_with(
         &self,
         name: &str,
@@ -237,14 +240,32 @@ impl ChatTemplate {
         tools: &Value,
         add_generation_prompt: bool,
     ) -> Result<String, TemplateError> {
-        let template = self.env.get_template(name)?;
-        Ok(template.render(minijinja::context! {
+        let fuel = Budget::of(messages, tools).fuel();
+        let mut env = self.env.clone();
+        env.set_fuel(Some(fuel));
+        let template = env.get_template(name)?;
+        let ctx = minijinja::context! {
             messages => Value::from(messages.to_vec()),
             tools => tools,
             documents => (),
             add_generation_prompt => add_generation_prompt,
             ..self.special.clone()
-        })?)
+        };
+        let rendered = crate::training::guard::call(|| template.render(ctx)).map_err(|panic| {
+            TemplateError {
+                message: format!("the template engine failed: {panic}"),
+                line: None,
+            }
+        })?;
+        rendered.map_err(|e| {
+            let exhausted =
+                (e.kind() == ErrorKind::OutOfFuel).then(|| budget::exhausted(fuel, e.detail()));
+            let mut error = TemplateError::from(e);
+            if let Some(message) = exhausted {
+                error.message = message;
+            }
+            error
+        })
     }
 }
 
@@ -283,8 +304,19 @@ fn raise_exception(message: String) -> Result<Value, Error> {
     Err(Error::new(ErrorKind::InvalidOperation, message))
 }
 
-/// `strftime_now(format)`: the current time (UTC) in Python's `strftime` format.
+/// `strftime_now(format)`: the current time (UTC) in Python's `strftime` format (a format of
+/// at most [`budget::MAX_STRFTIME`] bytes: each of its fields writes a few dozen bytes).
 fn strftime_now(format: String) -> Result<String, Error> {
+    if format.len() > budget::MAX_STRFTIME {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!(
+                "strftime_now: a format of {} bytes, over the limit of {}",
+                format.len(),
+                budget::MAX_STRFTIME
+            ),
+        ));
+    }
     let since = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
@@ -375,6 +407,68 @@ mod tests {
         )
         .expect_err("refused");
         assert_eq!(e.message, "unknown keyword argument 'bogus'");
+    }
+
+    /// Templates that loop or build without bound, each with what its error must say.
+    const HOSTILE: &[(&str, &str)] = &[
+        // A string doubled in a loop.
+        (
+            "{% set ns = namespace(s='ab') %}{% for i in range(100) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s|length }}",
+            "ran out of its budget",
+        ),
+        // A list doubled in a loop (minijinja concatenates lists lazily: 30 doublings cost
+        // nothing until the list is walked).
+        (
+            "{% set ns = namespace(l=[1, 2]) %}{% for i in range(30) %}{% set ns.l = ns.l + ns.l %}{% endfor %}{{ ns.l|join(',')|length }}",
+            "ran out of its budget",
+        ),
+        // Nested loops of 10^10 steps.
+        (
+            "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+            "ran out of its budget",
+        ),
+        // A huge indent.
+        ("{{ messages|tojson(indent=1000000000) }}", "over the limit of 64"),
+        ("{{ messages|tojson(indent=' ' * 100) }}", "over the limit of 64"),
+        // A long string split into a list of 50 million items.
+        ("{{ (' ' * 50000000).split(' ')|length }}", "str.split would make a list"),
+        ("{{ ('\n' * 50000000).splitlines()|length }}", "ran out of its budget"),
+        ("{{ ('a ' * 25000000).split()|length }}", "str.split would make a list"),
+        // Wide formats.
+        ("{{ '{:>1000000000}'.format('x')|length }}", "str.format could write"),
+        ("{{ '%1000000000s'|format('x')|length }}", "ran out of its budget"),
+        ("{{ 'x\ny'|indent(1000000000)|length }}", "ran out of its budget"),
+        ("{{ strftime_now('%c' * 1000000)|length }}", "over the limit of 256"),
+        // Huge lists: repeated (minijinja refuses), or doubled lazily and written out.
+        ("{{ ([1] * 1000000000)|list|length }}", "too large"),
+        (
+            "{% set ns = namespace(l=[1, 2]) %}{% for i in range(30) %}{% set ns.l = ns.l + ns.l %}{% endfor %}{{ ns.l|tojson|length }}",
+            "tojson would write more than",
+        ),
+        ("{{ ('ab' * 10000000).replace('a', 'a' * 1000)|length }}", "ran out of its budget"),
+        // Nesting deeper than any writer recurses.
+        (
+            "{% set ns = namespace(x=1) %}{% for i in range(600) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x|tojson|length }}",
+            "nested deeper than 512",
+        ),
+        // Recursion.
+        (
+            "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}",
+            "recursion",
+        ),
+    ];
+
+    #[test]
+    fn templates_that_build_or_loop_without_bound_run_out_of_budget() {
+        let messages = serde_json::json!([{"role": "user", "content": "hi"}]);
+        for (source, want) in HOSTILE {
+            let started = std::time::Instant::now();
+            let e = render(source, messages.clone()).expect_err(source);
+            assert!(e.message.contains(want), "{source}: {}", e.message);
+            let took = started.elapsed();
+            // Seconds on a debug build of a loaded machine; a tenth of that in release.
+            assert!(took.as_secs() < 60, "{source}: {took:?}");
+        }
     }
 
     #[test]

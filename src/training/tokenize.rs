@@ -15,6 +15,8 @@ use std::str::FromStr;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use super::bpe::{ByteLevelBpe, Cache};
+use super::guard;
+use super::tokenizer_checks;
 
 /// A loaded tokenizer.
 ///
@@ -51,9 +53,7 @@ impl TokenizerFile {
     pub fn load(path: &str) -> Result<Arc<Self>, String> {
         /// The tokenizers loaded and still in use, by canonical path.
         static LOADED: Mutex<Vec<(PathBuf, Weak<TokenizerFile>)>> = Mutex::new(Vec::new());
-        let bad = |e: &dyn std::fmt::Display| {
-            format!("--tokenizer {path}: not a tokenizer.json that loads: {e}")
-        };
+        let bad = |e: &dyn std::fmt::Display| format!("--tokenizer {path}: {e}");
         let key = std::fs::canonicalize(path).map_err(|e| bad(&e))?;
         let mut loaded = LOADED.lock().unwrap_or_else(PoisonError::into_inner);
         loaded.retain(|(_, t)| t.strong_count() > 0);
@@ -70,12 +70,33 @@ impl TokenizerFile {
         Ok(t)
     }
 
-    /// The tokenizer of a `tokenizer.json`'s text.
+    /// The tokenizer of a `tokenizer.json`'s text, refused when it has a setting that makes
+    /// tokenizing unsafe or nondeterministic ([`super::tokenizer_checks`]) or the library
+    /// panics on a few plain texts.
     pub fn from_json(text: &str) -> Result<Self, String> {
-        let loaded = tokenizers::Tokenizer::from_str(text).map_err(|e| e.to_string())?;
-        let fast = serde_json::from_str(text)
+        Self::from_json_checked(text, true)
+    }
+
+    /// [`TokenizerFile::from_json`], with the checks of its settings or without.
+    fn from_json_checked(text: &str, check: bool) -> Result<Self, String> {
+        let bad = |e: &dyn std::fmt::Display| format!("not a tokenizer.json that loads: {e}");
+        let json: serde_json::Value = serde_json::from_str(text).map_err(|e| bad(&e))?;
+        if let Some((pointer, why)) = check.then(|| tokenizer_checks::check(&json)).flatten() {
+            return Err(format!("refused: {pointer}: {why}"));
+        }
+        let loaded = guard::call(|| tokenizers::Tokenizer::from_str(text))
+            .map_err(|panic| bad(&format!("the tokenizers library {panic}")))?
+            .map_err(|e| bad(&e))?;
+        for probe in PROBES.iter().filter(|_| check) {
+            // An error (a word a vocabulary without an unknown token lacks) is the record's
+            // problem when it happens; only a panic refuses the file.
+            let _encoded = guard::call(|| loaded.encode(*probe, false)).map_err(|panic| {
+                format!("refused: the tokenizers library {panic} encoding the text {probe:?}")
+            })?;
+        }
+        let fast = guard::call(|| ByteLevelBpe::new(&json, |t| loaded.token_to_id(t)))
             .ok()
-            .and_then(|json| ByteLevelBpe::new(&json, |t| loaded.token_to_id(t)));
+            .flatten();
         Ok(TokenizerFile {
             loaded,
             idle: Mutex::new(Vec::new()),
@@ -84,21 +105,28 @@ impl TokenizerFile {
         })
     }
 
-    /// Encodes `text` without special tokens.
+    /// Encodes `text` without special tokens. A panic inside (the library's, on a text a
+    /// tokenizer file makes it fail on) is an error.
     pub fn encode(&self, text: &str) -> Result<Tokens, String> {
-        let mut tokens = Tokens::default();
-        if self.with_own(|own, cache| own.encode(text, cache, &mut tokens)) == Some(true) {
-            return Ok(tokens);
-        }
-        self.encode_with_library(text)
+        guard::call(|| {
+            let mut tokens = Tokens::default();
+            if self.with_own(|own, cache| own.encode(text, cache, &mut tokens)) == Some(true) {
+                return Ok(tokens);
+            }
+            self.encode_with_library(text)
+        })
+        .map_err(failed)?
     }
 
     /// The number of tokens [`TokenizerFile::encode`] gives `text`.
     pub fn count(&self, text: &str) -> Result<usize, String> {
-        match self.with_own(|own, cache| own.count(text, cache)).flatten() {
-            Some(n) => Ok(n),
-            None => Ok(self.encode_with_library(text)?.ids.len()),
-        }
+        guard::call(
+            || match self.with_own(|own, cache| own.count(text, cache)).flatten() {
+                Some(n) => Ok(n),
+                None => Ok(self.encode_with_library(text)?.ids.len()),
+            },
+        )
+        .map_err(failed)?
     }
 
     /// `f` of the own encoder and an idle cache of it; `None` without the own encoder.
@@ -111,7 +139,8 @@ impl TokenizerFile {
         Some(out)
     }
 
-    /// Encodes `text` without special tokens with the `tokenizers` library.
+    /// Encodes `text` without special tokens with the `tokenizers` library (unguarded: a
+    /// panic in it unwinds, and the copy it panicked in is dropped, not used again).
     pub fn encode_with_library(&self, text: &str) -> Result<Tokens, String> {
         let idle = || self.idle.lock().unwrap_or_else(PoisonError::into_inner);
         let copy = idle().pop().unwrap_or_else(|| self.loaded.clone());
@@ -128,6 +157,18 @@ impl TokenizerFile {
     pub fn is_own(&self) -> bool {
         self.fast.is_some()
     }
+}
+
+/// Plain texts every tokenizer file is tried on when it loads.
+const PROBES: &[&str] = &[
+    "Hello, world!",
+    " two  spaces and\ttabs\r\nlines ",
+    "é中文😀 ʻokina <|im_start|>",
+];
+
+/// The reason a record's tokenizing failed, of a `panic` caught.
+fn failed(panic: String) -> String {
+    format!("the tokenizer failed: the tokenizers library {panic}")
 }
 
 /// 1 for each token overlapping one of `spans` (byte ranges, in order), else 0.
@@ -160,6 +201,70 @@ mod tests {
         let missing = TokenizerFile::load("tests/fixtures/templates/none.json").err();
         assert!(missing
             .is_some_and(|e| e.starts_with("--tokenizer tests/fixtures/templates/none.json:")));
+    }
+
+    /// The words tokenizer of the fixtures with `part` set to `value`.
+    fn words_with(part: &str, value: serde_json::Value) -> String {
+        let path = "tests/fixtures/templates/words.tokenizer.json";
+        let text = std::fs::read_to_string(path).expect("fixture");
+        let mut json: serde_json::Value = serde_json::from_str(&text).expect("json");
+        json[part] = value;
+        json.to_string()
+    }
+
+    /// A normalizer: `Replace` of `pattern` by "x", then BERT's (the pair of issue
+    /// huggingface/tokenizers#736, which panics where the pattern matches empty).
+    fn replace_then_bert(pattern: serde_json::Value) -> String {
+        words_with(
+            "normalizer",
+            serde_json::json!({"type": "Sequence", "normalizers": [
+                {"type": "Replace", "pattern": pattern, "content": "x"},
+                {"type": "BertNormalizer", "clean_text": true, "handle_chinese_chars": true,
+                 "strip_accents": null, "lowercase": true}]}),
+        )
+    }
+
+    #[test]
+    fn files_that_make_the_library_panic_are_refused_at_load() {
+        let text = replace_then_bert(serde_json::json!({"String": ""}));
+        // The library loads it, then panics on the first text.
+        let library = tokenizers::Tokenizer::from_str(&text).expect("the library loads it");
+        let panicked = guard::call(|| library.encode("hello", false)).expect_err("panics");
+        assert!(panicked.contains("index out of bounds"), "{panicked}");
+        let e = TokenizerFile::from_json(&text).err().expect("refused");
+        assert!(
+            e.contains("/normalizer/normalizers/0/pattern") && e.contains("empty"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_panic_the_checks_do_not_foresee_fails_the_text_not_the_process() {
+        // Loaded without the checks, as a file whose panic they do not foresee would be.
+        let text = replace_then_bert(serde_json::json!({"String": ""}));
+        let file = TokenizerFile::from_json_checked(&text, false).expect("loads");
+        let e = file.encode("hello").expect_err("fails");
+        assert!(
+            e.starts_with("the tokenizer failed: the tokenizers library panicked at ")
+                && e.contains("index out of bounds"),
+            "{e}"
+        );
+        assert!(file.count("hello").is_err());
+        // The same text, again: the tokenizer is still usable, and fails the same way.
+        assert_eq!(file.encode("hello"), Err(e));
+    }
+
+    #[test]
+    fn dropout_is_refused() {
+        let model = serde_json::json!({"type": "BPE", "dropout": 0.5, "unk_token": "[UNK]",
+            "vocab": {"[UNK]": 0, "a": 1, "b": 2, "ab": 3}, "merges": ["a b"]});
+        let e = TokenizerFile::from_json(&words_with("model", model.clone()))
+            .err()
+            .expect("refused");
+        assert!(e.contains("/model/dropout") && e.contains("0.5"), "{e}");
+        let mut none = model;
+        none["dropout"] = serde_json::Value::Null;
+        assert!(TokenizerFile::from_json(&words_with("model", none)).is_ok());
     }
 
     #[test]

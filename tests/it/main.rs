@@ -47,4 +47,5 @@ mod specs;
 mod swe_openhands;
 mod token_counts;
 mod training;
+mod training_limits;
 mod validate_cli;

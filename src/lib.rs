@@ -33,5 +33,6 @@ pub mod model;
 pub mod parquet;
 pub mod redact;
 pub mod report;
+pub mod terminal;
 pub mod training;
 pub mod validate;

@@ -9,7 +9,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use trajkit::engine::terminal::is_escaped;
+use trajkit::terminal::is_escaped;
 use trajkit::model::{Step, Trajectory};
 use trajkit::report::show::{render, without_colours, Paint, FOLD_BYTES};
 use trajkit::report::view::{view, Limits};

@@ -7,8 +7,8 @@ use trajkit::commands::inputs::expand_adp;
 use trajkit::commands::stats::{stats_inputs, Stats};
 use trajkit::config::export::ExportConfig;
 use trajkit::engine::output::print;
-use trajkit::engine::terminal::escape_controls;
 use trajkit::export::ExportOptions;
+use trajkit::terminal::escape_controls;
 
 use super::common::{CliError, GlobalArgs};
 

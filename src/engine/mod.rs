@@ -1,6 +1,5 @@
 //! The engine: the streaming, parallel, order-preserving runner ([`pipeline`]), atomic and
-//! locked outputs ([`output`]), the rejects file ([`rejects`]), partitions ([`partition`]) and
-//! text made safe for a terminal ([`terminal`]).
+//! locked outputs ([`output`]), the rejects file ([`rejects`]) and partitions ([`partition`]).
 //! It knows no format, stage or command: stages plug in through [`pipeline::Sink`] and the
 //! per-record function they give the runner.
 
@@ -8,4 +7,3 @@ pub mod output;
 pub mod partition;
 pub mod pipeline;
 pub mod rejects;
-pub mod terminal;

@@ -102,7 +102,7 @@ impl Write for Stderr {
 /// [`super::terminal`]); dropped when stderr is closed or full (see [`Stderr`]).
 pub fn warn(line: fmt::Arguments<'_>) {
     let line = line.to_string();
-    let _ = writeln!(Stderr, "{}", super::terminal::escape_controls(&line));
+    let _ = writeln!(Stderr, "{}", crate::terminal::escape_controls(&line));
 }
 
 /// Where a command writes: stdout (`-`) or an atomically written file.

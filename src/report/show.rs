@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 
 use super::view::{Clipped, View};
-use crate::engine::terminal::{escape_controls, escape_line};
+use crate::terminal::{escape_controls, escape_line};
 
 /// Bytes of each text `show` prints unless asked for all (`--full`).
 pub const FOLD_BYTES: usize = 1000;
@@ -108,9 +108,9 @@ pub fn without_colours(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::terminal::is_escaped;
     use crate::model::{Step, Trajectory};
     use crate::report::view::{view, Limits};
+    use crate::terminal::is_escaped;
 
     /// Terminal payloads of each kind: window title (OSC 0), clipboard write (OSC 52), a
     /// hyperlink (OSC 8), clear screen and cursor home, colours, the 8-bit CSI, carriage

@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 
 use super::{locus, Reporter, ValidationSummary};
-use crate::engine::terminal::escape_line;
+use crate::terminal::escape_line;
 use crate::validate::diagnostic::Diagnostic;
 
 /// `file:line: error[rule] id="…" /pointer: message`

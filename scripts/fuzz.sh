@@ -3,7 +3,8 @@
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]   run each target for SECONDS (default 20)
 #
-# Targets (fuzz/fuzz_targets/): framer, convert, ralph, spec, pipeline; all when none is named.
+# Targets (fuzz/fuzz_targets/): framer, convert, ralph, spec, pipeline, template, tokenizer; all
+# when none is named.
 # Seeds are made afresh in fuzz/corpus/<target>/ from sample_data/ and, when it is beside the
 # checkout, the shared corpus (../shared/corpus, never copied into the repository); what the
 # fuzzer finds is added there too, so a longer campaign goes on where the last one stopped.
@@ -23,7 +24,7 @@ SECONDS_EACH="${1:-20}"
 shift || true
 TARGETS=("$@")
 if [ ${#TARGETS[@]} -eq 0 ]; then
-  TARGETS=(framer convert ralph spec pipeline)
+  TARGETS=(framer convert ralph spec pipeline template tokenizer)
 fi
 SANITIZER="${FUZZ_SANITIZER:-none}"
 JOBS="${FUZZ_JOBS:-1}"
@@ -81,6 +82,17 @@ parts = [(ralph / f).read_bytes() if (ralph / f).is_file() else b"" for f in ord
 put("ralph", "seed-sample", b"\n%%\n".join(parts))
 
 put("pipeline", "seed-sample", pathlib.Path("sample_data/pipeline.toml").read_bytes())
+
+# Chat templates (each with the target's fixed conversation), and the tokenizer of the tests
+# with a text.
+fixtures = pathlib.Path("tests/fixtures/templates")
+for t in sorted(fixtures.glob("*.jinja")):
+    put("template", f"seed-{t.stem}", t.read_bytes())
+config = json.loads((fixtures / "header_blocks.tokenizer_config.json").read_text())
+for named in config["chat_template"]:
+    put("template", f"seed-header_blocks-{named['name']}", named["template"].encode())
+put("tokenizer", "seed-words",
+    (fixtures / "words.tokenizer.json").read_bytes() + b"\n%%\nhello task: ls a.txt")
 
 specs = sorted(pathlib.Path("converters").glob("*.toml"))
 # The shipped specs in the order of spec::EMBEDDED (alphabetical, as the files are).

@@ -3,8 +3,8 @@
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]   run each target for SECONDS (default 20)
 #
-# Targets (fuzz/fuzz_targets/): framer, convert, ralph, spec, pipeline, show; all when none is
-# named.
+# Targets (fuzz/fuzz_targets/): framer, convert, ralph, spec, pipeline, show, template,
+# tokenizer; all when none is named.
 # Seeds are made afresh in fuzz/corpus/<target>/ from sample_data/ and, when it is beside the
 # checkout, the shared corpus (../shared/corpus, never copied into the repository); what the
 # fuzzer finds is added there too, so a longer campaign goes on where the last one stopped.
@@ -24,7 +24,7 @@ SECONDS_EACH="${1:-20}"
 shift || true
 TARGETS=("$@")
 if [ ${#TARGETS[@]} -eq 0 ]; then
-  TARGETS=(framer convert ralph spec pipeline show)
+  TARGETS=(framer convert ralph spec pipeline show template tokenizer)
 fi
 SANITIZER="${FUZZ_SANITIZER:-none}"
 JOBS="${FUZZ_JOBS:-1}"
@@ -93,6 +93,16 @@ texts = [b"plain text\nsecond line\tand a tab", b"\x1b]0;title\x07\x1b[2J\x1b[31
          "\u009b2J \u0085".encode(), b"shown\rhidden\x08\x08\x08", b"x" * 3000]
 for i, text in enumerate(texts):
     put("show", f"text-{i}", bytes([4 + i % 4]) + text)
+# Chat templates (each with the target's fixed conversation), and the tokenizer of the tests
+# with a text.
+fixtures = pathlib.Path("tests/fixtures/templates")
+for t in sorted(fixtures.glob("*.jinja")):
+    put("template", f"seed-{t.stem}", t.read_bytes())
+config = json.loads((fixtures / "header_blocks.tokenizer_config.json").read_text())
+for named in config["chat_template"]:
+    put("template", f"seed-header_blocks-{named['name']}", named["template"].encode())
+put("tokenizer", "seed-words",
+    (fixtures / "words.tokenizer.json").read_bytes() + b"\n%%\nhello task: ls a.txt")
 
 specs = sorted(pathlib.Path("converters").glob("*.toml"))
 # The shipped specs in the order of spec::EMBEDDED (alphabetical, as the files are).

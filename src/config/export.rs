@@ -87,7 +87,7 @@ pub struct ExportConfig {
     #[serde(default)]
     pub overlength: Overlength,
     /// With a chat template: the largest message, in bytes of its JSON as the hf target writes
-    /// it (default 16777216); a trajectory with a larger one is rejected before rendering.
+    /// it (default 8388608); a trajectory with a larger one is rejected before rendering.
     #[cfg_attr(feature = "cli", arg(long, value_name = "BYTES"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_message_bytes: Option<u64>,

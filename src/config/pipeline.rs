@@ -719,6 +719,7 @@ mod tests {
             chat_template_name: Some("n".into()),
             tokenizer: Some("t".into()),
             max_tokens: Some(1),
+            max_message_bytes: Some(1),
             ..export
         };
         for (kind, config) in [("join", json!(full_join)), ("export", json!(full_export))] {

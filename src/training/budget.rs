@@ -15,7 +15,7 @@ use minijinja::value::ValueKind;
 use minijinja::{Error, ErrorKind, State, Value};
 
 /// Fuel every rendering gets, whatever its input: 2 million instructions, or 128 MiB of
-/// strings and lists built. (The 53 templates of TRL and the test templates spend at most
+/// strings and lists built. (TRL's 55 templates and the test templates spend at most
 /// 25,000 on any trajectory of the shared corpus, but one that walks string content as a list
 /// of parts, character by character.)
 pub const BASE_FUEL: u64 = 2_000_000;

@@ -60,10 +60,11 @@ pub struct Training {
     pub max_message_bytes: u64,
 }
 
-/// [`Training::max_message_bytes`] unless set: 16 MiB, far above the messages of real agent
+/// [`Training::max_message_bytes`] unless set: 8 MiB, far above the messages of real agent
 /// sessions (whose tools cut their outputs to kilobytes), and low enough that rendering and
-/// tokenizing the largest message allowed stays well under a gigabyte.
-pub const MAX_MESSAGE_BYTES: u64 = 16 << 20;
+/// tokenizing the largest message allowed stays under a gigabyte (the `tokenizers` library's
+/// encoding costs about 100 bytes of memory per byte of text).
+pub const MAX_MESSAGE_BYTES: u64 = 8 << 20;
 
 impl std::fmt::Debug for Training {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

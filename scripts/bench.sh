@@ -241,7 +241,8 @@ PY
     fi
     SIZE=$(stat -L -c %s "$near")
     line=$(timed "$BIN" redact -q "$near" -o "$BENCH_DIR/out.jsonl")
-    show "redact near matches: $unit" "$line"
+    # (backslashes doubled: awk -v reads escapes)
+    show "redact near matches: ${unit//\\/\\\\}" "$line"
     awk -v n="  speed over the ADP input's" -v a="$CORPUS_SIZE" -v t="$corpus_secs" -v b="$SIZE" \
       -v s="${line% *}" 'BEGIN { printf "%-46s %.2f\n", n, (s > 0 && a > 0 ? (b / s) / (a / t) : 0) }'
     rm -f "$BENCH_DIR/out.jsonl"

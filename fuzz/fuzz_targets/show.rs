@@ -66,6 +66,9 @@ fuzz_target!(|data: &[u8]| {
         .collect();
     assert_eq!(blank.len(), v.steps.len(), "a step per blank line:\n{bare}");
     for i in blank {
-        assert!(lines[i + 1].starts_with("── "), "a heading after each blank line:\n{bare}");
+        assert!(
+            lines[i + 1].starts_with("── "),
+            "a heading after each blank line:\n{bare}"
+        );
     }
 });

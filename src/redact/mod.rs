@@ -70,7 +70,16 @@ impl Redactor {
         if found.is_empty() {
             return None;
         }
-        let mut out = String::with_capacity(text.len());
+        // The placeholders' bytes over the text's, counted first: a text of many short secrets
+        // grows a few times (`a://b:c@` → `a://b:<SECRET:url_password>@`), and is not copied
+        // as it grows.
+        let rules = self.scanner.rules();
+        let tag_len = if self.key.is_some() { 9 } else { 0 };
+        let placeholders: usize = (found.iter())
+            .map(|f| rules[f.rule].name.len() + rules[f.rule].kind.tag().len() + 3 + tag_len)
+            .sum();
+        let removed: usize = found.iter().map(|f| f.span.len()).sum();
+        let mut out = String::with_capacity((text.len() + placeholders).saturating_sub(removed));
         let mut at = 0;
         for f in found {
             out.push_str(&text[at..f.span.start]);

@@ -476,7 +476,9 @@ impl<'s, 't> Search<'s, 't> {
 
     /// Merges the current rule's matches into those kept, in text order.
     fn merge(&mut self) {
-        if !self.kept.is_empty() {
+        if self.found.is_empty() {
+            std::mem::swap(&mut self.found, &mut self.kept);
+        } else if !self.kept.is_empty() {
             let earlier = std::mem::take(&mut self.found);
             let mut merged = Vec::with_capacity(earlier.len() + self.kept.len());
             let mut mine = std::mem::take(&mut self.kept).into_iter().peekable();

@@ -9,10 +9,10 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use trajkit::terminal::is_escaped;
 use trajkit::model::{Step, Trajectory};
 use trajkit::report::show::{render, without_colours, Paint, FOLD_BYTES};
 use trajkit::report::view::{view, Limits};
+use trajkit::terminal::is_escaped;
 
 /// A trajectory with `text` in every string `show` prints.
 fn every_string(text: &str) -> Trajectory {

@@ -99,7 +99,7 @@ impl Write for Stderr {
 }
 
 /// Writes a line to stderr, its control characters escaped (it may quote the data: see
-/// [`super::terminal`]); dropped when stderr is closed or full (see [`Stderr`]).
+/// [`crate::terminal`]); dropped when stderr is closed or full (see [`Stderr`]).
 pub fn warn(line: fmt::Arguments<'_>) {
     let line = line.to_string();
     let _ = writeln!(Stderr, "{}", crate::terminal::escape_controls(&line));

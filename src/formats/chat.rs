@@ -38,7 +38,7 @@ const MESSAGES_API_BLOCKS: &[&str] = &[
 ];
 
 /// True when the content of `message` holds a block only the Anthropic Messages API writes: a
-/// type of [`MESSAGES_API_BLOCKS`], or an `image` with a `source`.
+/// type of `MESSAGES_API_BLOCKS`, or an `image` with a `source`.
 pub fn has_messages_api_blocks(message: &Value) -> bool {
     message["content"].as_array().is_some_and(|blocks| {
         blocks.iter().any(|b| match b["type"].as_str() {

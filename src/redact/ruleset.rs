@@ -20,7 +20,7 @@ pub struct ActiveRule {
     pub group: Option<usize>,
     /// What a match must also pass.
     pub check: Check,
-    /// A pattern that ends a match (a built-in rule's [`Rule::until`]).
+    /// A pattern that ends a match (a built-in rule's `Rule::until`).
     pub until: Option<String>,
     /// Prefilter: the pattern runs only on texts holding one of these (ASCII case
     /// insensitively); empty: on every text the first pass says it matches.

@@ -21,7 +21,7 @@ pub struct DumpOptions {
     pub separators: (Cow<'static, str>, Cow<'static, str>),
     /// Keys in sorted order.
     pub sort_keys: bool,
-    /// What writing may cost: each byte 1, each item visited [`ITEM_COST`]; past it, writing
+    /// What writing may cost: each byte 1, each item visited `ITEM_COST`; past it, writing
     /// fails (the rendering's budget).
     pub max_len: usize,
     /// Items visited so far.

@@ -69,7 +69,7 @@ impl Converter for ClaudeCode {
 
     /// Claude Code's lines carry a `type` and the `sessionId`, except its bookkeeping lines
     /// `summary` (`leafUuid`) and the file-history ones (`messageId` and the snapshot); a line
-    /// whose body is another tool's is not ([`foreign_line`]).
+    /// whose body is another tool's is not (`foreign_line`).
     fn sniff(&self, first: &Value) -> bool {
         let Some(kind) = first["type"].as_str() else {
             return false;

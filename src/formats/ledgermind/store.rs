@@ -78,7 +78,7 @@ pub fn is_sqlite(path: &Path) -> bool {
 }
 
 /// The names of the tables of the SQLite store at `path`, sorted, SQLite's own (`sqlite_*`)
-/// left out; the store is opened as [`open_store`] opens it, so nothing is written beside it.
+/// left out; the store is opened as `open_store` opens it, so nothing is written beside it.
 /// `None` when it cannot be read.
 pub fn tables(path: &Path) -> Option<Vec<String>> {
     let mut copy = None;

@@ -6,7 +6,7 @@
 //!   (`function_name`, `tool_call_id`, `model_response`, `total_calls_in_response`, from
 //!   `openhands/events/tool.py`). A file of events (a JSON array, or JSON lines) is one
 //!   trajectory; so is a record holding them under `history` (evaluation outputs) or `events`.
-//!   The oldest streams are read too ([`legacy`]): the resolver's `dataclasses.asdict(event)`,
+//!   The oldest streams are read too (`legacy`): the resolver's `dataclasses.asdict(event)`,
 //!   an event's fields flat on it (no `id`, `source`, `args` or `extras`), and OpenDevin's
 //!   histories of `[action, observation]` pairs.
 //! - **chats** OpenHands wrote for training (`messages` with `tool_calls`, SWE-Gym's

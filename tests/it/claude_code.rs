@@ -740,6 +740,30 @@ fn calls_and_linked(t: &Value) -> (usize, usize) {
     (calls, linked)
 }
 
+/// The text of each step that has one, in order.
+fn step_texts(t: &Value) -> Vec<&str> {
+    t["content"]
+        .as_array()
+        .expect("content")
+        .iter()
+        .filter_map(|s| s["content"].as_str())
+        .collect()
+}
+
+/// `(line, entry[key])` of each entry of a details list (`left_out`, `unmapped`).
+fn lines_and<'a>(list: &'a Value, key: &str) -> Vec<(u64, &'a str)> {
+    list.as_array()
+        .expect("a list")
+        .iter()
+        .map(|e| {
+            (
+                e["line"].as_u64().expect("line"),
+                e[key].as_str().expect("a string"),
+            )
+        })
+        .collect()
+}
+
 /// A turn of session `s1` without `parentUuid`, as older and exported transcripts write them.
 fn bare(uuid: &str, kind: &str, mid: &str, content: Value) -> Value {
     let mut v = turn(uuid, None, kind, mid, content);
@@ -1033,24 +1057,9 @@ fn the_conversation_that_went_on_is_chosen_by_its_messages() {
     let (code, out, stderr) = convert(&[&write_lines(dir.path(), &lines)], None, &[]);
     assert_eq!(code, 0, "{stderr}");
     let t = &out[0];
-    let texts: Vec<&str> = t["content"]
-        .as_array()
-        .expect("content")
-        .iter()
-        .filter_map(|s| s["content"].as_str())
-        .collect();
+    let texts = step_texts(t);
     assert_eq!(texts, vec!["plan it", "Plan A.", "no: plan B", "Plan B."]);
-    let reasons: Vec<(u64, &str)> = t["details"]["claude_code"]["left_out"]
-        .as_array()
-        .expect("left_out")
-        .iter()
-        .map(|l| {
-            (
-                l["line"].as_u64().expect("line"),
-                l["reason"].as_str().expect("reason"),
-            )
-        })
-        .collect();
+    let reasons = lines_and(&t["details"]["claude_code"]["left_out"], "reason");
     assert_eq!(
         reasons,
         vec![(3, "branch"), (4, "branch"), (5, "branch"), (6, "branch")]
@@ -1087,24 +1096,9 @@ fn wrong_typed_lines_and_fields_are_counted_never_dropped_silently() {
     assert_eq!(code, 0, "{stderr}");
     let t = &out[0];
     assert_eq!(calls_and_linked(t), (1, 1));
-    let texts: Vec<&str> = t["content"]
-        .as_array()
-        .expect("content")
-        .iter()
-        .filter_map(|s| s["content"].as_str())
-        .collect();
+    let texts = step_texts(t);
     assert_eq!(texts, vec!["read a", "A", "go on", "Done."]);
-    let wrong: Vec<(u64, &str)> = t["details"]["claude_code"]["unmapped"]
-        .as_array()
-        .expect("unmapped")
-        .iter()
-        .map(|u| {
-            (
-                u["line"].as_u64().expect("line"),
-                u["pointer"].as_str().expect("pointer"),
-            )
-        })
-        .collect();
+    let wrong = lines_and(&t["details"]["claude_code"]["unmapped"], "pointer");
     assert_eq!(
         wrong,
         vec![

@@ -4,6 +4,7 @@
 pub mod framing;
 pub mod inputs;
 pub mod open;
+pub(crate) mod sqlite;
 
 use std::io::{self, BufRead};
 use std::sync::Arc;

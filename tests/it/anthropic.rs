@@ -103,8 +103,8 @@ fn the_sample_requests_convert_with_linked_calls_reasoning_and_system() {
 }
 
 /// A task history (a bare JSON array, the first message text only) is this format's: every
-/// call is kept, a call whose result came back as user text (no `tool_result`) gets an empty
-/// linked result, the trajectory is named after the task folder.
+/// call is kept, a call whose result came back as Cline's user text (`[name for 'x'] Result:`,
+/// no `tool_result`) is linked to it, the trajectory is named after the task folder.
 #[test]
 fn a_bare_list_of_messages_is_one_conversation_with_every_call() {
     let dir = tempfile::tempdir().expect("tmp");
@@ -138,18 +138,24 @@ fn a_bare_list_of_messages_is_one_conversation_with_every_call() {
             "text_observation",
             "api_action",
             "text_observation",
-            "text_observation",
             "api_action"
         ]
     );
     assert_eq!(t["content"][2]["reasoning_content"], "List them.");
-    assert_eq!(t["content"][3]["content"], "");
-    assert_eq!(t["content"][3]["tool_call_id"], "toolu_1");
     assert_eq!(
-        t["details"]["anthropic"]["unanswered_calls"]
-            .as_array()
-            .map(Vec::len),
-        Some(2)
+        t["content"][3]["content"],
+        "[execute_command for 'ls'] Result:\na.txt"
+    );
+    assert_eq!(t["content"][3]["name"], "execute_command");
+    assert_eq!(t["content"][3]["tool_call_id"], "toolu_1");
+    let notes = &t["details"]["anthropic"];
+    assert_eq!(
+        notes["text_results"],
+        json!([{"step": 2, "id": "toolu_1", "pointer": "/messages/2/content/0"}])
+    );
+    assert_eq!(
+        notes["unanswered_calls"],
+        json!([{"step": 4, "id": "toolu_2"}])
     );
     assert_eq!(
         t["details"]["anthropic"]["message_fields"][0]["fields"],
@@ -169,6 +175,70 @@ fn a_bare_list_of_messages_is_one_conversation_with_every_call() {
     assert_eq!(code, 0, "{stderr}");
     assert!(stderr.contains("detected anthropic"), "{stderr}");
     assert_eq!(again[0]["content"], t["content"]);
+}
+
+/// Older Cline versions write a result's header as a text block of its own and the result in
+/// the next one; a text naming another tool, or a header followed by the environment details,
+/// is not taken for the result of the call.
+#[test]
+fn cline_text_results_are_linked_by_the_tool_name_in_either_layout() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let call = |id: &str, name: &str| {
+        json!({"role": "assistant", "content": [
+            {"type": "tool_use", "id": id, "name": name, "input": {"path": "a.txt"}}
+        ]})
+    };
+    let history = write_history(
+        dir.path(),
+        "1769000000002",
+        &json!([
+            {"role": "user", "content": [{"type": "text", "text": "<task>\nRead a.txt\n</task>"}]},
+            call("toolu_1", "read_file"),
+            {"role": "user", "content": [
+                {"type": "text", "text": "[read_file for 'a.txt'] Result:"},
+                {"type": "text", "text": "hello"},
+                {"type": "text", "text": "<environment_details>\nx\n</environment_details>"}
+            ]},
+            call("toolu_2", "read_file"),
+            {"role": "user", "content": [
+                {"type": "text", "text": "[write_to_file for 'a.txt'] Result:\ndone"}
+            ]},
+            call("toolu_3", "list_files"),
+            {"role": "user", "content": [
+                {"type": "text", "text": "[list_files] Result:"},
+                {"type": "text", "text": "<environment_details>\nx\n</environment_details>"}
+            ]}
+        ]),
+    );
+    let (code, out, stderr) = convert(&[&history], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let t = &out[0];
+    let c = &t["content"];
+    assert_eq!(c[2]["content"], "[read_file for 'a.txt'] Result:\nhello");
+    assert_eq!(c[2]["tool_call_id"], "toolu_1");
+    assert_eq!(
+        c[3]["content"],
+        "<environment_details>\nx\n</environment_details>"
+    );
+    // The second call's text names another tool: an empty result, then the text as the user's.
+    assert_eq!(c[5]["content"], "");
+    assert_eq!(c[5]["tool_call_id"], "toolu_2");
+    assert_eq!(c[6]["content"], "[write_to_file for 'a.txt'] Result:\ndone");
+    assert!(c[6]["tool_call_id"].is_null());
+    // A header alone, then the environment details: the header is the (empty) result.
+    assert_eq!(c[8]["content"], "[list_files] Result:");
+    assert_eq!(c[8]["tool_call_id"], "toolu_3");
+    let notes = &t["details"]["anthropic"];
+    let steps: Vec<&Value> = notes["text_results"]
+        .as_array()
+        .expect("text results")
+        .iter()
+        .map(|r| &r["step"])
+        .collect();
+    assert_eq!(steps, [&json!(1), &json!(7)]);
+    assert_eq!(notes["unanswered_calls"][0]["id"], "toolu_2");
+    assert_eq!(tool_actions_and_links(t), (3, true));
+    assert_eq!(validate_adp(&out), 0);
 }
 
 /// Text-only chats stay OpenAI's; files of other formats are not claimed; given to
@@ -211,7 +281,8 @@ fn other_formats_are_not_claimed_and_refused_when_forced() {
 }
 
 /// The corpus's real Cline task: a JSON array of 94 messages whose results are user text with
-/// no ids. Every one of its 47 calls is kept; its UI log is not this format's.
+/// no ids. Every one of its 47 calls is kept, each but the last (`attempt_completion`, never
+/// answered) linked to the text that answers it; its UI log is not this format's.
 #[test]
 fn the_real_cline_task_history_keeps_every_call() {
     let Some(root) = agent_logs() else { return };
@@ -238,6 +309,9 @@ fn the_real_cline_task_history_keeps_every_call() {
     assert!(stderr.contains("detected anthropic"), "{stderr}");
     assert_eq!(out.len(), 1);
     assert_eq!(tool_actions_and_links(&out[0]), (calls, true));
+    let notes = &out[0]["details"]["anthropic"];
+    assert_eq!(notes["text_results"].as_array().map(Vec::len), Some(46));
+    assert_eq!(notes["unanswered_calls"].as_array().map(Vec::len), Some(1));
     let left = &out[0]["details"]["source"]["left_out"];
     assert!(left.is_null(), "{left}");
     assert_eq!(validate_adp(&out), 0);

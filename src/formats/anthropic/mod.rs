@@ -325,7 +325,7 @@ mod tests {
         let t = convert(&json!({"messages": [
             {"role": "user", "content": [{"type": "text", "text": "<task>Read a</task>"}]},
             {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "a"}}]},
-            {"role": "user", "content": [{"type": "text", "text": "[read_file for 'a'] Result:\nA"}]},
+            {"role": "user", "content": [{"type": "text", "text": "Stop, read b instead."}]},
             {"role": "assistant", "content": [{"type": "tool_use", "id": "t2", "name": "attempt_completion", "input": {"result": "ok"}}]}
         ]}));
         assert_eq!(

@@ -57,6 +57,9 @@ pub(super) struct Notes {
     pub unlinked_results: Vec<Value>,
     /// `{step, id, as}` of each call whose id an earlier call had: its link id.
     pub renamed_call_ids: Vec<Value>,
+    /// `{step, id, pointer}` of each call answered by a text rather than a `tool_result`:
+    /// Cline's `[read_file for 'x'] Result:` (see [`text_result`]), linked by the tool's name.
+    pub text_results: Vec<Value>,
 }
 
 impl Notes {
@@ -70,6 +73,7 @@ impl Notes {
             ("unanswered_calls", self.unanswered_calls),
             ("unlinked_results", self.unlinked_results),
             ("renamed_call_ids", self.renamed_call_ids),
+            ("text_results", self.text_results),
         ]
         .into_iter()
         .filter(|(_, v)| !v.is_empty())
@@ -139,6 +143,33 @@ fn pair(messages: &[Node<'_>]) -> Pairs {
         }
     }
     pairs
+}
+
+/// Whether `text` is a tool's result as Cline, Roo Code and Kilo Code write it back when the
+/// call's result is not a `tool_result` (older versions, and models called without native
+/// tools): a first line `[{name}] Result:` or `[{name} for '…'] Result:`, naming the tool of
+/// the call it answers (Cline writes no id). `Some(true)` when the text is that line alone
+/// (the result then follows in the next text block), `Some(false)` when the result follows in
+/// the text itself, `None` when it is not a result of `name`.
+fn text_result(text: &str, name: &str) -> Option<bool> {
+    let (first, rest) = text.split_once('\n').unwrap_or((text, ""));
+    let head = first.trim_end().strip_suffix("] Result:")?;
+    let after = head.strip_prefix('[')?.strip_prefix(name)?;
+    if !(after.is_empty() || after.starts_with(" for ")) {
+        return None;
+    }
+    Some(rest.trim().is_empty())
+}
+
+/// Whether a text block after a `[name] Result:` line alone is that result's body: not
+/// another result's header, and not the `<environment_details>` Cline appends to the message.
+fn text_result_body(text: &str) -> bool {
+    !(text.starts_with('[')
+        && text
+            .lines()
+            .next()
+            .is_some_and(|l| l.ends_with("] Result:")))
+        && !text.trim_start().starts_with("<environment_details>")
 }
 
 /// Keys an OpenAI chat message has and a Messages API one never does: a record holding one
@@ -305,7 +336,8 @@ impl<'n, 'a> Builder<'n, 'a> {
     /// A user message's blocks: text, images and documents as observations; results not
     /// written after their call's message yet (they answer no call) as unlinked observations.
     fn user(&mut self, i: usize, blocks: &'n [Node<'a>]) {
-        for (k, block) in blocks.iter().enumerate() {
+        let mut blocks = blocks.iter().enumerate().peekable();
+        while let Some((k, block)) = blocks.next() {
             let p = format!("/messages/{i}/content/{k}");
             let kind = block["type"].as_str().unwrap_or_default();
             if is_result(kind) {
@@ -314,8 +346,23 @@ impl<'n, 'a> Builder<'n, 'a> {
                 }
                 continue;
             }
-            if let Some(t) = self.text_of(&p, block) {
-                self.observe(Step::user_text(t), i);
+            if let Some(mut t) = self.text_of(&p, block) {
+                let called = self.open.as_ref().map(|(_, _, name)| name.as_str());
+                match called.and_then(|name| text_result(&t, name)) {
+                    Some(header_only) => {
+                        // Older Cline writes the header as a block of its own, the result in
+                        // the next text block.
+                        if header_only {
+                            let next = blocks.peek().and_then(|(_, b)| b["text"].as_str());
+                            if let Some(body) = next.filter(|b| text_result_body(b)) {
+                                t = format!("{t}\n{body}");
+                                blocks.next();
+                            }
+                        }
+                        self.answer_with_text(t, &p, i);
+                    }
+                    None => self.observe(Step::user_text(t), i),
+                }
             } else if kind == "image" {
                 self.image(&p, block, Source::User, i);
             } else if kind == "document" {
@@ -513,6 +560,26 @@ impl<'n, 'a> Builder<'n, 'a> {
         for image in images {
             self.observe(image, i);
         }
+    }
+
+    /// The call no result answers right before (`open`) answered by a user text (Cline's
+    /// `[name …] Result:`): the text is its result, linked to it, listed in `text_results`
+    /// rather than `unanswered_calls`.
+    fn answer_with_text(&mut self, text: String, p: &str, i: usize) {
+        let Some((entry, native, name)) = self.open.take() else {
+            return self.observe(Step::user_text(text), i);
+        };
+        let call = self.content.len().saturating_sub(1);
+        let id = self.link_id(native.as_deref(), call);
+        *self.content[call].tool_call_id_mut() = Some(id.clone());
+        if entry + 1 == self.notes.unanswered_calls.len() {
+            self.notes.unanswered_calls.pop();
+        }
+        self.notes
+            .text_results
+            .push(json!({"step": call, "id": native, "pointer": p}));
+        let step = Step::environment_text(Some(name), text).with_tool_call_id(id);
+        self.observe(step, i);
     }
 
     /// A result that answers no call: an observation without a link, listed.

@@ -164,12 +164,12 @@ fn text_result(text: &str, name: &str) -> Option<bool> {
 /// Whether a text block after a `[name] Result:` line alone is that result's body: not
 /// another result's header, and not the `<environment_details>` Cline appends to the message.
 fn text_result_body(text: &str) -> bool {
-    !(text.starts_with('[')
+    let header = text.starts_with('[')
         && text
             .lines()
             .next()
-            .is_some_and(|l| l.ends_with("] Result:")))
-        && !text.trim_start().starts_with("<environment_details>")
+            .is_some_and(|l| l.ends_with("] Result:"));
+    !header && !text.trim_start().starts_with("<environment_details>")
 }
 
 /// Keys an OpenAI chat message has and a Messages API one never does: a record holding one

@@ -203,7 +203,7 @@ pub fn warn_empty<'a>(global: &GlobalArgs, paths: impl IntoIterator<Item = &'a s
 
 /// Expands the inputs (none means stdin), or fails with exit 3 naming the unreadable one.
 pub fn inputs(given: &[String], global: &GlobalArgs) -> Result<Vec<String>, CliError> {
-    Ok(expand(given, &|_| false, &|m| global.notice(m))?)
+    Ok(expand(given, &|_| false, &|_| None, &|m| global.notice(m))?)
 }
 
 /// `N.N MB in N.NN s (N MB/s)` for summaries (kB below a megabyte).

@@ -8,23 +8,24 @@ use crate::config::ConfigError;
 use crate::convert::Converter;
 use crate::formats::detect::{detect_input, DetectError};
 use crate::formats::parquet::reader::{is_parquet, ParquetRecords};
-use crate::formats::path_converter;
+use crate::formats::{beside_conversation, path_converter};
 use crate::ingest::inputs::expand_inputs_with;
 use crate::ingest::{boxed, RecordSource};
 
 /// Expands `given` (none means stdin, `-`), keeping whole the directories for which `is_unit`
-/// holds; what a directory walk skipped goes to `notice`. An input that cannot be read is an
-/// error.
+/// holds and leaving out the files a walk finds for which `skip` gives a reason; what a
+/// directory walk skipped goes to `notice`. An input that cannot be read is an error.
 pub fn expand(
     given: &[String],
     is_unit: &dyn Fn(&Path) -> bool,
+    skip: &dyn Fn(&Path) -> Option<&'static str>,
     notice: &dyn Fn(&str),
 ) -> Result<Vec<String>, ConfigError> {
     if given.is_empty() {
         return Ok(vec!["-".to_owned()]);
     }
     let expanded =
-        expand_inputs_with(given, is_unit).map_err(|e| ConfigError::Io(e.to_string()))?;
+        expand_inputs_with(given, is_unit, skip).map_err(|e| ConfigError::Io(e.to_string()))?;
     for w in &expanded.warnings {
         notice(&format!("warning: {w}"));
     }
@@ -43,7 +44,11 @@ pub fn plan(
         None => path_converter(p),
     };
     let mut plan = Vec::new();
-    for input in expand(given, &|p| claimant(p).is_some(), notice)? {
+    let skip = |p: &Path| match named {
+        Some(c) => c.beside_conversation(p),
+        None => beside_conversation(p),
+    };
+    for input in expand(given, &|p| claimant(p).is_some(), &skip, notice)? {
         let converter = match (claimant(Path::new(&input)), named) {
             (Some(c), _) | (None, Some(c)) => c,
             (None, None) => detect_input(&input).map_err(|e| match e {
@@ -69,5 +74,5 @@ pub fn adp_source(path: &str) -> Option<io::Result<Box<dyn RecordSource>>> {
 /// Expands the inputs of a command that reads ADP trajectories (`stats`, `report`, `show`):
 /// as [`expand`], with Parquet files found in directories.
 pub fn expand_adp(given: &[String], notice: &dyn Fn(&str)) -> Result<Vec<String>, ConfigError> {
-    expand(given, &|p| p.is_file() && is_parquet(p), notice)
+    expand(given, &|p| p.is_file() && is_parquet(p), &|_| None, notice)
 }

@@ -59,9 +59,17 @@ pub trait Converter: Sync {
         None
     }
     /// True when `path` is one input of this format that is not a JSON file: a directory read
-    /// as a whole (rather than a folder of files to read one by one), or a database file.
+    /// as a whole (rather than a folder of files to read one by one), or a database file; or a
+    /// JSON file known by the name its agent gives it (Cline's `api_conversation_history.json`).
     fn claims_path(&self, _path: &Path) -> bool {
         false
+    }
+    /// Why a file met while walking a directory input is not read, when it is one this
+    /// format's agent keeps beside a conversation and holds none of its own (Cline's
+    /// `ui_messages.json` beside `api_conversation_history.json`); the walk lists it as
+    /// skipped. Given as an input itself, the file is read (and refused) as any other.
+    fn beside_conversation(&self, _path: &Path) -> Option<&'static str> {
+        None
     }
     /// As [`Converter::decline`], for a `path` that [`Converter::claims_path`] declines though
     /// it comes close (a SQLite database of another tool).

@@ -98,6 +98,14 @@ pub fn path_converter(path: &Path) -> Option<&'static dyn Converter> {
     converters().into_iter().find(|c| c.claims_path(path))
 }
 
+/// Why a file found in a directory input is not read, when a format says it is one its agent
+/// keeps beside a conversation without holding one (see [`Converter::beside_conversation`]).
+pub fn beside_conversation(path: &Path) -> Option<&'static str> {
+    converters()
+        .into_iter()
+        .find_map(|c| c.beside_conversation(path))
+}
+
 /// The converter for `name` (a built-in format or a shipped spec), or a message saying why there
 /// is none.
 pub fn lookup(name: &str) -> Result<&'static dyn Converter, String> {

@@ -1,7 +1,7 @@
 //! Expanding the command line's inputs: files as given, directories into their data files;
 //! and a pipeline file's glob patterns into the paths they match.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -44,14 +44,18 @@ pub struct Expanded {
 /// already walked (by its canonical path: a link loop, or a second link to the same directory)
 /// is skipped, and so is a dangling link; both are listed in [`Expanded::warnings`].
 pub fn expand_inputs(inputs: &[String]) -> Result<Expanded, InputError> {
-    expand_inputs_with(inputs, &|_| false)
+    expand_inputs_with(inputs, &|_| false, &|_| None)
 }
 
 /// [`expand_inputs`], where a path for which `is_unit` holds (given, or found while walking:
-/// a directory not to walk into, or a non-JSON file such as a database) is one input.
+/// a directory not to walk into, or a non-JSON file such as a database) is one input, and a
+/// file found while walking for which `skip` gives a reason is not read (a file an agent keeps
+/// beside its conversation, holding none of its own: Cline's UI log). Skipped files are listed
+/// in [`Expanded::warnings`], one line per reason.
 pub fn expand_inputs_with(
     inputs: &[String],
     is_unit: &dyn Fn(&Path) -> bool,
+    skip: &dyn Fn(&Path) -> Option<&'static str>,
 ) -> Result<Expanded, InputError> {
     let mut out = Vec::new();
     let mut warnings = Vec::new();
@@ -70,11 +74,19 @@ pub fn expand_inputs_with(
         } else if meta.is_dir() {
             let mut walk = Walk {
                 is_unit,
+                skip,
                 found: Vec::new(),
                 visited: HashSet::new(),
+                skipped: BTreeMap::new(),
                 warnings: &mut warnings,
             };
             walk.dir(Path::new(input)).map_err(err)?;
+            for (reason, (first, n)) in walk.skipped {
+                walk.warnings.push(match n {
+                    1 => format!("{first}: skipped: {reason}"),
+                    n => format!("{first} and {} more: skipped: {reason}", n - 1),
+                });
+            }
             let mut found = walk.found;
             if found.is_empty() {
                 return Err(err(io::Error::new(
@@ -134,7 +146,10 @@ pub fn expand_glob(pattern: &str) -> Result<Vec<String>, InputError> {
 /// A walk of one input directory.
 struct Walk<'a> {
     is_unit: &'a dyn Fn(&Path) -> bool,
+    skip: &'a dyn Fn(&Path) -> Option<&'static str>,
     found: Vec<String>,
+    /// Files not read, by reason: the first one found and how many.
+    skipped: BTreeMap<&'static str, (String, usize)>,
     /// The canonical paths of the directories walked so far.
     visited: HashSet<PathBuf>,
     warnings: &'a mut Vec<String>,
@@ -177,6 +192,9 @@ impl Walk<'_> {
                 self.found.push(path.to_string_lossy().into_owned());
             } else if kind.is_dir() {
                 self.dir(&path)?;
+            } else if let Some(reason) = (self.skip)(&path) {
+                let first = || (path.to_string_lossy().into_owned(), 0);
+                self.skipped.entry(reason).or_insert_with(first).1 += 1;
             } else if (self.is_unit)(&path)
                 || path
                     .file_name()
@@ -278,9 +296,13 @@ mod tests {
                 "-".into()
             ]
         );
-        let units = expand_inputs_with(std::slice::from_ref(&root), &|p| p.ends_with("sub"))
-            .expect("expands")
-            .paths;
+        let units = expand_inputs_with(
+            std::slice::from_ref(&root),
+            &|p| p.ends_with("sub"),
+            &|_| None,
+        )
+        .expect("expands")
+        .paths;
         assert_eq!(
             units,
             vec![
@@ -288,6 +310,21 @@ mod tests {
                 format!("{root}/b.jsonl"),
                 format!("{root}/sub"),
             ]
+        );
+        // Files a format keeps beside a conversation are skipped, one warning per reason.
+        let beside = |p: &Path| p.to_str()?.ends_with(".json.gz").then_some("beside");
+        let skipped =
+            expand_inputs_with(std::slice::from_ref(&root), &|_| false, &beside).expect("expands");
+        assert_eq!(
+            skipped.paths,
+            vec![
+                format!("{root}/b.jsonl"),
+                format!("{root}/sub/c.ndjson.zst")
+            ]
+        );
+        assert_eq!(
+            skipped.warnings,
+            vec![format!("{root}/a.json.gz: skipped: beside")]
         );
         let missing = expand_inputs(&[format!("{root}/nope.jsonl")]).expect_err("missing");
         assert!(missing.to_string().contains("nope.jsonl"));

@@ -241,6 +241,53 @@ fn cline_text_results_are_linked_by_the_tool_name_in_either_layout() {
     assert_eq!(validate_adp(&out), 0);
 }
 
+/// A folder of Cline tasks converts whole: each task's conversation is read, and the files
+/// Cline keeps beside it (UI log, context edits, metadata) are skipped with one notice saying
+/// why; given as an input itself, such a file is refused as before.
+#[test]
+fn a_folder_of_cline_tasks_reads_each_conversation_and_says_what_it_skips() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let tasks = dir.path().join("tasks");
+    for task in ["1769000000010", "1769000000011"] {
+        write_history(
+            &tasks,
+            task,
+            &json!([
+                {"role": "user", "content": [{"type": "text", "text": "<task>\nHi\n</task>"}]},
+                {"role": "assistant", "content": [{"type": "text", "text": "Hello."}]}
+            ]),
+        );
+        let folder = tasks.join(task);
+        std::fs::write(
+            folder.join("ui_messages.json"),
+            r#"[{"ts": 1, "type": "say", "say": "text", "text": "Hi"}]"#,
+        )
+        .expect("write");
+        std::fs::write(
+            folder.join("task_metadata.json"),
+            r#"{"files_in_context": [], "model_usage": []}"#,
+        )
+        .expect("write");
+    }
+    let (code, out, stderr) = convert(&[&tasks], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let ids: Vec<&Value> = out.iter().map(|t| &t["id"]).collect();
+    assert_eq!(ids, [&json!("1769000000010"), &json!("1769000000011")]);
+    let skipped: Vec<&str> = stderr.lines().filter(|l| l.contains("skipped")).collect();
+    assert_eq!(skipped.len(), 1, "{stderr}");
+    assert!(
+        skipped[0].contains("and 3 more: skipped: a Cline task's"),
+        "{stderr}"
+    );
+    let ui = tasks.join("1769000000010/ui_messages.json");
+    let (code, out, stderr) = convert(&[&ui], None, &[]);
+    assert_ne!(code, 0, "{stderr}");
+    assert!(
+        out.is_empty() && stderr.contains("no format claims it"),
+        "{stderr}"
+    );
+}
+
 /// Text-only chats stay OpenAI's; files of other formats are not claimed; given to
 /// `--from anthropic` they are refused, never written empty.
 #[test]

@@ -9,6 +9,7 @@
 mod steps;
 
 use std::io;
+use std::path::Path;
 
 use serde_json::Value;
 
@@ -49,9 +50,34 @@ pub const FORMAT: Format = Format {
 /// after the task.
 const TASK_HISTORY: &str = "api_conversation_history.json";
 
+/// The files Cline, Roo Code and Kilo Code keep beside a task's conversation, none holding
+/// one of its own: the UI's event log (`claude_messages.json` in the oldest versions), the
+/// context manager's edits of the history, and the files and models the task used.
+const BESIDE_TASK_HISTORY: &[&str] = &[
+    "ui_messages.json",
+    "claude_messages.json",
+    "context_history.json",
+    "task_metadata.json",
+];
+
 impl Converter for Anthropic {
     fn name(&self) -> &'static str {
         "anthropic"
+    }
+
+    /// A Cline, Roo Code or Kilo Code task's conversation, by its file name: a task of text
+    /// alone has none of the blocks detection knows this format by, and would be read as an
+    /// OpenAI chat named after the file rather than the task.
+    fn claims_path(&self, path: &Path) -> bool {
+        path.file_name().is_some_and(|n| n == TASK_HISTORY) && path.is_file()
+    }
+
+    fn beside_conversation(&self, path: &Path) -> Option<&'static str> {
+        let name = path.file_name()?.to_str()?;
+        let history = path.with_file_name(TASK_HISTORY);
+        (BESIDE_TASK_HISTORY.contains(&name) && history.is_file()).then_some(
+            "a Cline task's UI log, context edits or metadata; its conversation is the api_conversation_history.json beside it",
+        )
     }
 
     fn raw_schemas(&self) -> &'static [&'static RawSchema] {

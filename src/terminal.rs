@@ -1,7 +1,8 @@
 //! Text from the data made safe to print to a terminal. Agent logs are full of terminal
 //! output, some of it hostile: an escape sequence in a trajectory could set the window title,
 //! write the clipboard (OSC 52), hide text, clear the screen or move the cursor. Whatever
-//! trajkit prints for people to read (`show`, `stats`' table, diagnostics, `--report human`)
+//! trajkit prints for people to read (`show`, `stats`' table, diagnostics, `--report human`
+//! and `github`)
 //! goes through [`escape_controls`] first, in colour and plain modes alike.
 
 use std::borrow::Cow;

@@ -3,6 +3,7 @@
 use std::io::{self, Write};
 
 use super::{locus, Reporter, ValidationSummary};
+use crate::terminal::escape_controls;
 use crate::validate::diagnostic::Diagnostic;
 
 /// `::error file=F,line=L,title=RULE::message`
@@ -17,11 +18,15 @@ impl Github {
     }
 }
 
-/// Escaping of workflow-command data.
+/// Escaping of workflow-command data: `%`, CR and LF as the runner decodes them; any other
+/// control character from the data (an ESC sequence the log viewer would act on) written
+/// visibly, as [`escape_controls`] writes it.
 fn escape_data(s: &str) -> String {
-    s.replace('%', "%25")
+    let s = s
+        .replace('%', "%25")
         .replace('\r', "%0D")
-        .replace('\n', "%0A")
+        .replace('\n', "%0A");
+    escape_controls(&s).into_owned()
 }
 
 /// Escaping of workflow-command properties (also `:` and `,`).
@@ -64,5 +69,11 @@ mod tests {
         assert!(first.starts_with("::error file=data/a%2Cb.jsonl,line=7,title=schema-enum::"));
         assert!(first.contains("%0Asecond line"));
         assert!(text.contains("::notice title=trajkit validate::10 records, 9 valid, 1 invalid"));
+    }
+
+    #[test]
+    fn control_characters_from_the_data_are_written_visibly() {
+        let data = super::escape_data("title \u{1b}]0;owned\u{7}\tok\r\n");
+        assert_eq!(data, "title \\u{1b}]0;owned\\u{7}\tok%0D%0A");
     }
 }

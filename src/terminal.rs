@@ -2,8 +2,7 @@
 //! output, some of it hostile: an escape sequence in a trajectory could set the window title,
 //! write the clipboard (OSC 52), hide text, clear the screen or move the cursor. Whatever
 //! trajkit prints for people to read (`show`, `stats`' table, diagnostics, `--report human`
-//! and `github`)
-//! goes through [`escape_controls`] first, in colour and plain modes alike.
+//! and `github`) goes through [`escape_controls`] first, in colour and plain modes alike.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;

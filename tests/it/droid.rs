@@ -104,7 +104,7 @@ fn the_corpus_session_converts_with_every_answered_call_linked() {
     );
     // Every message is kept and every line read: nothing is left out.
     assert!(t["details"]["source"].get("left_out").is_none());
-    assert_every_sft_target_accepts(&[t.clone()], "droid corpus");
+    assert_every_sft_target_accepts(std::slice::from_ref(&t), "droid corpus");
 }
 
 #[test]

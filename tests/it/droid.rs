@@ -262,3 +262,17 @@ fn the_bundled_sample_converts() {
     assert!(linked);
     assert!(t["details"]["droid"]["todos"].is_array());
 }
+
+#[test]
+fn a_subagent_session_names_the_call_that_spawned_it() {
+    let t = converted(&fixture("subagent.jsonl"));
+    let (actions, linked) = tool_actions_and_links(&t);
+    assert_eq!(actions, 1);
+    assert!(linked);
+    let agent = &t["details"]["droid"]["agent"];
+    assert_eq!(
+        agent["parent_trajectory_id"],
+        "3f6c1d2e-8a41-4b7e-9c55-2d0e7f1a9b33"
+    );
+    assert_eq!(agent["spawned_by"], "Task_7");
+}

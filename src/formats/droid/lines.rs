@@ -219,6 +219,20 @@ impl<'n, 'a> Sorted<'n, 'a> {
                 droid.push((Cow::Borrowed(key), v));
             }
         };
+        // A subagent's session names the session and the call that spawned it.
+        put(
+            "agent",
+            match (
+                header["callingSessionId"].as_str(),
+                header["callingToolUseId"].as_str(),
+            ) {
+                (Some(session), Some(call)) => Some(Node::object([
+                    ("parent_trajectory_id", Node::from(session.to_owned())),
+                    ("spawned_by", Node::from(call.to_owned())),
+                ])),
+                _ => None,
+            },
+        );
         put("settings", bundle.get("settings").cloned());
         put("settings_error", bundle.get("settings_error").cloned());
         put(

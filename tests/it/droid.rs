@@ -276,3 +276,28 @@ fn a_subagent_session_names_the_call_that_spawned_it() {
     );
     assert_eq!(agent["spawned_by"], "Task_7");
 }
+
+#[test]
+fn a_directory_of_sessions_converts_whole_with_its_sidecars() {
+    let dir = fixture("");
+    let (code, out, err) = convert(&[&dir], None, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains(": detected droid"), "{err}");
+    assert!(!err.contains("settings.json"), "{err}");
+    assert_eq!(out.len(), 5, "{err}");
+    assert_eq!(validate_adp(&out), 0);
+    let session = out
+        .iter()
+        .find(|t| t["id"] == "3f6c1d2e-8a41-4b7e-9c55-2d0e7f1a9b33")
+        .expect("the session");
+    assert_eq!(
+        session["details"]["droid"]["settings"]["model"],
+        "custom:Kimi-K2-0"
+    );
+    // A directory holding another file is not Droid's: each file is detected on its own.
+    let mixed = tempfile::tempdir().expect("dir");
+    std::fs::copy(fixture("cancelled.jsonl"), mixed.path().join("a.jsonl")).expect("copy");
+    std::fs::write(mixed.path().join("notes.txt"), "not a session\n").expect("write");
+    let (_, _, err) = convert(&[mixed.path()], None, &[]);
+    assert!(err.contains("a.jsonl: detected droid"), "{err}");
+}

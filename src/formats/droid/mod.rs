@@ -8,6 +8,7 @@
 //! `<uuid>.settings.json` beside the file (the model, token usage) is kept too. The mapping is
 //! in docs/formats/droid.md.
 
+mod dir;
 mod lines;
 
 use std::fs;
@@ -62,12 +63,20 @@ impl Converter for Droid {
         })
     }
 
+    /// A directory of sessions and their sidecars, read whole (`dir.rs`).
+    fn claims_path(&self, path: &Path) -> bool {
+        dir::sessions(path).is_some()
+    }
+
     fn open_source(
         &self,
         path: &str,
         opts: &ConvertOptions,
     ) -> Option<io::Result<Box<dyn RecordSource>>> {
         let max = opts.run.max_record_bytes;
+        if Path::new(path).is_dir() {
+            return Some(boxed(dir::DirRecords::open(path, max)));
+        }
         Some(boxed(FileBundle::open_with(path, max, MARKER, &mut |_| {
             attach_settings(Path::new(path))
         })))

@@ -3,10 +3,10 @@
 //! `title`, `owner`, `version`, `cwd`, ...); the lines after it are `message` rows (`id`,
 //! `parentId`, `timestamp`, and an Anthropic Messages API `message`) and Droid's bookkeeping
 //! (`todo_state`, `compaction_state`, `agent_turn_outcome`, `session_end`). The conversation
-//! is the message rows in file order; their blocks become steps as the `anthropic` reader makes
-//! them (`anthropic::steps::build_lines`); the rest is sorted into `details.droid` by `lines.rs`. A
-//! `<uuid>.settings.json` beside the file (the model, token usage) is kept too. The mapping is
-//! in docs/formats/droid.md.
+//! is the message rows in file order; their blocks become steps as the `anthropic` reader
+//! makes them (`anthropic::steps::build_lines`); the rest is sorted into `details.droid` by
+//! `lines.rs`. A `<uuid>.settings.json` beside the file (the model, token usage) is kept too; a
+//! directory of sessions is read whole (`dir.rs`). The mapping is in docs/formats/droid.md.
 
 mod dir;
 mod lines;

@@ -99,6 +99,7 @@ fn expect_of(file: &Path) -> Expect {
         "gemini-cli" => Expect::Reads("gemini-cli"),
         "inspect" => Expect::Reads("inspect"),
         "mini-swe-agent" => Expect::Reads("mini-swe-agent"),
+        "droid" => Expect::Reads("droid"),
         "pi" | "openclaw" => Expect::Reads("pi"),
         // Cline's API history is an Anthropic Messages conversation; its UI log is Cline's own
         // (a Cline reader is still to come).
@@ -109,8 +110,8 @@ fn expect_of(file: &Path) -> Expect {
         {
             Expect::Reads("anthropic")
         }
-        "aider" | "cline" | "copilot-cli" | "crush" | "cursor" | "droid" | "hermes"
-        | "kimi-cli" | "letta-code" | "opencode" | "qwen-code" => Expect::Refused,
+        "aider" | "cline" | "copilot-cli" | "crush" | "cursor" | "hermes" | "kimi-cli"
+        | "letta-code" | "opencode" | "qwen-code" => Expect::Refused,
         other => panic!(
             "{}: a corpus folder this test does not know: {other}",
             file.display()
@@ -292,6 +293,32 @@ fn source_calls(format: &str, file: &Path) -> Calls {
                 }
             }
             calls
+        }
+        "droid" => {
+            // `tool_use` blocks of assistant message rows, answered by `tool_result` blocks of
+            // user message rows (a cancelled call's result can name a call never written).
+            let blocks: Vec<(Value, Value)> = lines()
+                .into_iter()
+                .filter(|l| l["type"] == "message")
+                .flat_map(|l| {
+                    let role = l["message"]["role"].clone();
+                    let content = l["message"]["content"].as_array().cloned();
+                    content
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(move |b| (role.clone(), b))
+                })
+                .collect();
+            Calls::of(
+                blocks
+                    .iter()
+                    .filter(|(r, b)| r == "assistant" && b["type"] == "tool_use")
+                    .filter_map(|(_, b)| b["id"].as_str()),
+                blocks
+                    .iter()
+                    .filter(|(r, b)| r == "user" && b["type"] == "tool_result")
+                    .filter_map(|(_, b)| b["tool_use_id"].as_str()),
+            )
         }
         "pi" => {
             // `toolCall` blocks of assistant messages, answered by `toolResult` messages; a

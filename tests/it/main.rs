@@ -22,6 +22,7 @@ mod codex;
 mod convert_cli;
 mod corpus;
 mod detection;
+mod droid;
 mod export;
 mod gemini_cli;
 mod inspect;

@@ -6,7 +6,7 @@
 //! and Kilo Code's `api_conversation_history.json`). The steps are built in `steps.rs`; the
 //! mapping is in docs/formats/anthropic.md.
 
-mod steps;
+pub(crate) mod steps;
 
 use std::io;
 use std::path::Path;

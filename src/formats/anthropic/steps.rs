@@ -1,6 +1,8 @@
 //! The steps of a Messages API conversation: each message's blocks in order, a call's result
 //! right after the message that made the call (in call order), and what no step holds kept in
-//! [`Notes`] and counted in a [`LeftOut`].
+//! [`Notes`] and counted in a [`LeftOut`]. The messages are a record's `messages` list
+//! ([`build`]) or, for agents that write one message a line (Factory Droid), messages gathered
+//! from their lines ([`build_lines`]).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -36,9 +38,10 @@ fn is_result(kind: &str) -> bool {
     kind.ends_with("tool_result")
 }
 
-/// What `details.anthropic` lists about the steps, so that nothing is dropped.
+/// What `details.anthropic` lists about the steps, so that nothing is dropped. Read from lines
+/// ([`build_lines`]), each entry with a `pointer` also has the `line` it points into.
 #[derive(Default)]
-pub(super) struct Notes {
+pub(crate) struct Notes {
     /// `{pointer, fields}`: a message's keys besides `role` and `content` (Cline's `ts`,
     /// `modelInfo`, `metrics`; a dataset's ids).
     pub message_fields: Vec<Value>,
@@ -64,7 +67,7 @@ pub(super) struct Notes {
 
 impl Notes {
     /// The non-empty lists, by their `details.anthropic` key.
-    pub fn into_map(self) -> serde_json::Map<String, Value> {
+    pub(crate) fn into_map(self) -> serde_json::Map<String, Value> {
         [
             ("message_fields", self.message_fields),
             ("block_fields", self.block_fields),
@@ -83,16 +86,18 @@ impl Notes {
 }
 
 /// The steps of a conversation, with what `details` keeps of it and what was left out.
-pub(super) struct Built {
+pub(crate) struct Built {
     pub content: Vec<Step>,
     /// The tool specs: `tools` as a list, or a JSON text holding one.
     pub tools: Vec<Value>,
     pub notes: Notes,
     pub left: LeftOut,
+    /// The index of each message's first step (`None` for a message that gave none).
+    pub first_step: Vec<Option<usize>>,
 }
 
 /// Why the conversation cannot be read: a JSON pointer and a message.
-pub(super) type Problem = (String, String);
+pub(crate) type Problem = (String, String);
 
 /// Which result answers which call: each result names its call by `tool_use_id`, and answers
 /// the earliest call before it with that id that no result answered yet.
@@ -103,7 +108,7 @@ struct Pairs {
     unmatched: HashMap<At, &'static str>,
 }
 
-fn pair(messages: &[Node<'_>]) -> Pairs {
+fn pair(messages: &[&Node<'_>]) -> Pairs {
     let mut pending: HashMap<&str, VecDeque<At>> = HashMap::new();
     let mut called: HashSet<&str> = HashSet::new();
     let mut pairs = Pairs {
@@ -177,10 +182,69 @@ fn text_result_body(text: &str) -> bool {
 /// without its calls.
 const OPENAI_KEYS: &[&str] = &["tool_calls", "function_call", "tool_call_id"];
 
+/// Where the messages stand in their source.
+#[derive(Clone, Copy)]
+enum Places<'p> {
+    /// The `messages` list of one record read from `line`: message `i` is at `/messages/{i}`.
+    Record { line: u64 },
+    /// One message a line: message `i` is the `message` of line `lines[i]`. Its keys besides
+    /// `role` and `content` are the caller's to keep.
+    Lines(&'p [u64]),
+}
+
+impl Places<'_> {
+    /// The pointer of message `i` in its record.
+    fn at(self, i: usize) -> String {
+        match self {
+            Places::Record { .. } => format!("/messages/{i}"),
+            Places::Lines(_) => "/message".to_owned(),
+        }
+    }
+
+    /// The line of message `i`.
+    fn line(self, i: usize) -> u64 {
+        match self {
+            Places::Record { line } => line,
+            Places::Lines(lines) => lines.get(i).copied().unwrap_or_default(),
+        }
+    }
+}
+
 /// Builds the steps of `record` (a conversation read from line `line`): the system prompt,
 /// then each message's blocks.
 pub(super) fn build(record: &Node<'_>, line: u64) -> Result<Built, Problem> {
-    let messages = record["messages"].as_array().unwrap_or(&[]);
+    let messages: Vec<&Node> = record["messages"]
+        .as_array()
+        .unwrap_or(&[])
+        .iter()
+        .collect();
+    build_from(
+        &messages,
+        Some(record),
+        Places::Record { line },
+        "details.anthropic",
+    )
+}
+
+/// Builds the steps of `messages`, one message a line (message `i` is the `message` of line
+/// `lines[i]`), their left-out counts under `details_key`. The messages' own keys besides
+/// `role` and `content` are not listed: the caller keeps them with the rest of each line.
+pub(crate) fn build_lines(
+    messages: &[&Node<'_>],
+    lines: &[u64],
+    details_key: &'static str,
+) -> Result<Built, Problem> {
+    build_from(messages, None, Places::Lines(lines), details_key)
+}
+
+/// Builds the steps of `messages`, after the `system` prompt and with the `tools` of `record`
+/// when there is one.
+fn build_from(
+    messages: &[&Node<'_>],
+    record: Option<&Node<'_>>,
+    places: Places<'_>,
+    details_key: &'static str,
+) -> Result<Built, Problem> {
     for (i, m) in messages.iter().enumerate() {
         let present = |k: &&&str| match &m[**k] {
             Node::Null => false,
@@ -189,29 +253,37 @@ pub(super) fn build(record: &Node<'_>, line: u64) -> Result<Built, Problem> {
         };
         if let Some(key) = OPENAI_KEYS.iter().find(present) {
             return Err((
-                format!("/messages/{i}/{key}"),
+                format!("{}/{key}", places.at(i)),
                 format!("{key:?} is an OpenAI chat's key, not the Messages API's: read this file with --from openai"),
             ));
         }
     }
     let mut b = Builder {
         messages,
-        line,
+        places,
+        current: 0,
         pairs: pair(messages),
         content: Vec::new(),
         notes: Notes::default(),
-        left: LeftOut::new("details.anthropic"),
+        left: LeftOut::new(details_key),
         ids: HashSet::new(),
         links: HashMap::new(),
         open: None,
-        kept: vec![false; messages.len()],
+        first_step: vec![None; messages.len()],
     };
-    let tools = b.tools(&record["tools"]);
-    b.system(&record["system"]);
+    let tools = match record {
+        Some(record) => {
+            let tools = b.tools(&record["tools"]);
+            b.system(&record["system"]);
+            tools
+        }
+        None => Vec::new(),
+    };
     for (i, m) in messages.iter().enumerate() {
+        b.current = i;
         b.message(i, m);
     }
-    let kept = b.kept.iter().filter(|k| **k).count() as u64;
+    let kept = b.first_step.iter().filter(|k| k.is_some()).count() as u64;
     let roles = messages.iter().filter(|m| m["role"].as_str().is_some());
     b.left.messages = Some((roles.count() as u64, kept));
     Ok(Built {
@@ -219,6 +291,7 @@ pub(super) fn build(record: &Node<'_>, line: u64) -> Result<Built, Problem> {
         tools,
         notes: b.notes,
         left: b.left,
+        first_step: b.first_step,
     })
 }
 
@@ -228,9 +301,11 @@ struct Link {
     name: String,
 }
 
-struct Builder<'n, 'a> {
-    messages: &'n [Node<'a>],
-    line: u64,
+struct Builder<'n, 'a, 'p> {
+    messages: &'n [&'n Node<'a>],
+    places: Places<'p>,
+    /// The message whose blocks are being read.
+    current: usize,
     pairs: Pairs,
     content: Vec<Step>,
     notes: Notes,
@@ -242,11 +317,11 @@ struct Builder<'n, 'a> {
     /// The last step, when it is a call no result answers: its entry in
     /// `notes.unanswered_calls`, its native id and its tool name.
     open: Option<(usize, Option<String>, String)>,
-    /// Whether each message gave a step.
-    kept: Vec<bool>,
+    /// The index of each message's first step, once it gave one.
+    first_step: Vec<Option<usize>>,
 }
 
-impl<'n, 'a> Builder<'n, 'a> {
+impl<'n, 'a> Builder<'n, 'a, '_> {
     /// The tool specs: a list, or a JSON text holding one (kept as unmapped when it does not).
     fn tools(&mut self, tools: &Node<'a>) -> Vec<Value> {
         match tools {
@@ -287,22 +362,25 @@ impl<'n, 'a> Builder<'n, 'a> {
 
     /// One message.
     fn message(&mut self, i: usize, m: &'n Node<'a>) {
-        let at = format!("/messages/{i}");
+        let at = self.places.at(i);
         let Some(role) = m["role"].as_str() else {
             // Not a message: a reasoning item Roo Code keeps between messages, or bookkeeping.
             self.left.lines += 1;
-            self.notes.unmapped.push(json!({
+            let note = self.located(json!({
                 "pointer": at,
                 "reason": "an entry without a role is not a message",
                 "value": m.to_value(),
             }));
+            self.notes.unmapped.push(note);
             return;
         };
-        self.notes
-            .message_fields
-            .extend(unmapped_fields(m, at.clone(), |k, _| {
-                matches!(k, "role" | "content")
-            }));
+        if let Places::Record { .. } = self.places {
+            self.notes
+                .message_fields
+                .extend(unmapped_fields(m, at.clone(), |k, _| {
+                    matches!(k, "role" | "content")
+                }));
+        }
         match &m["content"] {
             Node::String(s) => {
                 let s = s.as_ref().to_owned();
@@ -338,7 +416,7 @@ impl<'n, 'a> Builder<'n, 'a> {
     fn user(&mut self, i: usize, blocks: &'n [Node<'a>]) {
         let mut blocks = blocks.iter().enumerate().peekable();
         while let Some((k, block)) = blocks.next() {
-            let p = format!("/messages/{i}/content/{k}");
+            let p = format!("{}/content/{k}", self.places.at(i));
             let kind = block["type"].as_str().unwrap_or_default();
             if is_result(kind) {
                 if !self.pairs.answering.contains(&(i, k)) {
@@ -383,7 +461,7 @@ impl<'n, 'a> Builder<'n, 'a> {
         let mut thought: Option<(String, String)> = None;
         let mut later: Vec<(At, Link)> = Vec::new();
         for (k, block) in blocks.iter().enumerate() {
-            let p = format!("/messages/{i}/content/{k}");
+            let p = format!("{}/content/{k}", self.places.at(i));
             let kind = block["type"].as_str().unwrap_or_default();
             // Roo Code writes the reasoning of other providers as a `reasoning` block.
             let key = match kind {
@@ -453,20 +531,23 @@ impl<'n, 'a> Builder<'n, 'a> {
         self.flush(&mut text, &mut thought, i);
         if let Some((t, p)) = thought {
             self.left.blocks += 1;
-            self.notes.unmapped.push(json!({
+            let note = self.located(json!({
                 "pointer": p,
                 "reason": "a thinking block with no text or call after it in its message",
                 "value": {"type": "thinking", "thinking": t},
             }));
+            self.notes.unmapped.push(note);
         }
         for ((mi, k), link) in later {
             // ok: the pairs hold only places of blocks of these messages.
             let blocks = self.messages.get(mi).and_then(|m| m["content"].as_array());
             if let Some(block) = blocks.and_then(|b| b.get(k)) {
-                let p = format!("/messages/{mi}/content/{k}");
+                let p = format!("{}/content/{k}", self.places.at(mi));
+                self.current = mi;
                 self.result(&p, block, Some(link), mi);
             }
         }
+        self.current = i;
     }
 
     /// Writes a pending text as a message, with the pending reasoning.
@@ -575,16 +656,15 @@ impl<'n, 'a> Builder<'n, 'a> {
         if entry + 1 == self.notes.unanswered_calls.len() {
             self.notes.unanswered_calls.pop();
         }
-        self.notes
-            .text_results
-            .push(json!({"step": call, "id": native, "pointer": p}));
+        let note = self.located(json!({"step": call, "id": native, "pointer": p}));
+        self.notes.text_results.push(note);
         let step = Step::environment_text(Some(name), text).with_tool_call_id(id);
         self.observe(step, i);
     }
 
     /// A result that answers no call: an observation without a link, listed.
     fn unlinked(&mut self, i: usize, k: usize, block: &Node<'a>) {
-        let p = format!("/messages/{i}/content/{k}");
+        let p = format!("{}/content/{k}", self.places.at(i));
         let reason = self
             .pairs
             .unmatched
@@ -593,12 +673,13 @@ impl<'n, 'a> Builder<'n, 'a> {
             .unwrap_or("a result of a tool the API runs, outside its call's message");
         let step = self.content.len();
         self.result(&p, block, None, i);
-        self.notes.unlinked_results.push(json!({
+        let note = self.located(json!({
             "step": step,
             "id": block["tool_use_id"].to_value(),
             "pointer": p,
             "reason": reason,
         }));
+        self.notes.unlinked_results.push(note);
     }
 
     /// The text of a result's `content` (a string, or its text blocks joined by newlines) and
@@ -747,32 +828,38 @@ impl<'n, 'a> Builder<'n, 'a> {
 
     fn left_block(&mut self, p: &str, reason: &str, block: &Node<'a>) {
         self.left.blocks += 1;
-        self.notes
-            .unmapped
-            .push(json!({"pointer": p, "reason": reason, "value": block.to_value()}));
+        let note = self.located(json!({"pointer": p, "reason": reason, "value": block.to_value()}));
+        self.notes.unmapped.push(note);
     }
 
     fn unmapped(&mut self, p: &str, reason: String, value: &Node<'a>) {
-        self.left.unmapped(self.line, p, reason.clone());
-        self.notes
-            .unmapped
-            .push(json!({"pointer": p, "reason": reason, "value": value.to_value()}));
+        self.left
+            .unmapped(self.places.line(self.current), p, reason.clone());
+        let note = self.located(json!({"pointer": p, "reason": reason, "value": value.to_value()}));
+        self.notes.unmapped.push(note);
     }
 
     /// Keeps the keys of a mapped block other than `mapped`.
     fn fields(&mut self, p: &str, block: &Node<'a>, mapped: &[&str]) {
-        self.notes
-            .block_fields
-            .extend(unmapped_fields(block, p.to_owned(), |k, _| {
-                mapped.contains(&k)
-            }));
+        let fields = unmapped_fields(block, p.to_owned(), |k, _| mapped.contains(&k));
+        if let Some(note) = fields {
+            let note = self.located(note);
+            self.notes.block_fields.push(note);
+        }
+    }
+
+    /// A note about the message being read, with its line when the messages are lines.
+    fn located(&self, mut note: Value) -> Value {
+        if let (Places::Lines(_), Value::Object(fields)) = (self.places, &mut note) {
+            fields.shift_insert(0, "line".into(), self.places.line(self.current).into());
+        }
+        note
     }
 
     /// Appends an action of message `i`.
     fn act(&mut self, step: Step, i: usize) {
         self.open = None;
-        self.content.push(step);
-        self.kept[i] = true;
+        self.keep(step, i);
     }
 
     /// Appends an observation of message `i`. A call no result answers right before it first
@@ -789,7 +876,14 @@ impl<'n, 'a> Builder<'n, 'a> {
             self.content
                 .push(Step::environment_text(Some(name), "").with_tool_call_id(id));
         }
+        self.keep(step, i);
+    }
+
+    /// Appends a step of message `i`.
+    fn keep(&mut self, step: Step, i: usize) {
+        if let Some(first @ None) = self.first_step.get_mut(i) {
+            *first = Some(self.content.len());
+        }
         self.content.push(step);
-        self.kept[i] = true;
     }
 }

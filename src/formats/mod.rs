@@ -17,6 +17,7 @@ pub mod atif;
 pub mod claude_code;
 pub mod codex;
 pub mod gemini_cli;
+pub mod hermes;
 pub mod inspect;
 pub mod ledgermind;
 pub mod memabra;
@@ -56,6 +57,7 @@ pub static FORMATS: &[Format] = &[
     claude_code::FORMAT,
     codex::FORMAT,
     gemini_cli::FORMAT,
+    hermes::FORMAT,
     inspect::FORMAT,
     ledgermind::FORMAT,
     memabra::FORMAT,

@@ -24,6 +24,7 @@ mod corpus;
 mod detection;
 mod export;
 mod gemini_cli;
+mod hermes;
 mod inspect;
 mod interop;
 mod join;

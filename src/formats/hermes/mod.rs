@@ -45,19 +45,21 @@ impl Converter for Hermes {
         "Hermes Agent sessions: its SQLite store (~/.hermes/state.db) or `hermes sessions export` JSON lines, one trajectory per session"
     }
 
-    /// A session of `hermes sessions export`: a string `id`, a string `source`, a numeric
-    /// `started_at` and a `messages` list whose items (when there are any) name the session
-    /// as their `session_id`.
+    /// A session of `hermes sessions export`: a string `id` and a `messages` list whose items
+    /// have a string `role` and name no other session as their `session_id`; and either one of
+    /// them names this one, or the record has the row's string `source` and numeric
+    /// `started_at` (a session with no messages).
     fn sniff(&self, first: &Value) -> bool {
         let id = &first["id"];
-        id.is_string()
-            && first["source"].is_string()
-            && first["started_at"].is_number()
-            && first["messages"].as_array().is_some_and(|m| {
-                m.iter()
-                    .all(|m| m.get("session_id").is_none_or(|s| s == id) && m["role"].is_string())
-            })
-            && first.get("class_").is_none()
+        let Some(messages) = first["messages"].as_array() else {
+            return false;
+        };
+        let rows = messages
+            .iter()
+            .all(|m| m["role"].is_string() && m.get("session_id").is_none_or(|s| s == id));
+        let named = messages.iter().any(|m| m["session_id"] == *id);
+        let row = first["source"].is_string() && first["started_at"].is_number();
+        id.is_string() && rows && (named || row) && first.get("class_").is_none()
     }
 
     /// A SQLite file with Hermes' tables ([`is_state_db`]).
@@ -111,6 +113,9 @@ mod tests {
         other["messages"][0]["session_id"] = json!("t");
         assert!(!Hermes.sniff(&other));
         assert!(!Hermes.sniff(&json!({"id": "s", "messages": [{"role": "user", "content": "hi"}]})));
+        assert!(Hermes.sniff(
+            &json!({"id": "s", "messages": [{"session_id": "s", "role": "user", "content": "hi"}]})
+        ));
         assert!(
             !Hermes.sniff(&json!({"id": "s", "source": "cli", "started_at": "x", "messages": []}))
         );

@@ -131,7 +131,7 @@ impl<'a> Built<'a> {
     fn message(&mut self, i: usize, m: &Node<'a>, line: u64) {
         let role = m["role"].as_str().unwrap_or_default();
         if role == "session_meta" {
-            self.left.lines += 1;
+            // Kept whole in `details.hermes.session_meta`.
             self.session_meta.push(m.clone());
             return;
         }

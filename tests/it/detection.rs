@@ -40,6 +40,12 @@ const NEAR_MISSES: &[(&str, &str, &str, &str)] = &[
         r#"the role "_checkpoint", which is not one of OpenAI's"#,
     ),
     (
+        "hermes-transcript.jsonl",
+        r#"{"role":"session_meta","tools":[],"model":"m","platform":"telegram","timestamp":"2026-01-01T00:00:00"}"#,
+        "hermes",
+        "a Hermes gateway transcript",
+    ),
+    (
         "opencode.json",
         r#"{"info":{"id":"s"},"messages":[{"info":{"role":"user"},"parts":[{"type":"text","text":"hi"}]}]}"#,
         "openai",

@@ -62,6 +62,14 @@ impl Converter for Hermes {
         id.is_string() && rows && (named || row) && first.get("class_").is_none()
     }
 
+    /// A gateway transcript (`~/.hermes/sessions/*.jsonl`, a `session_meta` line then the
+    /// session's messages) is not read: the store holds the same sessions.
+    fn decline(&self, first: &Value) -> Option<String> {
+        (first["role"] == "session_meta" && first.get("messages").is_none()).then(|| {
+            "a Hermes gateway transcript (a `session_meta` line): convert ~/.hermes/state.db, which holds its session".to_owned()
+        })
+    }
+
     /// A SQLite file with Hermes' tables ([`is_state_db`]).
     fn claims_path(&self, path: &Path) -> bool {
         path.is_file() && is_sqlite(path) && tables(path).is_some_and(|t| is_state_db(&t))
@@ -119,6 +127,18 @@ mod tests {
         assert!(
             !Hermes.sniff(&json!({"id": "s", "source": "cli", "started_at": "x", "messages": []}))
         );
+    }
+
+    #[test]
+    fn declines_a_gateway_transcript() {
+        let meta = json!({"role": "session_meta", "tools": [], "model": "m"});
+        assert!(!Hermes.sniff(&meta));
+        assert!(Hermes
+            .decline(&meta)
+            .is_some_and(|w| w.contains("state.db")));
+        assert!(Hermes
+            .decline(&json!({"role": "user", "content": "hi"}))
+            .is_none());
     }
 
     #[test]

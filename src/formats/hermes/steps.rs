@@ -403,6 +403,12 @@ pub(super) fn to_partial<'a>(
             .cloned(),
     );
     put(
+        "parent_end_reason",
+        Some(&session["state_db"]["parent_end_reason"])
+            .filter(|r| !r.is_null())
+            .cloned(),
+    );
+    put(
         "child_session_ids",
         session["state_db"]["child_session_ids"]
             .as_array()

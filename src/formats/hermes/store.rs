@@ -128,6 +128,8 @@ pub struct StateDb {
     /// How the sessions started from a session are selected (`delegate_task` subagents,
     /// compaction and branch continuations), when the store links sessions.
     children_sql: Option<String>,
+    /// True when sessions record how they ended (`end_reason`).
+    has_end_reason: bool,
     ids: std::vec::IntoIter<String>,
     next: u64,
     bytes: u64,
@@ -207,6 +209,7 @@ impl StateDb {
             version,
             session_sql,
             children_sql,
+            has_end_reason: session_columns.iter().any(|c| c == "end_reason"),
             ids: ids.into_iter(),
             next: 0,
             bytes,
@@ -252,9 +255,30 @@ impl StateDb {
             }
             None => Vec::new(),
         };
+        // How the parent ended: `compression` makes this session its continuation.
+        let parent_end = match session.get("parent_session_id").and_then(Value::as_str) {
+            Some(parent) if self.has_end_reason => {
+                let mut q = self
+                    .conn
+                    .prepare_cached("SELECT end_reason FROM sessions WHERE id = ?1")
+                    .map_err(|e| ("sessions", e))?;
+                let mut rows = q.query([parent]).map_err(|e| ("sessions", e))?;
+                match rows.next().map_err(|e| ("sessions", e))? {
+                    Some(row) => {
+                        column_value("end_reason", row.get_ref(0).map_err(|e| ("sessions", e))?)
+                    }
+                    None => Value::Null,
+                }
+            }
+            _ => Value::Null,
+        };
         session.insert(
             "state_db".to_owned(),
-            serde_json::json!({ "schema_version": self.version, "child_session_ids": children }),
+            serde_json::json!({
+                "schema_version": self.version,
+                "child_session_ids": children,
+                "parent_end_reason": parent_end,
+            }),
         );
         serde_json::to_vec(&session).map_err(|e| {
             (

@@ -24,7 +24,7 @@
 # real example in the shared corpus (long diffs and outputs) when it is there. Agent logs
 # (Codex, Claude Code, Gemini CLI, mini-swe-agent, Inspect AI, ATIF, Pi): BYTES/4 each of 1 MB
 # session files in a directory, shaped like the bundled sample, and like the shared corpus's
-# real logs of the format when it is there.
+# real logs of the format when it is there. Hermes: a state.db of BYTES/4 (needs python3).
 # join: the ADP input joined with a 1,000,000-record rewards JSON-lines file (one record per
 # trajectory of the input, the rest for ids not in it); MB/s is of trajectory input, and the
 # time includes indexing the rewards.
@@ -326,4 +326,14 @@ for format in codex claude-code gemini-cli mini-swe-agent inspect atif pi droid;
     sessions "$format" corpus "../shared/corpus/agent-logs/$format"
   fi
 done
+# Hermes' SQLite store: BYTES/4 of the bundled sample's sessions (scripts/gen_hermes_store.py);
+# MB/s of the database, sessions/s from the trajectories written.
+HERMES_DB="$BENCH_DIR/hermes-$((BYTES / 4)).db"
+if [ ! -f "$HERMES_DB" ]; then
+  python3 scripts/gen_hermes_store.py "$HERMES_DB" "$((BYTES / 4))"
+fi
+SIZE=$(stat -c %s "$HERMES_DB")
+rm -f "$BENCH_DIR/out.jsonl"
+report "convert --from hermes (state.db)" "$BIN" convert -q --from hermes "$HERMES_DB" -o "$BENCH_DIR/out.jsonl"
+echo "  sessions: $(wc -l < "$BENCH_DIR/out.jsonl")"
 rm -f "$BENCH_DIR/out.jsonl"

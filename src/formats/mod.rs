@@ -18,6 +18,7 @@ pub mod claude_code;
 pub mod codex;
 pub mod droid;
 pub mod gemini_cli;
+pub mod hermes;
 pub mod inspect;
 pub mod ledgermind;
 pub mod memabra;
@@ -58,6 +59,7 @@ pub static FORMATS: &[Format] = &[
     codex::FORMAT,
     droid::FORMAT,
     gemini_cli::FORMAT,
+    hermes::FORMAT,
     inspect::FORMAT,
     ledgermind::FORMAT,
     memabra::FORMAT,

@@ -97,6 +97,7 @@ fn expect_of(file: &Path) -> Expect {
         "claude-code" => Expect::Reads("claude-code"),
         "codex" => Expect::Reads("codex"),
         "gemini-cli" => Expect::Reads("gemini-cli"),
+        "hermes" => Expect::Reads("hermes"),
         "inspect" => Expect::Reads("inspect"),
         "mini-swe-agent" => Expect::Reads("mini-swe-agent"),
         "droid" => Expect::Reads("droid"),
@@ -110,7 +111,7 @@ fn expect_of(file: &Path) -> Expect {
         {
             Expect::Reads("anthropic")
         }
-        "aider" | "cline" | "copilot-cli" | "crush" | "cursor" | "hermes" | "kimi-cli"
+        "aider" | "cline" | "copilot-cli" | "crush" | "cursor" | "kimi-cli"
         | "letta-code" | "opencode" | "qwen-code" => Expect::Refused,
         other => panic!(
             "{}: a corpus folder this test does not know: {other}",
@@ -352,8 +353,56 @@ fn source_calls(format: &str, file: &Path) -> Calls {
                 results.iter().map(String::as_str),
             )
         }
+        "hermes" => {
+            // The store's `messages` rows, or each export line's `messages`: assistant
+            // `tool_calls` (a JSON string in the store), answered by `tool` messages.
+            let messages: Vec<Value> = if bytes.starts_with(b"SQLite format 3\0") {
+                hermes_rows(file)
+            } else {
+                lines()
+                    .iter()
+                    .flat_map(|l| l["messages"].as_array().cloned().unwrap_or_default())
+                    .collect()
+            };
+            let calls: Vec<Value> = messages
+                .iter()
+                .flat_map(|m| match &m["tool_calls"] {
+                    Value::String(s) => serde_json::from_str(s).unwrap_or_default(),
+                    Value::Array(a) => a.clone(),
+                    _ => Vec::new(),
+                })
+                .collect();
+            Calls::of(
+                calls.iter().filter_map(|c| c["id"].as_str()),
+                messages
+                    .iter()
+                    .filter(|m| m["role"] == "tool")
+                    .filter_map(|m| m["tool_call_id"].as_str()),
+            )
+        }
         other => unreachable!("{other}"),
     }
+}
+
+/// The `messages` rows of a Hermes store (role, calls, call id), read without writing beside it.
+fn hermes_rows(file: &Path) -> Vec<Value> {
+    use rusqlite::{Connection, OpenFlags};
+    let uri = format!("file:{}?immutable=1", file.display());
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI;
+    let conn = Connection::open_with_flags(uri, flags).expect("open the store");
+    let mut q = conn
+        .prepare("SELECT role, tool_calls, tool_call_id FROM messages ORDER BY id")
+        .expect("messages");
+    let rows = q
+        .query_map([], |r| {
+            Ok(serde_json::json!({
+                "role": r.get::<_, String>(0)?,
+                "tool_calls": r.get::<_, Option<String>>(1)?,
+                "tool_call_id": r.get::<_, Option<String>>(2)?,
+            }))
+        })
+        .expect("rows");
+    rows.map(|r| r.expect("row")).collect()
 }
 
 /// A mini-swe-agent run's calls: tool calls (format 1.1) answered by `tool` messages, or one

@@ -40,10 +40,10 @@ const NEAR_MISSES: &[(&str, &str, &str, &str)] = &[
         r#"the role "_checkpoint", which is not one of OpenAI's"#,
     ),
     (
-        "hermes.jsonl",
-        r#"{"id":"20260101_000000_abc","source":"cli","system_prompt":"You are an agent.","messages":[{"id":1,"session_id":"20260101_000000_abc","role":"user","content":"hi"}]}"#,
-        "openai",
-        "a Hermes session export",
+        "hermes-transcript.jsonl",
+        r#"{"role":"session_meta","tools":[],"model":"m","platform":"telegram","timestamp":"2026-01-01T00:00:00"}"#,
+        "hermes",
+        "a Hermes gateway transcript",
     ),
     (
         "opencode.json",
@@ -152,8 +152,6 @@ const READ_ELSEWHERE: &[&str] = &[
 const CLOSEST_IN_CORPUS: &[(&str, &str)] = &[
     ("crush/swift-kdl__crush.db", "ledgermind"),
     ("cursor/letta__cursor_tool-calls_input.jsonl", "openai"),
-    ("hermes/hermes-trading-agent__state.db", "ledgermind"),
-    ("hermes/teich__example_hermes_session.jsonl", "openai"),
     ("kimi-cli/", "openai"),
     ("opencode/letta__opencode_tool-calls_input.json", "openai"),
     ("opencode/rlox__opencode.db", "ledgermind"),
@@ -195,7 +193,7 @@ fn every_agent_log_of_a_format_trajkit_does_not_read_is_refused_clearly() {
             refused += 1;
         }
     }
-    assert!(refused >= 15, "{refused} files refused");
+    assert!(refused >= 13, "{refused} files refused");
 }
 
 /// Every reader, given every file of the corpus (`agent-logs/`) and every sample of

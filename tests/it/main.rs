@@ -25,6 +25,7 @@ mod detection;
 mod droid;
 mod export;
 mod gemini_cli;
+mod hermes;
 mod inspect;
 mod interop;
 mod join;

@@ -18,6 +18,7 @@ pub mod claude_code;
 pub mod codex;
 pub mod gemini_cli;
 pub mod inspect;
+pub mod kimi_cli;
 pub mod ledgermind;
 pub mod memabra;
 pub mod mini_swe_agent;
@@ -57,6 +58,7 @@ pub static FORMATS: &[Format] = &[
     codex::FORMAT,
     gemini_cli::FORMAT,
     inspect::FORMAT,
+    kimi_cli::FORMAT,
     ledgermind::FORMAT,
     memabra::FORMAT,
     mini_swe_agent::FORMAT,

@@ -35,7 +35,7 @@ const NEAR_MISSES: &[(&str, &str, &str, &str)] = &[
     ),
     (
         "kimi.jsonl",
-        r#"{"role": "_checkpoint", "id": 0}"#,
+        r#"{"role": "_checkpoint", "id": "0"}"#,
         "openai",
         r#"the role "_checkpoint", which is not one of OpenAI's"#,
     ),
@@ -154,7 +154,6 @@ const CLOSEST_IN_CORPUS: &[(&str, &str)] = &[
     ("cursor/letta__cursor_tool-calls_input.jsonl", "openai"),
     ("hermes/hermes-trading-agent__state.db", "ledgermind"),
     ("hermes/teich__example_hermes_session.jsonl", "openai"),
-    ("kimi-cli/", "openai"),
     ("opencode/letta__opencode_tool-calls_input.json", "openai"),
     ("opencode/rlox__opencode.db", "ledgermind"),
     ("qwen-code/splitrail__qwen_code.jsonl", "claude-code"),

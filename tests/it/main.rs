@@ -27,6 +27,7 @@ mod gemini_cli;
 mod inspect;
 mod interop;
 mod join;
+mod kimi_cli;
 mod ledgermind;
 mod left_out;
 mod mini_swe_agent;

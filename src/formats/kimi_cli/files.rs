@@ -20,6 +20,12 @@ use serde_json::{json, Map, Value};
 
 use crate::ingest::{open, without_compression};
 
+/// The words before the path of a subagent's transcript in a `ReadContext` result.
+pub(super) const TRANSCRIPT_SAVED: &str = "Transcript saved to: ";
+
+/// The words before the agent id on the first line of an `Agent` result.
+pub(super) const AGENT_ID: &str = "agent_id: ";
+
 /// What a context file is, by its path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Kind {
@@ -164,8 +170,8 @@ pub(super) fn name_of(path: &str) -> Option<Named> {
 
 /// The session's file a subagent's file at `path` hangs off, and the text its spawning call's
 /// result holds: the end of the subagent file's name (`_read_1.jsonl`, in a `ReadContext`
-/// result's "Transcript saved to: <path>"), or `agent_id: <id>` (an `Agent` result). `None` when no result names the file (a `Task`
-/// subagent's `context_sub_<N>.jsonl`).
+/// result's "Transcript saved to: <path>"), or `agent_id: <id>` (an `Agent` result). `None`
+/// when no result names the file (a `Task` subagent's `context_sub_<N>.jsonl`).
 fn parent_file(path: &Path) -> Option<(PathBuf, String)> {
     let text = path.to_str()?;
     let named = name_of(text)?;
@@ -176,7 +182,7 @@ fn parent_file(path: &Path) -> Option<(PathBuf, String)> {
     match via {
         "agent" => Some((
             dir.parent()?.parent()?.join("context.jsonl"),
-            format!("agent_id: {name}"),
+            format!("{AGENT_ID}{name}"),
         )),
         _ if parent == "context" || folder(text, 1) == Some(parent.as_str()) => None,
         _ => {
@@ -197,8 +203,8 @@ fn parent_file(path: &Path) -> Option<(PathBuf, String)> {
 fn spawning_result(parent: &Path, needle: &str, max_bytes: usize) -> Option<(u64, String)> {
     let mut reader = open::open(parent.to_str()?).ok()?;
     let finder = memchr::memmem::Finder::new(needle.as_bytes());
-    let saved = memchr::memmem::Finder::new(b"Transcript saved to: ");
-    let agent = needle.starts_with("agent_id: ");
+    let saved = memchr::memmem::Finder::new(TRANSCRIPT_SAVED.as_bytes());
+    let agent = needle.starts_with(AGENT_ID);
     let mut buf = Vec::new();
     let mut line = 0u64;
     loop {

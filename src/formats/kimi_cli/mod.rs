@@ -22,7 +22,7 @@ use crate::json::Node;
 use crate::model::{JsonObject, Trajectory};
 use crate::validate::Diagnostic;
 
-use files::{name_of, spawn_keys, subagent_suffix, Kind};
+use files::{name_of, spawn_keys, subagent_suffix, Kind, AGENT_ID, TRANSCRIPT_SAVED};
 use steps::Built;
 
 /// Reads Kimi CLI context files.
@@ -163,7 +163,7 @@ fn subagents<'a>(built: &Built<'a>, own: &str, kind: &Kind) -> Vec<Node<'a>> {
             .tool_call_id()
             .and_then(|id| built.call_names.get(id))
             .map(String::as_str);
-        let link = if let Some((_, rest)) = text.split_once("Transcript saved to: ") {
+        let link = if let Some((_, rest)) = text.split_once(TRANSCRIPT_SAVED) {
             let path = rest
                 .split(|c: char| c == '<' || c.is_whitespace())
                 .next()
@@ -177,7 +177,7 @@ fn subagents<'a>(built: &Built<'a>, own: &str, kind: &Kind) -> Vec<Node<'a>> {
             Some(("file", path.to_owned(), trajectory))
         } else if called == Some("Agent") {
             text.lines()
-                .find_map(|l| l.trim().strip_prefix("agent_id: "))
+                .find_map(|l| l.trim().strip_prefix(AGENT_ID))
                 .map(|agent| {
                     let agent = agent.trim().to_owned();
                     let trajectory = format!("{own}/subagents/{agent}");

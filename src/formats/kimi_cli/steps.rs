@@ -19,12 +19,18 @@ use crate::formats::kit::node_fields_except;
 use crate::json::Node;
 use crate::model::{Source, Step};
 
+use super::files::{AGENT_ID, TRANSCRIPT_SAVED};
+
 /// Kimi's shell tools: a call with only its `command` is bash code (`Bash` up to 0.56,
 /// `Shell` from 0.57; Windows' `CMD` is not bash and stays a call).
 const CODE_TOOLS: &[CodeTool] = &[("Bash", "command", "bash"), ("Shell", "command", "bash")];
 
 /// The keys of a message line that steps hold.
 const MESSAGE_KEYS: &[&str] = &["role", "content", "tool_calls", "tool_call_id"];
+
+/// The words of a result that names a subagent's transcript: a `ReadContext` result's, and an
+/// `Agent` result's first line.
+const SUBAGENT_MARKS: &[&str] = &[TRANSCRIPT_SAVED, AGENT_ID];
 
 /// A call waiting for its result.
 struct Pending {
@@ -62,7 +68,8 @@ pub(super) struct Lists<'a> {
     pub checkpoints: Vec<Node<'a>>,
     pub usage: Vec<Node<'a>>,
     pub error_results: Vec<Node<'a>>,
-    /// `(step, tool call id in the file, text)` of each result, for the subagent links.
+    /// `(step, tool call id in the file, text)` of each result that may name a subagent
+    /// ([`SUBAGENT_MARKS`]), for the subagent links.
     pub results: Vec<(usize, String, String)>,
     pub unanswered_calls: Vec<Node<'a>>,
     pub unlinked_results: Vec<Node<'a>>,
@@ -428,9 +435,13 @@ impl<'a> Built<'a> {
         };
         self.blank_texts += p.blank;
         let text = p.texts.join("\n");
+        let naming = SUBAGENT_MARKS
+            .iter()
+            .any(|m| text.contains(m))
+            .then(|| text.clone());
         let waiting = self.pending.remove(native);
         let name = waiting.as_ref().map(|w| w.name.clone());
-        let mut step = Step::environment_text(name, text.clone());
+        let mut step = Step::environment_text(name, text);
         let at = self.content.len();
         match &waiting {
             Some(w) => step = step.with_tool_call_id(w.id.clone()),
@@ -465,7 +476,9 @@ impl<'a> Built<'a> {
                 ),
             ]));
         }
-        self.lists.results.push((at, native.to_owned(), text));
+        if let Some(text) = naming {
+            self.lists.results.push((at, native.to_owned(), text));
+        }
     }
 
     /// Ends the file: calls no result answered keep no link id, and are listed.

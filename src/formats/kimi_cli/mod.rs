@@ -56,6 +56,16 @@ fn is_pseudo_line(line: &Value) -> bool {
     fields.len() == 2 && line.get(key).is_some_and(ok)
 }
 
+/// True when `line` is a line of Kimi Code's `wire.jsonl`, the session's event log: its header
+/// `{"type": "metadata", "protocol_version"}`, or an event `{"timestamp", "message": {"type",
+/// "payload"}}` (files from before the header).
+fn is_wire_line(line: &Value) -> bool {
+    (line["type"] == "metadata" && line["protocol_version"].is_string())
+        || (line["timestamp"].is_number()
+            && line["message"]["type"].is_string()
+            && line["message"]["payload"].is_object())
+}
+
 /// True when `id` has the shape of Kimi's tool-call ids: the tool's name, a colon and the
 /// call's number in the conversation (`Bash:4`, `ReadFile:12`).
 fn is_kimi_call_id(id: &str) -> bool {
@@ -114,6 +124,12 @@ impl Converter for KimiCli {
     /// results Kimi's status block ([`is_kimi_chat`]).
     fn sniff_chat(&self, messages: &[Value]) -> bool {
         messages.iter().any(is_pseudo_line) || is_kimi_chat(messages)
+    }
+
+    fn decline(&self, first: &Value) -> Option<String> {
+        is_wire_line(first).then(|| {
+            "a Kimi Code wire.jsonl event log (a `metadata` header or `{timestamp, message: {type, payload}}` events), not a context file: convert the session's context.jsonl".to_owned()
+        })
     }
 
     fn open_source(
@@ -301,6 +317,19 @@ mod tests {
         assert!(!KimiCli.sniff(&json!({"role": "_checkpoint", "id": 0, "x": 1})));
         assert!(!KimiCli.sniff(&json!({"role": "_usage"})));
         assert!(!KimiCli.sniff(&json!({"role": "user", "content": "hi"})));
+        // Kimi Code's event log is declined with a word on what to give instead.
+        for wire in [
+            json!({"type": "metadata", "protocol_version": "1.9"}),
+            json!({"timestamp": 1770000000.5, "message": {"type": "TurnBegin", "payload": {"user_input": "hi"}}}),
+        ] {
+            assert!(!KimiCli.sniff(&wire));
+            assert!(KimiCli
+                .decline(&wire)
+                .is_some_and(|w| w.contains("wire.jsonl")));
+        }
+        assert!(KimiCli
+            .decline(&json!({"role": "user", "content": "hi"}))
+            .is_none());
     }
 
     #[test]

@@ -186,6 +186,38 @@ fn a_session_folder_converts_with_its_agent_subagent() {
     assert_eq!(link["spawned_by"]["line"], 12);
 }
 
+/// A session folder (0.59 on) is one input: its context files are read, its subagents linked,
+/// and Kimi's other files (`wire.jsonl`, `state.json`, a subagent's `meta.json`) left alone;
+/// walking a folder above it finds it.
+#[test]
+fn a_session_folder_is_read_whole() {
+    let folder = fixtures().join(SESSION);
+    for input in [folder.clone(), fixtures().join("w_7f3a")] {
+        let (code, out, err) = convert(&[&input], None, &[]);
+        assert_eq!(code, 0, "{err}");
+        assert!(err.contains("detected kimi-cli"), "{err}");
+        let ids: Vec<&str> = out.iter().filter_map(|t| t["id"].as_str()).collect();
+        assert_eq!(
+            ids,
+            vec![
+                "6e0f2c1d-8b4a-4c55-9a0e-3d2b1c0a9f88",
+                "6e0f2c1d-8b4a-4c55-9a0e-3d2b1c0a9f88/subagents/a4c1e9f0"
+            ]
+        );
+        let link = &out[1]["details"]["kimi_cli"]["agent"]["spawned_by"];
+        assert_eq!(link["tool_call_id"], "Agent:2");
+    }
+    // A folder with a data file that is not Kimi's is walked file by file instead.
+    let dir = tempfile::tempdir().expect("dir");
+    let copy = dir.path().join("s1");
+    std::fs::create_dir(&copy).expect("mkdir");
+    std::fs::copy(folder.join("context.jsonl"), copy.join("context.jsonl")).expect("copy");
+    std::fs::write(copy.join("notes.json"), "{\"todo\": []}\n").expect("write");
+    let (code, _, err) = convert(&[&copy], None, &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("notes.json"), "{err}");
+}
+
 #[test]
 fn a_file_starting_with_a_message_is_kimis_by_its_ids_and_status_blocks() {
     let file = fixtures().join("legacy/9d2e4b10-55c3-4f0e-8a61-2b7c9e0d1a34.jsonl");

@@ -245,6 +245,7 @@ fn the_whole_sample_directory_converts_with_every_format_detected() {
         "codex",
         "gemini-cli",
         "inspect",
+        "kimi-cli",
         "ledgermind",
         "memabra",
         "mini-swe-agent",

@@ -6,10 +6,12 @@
 //! mapping is in docs/formats/kimi-cli.md.
 
 mod files;
+mod folder;
 mod steps;
 
 use std::borrow::Cow;
 use std::io;
+use std::path::Path;
 
 use serde_json::Value;
 
@@ -132,12 +134,21 @@ impl Converter for KimiCli {
         })
     }
 
+    /// A session folder of 0.59 and later (`<session id>/` holding `context.jsonl`, and only
+    /// Kimi's files beside it): read whole, its subagents included (`folder.rs`).
+    fn claims_path(&self, path: &Path) -> bool {
+        folder::is_session_folder(path)
+    }
+
     fn open_source(
         &self,
         path: &str,
         opts: &ConvertOptions,
     ) -> Option<io::Result<Box<dyn RecordSource>>> {
         let max = opts.run.max_record_bytes;
+        if Path::new(path).is_dir() {
+            return Some(boxed(folder::FolderRecords::open(path, max)));
+        }
         let inputs = opts.inputs.clone();
         Some(boxed(FileBundle::open_with(path, max, MARKER, &mut |_| {
             spawn_keys(path, &inputs, max)

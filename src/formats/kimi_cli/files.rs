@@ -240,8 +240,11 @@ pub(super) fn spawn_keys(path: &str, inputs: &[String], max_bytes: usize) -> Map
     let Ok(parent_canon) = fs::canonicalize(&parent) else {
         return keys;
     };
+    // Only the inputs with the session file's name are resolved (a run may name thousands).
+    let parent_name = parent.file_name();
     let given = inputs
         .iter()
+        .filter(|i| Path::new(i.as_str()).file_name() == parent_name)
         .any(|i| fs::canonicalize(i).is_ok_and(|c| c == parent_canon));
     if !given {
         return keys;

@@ -6,7 +6,7 @@
 //!   `<session id>_<N>.jsonl` (a `/clear`, a revert to a checkpoint, a compaction), subagents
 //!   `<session id>_sub_<N>.jsonl` (the `Task` tool) and, in Moonshot's SWE-bench runs,
 //!   `<session id>_read_<N>.jsonl` (a `ReadContext` tool whose result says "Transcript saved
-//!   to: <path>");
+//!   to: `<path>`");
 //! - from 0.59: `.../<session id>/context.jsonl`, `context_<N>.jsonl` rotated, and
 //!   `context_sub_<N>.jsonl` for `Task` subagents;
 //! - from 1.25: `.../<session id>/subagents/<agent id>/context.jsonl` for the `Agent` tool's
@@ -170,7 +170,7 @@ pub(super) fn name_of(path: &str) -> Option<Named> {
 
 /// The session's file a subagent's file at `path` hangs off, and the text its spawning call's
 /// result holds: the end of the subagent file's name (`_read_1.jsonl`, in a `ReadContext`
-/// result's "Transcript saved to: <path>"), or `agent_id: <id>` (an `Agent` result). `None`
+/// result's "Transcript saved to: `<path>`"), or `agent_id: <id>` (an `Agent` result). `None`
 /// when no result names the file (a `Task` subagent's `context_sub_<N>.jsonl`).
 fn parent_file(path: &Path) -> Option<(PathBuf, String)> {
     let text = path.to_str()?;

@@ -115,7 +115,7 @@ impl Converter for KimiCli {
         "Kimi CLI context files (~/.kimi/sessions/: <session>.jsonl, context.jsonl, subagents' files): OpenAI-style messages with _checkpoint / _usage / _system_prompt lines"
     }
 
-    /// A file starting with one of Kimi's pseudo-role lines ([`is_pseudo_line`]): every
+    /// A file starting with one of Kimi's pseudo-role lines (`is_pseudo_line`): every
     /// context file Kimi writes does (`_checkpoint` 0 before 1.21, `_system_prompt` after).
     fn sniff(&self, first: &Value) -> bool {
         is_pseudo_line(first)
@@ -123,7 +123,7 @@ impl Converter for KimiCli {
 
     /// A file of chat messages that starts with a message (an OpenAI chat to `openai`) is
     /// Kimi's when a pseudo-role line follows, or when its calls have Kimi's ids and its
-    /// results Kimi's status block ([`is_kimi_chat`]).
+    /// results Kimi's status block (`is_kimi_chat`).
     fn sniff_chat(&self, messages: &[Value]) -> bool {
         messages.iter().any(is_pseudo_line) || is_kimi_chat(messages)
     }
@@ -178,7 +178,7 @@ fn list<'a>(items: Vec<Node<'a>>) -> Option<Node<'a>> {
 }
 
 /// The subagents a session's results name: a `ReadContext` result's "Transcript saved to:
-/// <path>", an `Agent` result's `agent_id: <id>` line; each with the call and the trajectory
+/// `<path>`", an `Agent` result's `agent_id: <id>` line; each with the call and the trajectory
 /// id its file converts to (named after this session's id, as `files::name_of` names it).
 fn subagents<'a>(built: &Built<'a>, own: &str, kind: &Kind) -> Vec<Node<'a>> {
     let mut out = Vec::new();

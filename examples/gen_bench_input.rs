@@ -9,8 +9,8 @@
 //! They are written in turn, each made unique (`<trajectory_id>-<n>`, Reflexion iteration `n`,
 //! or `<id>#<n>`), until the output reaches BYTES (default 1 GiB). The output is deterministic.
 //!
-//! With `sessions`, each file of `SHAPES_DIR` is one agent session (Codex, Claude Code, Pi, Droid
-//! or Gemini CLI JSON lines; a Gemini CLI, mini-swe-agent, Inspect AI or ATIF document; an
+//! With `sessions`, each file of `SHAPES_DIR` is one agent session (Codex, Claude Code, Pi, Droid,
+//! Kimi CLI or Gemini CLI JSON lines; a Gemini CLI, mini-swe-agent, Inspect AI or ATIF document; an
 //! Inspect AI `.eval` archive), and `OUT_DIR` gets files `session-<n><extension>` of about 1 MB
 //! until BYTES. A JSON-lines session keeps its first line and repeats the others; a document
 //! keeps the first and last items of its `messages`, `samples` or `steps` and repeats those

@@ -300,6 +300,13 @@ mod tests {
         ] {
             assert_eq!(names(first), vec!["claude-code"]);
         }
+        // Kimi CLI context files start with a pseudo-role line of Kimi's bookkeeping.
+        for first in [
+            json!({"role": "_checkpoint", "id": 0}),
+            json!({"role": "_system_prompt", "content": "You are Kimi."}),
+        ] {
+            assert_eq!(names(first), vec!["kimi-cli"]);
+        }
         assert!(names(json!({"messages": []})).is_empty());
         assert!(names(json!([1, 2])).is_empty());
     }
@@ -330,9 +337,9 @@ mod tests {
                 json!({"role": "user", "message": {"content": [{"type": "text", "text": "hi"}]}}),
                 "openai (the first message has no `content` nor `tool_calls`: its body is under `message`)",
             ),
-            // Kimi CLI's pseudo-roles.
+            // A pseudo-role line that is not Kimi CLI's as written (an extra key).
             (
-                json!({"role": "_system_prompt", "content": "You are Kimi."}),
+                json!({"role": "_system_prompt", "content": "You are Kimi.", "id": 1}),
                 "openai (the first message has the role \"_system_prompt\", which is not one of OpenAI's",
             ),
             (

@@ -20,6 +20,7 @@ pub mod droid;
 pub mod gemini_cli;
 pub mod hermes;
 pub mod inspect;
+pub mod kimi_cli;
 pub mod ledgermind;
 pub mod memabra;
 pub mod mini_swe_agent;
@@ -61,6 +62,7 @@ pub static FORMATS: &[Format] = &[
     gemini_cli::FORMAT,
     hermes::FORMAT,
     inspect::FORMAT,
+    kimi_cli::FORMAT,
     ledgermind::FORMAT,
     memabra::FORMAT,
     mini_swe_agent::FORMAT,

@@ -101,6 +101,7 @@ fn expect_of(file: &Path) -> Expect {
         "inspect" => Expect::Reads("inspect"),
         "mini-swe-agent" => Expect::Reads("mini-swe-agent"),
         "droid" => Expect::Reads("droid"),
+        "kimi-cli" => Expect::Reads("kimi-cli"),
         "pi" | "openclaw" => Expect::Reads("pi"),
         // Cline's API history is an Anthropic Messages conversation; its UI log is Cline's own
         // (a Cline reader is still to come).
@@ -111,7 +112,7 @@ fn expect_of(file: &Path) -> Expect {
         {
             Expect::Reads("anthropic")
         }
-        "aider" | "cline" | "copilot-cli" | "crush" | "cursor" | "kimi-cli"
+        "aider" | "cline" | "copilot-cli" | "crush" | "cursor"
         | "letta-code" | "opencode" | "qwen-code" => Expect::Refused,
         other => panic!(
             "{}: a corpus folder this test does not know: {other}",
@@ -378,6 +379,21 @@ fn source_calls(format: &str, file: &Path) -> Calls {
                     .iter()
                     .filter(|m| m["role"] == "tool")
                     .filter_map(|m| m["tool_call_id"].as_str()),
+        "kimi-cli" => {
+            // OpenAI-style `tool_calls` of assistant lines, answered by `tool` lines.
+            let lines = lines();
+            let ids: Vec<&str> = lines
+                .iter()
+                .filter(|l| l["role"] == "assistant")
+                .flat_map(|l| l["tool_calls"].as_array().into_iter().flatten())
+                .filter_map(|c| c["id"].as_str())
+                .collect();
+            Calls::of(
+                ids,
+                lines
+                    .iter()
+                    .filter(|l| l["role"] == "tool")
+                    .filter_map(|l| l["tool_call_id"].as_str()),
             )
         }
         other => unreachable!("{other}"),

@@ -35,7 +35,7 @@ const NEAR_MISSES: &[(&str, &str, &str, &str)] = &[
     ),
     (
         "kimi.jsonl",
-        r#"{"role": "_checkpoint", "id": 0}"#,
+        r#"{"role": "_checkpoint", "id": "0"}"#,
         "openai",
         r#"the role "_checkpoint", which is not one of OpenAI's"#,
     ),
@@ -44,6 +44,12 @@ const NEAR_MISSES: &[(&str, &str, &str, &str)] = &[
         r#"{"role":"session_meta","tools":[],"model":"m","platform":"telegram","timestamp":"2026-01-01T00:00:00"}"#,
         "hermes",
         "a Hermes gateway transcript",
+    ),
+    (
+        "wire.jsonl",
+        r#"{"type": "metadata", "protocol_version": "1.9"}"#,
+        "kimi-cli",
+        "a Kimi Code wire.jsonl event log",
     ),
     (
         "opencode.json",
@@ -152,7 +158,6 @@ const READ_ELSEWHERE: &[&str] = &[
 const CLOSEST_IN_CORPUS: &[(&str, &str)] = &[
     ("crush/swift-kdl__crush.db", "ledgermind"),
     ("cursor/letta__cursor_tool-calls_input.jsonl", "openai"),
-    ("kimi-cli/", "openai"),
     ("opencode/letta__opencode_tool-calls_input.json", "openai"),
     ("opencode/rlox__opencode.db", "ledgermind"),
     ("qwen-code/splitrail__qwen_code.jsonl", "claude-code"),
@@ -193,7 +198,7 @@ fn every_agent_log_of_a_format_trajkit_does_not_read_is_refused_clearly() {
             refused += 1;
         }
     }
-    assert!(refused >= 13, "{refused} files refused");
+    assert!(refused >= 10, "{refused} files refused");
 }
 
 /// Every reader, given every file of the corpus (`agent-logs/`) and every sample of

@@ -29,6 +29,7 @@ mod hermes;
 mod inspect;
 mod interop;
 mod join;
+mod kimi_cli;
 mod ledgermind;
 mod left_out;
 mod mini_swe_agent;

@@ -247,6 +247,7 @@ fn the_whole_sample_directory_converts_with_every_format_detected() {
         "gemini-cli",
         "hermes",
         "inspect",
+        "kimi-cli",
         "ledgermind",
         "memabra",
         "mini-swe-agent",
@@ -265,8 +266,9 @@ fn the_whole_sample_directory_converts_with_every_format_detected() {
     // + 2 memabra + 2 Reflexion + 3 Ralph attempts + 4 LedgerMind sessions + 2 OpenAI chats
     // + 2 ShareGPT conversations + 2 OpenHands runs + 2 SWE-agent runs + 1 Gemini CLI session
     // + 2 mini-swe-agent runs + 2 Inspect samples + 2 Anthropic Messages API conversations
-    // + 1 Pi session + 1 Droid session + 2 Hermes sessions (a parent and its subagent).
-    assert_eq!(out.len(), 41);
+    // + 1 Pi session + 1 Droid session + 2 Hermes sessions (a parent and its subagent)
+    // + 1 Kimi CLI session.
+    assert_eq!(out.len(), 42);
     assert_eq!(validate_adp(&out), 0);
 }
 

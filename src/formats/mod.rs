@@ -16,6 +16,7 @@ pub mod anthropic;
 pub mod atif;
 pub mod claude_code;
 pub mod codex;
+pub mod crush;
 pub mod gemini_cli;
 pub mod inspect;
 pub mod ledgermind;
@@ -55,6 +56,7 @@ pub static FORMATS: &[Format] = &[
     atif::FORMAT,
     claude_code::FORMAT,
     codex::FORMAT,
+    crush::FORMAT,
     gemini_cli::FORMAT,
     inspect::FORMAT,
     ledgermind::FORMAT,

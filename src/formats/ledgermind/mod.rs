@@ -9,7 +9,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use self::store::{is_sqlite, tables, EventCheck, SessionOptions, SessionRecords};
+use self::store::{EventCheck, SessionOptions, SessionRecords};
+use crate::ingest::sqlite::{is_sqlite, tables};
 use crate::convert::{
     ConvertOptions, Converter, FormatOption, FormatOptions, OptionValue, Partial, PartialSink,
 };

@@ -73,7 +73,10 @@ impl Converter for Crush {
         if !path.is_file() || !is_sqlite(path) {
             return false;
         }
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
         if STORES.iter().any(|(_, store)| name.ends_with(store)) {
             return true;
         }
@@ -87,6 +90,10 @@ impl Converter for Crush {
         opts: &ConvertOptions,
     ) -> Option<io::Result<Box<dyn RecordSource>>> {
         let at = Path::new(path);
+        if !at.is_dir() && !is_sqlite(at) {
+            // JSON given with --from crush: read as records, each refused as no session.
+            return None;
+        }
         let stores: Vec<String> = if at.is_dir() {
             stores_in(at)
                 .into_iter()
@@ -95,7 +102,11 @@ impl Converter for Crush {
         } else {
             vec![path.to_owned()]
         };
-        Some(boxed(Stores::open(path, &stores, opts.run.max_record_bytes)))
+        Some(boxed(Stores::open(
+            path,
+            &stores,
+            opts.run.max_record_bytes,
+        )))
     }
 
     fn each_partial(
@@ -214,7 +225,10 @@ fn to_partial<'a>(
             Node::object([("session_id", Node::from(s)), ("step", step)])
         })
         .collect();
-    put("sub_sessions", (!subs.is_empty()).then_some(Node::Array(subs)));
+    put(
+        "sub_sessions",
+        (!subs.is_empty()).then_some(Node::Array(subs)),
+    );
     put("files", bundle.get("files").cloned());
     put("models", distinct(&built.messages, "model"));
     put("providers", distinct(&built.messages, "provider"));
@@ -223,7 +237,10 @@ fn to_partial<'a>(
     put("binaries_left_out", count(built.binaries_left_out));
     let list = |items: Vec<Node<'a>>| (!items.is_empty()).then_some(Node::Array(items));
     put("compactions", list(std::mem::take(&mut built.compactions)));
-    put("error_results", list(std::mem::take(&mut built.error_results)));
+    put(
+        "error_results",
+        list(std::mem::take(&mut built.error_results)),
+    );
     put(
         "unanswered_calls",
         list(std::mem::take(&mut built.unanswered_calls)),
@@ -236,7 +253,10 @@ fn to_partial<'a>(
         "renamed_call_ids",
         list(std::mem::take(&mut built.renamed_call_ids)),
     );
-    put("messages", Some(Node::Array(std::mem::take(&mut built.messages))));
+    put(
+        "messages",
+        Some(Node::Array(std::mem::take(&mut built.messages))),
+    );
 
     let mut native = vec![("session_id", Node::from(id))];
     if let Some(p) = parent {

@@ -230,12 +230,7 @@ impl<'a> Built<'a> {
 
     /// An assistant message's parts: reasoning, texts and calls are actions; results (of the
     /// calls a provider ran) observations.
-    fn assistant(
-        &mut self,
-        rowid: u64,
-        parts: &[Node<'a>],
-        taken: &mut [&'static [&'static str]],
-    ) {
+    fn assistant(&mut self, rowid: u64, parts: &[Node<'a>], taken: &mut [&'static [&'static str]]) {
         let mut pending = Pending::default();
         for (k, p) in parts.iter().enumerate() {
             let data = &p["data"];
@@ -336,7 +331,8 @@ impl<'a> Built<'a> {
         let kwargs = match parse_arguments(&data["input"]) {
             Ok(kwargs) => kwargs,
             Err(why) => {
-                self.left.unmapped(rowid, &format!("/parts/{k}/data/input"), why);
+                self.left
+                    .unmapped(rowid, &format!("/parts/{k}/data/input"), why);
                 crate::model::JsonObject::from_iter([(
                     "input".to_owned(),
                     data["input"].to_value(),
@@ -397,10 +393,12 @@ impl<'a> Built<'a> {
             return false;
         };
         let open = self.open.remove(native);
-        let name = open
-            .as_ref()
-            .map(|o| o.name.clone())
-            .or_else(|| data["name"].as_str().filter(|n| !n.is_empty()).map(str::to_owned));
+        let name = open.as_ref().map(|o| o.name.clone()).or_else(|| {
+            data["name"]
+                .as_str()
+                .filter(|n| !n.is_empty())
+                .map(str::to_owned)
+        });
         let step = Step::environment_text(name, content);
         let at = self.content.len();
         if data["is_error"].as_bool() == Some(true) {

@@ -69,7 +69,7 @@ struct SessionRow {
     fields: serde_json::Map<String, Value>,
 }
 
-/// The sessions of one store, one record each.
+/// The sessions of one store, one record each (numbered by [`Stores`]).
 pub struct SessionRecords {
     conn: Option<Connection>,
     /// The private copy of a store whose log was copied to be read (kept until done).
@@ -88,7 +88,6 @@ pub struct SessionRecords {
     pending: std::collections::VecDeque<RawRecord>,
     /// True once the check for messages of no session ran.
     orphans_checked: bool,
-    next_index: u64,
     bytes: u64,
 }
 
@@ -120,7 +119,6 @@ impl SessionRecords {
             max_record_bytes,
             pending: std::collections::VecDeque::new(),
             orphans_checked: false,
-            next_index: 0,
             bytes,
         };
         let mut copy = None;
@@ -150,10 +148,11 @@ impl SessionRecords {
 
     /// Reads the schema version, the columns and the session rows.
     fn read_head(&mut self, conn: &Connection) -> Result<(), FrameError> {
+        conn.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))
+            .map_err(|e| FrameError::Read(table_error("sqlite_master", e)))?;
         if !has_schema(conn) {
-            let tables = columns(conn, "messages").map_err(|e| {
-                FrameError::Read(table_error("messages", e))
-            })?;
+            let tables = columns(conn, "messages")
+                .map_err(|e| FrameError::Read(table_error("messages", e)))?;
             return Err(FrameError::Invalid(if tables.is_empty() {
                 "not a Crush/OpenCode store: no table messages (with session_id, role and parts) \
                  and sessions"
@@ -173,7 +172,8 @@ impl SessionRecords {
             .map_err(|e| FrameError::Read(table_error("files", e)))?
             .iter()
             .any(|c| c == "session_id");
-        let sessions = read_sessions(conn).map_err(|e| FrameError::Read(table_error("sessions", e)))?;
+        let sessions =
+            read_sessions(conn).map_err(|e| FrameError::Read(table_error("sessions", e)))?;
         self.children = sessions
             .iter()
             .map(|s| (s.id.clone(), s.parent.clone()))
@@ -233,7 +233,11 @@ impl SessionRecords {
         out.extend_from_slice(b"{\"");
         out.extend_from_slice(MARKER.as_bytes());
         // Writing to a `Vec` cannot fail.
-        let _ = write!(out, "\":true,\"schema_version\":{},\"session\":", self.version);
+        let _ = write!(
+            out,
+            "\":true,\"schema_version\":{},\"session\":",
+            self.version
+        );
         let _ = serde_json::to_writer(&mut out, &s.fields);
         let subs: Vec<&str> = self
             .children
@@ -267,7 +271,9 @@ impl SessionRecords {
             list.join(", ")
         );
         let mut stmt = conn.prepare(&sql).map_err(|e| table_error("messages", e))?;
-        let mut rows = stmt.query([&s.id]).map_err(|e| table_error("messages", e))?;
+        let mut rows = stmt
+            .query([&s.id])
+            .map_err(|e| table_error("messages", e))?;
         let mut first = true;
         while let Some(row) = rows.next().map_err(|e| table_error("messages", e))? {
             if !first {
@@ -354,11 +360,7 @@ fn schema_version(conn: &Connection) -> Result<i64, FrameError> {
 /// Every session row, by `rowid`, its columns as JSON.
 fn read_sessions(conn: &Connection) -> rusqlite::Result<Vec<SessionRow>> {
     let mut stmt = conn.prepare("SELECT rowid, * FROM sessions ORDER BY rowid")?;
-    let names: Vec<String> = stmt
-        .column_names()
-        .skip(1)
-        .map(str::to_owned)
-        .collect();
+    let names: Vec<String> = stmt.column_names().skip(1).map(str::to_owned).collect();
     let mut rows = stmt.query([])?;
     let mut out = Vec::new();
     while let Some(row) = rows.next()? {
@@ -393,26 +395,17 @@ impl Iterator for SessionRecords {
     type Item = RawRecord;
 
     fn next(&mut self) -> Option<RawRecord> {
-        let mut record = match self.pending.pop_front() {
-            Some(r) => r,
-            None => match (self.sessions.next(), self.conn.as_ref()) {
-                (Some(s), Some(conn)) => self.session_record(conn, &s),
-                _ if !self.orphans_checked => {
-                    self.check_orphans();
-                    self.pending.pop_front()?
-                }
-                _ => return None,
-            },
-        };
-        record.provenance.index = self.next_index;
-        self.next_index += 1;
-        Some(record)
-    }
-}
-
-impl RecordSource for SessionRecords {
-    fn bytes_read(&self) -> u64 {
-        self.bytes
+        if let Some(r) = self.pending.pop_front() {
+            return Some(r);
+        }
+        match (self.sessions.next(), self.conn.as_ref()) {
+            (Some(s), Some(conn)) => Some(self.session_record(conn, &s)),
+            _ if !self.orphans_checked => {
+                self.check_orphans();
+                self.pending.pop_front()
+            }
+            _ => None,
+        }
     }
 }
 

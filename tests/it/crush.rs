@@ -339,6 +339,31 @@ fn every_part_and_column_maps_to_steps_or_details() {
         "assistant",
         json!([text("Build fix")]),
     );
+    // A tool that returned an image.
+    session(&conn, "img", None, None);
+    message(
+        &conn,
+        "i1",
+        "img",
+        "user",
+        json!([text("take a screenshot")]),
+    );
+    message(
+        &conn,
+        "i2",
+        "img",
+        "assistant",
+        json!([call("s", "screenshot", json!({}))]),
+    );
+    message(
+        &conn,
+        "i3",
+        "img",
+        "tool",
+        json!([{"type": "tool_result", "data": {"tool_call_id": "s", "name": "", "content": "taken",
+            "data": "iVBO", "mime_type": "image/png", "metadata": "", "is_error": false}}]),
+    );
+    message(&conn, "i4", "img", "assistant", json!([text("done")]));
     conn.execute(
         "INSERT INTO files VALUES ('f1', 's1', 'Makefile', 'all:', '0', 1, 1), \
          ('f2', 's1', 'Makefile', 'all: build', '1', 2, 2)",
@@ -349,7 +374,24 @@ fn every_part_and_column_maps_to_steps_or_details() {
 
     let out = converted(&[&db], &[]);
     let ids: Vec<&str> = out.iter().filter_map(|t| t["id"].as_str()).collect();
-    assert_eq!(ids, ["s1", "m2$$c3", "title-s1"]);
+    assert_eq!(ids, ["s1", "m2$$c3", "title-s1", "img"]);
+    let img = &out[3];
+    assert_eq!(
+        step_classes(img),
+        [
+            "text_observation",
+            "api_action",
+            "text_observation",
+            "image_observation",
+            "message_action"
+        ]
+    );
+    assert_eq!(img["content"][2]["tool_call_id"], "s");
+    assert_eq!(img["content"][3]["content"], "data:image/png;base64,iVBO");
+    assert_eq!(
+        img["details"]["crush"]["messages"][2]["parts"][0]["data"],
+        json!({"tool_call_id": "s", "name": "", "mime_type": "image/png", "metadata": "", "is_error": false})
+    );
     let t = &out[0];
     let s = t["content"].as_array().expect("content");
     assert_eq!(
@@ -455,7 +497,7 @@ fn every_part_and_column_maps_to_steps_or_details() {
     // --strict rejects the session with a part no step holds.
     let (code, strict, stderr) = convert(&[&db], None, &["--strict"]);
     assert_eq!(code, 1, "{stderr}");
-    assert_eq!(strict.len(), 2);
+    assert_eq!(strict.len(), 3);
     assert!(stderr.contains("hologram"), "{stderr}");
 }
 

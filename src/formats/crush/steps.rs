@@ -6,12 +6,11 @@
 //! observation named `compact_summary`. What no step holds stays in the message's entry of
 //! `details.crush.messages`, and is counted in a [`LeftOut`].
 
-use std::borrow::Cow;
-
 use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 
 use crate::convert::LeftOut;
 use crate::formats::chat::{call_step, parse_arguments, system_step, unlink_unanswered_calls};
+use crate::formats::kit::node_fields_except;
 use crate::json::Node;
 use crate::model::step::TextObservation;
 use crate::model::{Source, Step};
@@ -94,15 +93,14 @@ impl<'a> Built<'a> {
         let mut taken: Vec<&'static [&'static str]> = Vec::new();
         let parts: Vec<Node<'a>> = match &m["parts"] {
             Node::Array(parts) => parts.clone(),
-            other => {
+            _ => {
                 self.left.wrong_type(
                     rowid,
                     "/parts",
                     "the message's parts are not a JSON list of parts",
                 );
-                let mut kept = fields_but(m, &[]);
+                let mut kept = Node::Object(node_fields_except(m, &[]));
                 kept.insert("step", Node::Null);
-                let _ = other;
                 self.messages.push(kept);
                 return;
             }
@@ -132,7 +130,7 @@ impl<'a> Built<'a> {
         }
         let made = self.content.len() > first_step;
         self.kept_messages += u64::from(made);
-        let mut kept = fields_but(m, &["parts"]);
+        let mut kept = Node::Object(node_fields_except(m, &["parts"]));
         kept.insert(
             "parts",
             Node::Array(
@@ -218,8 +216,8 @@ impl<'a> Built<'a> {
                     }));
                 }
                 Some("tool_result") => {
-                    if self.result(rowid, k, p) {
-                        taken[k] = &["content"];
+                    if let Some(keys) = self.result(rowid, k, p) {
+                        taken[k] = keys;
                     }
                 }
                 Some("finish") => {}
@@ -263,8 +261,8 @@ impl<'a> Built<'a> {
                 }
                 Some("tool_result") => {
                     self.flush(&mut pending, taken);
-                    if self.result(rowid, k, p) {
-                        taken[k] = &["content"];
+                    if let Some(keys) = self.result(rowid, k, p) {
+                        taken[k] = keys;
                     }
                 }
                 Some("image_url") | Some("binary") => {
@@ -379,9 +377,9 @@ impl<'a> Built<'a> {
     }
 
     /// A `tool_result` part as an observation linked to its call (unlinked when no open call
-    /// has its id); its image, if any, an image observation after it. False when it has no
-    /// content to hold.
-    fn result(&mut self, rowid: u64, k: usize, p: &Node<'a>) -> bool {
+    /// has its id); its image, if any, an image observation after it. The keys its steps hold,
+    /// or `None` when it has no content to hold.
+    fn result(&mut self, rowid: u64, k: usize, p: &Node<'a>) -> Option<&'static [&'static str]> {
         let data = &p["data"];
         let native = data["tool_call_id"].as_str().unwrap_or_default();
         let Some(content) = data["content"].as_str() else {
@@ -390,7 +388,7 @@ impl<'a> Built<'a> {
                 &format!("/parts/{k}/data/content"),
                 "a tool result whose content is not text",
             );
-            return false;
+            return None;
         };
         let open = self.open.remove(native);
         let name = open.as_ref().map(|o| o.name.clone()).or_else(|| {
@@ -427,12 +425,12 @@ impl<'a> Built<'a> {
                     format!("data:{mime};base64,{b64}"),
                     Source::Environment,
                 ));
-            } else {
-                self.binaries_left_out += 1;
-                self.left.blocks += 1;
+                return Some(&["content", "data"]);
             }
+            self.binaries_left_out += 1;
+            self.left.blocks += 1;
         }
-        true
+        Some(&["content"])
     }
 
     /// An `image_url` part, or a `binary` part holding an image, as an image observation;
@@ -597,16 +595,4 @@ fn part_rest<'a>(p: &Node<'a>, keys: &[&str]) -> Node<'a> {
         }
     }
     out
-}
-
-/// The entries of object `m` but `keys`, as an object node.
-fn fields_but<'a>(m: &Node<'a>, keys: &[&str]) -> Node<'a> {
-    Node::Object(
-        m.as_object()
-            .into_iter()
-            .flatten()
-            .filter(|(k, _)| !keys.contains(&k.as_ref()))
-            .map(|(k, v)| (Cow::clone(k), v.clone()))
-            .collect(),
-    )
 }

@@ -19,6 +19,7 @@ CREATE TABLE sessions (id TEXT PRIMARY KEY, parent_session_id TEXT, title TEXT N
 CREATE TABLE files (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, path TEXT NOT NULL,
     content TEXT NOT NULL, version INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL,
     updated_at INTEGER NOT NULL, UNIQUE(path, session_id, version));
+CREATE INDEX idx_files_session_id ON files (session_id);
 CREATE TABLE messages (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, role TEXT NOT NULL,
     parts TEXT NOT NULL DEFAULT '[]', model TEXT, created_at INTEGER NOT NULL,
     updated_at INTEGER NOT NULL, finished_at INTEGER, provider TEXT,

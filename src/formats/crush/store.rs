@@ -78,8 +78,8 @@ pub struct SessionRecords {
     file: Arc<str>,
     version: i64,
     sessions: std::vec::IntoIter<SessionRow>,
-    /// Every session's id and parent, for the sub-sessions of each.
-    children: Vec<(String, Option<String>)>,
+    /// The sub-sessions of each session that has some, in `rowid` order.
+    children: foldhash::HashMap<String, Vec<String>>,
     has_files: bool,
     message_columns: Vec<String>,
     max_record_bytes: usize,
@@ -113,7 +113,7 @@ impl SessionRecords {
             file: Arc::from(path),
             version: 0,
             sessions: Vec::new().into_iter(),
-            children: Vec::new(),
+            children: foldhash::HashMap::default(),
             has_files: false,
             message_columns: Vec::new(),
             max_record_bytes,
@@ -174,10 +174,12 @@ impl SessionRecords {
             .any(|c| c == "session_id");
         let sessions =
             read_sessions(conn).map_err(|e| FrameError::Read(table_error("sessions", e)))?;
-        self.children = sessions
-            .iter()
-            .map(|s| (s.id.clone(), s.parent.clone()))
-            .collect();
+        for s in &sessions {
+            if let Some(parent) = &s.parent {
+                let subs = self.children.entry(parent.clone()).or_default();
+                subs.push(s.id.clone());
+            }
+        }
         self.sessions = sessions.into_iter();
         Ok(())
     }
@@ -239,21 +241,15 @@ impl SessionRecords {
             self.version
         );
         let _ = serde_json::to_writer(&mut out, &s.fields);
-        let subs: Vec<&str> = self
-            .children
-            .iter()
-            .filter(|(_, parent)| parent.as_deref() == Some(s.id.as_str()))
-            .map(|(id, _)| id.as_str())
-            .collect();
         out.extend_from_slice(b",\"sub_sessions\":");
-        let _ = serde_json::to_writer(&mut out, &subs);
+        let none = Vec::new();
+        let _ = serde_json::to_writer(&mut out, self.children.get(&s.id).unwrap_or(&none));
         if self.has_files {
             let (snapshots, paths): (i64, i64) = conn
-                .query_row(
+                .prepare_cached(
                     "SELECT count(*), count(DISTINCT path) FROM files WHERE session_id = ?1",
-                    [&s.id],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
                 )
+                .and_then(|mut q| q.query_row([&s.id], |r| Ok((r.get(0)?, r.get(1)?))))
                 .map_err(|e| table_error("files", e))?;
             let _ = write!(
                 out,
@@ -270,7 +266,9 @@ impl SessionRecords {
             "SELECT rowid, {} FROM messages WHERE session_id = ?1 ORDER BY rowid",
             list.join(", ")
         );
-        let mut stmt = conn.prepare(&sql).map_err(|e| table_error("messages", e))?;
+        let mut stmt = conn
+            .prepare_cached(&sql)
+            .map_err(|e| table_error("messages", e))?;
         let mut rows = stmt
             .query([&s.id])
             .map_err(|e| table_error("messages", e))?;

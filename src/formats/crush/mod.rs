@@ -269,3 +269,28 @@ fn to_partial<'a>(
         tail: vec![("source", source), ("crush", Node::object(crush))],
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sub_session_names_the_call_that_started_it() {
+        let v = |id: &str| parent_call(id).to_value();
+        assert_eq!(
+            v("msg-1$$call_9"),
+            serde_json::json!({"purpose": "agent_tool", "message_id": "msg-1", "tool_call_id": "call_9"})
+        );
+        assert_eq!(
+            v("toolu_01"),
+            serde_json::json!({"purpose": "agent_tool", "tool_call_id": "toolu_01"})
+        );
+        assert_eq!(v("title-abc"), serde_json::json!({"purpose": "title"}));
+    }
+
+    #[test]
+    fn the_known_schema_versions_are_in_order() {
+        assert!(store::KNOWN_VERSIONS.is_sorted());
+        assert!(!Crush.sniff(&serde_json::json!({"sessions": []})));
+    }
+}

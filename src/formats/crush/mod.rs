@@ -1,7 +1,7 @@
 //! Crush and the Go OpenCode: the SQLite store each keeps inside the project
 //! (`.crush/crush.db`, `.opencode/opencode.db`; one schema, Crush's migrations add columns).
 //! One trajectory per session (sub-sessions of the agent tool too, linked to their parent),
-//! read one session at a time by [`store`]; the steps are built in [`steps`]. The mapping is in
+//! read one session at a time by [`store`]; the steps are built in `steps`. The mapping is in
 //! docs/formats/crush.md.
 
 mod steps;

@@ -3,7 +3,7 @@
 //! (ordered by `rowid`: several share one second of `created_at`) with their `parts` as the
 //! JSON they are, its sub-sessions and a count of its file snapshots.
 //!
-//! The store is opened with [`open_store`] (read-only; rows still in the write-ahead log are
+//! The store is opened with `open_store` (read-only; rows still in the write-ahead log are
 //! read; a live writer is never blocked). The session rows are read first (they are small);
 //! each session's messages are read when its record is made, so memory holds one session's
 //! messages at a time. The schema version is the newest migration in `goose_db_version`; one

@@ -1,7 +1,8 @@
 //! Writes a large JSON-lines file for benchmarks, from real record shapes.
 //!
 //! Usage: `cargo run --release --example gen_bench_input -- OUT.jsonl [BYTES] [SHAPES_DIR]`
-//! or `... -- OUT_DIR BYTES SHAPES_DIR sessions` (agent sessions, a file each, below).
+//! or `... -- OUT_DIR BYTES SHAPES_DIR sessions` (agent sessions, a file each, below),
+//! or `... -- OUT.db BYTES SHAPE.db store` (a Crush/OpenCode SQLite store, at the end).
 //!
 //! The shapes are the records (JSON objects) of every `*.json` or `*.jsonl` file in `SHAPES_DIR`,
 //! recursively. Without `SHAPES_DIR`, they are the ADP trajectories (an `id` and a `content`
@@ -378,7 +379,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if mode == "sessions" {
             return sessions(Path::new(out), bytes.parse()?, Path::new(shapes));
         }
-        return Err(format!("unknown mode {mode:?} (known: sessions)").into());
+        if mode == "store" {
+            return store(Path::new(out), bytes.parse()?, Path::new(shapes));
+        }
+        return Err(format!("unknown mode {mode:?} (known: sessions, store)").into());
     }
     let out_path = args
         .first()
@@ -411,6 +415,73 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     eprintln!(
         "wrote {n} trajectories ({written} bytes) from {} shapes to {out_path}",
         records.len()
+    );
+    Ok(())
+}
+
+/// With `store`: a Crush/OpenCode store at `out` of about `target` bytes, with the schema of the
+/// store `shape` (its tables and indexes, not its triggers) and its sessions repeated, with
+/// their messages and file snapshots; repeat `n` suffixes session, message and file ids with
+/// `-n` (and a sub-session's parent id alike).
+fn store(out: &Path, target: u64, shape: &Path) -> Result<(), Box<dyn std::error::Error>> {
+    use rusqlite::Connection;
+    let _ = fs::remove_file(out);
+    let mut to = Connection::open(out)?;
+    to.execute_batch("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;")?;
+    to.execute(
+        "ATTACH DATABASE ?1 AS shape",
+        [format!("file:{}?immutable=1", shape.display())],
+    )?;
+    let schema: Vec<String> = to
+        .prepare(
+            "SELECT sql FROM shape.sqlite_master WHERE sql IS NOT NULL \
+             AND type IN ('table', 'index') AND name NOT LIKE 'sqlite_%' ORDER BY rowid",
+        )?
+        .query_map([], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    for sql in &schema {
+        to.execute_batch(sql)?;
+    }
+    to.execute(
+        "INSERT INTO main.goose_db_version SELECT * FROM shape.goose_db_version",
+        [],
+    )?;
+    // Per table, an INSERT of the shape's rows with their ids suffixed.
+    let mut copies = Vec::new();
+    for table in ["sessions", "messages", "files"] {
+        let columns: Vec<String> = to
+            .prepare("SELECT name FROM shape.pragma_table_info(?1)")?
+            .query_map([table], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        if columns.is_empty() {
+            continue;
+        }
+        let values: Vec<String> = columns
+            .iter()
+            .map(|c| match c.as_str() {
+                "id" | "session_id" | "parent_session_id" => format!("{c} || ?1"),
+                _ => c.clone(),
+            })
+            .collect();
+        copies.push(format!(
+            "INSERT INTO main.{table} ({}) SELECT {} FROM shape.{table} ORDER BY rowid",
+            columns.join(", "),
+            values.join(", ")
+        ));
+    }
+    let mut n = 0u64;
+    while fs::metadata(out)?.len() < target {
+        let tx = to.transaction()?;
+        for sql in &copies {
+            tx.execute(sql, [format!("-{n}")])?;
+        }
+        tx.commit()?;
+        n += 1;
+    }
+    eprintln!(
+        "wrote {n} copies of the sessions of {} to {}",
+        shape.display(),
+        out.display()
     );
     Ok(())
 }

@@ -22,9 +22,11 @@
 # ADP: BYTES of trajectories shaped like the shared corpus. Seed formats: BYTES/4 each, shaped
 # like the bundled samples (small, structure-heavy records), and for Reflexion also like the
 # real example in the shared corpus (long diffs and outputs) when it is there. Agent logs
-# (Codex, Claude Code, Gemini CLI, mini-swe-agent, Inspect AI, ATIF, Pi, Kimi CLI): BYTES/4 each of 1 MB
+# (Codex, Claude Code, Gemini CLI, mini-swe-agent, Inspect AI, ATIF, Pi, Droid, Kimi CLI): BYTES/4
+# each of 1 MB
 # session files in a directory, shaped like the bundled sample, and like the shared corpus's
 # real logs of the format when it is there. Hermes: a state.db of BYTES/4 (needs python3).
+# Crush/OpenCode: one SQLite store of BYTES/4, the sample's (and the corpus's) sessions repeated.
 # join: the ADP input joined with a 1,000,000-record rewards JSON-lines file (one record per
 # trajectory of the input, the rest for ids not in it); MB/s is of trajectory input, and the
 # time includes indexing the rewards.
@@ -336,4 +338,19 @@ SIZE=$(stat -c %s "$HERMES_DB")
 rm -f "$BENCH_DIR/out.jsonl"
 report "convert --from hermes (state.db)" "$BIN" convert -q --from hermes "$HERMES_DB" -o "$BENCH_DIR/out.jsonl"
 echo "  sessions: $(wc -l < "$BENCH_DIR/out.jsonl")"
+# SQLite stores: one store of BYTES/4, the shape store's sessions repeated (MB/s of the store).
+store() {
+  local format="$1" name="$2" shape="$3"
+  local db="$BENCH_DIR/store-$name-$((BYTES / 4)).db"
+  if [ ! -s "$db" ]; then
+    "$TARGET"/release/examples/gen_bench_input "$db" "$((BYTES / 4))" "$shape" store 2>/dev/null
+  fi
+  SIZE=$(stat -L -c %s "$db")
+  rm -f "$BENCH_DIR/out.jsonl"
+  report "convert --from $format ($name)" "$BIN" convert -q --from "$format" "$db" -o "$BENCH_DIR/out.jsonl"
+}
+store crush crush-samples sample_data/crush/crush.db
+if [ -f ../shared/corpus/agent-logs/crush/swift-kdl__crush.db ]; then
+  store crush crush-corpus ../shared/corpus/agent-logs/crush/swift-kdl__crush.db
+fi
 rm -f "$BENCH_DIR/out.jsonl"

@@ -16,6 +16,7 @@ pub mod anthropic;
 pub mod atif;
 pub mod claude_code;
 pub mod codex;
+pub mod crush;
 pub mod droid;
 pub mod gemini_cli;
 pub mod hermes;
@@ -58,6 +59,7 @@ pub static FORMATS: &[Format] = &[
     atif::FORMAT,
     claude_code::FORMAT,
     codex::FORMAT,
+    crush::FORMAT,
     droid::FORMAT,
     gemini_cli::FORMAT,
     hermes::FORMAT,

@@ -1,7 +1,7 @@
 //! Opening agents' SQLite stores (LedgerMind's `episodic.db`, the session databases of agents
 //! that keep them in SQLite) read-only, so that reading one never writes beside it.
 
-use std::io;
+use std::io::{self, Read};
 use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags};
@@ -63,6 +63,34 @@ pub(crate) fn open_store(
         )
     })?);
     Connection::open_with_flags(sqlite_uri(&store.db, "mode=ro"), flags)
+}
+
+/// True when the file at `path` starts with SQLite's header.
+pub(crate) fn is_sqlite(path: &Path) -> bool {
+    let mut head = [0u8; 16];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| &head == b"SQLite format 3\0")
+}
+
+/// The names of the tables of the SQLite store at `path`, sorted, SQLite's own (`sqlite_*`)
+/// left out; the store is opened as `open_store` opens it, so nothing is written beside it.
+/// `None` when it cannot be read.
+pub(crate) fn tables(path: &Path) -> Option<Vec<String>> {
+    let mut copy = None;
+    let conn = open_store(path, &mut copy).ok()?;
+    let mut query = conn
+        .prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'table' \
+             AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
+        )
+        .ok()?;
+    let names = query
+        .query_map([], |row| row.get::<_, String>(0))
+        .ok()?
+        .collect::<rusqlite::Result<Vec<String>>>()
+        .ok();
+    names
 }
 
 /// A copy of a database and its `-wal` in a temporary directory of its own, removed on drop.

@@ -112,8 +112,13 @@ fn expect_of(file: &Path) -> Expect {
         {
             Expect::Reads("anthropic")
         }
-        "aider" | "cline" | "copilot-cli" | "crush" | "cursor"
-        | "letta-code" | "opencode" | "qwen-code" => Expect::Refused,
+        // Crush's store, and the Go OpenCode's (the same schema); the current OpenCode's export
+        // is OpenCode's own (its reader is still to come).
+        "crush" => Expect::Reads("crush"),
+        "opencode" if file.extension().is_some_and(|e| e == "db") => Expect::Reads("crush"),
+        "aider" | "cline" | "copilot-cli" | "cursor" | "letta-code" | "opencode" | "qwen-code" => {
+            Expect::Refused
+        }
         other => panic!(
             "{}: a corpus folder this test does not know: {other}",
             file.display()
@@ -379,6 +384,8 @@ fn source_calls(format: &str, file: &Path) -> Calls {
                     .iter()
                     .filter(|m| m["role"] == "tool")
                     .filter_map(|m| m["tool_call_id"].as_str()),
+            )
+        }
         "kimi-cli" => {
             // OpenAI-style `tool_calls` of assistant lines, answered by `tool` lines.
             let lines = lines();
@@ -394,6 +401,34 @@ fn source_calls(format: &str, file: &Path) -> Calls {
                     .iter()
                     .filter(|l| l["role"] == "tool")
                     .filter_map(|l| l["tool_call_id"].as_str()),
+            )
+        }
+        "crush" => {
+            // The store's `tool_call` parts, answered by `tool_result` parts naming them.
+            let uri = format!("file:{}?immutable=1", file.display());
+            let flags =
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_URI;
+            let conn = rusqlite::Connection::open_with_flags(uri, flags).expect("store");
+            let mut stmt = conn.prepare("SELECT parts FROM messages").expect("query");
+            let parts: Vec<Value> = stmt
+                .query_map([], |r| r.get::<_, String>(0))
+                .expect("rows")
+                .flat_map(|p| {
+                    let list: Value = serde_json::from_str(&p.expect("row")).expect("parts");
+                    list.as_array().cloned().unwrap_or_default()
+                })
+                .collect();
+            let of = |kind: &str, key: &str| -> Vec<String> {
+                parts
+                    .iter()
+                    .filter(|p| p["type"] == kind)
+                    .filter_map(|p| p["data"][key].as_str().map(str::to_owned))
+                    .collect()
+            };
+            let (ids, results) = (of("tool_call", "id"), of("tool_result", "tool_call_id"));
+            Calls::of(
+                ids.iter().map(String::as_str),
+                results.iter().map(String::as_str),
             )
         }
         other => unreachable!("{other}"),

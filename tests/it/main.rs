@@ -21,6 +21,7 @@ mod claude_code;
 mod codex;
 mod convert_cli;
 mod corpus;
+mod crush;
 mod detection;
 mod droid;
 mod export;

@@ -243,6 +243,7 @@ fn the_whole_sample_directory_converts_with_every_format_detected() {
         "adp",
         "anthropic",
         "codex",
+        "crush",
         "droid",
         "gemini-cli",
         "hermes",
@@ -267,8 +268,8 @@ fn the_whole_sample_directory_converts_with_every_format_detected() {
     // + 2 ShareGPT conversations + 2 OpenHands runs + 2 SWE-agent runs + 1 Gemini CLI session
     // + 2 mini-swe-agent runs + 2 Inspect samples + 2 Anthropic Messages API conversations
     // + 1 Pi session + 1 Droid session + 2 Hermes sessions (a parent and its subagent)
-    // + 1 Kimi CLI session.
-    assert_eq!(out.len(), 42);
+    // + 1 Kimi CLI session + 2 Crush sessions (one a sub-session).
+    assert_eq!(out.len(), 44);
     assert_eq!(validate_adp(&out), 0);
 }
 

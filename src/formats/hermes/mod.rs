@@ -14,8 +14,8 @@ use serde_json::Value;
 
 use crate::convert::{ConvertOptions, Converter, FormatOptions, PartialSink};
 use crate::formats::kit::not_a_unit;
-use crate::formats::ledgermind::store::{is_sqlite, tables};
 use crate::formats::Format;
+use crate::ingest::sqlite::{is_sqlite, tables};
 use crate::ingest::{boxed, RawRecord, RecordSource};
 use crate::validate::check::parse_node;
 use crate::validate::Diagnostic;

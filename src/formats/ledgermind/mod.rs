@@ -9,12 +9,13 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use self::store::{is_sqlite, tables, EventCheck, SessionOptions, SessionRecords};
+use self::store::{EventCheck, SessionOptions, SessionRecords};
 use crate::convert::{
     ConvertOptions, Converter, FormatOption, FormatOptions, OptionValue, Partial, PartialSink,
 };
 use crate::formats::kit::{has_keys, not_a_unit, source_node};
 use crate::formats::Format;
+use crate::ingest::sqlite::{is_sqlite, tables};
 use crate::ingest::{boxed, RawRecord, RecordSource};
 use crate::json::Node;
 use crate::model::links::unlink_unanswered;

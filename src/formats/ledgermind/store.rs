@@ -20,7 +20,7 @@
 
 use std::fs::File;
 use std::hash::BuildHasher;
-use std::io::{self, Read};
+use std::io;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -30,7 +30,7 @@ use rayon::prelude::*;
 use serde_json::{json, Value};
 
 use crate::ingest::open::{self, is_plain_file};
-use crate::ingest::sqlite::open_store;
+use crate::ingest::sqlite::{is_sqlite, open_store};
 use crate::ingest::{layout_hint, Frame, FrameError, Framer, Provenance, RawRecord, RecordSource};
 use crate::json::strict::{self, ParseError};
 use crate::json::{Node, Shapes};
@@ -67,34 +67,6 @@ pub struct SessionOptions {
     /// A `prompt` event without a session id starts a new implicit session (else only the
     /// idle gap cuts them).
     pub cut_at_prompt: bool,
-}
-
-/// True when the file at `path` starts with SQLite's header.
-pub fn is_sqlite(path: &Path) -> bool {
-    let mut head = [0u8; 16];
-    File::open(path)
-        .and_then(|mut f| f.read_exact(&mut head))
-        .is_ok_and(|()| &head == b"SQLite format 3\0")
-}
-
-/// The names of the tables of the SQLite store at `path`, sorted, SQLite's own (`sqlite_*`)
-/// left out; the store is opened as `open_store` opens it, so nothing is written beside it.
-/// `None` when it cannot be read.
-pub fn tables(path: &Path) -> Option<Vec<String>> {
-    let mut copy = None;
-    let conn = open_store(path, &mut copy).ok()?;
-    let mut query = conn
-        .prepare(
-            "SELECT name FROM sqlite_master WHERE type = 'table' \
-             AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
-        )
-        .ok()?;
-    let names = query
-        .query_map([], |row| row.get::<_, String>(0))
-        .ok()?
-        .collect::<rusqlite::Result<Vec<String>>>()
-        .ok();
-    names
 }
 
 /// What sessions are cut by.

@@ -11,6 +11,10 @@
 //! unless it is inside a code fence or an edit block. A status message of several lines
 //! (an edit error) starts with `> ` and runs, without the prefix, to the line that ends with
 //! two spaces.
+//!
+//! The first versions (May 2023, `# Aider chat started at`) wrote status lines in italics
+//! (`_Applied edit to app.py_  `), a `---` line before each turn and `#### > ` before the
+//! input: those are read the same way.
 
 use super::reader::is_session_header;
 
@@ -68,12 +72,22 @@ fn session<'a>(lines: &[(u64, &'a str)]) -> Option<Session<'a>> {
         (None, lines)
     };
     let nonblank = lines.iter().filter(|(_, l)| !l.trim().is_empty()).count() as u64;
+    let mut sorter = Sorter::new(body);
+    sorter.legacy = head.starts_with("# Aider chat started at");
     Some(Session {
         line: start,
         started_at,
-        blocks: Sorter::new(body).run(body),
+        blocks: sorter.run(body),
         nonblank,
     })
+}
+
+/// The text of a first versions' status line (`_text_  ` or `*text*  `).
+fn legacy_status(line: &str) -> Option<&str> {
+    let t = line.strip_suffix("  ")?;
+    ["_", "*"]
+        .iter()
+        .find_map(|m| t.strip_prefix(m)?.strip_suffix(m))
 }
 
 /// A `#### ` line (or a bare `####`).
@@ -135,6 +149,8 @@ fn mark_text<'a>(line: &'a str, prefix: &str) -> &'a str {
 struct Sorter<'a> {
     /// Aider's trailing spaces are there (some user or status line ends with them).
     strict: bool,
+    /// Written by the first versions (italic status lines, `---` before turns).
+    legacy: bool,
     blocks: Vec<Block<'a>>,
     prose: Option<Prose<'a>>,
     /// A status message of several lines is still open.
@@ -157,6 +173,7 @@ impl<'a> Sorter<'a> {
             .any(|(_, l)| (is_user_mark(l) || is_status_mark(l)) && has_break(l));
         Sorter {
             strict,
+            legacy: false,
             blocks: Vec::new(),
             prose: None,
             open_status: false,
@@ -190,8 +207,19 @@ impl<'a> Sorter<'a> {
             }
             return;
         }
+        if self.legacy && self.prose.is_none() {
+            if let Some(text) = legacy_status(line) {
+                self.status_entry(no, text, false);
+                self.previous_blank = false;
+                return;
+            }
+            if line == "---" {
+                return;
+            }
+        }
         let blank = line.trim().is_empty();
-        let mark = is_user_mark(line) || is_status_mark(line);
+        let legacy_mark = self.legacy && self.previous_blank && legacy_status(line).is_some();
+        let mark = is_user_mark(line) || is_status_mark(line) || legacy_mark;
         let ends = match &self.prose {
             Some(p) => mark && self.ends_prose(line, p),
             None => mark,
@@ -200,6 +228,8 @@ impl<'a> Sorter<'a> {
             self.end_prose();
             if is_user_mark(line) {
                 self.user(no, line);
+            } else if let Some(text) = legacy_status(line).filter(|_| self.legacy) {
+                self.status_entry(no, text, false);
             } else {
                 self.status(no, line);
             }
@@ -228,6 +258,10 @@ impl<'a> Sorter<'a> {
     fn user(&mut self, no: u64, line: &str) {
         let text = mark_text(line, "#### ");
         let text = if line == "####" { "" } else { text };
+        let text = match text.strip_prefix('>') {
+            Some(rest) if self.legacy => rest.trim_start(),
+            _ => text,
+        };
         match self.blocks.last_mut() {
             Some(Block::User { text: t, .. }) if !self.previous_blank => {
                 t.push('\n');
@@ -246,7 +280,12 @@ impl<'a> Sorter<'a> {
         } else {
             mark_text(line, "> ")
         };
-        self.open_status = self.strict && !has_break(line);
+        self.status_entry(no, text, self.strict && !has_break(line));
+    }
+
+    /// Adds a status entry; `open` when the message goes on over the next lines.
+    fn status_entry(&mut self, no: u64, text: &'a str, open: bool) {
+        self.open_status = open;
         match self.blocks.last_mut() {
             Some(Block::Status { entries, .. }) => entries.push((no, text)),
             _ => self.blocks.push(Block::Status {
@@ -325,6 +364,20 @@ mod tests {
         assert_eq!(s[0].blocks.len(), 3, "{:?}", s[0].blocks);
         assert!(
             matches!(&s[0].blocks[2], Block::Status { entries, .. } if entries[0].1 == "Applied edit to a.py")
+        );
+    }
+
+    #[test]
+    fn the_first_versions_italic_status_lines_are_status() {
+        let text = "\n# Aider chat started at 2023-05-12 15:23:26\n\n_Loading app.py_  \n\n---\n\
+                    #### >  make it  \n\nOk:\n\n```python\napp.py\n<<<<<<< ORIGINAL\n=======\nx\n>>>>>>> UPDATED\n```\n\n\
+                    _Applied edit to app.py_  \n_d8dab4e aider: Added it._  \n";
+        let s = sessions(text, 1);
+        let b = &s[1].blocks;
+        assert_eq!(b.len(), 4, "{b:?}");
+        assert!(matches!(&b[1], Block::User { text, .. } if text == "make it"));
+        assert!(
+            matches!(&b[3], Block::Status { entries, .. } if entries[0].1 == "Applied edit to app.py" && entries.len() == 2)
         );
     }
 

@@ -20,10 +20,18 @@ pub fn is_session_header(line: &str) -> bool {
 }
 
 /// True when `line` is a user turn that is not a command: `#### ` followed by anything but
-/// `/` or `!` (the in-chat commands, which send nothing to the model by themselves).
+/// `/` or `!` (the in-chat commands, which send nothing to the model by themselves) or a
+/// confirmation ([`is_confirmation`]).
 fn is_user_turn(line: &str) -> bool {
-    line.strip_prefix("#### ")
-        .is_some_and(|rest| !rest.starts_with('/') && !rest.starts_with('!'))
+    line.strip_prefix("#### ").is_some_and(|rest| {
+        !rest.starts_with('/') && !rest.starts_with('!') && !is_confirmation(rest)
+    })
+}
+
+/// A question Aider answered for the user from an earlier "(A)ll" or "(S)kip all", which it
+/// logs as a user line (`Add file to the chat? (Y)es/(N)o/(A)ll/... [Yes]: skip`).
+pub fn is_confirmation(text: &str) -> bool {
+    text.contains("? (Y)es/(N)o")
 }
 
 /// The lines of one session (or of several, when sessions without a turn ride along).

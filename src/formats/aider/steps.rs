@@ -2,7 +2,9 @@
 //!
 //! - A user turn is a user observation; a command (`/model`, `/add`, `/commit`, `!ls`, ...)
 //!   sends nothing to the model by itself and is listed in `commands` (`/ask`, `/code` and
-//!   `/architect` with a message are followed by that message as a turn of its own).
+//!   `/architect` with a message are followed by that message as a turn of its own); a
+//!   confirmation Aider answered from an earlier "(A)ll" and logged as a user line is a
+//!   status line.
 //! - A reply is cut into prose and edits ([`super::edits`]): each edit is an api action (the
 //!   prose before it its `description`), prose after the last edit a message action, and a
 //!   leading `<think>` (or Aider's `<thinking-content-…>`) block the first step's reasoning.
@@ -18,6 +20,7 @@ use serde_json::{json, Map, Value};
 
 use super::blocks::{Block, Session};
 use super::edits::{split, Fenced, Piece};
+use super::reader::is_confirmation;
 use crate::convert::LeftOut;
 use crate::model::Step;
 
@@ -83,9 +86,14 @@ fn model_and_format(rest: &str) -> (String, Option<String>) {
     match cut {
         Some((at, n)) => {
             let tail = &rest[at + n..];
-            let format = tail
-                .find(" edit format")
-                .map(|end| tail[..end].trim().to_owned());
+            // Versions 0.4x mark models that accept a prefill with `♾️` before the format.
+            let format = tail.find(" edit format").map(|end| {
+                tail[..end]
+                    .trim_start_matches('♾')
+                    .trim_start_matches('\u{fe0f}')
+                    .trim()
+                    .to_owned()
+            });
             (rest[..at].trim().to_owned(), format)
         }
         None => (rest.trim().to_owned(), None),
@@ -157,13 +165,24 @@ struct Builder {
     one_shot: Option<(Option<String>, bool)>,
     turns: u64,
     replies: u64,
+    /// Replies since the latest user turn.
+    turn_replies: u64,
 }
 
 impl Builder {
+    /// The edit format of the next reply: a one-shot command's mode, else the banner's; in
+    /// architect mode the replies after the first of a turn are the editor model's.
     fn format(&self) -> Option<&str> {
-        match &self.one_shot {
+        let main = match &self.one_shot {
             Some((mode, true)) => mode.as_deref(),
             _ => self.models.last().and_then(|m| m.edit_format.as_deref()),
+        };
+        match main {
+            Some("architect") if self.turn_replies > 0 => self
+                .models
+                .last()
+                .and_then(|m| m.editor_edit_format.as_deref()),
+            other => other,
         }
     }
 
@@ -210,6 +229,11 @@ impl Builder {
             Some((_, seen @ false)) => *seen = true,
             _ => self.one_shot = None,
         }
+        if is_confirmation(text) {
+            self.status
+                .push(json!({"line": line, "step": self.content.len(), "text": text}));
+            return;
+        }
         if text == "<blank>" {
             self.left.lines += 1;
             self.blank_turns.push(line.into());
@@ -217,6 +241,7 @@ impl Builder {
             return;
         }
         self.turns += 1;
+        self.turn_replies = 0;
         self.push(Step::user_text(text));
     }
 
@@ -230,6 +255,7 @@ impl Builder {
             .filter_map(|(_, e)| per_file(e))
             .collect();
         let fenced = Fenced::of(self.format());
+        self.turn_replies += 1;
         let (pieces, unpaired) = split(&lines[skip..], line + skip as u64, fenced, &named);
         for (at, marker) in unpaired {
             self.left.unmapped(
@@ -309,16 +335,22 @@ impl Builder {
     fn banner(&mut self, line: u64, entry: &str) {
         if let Some(v) = entry.strip_prefix("Aider v") {
             self.version.get_or_insert_with(|| format!("v{}", v.trim()));
-        } else if let Some(rest) = entry
-            .strip_prefix("Main model: ")
-            .or_else(|| entry.strip_prefix("Model: "))
+        } else if let Some(rest) = ["Main model: ", "Models: ", "Model: "]
+            .iter()
+            .find_map(|p| entry.strip_prefix(p))
         {
+            // `Models: m with diff edit format, weak model w` (versions 0.4x and 0.5x).
+            let (rest, weak) = match rest.split_once(", weak model ") {
+                Some((r, w)) => (r, Some(w.trim().to_owned())),
+                None => (rest, None),
+            };
             let (model, format) = model_and_format(rest);
             self.models.push(Model {
                 line,
                 step: self.content.len(),
                 model: Some(model),
                 edit_format: format,
+                weak_model: weak,
                 ..Model::default()
             });
         } else if let Some(rest) = entry.strip_prefix("Weak model: ") {
@@ -411,6 +443,7 @@ pub fn build(session: &Session<'_>) -> Built {
         one_shot: None,
         turns: 0,
         replies: 0,
+        turn_replies: 0,
     };
     for (i, block) in session.blocks.iter().enumerate() {
         match block {
@@ -498,6 +531,12 @@ mod tests {
         );
         assert_eq!(model_and_format("gpt-4"), ("gpt-4".into(), None));
         assert_eq!(
+            model_and_format("claude-3-5-sonnet with ♾️ diff edit format")
+                .1
+                .as_deref(),
+            Some("diff")
+        );
+        assert_eq!(
             session_cost(
                 "Tokens: 7.8k sent, 971 received. Cost: $0.0014 message, $0.0028 session."
             ),
@@ -570,6 +609,27 @@ mod tests {
         );
         assert_eq!(b.content[3].tool_call_id(), None);
         assert!(b.details.get("status").is_none());
+    }
+
+    #[test]
+    fn architect_mode_reads_the_editor_replies_in_the_editor_format() {
+        let b = built(
+            "# aider chat started at t\n\n> Main model: m with architect edit format  \n\
+             > Editor model: e with editor-whole edit format  \n\n\
+             #### plan it  \n\nChange a.py:\n\n```\nx = 2\n```\n\n> Tokens: 1k sent.  \n\n\
+             a.py\n```\nx = 2\n```\n\n> Applied edit to a.py  \n",
+        );
+        let classes: Vec<&str> = b.content.iter().map(Step::class_name).collect();
+        assert_eq!(
+            classes,
+            [
+                "text_observation",
+                "message_action",
+                "api_action",
+                "text_observation"
+            ]
+        );
+        assert_eq!(b.details["models"][0]["editor_edit_format"], "editor-whole");
     }
 
     #[test]

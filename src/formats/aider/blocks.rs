@@ -29,6 +29,8 @@ pub enum Block<'a> {
     Status {
         line: u64,
         entries: Vec<(u64, &'a str)>,
+        /// The lines of `entries` that continue a message of several lines.
+        continued: Vec<u64>,
     },
     /// The assistant's text (a reply as the model wrote it).
     Prose { line: u64, lines: Vec<&'a str> },
@@ -202,8 +204,12 @@ impl<'a> Sorter<'a> {
     fn line(&mut self, no: u64, line: &'a str) {
         if self.open_status {
             self.open_status = !(self.strict && has_break(line));
-            if let Some(Block::Status { entries, .. }) = self.blocks.last_mut() {
+            if let Some(Block::Status {
+                entries, continued, ..
+            }) = self.blocks.last_mut()
+            {
                 entries.push((no, line.strip_suffix("  ").unwrap_or(line)));
+                continued.push(no);
             }
             return;
         }
@@ -291,6 +297,7 @@ impl<'a> Sorter<'a> {
             _ => self.blocks.push(Block::Status {
                 line: no,
                 entries: vec![(no, text)],
+                continued: Vec::new(),
             }),
         }
     }

@@ -110,7 +110,7 @@ impl Converter for Aider {
         let mut empty_lines = 0;
         for s in &sessions {
             let built = steps::build(s);
-            if built.content.is_empty() {
+            if built.turns == 0 {
                 if s.nonblank > 0 {
                     empty_lines += s.nonblank;
                     empty.push(json!({"line": s.line, "started_at": s.started_at}));
@@ -124,7 +124,7 @@ impl Converter for Aider {
             return Err(if headers == 0 {
                 refuse("not-a-unit", format!("not an Aider chat history: no `# aider chat started at` line and no `#### ` user turn (use --from aider on a {CHAT_HISTORY} file)"))
             } else {
-                refuse("empty-trajectory", format!("no session here has a user turn or a reply ({headers} session(s), each empty or only commands)"))
+                refuse("empty-trajectory", format!("no session here has a user turn ({headers} session(s), each empty or only commands)"))
             });
         };
         if !empty.is_empty() {

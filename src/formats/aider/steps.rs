@@ -71,6 +71,8 @@ struct Pending {
 
 /// A session's steps, and what `details.aider` lists.
 pub struct Built {
+    /// User turns (not commands): a session without any makes no trajectory.
+    pub turns: u64,
     pub content: Vec<Step>,
     pub left: LeftOut,
     pub details: Map<String, Value>,
@@ -305,7 +307,7 @@ impl Builder {
         self.fresh = !self.pending.is_empty();
     }
 
-    fn status(&mut self, line: u64, entries: &[(u64, &str)]) {
+    fn status(&mut self, line: u64, entries: &[(u64, &str)], continued: &[u64]) {
         let mut used = vec![false; entries.len()];
         for (_, e) in entries {
             self.banner(line, e);
@@ -314,7 +316,7 @@ impl Builder {
             }
         }
         if self.fresh {
-            self.answer(entries, &mut used);
+            self.answer(entries, continued, &mut used);
         }
         let kept: Vec<&str> = entries
             .iter()
@@ -367,15 +369,26 @@ impl Builder {
     }
 
     /// Answers the latest reply's edits from the status lines after it.
-    fn answer(&mut self, entries: &[(u64, &str)], used: &mut [bool]) {
-        // The edit-format error and the message after it, up to a token count.
+    fn answer(&mut self, entries: &[(u64, &str)], continued: &[u64], used: &mut [bool]) {
+        // The edit-format error and the messages Aider prints with it: the link to its
+        // troubleshooting page and the error itself (several lines); an exception and its text.
         let failure = entries.iter().position(|(_, e)| {
             e.starts_with("The LLM did not conform to the edit format.")
                 || e.starts_with("Exception while updating files:")
         });
         let failure_end = failure.map(|f| {
-            (f + 1..entries.len())
-                .find(|&j| entries[j].1.starts_with("Tokens: "))
+            let messages = if entries[f].1.starts_with("Exception") {
+                2
+            } else {
+                3
+            };
+            let mut started = 0;
+            (f..entries.len())
+                .find(|&j| {
+                    let starts = !continued.contains(&entries[j].0);
+                    started += usize::from(starts);
+                    starts && started > messages
+                })
                 .unwrap_or(entries.len())
         });
         let mut failure_text = failure.zip(failure_end).map(|(f, end)| {
@@ -448,7 +461,11 @@ pub fn build(session: &Session<'_>) -> Built {
     for (i, block) in session.blocks.iter().enumerate() {
         match block {
             Block::User { line, text } => b.user(*line, text),
-            Block::Status { line, entries } => b.status(*line, entries),
+            Block::Status {
+                line,
+                entries,
+                continued,
+            } => b.status(*line, entries, continued),
             Block::Prose { line, lines } => {
                 let after = match session.blocks.get(i + 1) {
                     Some(Block::Status { entries, .. }) => Some(&entries[..]),
@@ -492,6 +509,7 @@ pub fn build(session: &Session<'_>) -> Built {
         d.insert("cost_usd".into(), json!(c));
     }
     Built {
+        turns: b.turns,
         content: b.content,
         left: b.left,
         details: d,

@@ -134,13 +134,15 @@ fn reasoning(lines: &[&str]) -> Option<(String, usize)> {
     }
     let close = format!("</{tag}>");
     let end = lines.iter().position(|l| l.contains(&close))?;
-    let mut text = lines[..=end].join("\n");
-    text = text.trim_start()[tag.len() + 2..].to_owned();
-    let inner = text.rsplit_once(&close).map_or(text.as_str(), |(a, _)| a);
-    // Text after the closing tag on its line stays with the reply.
+    // Text after the closing tag on its line stays with the reply: not a block of its own.
     if !lines[end].trim_end().ends_with(&close) {
         return None;
     }
+    let text = lines[..=end].join("\n");
+    let inner = text
+        .trim()
+        .strip_prefix(&format!("<{tag}>"))?
+        .strip_suffix(&close)?;
     let mut used = end + 1;
     while lines.get(used).is_some_and(|l| l.trim().is_empty()) {
         used += 1;

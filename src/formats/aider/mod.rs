@@ -1,9 +1,9 @@
 //! Aider chat histories (`.aider.chat.history.md`, written into the repository Aider works
 //! in): Markdown, not JSON. Each run of Aider appends a session that starts with
 //! `# aider chat started at <time>`; one trajectory per session. The file is cut into
-//! sessions by [`reader`], a session's lines sorted into user turns, status lines and replies
-//! by [`blocks`], replies cut into prose and edits by [`edits`], and the steps built by
-//! [`steps`]. The mapping is in docs/formats/aider.md.
+//! sessions by `reader`, a session's lines sorted into user turns, status lines and replies
+//! by `blocks`, replies cut into prose and edits by `edits`, and the steps built by
+//! `steps`. The mapping is in docs/formats/aider.md.
 //!
 //! `.aider.llm.history` (the prompts Aider sent, each request repeating the whole
 //! conversation) is not read: the chat history holds the same conversation once; a path of

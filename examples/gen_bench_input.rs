@@ -12,7 +12,8 @@
 //!
 //! With `sessions`, each file of `SHAPES_DIR` is one agent session (Codex, Claude Code, Pi, Droid,
 //! Kimi CLI or Gemini CLI JSON lines; a Gemini CLI, mini-swe-agent, Inspect AI or ATIF document; an
-//! Inspect AI `.eval` archive), and `OUT_DIR` gets files `session-<n><extension>` of about 1 MB
+//! Inspect AI `.eval` archive;
+//! an Aider chat history, whose sessions repeat), and `OUT_DIR` gets files `session-<n><extension>` of about 1 MB
 //! until BYTES. A JSON-lines session keeps its first line and repeats the others; a document
 //! keeps the first and last items of its `messages`, `samples` or `steps` and repeats those
 //! between (ATIF `step_id`s renumbered); an archive keeps its header and repeats its samples.
@@ -38,6 +39,7 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
         } else if p
             .extension()
             .is_some_and(|e| e == "json" || e == "jsonl" || e == "eval")
+            || p.to_string_lossy().ends_with(".aider.chat.history.md")
         {
             out.push(p);
         }
@@ -178,6 +180,8 @@ enum Session {
     Lines(Vec<Value>),
     Document(Value, &'static str),
     Eval(Value, Vec<Value>),
+    /// An Aider chat history (Markdown): its sessions repeat.
+    Markdown(String),
 }
 
 impl Session {
@@ -186,6 +190,9 @@ impl Session {
             return read_eval(path);
         }
         let text = fs::read_to_string(path).ok()?;
+        if path.to_string_lossy().ends_with(".aider.chat.history.md") {
+            return Some(Session::Markdown(text));
+        }
         if let Ok(doc) = serde_json::from_str::<Value>(&text) {
             let list = ["messages", "samples", "steps"]
                 .into_iter()
@@ -349,6 +356,20 @@ fn sessions(out: &Path, target: u64, shapes: &Path) -> Result<(), Box<dyn std::e
                 doc[*list] = Value::Array(grown);
                 per_file(&mut doc);
                 serde_json::to_writer(&mut bytes, &doc)?;
+            }
+            Session::Markdown(text) => {
+                // Each repeat's session headers get `-<n>.<k>` after their time, so that every
+                // session keeps an id of its own.
+                for k in 0..(FILE_BYTES / text.len().max(1)).max(1) as u64 {
+                    for line in text.split_inclusive('\n') {
+                        if line.starts_with("# aider chat started at ") {
+                            bytes.extend_from_slice(line.trim_end().as_bytes());
+                            bytes.extend_from_slice(format!("-{n}.{k}\n").as_bytes());
+                        } else {
+                            bytes.extend_from_slice(line.as_bytes());
+                        }
+                    }
+                }
             }
             Session::Eval(header, samples) => {
                 let one = serde_json::to_vec(samples)?.len().max(1);

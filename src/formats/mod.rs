@@ -12,6 +12,7 @@ pub mod kit;
 pub mod spec;
 
 pub mod adp;
+pub mod aider;
 pub mod anthropic;
 pub mod atif;
 pub mod claude_code;
@@ -55,6 +56,7 @@ pub struct Format {
 /// this order.
 pub static FORMATS: &[Format] = &[
     adp::FORMAT,
+    aider::FORMAT,
     anthropic::FORMAT,
     atif::FORMAT,
     claude_code::FORMAT,

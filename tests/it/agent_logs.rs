@@ -116,7 +116,10 @@ fn expect_of(file: &Path) -> Expect {
         // is OpenCode's own (its reader is still to come).
         "crush" => Expect::Reads("crush"),
         "opencode" if file.extension().is_some_and(|e| e == "db") => Expect::Reads("crush"),
-        "aider" | "cline" | "copilot-cli" | "cursor" | "letta-code" | "opencode" | "qwen-code" => {
+        // The prompts log beside the chat history is not read (docs/formats/aider.md).
+        "aider" if file.to_string_lossy().ends_with(".aider.llm.history") => Expect::Refused,
+        "aider" => Expect::Reads("aider"),
+        "cline" | "copilot-cli" | "cursor" | "letta-code" | "opencode" | "qwen-code" => {
             Expect::Refused
         }
         other => panic!(
@@ -431,6 +434,7 @@ fn source_calls(format: &str, file: &Path) -> Calls {
                 results.iter().map(String::as_str),
             )
         }
+        "aider" => aider_calls(std::str::from_utf8(&bytes).expect("utf-8")),
         other => unreachable!("{other}"),
     }
 }
@@ -454,6 +458,67 @@ fn hermes_rows(file: &Path) -> Vec<Value> {
         })
         .expect("rows");
     rows.map(|r| r.expect("row")).collect()
+}
+
+/// An Aider chat history's edits, read line by line: complete SEARCH/REPLACE blocks outside
+/// Aider's own messages (an edit-format error quotes the block that failed: from a `> ` line
+/// without the two trailing spaces to the line that has them), and, while the banner's edit
+/// format is `whole`, fenced blocks after a line naming a file (a path, or a name an "Applied
+/// edit to" or "Skipping edits to" line gives). The sessions go on after every edit, so
+/// each is answered (by Aider's line, its error, or the reader's "no result").
+fn aider_calls(text: &str) -> Calls {
+    let lines: Vec<&str> = text.lines().collect();
+    let named: HashSet<&str> = lines
+        .iter()
+        .filter_map(|l| {
+            let l = l.strip_prefix("> ")?.trim_end();
+            l.strip_prefix("Applied edit to ")
+                .or_else(|| l.strip_prefix("Skipping edits to "))
+        })
+        .collect();
+    let mut edits = 0;
+    let mut in_message = false;
+    let mut whole = false;
+    let mut fence = false;
+    let mut pending_search = false;
+    let mut divider = false;
+    for (i, l) in lines.iter().enumerate() {
+        if in_message {
+            in_message = !l.ends_with("  ");
+            continue;
+        }
+        if let Some(status) = l.strip_prefix("> ") {
+            in_message = !l.ends_with("  ");
+            if status.starts_with("Main model: ") {
+                whole = status.contains(" with whole edit format");
+            }
+            continue;
+        }
+        match *l {
+            "<<<<<<< SEARCH" => (pending_search, divider) = (true, false),
+            "=======" => divider = pending_search,
+            ">>>>>>> REPLACE" => {
+                edits += usize::from(pending_search && divider);
+                pending_search = false;
+            }
+            _ if l.starts_with("```") => {
+                let before = if i > 0 { lines[i - 1] } else { "" };
+                // Cleaned as Aider cleans it: `**name**`, `name:`, `` `name` ``, `#### name`.
+                let name = before.trim().trim_matches('*').trim_end_matches(':');
+                let name = name.trim_matches('`').trim_start_matches('#').trim();
+                let names_file = !name.is_empty() && (!name.contains(' ') || named.contains(name));
+                if whole && !fence && !pending_search && names_file {
+                    edits += 1;
+                }
+                fence = !fence;
+            }
+            _ => {}
+        }
+    }
+    Calls {
+        calls: edits,
+        answered: edits,
+    }
 }
 
 /// A mini-swe-agent run's calls: tool calls (format 1.1) answered by `tool` messages, or one

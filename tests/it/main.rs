@@ -13,6 +13,7 @@
 mod common;
 
 mod agent_logs;
+mod aider;
 mod anthropic;
 mod atif;
 mod bad_input;

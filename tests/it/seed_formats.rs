@@ -241,6 +241,7 @@ fn the_whole_sample_directory_converts_with_every_format_detected() {
     assert_eq!(code, 0, "{stderr}");
     for format in [
         "adp",
+        "aider",
         "anthropic",
         "codex",
         "crush",
@@ -268,8 +269,9 @@ fn the_whole_sample_directory_converts_with_every_format_detected() {
     // + 2 ShareGPT conversations + 2 OpenHands runs + 2 SWE-agent runs + 1 Gemini CLI session
     // + 2 mini-swe-agent runs + 2 Inspect samples + 2 Anthropic Messages API conversations
     // + 1 Pi session + 1 Droid session + 2 Hermes sessions (a parent and its subagent)
-    // + 1 Kimi CLI session + 2 Crush sessions (one a sub-session).
-    assert_eq!(out.len(), 44);
+    // + 1 Kimi CLI session + 2 Crush sessions (one a sub-session)
+    // + 1 Aider session.
+    assert_eq!(out.len(), 45);
     assert_eq!(validate_adp(&out), 0);
 }
 

@@ -8,8 +8,10 @@
 pub mod bundle;
 pub mod chat;
 pub mod detect;
+pub mod gemini_parts;
 pub mod kit;
 pub mod spec;
+pub mod tree;
 
 pub mod adp;
 pub mod anthropic;
@@ -25,6 +27,7 @@ pub mod openai;
 pub mod openhands;
 pub mod parquet;
 pub mod pi;
+pub mod qwen_code;
 pub mod ralph;
 pub mod reflexion;
 pub mod sharegpt;
@@ -64,6 +67,7 @@ pub static FORMATS: &[Format] = &[
     openhands::FORMAT,
     parquet::FORMAT,
     pi::FORMAT,
+    qwen_code::FORMAT,
     ralph::FORMAT,
     reflexion::FORMAT,
     sharegpt::FORMAT,

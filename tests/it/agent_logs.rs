@@ -100,6 +100,7 @@ fn expect_of(file: &Path) -> Expect {
         "inspect" => Expect::Reads("inspect"),
         "mini-swe-agent" => Expect::Reads("mini-swe-agent"),
         "pi" | "openclaw" => Expect::Reads("pi"),
+        "qwen-code" => Expect::Reads("qwen-code"),
         // Cline's API history is an Anthropic Messages conversation; its UI log is Cline's own
         // (a Cline reader is still to come).
         "cline"
@@ -110,7 +111,7 @@ fn expect_of(file: &Path) -> Expect {
             Expect::Reads("anthropic")
         }
         "aider" | "cline" | "copilot-cli" | "crush" | "cursor" | "droid" | "hermes"
-        | "kimi-cli" | "letta-code" | "opencode" | "qwen-code" => Expect::Refused,
+        | "kimi-cli" | "letta-code" | "opencode" => Expect::Refused,
         other => panic!(
             "{}: a corpus folder this test does not know: {other}",
             file.display()

@@ -34,6 +34,7 @@ mod mutants;
 mod parquet;
 mod partition;
 mod pi;
+mod qwen_code;
 mod ralph;
 mod redact;
 mod redact_rules;

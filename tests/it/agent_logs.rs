@@ -326,6 +326,32 @@ fn source_calls(format: &str, file: &Path) -> Calls {
                 results.iter().map(String::as_str),
             )
         }
+        "qwen-code" => {
+            // `functionCall` parts of the model's records, answered by the `functionResponse`
+            // parts of `tool_result` records (by id).
+            let parts: Vec<(String, Value)> = lines()
+                .iter()
+                .flat_map(|l| {
+                    let kind = l["type"].as_str().unwrap_or_default().to_owned();
+                    l["message"]["parts"]
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(move |p| (kind.clone(), p))
+                })
+                .collect();
+            Calls::of(
+                parts
+                    .iter()
+                    .filter(|(k, _)| k == "assistant")
+                    .filter_map(|(_, p)| p["functionCall"]["id"].as_str()),
+                parts
+                    .iter()
+                    .filter(|(k, _)| k == "tool_result")
+                    .filter_map(|(_, p)| p["functionResponse"]["id"].as_str()),
+            )
+        }
         other => unreachable!("{other}"),
     }
 }

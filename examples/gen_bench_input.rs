@@ -11,14 +11,14 @@
 //! or `<id>#<n>`), until the output reaches BYTES (default 1 GiB). The output is deterministic.
 //!
 //! With `sessions`, each file of `SHAPES_DIR` is one agent session (Codex, Claude Code, Pi, Droid,
-//! Kimi CLI or Gemini CLI JSON lines; a Gemini CLI, mini-swe-agent, Inspect AI or ATIF document; an
+//! Kimi CLI, Qwen Code or Gemini CLI JSON lines; a Gemini CLI, mini-swe-agent, Inspect AI or ATIF document; an
 //! Inspect AI `.eval` archive;
 //! an Aider chat history, whose sessions repeat), and `OUT_DIR` gets files `session-<n><extension>` of about 1 MB
 //! until BYTES. A JSON-lines session keeps its first line and repeats the others; a document
 //! keeps the first and last items of its `messages`, `samples` or `steps` and repeats those
 //! between (ATIF `step_id`s renumbered); an archive keeps its header and repeats its samples.
 //! Repeat `k` makes message, line and call ids `<id>-<k>` (so each result still answers its
-//! own call, and a Claude Code or Pi repeat hangs off the previous one); file `n` makes session
+//! own call, and a Claude Code, Qwen Code or Pi repeat hangs off the previous one); file `n` makes session
 //! and run ids `<id>-<n>`.
 
 use std::fs;
@@ -140,6 +140,7 @@ const REPEAT_KEYS: &[&str] = &[
     "parentId",
     "call_id",
     "toolCallId",
+    "callId",
     "tool_call_id",
     "tool_use_id",
     "source_call_id",
@@ -302,7 +303,8 @@ fn sessions(out: &Path, target: u64, shapes: &Path) -> Result<(), Box<dyn std::e
                     let before = last_uuid.clone();
                     for line in &lines[1..] {
                         let mut v = repeat(line, k);
-                        // Claude Code links lines by `uuid`/`parentUuid`, Pi by `id`/`parentId`.
+                        // Claude Code and Qwen Code link lines by `uuid`/`parentUuid`, Pi by
+                        // `id`/`parentId`.
                         let (id_key, parent_key) = match v.get("parentId") {
                             Some(_) => ("id", "parentId"),
                             None => ("uuid", "parentUuid"),

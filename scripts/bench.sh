@@ -322,7 +322,7 @@ sessions() {
   rm -f "$BENCH_DIR/out.jsonl"
   report "convert --from $format ($format-$shape)" "$BIN" convert -q --from "$format" "$dir" -o "$BENCH_DIR/out.jsonl"
 }
-for format in codex claude-code gemini-cli mini-swe-agent inspect atif pi droid kimi-cli aider; do
+for format in codex claude-code gemini-cli mini-swe-agent inspect atif pi droid kimi-cli aider qwen-code; do
   sessions "$format" samples "sample_data/$format"
   if [ -d "../shared/corpus/agent-logs/$format" ]; then
     sessions "$format" corpus "../shared/corpus/agent-logs/$format"

@@ -307,6 +307,17 @@ mod tests {
         ] {
             assert_eq!(names(first), vec!["kimi-cli"]);
         }
+        // Qwen Code: Claude Code's envelope, Gemini's bodies; and its older documents.
+        for first in [
+            json!({"uuid": "u", "parentUuid": null, "sessionId": "s", "type": "user",
+                "message": {"role": "user", "parts": [{"text": "hi"}]}}),
+            json!({"uuid": "u", "sessionId": "s", "type": "system", "subtype": "custom_title",
+                "systemPayload": {"customTitle": "t"}}),
+            json!({"sessionId": "s", "projectHash": "p",
+                "messages": [{"id": "1", "type": "qwen", "content": "hi"}]}),
+        ] {
+            assert_eq!(names(first), vec!["qwen-code"]);
+        }
         assert!(names(json!({"messages": []})).is_empty());
         assert!(names(json!([1, 2])).is_empty());
     }
@@ -316,12 +327,6 @@ mod tests {
     #[test]
     fn a_near_miss_is_claimed_by_none_and_declined_with_a_reason() {
         let cases = [
-            // Qwen Code: Claude Code's envelope, Gemini's bodies.
-            (
-                json!({"uuid": "u", "parentUuid": null, "sessionId": "s", "type": "user",
-                    "message": {"role": "user", "parts": [{"text": "hi"}]}}),
-                "claude-code (lines have `sessionId` but their `message` has Gemini-style `parts`",
-            ),
             (
                 json!({"uuid": "u", "sessionId": "s", "type": "tool_result",
                     "message": {"role": "user", "content": "x"}}),
@@ -352,6 +357,17 @@ mod tests {
                 "openai (a Hermes session export",
             ),
         ];
+        // Qwen Code's body without its uuid: both agents whose envelope it has say why.
+        let placeless = json!({"sessionId": "s", "type": "user",
+            "message": {"role": "user", "parts": [{"text": "hi"}]}});
+        assert!(names(placeless.clone()).is_empty());
+        let closest = declined(Path::new("in.jsonl"), Some(&placeless));
+        assert!(
+            closest
+                .iter()
+                .any(|c| c.starts_with("qwen-code (lines have")),
+            "{closest:?}"
+        );
         for (first, why) in cases {
             assert!(names(first.clone()).is_empty(), "{first}");
             let closest = declined(Path::new("in.jsonl"), Some(&first));

@@ -8,8 +8,10 @@
 pub mod bundle;
 pub mod chat;
 pub mod detect;
+pub mod gemini_parts;
 pub mod kit;
 pub mod spec;
+pub mod tree;
 
 pub mod adp;
 pub mod aider;
@@ -30,6 +32,7 @@ pub mod openai;
 pub mod openhands;
 pub mod parquet;
 pub mod pi;
+pub mod qwen_code;
 pub mod ralph;
 pub mod reflexion;
 pub mod sharegpt;
@@ -74,6 +77,7 @@ pub static FORMATS: &[Format] = &[
     openhands::FORMAT,
     parquet::FORMAT,
     pi::FORMAT,
+    qwen_code::FORMAT,
     ralph::FORMAT,
     reflexion::FORMAT,
     sharegpt::FORMAT,

@@ -103,6 +103,7 @@ fn expect_of(file: &Path) -> Expect {
         "droid" => Expect::Reads("droid"),
         "kimi-cli" => Expect::Reads("kimi-cli"),
         "pi" | "openclaw" => Expect::Reads("pi"),
+        "qwen-code" => Expect::Reads("qwen-code"),
         // Cline's API history is an Anthropic Messages conversation; its UI log is Cline's own
         // (a Cline reader is still to come).
         "cline"
@@ -119,9 +120,7 @@ fn expect_of(file: &Path) -> Expect {
         // The prompts log beside the chat history is not read (docs/formats/aider.md).
         "aider" if file.to_string_lossy().ends_with(".aider.llm.history") => Expect::Refused,
         "aider" => Expect::Reads("aider"),
-        "cline" | "copilot-cli" | "cursor" | "letta-code" | "opencode" | "qwen-code" => {
-            Expect::Refused
-        }
+        "cline" | "copilot-cli" | "cursor" | "letta-code" | "opencode" => Expect::Refused,
         other => panic!(
             "{}: a corpus folder this test does not know: {other}",
             file.display()
@@ -435,6 +434,32 @@ fn source_calls(format: &str, file: &Path) -> Calls {
             )
         }
         "aider" => aider_calls(std::str::from_utf8(&bytes).expect("utf-8")),
+        "qwen-code" => {
+            // `functionCall` parts of the model's records, answered by the `functionResponse`
+            // parts of `tool_result` records (by id).
+            let parts: Vec<(String, Value)> = lines()
+                .iter()
+                .flat_map(|l| {
+                    let kind = l["type"].as_str().unwrap_or_default().to_owned();
+                    l["message"]["parts"]
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(move |p| (kind.clone(), p))
+                })
+                .collect();
+            Calls::of(
+                parts
+                    .iter()
+                    .filter(|(k, _)| k == "assistant")
+                    .filter_map(|(_, p)| p["functionCall"]["id"].as_str()),
+                parts
+                    .iter()
+                    .filter(|(k, _)| k == "tool_result")
+                    .filter_map(|(_, p)| p["functionResponse"]["id"].as_str()),
+            )
+        }
         other => unreachable!("{other}"),
     }
 }

@@ -17,15 +17,9 @@ use crate::common::{agent_logs, convert, files_in, sample_data, trajkit};
 const NEAR_MISSES: &[(&str, &str, &str, &str)] = &[
     (
         "qwen-code.jsonl",
-        r#"{"uuid":"u1","parentUuid":null,"sessionId":"s1","timestamp":"2026-01-01T00:00:00Z","type":"user","cwd":"/w","version":"0.18.1","message":{"role":"user","parts":[{"text":"list files"}]}}"#,
+        r#"{"parentUuid":null,"sessionId":"s1","timestamp":"2026-01-01T00:00:00Z","type":"user","cwd":"/w","version":"0.18.1","message":{"role":"user","parts":[{"text":"list files"}]}}"#,
         "claude-code",
-        "Gemini-style `parts`, not `content`",
-    ),
-    (
-        "qwen-code-system.jsonl",
-        r#"{"uuid":"u0","parentUuid":null,"sessionId":"s1","timestamp":"2026-01-01T00:00:00Z","type":"system","subtype":"session_source","cwd":"/w","version":"0.18.1","systemPayload":{}}"#,
-        "claude-code",
-        "a `systemPayload`",
+        "qwen-code (lines have Qwen Code's Gemini-style `message.parts` but no string `uuid`",
     ),
     (
         "cursor.jsonl",
@@ -159,7 +153,6 @@ const READ_ELSEWHERE: &[&str] = &[
 const CLOSEST_IN_CORPUS: &[(&str, &str)] = &[
     ("cursor/letta__cursor_tool-calls_input.jsonl", "openai"),
     ("opencode/letta__opencode_tool-calls_input.json", "openai"),
-    ("qwen-code/splitrail__qwen_code.jsonl", "claude-code"),
 ];
 
 /// Every file of `../shared/corpus/agent-logs/` whose folder names no format trajkit reads is
@@ -197,7 +190,7 @@ fn every_agent_log_of_a_format_trajkit_does_not_read_is_refused_clearly() {
             refused += 1;
         }
     }
-    assert!(refused >= 6, "{refused} files refused");
+    assert!(refused >= 5, "{refused} files refused");
 }
 
 /// Every reader, given every file of the corpus (`agent-logs/`) and every sample of

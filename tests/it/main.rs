@@ -39,6 +39,7 @@ mod mutants;
 mod parquet;
 mod partition;
 mod pi;
+mod qwen_code;
 mod ralph;
 mod redact;
 mod redact_rules;

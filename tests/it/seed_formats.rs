@@ -256,6 +256,7 @@ fn the_whole_sample_directory_converts_with_every_format_detected() {
         "openai",
         "openhands",
         "pi",
+        "qwen-code",
         "ralph",
         "reflexion",
         "sharegpt",
@@ -270,8 +271,8 @@ fn the_whole_sample_directory_converts_with_every_format_detected() {
     // + 2 mini-swe-agent runs + 2 Inspect samples + 2 Anthropic Messages API conversations
     // + 1 Pi session + 1 Droid session + 2 Hermes sessions (a parent and its subagent)
     // + 1 Kimi CLI session + 2 Crush sessions (one a sub-session)
-    // + 1 Aider session.
-    assert_eq!(out.len(), 45);
+    // + 1 Aider session + 1 Qwen Code session.
+    assert_eq!(out.len(), 46);
     assert_eq!(validate_adp(&out), 0);
 }
 

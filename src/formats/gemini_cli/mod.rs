@@ -15,16 +15,16 @@
 //! `thoughts` (`{subject, description}`), `tokens`, `model` and `toolCalls` (`{id, name, args,
 //! result, status, ...}`, the result a list of parts holding a `functionResponse`).
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io;
 
 use serde_json::Value;
 
 use crate::convert::{ConvertOptions, Converter, FormatOptions, Partial, PartialSink};
-use crate::formats::bundle::FileBundle;
+use crate::formats::bundle::{bundle_node_lines, FileBundle};
+use crate::formats::gemini_parts::{call_action, image_uri, result_text, split_text};
 use crate::formats::kit::{
-    file_stem, has_keys, node_fields_except, parse_bundle_node, source_node,
+    file_stem, has_keys, node_fields_except, not_a_unit, parse_bundle_node, source_node,
 };
 use crate::formats::Format;
 use crate::ingest::{boxed, RawRecord, RecordSource};
@@ -44,10 +44,6 @@ pub const FORMAT: Format = Format {
 /// The key marking a record built from a session file.
 const MARKER: &str = "gemini_cli_session";
 
-/// The shell tool: a call whose arguments are only these becomes a `code_action` in bash.
-const SHELL_TOOL: &str = "run_shell_command";
-const SHELL_ARGS: &[&str] = &["command", "description"];
-
 impl Converter for GeminiCli {
     fn name(&self) -> &'static str {
         "gemini-cli"
@@ -60,7 +56,16 @@ impl Converter for GeminiCli {
     fn sniff(&self, first: &Value) -> bool {
         // The metadata of a session (the document, or the first line of a log): both keys are
         // the CLI's own, and Claude Code's lines have a `type`.
-        has_keys(first, &["sessionId", "projectHash"]) && first.get("type").is_none()
+        has_keys(first, &["sessionId", "projectHash"])
+            && first.get("type").is_none()
+            && !is_qwen_document(first)
+    }
+
+    fn decline(&self, first: &Value) -> Option<String> {
+        is_qwen_document(first).then(|| {
+            "a session document whose model messages are typed `qwen`, as Qwen Code writes them"
+                .to_owned()
+        })
     }
 
     fn open_source(
@@ -83,8 +88,63 @@ impl Converter for GeminiCli {
     ) -> Option<Result<(), Vec<Diagnostic>>> {
         let mut slow = None;
         let bundle = parse_bundle_node(record, &mut slow, MARKER, NOT_A_SESSION);
-        Some(bundle.and_then(|b| to(to_partial(replay(b), record))))
+        Some(bundle.and_then(|b| {
+            if holds_qwen_messages(&b) {
+                return Err(not_a_unit(record, QWEN_DOCUMENT));
+            }
+            to(document_partial(b, record, &GEMINI))
+        }))
     }
+}
+
+/// Who wrote a session file: Gemini CLI, or Qwen Code, whose versions before its JSON-lines
+/// log wrote the same document with its model's messages typed `qwen`.
+pub(crate) struct Dialect {
+    /// The format name, in `details.source.format`.
+    pub format: &'static str,
+    /// The `type` of the model's messages.
+    pub model_type: &'static str,
+    /// The key of the format's own `details` object.
+    pub details_key: &'static str,
+}
+
+/// Gemini CLI's own sessions.
+const GEMINI: Dialect = Dialect {
+    format: "gemini-cli",
+    model_type: "gemini",
+    details_key: "gemini_cli",
+};
+
+/// What a Qwen Code session document given to this reader is told.
+const QWEN_DOCUMENT: &str =
+    "a Qwen Code session document (its model messages are typed `qwen`): use --from qwen-code";
+
+/// True when a bundled session file holds a message typed `qwen` (a Qwen Code document).
+fn holds_qwen_messages(bundle: &Node<'_>) -> bool {
+    bundle_node_lines(bundle).any(|(_, e)| {
+        e["messages"]
+            .as_array()
+            .is_some_and(|ms| ms.iter().any(|m| m["type"].as_str() == Some("qwen")))
+    })
+}
+
+/// True when `first` is a session document (`sessionId`, `projectHash`, `messages`) holding a
+/// message typed `qwen`: Qwen Code's, not Gemini CLI's.
+pub(crate) fn is_qwen_document(first: &Value) -> bool {
+    has_keys(first, &["sessionId", "projectHash"])
+        && first["messages"]
+            .as_array()
+            .is_some_and(|ms| ms.iter().any(|m| m["type"] == "qwen"))
+}
+
+/// The trajectory of a bundled session file (`parse_bundle_node`'s bundle) written in
+/// `dialect`.
+pub(crate) fn document_partial<'a>(
+    bundle: Node<'a>,
+    record: &'a RawRecord,
+    dialect: &Dialect,
+) -> Partial<'a> {
+    to_partial(replay(bundle), record, dialect)
 }
 
 /// What a record that is not a session bundle is told.
@@ -204,72 +264,6 @@ fn replay(bundle: Node<'_>) -> Session<'_> {
     s
 }
 
-/// The parts of a content: a string is one text part, a part a list of one.
-fn parts<'n, 'a>(content: &'n Node<'a>) -> Vec<Cow<'n, Node<'a>>> {
-    fn part<'n, 'a>(p: &'n Node<'a>) -> Cow<'n, Node<'a>> {
-        match p {
-            Node::String(s) => Cow::Owned(Node::object([("text", Node::String(s.clone()))])),
-            other => Cow::Borrowed(other),
-        }
-    }
-    match content {
-        Node::Array(items) => items.iter().map(part).collect(),
-        Node::Null => Vec::new(),
-        other => vec![part(other)],
-    }
-}
-
-/// The text parts of a content joined by newlines, and the other parts.
-fn split_text<'a>(content: &Node<'a>) -> (String, Vec<Node<'a>>) {
-    let mut text = Vec::new();
-    let mut other = Vec::new();
-    for p in parts(content) {
-        match p.get("text").and_then(Node::as_str) {
-            Some(t) if p.get("thought") != Some(&Node::Bool(true)) => text.push(t.to_owned()),
-            _ => other.push(p.into_owned()),
-        }
-    }
-    (text.join("\n"), other)
-}
-
-/// The text of a tool call's result: each `functionResponse`'s `response.output` (or
-/// `error`, or the whole response as JSON), and the text of the other parts.
-fn result_text(result: &Node<'_>) -> String {
-    let mut out = Vec::new();
-    for p in parts(result) {
-        if let Some(r) = p.get("functionResponse") {
-            let response = &r["response"];
-            match (&response["output"], &response["error"]) {
-                (Node::String(s), _) => out.push(s.as_ref().to_owned()),
-                (_, Node::String(e)) => out.push(e.as_ref().to_owned()),
-                _ if response.is_null() => {}
-                _ => out.push(response.to_string()),
-            }
-        } else if let Some(t) = p.get("text").and_then(Node::as_str) {
-            out.push(t.to_owned());
-        } else {
-            out.push(p.to_string());
-        }
-    }
-    out.join("\n")
-}
-
-/// The action of a tool call.
-fn call_action(call: &Node<'_>) -> Step {
-    let name = call["name"].as_str().unwrap_or("tool");
-    let args = call["args"].to_map();
-    if name == SHELL_TOOL && args.keys().all(|k| SHELL_ARGS.contains(&k.as_str())) {
-        if let Some(command) = args.get("command").and_then(Value::as_str) {
-            let description = args
-                .get("description")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            return Step::code("bash", command, description);
-        }
-    }
-    Step::api(name, args, None)
-}
-
 /// The thoughts of a message as one reasoning text (`subject: description` each).
 fn thoughts(message: &Node<'_>) -> Option<String> {
     let list: Vec<String> = message["thoughts"]
@@ -292,18 +286,6 @@ fn thoughts(message: &Node<'_>) -> Option<String> {
     (!list.is_empty()).then(|| list.join("\n\n"))
 }
 
-/// An inline image part as a data URI.
-fn image_uri(part: &Node<'_>) -> Option<String> {
-    let data = &part["inlineData"];
-    let mime = data["mimeType"].as_str()?;
-    mime.starts_with("image/").then(|| {
-        format!(
-            "data:{mime};base64,{}",
-            data["data"].as_str().unwrap_or_default()
-        )
-    })
-}
-
 /// `{pointer, reason, value}` of a part or message not mapped.
 fn unmapped_at<'a>(pointer: String, reason: &'static str, value: Node<'a>) -> Node<'a> {
     Node::object([
@@ -313,7 +295,7 @@ fn unmapped_at<'a>(pointer: String, reason: &'static str, value: Node<'a>) -> No
     ])
 }
 
-fn to_partial<'a>(s: Session<'a>, record: &'a RawRecord) -> Partial<'a> {
+fn to_partial<'a>(s: Session<'a>, record: &'a RawRecord, dialect: &Dialect) -> Partial<'a> {
     let session_id = s
         .meta
         .get("sessionId")
@@ -334,7 +316,7 @@ fn to_partial<'a>(s: Session<'a>, record: &'a RawRecord) -> Partial<'a> {
         let kind = m["type"].as_str().unwrap_or_default();
         let pointer = format!("/messages/{i}");
         // What a message has besides its content, thoughts and calls (which become steps).
-        if matches!(kind, "user" | "gemini") {
+        if kind == "user" || kind == dialect.model_type {
             let mut meta =
                 Node::Object(node_fields_except(m, &["content", "thoughts", "toolCalls"]));
             // A thought's fields besides the text the reasoning holds (its `timestamp`).
@@ -369,7 +351,7 @@ fn to_partial<'a>(s: Session<'a>, record: &'a RawRecord) -> Partial<'a> {
                     }
                 }
             }
-            "gemini" => {
+            model if model == dialect.model_type => {
                 let (text, other) = split_text(&m["content"]);
                 for p in other {
                     unmapped.push(unmapped_at(
@@ -489,13 +471,13 @@ fn to_partial<'a>(s: Session<'a>, record: &'a RawRecord) -> Partial<'a> {
         native.insert("tool_descriptions", tools);
     }
     let source = source_node(
-        "gemini-cli",
+        dialect.format,
         record,
         Node::object([("session_id", session_id.map_or(Node::Null, Node::from))]),
     );
     Partial {
         trajectory: Trajectory::new(id, content, JsonObject::new()),
-        tail: vec![("source", source), ("gemini_cli", native)],
+        tail: vec![("source", source), (dialect.details_key, native)],
     }
 }
 
@@ -559,15 +541,5 @@ mod tests {
         let s = replay(Node::from_value(&b));
         assert_eq!(s.messages.len(), 1);
         assert_eq!(s.messages[0]["id"].as_str(), Some("z"));
-    }
-
-    #[test]
-    fn results_read_output_error_or_the_response() {
-        let r = json!([{"functionResponse": {"id": "1", "response": {"output": "ok"}}}]);
-        assert_eq!(result_text(&Node::from_value(&r)), "ok");
-        let r = json!([{"functionResponse": {"response": {"error": "denied"}}}]);
-        assert_eq!(result_text(&Node::from_value(&r)), "denied");
-        let r = json!({"functionResponse": {"response": {"llmContent": 3}}});
-        assert_eq!(result_text(&Node::from_value(&r)), "{\"llmContent\":3}");
     }
 }

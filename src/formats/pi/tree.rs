@@ -4,19 +4,9 @@
 //! branches were abandoned (`/tree`, `/branch`) and are left out. Version 1 files have no ids:
 //! their entries are one linear conversation, in file order.
 
-use foldhash::{HashMap, HashMapExt};
-
+use crate::formats::tree::path_to_leaf;
+pub(super) use crate::formats::tree::Selection;
 use crate::json::Node;
-
-/// The entries taken, by index into the session's body entries (the lines after the header).
-pub(super) struct Selection {
-    /// The path from the root to the leaf, in order.
-    pub path: Vec<usize>,
-    /// Entries off the path (abandoned branches), in file order.
-    pub off_path: Vec<usize>,
-    /// Entries of a tree without a string `id`: they cannot be placed, in file order.
-    pub unplaced: Vec<usize>,
-}
 
 /// True when the session is a tree: its header says version 2 or later, or (a header without
 /// a version) its entries carry `parentId`.
@@ -37,41 +27,7 @@ pub(super) fn select(body: &[&Node<'_>], tree: bool) -> Selection {
             unplaced: Vec::new(),
         };
     }
-    let mut by_id: HashMap<&str, usize> = HashMap::new();
-    let mut unplaced = Vec::new();
-    for (i, e) in body.iter().enumerate() {
-        match e["id"].as_str() {
-            Some(id) => {
-                by_id.entry(id).or_insert(i);
-            }
-            None => unplaced.push(i),
-        }
-    }
-    let leaf = (0..body.len())
-        .rev()
-        .find(|&i| body[i]["id"].as_str().is_some());
-    let mut on_path = vec![false; body.len()];
-    let mut path = Vec::new();
-    let mut cursor = leaf;
-    while let Some(i) = cursor {
-        if on_path[i] {
-            break; // a cycle: the path ends where it closes
-        }
-        on_path[i] = true;
-        path.push(i);
-        cursor = body[i]["parentId"]
-            .as_str()
-            .and_then(|p| by_id.get(p).copied());
-    }
-    path.reverse();
-    let off_path = (0..body.len())
-        .filter(|&i| !on_path[i] && body[i]["id"].as_str().is_some())
-        .collect();
-    Selection {
-        path,
-        off_path,
-        unplaced,
-    }
+    path_to_leaf(body, "id", "parentId")
 }
 
 #[cfg(test)]

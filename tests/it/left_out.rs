@@ -1,8 +1,9 @@
 //! What a reader leaves out is never silent: counted in `details.source.left_out`, printed per
 //! input by `convert` and `run`, warned about when most of a session is lost, and rejected with
-//! `--strict` (`[convert] strict`). The fixtures are Claude Code sessions written for these
-//! tests: one with a user line whose `message` is not an object, one whose conversation is
-//! mostly an inline sidechain.
+//! `--strict` (`[convert] strict`). The fixtures are written for these tests: Claude Code
+//! sessions (one with a user line whose `message` is not an object, one whose conversation is
+//! mostly an inline sidechain), and for every other reader a small file of its format with
+//! something in it that no step holds.
 
 use std::path::PathBuf;
 
@@ -102,4 +103,50 @@ fn a_pipeline_reads_strict_and_records_left_out_per_input() {
             .sum::<usize>();
         assert_eq!(written, usize::from(!strict));
     }
+}
+
+/// Converts `name` (read `--from from`) and returns its one trajectory's `left_out` and
+/// stderr, after checking that `--strict` rejects it exactly when `lossy` (an unmapped value or
+/// a wrong-typed line) and otherwise writes the same trajectory.
+fn left_out_of(name: &str, from: &str, lossy: bool) -> (Value, String) {
+    let file = fixture(name);
+    let (code, out, stderr) = convert(&[&file], Some(from), &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(out.len(), 1, "{stderr}");
+    let left = out[0]["details"]["source"]["left_out"].clone();
+    let (strict_code, strict_out, strict_err) = convert(&[&file], Some(from), &["--strict"]);
+    if lossy {
+        assert_eq!(strict_code, 1, "{strict_err}");
+        assert!(
+            strict_out.is_empty() && strict_err.contains("error[left-out]"),
+            "{strict_err}"
+        );
+    } else {
+        assert_eq!(strict_code, 0, "{strict_err}");
+        assert_eq!(strict_out, out);
+    }
+    (left, stderr)
+}
+
+/// A Gemini CLI log: a notice, the CLI's repeated copy of a call's results and a rewound
+/// message are lines left out; a line of no known kind is unmapped.
+#[test]
+fn gemini_cli_counts_notices_repeated_results_rewinds_and_unknown_lines() {
+    let (left, stderr) = left_out_of("gemini-cli-session.jsonl", "gemini-cli", true);
+    assert_eq!(
+        (&left["lines"], &left["values"], &left["messages"]),
+        (
+            &3.into(),
+            &1.into(),
+            &serde_json::json!({"in": 4, "kept": 3})
+        ),
+        "{left}"
+    );
+    assert_eq!(left["first"]["line"], 9, "{left}");
+    assert!(
+        stderr.contains(
+            "3 lines left out, 1 value unmapped, 3 of 4 messages kept: details.gemini_cli"
+        ),
+        "{stderr}"
+    );
 }

@@ -150,3 +150,52 @@ fn gemini_cli_counts_notices_repeated_results_rewinds_and_unknown_lines() {
         "{stderr}"
     );
 }
+
+/// An Inspect log: an audio part no step holds is a block; a part without a type is unmapped,
+/// at its place in the log.
+#[test]
+fn inspect_counts_parts_no_step_holds() {
+    let (left, stderr) = left_out_of("inspect-log.json", "inspect", true);
+    assert_eq!(
+        (&left["blocks"], &left["values"]),
+        (&1.into(), &1.into()),
+        "{left}"
+    );
+    assert_eq!(
+        left["first"]["pointer"], "/samples/0/messages/0/content/2",
+        "{left}"
+    );
+    assert!(
+        stderr.contains("1 value unmapped, 1 block no step holds: details.inspect"),
+        "{stderr}"
+    );
+}
+
+/// ATIF: an audio part no step holds is a block (the schema checks the types, so nothing is
+/// unmapped and `--strict` keeps the trajectory).
+#[test]
+fn atif_counts_audio_parts() {
+    let (left, stderr) = left_out_of("atif-audio.trajectory.json", "atif", false);
+    assert_eq!(left["blocks"], 1, "{left}");
+    assert!(
+        stderr.contains("1 block no step holds: details.atif"),
+        "{stderr}"
+    );
+}
+
+/// ATIF continuation files merged: the copied context a continuation repeats is lines left out.
+#[test]
+fn atif_counts_the_copied_context_of_a_continuation() {
+    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("sample_data/atif");
+    let (code, out, stderr) = convert(&[&file], Some("atif"), &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let merged = out
+        .iter()
+        .find(|t| t["details"]["atif"]["continuations"].is_array())
+        .expect("the merged chain");
+    let copied = merged["details"]["atif"]["continuations"][0]["copied_steps"]
+        .as_array()
+        .map_or(0, Vec::len) as u64;
+    assert!(copied > 0);
+    assert_eq!(merged["details"]["source"]["left_out"]["lines"], copied);
+}

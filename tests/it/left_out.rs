@@ -199,3 +199,32 @@ fn atif_counts_the_copied_context_of_a_continuation() {
     assert!(copied > 0);
     assert_eq!(merged["details"]["source"]["left_out"]["lines"], copied);
 }
+
+/// mini-swe-agent: the `exit` message is bookkeeping (a line left out); a message of a role it
+/// does not map is unmapped.
+#[test]
+fn mini_swe_agent_counts_the_exit_and_unknown_roles() {
+    let (left, stderr) = left_out_of("mini-swe-agent-run.traj.json", "mini-swe-agent", true);
+    assert_eq!(
+        (&left["lines"], &left["values"]),
+        (&1.into(), &1.into()),
+        "{left}"
+    );
+    assert_eq!(left["first"]["pointer"], "/messages/4", "{left}");
+    assert!(
+        stderr.contains("1 line left out, 1 value unmapped: details.mini_swe_agent"),
+        "{stderr}"
+    );
+}
+
+/// SWE-agent: a demonstration in the history (as in SWE-agent's own recorded runs) is a line
+/// left out; nothing is unmapped, so `--strict` keeps the run.
+#[test]
+fn swe_agent_counts_demonstrations() {
+    let (left, stderr) = left_out_of("swe-agent-demo.traj", "swe-agent", false);
+    assert_eq!(left["lines"], 1, "{left}");
+    assert!(
+        stderr.contains("1 line left out: details.swe_agent"),
+        "{stderr}"
+    );
+}

@@ -228,3 +228,26 @@ fn swe_agent_counts_demonstrations() {
         "{stderr}"
     );
 }
+
+/// An OpenAI chat with tool calls: an audio part of the user and a refusal part of the model
+/// are blocks no step holds (the raw schema gives every part a type, so none is unmapped).
+#[test]
+fn openai_counts_parts_no_step_holds() {
+    let (left, stderr) = left_out_of("openai-chat.jsonl", "openai", false);
+    assert_eq!(left["blocks"], 2, "{left}");
+    assert!(
+        stderr.contains("2 blocks no step holds: details.openai"),
+        "{stderr}"
+    );
+}
+
+/// An OpenHands event stream: the controller's state change is a line left out.
+#[test]
+fn openhands_counts_state_events() {
+    let (left, stderr) = left_out_of("openhands-events.jsonl", "openhands", false);
+    assert_eq!(left["lines"], 1, "{left}");
+    assert!(
+        stderr.contains("1 line left out: details.openhands"),
+        "{stderr}"
+    );
+}

@@ -251,3 +251,32 @@ fn openhands_counts_state_events() {
         "{stderr}"
     );
 }
+
+/// A memabra trace: its `task_received` event is a line left out; a completion whose answer is
+/// under a key the reader does not read is unmapped.
+#[test]
+fn memabra_counts_events_no_step_holds() {
+    let (left, stderr) = left_out_of("memabra-trace.jsonl", "memabra", true);
+    assert_eq!(
+        (&left["lines"], &left["values"]),
+        (&1.into(), &1.into()),
+        "{left}"
+    );
+    assert_eq!(left["first"]["pointer"], "/events/3/payload", "{left}");
+    assert!(
+        stderr.contains("1 line left out, 1 value unmapped: details.memabra"),
+        "{stderr}"
+    );
+}
+
+/// A Ralph attempt: an action whose `params` are not an object is a wrong-typed value.
+#[test]
+fn ralph_counts_wrong_typed_action_keys() {
+    let (left, stderr) = left_out_of("ralph-memory", "ralph", true);
+    assert_eq!(left["wrong_typed"], 1, "{left}");
+    assert_eq!(left["first"]["pointer"], "/actions/1/params", "{left}");
+    assert!(
+        stderr.contains("1 wrong-typed value: details.ralph"),
+        "{stderr}"
+    );
+}

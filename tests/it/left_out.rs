@@ -280,3 +280,14 @@ fn ralph_counts_wrong_typed_action_keys() {
         "{stderr}"
     );
 }
+
+/// LedgerMind: an event of a kind no step holds (a heartbeat) is a line left out.
+#[test]
+fn ledgermind_counts_events_of_kinds_no_step_holds() {
+    let (left, stderr) = left_out_of("ledgermind/events.jsonl", "ledgermind", false);
+    assert_eq!(left["lines"], 1, "{left}");
+    assert!(
+        stderr.contains("1 line left out: details.ledgermind"),
+        "{stderr}"
+    );
+}

@@ -291,3 +291,25 @@ fn ledgermind_counts_events_of_kinds_no_step_holds() {
         "{stderr}"
     );
 }
+
+/// A declarative spec: a turn of a role the spec drops is a line left out (not kept).
+#[test]
+fn a_spec_counts_the_turns_it_drops() {
+    let spec = fixture("spec/helpdesk.toml");
+    let spec = spec.to_str().expect("utf-8 path");
+    let data = fixture("spec/cases.jsonl");
+    let (code, out, stderr) = convert(&[&data], None, &["--spec", spec]);
+    assert_eq!(code, 0, "{stderr}");
+    let left = &out[0]["details"]["source"]["left_out"];
+    assert_eq!(
+        (&left["lines"], &left["where"]),
+        (&1.into(), &"spec helpdesk".into()),
+        "{left}"
+    );
+    assert!(
+        stderr.contains("1 line left out: spec helpdesk"),
+        "{stderr}"
+    );
+    let (code, strict, _) = convert(&[&data], None, &["--spec", spec, "--strict"]);
+    assert_eq!((code, strict), (0, out));
+}

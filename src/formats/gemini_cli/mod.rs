@@ -681,6 +681,10 @@ mod tests {
         assert_eq!(s.rewound, [Node::from("c")]);
         assert_eq!(s.meta["lastUpdated"].as_str(), Some("t9"));
         assert_eq!(s.unmapped.len(), 1);
+        // The rewound message is a line left out (a user message: a turn of the source), the
+        // line of no known kind an unmapped value.
+        assert_eq!((s.left.lines, s.left.values, s.rewound_turns), (1, 1, 1));
+        assert_eq!(s.left.first.map(|p| p.line), Some(8));
     }
 
     #[test]

@@ -160,6 +160,18 @@ pub fn message_text(content: &Node) -> String {
     }
 }
 
+/// How many parts of a chat message's content [`message_text`] leaves out: those without a
+/// `text` string (images, audio, files, ...); 0 for a string content.
+pub fn parts_without_text(content: &Node) -> u64 {
+    match content {
+        Node::Array(parts) => parts
+            .iter()
+            .filter(|p| p["text"].as_str().is_none())
+            .count() as u64,
+        _ => 0,
+    }
+}
+
 /// A tool whose calls are code: its name, the argument holding the code, and the language.
 pub type CodeTool = (&'static str, &'static str, &'static str);
 

@@ -42,6 +42,8 @@ impl Converter for Adp {
         record: &RawRecord,
         _map: &FormatOptions,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
+        // Nothing is left out: a record is ADP already, read whole (or rejected), and the
+        // `details.source.left_out` it carries is the one its own reader wrote.
         check_adp(record).into_result().map(|t| vec![t])
     }
 }

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use super::files::BUNDLE;
 use super::{carried, SCHEMA};
-use crate::convert::{Partial, PartialSink};
+use crate::convert::{LeftOut, Partial, PartialSink};
 use crate::formats::chat::{call_step, record_id, tool_names, OPENHANDS_CODE_TOOLS};
 use crate::formats::kit::source_node;
 use crate::ingest::{Provenance, RawRecord};
@@ -498,6 +498,9 @@ struct Reader<'a> {
     dedupe_copies: bool,
     seen: Vec<(Value, usize)>,
     copied: Vec<Node<'a>>,
+    /// What no step holds: copied steps left out, content parts that are neither text nor an
+    /// image with a path.
+    left: LeftOut,
 }
 
 /// `{step, id}`: a call at content index `step` whose native id is `id`.
@@ -522,6 +525,7 @@ impl<'a> Reader<'a> {
                         ("step_id", s["step_id"].clone()),
                         ("same_as", Node::from(*at as u64)),
                     ]));
+                    self.left.lines += 1;
                     continue;
                 }
             }
@@ -582,8 +586,21 @@ impl<'a> Reader<'a> {
         id
     }
 
+    /// Counts the parts of `content` that no step holds: neither text nor an image with a
+    /// path (they are kept in `details.atif`).
+    fn count_parts(&mut self, content: &Node<'a>) {
+        for p in content.as_array().into_iter().flatten() {
+            let held = match p["type"].as_str() {
+                Some("image") => p["source"]["path"].as_str().is_some(),
+                _ => p["text"].as_str().is_some(),
+            };
+            self.left.blocks += u64::from(!held);
+        }
+    }
+
     /// A native step.
     fn step(&mut self, s: &Node<'a>) {
+        self.count_parts(&s["message"]);
         let (text, images) = text_and_images(&s["message"]);
         let results = s["observation"]["results"].as_array().unwrap_or(&[]);
         match s["source"].as_str().unwrap_or_default() {
@@ -733,6 +750,7 @@ impl<'a> Reader<'a> {
             }));
             return;
         }
+        self.count_parts(&r["content"]);
         let (text, images) = text_and_images(&r["content"]);
         let mut step = Step::environment_text(name, text);
         if let Some(id) = id {
@@ -867,9 +885,13 @@ impl<'a> Reader<'a> {
             .filter(|names| !names.is_empty());
         let mut t = Trajectory::new(id, self.content, JsonObject::new());
         t.available_custom_tools = tools;
+        let mut source = source_node("atif", record, ids);
+        let mut left = self.left;
+        left.place = "details.atif".to_owned();
+        left.add_to_node(&mut source);
         Partial {
             trajectory: t,
-            tail: vec![("source", source_node("atif", record, ids)), ("atif", atif)],
+            tail: vec![("source", source), ("atif", atif)],
         }
     }
 }

@@ -15,12 +15,12 @@
 //! `thoughts` (`{subject, description}`), `tokens`, `model` and `toolCalls` (`{id, name, args,
 //! result, status, ...}`, the result a list of parts holding a `functionResponse`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io;
 
 use serde_json::Value;
 
-use crate::convert::{ConvertOptions, Converter, FormatOptions, Partial, PartialSink};
+use crate::convert::{ConvertOptions, Converter, FormatOptions, LeftOut, Partial, PartialSink};
 use crate::formats::bundle::{bundle_node_lines, FileBundle};
 use crate::formats::gemini_parts::{call_action, image_uri, result_text, split_text};
 use crate::formats::kit::{
@@ -155,32 +155,59 @@ const NOT_A_SESSION: &str = "not a Gemini CLI session (use --from gemini-cli on 
 struct Session<'a> {
     meta: Node<'a>,
     messages: Vec<Node<'a>>,
+    /// Where each message was written, for what [`LeftOut`] notes about it.
+    written_at: Vec<At>,
     /// Ids of messages a `$rewindTo` dropped.
     rewound: Vec<Node<'a>>,
     /// Lines that are none of the record kinds: `{line, reason, value}`.
     unmapped: Vec<Node<'a>>,
+    /// What the log held that no message carries: lines of the wrong type, lines of no known
+    /// kind, and the messages a `$rewindTo` dropped (abandoned, as lines left out).
+    left: LeftOut,
+    /// The user and model messages a `$rewindTo` dropped (conversation messages of the source
+    /// that no step keeps).
+    rewound_turns: u64,
+}
+
+/// Where a message was written: its line, and its place in that line (`None` for the line
+/// itself; else the list, `/messages` or `/$set/messages`, and its index there).
+#[derive(Clone, Copy)]
+struct At {
+    line: u64,
+    within: Option<(&'static str, usize)>,
+}
+
+impl At {
+    /// The JSON pointer of `rest` (`/content/1`, or empty) in the message, within its line.
+    fn pointer(&self, rest: &str) -> String {
+        match self.within {
+            Some((list, i)) => format!("{list}/{i}{rest}"),
+            None => rest.to_owned(),
+        }
+    }
 }
 
 /// Messages by id, in the order their id first appeared.
 #[derive(Default)]
 struct Messages<'a> {
     order: Vec<String>,
-    by_id: HashMap<String, Node<'a>>,
+    by_id: HashMap<String, (At, Node<'a>)>,
 }
 
 impl<'a> Messages<'a> {
-    /// Adds (or replaces, in its place) the message `id`.
-    fn put(&mut self, id: String, message: Node<'a>) {
+    /// Adds (or replaces, in its place) the message `id`, written at `at`.
+    fn put(&mut self, id: String, at: At, message: Node<'a>) {
         if let Some(slot) = self.by_id.get_mut(&id) {
-            *slot = message;
+            *slot = (at, message);
         } else {
-            self.by_id.insert(id.clone(), message);
+            self.by_id.insert(id.clone(), (at, message));
             self.order.push(id);
         }
     }
 
-    /// Replaces every message with those of `list` (when it is an array).
-    fn set(&mut self, list: Node<'a>) {
+    /// Replaces every message with those of `list` (when it is an array), the list at `list_at`
+    /// on `line`.
+    fn set(&mut self, list: Node<'a>, line: u64, list_at: &'static str) {
         self.order.clear();
         self.by_id.clear();
         let Node::Array(list) = list else { return };
@@ -189,7 +216,11 @@ impl<'a> Messages<'a> {
             let id = m["id"]
                 .as_str()
                 .map_or_else(|| format!("#{i}"), str::to_owned);
-            self.put(id, m);
+            let at = At {
+                line,
+                within: Some((list_at, i)),
+            };
+            self.put(id, at, m);
         }
     }
 }
@@ -200,8 +231,11 @@ fn replay(bundle: Node<'_>) -> Session<'_> {
     let mut s = Session {
         meta: Node::Object(Vec::new()),
         messages: Vec::new(),
+        written_at: Vec::new(),
         rewound: Vec::new(),
         unmapped: Vec::new(),
+        left: LeftOut::new("details.gemini_cli"),
+        rewound_turns: 0,
     };
     let mut messages = Messages::default();
     let lines = match bundle {
@@ -218,6 +252,8 @@ fn replay(bundle: Node<'_>) -> Session<'_> {
         let line = l.get("line").and_then(Node::as_u64).unwrap_or(0);
         let mut obj = l.remove("entry").unwrap_or(Node::Null);
         if !obj.is_object() {
+            s.left
+                .wrong_type(line, "", "a line of a session log is a JSON object");
             continue;
         }
         if let Some(target) = obj.get("$rewindTo") {
@@ -226,29 +262,38 @@ fn replay(bundle: Node<'_>) -> Session<'_> {
                 .and_then(|t| messages.order.iter().position(|id| id == t))
                 .unwrap_or(0);
             for id in messages.order.drain(at..) {
-                messages.by_id.remove(&id);
+                let dropped = messages.by_id.remove(&id);
+                if dropped
+                    .is_some_and(|(_, m)| matches!(m["type"].as_str(), Some("user" | "gemini")))
+                {
+                    s.rewound_turns += 1;
+                }
+                s.left.lines += 1;
                 s.rewound.push(Node::from(id));
             }
         } else if let Some(Node::Object(set)) = obj.remove("$set") {
             for (k, v) in set {
                 if k == "messages" {
-                    messages.set(v);
+                    messages.set(v, line, "/$set/messages");
                 } else {
                     s.meta.insert(k, v);
                 }
             }
         } else if let Some(id) = obj["id"].as_str() {
-            messages.put(id.to_owned(), obj);
+            let at = At { line, within: None };
+            messages.put(id.to_owned(), at, obj);
         } else if obj.get("sessionId").is_some() {
             let Node::Object(entries) = obj else { continue };
             for (k, v) in entries {
                 if k == "messages" {
-                    messages.set(v);
+                    messages.set(v, line, "/messages");
                 } else {
                     s.meta.insert(k, v);
                 }
             }
         } else {
+            let reason = "neither session metadata, a message, a $set nor a $rewindTo";
+            s.left.unmapped(line, "", reason);
             s.unmapped.push(Node::object([
                 ("line", Node::from(line)),
                 (
@@ -260,7 +305,7 @@ fn replay(bundle: Node<'_>) -> Session<'_> {
         }
     }
     let Messages { order, mut by_id } = messages;
-    s.messages = order.iter().filter_map(|id| by_id.remove(id)).collect();
+    (s.written_at, s.messages) = order.iter().filter_map(|id| by_id.remove(id)).unzip();
     s
 }
 
@@ -286,6 +331,44 @@ fn thoughts(message: &Node<'_>) -> Option<String> {
     (!list.is_empty()).then(|| list.join("\n\n"))
 }
 
+/// True when a user message's content is only `functionResponse` parts, each answering a call
+/// in `answered`: the CLI's copy of results a model message already holds.
+fn repeats_results(content: &Node<'_>, answered: &HashSet<String>) -> bool {
+    let Node::Array(parts) = content else {
+        return false;
+    };
+    !parts.is_empty()
+        && parts.iter().all(|p| {
+            p["functionResponse"]["id"]
+                .as_str()
+                .is_some_and(|id| answered.contains(id))
+        })
+}
+
+/// Why a part of a user message is in `unmapped`.
+const NOT_A_USER_PART: &str = "a part that is neither text nor an inline image";
+
+/// `{pointer, reason, value}` of a content part no step holds (at `pointer` in the session's
+/// messages), counted in `left`: a block when it is a part (an object), else a wrong-typed value.
+fn part_left_out<'a>(
+    left: &mut LeftOut,
+    at: &At,
+    pointer: String,
+    reason: &'static str,
+    part: Node<'a>,
+) -> Node<'a> {
+    if part.is_object() {
+        left.blocks += 1;
+    } else {
+        left.wrong_type(
+            at.line,
+            &at.pointer("/content"),
+            "a content part is not an object",
+        );
+    }
+    unmapped_at(pointer, reason, part)
+}
+
 /// `{pointer, reason, value}` of a part or message not mapped.
 fn unmapped_at<'a>(pointer: String, reason: &'static str, value: Node<'a>) -> Node<'a> {
     Node::object([
@@ -308,15 +391,21 @@ fn to_partial<'a>(s: Session<'a>, record: &'a RawRecord, dialect: &Dialect) -> P
     let mut content: Vec<Step> = Vec::new();
     let mut notices = Vec::new();
     let mut unmapped = s.unmapped;
+    let mut left = s.left;
+    let (mut turns, mut kept) = (s.rewound_turns, 0);
+    // The ids of the calls answered so far (by their `result`).
+    let mut results_seen = HashSet::new();
     let mut messages_meta = Vec::new();
     let mut calls_meta = Vec::new();
     let mut unanswered = Vec::new();
     let mut tools = Node::Object(Vec::new());
-    for (i, m) in s.messages.iter().enumerate() {
+    for ((i, m), at) in s.messages.iter().enumerate().zip(&s.written_at) {
         let kind = m["type"].as_str().unwrap_or_default();
         let pointer = format!("/messages/{i}");
+        let steps_before = content.len();
         // What a message has besides its content, thoughts and calls (which become steps).
         if kind == "user" || kind == dialect.model_type {
+            turns += 1;
             let mut meta =
                 Node::Object(node_fields_except(m, &["content", "thoughts", "toolCalls"]));
             // A thought's fields besides the text the reasoning holds (its `timestamp`).
@@ -335,6 +424,20 @@ fn to_partial<'a>(s: Session<'a>, record: &'a RawRecord, dialect: &Dialect) -> P
             messages_meta.push(meta);
         }
         match kind {
+            "user" if repeats_results(&m["content"], &results_seen) => {
+                // The results of calls the model's message already holds, written again as a
+                // user message (as the CLI sends them to the model): no conversation message.
+                // Kept in `unmapped` as the other parts no step holds.
+                turns -= 1;
+                left.lines += 1;
+                for p in m["content"].as_array().into_iter().flatten() {
+                    unmapped.push(unmapped_at(
+                        format!("{pointer}/content"),
+                        NOT_A_USER_PART,
+                        p.clone(),
+                    ));
+                }
+            }
             "user" => {
                 let (text, other) = split_text(&m["content"]);
                 if !text.is_empty() {
@@ -343,9 +446,11 @@ fn to_partial<'a>(s: Session<'a>, record: &'a RawRecord, dialect: &Dialect) -> P
                 for p in other {
                     match image_uri(&p) {
                         Some(uri) => content.push(Step::image(uri, Source::User)),
-                        None => unmapped.push(unmapped_at(
+                        None => unmapped.push(part_left_out(
+                            &mut left,
+                            at,
                             format!("{pointer}/content"),
-                            "a part that is neither text nor an inline image",
+                            NOT_A_USER_PART,
                             p,
                         )),
                     }
@@ -354,7 +459,9 @@ fn to_partial<'a>(s: Session<'a>, record: &'a RawRecord, dialect: &Dialect) -> P
             model if model == dialect.model_type => {
                 let (text, other) = split_text(&m["content"]);
                 for p in other {
-                    unmapped.push(unmapped_at(
+                    unmapped.push(part_left_out(
+                        &mut left,
+                        at,
                         format!("{pointer}/content"),
                         "a part of a model message that is not text",
                         p,
@@ -362,18 +469,35 @@ fn to_partial<'a>(s: Session<'a>, record: &'a RawRecord, dialect: &Dialect) -> P
                 }
                 let mut thought = thoughts(m);
                 let mut text = (!text.is_empty()).then_some(text);
-                let calls = m["toolCalls"].as_array().unwrap_or(&[]);
+                let calls = match &m["toolCalls"] {
+                    Node::Array(calls) => calls.as_slice(),
+                    Node::Null => &[],
+                    _ => {
+                        let reason = "toolCalls is not a list of calls";
+                        left.wrong_type(at.line, &at.pointer("/toolCalls"), reason);
+                        &[]
+                    }
+                };
                 if calls.is_empty() {
                     if text.is_some() || thought.is_some() {
                         let mut step = Step::message(text.take().unwrap_or_default(), None);
                         step.set_thought(None, thought.take());
                         content.push(step);
                     }
+                    kept += u64::from(content.len() > steps_before);
                     continue;
                 }
                 let mut results = Vec::new();
                 let mut open = Vec::new();
-                for call in calls {
+                for (k, call) in calls.iter().enumerate() {
+                    if !matches!(call["args"], Node::Object(_) | Node::Null) {
+                        let reason = "a tool call's args are not an object";
+                        left.wrong_type(
+                            at.line,
+                            &at.pointer(&format!("/toolCalls/{k}/args")),
+                            reason,
+                        );
+                    }
                     let mut step = call_action(call);
                     // The message's text describes its first call (as the CLI shows it),
                     // unless the call carries a description of its own.
@@ -391,6 +515,7 @@ fn to_partial<'a>(s: Session<'a>, record: &'a RawRecord, dialect: &Dialect) -> P
                     let name = call["name"].as_str().unwrap_or("tool").to_owned();
                     let answered = !call["result"].is_null() && !call_id.is_empty();
                     if answered {
+                        results_seen.insert(call_id.clone());
                         content.push(step.with_tool_call_id(&call_id));
                         results.push((call_id.clone(), name.clone(), result_text(&call["result"])));
                     } else {
@@ -418,19 +543,27 @@ fn to_partial<'a>(s: Session<'a>, record: &'a RawRecord, dialect: &Dialect) -> P
                     content.push(step);
                 }
             }
-            "info" | "error" | "warning" => notices.push(Node::object([
-                ("type", Node::from(kind.to_owned())),
-                ("id", m["id"].clone()),
-                ("timestamp", m["timestamp"].clone()),
-                ("content", m["content"].clone()),
-            ])),
-            _ => unmapped.push(unmapped_at(
-                pointer,
-                "a message of an unknown type",
-                m.clone(),
-            )),
+            "info" | "error" | "warning" => {
+                // Notices the CLI shows, not conversation: kept in `notices`.
+                left.lines += 1;
+                notices.push(Node::object([
+                    ("type", Node::from(kind.to_owned())),
+                    ("id", m["id"].clone()),
+                    ("timestamp", m["timestamp"].clone()),
+                    ("content", m["content"].clone()),
+                ]));
+            }
+            _ => {
+                let reason = "a message of an unknown type";
+                left.unmapped(at.line, &at.pointer(""), reason);
+                unmapped.push(unmapped_at(pointer, reason, m.clone()));
+            }
+        }
+        if matches!(kind, "user" | "gemini") {
+            kept += u64::from(content.len() > steps_before);
         }
     }
+    left.messages = Some((turns, kept));
     let mut native = Node::Object(Vec::new());
     for key in [
         "projectHash",
@@ -470,11 +603,12 @@ fn to_partial<'a>(s: Session<'a>, record: &'a RawRecord, dialect: &Dialect) -> P
     if tools.as_object().is_some_and(|t| !t.is_empty()) {
         native.insert("tool_descriptions", tools);
     }
-    let source = source_node(
+    let mut source = source_node(
         dialect.format,
         record,
         Node::object([("session_id", session_id.map_or(Node::Null, Node::from))]),
     );
+    left.add_to_node(&mut source);
     Partial {
         trajectory: Trajectory::new(id, content, JsonObject::new()),
         tail: vec![("source", source), (dialect.details_key, native)],
@@ -529,6 +663,10 @@ mod tests {
         assert_eq!(s.rewound, [Node::from("c")]);
         assert_eq!(s.meta["lastUpdated"].as_str(), Some("t9"));
         assert_eq!(s.unmapped.len(), 1);
+        // The rewound message is a line left out (a user message: a turn of the source), the
+        // line of no known kind an unmapped value.
+        assert_eq!((s.left.lines, s.left.values, s.rewound_turns), (1, 1, 1));
+        assert_eq!(s.left.first.map(|p| p.line), Some(8));
     }
 
     #[test]

@@ -196,14 +196,19 @@ fn to_partial<'a>(
     let scores = sample::scores(&sample);
     let (reward, components) = sample::rewards(&scores);
     let mut details = JsonObject::new();
-    details.insert(
-        "source".into(),
-        source_details(
-            "inspect",
-            record,
-            Value::Object(native_ids(log, &sample, &meta)),
-        ),
+    let mut source = source_details(
+        "inspect",
+        record,
+        Value::Object(native_ids(log, &sample, &meta)),
     );
+    let mut left = mapped.left;
+    if let Some(first) = &mut left.first {
+        // Placed in the log: the sample's record, and its place in a `.json` log.
+        first.line = record.provenance.line;
+        first.pointer.insert_str(0, &prefix);
+    }
+    left.add_to(&mut source);
+    details.insert("source".into(), source);
     details.insert("outcome".into(), sample::outcome(&sample, &scores));
     if let Some(r) = reward {
         details.insert("reward".into(), json!(r));

@@ -7,6 +7,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{json, Map, Value};
 
+use crate::convert::LeftOut;
 use crate::formats::chat::{call_step, system_step, CodeTool};
 use crate::formats::kit::{file_stem, node_fields_except};
 use crate::json::{Entries, Node};
@@ -46,6 +47,9 @@ pub struct Mapped<'a> {
     /// `tool_errors`, `unanswered_calls`, `empty_messages`, built as nodes (they are written,
     /// never read).
     pub notes: Entries<'a>,
+    /// What no step holds, counted (problems on line 0, at pointers in the sample: the caller
+    /// places them).
+    pub left: LeftOut,
 }
 
 /// Resolves attachment references (`attachment://<key>`) in strings, from the sample's
@@ -184,6 +188,9 @@ struct Builder<'s, 'a> {
     tool_errors: Vec<Node<'a>>,
     unlinked_results: Vec<Node<'a>>,
     empty_messages: Vec<Node<'a>>,
+    left: LeftOut,
+    /// The messages read, and those that gave a step.
+    messages: (u64, u64),
 }
 
 /// Maps the messages of `sample` (or, when it has none, its input and output).
@@ -199,6 +206,8 @@ pub fn map<'a>(sample: &Node<'a>) -> Result<Mapped<'a>, Problem> {
         tool_errors: Vec::new(),
         unlinked_results: Vec::new(),
         empty_messages: Vec::new(),
+        left: LeftOut::new("details.inspect"),
+        messages: (0, 0),
     };
     let mut from_input = false;
     match &sample["messages"] {
@@ -252,10 +261,12 @@ pub fn map<'a>(sample: &Node<'a>) -> Result<Mapped<'a>, Problem> {
     if from_input {
         notes.push(("steps_from".into(), Node::from("input and output")));
     }
+    b.left.messages = Some(b.messages);
     Ok(Mapped {
         content: b.content,
         tools,
         notes,
+        left: b.left,
     })
 }
 
@@ -318,6 +329,8 @@ impl<'a> Builder<'_, 'a> {
             "assistant" => self.assistant(m, at)?,
             _ => self.tool_result(m, at)?,
         }
+        self.messages.0 += 1;
+        self.messages.1 += u64::from(self.content.len() > first_step);
         let fields = node_fields_except(m, mapped);
         if !fields.is_empty() {
             let mut head: Entries = vec![("message".into(), Node::from(at.to_owned()))];
@@ -385,6 +398,12 @@ impl<'a> Builder<'_, 'a> {
             let kind = p["type"].as_str().unwrap_or_default();
             let pointer = format!("{at}/content/{k}");
             if mapped_types.contains(&kind) {
+                if matches!(kind, "text" | "image") && p[kind].as_str().is_none() {
+                    // Its text or image is read as a string only: no step holds it.
+                    let reason = format!("a {kind:?} part whose {kind} is not a string");
+                    self.left
+                        .wrong_type(0, &format!("{pointer}/{kind}"), reason);
+                }
                 let own: &[&str] = match kind {
                     "text" => &["type", "text"],
                     "image" => &["type", "image"],
@@ -401,11 +420,18 @@ impl<'a> Builder<'_, 'a> {
                 }
             } else {
                 let reason = match p["type"].as_str() {
-                    Some(t) => format!(
-                        "a {t:?} part of a {:?} message is not mapped",
-                        m["role"].as_str().unwrap_or_default()
-                    ),
-                    None => "a part without a string `type` is not mapped".to_owned(),
+                    Some(t) => {
+                        self.left.blocks += 1;
+                        format!(
+                            "a {t:?} part of a {:?} message is not mapped",
+                            m["role"].as_str().unwrap_or_default()
+                        )
+                    }
+                    None => {
+                        let reason = "a part without a string `type` is not mapped";
+                        self.left.unmapped(0, &pointer, reason);
+                        reason.to_owned()
+                    }
                 };
                 self.part_fields.push(Node::object([
                     ("pointer", Node::from(pointer)),
@@ -573,7 +599,12 @@ impl<'a> Builder<'_, 'a> {
                 _ => [("arguments".to_owned(), json!(s))].into_iter().collect(),
             },
             object @ Node::Object(_) => object.to_map(),
-            _ => JsonObject::new(),
+            Node::Null => JsonObject::new(),
+            _ => {
+                let reason = "a tool_use part's arguments are neither an object nor a text";
+                self.left.wrong_type(0, &format!("{at}/arguments"), reason);
+                JsonObject::new()
+            }
         };
         let mut step = Step::api(name, kwargs, None).with_tool_call_id(id);
         step.set_thought(description, thought);

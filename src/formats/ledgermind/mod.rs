@@ -11,7 +11,8 @@ use serde_json::Value;
 
 use self::store::{EventCheck, SessionOptions, SessionRecords};
 use crate::convert::{
-    ConvertOptions, Converter, FormatOption, FormatOptions, OptionValue, Partial, PartialSink,
+    ConvertOptions, Converter, FormatOption, FormatOptions, LeftOut, OptionValue, Partial,
+    PartialSink,
 };
 use crate::formats::kit::{has_keys, not_a_unit, source_node};
 use crate::formats::Format;
@@ -192,6 +193,7 @@ fn to_partial<'a>(mut s: Node<'a>, record: &'a RawRecord) -> Partial<'a> {
     let mut mapped_flags = Vec::with_capacity(events.len());
     let mut failed = false;
     let mut success: Option<bool> = None;
+    let mut left = LeftOut::new("details.ledgermind");
     for (i, e) in events.iter().enumerate() {
         let ctx = &e["context"];
         // The content as text, read only by the kinds that make it a step.
@@ -238,7 +240,12 @@ fn to_partial<'a>(mut s: Node<'a>, record: &'a RawRecord) -> Partial<'a> {
                     None => step,
                 });
             }
-            _ => mapped = false,
+            // An event of a kind no step holds (a heartbeat, a note; the schema gives every
+            // event a string kind): kept whole in `details.ledgermind.events`.
+            _ => {
+                mapped = false;
+                left.lines += 1;
+            }
         }
         mapped_flags.push(mapped);
     }
@@ -293,10 +300,9 @@ fn to_partial<'a>(mut s: Node<'a>, record: &'a RawRecord) -> Partial<'a> {
             ]),
         ),
     ]);
-    let mut tail = vec![
-        ("source", source_node("ledgermind", record, native_ids)),
-        ("outcome", outcome),
-    ];
+    let mut source = source_node("ledgermind", record, native_ids);
+    left.add_to_node(&mut source);
+    let mut tail = vec![("source", source), ("outcome", outcome)];
     if !reflections.is_empty() {
         tail.push(("reflections", Node::Array(reflections)));
     }

@@ -6,7 +6,9 @@ pub mod side;
 
 use serde_json::{json, Value};
 
-use crate::convert::{Converter, FormatOption, FormatOptions, OptionValue, Partial, PartialSink};
+use crate::convert::{
+    Converter, FormatOption, FormatOptions, LeftOut, OptionValue, Partial, PartialSink,
+};
 use crate::formats::kit::{has_keys, source_details};
 use crate::formats::Format;
 use crate::ingest::RawRecord;
@@ -337,6 +339,7 @@ fn to_partial<'a>(mut v: Node<'a>, record: &RawRecord, map: &FormatOptions) -> P
         (content, mapper.consumed, order)
     };
 
+    let left = left_out(&v, &consumed, record.provenance.line);
     let outcome = outcome(&v["outcome"]);
     let reward = v["reward"]["total"].clone();
     let components = v["reward"]["components"].clone();
@@ -381,14 +384,13 @@ fn to_partial<'a>(mut v: Node<'a>, record: &RawRecord, map: &FormatOptions) -> P
         }
     }
     let mut details = JsonObject::new();
-    details.insert(
-        "source".into(),
-        source_details(
-            "memabra",
-            record,
-            json!({"trajectory_id": id, "task_id": task_id}),
-        ),
+    let mut source = source_details(
+        "memabra",
+        record,
+        json!({"trajectory_id": id, "task_id": task_id}),
     );
+    left.add_to(&mut source);
+    details.insert("source".into(), source);
     Partial {
         trajectory: Trajectory::new(id, content, details),
         tail: vec![
@@ -398,6 +400,32 @@ fn to_partial<'a>(mut v: Node<'a>, record: &RawRecord, map: &FormatOptions) -> P
             ("memabra", native),
         ],
     }
+}
+
+/// What the steps leave out of trace `v` (on `line`), by what each event became (`consumed`,
+/// by event index): an event of a type that holds text (a user's reply, the answer) whose
+/// payload has a text under none of the keys read is a value unmapped; any other event that
+/// made no step (`candidates_recalled`, `reward_computed`, a completion without an answer, ...)
+/// a line left out. Both are kept whole in `details.memabra.events`.
+fn left_out(v: &Node<'_>, consumed: &[Option<Vec<&'static str>>], line: u64) -> LeftOut {
+    let mut left = LeftOut::new("details.memabra");
+    let events = v["events"].as_array().unwrap_or(&[]);
+    for (index, e) in events.iter().enumerate() {
+        if consumed.get(index).is_some_and(Option::is_some) {
+            continue;
+        }
+        let has_text = e["payload"]
+            .as_object()
+            .is_some_and(|p| p.iter().any(|(_, v)| v.as_str().is_some()));
+        match e["event_type"].as_str() {
+            Some(kind @ ("user_clarified" | "user_corrected" | "task_completed")) if has_text => {
+                let reason = format!("a {kind} event whose payload has no text this reader reads");
+                left.unmapped(line, &format!("/events/{index}/payload"), reason);
+            }
+            _ => left.lines += 1,
+        }
+    }
+    left
 }
 
 /// `details.outcome` of a trace from its `outcome`: the `status`, and the outcome as `native`

@@ -21,7 +21,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 use serde_json::{json, Value};
 
-use crate::convert::{ConvertOptions, Converter, FormatOptions, Partial, PartialSink};
+use crate::convert::{ConvertOptions, Converter, FormatOptions, LeftOut, Partial, PartialSink};
 use crate::formats::bundle::open_chat;
 use crate::formats::chat::{
     call_step, parse_arguments, record_id, system_step, unlink_unanswered_calls, CodeTool,
@@ -146,7 +146,10 @@ fn to_partial<'a>(
             )]
         };
         let messages = value["messages"].as_array().unwrap_or(&[]);
-        let mut run = Run::new(action_regex(&value["info"]["config"]));
+        let mut run = Run::new(
+            action_regex(&value["info"]["config"]),
+            record.provenance.line,
+        );
         run.exit_status_known = exit_status(value).is_some();
         for (i, m) in messages.iter().enumerate() {
             run.message(i, m, i + 1 == messages.len())
@@ -275,6 +278,8 @@ struct Call<'a> {
 /// What converting one run collects.
 struct Run<'a> {
     regex: Regex,
+    /// The run's line in its file.
+    line: u64,
     content: Vec<Step>,
     /// Native call ids made so far, with the tool's name.
     calls: HashMap<String, String>,
@@ -297,6 +302,8 @@ struct Run<'a> {
     /// The message that ends the run (`exit`, or a 1.x run's last user message), with its
     /// index.
     exit: Option<(usize, Node<'a>)>,
+    /// What no step holds, counted (on the run's line, at pointers in the run).
+    left: LeftOut,
 }
 
 /// `{message, reason, value}` of a message no step holds.
@@ -309,9 +316,10 @@ fn unmapped_message<'a>(i: usize, reason: String, value: Node<'a>) -> Node<'a> {
 }
 
 impl<'a> Run<'a> {
-    fn new(regex: Regex) -> Run<'a> {
+    fn new(regex: Regex, line: u64) -> Run<'a> {
         Run {
             regex,
+            line,
             content: Vec::new(),
             calls: HashMap::new(),
             pending: VecDeque::new(),
@@ -322,6 +330,7 @@ impl<'a> Run<'a> {
             meta: Vec::new(),
             unmapped: Vec::new(),
             exit: None,
+            left: LeftOut::new("details.mini_swe_agent"),
         }
     }
 
@@ -340,6 +349,9 @@ impl<'a> Run<'a> {
         }
         let start = self.content.len();
         let no_action_before = std::mem::take(&mut self.after_no_action);
+        if let Some(content) = m.get("content") {
+            self.count_parts(content, m["role"].as_str() != Some("assistant"));
+        }
         let mapped: &[&str] = match (m["role"].as_str(), m["object"].as_str(), m["type"].as_str()) {
             (Some("system" | "developer"), _, _) => {
                 let (text, _) = content_of(&m["content"]);
@@ -354,6 +366,11 @@ impl<'a> Run<'a> {
             }
             (Some("assistant"), _, _) => {
                 let (text, _) = content_of(&m["content"]);
+                if !matches!(m["tool_calls"], Node::Array(_) | Node::Null) {
+                    let reason = "tool_calls is not a list of calls";
+                    self.left
+                        .wrong_type(self.line, &format!("{at}/tool_calls"), reason);
+                }
                 let reasoning = m["reasoning_content"]
                     .as_str()
                     .map(str::to_owned)
@@ -401,6 +418,7 @@ impl<'a> Run<'a> {
                     Some(r) => format!("a message of role {r:?} is not mapped"),
                     None => "a message without a role that is no Responses API item".to_owned(),
                 };
+                self.left.unmapped(self.line, &at, reason.as_str());
                 self.unmapped.push(unmapped_message(i, reason, m.clone()));
                 return Ok(());
             }
@@ -460,6 +478,8 @@ impl<'a> Run<'a> {
     /// Message `i` ends the run (kept as `exit`); an earlier exit (a run resumed after it) is
     /// kept as unmapped.
     fn end(&mut self, i: usize, m: &'a Node<'a>) {
+        // Bookkeeping: its exit status is the outcome, the message kept as `exit`.
+        self.left.lines += 1;
         if let Some((k, earlier)) = self.exit.replace((i, m.clone())) {
             let reason = "an exit before the end of the run".to_owned();
             self.unmapped.push(unmapped_message(k, reason, earlier));
@@ -577,25 +597,35 @@ impl<'a> Run<'a> {
                     id: item["call_id"].as_str().or(item["id"].as_str()),
                     pointer: format!("{at}/output/{k}/arguments"),
                 }),
-                _ => {} // kept with the response's other fields
+                // Kept with the response's other fields.
+                _ => self.left.blocks += 1,
             }
         }
         let reasoning = (!thoughts.is_empty()).then(|| thoughts.join("\n\n"));
         self.act(i, m, texts.join("\n\n"), reasoning, calls)
     }
 
+    /// Counts the parts of a message's `content` no step holds: those without a text (or an
+    /// image, when `images` are read).
+    fn count_parts(&mut self, content: &Node<'a>, images: bool) {
+        for p in content.as_array().into_iter().flatten() {
+            let image = p["image_url"]["url"].as_str().or(p["image_url"].as_str());
+            let held = p["text"].as_str().is_some() || (images && image.is_some());
+            self.left.blocks += u64::from(!held);
+        }
+    }
+
     fn into_partial(mut self, v: &'a Node<'a>, record: &'a RawRecord, id: String) -> Partial<'a> {
         let synthetic = &self.synthetic;
         let unanswered = unlink_unanswered_calls(&mut self.content, |id| synthetic.contains(id));
         let mut details = JsonObject::new();
-        details.insert(
-            "source".into(),
-            source_details(
-                "mini-swe-agent",
-                record,
-                json!({"instance_id": v["instance_id"].as_str()}),
-            ),
+        let mut source = source_details(
+            "mini-swe-agent",
+            record,
+            json!({"instance_id": v["instance_id"].as_str()}),
         );
+        self.left.add_to(&mut source);
+        details.insert("source".into(), source);
         if let Some(status) = exit_status(v) {
             details.insert("outcome".into(), outcome(status));
         }

@@ -7,7 +7,7 @@ use std::io;
 
 use serde_json::{json, Value};
 
-use crate::convert::{ConvertOptions, Converter, FormatOptions};
+use crate::convert::{ConvertOptions, Converter, FormatOptions, LeftOut};
 use crate::formats::bundle::open_chat;
 use crate::formats::chat::{
     chat_trajectory, extend_details, is_message, is_messages_api_chat, message_text,
@@ -104,7 +104,8 @@ impl Converter for OpenAi {
             .as_array()
             .map(|t| t.iter().map(Node::to_value).collect())
             .unwrap_or_default();
-        let unmapped = unmapped_parts(&value);
+        let mut left = LeftOut::new("details.openai");
+        let unmapped = unmapped_parts(&value, record.provenance.line, &mut left);
         let fields = message_fields(&value);
         let mut traj = chat_trajectory(
             "openai",
@@ -123,6 +124,9 @@ impl Converter for OpenAi {
                 .collect();
         if !extra.is_empty() {
             extend_details(&mut traj.details, "openai", extra);
+        }
+        if let Some(source) = traj.details.get_mut("source") {
+            left.add_to(source);
         }
         Ok(vec![(traj, AdpVersion::V1_5)])
     }
@@ -183,7 +187,7 @@ fn not_a_chat(first: &Value) -> Option<String> {
 /// The content parts no step holds (audio, files, an image outside a user message, ...), each
 /// with its JSON pointer and the reason, kept in `details.openai.unmapped_parts`: a part is
 /// held when it has a string `text`, or is an image of a user message.
-fn unmapped_parts(v: &Node) -> Vec<Value> {
+fn unmapped_parts(v: &Node, line: u64, left: &mut LeftOut) -> Vec<Value> {
     let messages = v["messages"].as_array().unwrap_or(&[]);
     let mut out = Vec::new();
     for (i, m) in messages.iter().enumerate() {
@@ -192,15 +196,23 @@ fn unmapped_parts(v: &Node) -> Vec<Value> {
             if p["text"].as_str().is_some() || (user && image_url(p).is_some()) {
                 continue;
             }
+            let pointer = format!("/messages/{i}/content/{k}");
             let reason = match p["type"].as_str() {
-                Some(t) => format!(
-                    "a {t:?} part of a {:?} message is not mapped",
-                    m["role"].text()
-                ),
-                None => "a part without a string `text` is not mapped".to_owned(),
+                Some(t) => {
+                    left.blocks += 1;
+                    format!(
+                        "a {t:?} part of a {:?} message is not mapped",
+                        m["role"].text()
+                    )
+                }
+                None => {
+                    let reason = "a part without a string `text` is not mapped";
+                    left.unmapped(line, &pointer, reason);
+                    reason.to_owned()
+                }
             };
             out.push(json!({
-                "pointer": format!("/messages/{i}/content/{k}"),
+                "pointer": pointer,
                 "reason": reason,
                 "value": p.to_value(),
             }));

@@ -27,8 +27,8 @@ use serde_json::{json, Value};
 use crate::convert::{ConvertOptions, Converter, FormatOptions, LeftOut};
 use crate::formats::bundle::{bundle_lines, FileBundle};
 use crate::formats::chat::{
-    call_step, chat_trajectory, extend_details, message_text, parse_arguments, record_id_with,
-    verdict_outcome, OPENHANDS_CODE_TOOLS,
+    call_step, chat_trajectory, extend_details, message_text, parse_arguments, parts_without_text,
+    record_id_with, verdict_outcome, OPENHANDS_CODE_TOOLS,
 };
 use crate::formats::kit::{fields_except, file_stem, source_details};
 use crate::formats::Format;
@@ -323,6 +323,9 @@ struct Run {
     open_call: Option<(String, String)>,
     /// Events of the oldest shape, read through [`legacy::normalized`].
     legacy_events: u64,
+    /// What no step holds besides the skipped events: system prompts after the first (one is
+    /// kept), content parts without text.
+    left: LeftOut,
 }
 
 /// An event's keys its steps hold (`source` says who speaks; `cause` and the call metadata's
@@ -517,6 +520,14 @@ impl Run {
         }
     }
 
+    /// Keeps the first system prompt; a later one is counted as left out.
+    fn system_prompt(&mut self, prompt: String) {
+        match self.system_prompt {
+            Some(_) => self.left.lines += 1,
+            None => self.system_prompt = Some(prompt),
+        }
+    }
+
     /// An event stream, in order.
     fn events(&mut self, events: &[Event]) -> Result<(), Failure> {
         for e in events {
@@ -558,7 +569,7 @@ impl Run {
         match kind {
             "system" => {
                 if let Some(prompt) = args["content"].as_str() {
-                    self.system_prompt.get_or_insert(prompt.to_owned());
+                    self.system_prompt(prompt.to_owned());
                 }
                 if let Some(tools) = args["tools"].as_array() {
                     self.tools = tools.clone();
@@ -566,11 +577,13 @@ impl Run {
                 return Seen::Other;
             }
             "message" if self.said_by_user(v) => {
+                self.left.blocks += parts_without_text(&Node::from_value(&args["content"]));
                 let images = args.get("image_urls").unwrap_or(&args["images_urls"]);
                 self.task_or_user(message_text(&Node::from_value(&args["content"])), images);
                 return Seen::Other;
             }
             "message" => {
+                self.left.blocks += parts_without_text(&Node::from_value(&args["content"]));
                 let mut step =
                     Step::message(message_text(&Node::from_value(&args["content"])), None);
                 step.set_thought(None, reasoning);
@@ -726,15 +739,15 @@ impl Run {
             }
         };
         for (i, m) in messages.iter().enumerate() {
-            let text = message_text(&Node::from_value(&m["content"]));
+            let content = Node::from_value(&m["content"]);
+            self.left.blocks += parts_without_text(&content);
+            let text = message_text(&content);
             let role = m["role"].as_str().unwrap_or_default();
             if role != "tool" {
                 flush(&mut self.content, &mut group);
             }
             match role {
-                "system" | "developer" => {
-                    self.system_prompt.get_or_insert(text);
-                }
+                "system" | "developer" => self.system_prompt(text),
                 "user" if !self.task_seen => self.task_or_user(text, &Value::Null),
                 "user" => match text.strip_prefix("OBSERVATION:\n") {
                     Some(result) => self
@@ -848,8 +861,9 @@ impl Run {
         if let Some(p) = self.system_prompt {
             extra.insert("system_prompt".into(), p.into());
         }
-        let mut left = LeftOut::new("details.openhands");
-        left.lines = self.skipped.len() as u64;
+        let mut left = self.left;
+        left.place = "details.openhands".to_owned();
+        left.lines += self.skipped.len() as u64;
         if let Some(source) = d.get_mut("source") {
             left.add_to(source);
         }

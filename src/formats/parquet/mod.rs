@@ -59,6 +59,8 @@ impl Converter for Parquet {
         record: &RawRecord,
         _map: &FormatOptions,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
+        // Nothing is left out: each row is a whole ADP trajectory, read as `--from adp` reads
+        // one (its `details.source.left_out`, if any, is its own reader's).
         Adp.convert(record, &FormatOptions::default())
     }
 }

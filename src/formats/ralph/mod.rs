@@ -11,7 +11,9 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use self::episodic::{is_episodic_root, EpisodicRecords};
-use crate::convert::{ConvertOptions, Converter, FormatOption, FormatOptions, OptionValue};
+use crate::convert::{
+    ConvertOptions, Converter, FormatOption, FormatOptions, LeftOut, OptionValue,
+};
 use crate::formats::kit::{parse_bundle, source_details};
 use crate::formats::Format;
 use crate::ingest::{boxed, RawRecord, RecordSource};
@@ -209,6 +211,25 @@ fn task_text(task: &Value, plan: Option<&str>) -> Option<String> {
 /// A bash action with a command becomes code; any other an api action named by its type
 /// (`read`, `write`, `edit`, `grep`, `glob`, `task`) with its params as arguments. Its output or
 /// error follows as the environment's answer.
+/// Counts the keys of action `k` that its steps read but whose type is wrong (they are neither
+/// in a step nor in `details.ralph.actions`, which keeps the other keys).
+fn wrong_typed_keys(a: &Value, k: usize, line: u64, left: &mut LeftOut) {
+    for key in ACTION_OWN {
+        let ok = match &a[*key] {
+            Value::Null | Value::String(_) => *key != "params",
+            Value::Object(_) => *key == "params",
+            _ => false,
+        };
+        if !ok {
+            let reason = match *key {
+                "params" => "an action's params are not an object".to_owned(),
+                key => format!("an action's {key} is not a string"),
+            };
+            left.wrong_type(line, &format!("/actions/{k}/{key}"), reason);
+        }
+    }
+}
+
 fn action_steps(a: &Value) -> Vec<Step> {
     let kind = a["type"]
         .as_str()
@@ -276,7 +297,9 @@ fn to_trajectory(b: &Value, id: String, record: &RawRecord, map: &FormatOptions)
         content.push(Step::user_text(text));
     }
     let actions = b["actions"].as_array().map(Vec::as_slice).unwrap_or(&[]);
-    for a in actions {
+    let mut left = LeftOut::new("details.ralph");
+    for (k, a) in actions.iter().enumerate() {
+        wrong_typed_keys(a, k, record.provenance.line, &mut left);
         content.extend(action_steps(a));
     }
     let outcome = if b["outcome"].is_object() {
@@ -289,14 +312,13 @@ fn to_trajectory(b: &Value, id: String, record: &RawRecord, map: &FormatOptions)
         .filter(|s| matches!(*s, "success" | "failure" | "timeout"))
         .unwrap_or("unknown");
     let mut details = JsonObject::new();
-    details.insert(
-        "source".into(),
-        source_details(
-            "ralph",
-            record,
-            json!({"task_id": b["task_id"], "attempt": b["attempt"], "task": b["task"]["id"]}),
-        ),
+    let mut source = source_details(
+        "ralph",
+        record,
+        json!({"task_id": b["task_id"], "attempt": b["attempt"], "task": b["task"]["id"]}),
     );
+    left.add_to(&mut source);
+    details.insert("source".into(), source);
     details.insert(
         "outcome".into(),
         json!({"status": status, "native": outcome}),

@@ -127,6 +127,8 @@ fn to_partial<'a>(mut v: Node<'a>, record: &RawRecord, map: &FormatOptions) -> P
         render_evaluation(&evaluator),
     ));
 
+    // Nothing is left out, so no `left_out` is written: the raw schema checks the type of every
+    // key read, and what no step holds is kept in the tail below.
     let mut details = JsonObject::new();
     details.insert(
         "source".into(),

@@ -88,6 +88,8 @@ impl Converter for ShareGpt {
             },
             _ => Vec::new(),
         };
+        // Nothing is left out: the raw schema admits only the roles mapped here and string
+        // values, and the turns' other keys are kept in `details.sharegpt.turn_fields`.
         let mut content = Vec::new();
         if let Some(system) = value["system"].as_str().filter(|s| !s.is_empty()) {
             content.push(system_step(system.to_owned()));

@@ -61,6 +61,9 @@ pub struct Converted {
     pub steps: Vec<Step>,
     /// Details from the spec's `[details]`.
     pub details: JsonObject,
+    /// Turns that gave no step: of a role the spec drops, or matched by a rule that emits
+    /// nothing (left out on purpose, and counted).
+    pub dropped_turns: u64,
 }
 
 /// One record to convert, with what its templates can see besides its fields.
@@ -268,6 +271,7 @@ impl CompiledSpec {
         let mut steps = Vec::new();
         let mut problems = Vec::new();
         let mut head = None;
+        let mut dropped_turns = 0;
         for (k, member) in members.iter().enumerate() {
             let scope = match self.record_scope(member, k) {
                 Ok(scope) => scope,
@@ -291,7 +295,10 @@ impl CompiledSpec {
                     members: members.len(),
                 };
                 match self.convert_turn(&scope, turn, at) {
-                    Ok(mut s) => steps.append(&mut s),
+                    Ok(mut s) => {
+                        dropped_turns += u64::from(s.is_empty());
+                        steps.append(&mut s);
+                    }
                     Err(p) => problems.push((k, p)),
                 }
             }
@@ -319,7 +326,12 @@ impl CompiledSpec {
                     .unwrap_or_default();
             }
         }
-        Ok(Converted { id, steps, details })
+        Ok(Converted {
+            id,
+            steps,
+            details,
+            dropped_turns,
+        })
     }
 
     /// The id and details, rendered over the (first) record.

@@ -30,7 +30,7 @@ use serde_json::Value;
 
 use std::io;
 
-use crate::convert::{ConvertOptions, Converter, DuplicateIds, FormatOptions};
+use crate::convert::{ConvertOptions, Converter, DuplicateIds, FormatOptions, LeftOut};
 use crate::formats::kit::source_details;
 use crate::ingest::{boxed, Provenance, RawRecord, RecordSource};
 use crate::json::Node;
@@ -339,10 +339,18 @@ impl Converter for SpecConverter {
             .into_iter()
             .map(|c| {
                 let mut details = c.details;
-                details.insert(
-                    "source".into(),
-                    source_details(self.name, record, Value::Object(Default::default())),
-                );
+                let mut source =
+                    source_details(self.name, record, Value::Object(Default::default()));
+                // What a spec leaves out is the turns that give no step (a role it drops, a
+                // rule that emits nothing), as lines: they are not kept. The record's fields
+                // no template reads are not counted: a spec names what it maps, by choice (a
+                // pointer of the spec that never resolves is reported when a conversion ends).
+                if c.dropped_turns > 0 {
+                    let mut left = LeftOut::new(&format!("spec {}", self.name));
+                    left.lines = c.dropped_turns;
+                    left.add_to(&mut source);
+                }
+                details.insert("source".into(), source);
                 (Trajectory::new(c.id, c.steps, details), AdpVersion::V1_5)
             })
             .collect())

@@ -22,10 +22,10 @@ use std::collections::HashMap;
 use serde_json::{json, Value};
 
 use self::command::{command_step, thought_action, tool_call_step, xml_function};
-use crate::convert::{Converter, FormatOptions};
+use crate::convert::{Converter, FormatOptions, LeftOut};
 use crate::formats::chat::{
-    chat_trajectory, extend_details, message_text, parse_arguments, record_id_with,
-    unlink_unanswered_calls, verdict_outcome,
+    chat_trajectory, extend_details, message_text, parse_arguments, parts_without_text,
+    record_id_with, unlink_unanswered_calls, verdict_outcome,
 };
 use crate::formats::Format;
 use crate::ingest::RawRecord;
@@ -166,6 +166,9 @@ struct Run {
     excluded: Vec<usize>,
     /// `execution_time` and `state` of each `.traj` step.
     step_details: Vec<Value>,
+    /// What no step holds: demonstrations, system messages after the first, the attempts not
+    /// chosen, content parts without text.
+    left: LeftOut,
 }
 
 /// The name an observation answering `action` gets: the function, or `bash` for shell code.
@@ -187,9 +190,13 @@ fn observation_text(text: &str) -> String {
 }
 
 /// The text of a chat message (`content`) or of a dataset turn (`text`).
-fn turn_text(m: &Value) -> String {
+fn turn_text(m: &Value, left: &mut LeftOut) -> String {
     match m.get("content") {
-        Some(c) => message_text(&Node::from_value(c)),
+        Some(c) => {
+            let c = Node::from_value(c);
+            left.blocks += parts_without_text(&c);
+            message_text(&c)
+        }
         None => m["text"].as_str().unwrap_or_default().to_owned(),
     }
 }
@@ -204,20 +211,28 @@ impl Run {
     /// system prompt, and the first user message, which is the task. True when `m` was one.
     fn prompt(&mut self, m: &Value) -> bool {
         if m["is_demo"] == true {
+            // In-context examples, not the run: counted in `details.swe_agent`.
             self.demonstrations += 1;
+            self.left.lines += 1;
             return true;
         }
         match m["role"].as_str() {
+            Some("system") if self.system_prompt.is_some() => {
+                // A later system message: not part of the run.
+                self.left.lines += 1;
+                true
+            }
             Some("system") => {
                 let prompt = m["system_prompt"]
                     .as_str()
-                    .map_or_else(|| turn_text(m), str::to_owned);
-                self.system_prompt.get_or_insert(prompt);
+                    .map_or_else(|| turn_text(m, &mut self.left), str::to_owned);
+                self.system_prompt = Some(prompt);
                 true
             }
             Some("user") if !self.task_seen => {
                 self.task_seen = true;
-                self.content.push(Step::user_text(turn_text(m)));
+                let text = turn_text(m, &mut self.left);
+                self.content.push(Step::user_text(text));
                 true
             }
             _ => false,
@@ -280,7 +295,7 @@ impl Run {
                         self.excluded.extend(start..self.content.len());
                     }
                 }
-                "system" => {} // a later system message: not part of the run
+                "system" => self.left.lines += 1, // a later system message: not part of the run
                 other => {
                     return Err((
                         format!("{base}/{i}/role"),
@@ -295,7 +310,7 @@ impl Run {
     /// A user or tool message after the task: the environment's answer to the action before
     /// it (by call id when the log has ids).
     fn result(&mut self, m: &Value, at: &str) -> Result<(), (String, String)> {
-        let text = turn_text(m);
+        let text = turn_text(m, &mut self.left);
         let (id, pointer) = match (m["tool_call_id"].as_str(), m["tool_call_ids"][0].as_str()) {
             (Some(id), _) => (Some(id), format!("{at}/tool_call_id")),
             (None, Some(id)) => (Some(id), format!("{at}/tool_call_ids/0")),
@@ -326,7 +341,7 @@ impl Run {
     /// A model output: its tool calls, else its recorded `action`, else the first
     /// `<function=…>` call in its text, else its last ``` block, else a message.
     fn assistant(&mut self, m: &Value, at: &str) -> Result<(), (String, String)> {
-        let text = turn_text(m);
+        let text = turn_text(m, &mut self.left);
         if let Some(calls) = m["tool_calls"].as_array().filter(|c| !c.is_empty()) {
             let mut thought = non_empty(&text);
             for (k, call) in calls.iter().enumerate() {
@@ -377,14 +392,18 @@ impl Run {
             &["trajectory", "messages", "history", "tools", "attempts"],
         );
         let d = &mut traj.details;
-        d.insert(
-            "source".into(),
-            crate::formats::kit::source_details(
-                "swe-agent",
-                record,
-                json!({"id": v["id"].as_str(), "instance_id": v["instance_id"].as_str()}),
-            ),
+        let mut source = crate::formats::kit::source_details(
+            "swe-agent",
+            record,
+            json!({"id": v["id"].as_str(), "instance_id": v["instance_id"].as_str()}),
         );
+        // A retry run's `.traj` is its chosen attempt, with every attempt in `attempts`: the
+        // others are runs not taken.
+        let attempts = v["attempts"].as_array().map_or(0, Vec::len) as u64;
+        self.left.lines += attempts.saturating_sub(1);
+        self.left.place = "details.swe_agent".to_owned();
+        self.left.add_to(&mut source);
+        d.insert("source".into(), source);
         let exit_status = v["info"]["exit_status"]
             .as_str()
             .or(v["exit_status"].as_str());

@@ -351,12 +351,11 @@ mod tests {
                 json!({"messages": [{"info": {}, "parts": []}]}),
                 "openai (its `messages` have no `role`)",
             ),
-            (
-                json!({"id": "s1", "system_prompt": "p",
-                    "messages": [{"id": 9, "session_id": "s1", "role": "user", "content": "hi"}]}),
-                "openai (a Hermes session export",
-            ),
         ];
+        // A Hermes session export, which `openai` declines, is `hermes`'s.
+        let hermes = json!({"id": "s1", "system_prompt": "p",
+            "messages": [{"id": 9, "session_id": "s1", "role": "user", "content": "hi"}]});
+        assert_eq!(names(hermes), vec!["hermes"]);
         // Qwen Code's body without its uuid: both agents whose envelope it has say why.
         let placeless = json!({"sessionId": "s", "type": "user",
             "message": {"role": "user", "parts": [{"text": "hi"}]}});

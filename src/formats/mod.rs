@@ -16,6 +16,7 @@ pub mod anthropic;
 pub mod atif;
 pub mod claude_code;
 pub mod codex;
+pub mod copilot_cli;
 pub mod gemini_cli;
 pub mod inspect;
 pub mod ledgermind;
@@ -55,6 +56,7 @@ pub static FORMATS: &[Format] = &[
     atif::FORMAT,
     claude_code::FORMAT,
     codex::FORMAT,
+    copilot_cli::FORMAT,
     gemini_cli::FORMAT,
     inspect::FORMAT,
     ledgermind::FORMAT,

@@ -96,6 +96,7 @@ fn expect_of(file: &Path) -> Expect {
         "atif" => Expect::Reads("atif"),
         "claude-code" => Expect::Reads("claude-code"),
         "codex" => Expect::Reads("codex"),
+        "copilot-cli" => Expect::Reads("copilot-cli"),
         "gemini-cli" => Expect::Reads("gemini-cli"),
         "inspect" => Expect::Reads("inspect"),
         "mini-swe-agent" => Expect::Reads("mini-swe-agent"),
@@ -109,8 +110,8 @@ fn expect_of(file: &Path) -> Expect {
         {
             Expect::Reads("anthropic")
         }
-        "aider" | "cline" | "copilot-cli" | "crush" | "cursor" | "droid" | "hermes"
-        | "kimi-cli" | "letta-code" | "opencode" | "qwen-code" => Expect::Refused,
+        "aider" | "cline" | "crush" | "cursor" | "droid" | "hermes" | "kimi-cli" | "letta-code"
+        | "opencode" | "qwen-code" => Expect::Refused,
         other => panic!(
             "{}: a corpus folder this test does not know: {other}",
             file.display()
@@ -234,6 +235,30 @@ fn source_calls(format: &str, file: &Path) -> Calls {
                     .filter(outputs)
                     .filter_map(|i| i["call_id"].as_str()),
             )
+        }
+        "copilot-cli" => {
+            // Tool requests of assistant messages (a start no request announced is a call
+            // too), answered by `tool.execution_complete` events naming their `toolCallId`.
+            let events = lines();
+            let of = |kind: &'static str| {
+                events
+                    .iter()
+                    .filter(move |e| e["type"] == kind)
+                    .map(|e| &e["data"])
+            };
+            let mut ids: Vec<&str> = of("assistant.message")
+                .flat_map(|d| d["toolRequests"].as_array().into_iter().flatten())
+                .filter_map(|r| r["toolCallId"].as_str())
+                .collect();
+            let started: Vec<&str> = of("tool.execution_start")
+                .filter_map(|d| d["toolCallId"].as_str())
+                .filter(|id| !ids.contains(id))
+                .collect();
+            ids.extend(started);
+            let results: Vec<&str> = of("tool.execution_complete")
+                .filter_map(|d| d["toolCallId"].as_str())
+                .collect();
+            Calls::of(ids, results)
         }
         "gemini-cli" => {
             let doc: Value = serde_json::from_slice(&bytes).expect("JSON");

@@ -20,6 +20,7 @@ mod chat_formats;
 mod claude_code;
 mod codex;
 mod convert_cli;
+mod copilot_cli;
 mod corpus;
 mod detection;
 mod export;

@@ -17,6 +17,7 @@ pub mod atif;
 pub mod claude_code;
 pub mod codex;
 pub mod copilot_cli;
+pub mod cursor;
 pub mod gemini_cli;
 pub mod inspect;
 pub mod ledgermind;
@@ -57,6 +58,7 @@ pub static FORMATS: &[Format] = &[
     claude_code::FORMAT,
     codex::FORMAT,
     copilot_cli::FORMAT,
+    cursor::FORMAT,
     gemini_cli::FORMAT,
     inspect::FORMAT,
     ledgermind::FORMAT,

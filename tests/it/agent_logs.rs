@@ -97,6 +97,7 @@ fn expect_of(file: &Path) -> Expect {
         "claude-code" => Expect::Reads("claude-code"),
         "codex" => Expect::Reads("codex"),
         "copilot-cli" => Expect::Reads("copilot-cli"),
+        "cursor" => Expect::Reads("cursor"),
         "gemini-cli" => Expect::Reads("gemini-cli"),
         "inspect" => Expect::Reads("inspect"),
         "mini-swe-agent" => Expect::Reads("mini-swe-agent"),
@@ -110,7 +111,7 @@ fn expect_of(file: &Path) -> Expect {
         {
             Expect::Reads("anthropic")
         }
-        "aider" | "cline" | "crush" | "cursor" | "droid" | "hermes" | "kimi-cli" | "letta-code"
+        "aider" | "cline" | "crush" | "droid" | "hermes" | "kimi-cli" | "letta-code"
         | "opencode" | "qwen-code" => Expect::Refused,
         other => panic!(
             "{}: a corpus folder this test does not know: {other}",
@@ -295,6 +296,32 @@ fn source_calls(format: &str, file: &Path) -> Calls {
             )
         }
         "mini-swe-agent" => mini_swe_agent_calls(&serde_json::from_slice(&bytes).expect("JSON")),
+        "cursor" => {
+            // `tool_use` blocks of the message lines; as for `anthropic`, a call with no result
+            // is answered by an empty one when a message follows, so every call but those of
+            // the last message is answered.
+            let messages: Vec<Value> = lines()
+                .into_iter()
+                .filter(|l| l["role"].is_string())
+                .map(|l| l["message"].clone())
+                .collect();
+            let blocks = |m: &Value| m["content"].as_array().cloned().unwrap_or_default();
+            let results: HashSet<String> = messages
+                .iter()
+                .flat_map(blocks)
+                .filter(|b| b["type"] == "tool_result")
+                .filter_map(|b| b["tool_use_id"].as_str().map(str::to_owned))
+                .collect();
+            let mut calls = Calls::default();
+            for (i, m) in messages.iter().enumerate() {
+                for b in blocks(m).iter().filter(|b| b["type"] == "tool_use") {
+                    calls.calls += 1;
+                    let id = b["id"].as_str().unwrap_or_default();
+                    calls.answered += usize::from(results.contains(id) || i + 1 < messages.len());
+                }
+            }
+            calls
+        }
         "anthropic" => {
             // `tool_use` blocks; the reader gives a call with no `tool_result` (Cline's results
             // are user text) an empty result linked to it when a message follows, so every call

@@ -28,12 +28,6 @@ const NEAR_MISSES: &[(&str, &str, &str, &str)] = &[
         "a `systemPayload`",
     ),
     (
-        "cursor.jsonl",
-        r#"{"role":"user","message":{"content":[{"type":"text","text":"build it"}]}}"#,
-        "openai",
-        "no `content` nor `tool_calls`: its body is under `message`",
-    ),
-    (
         "kimi.jsonl",
         r#"{"role": "_checkpoint", "id": 0}"#,
         "openai",
@@ -151,7 +145,6 @@ const READ_ELSEWHERE: &[&str] = &[
 /// (a file not listed names none).
 const CLOSEST_IN_CORPUS: &[(&str, &str)] = &[
     ("crush/swift-kdl__crush.db", "ledgermind"),
-    ("cursor/letta__cursor_tool-calls_input.jsonl", "openai"),
     ("hermes/hermes-trading-agent__state.db", "ledgermind"),
     ("hermes/teich__example_hermes_session.jsonl", "openai"),
     ("kimi-cli/", "openai"),
@@ -195,7 +188,7 @@ fn every_agent_log_of_a_format_trajkit_does_not_read_is_refused_clearly() {
             refused += 1;
         }
     }
-    assert!(refused >= 15, "{refused} files refused");
+    assert!(refused >= 14, "{refused} files refused");
 }
 
 /// Every reader, given every file of the corpus (`agent-logs/`) and every sample of

@@ -22,6 +22,7 @@ mod codex;
 mod convert_cli;
 mod copilot_cli;
 mod corpus;
+mod cursor;
 mod detection;
 mod export;
 mod gemini_cli;

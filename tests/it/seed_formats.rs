@@ -244,6 +244,7 @@ fn the_whole_sample_directory_converts_with_every_format_detected() {
         "anthropic",
         "codex",
         "copilot-cli",
+        "cursor",
         "gemini-cli",
         "inspect",
         "ledgermind",
@@ -264,8 +265,8 @@ fn the_whole_sample_directory_converts_with_every_format_detected() {
     // + 2 memabra + 2 Reflexion + 3 Ralph attempts + 4 LedgerMind sessions + 2 OpenAI chats
     // + 2 ShareGPT conversations + 2 OpenHands runs + 2 SWE-agent runs + 1 Gemini CLI session
     // + 2 mini-swe-agent runs + 2 Inspect samples + 2 Anthropic Messages API conversations
-    // + 1 Pi session + 1 Copilot CLI session.
-    assert_eq!(out.len(), 39);
+    // + 1 Pi session + 1 Copilot CLI session + 1 Cursor transcript.
+    assert_eq!(out.len(), 40);
     assert_eq!(validate_adp(&out), 0);
 }
 

@@ -6,7 +6,7 @@
 //! and Kilo Code's `api_conversation_history.json`). The steps are built in `steps.rs`; the
 //! mapping is in docs/formats/anthropic.md.
 
-mod steps;
+pub(crate) mod steps;
 
 use std::io;
 
@@ -94,8 +94,8 @@ impl Converter for Anthropic {
         let mut slow = None;
         let value = check_raw_node(record, &SCHEMA, true, &mut slow)?;
         let id = conversation_id(&value, record);
-        let built =
-            steps::build(&value, record.provenance.line).map_err(|(pointer, message)| {
+        let built = steps::build(&value, record.provenance.line, "details.anthropic").map_err(
+            |(pointer, message)| {
                 vec![Diagnostic::error(
                     &record.provenance,
                     Some(&id),
@@ -103,7 +103,8 @@ impl Converter for Anthropic {
                     "chat-structure",
                     message,
                 )]
-            })?;
+            },
+        )?;
         let mut traj = chat_trajectory(
             "anthropic",
             record,

@@ -40,7 +40,7 @@ fn is_result(kind: &str) -> bool {
 
 /// What `details.anthropic` lists about the steps, so that nothing is dropped.
 #[derive(Default)]
-pub(super) struct Notes {
+pub(crate) struct Notes {
     /// `{pointer, fields}`: a message's keys besides `role` and `content` (Cline's `ts`,
     /// `modelInfo`, `metrics`; a dataset's ids).
     pub message_fields: Vec<Value>,
@@ -81,7 +81,7 @@ impl Notes {
 }
 
 /// The steps of a conversation, with what `details` keeps of it and what was left out.
-pub(super) struct Built {
+pub(crate) struct Built {
     pub content: Vec<Step>,
     /// The tool specs: `tools` as a list, or a JSON text holding one.
     pub tools: Vec<Value>,
@@ -90,7 +90,7 @@ pub(super) struct Built {
 }
 
 /// Why the conversation cannot be read: a JSON pointer and a message.
-pub(super) type Problem = (String, String);
+pub(crate) type Problem = (String, String);
 
 /// Which result answers which call: each result names its call by `tool_use_id`, and answers
 /// the earliest call before it with that id that no result answered yet.
@@ -149,8 +149,9 @@ fn pair(messages: &[Node<'_>]) -> Pairs {
 const OPENAI_KEYS: &[&str] = &["tool_calls", "function_call", "tool_call_id"];
 
 /// Builds the steps of `record` (a conversation read from line `line`): the system prompt,
-/// then each message's blocks.
-pub(super) fn build(record: &Node<'_>, line: u64) -> Result<Built, Problem> {
+/// then each message's blocks; what is left out is counted for `place` (`details.anthropic`,
+/// or the details of a format whose messages are the Messages API's, as Cursor's).
+pub(crate) fn build(record: &Node<'_>, line: u64, place: &str) -> Result<Built, Problem> {
     let messages = record["messages"].as_array().unwrap_or(&[]);
     for (i, m) in messages.iter().enumerate() {
         let present = |k: &&&str| match &m[**k] {
@@ -171,7 +172,7 @@ pub(super) fn build(record: &Node<'_>, line: u64) -> Result<Built, Problem> {
         pairs: pair(messages),
         content: Vec::new(),
         notes: Notes::default(),
-        left: LeftOut::new("details.anthropic"),
+        left: LeftOut::new(place),
         ids: HashSet::new(),
         links: HashMap::new(),
         open: None,

@@ -23,7 +23,7 @@
 # like the bundled samples (small, structure-heavy records), and for Reflexion also like the
 # real example in the shared corpus (long diffs and outputs) when it is there. Agent logs
 # (Codex, Claude Code, Gemini CLI, mini-swe-agent, Inspect AI, ATIF, Pi, Copilot CLI,
-# Cursor): BYTES/4 each of 1 MB
+# Cursor, Letta Code): BYTES/4 each of 1 MB
 # session files in a directory, shaped like the bundled sample, and like the shared corpus's
 # real logs of the format when it is there.
 # join: the ADP input joined with a 1,000,000-record rewards JSON-lines file (one record per
@@ -321,7 +321,7 @@ sessions() {
   rm -f "$BENCH_DIR/out.jsonl"
   report "convert --from $format ($format-$shape)" "$BIN" convert -q --from "$format" "$dir" -o "$BENCH_DIR/out.jsonl"
 }
-for format in codex claude-code gemini-cli mini-swe-agent inspect atif pi copilot-cli cursor; do
+for format in codex claude-code gemini-cli mini-swe-agent inspect atif pi copilot-cli cursor letta-code; do
   sessions "$format" samples "sample_data/$format"
   if [ -d "../shared/corpus/agent-logs/$format" ]; then
     sessions "$format" corpus "../shared/corpus/agent-logs/$format"

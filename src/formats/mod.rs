@@ -21,6 +21,7 @@ pub mod cursor;
 pub mod gemini_cli;
 pub mod inspect;
 pub mod ledgermind;
+pub mod letta_code;
 pub mod memabra;
 pub mod mini_swe_agent;
 pub mod openai;
@@ -62,6 +63,7 @@ pub static FORMATS: &[Format] = &[
     gemini_cli::FORMAT,
     inspect::FORMAT,
     ledgermind::FORMAT,
+    letta_code::FORMAT,
     memabra::FORMAT,
     mini_swe_agent::FORMAT,
     openai::FORMAT,

@@ -98,6 +98,7 @@ fn expect_of(file: &Path) -> Expect {
         "codex" => Expect::Reads("codex"),
         "copilot-cli" => Expect::Reads("copilot-cli"),
         "cursor" => Expect::Reads("cursor"),
+        "letta-code" => Expect::Reads("letta-code"),
         "gemini-cli" => Expect::Reads("gemini-cli"),
         "inspect" => Expect::Reads("inspect"),
         "mini-swe-agent" => Expect::Reads("mini-swe-agent"),
@@ -111,8 +112,8 @@ fn expect_of(file: &Path) -> Expect {
         {
             Expect::Reads("anthropic")
         }
-        "aider" | "cline" | "crush" | "droid" | "hermes" | "kimi-cli" | "letta-code"
-        | "opencode" | "qwen-code" => Expect::Refused,
+        "aider" | "cline" | "crush" | "droid" | "hermes" | "kimi-cli" | "opencode"
+        | "qwen-code" => Expect::Refused,
         other => panic!(
             "{}: a corpus folder this test does not know: {other}",
             file.display()
@@ -321,6 +322,21 @@ fn source_calls(format: &str, file: &Path) -> Calls {
                 }
             }
             calls
+        }
+        "letta-code" => {
+            // A `tool_call` row is a call; its result is in the same row (`resultText` or
+            // `resultOk`), or there is none.
+            let rows: Vec<Value> = lines()
+                .into_iter()
+                .filter(|r| r["kind"] == "tool_call")
+                .collect();
+            Calls {
+                calls: rows.len(),
+                answered: rows
+                    .iter()
+                    .filter(|r| r["resultText"].is_string() || r["resultOk"].is_boolean())
+                    .count(),
+            }
         }
         "anthropic" => {
             // `tool_use` blocks; the reader gives a call with no `tool_result` (Cline's results

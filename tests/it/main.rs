@@ -31,6 +31,7 @@ mod interop;
 mod join;
 mod ledgermind;
 mod left_out;
+mod letta_code;
 mod mini_swe_agent;
 mod mutants;
 mod parquet;

@@ -248,6 +248,7 @@ fn the_whole_sample_directory_converts_with_every_format_detected() {
         "gemini-cli",
         "inspect",
         "ledgermind",
+        "letta-code",
         "memabra",
         "mini-swe-agent",
         "openai",
@@ -265,8 +266,8 @@ fn the_whole_sample_directory_converts_with_every_format_detected() {
     // + 2 memabra + 2 Reflexion + 3 Ralph attempts + 4 LedgerMind sessions + 2 OpenAI chats
     // + 2 ShareGPT conversations + 2 OpenHands runs + 2 SWE-agent runs + 1 Gemini CLI session
     // + 2 mini-swe-agent runs + 2 Inspect samples + 2 Anthropic Messages API conversations
-    // + 1 Pi session + 1 Copilot CLI session + 1 Cursor transcript.
-    assert_eq!(out.len(), 40);
+    // + 1 Pi session + 1 Copilot CLI session + 1 Cursor transcript + 1 Letta Code transcript.
+    assert_eq!(out.len(), 41);
     assert_eq!(validate_adp(&out), 0);
 }
 

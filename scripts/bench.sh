@@ -22,8 +22,8 @@
 # ADP: BYTES of trajectories shaped like the shared corpus. Seed formats: BYTES/4 each, shaped
 # like the bundled samples (small, structure-heavy records), and for Reflexion also like the
 # real example in the shared corpus (long diffs and outputs) when it is there. Agent logs
-# (Codex, Claude Code, Gemini CLI, mini-swe-agent, Inspect AI, ATIF, Pi, Droid, Kimi CLI): BYTES/4
-# each of 1 MB
+# (Codex, Claude Code, Gemini CLI, mini-swe-agent, Inspect AI, ATIF, Pi, Droid, Kimi CLI, Aider,
+# Qwen Code, Copilot CLI, Cursor, Letta Code): BYTES/4 each of 1 MB
 # session files in a directory, shaped like the bundled sample, and like the shared corpus's
 # real logs of the format when it is there. Hermes: a state.db of BYTES/4 (needs python3).
 # Crush/OpenCode: one SQLite store of BYTES/4, the sample's (and the corpus's) sessions repeated.
@@ -322,7 +322,7 @@ sessions() {
   rm -f "$BENCH_DIR/out.jsonl"
   report "convert --from $format ($format-$shape)" "$BIN" convert -q --from "$format" "$dir" -o "$BENCH_DIR/out.jsonl"
 }
-for format in codex claude-code gemini-cli mini-swe-agent inspect atif pi droid kimi-cli aider qwen-code; do
+for format in codex claude-code gemini-cli mini-swe-agent inspect atif pi droid kimi-cli aider qwen-code copilot-cli cursor letta-code; do
   sessions "$format" samples "sample_data/$format"
   if [ -d "../shared/corpus/agent-logs/$format" ]; then
     sessions "$format" corpus "../shared/corpus/agent-logs/$format"

@@ -194,6 +194,26 @@ pub fn call_step(name: &str, kwargs: JsonObject, code_tools: &[CodeTool]) -> Ste
     Step::api(name, kwargs, None)
 }
 
+/// A tool call as an action, for tools whose input may carry a `description` beside their
+/// code: a call of one of `code_tools` whose input is its code alone (and a string
+/// `description`, which becomes the action's) is a `code_action` in that tool's language; any
+/// other call an `api_action` with the input as kwargs.
+pub fn described_call_step(name: &str, input: JsonObject, code_tools: &[CodeTool]) -> Step {
+    for &(tool, arg, language) in code_tools {
+        let only_code = input.keys().all(|k| k == arg || k == "description");
+        if name == tool && only_code {
+            if let Some(Value::String(code)) = input.get(arg) {
+                let description = input
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                return Step::code(language, code.clone(), description);
+            }
+        }
+    }
+    Step::api(name, input, None)
+}
+
 /// The names of tool specs, OpenAI style (`{type, function: {name}}`) or flat (`{name}`).
 pub fn tool_names(tools: &[Value]) -> Vec<String> {
     tools

@@ -337,11 +337,6 @@ mod tests {
                 json!({"sessionId": "s", "messageId": 0, "type": "user", "message": "hi"}),
                 "claude-code (lines have `sessionId` but a string `message`",
             ),
-            // Cursor: the body under `message`.
-            (
-                json!({"role": "user", "message": {"content": [{"type": "text", "text": "hi"}]}}),
-                "openai (the first message has no `content` nor `tool_calls`: its body is under `message`)",
-            ),
             // A pseudo-role line that is not Kimi CLI's as written (an extra key).
             (
                 json!({"role": "_system_prompt", "content": "You are Kimi.", "id": 1}),
@@ -375,6 +370,17 @@ mod tests {
                 "{first}: {closest:?}"
             );
         }
+        // A Cursor-like line whose `message` has no `content` list: Cursor's reader and
+        // OpenAI's both come close.
+        let first = json!({"role": "user", "message": {"text": "hi"}});
+        assert!(names(first.clone()).is_empty());
+        let closest = declined(Path::new("in.jsonl"), Some(&first));
+        assert!(
+            closest
+                .iter()
+                .any(|c| c.starts_with("cursor (a `message` without a `content` list)")),
+            "{closest:?}"
+        );
         // What a format claims, or what is nothing like any format, none declines.
         for first in [
             json!({"role": "user", "content": "hi"}),

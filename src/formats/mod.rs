@@ -19,13 +19,16 @@ pub mod anthropic;
 pub mod atif;
 pub mod claude_code;
 pub mod codex;
+pub mod copilot_cli;
 pub mod crush;
+pub mod cursor;
 pub mod droid;
 pub mod gemini_cli;
 pub mod hermes;
 pub mod inspect;
 pub mod kimi_cli;
 pub mod ledgermind;
+pub mod letta_code;
 pub mod memabra;
 pub mod mini_swe_agent;
 pub mod openai;
@@ -64,13 +67,16 @@ pub static FORMATS: &[Format] = &[
     atif::FORMAT,
     claude_code::FORMAT,
     codex::FORMAT,
+    copilot_cli::FORMAT,
     crush::FORMAT,
+    cursor::FORMAT,
     droid::FORMAT,
     gemini_cli::FORMAT,
     hermes::FORMAT,
     inspect::FORMAT,
     kimi_cli::FORMAT,
     ledgermind::FORMAT,
+    letta_code::FORMAT,
     memabra::FORMAT,
     mini_swe_agent::FORMAT,
     openai::FORMAT,

@@ -96,6 +96,9 @@ fn expect_of(file: &Path) -> Expect {
         "atif" => Expect::Reads("atif"),
         "claude-code" => Expect::Reads("claude-code"),
         "codex" => Expect::Reads("codex"),
+        "copilot-cli" => Expect::Reads("copilot-cli"),
+        "cursor" => Expect::Reads("cursor"),
+        "letta-code" => Expect::Reads("letta-code"),
         "gemini-cli" => Expect::Reads("gemini-cli"),
         "hermes" => Expect::Reads("hermes"),
         "inspect" => Expect::Reads("inspect"),
@@ -104,8 +107,8 @@ fn expect_of(file: &Path) -> Expect {
         "kimi-cli" => Expect::Reads("kimi-cli"),
         "pi" | "openclaw" => Expect::Reads("pi"),
         "qwen-code" => Expect::Reads("qwen-code"),
-        // Cline's API history is an Anthropic Messages conversation; its UI log is Cline's own
-        // (a Cline reader is still to come).
+        // Cline's API history is an Anthropic Messages conversation; its UI log holds none of
+        // its own (skipped in a task folder, refused given alone).
         "cline"
             if file
                 .to_string_lossy()
@@ -120,7 +123,7 @@ fn expect_of(file: &Path) -> Expect {
         // The prompts log beside the chat history is not read (docs/formats/aider.md).
         "aider" if file.to_string_lossy().ends_with(".aider.llm.history") => Expect::Refused,
         "aider" => Expect::Reads("aider"),
-        "cline" | "copilot-cli" | "cursor" | "letta-code" | "opencode" => Expect::Refused,
+        "cline" | "opencode" => Expect::Refused,
         other => panic!(
             "{}: a corpus folder this test does not know: {other}",
             file.display()
@@ -245,6 +248,30 @@ fn source_calls(format: &str, file: &Path) -> Calls {
                     .filter_map(|i| i["call_id"].as_str()),
             )
         }
+        "copilot-cli" => {
+            // Tool requests of assistant messages (a start no request announced is a call
+            // too), answered by `tool.execution_complete` events naming their `toolCallId`.
+            let events = lines();
+            let of = |kind: &'static str| {
+                events
+                    .iter()
+                    .filter(move |e| e["type"] == kind)
+                    .map(|e| &e["data"])
+            };
+            let mut ids: Vec<&str> = of("assistant.message")
+                .flat_map(|d| d["toolRequests"].as_array().into_iter().flatten())
+                .filter_map(|r| r["toolCallId"].as_str())
+                .collect();
+            let started: Vec<&str> = of("tool.execution_start")
+                .filter_map(|d| d["toolCallId"].as_str())
+                .filter(|id| !ids.contains(id))
+                .collect();
+            ids.extend(started);
+            let results: Vec<&str> = of("tool.execution_complete")
+                .filter_map(|d| d["toolCallId"].as_str())
+                .collect();
+            Calls::of(ids, results)
+        }
         "gemini-cli" => {
             let doc: Value = serde_json::from_slice(&bytes).expect("JSON");
             let calls: Vec<Value> = doc["messages"]
@@ -280,6 +307,47 @@ fn source_calls(format: &str, file: &Path) -> Calls {
             )
         }
         "mini-swe-agent" => mini_swe_agent_calls(&serde_json::from_slice(&bytes).expect("JSON")),
+        "cursor" => {
+            // `tool_use` blocks of the message lines; as for `anthropic`, a call with no result
+            // is answered by an empty one when a message follows, so every call but those of
+            // the last message is answered.
+            let messages: Vec<Value> = lines()
+                .into_iter()
+                .filter(|l| l["role"].is_string())
+                .map(|l| l["message"].clone())
+                .collect();
+            let blocks = |m: &Value| m["content"].as_array().cloned().unwrap_or_default();
+            let results: HashSet<String> = messages
+                .iter()
+                .flat_map(blocks)
+                .filter(|b| b["type"] == "tool_result")
+                .filter_map(|b| b["tool_use_id"].as_str().map(str::to_owned))
+                .collect();
+            let mut calls = Calls::default();
+            for (i, m) in messages.iter().enumerate() {
+                for b in blocks(m).iter().filter(|b| b["type"] == "tool_use") {
+                    calls.calls += 1;
+                    let id = b["id"].as_str().unwrap_or_default();
+                    calls.answered += usize::from(results.contains(id) || i + 1 < messages.len());
+                }
+            }
+            calls
+        }
+        "letta-code" => {
+            // A `tool_call` row is a call; its result is in the same row (`resultText` or
+            // `resultOk`), or there is none.
+            let rows: Vec<Value> = lines()
+                .into_iter()
+                .filter(|r| r["kind"] == "tool_call")
+                .collect();
+            Calls {
+                calls: rows.len(),
+                answered: rows
+                    .iter()
+                    .filter(|r| r["resultText"].is_string() || r["resultOk"].is_boolean())
+                    .count(),
+            }
+        }
         "anthropic" => {
             // `tool_use` blocks; the reader gives a call with no `tool_result` (Cline's results
             // are user text) an empty result linked to it when a message follows, so every call

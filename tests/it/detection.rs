@@ -22,12 +22,6 @@ const NEAR_MISSES: &[(&str, &str, &str, &str)] = &[
         "qwen-code (lines have Qwen Code's Gemini-style `message.parts` but no string `uuid`",
     ),
     (
-        "cursor.jsonl",
-        r#"{"role":"user","message":{"content":[{"type":"text","text":"build it"}]}}"#,
-        "openai",
-        "no `content` nor `tool_calls`: its body is under `message`",
-    ),
-    (
         "kimi.jsonl",
         r#"{"role": "_checkpoint", "id": "0"}"#,
         "openai",
@@ -150,10 +144,8 @@ const READ_ELSEWHERE: &[&str] = &[
 
 /// What `--from auto` names as closest for the corpus's files of agents trajkit does not read
 /// (a file not listed names none).
-const CLOSEST_IN_CORPUS: &[(&str, &str)] = &[
-    ("cursor/letta__cursor_tool-calls_input.jsonl", "openai"),
-    ("opencode/letta__opencode_tool-calls_input.json", "openai"),
-];
+const CLOSEST_IN_CORPUS: &[(&str, &str)] =
+    &[("opencode/letta__opencode_tool-calls_input.json", "openai")];
 
 /// Every file of `../shared/corpus/agent-logs/` whose folder names no format trajkit reads is
 /// refused by `--from auto` (exit 2, nothing written, "no format claims it"), naming the
@@ -190,7 +182,7 @@ fn every_agent_log_of_a_format_trajkit_does_not_read_is_refused_clearly() {
             refused += 1;
         }
     }
-    assert!(refused >= 5, "{refused} files refused");
+    assert!(refused >= 2, "{refused} files refused");
 }
 
 /// Every reader, given every file of the corpus (`agent-logs/`) and every sample of

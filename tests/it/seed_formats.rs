@@ -244,13 +244,16 @@ fn the_whole_sample_directory_converts_with_every_format_detected() {
         "aider",
         "anthropic",
         "codex",
+        "copilot-cli",
         "crush",
+        "cursor",
         "droid",
         "gemini-cli",
         "hermes",
         "inspect",
         "kimi-cli",
         "ledgermind",
+        "letta-code",
         "memabra",
         "mini-swe-agent",
         "openai",
@@ -271,8 +274,9 @@ fn the_whole_sample_directory_converts_with_every_format_detected() {
     // + 2 mini-swe-agent runs + 2 Inspect samples + 2 Anthropic Messages API conversations
     // + 1 Pi session + 1 Droid session + 2 Hermes sessions (a parent and its subagent)
     // + 1 Kimi CLI session + 2 Crush sessions (one a sub-session)
-    // + 1 Aider session + 1 Qwen Code session.
-    assert_eq!(out.len(), 46);
+    // + 1 Aider session + 1 Qwen Code session
+    // + 1 Copilot CLI session + 1 Cursor transcript + 1 Letta Code transcript.
+    assert_eq!(out.len(), 49);
     assert_eq!(validate_adp(&out), 0);
 }
 

@@ -120,8 +120,8 @@ impl Converter for Anthropic {
         let mut slow = None;
         let value = check_raw_node(record, &SCHEMA, true, &mut slow)?;
         let id = conversation_id(&value, record);
-        let built =
-            steps::build(&value, record.provenance.line).map_err(|(pointer, message)| {
+        let built = steps::build(&value, record.provenance.line, "details.anthropic").map_err(
+            |(pointer, message)| {
                 vec![Diagnostic::error(
                     &record.provenance,
                     Some(&id),
@@ -129,7 +129,8 @@ impl Converter for Anthropic {
                     "chat-structure",
                     message,
                 )]
-            })?;
+            },
+        )?;
         let mut traj = chat_trajectory(
             "anthropic",
             record,

@@ -9,7 +9,9 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use serde_json::{json, Value};
 
 use crate::convert::LeftOut;
-use crate::formats::chat::{parse_arguments, system_step, unmapped_fields};
+use crate::formats::chat::{
+    described_call_step, parse_arguments, system_step, unmapped_fields, CodeTool,
+};
 use crate::json::Node;
 use crate::model::step::TextObservation;
 use crate::model::{Source, Step};
@@ -24,7 +26,7 @@ const CALLS: &[&str] = &["tool_use", "server_tool_use", "mcp_tool_use"];
 /// language. A call of one of them whose input is that argument alone (and a `description`)
 /// is a `code_action`: Claude Code's and the API's bash tools, Cline's and Roo Code's
 /// `execute_command`, the API's code execution tools.
-const CODE_TOOLS: &[(&str, &str, &str)] = &[
+const CODE_TOOLS: &[CodeTool] = &[
     ("Bash", "command", "bash"),
     ("bash", "command", "bash"),
     ("execute_command", "command", "bash"),
@@ -211,19 +213,15 @@ impl Places<'_> {
 }
 
 /// Builds the steps of `record` (a conversation read from line `line`): the system prompt,
-/// then each message's blocks.
-pub(super) fn build(record: &Node<'_>, line: u64) -> Result<Built, Problem> {
+/// then each message's blocks; what is left out is counted for `place` (`details.anthropic`,
+/// or the details of a format whose messages are the Messages API's, as Cursor's).
+pub(crate) fn build(record: &Node<'_>, line: u64, place: &'static str) -> Result<Built, Problem> {
     let messages: Vec<&Node> = record["messages"]
         .as_array()
         .unwrap_or(&[])
         .iter()
         .collect();
-    build_from(
-        &messages,
-        Some(record),
-        Places::Record { line },
-        "details.anthropic",
-    )
+    build_from(&messages, Some(record), Places::Record { line }, place)
 }
 
 /// Builds the steps of `messages`, one message a line (message `i` is the `message` of line
@@ -581,19 +579,7 @@ impl<'n, 'a> Builder<'n, 'a, '_> {
                 }
             },
         };
-        for &(tool, arg, language) in CODE_TOOLS {
-            let only_code = input.keys().all(|k| k == arg || k == "description");
-            if name == tool && only_code {
-                if let Some(Value::String(code)) = input.get(arg) {
-                    let description = input
-                        .get("description")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned);
-                    return Step::code(language, code.clone(), description);
-                }
-            }
-        }
-        Step::api(name, input, None)
+        described_call_step(name, input, CODE_TOOLS)
     }
 
     /// A link id for a call at content index `at`: its own id, unless an earlier call had it

@@ -1,0 +1,285 @@
+//! Cursor agent transcripts (`~/.cursor/projects/<slug>/agent-transcripts/<uuid>/<uuid>.jsonl`,
+//! a subagent's under `<uuid>/subagents/`): one JSON line per message,
+//! `{role, message: {content: [...]}}`, whose blocks are the Anthropic Messages API's (`text`,
+//! `thinking`, `tool_use`, sometimes `tool_result`), and `{type: "turn_ended", status}` lines
+//! closing a turn. The lines carry no timestamps, and calls often no id and no result: the
+//! reader keeps what is there and says in `details.cursor.missing` what is not. The messages are
+//! read by the `anthropic` reader's block handling; the mapping is in docs/formats/cursor.md.
+
+use std::io;
+
+use serde_json::{json, Map, Value};
+
+use crate::convert::{ConvertOptions, Converter, FormatOptions};
+use crate::formats::anthropic::steps;
+use crate::formats::bundle::{bundle_node_lines, FileBundle};
+use crate::formats::chat::extend_details;
+use crate::formats::kit::{file_stem, node_fields_except, parse_bundle_node, source_details};
+use crate::formats::Format;
+use crate::ingest::{boxed, RawRecord, RecordSource};
+use crate::json::Node;
+use crate::model::{AdpVersion, Trajectory};
+use crate::validate::Diagnostic;
+
+/// Reads Cursor agent transcripts.
+pub struct Cursor;
+
+/// The format in the registry: its converter (`join` reads no side files of it).
+pub const FORMAT: Format = Format {
+    converter: &Cursor,
+    side: None,
+};
+
+/// The key marking a record built from a transcript file.
+const MARKER: &str = "cursor_transcript";
+
+/// What a record that is not a transcript bundle is told.
+const NOT_A_TRANSCRIPT: &str = "not a Cursor transcript (use --from cursor on the .jsonl file)";
+
+/// Keys of other formats' lines: a line carrying one is not Cursor's.
+const FOREIGN_KEYS: &[&str] = &[
+    "type",
+    "uuid",
+    "parentUuid",
+    "sessionId",
+    "content",
+    "tool_calls",
+];
+
+/// True when `line` is a message line of a transcript: a `user` or `assistant` `role` and a
+/// `message` whose `content` is a list of blocks (or a string), and no key of another format's.
+fn is_message_line(line: &Value) -> bool {
+    matches!(line["role"].as_str(), Some("user" | "assistant"))
+        && (line["message"]["content"].is_array() || line["message"]["content"].is_string())
+        && FOREIGN_KEYS.iter().all(|k| line.get(*k).is_none())
+}
+
+impl Converter for Cursor {
+    fn name(&self) -> &'static str {
+        "cursor"
+    }
+
+    fn description(&self) -> &'static str {
+        "Cursor agent transcripts (~/.cursor/projects/<slug>/agent-transcripts/<uuid>/*.jsonl): Anthropic-style blocks under message, no timestamps, often no results"
+    }
+
+    /// A message line: `role` user or assistant and `message.content`, with none of the keys
+    /// of Claude Code's lines (`type`, `uuid`, `sessionId`) nor a chat message's own `content`.
+    fn sniff(&self, first: &Value) -> bool {
+        is_message_line(first)
+    }
+
+    fn decline(&self, first: &Value) -> Option<String> {
+        let role = first["role"].as_str()?;
+        if !first["message"].is_object() || self.sniff(first) {
+            return None;
+        }
+        if !matches!(role, "user" | "assistant") {
+            return Some(format!(
+                "a `message` under the role {role:?}, not user or assistant"
+            ));
+        }
+        let foreign: Vec<&str> = FOREIGN_KEYS
+            .iter()
+            .copied()
+            .filter(|k| first.get(*k).is_some())
+            .collect();
+        if foreign.is_empty() {
+            Some("a `message` without a `content` list".to_owned())
+        } else {
+            Some(format!(
+                "a `role` and `message` beside keys of other formats: {}",
+                foreign.join(", ")
+            ))
+        }
+    }
+
+    fn open_source(
+        &self,
+        path: &str,
+        opts: &ConvertOptions,
+    ) -> Option<io::Result<Box<dyn RecordSource>>> {
+        Some(boxed(FileBundle::open(
+            path,
+            opts.run.max_record_bytes,
+            MARKER,
+        )))
+    }
+
+    fn convert(
+        &self,
+        record: &RawRecord,
+        _map: &FormatOptions,
+    ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
+        let mut slow = None;
+        let bundle = parse_bundle_node(record, &mut slow, MARKER, NOT_A_TRANSCRIPT)?;
+        Ok(vec![(transcript(&bundle, record)?, AdpVersion::V1_5)])
+    }
+}
+
+/// A diagnostic of the whole transcript.
+fn refuse(record: &RawRecord, id: &str, pointer: &str, rule: &str, why: &str) -> Vec<Diagnostic> {
+    vec![Diagnostic::error(
+        &record.provenance,
+        Some(id),
+        pointer,
+        rule,
+        why,
+    )]
+}
+
+/// The transcript's id: its file's name (the conversation's uuid); a subagent's, under
+/// `<uuid>/subagents/`, is `<uuid>/agent-<name>`. With the parent's id, for a subagent.
+fn transcript_id(file: &str) -> (String, Option<String>) {
+    let stem = file_stem(file);
+    let mut dirs = file.rsplit('/').skip(1);
+    match (dirs.next(), dirs.next()) {
+        (Some("subagents"), Some(parent)) if !parent.is_empty() => {
+            (format!("{parent}/agent-{stem}"), Some(parent.to_owned()))
+        }
+        _ => (stem, None),
+    }
+}
+
+fn transcript(bundle: &Node<'_>, record: &RawRecord) -> Result<Trajectory, Vec<Diagnostic>> {
+    let (id, parent) = transcript_id(record.provenance.file.as_ref());
+    let mut messages: Vec<Node> = Vec::new();
+    let mut message_lines: Vec<Value> = Vec::new();
+    let mut line_fields: Vec<Value> = Vec::new();
+    let mut models: Vec<Value> = Vec::new();
+    let mut turns: Vec<Value> = Vec::new();
+    let mut other_lines: Vec<Value> = Vec::new();
+    for (line, l) in bundle_node_lines(bundle) {
+        let m = &l["message"];
+        match (l["role"].as_str(), l["type"].as_str()) {
+            (Some(role), _) if m.is_object() => {
+                let mut msg = vec![("role".into(), Node::from(role.to_owned()))];
+                msg.push(("content".into(), m["content"].clone()));
+                let extra = node_fields_except(m, &["content", "model"]);
+                msg.extend(extra);
+                messages.push(Node::Object(msg));
+                message_lines.push(json!(line));
+                if let Some(model) = m["model"].as_str() {
+                    if !models.iter().any(|x| x == model) {
+                        models.push(json!(model));
+                    }
+                }
+                let outer = node_fields_except(l, &["role", "message"]);
+                if !outer.is_empty() {
+                    line_fields
+                        .push(json!({"line": line, "fields": Node::Object(outer).to_value()}));
+                }
+            }
+            (_, Some("turn_ended")) => turns.push(json!({
+                "line": line,
+                "after_message": messages.len().checked_sub(1),
+                "status": l["status"].to_value(),
+            })),
+            _ => other_lines.push(json!({"line": line, "value": l.to_value()})),
+        }
+    }
+    let conversation = Node::object([("messages", Node::Array(messages))]);
+    let built = steps::build(&conversation, record.provenance.line, "details.cursor")
+        .map_err(|(pointer, why)| refuse(record, &id, &pointer, "chat-structure", &why))?;
+    if built.content.is_empty() {
+        return Err(refuse(
+            record,
+            &id,
+            "",
+            "empty-trajectory",
+            "its lines hold no message, call or result that ADP can carry",
+        ));
+    }
+    let mut left = built.left;
+    left.lines += (turns.len() + other_lines.len()) as u64;
+    let mut cursor = built.notes.into_map();
+    // What the transcript does not record.
+    let tool_uses: Vec<&Node> = conversation["messages"]
+        .as_array()
+        .unwrap_or_default()
+        .iter()
+        .flat_map(|m| m["content"].as_array().unwrap_or_default())
+        .filter(|b| b["type"].as_str() == Some("tool_use"))
+        .collect();
+    let results = conversation["messages"]
+        .as_array()
+        .unwrap_or_default()
+        .iter()
+        .flat_map(|m| m["content"].as_array().unwrap_or_default())
+        .filter(|b| b["type"].as_str() == Some("tool_result"))
+        .count();
+    let unanswered = cursor
+        .get("unanswered_calls")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    let mut missing = Map::new();
+    missing.insert("timestamps".into(), json!(true));
+    if !tool_uses.is_empty() {
+        missing.insert(
+            "tool_call_ids".into(),
+            json!(tool_uses
+                .iter()
+                .filter(|b| b["id"].as_str().is_none())
+                .count()),
+        );
+        missing.insert("tool_results".into(), json!(unanswered));
+    }
+    cursor.insert("missing".into(), Value::Object(missing));
+    cursor.insert("tool_results_in_transcript".into(), json!(results));
+    if !models.is_empty() {
+        cursor.insert("models".into(), Value::Array(models));
+    }
+    cursor.insert("message_lines".into(), Value::Array(message_lines));
+    for (key, list) in [
+        ("turns", turns),
+        ("line_fields", line_fields),
+        ("other_lines", other_lines),
+    ] {
+        if !list.is_empty() {
+            cursor.insert(key.into(), Value::Array(list));
+        }
+    }
+    if let Some(parent) = parent {
+        cursor.insert("agent".into(), json!({"parent_trajectory_id": parent}));
+    }
+    let native = json!({"conversation_id": id});
+    let mut source = source_details("cursor", record, native);
+    left.add_to(&mut source);
+    let mut details = Map::new();
+    details.insert("source".into(), source);
+    let mut traj = Trajectory::new(id, built.content, details);
+    extend_details(&mut traj.details, "cursor", cursor);
+    Ok(traj)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::formats::openai::OpenAi;
+
+    #[test]
+    fn sniffs_message_lines_with_their_body_under_message() {
+        let line =
+            json!({"role": "user", "message": {"content": [{"type": "text", "text": "hi"}]}});
+        assert!(Cursor.sniff(&line) && !OpenAi.sniff(&line));
+        assert!(Cursor.sniff(&json!({"id": "x", "role": "assistant",
+            "message": {"model": "m", "content": [{"type": "thinking", "thinking": "t"}]}})));
+        // Claude Code's lines, chat messages and other roles are not.
+        let claude = json!({"type": "user", "uuid": "u", "sessionId": "s", "role": "user",
+            "message": {"role": "user", "content": "hi"}});
+        assert!(!Cursor.sniff(&claude));
+        assert!(Cursor.decline(&claude).is_some_and(|r| r.contains("uuid")));
+        assert!(!Cursor.sniff(&json!({"role": "user", "content": "hi"})));
+        let tool = json!({"role": "tool", "message": {"content": []}});
+        assert!(!Cursor.sniff(&tool));
+        assert!(Cursor.decline(&tool).is_some());
+        assert_eq!(
+            transcript_id("/p/agent-transcripts/abc/subagents/s1.jsonl"),
+            ("abc/agent-s1".to_owned(), Some("abc".to_owned()))
+        );
+        assert_eq!(
+            transcript_id("/p/agent-transcripts/abc/abc.jsonl"),
+            ("abc".to_owned(), None)
+        );
+    }
+}

@@ -70,7 +70,7 @@ impl Converter for Hermes {
         })
     }
 
-    /// A SQLite file with Hermes' tables ([`is_state_db`]).
+    /// A SQLite file with Hermes' tables (`is_state_db`).
     fn claims_path(&self, path: &Path) -> bool {
         path.is_file() && is_sqlite(path) && tables(path).is_some_and(|t| is_state_db(&t))
     }

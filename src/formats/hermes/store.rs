@@ -1,6 +1,6 @@
 //! Reading Hermes Agent's SQLite store (`~/.hermes/state.db`) one session at a time.
 //!
-//! The store is opened read-only with [`open_store`] (rows still in the write-ahead log are
+//! The store is opened read-only with `open_store` (rows still in the write-ahead log are
 //! read; nothing is written beside it). Opening checks what the reader depends on: the
 //! `sessions` and `messages` tables with the columns every schema version has, and a schema
 //! version (`schema_version` table, else `state_meta`'s `schema_version` key) no later than

@@ -286,6 +286,99 @@ fn json_error(e: Option<strict::JsonProblem>) -> Option<FrameError> {
     e.map(|p| FrameError::Json(Box::new(p)))
 }
 
+/// The bundles of several files read as one input (a directory read whole: a Claude Code
+/// project, a Droid sessions directory, a Kimi CLI session folder), one file after the other,
+/// their records numbered in one sequence under the input's name. A file that cannot be opened
+/// gives one record carrying the error. `keys` gives each file's extra keys
+/// ([`FileBundle::open_with`]) from its path and bundled lines, and may remember what it saw
+/// for the files after it.
+pub struct BundleFiles<K> {
+    files: std::vec::IntoIter<std::path::PathBuf>,
+    pending: std::vec::IntoIter<RawRecord>,
+    input: std::sync::Arc<str>,
+    marker: &'static str,
+    max_record_bytes: usize,
+    index: u64,
+    bytes: u64,
+    keys: K,
+}
+
+impl<K> BundleFiles<K>
+where
+    K: FnMut(&std::path::Path, &[&[u8]]) -> Map<String, Value>,
+{
+    /// The bundles of `files`, in order, as the input `input`, each marked with `marker`.
+    pub fn new(
+        input: &str,
+        files: Vec<std::path::PathBuf>,
+        marker: &'static str,
+        max_record_bytes: usize,
+        keys: K,
+    ) -> BundleFiles<K> {
+        BundleFiles {
+            files: files.into_iter(),
+            pending: Vec::new().into_iter(),
+            input: std::sync::Arc::from(input),
+            marker,
+            max_record_bytes,
+            index: 0,
+            bytes: 0,
+            keys,
+        }
+    }
+
+    fn read(&mut self, path: &std::path::Path) -> Vec<RawRecord> {
+        let shown = path.display().to_string();
+        let keys = &mut self.keys;
+        let mut extend = |lines: &[&[u8]]| keys(path, lines);
+        match FileBundle::open_with(&shown, self.max_record_bytes, self.marker, &mut extend) {
+            Ok(bundle) => {
+                self.bytes += bundle.bytes_read();
+                bundle.collect()
+            }
+            Err(e) => vec![RawRecord {
+                provenance: crate::ingest::Provenance {
+                    input: self.input.clone(),
+                    file: std::sync::Arc::from(shown.as_str()),
+                    line: 1,
+                    index: 0,
+                },
+                bytes: Vec::new(),
+                error: Some(FrameError::Read(e.to_string())),
+            }],
+        }
+    }
+}
+
+impl<K> Iterator for BundleFiles<K>
+where
+    K: FnMut(&std::path::Path, &[&[u8]]) -> Map<String, Value>,
+{
+    type Item = RawRecord;
+
+    fn next(&mut self) -> Option<RawRecord> {
+        loop {
+            if let Some(mut record) = self.pending.next() {
+                record.provenance.input = self.input.clone();
+                record.provenance.index = self.index;
+                self.index += 1;
+                return Some(record);
+            }
+            let path = self.files.next()?;
+            self.pending = self.read(&path).into_iter();
+        }
+    }
+}
+
+impl<K> RecordSource for BundleFiles<K>
+where
+    K: FnMut(&std::path::Path, &[&[u8]]) -> Map<String, Value> + Send,
+{
+    fn bytes_read(&self) -> u64 {
+        self.bytes
+    }
+}
+
 impl Iterator for FileBundle {
     type Item = RawRecord;
 

@@ -99,7 +99,7 @@ impl Converter for ClaudeCode {
     ) -> Option<io::Result<Box<dyn RecordSource>>> {
         let max = opts.run.max_record_bytes;
         Some(if Path::new(path).is_dir() {
-            boxed(project::DirRecords::open(path, max))
+            project::dir_records(path, max)
         } else {
             boxed(project::open_file(path, max))
         })

@@ -8,16 +8,15 @@ use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use crate::convert::Converter;
-use crate::formats::bundle::FileBundle;
-use crate::ingest::{layout_hint, open, without_compression, FrameError, Framer};
-use crate::ingest::{Provenance, RawRecord, RecordSource};
+use crate::formats::bundle::{BundleFiles, FileBundle};
+use crate::ingest::RecordSource;
+use crate::ingest::{layout_hint, open, without_compression, Framer};
 use crate::json::Node;
 
 use super::{ClaudeCode, MARKER};
@@ -291,99 +290,41 @@ pub(super) fn open_file(path: &str, max_record_bytes: usize) -> io::Result<FileB
 /// The records of a transcript directory: each file's bundle, in the order of [`transcripts`];
 /// a subagent's bundle carries `spawned_by` when a session read before it names the call
 /// that spawned it.
-pub(super) struct DirRecords {
-    files: std::vec::IntoIter<PathBuf>,
-    pending: std::vec::IntoIter<RawRecord>,
-    input: Arc<str>,
-    max_record_bytes: usize,
-    index: u64,
-    bytes: u64,
-    /// `(session id, agent id)` → `(tool_use id, how it is known, the file that says so)`.
-    links: HashMap<(String, String), (String, &'static str, String)>,
-}
-
-impl DirRecords {
-    /// Lists the transcripts of `dir`.
-    pub(super) fn open(dir: &str, max_record_bytes: usize) -> io::Result<DirRecords> {
-        let (top, below) = transcripts(Path::new(dir))?;
-        let files: Vec<PathBuf> = top.into_iter().chain(below).collect();
-        Ok(DirRecords {
-            files: files.into_iter(),
-            pending: Vec::new().into_iter(),
-            input: Arc::from(dir),
-            max_record_bytes,
-            index: 0,
-            bytes: 0,
-            links: HashMap::new(),
-        })
-    }
-
-    fn read(&mut self, path: &Path) -> Vec<RawRecord> {
-        let shown = path.display().to_string();
-        let links = &mut self.links;
-        let mut extend = |lines: &[&[u8]]| {
-            let mut keys = Map::new();
-            attach_meta(path, &mut keys);
-            let FileLinks {
-                session,
-                agent,
-                spawned,
-            } = file_links(lines);
-            if let Some(agent) = agent {
-                if let Some((tool, via, file)) = links.get(&(session.clone(), agent)) {
-                    keys.insert(
-                        "spawned_by".into(),
-                        json!({"tool_use_id": tool, "via": via, "file": file}),
-                    );
-                }
+pub(super) fn dir_records(dir: &str, max_record_bytes: usize) -> io::Result<Box<dyn RecordSource>> {
+    let (top, below) = transcripts(Path::new(dir))?;
+    let files: Vec<PathBuf> = top.into_iter().chain(below).collect();
+    // `(session id, agent id)` → `(tool_use id, how it is known, the file that says so)`.
+    let mut links: HashMap<(String, String), (String, &'static str, String)> = HashMap::new();
+    let keys = move |path: &Path, lines: &[&[u8]]| {
+        let mut keys = Map::new();
+        attach_meta(path, &mut keys);
+        let FileLinks {
+            session,
+            agent,
+            spawned,
+        } = file_links(lines);
+        if let Some(agent) = agent {
+            if let Some((tool, via, file)) = links.get(&(session.clone(), agent)) {
+                keys.insert(
+                    "spawned_by".into(),
+                    json!({"tool_use_id": tool, "via": via, "file": file}),
+                );
             }
-            for (agent, tool, via) in spawned {
-                links
-                    .entry((session.clone(), agent))
-                    .or_insert_with(|| (tool, via, shown.clone()));
-            }
-            keys
-        };
-        match FileBundle::open_with(&shown, self.max_record_bytes, MARKER, &mut extend) {
-            Ok(bundle) => {
-                self.bytes += bundle.bytes_read();
-                bundle.collect()
-            }
-            Err(e) => vec![RawRecord {
-                provenance: Provenance {
-                    input: self.input.clone(),
-                    file: Arc::from(shown.as_str()),
-                    line: 1,
-                    index: 0,
-                },
-                bytes: Vec::new(),
-                error: Some(FrameError::Read(e.to_string())),
-            }],
         }
-    }
-}
-
-impl Iterator for DirRecords {
-    type Item = RawRecord;
-
-    fn next(&mut self) -> Option<RawRecord> {
-        loop {
-            if let Some(mut record) = self.pending.next() {
-                record.provenance.input = self.input.clone();
-                record.provenance.index = self.index;
-                self.index += 1;
-                return Some(record);
-            }
-            let path = self.files.next()?;
-            self.pending = self.read(&path).into_iter();
+        for (agent, tool, via) in spawned {
+            links
+                .entry((session.clone(), agent))
+                .or_insert_with(|| (tool, via, path.display().to_string()));
         }
-    }
-}
-
-impl RecordSource for DirRecords {
-    fn bytes_read(&self) -> u64 {
-        self.bytes
-    }
+        keys
+    };
+    Ok(Box::new(BundleFiles::new(
+        dir,
+        files,
+        MARKER,
+        max_record_bytes,
+        keys,
+    )))
 }
 
 #[cfg(test)]

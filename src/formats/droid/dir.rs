@@ -6,10 +6,9 @@
 use std::fs;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use crate::formats::bundle::FileBundle;
-use crate::ingest::{FrameError, Provenance, RawRecord, RecordSource};
+use crate::formats::bundle::BundleFiles;
+use crate::ingest::RecordSource;
 
 use super::{attach_settings, is_header, MARKER};
 
@@ -66,76 +65,20 @@ pub(super) fn sessions(dir: &Path) -> Option<Vec<PathBuf>> {
     (!sessions.is_empty() && sessions.iter().all(|p| is_session(p))).then_some(sessions)
 }
 
-/// The records of a directory of sessions: each session file's bundle, in order.
-pub(super) struct DirRecords {
-    files: std::vec::IntoIter<PathBuf>,
-    pending: std::vec::IntoIter<RawRecord>,
-    input: Arc<str>,
-    max_record_bytes: usize,
-    index: u64,
-    bytes: u64,
-}
-
-impl DirRecords {
-    /// Lists the sessions of `dir`.
-    pub(super) fn open(dir: &str, max_record_bytes: usize) -> io::Result<DirRecords> {
-        let files = sessions(Path::new(dir)).ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("{dir} is not a directory of Droid sessions"),
-            )
-        })?;
-        Ok(DirRecords {
-            files: files.into_iter(),
-            pending: Vec::new().into_iter(),
-            input: Arc::from(dir),
-            max_record_bytes,
-            index: 0,
-            bytes: 0,
-        })
-    }
-
-    fn read(&mut self, path: &Path) -> Vec<RawRecord> {
-        let shown = path.display().to_string();
-        let mut extend = |_: &[&[u8]]| attach_settings(path);
-        match FileBundle::open_with(&shown, self.max_record_bytes, MARKER, &mut extend) {
-            Ok(bundle) => {
-                self.bytes += bundle.bytes_read();
-                bundle.collect()
-            }
-            Err(e) => vec![RawRecord {
-                provenance: Provenance {
-                    input: self.input.clone(),
-                    file: Arc::from(shown.as_str()),
-                    line: 1,
-                    index: 0,
-                },
-                bytes: Vec::new(),
-                error: Some(FrameError::Read(e.to_string())),
-            }],
-        }
-    }
-}
-
-impl Iterator for DirRecords {
-    type Item = RawRecord;
-
-    fn next(&mut self) -> Option<RawRecord> {
-        loop {
-            if let Some(mut record) = self.pending.next() {
-                record.provenance.input = self.input.clone();
-                record.provenance.index = self.index;
-                self.index += 1;
-                return Some(record);
-            }
-            let path = self.files.next()?;
-            self.pending = self.read(&path).into_iter();
-        }
-    }
-}
-
-impl RecordSource for DirRecords {
-    fn bytes_read(&self) -> u64 {
-        self.bytes
-    }
+/// The records of a directory of sessions: each session file's bundle (with its settings
+/// sidecar), in order.
+pub(super) fn records(dir: &str, max_record_bytes: usize) -> io::Result<Box<dyn RecordSource>> {
+    let files = sessions(Path::new(dir)).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{dir} is not a directory of Droid sessions"),
+        )
+    })?;
+    Ok(Box::new(BundleFiles::new(
+        dir,
+        files,
+        MARKER,
+        max_record_bytes,
+        |path, _| attach_settings(path),
+    )))
 }

@@ -75,7 +75,7 @@ impl Converter for Droid {
     ) -> Option<io::Result<Box<dyn RecordSource>>> {
         let max = opts.run.max_record_bytes;
         if Path::new(path).is_dir() {
-            return Some(boxed(dir::DirRecords::open(path, max)));
+            return Some(dir::records(path, max));
         }
         Some(boxed(FileBundle::open_with(path, max, MARKER, &mut |_| {
             attach_settings(Path::new(path))

@@ -8,11 +8,10 @@
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use crate::formats::bundle::FileBundle;
-use crate::ingest::{layout_hint, open, without_compression, FrameError, Framer};
-use crate::ingest::{Provenance, RawRecord, RecordSource};
+use crate::formats::bundle::BundleFiles;
+use crate::ingest::RecordSource;
+use crate::ingest::{layout_hint, open, without_compression, Framer};
 
 use super::files::spawn_keys;
 use super::{is_pseudo_line, is_wire_line, MARKER};
@@ -92,77 +91,16 @@ fn folder_files(dir: &Path) -> io::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// The records of a session folder: each context file's bundle (and its unreadable lines).
-pub(super) struct FolderRecords {
-    files: std::vec::IntoIter<PathBuf>,
-    /// Every context file of the folder: a subagent's spawning call is looked for in them.
-    all: Vec<String>,
-    pending: std::vec::IntoIter<RawRecord>,
-    input: Arc<str>,
-    max_record_bytes: usize,
-    index: u64,
-    bytes: u64,
-}
-
-impl FolderRecords {
-    /// Lists the context files of the session folder `dir`.
-    pub(super) fn open(dir: &str, max_record_bytes: usize) -> io::Result<FolderRecords> {
-        let files = folder_files(Path::new(dir))?;
-        let all = files.iter().map(|f| f.display().to_string()).collect();
-        Ok(FolderRecords {
-            files: files.into_iter(),
-            all,
-            pending: Vec::new().into_iter(),
-            input: Arc::from(dir),
-            max_record_bytes,
-            index: 0,
-            bytes: 0,
-        })
-    }
-
-    fn read(&mut self, path: &Path) -> Vec<RawRecord> {
-        let shown = path.display().to_string();
-        let (all, max) = (&self.all, self.max_record_bytes);
-        let opened =
-            FileBundle::open_with(&shown, max, MARKER, &mut |_| spawn_keys(&shown, all, max));
-        match opened {
-            Ok(bundle) => {
-                self.bytes += bundle.bytes_read();
-                bundle.collect()
-            }
-            Err(e) => vec![RawRecord {
-                provenance: Provenance {
-                    input: self.input.clone(),
-                    file: Arc::from(shown.as_str()),
-                    line: 1,
-                    index: 0,
-                },
-                bytes: Vec::new(),
-                error: Some(FrameError::Read(e.to_string())),
-            }],
-        }
-    }
-}
-
-impl Iterator for FolderRecords {
-    type Item = RawRecord;
-
-    fn next(&mut self) -> Option<RawRecord> {
-        loop {
-            if let Some(mut record) = self.pending.next() {
-                record.provenance.input = self.input.clone();
-                record.provenance.index = self.index;
-                self.index += 1;
-                return Some(record);
-            }
-            let path = self.files.next()?;
-            self.pending = self.read(&path).into_iter();
-        }
-    }
-}
-
-impl RecordSource for FolderRecords {
-    fn bytes_read(&self) -> u64 {
-        self.bytes
-    }
+/// The records of a session folder: each context file's bundle (and its unreadable lines); a
+/// subagent's spawning call is looked for in every context file of the folder.
+pub(super) fn records(dir: &str, max_record_bytes: usize) -> io::Result<Box<dyn RecordSource>> {
+    let files = folder_files(Path::new(dir))?;
+    let all: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    Ok(Box::new(BundleFiles::new(
+        dir,
+        files,
+        MARKER,
+        max_record_bytes,
+        move |path, _| spawn_keys(&path.display().to_string(), &all, max_record_bytes),
+    )))
 }

@@ -147,7 +147,7 @@ impl Converter for KimiCli {
     ) -> Option<io::Result<Box<dyn RecordSource>>> {
         let max = opts.run.max_record_bytes;
         if Path::new(path).is_dir() {
-            return Some(boxed(folder::FolderRecords::open(path, max)));
+            return Some(folder::records(path, max));
         }
         let inputs = opts.inputs.clone();
         Some(boxed(FileBundle::open_with(path, max, MARKER, &mut |_| {

@@ -144,6 +144,8 @@ const REPEAT_KEYS: &[&str] = &[
     "tool_call_id",
     "tool_use_id",
     "source_call_id",
+    "source_line_id",
+    "source_message_id",
 ];
 
 /// Rewrites the values of `keys` in `v`, recursively, with `rename`.

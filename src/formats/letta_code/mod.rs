@@ -4,6 +4,7 @@
 //! `argsText`, and the call's result in the same row: `resultText`, `resultOk`). One
 //! trajectory per file; the mapping is in docs/formats/letta-code.md.
 
+use std::collections::{HashMap, HashSet};
 use std::io;
 
 use serde_json::{json, Map, Value};
@@ -131,7 +132,9 @@ struct Built {
     content: Vec<Step>,
     /// Reasoning waiting for the assistant text or call after it.
     reasoning: Option<String>,
-    ids: Vec<String>,
+    ids: HashSet<String>,
+    /// Per call id met more than once, the suffix its next repeat tries first.
+    repeats: HashMap<String, u32>,
     rows: Vec<Value>,
     error_results: Vec<Value>,
     unanswered_calls: Vec<Value>,
@@ -250,13 +253,20 @@ impl Built {
             Some(id) if !id.is_empty() => id.to_owned(),
             _ => format!("letta-call:{line}"),
         };
+        // A repeated id gets the next free `#n`, found from where its last repeat stopped, so
+        // a file repeating one id stays linear.
         let mut id = base.clone();
-        let mut n = 1;
-        while self.ids.contains(&id) {
-            n += 1;
-            id = format!("{base}#{n}");
+        if self.ids.contains(&id) {
+            let n = self.repeats.entry(base.clone()).or_insert(1);
+            loop {
+                *n += 1;
+                id = format!("{base}#{n}");
+                if !self.ids.contains(&id) {
+                    break;
+                }
+            }
         }
-        self.ids.push(id.clone());
+        self.ids.insert(id.clone());
         let answered =
             row.get("resultText").is_some_and(|r| !r.is_null()) || row["resultOk"].is_boolean();
         if !answered {

@@ -1,6 +1,8 @@
 //! Helpers the format converters share: bundles, ids from file names, sniffing, and
 //! `details.source`.
 
+use std::collections::{HashMap, HashSet};
+
 use serde_json::{json, Map, Value};
 
 use crate::ingest::RawRecord;
@@ -138,5 +140,69 @@ mod tests {
             serde_json::to_string(&node).ok(),
             serde_json::to_string(&source_details("ledgermind", &record, ids.clone())).ok()
         );
+    }
+}
+
+/// Call ids made unique within a trajectory, so that each result links to its own call: an id
+/// met again becomes `{id}#2`, `#3`, ... (the smallest free). Each id's last suffix is
+/// remembered, so a file that repeats one id stays linear.
+#[derive(Debug, Default)]
+pub struct LinkIds {
+    used: HashSet<String>,
+    last: HashMap<String, u32>,
+}
+
+impl LinkIds {
+    /// `base` when no call had it yet, else its next free `{base}#{n}`; with whether it was
+    /// renamed.
+    pub fn unique(&mut self, base: String) -> (String, bool) {
+        if !self.used.contains(&base) {
+            self.used.insert(base.clone());
+            return (base, false);
+        }
+        let n = self.last.entry(base.clone()).or_insert(1);
+        let id = loop {
+            *n += 1;
+            let id = format!("{base}#{n}");
+            if !self.used.contains(&id) {
+                break id;
+            }
+        };
+        self.used.insert(id.clone());
+        (id, true)
+    }
+
+    /// Whether a call had `id`.
+    pub fn contains(&self, id: &str) -> bool {
+        self.used.contains(id)
+    }
+
+    /// Marks `id` as taken, as the source wrote it (a call restored as it was).
+    pub fn insert(&mut self, id: String) {
+        self.used.insert(id);
+    }
+}
+
+#[cfg(test)]
+mod link_id_tests {
+    use super::LinkIds;
+
+    #[test]
+    fn repeats_take_the_smallest_free_suffix() {
+        let mut ids = LinkIds::default();
+        let got: Vec<(String, bool)> = ["a", "a#3", "a", "a", "a", "b"]
+            .iter()
+            .map(|b| ids.unique((*b).to_owned()))
+            .collect();
+        let want = [
+            ("a", false),
+            ("a#3", false),
+            ("a#2", true),
+            ("a#4", true),
+            ("a#5", true),
+            ("b", false),
+        ];
+        let want: Vec<(String, bool)> = want.iter().map(|(i, r)| ((*i).to_owned(), *r)).collect();
+        assert_eq!(got, want);
     }
 }

@@ -12,6 +12,7 @@ use crate::convert::LeftOut;
 use crate::formats::chat::{
     described_call_step, parse_arguments, system_step, unmapped_fields, CodeTool,
 };
+use crate::formats::kit::LinkIds;
 use crate::json::Node;
 use crate::model::step::TextObservation;
 use crate::model::{Source, Step};
@@ -264,7 +265,7 @@ fn build_from(
         content: Vec::new(),
         notes: Notes::default(),
         left: LeftOut::new(details_key),
-        ids: HashSet::new(),
+        ids: LinkIds::default(),
         links: HashMap::new(),
         open: None,
         first_step: vec![None; messages.len()],
@@ -309,7 +310,7 @@ struct Builder<'n, 'a, 'p> {
     notes: Notes,
     left: LeftOut,
     /// Link ids given so far.
-    ids: HashSet<String>,
+    ids: LinkIds,
     /// Results in the message of their call, waiting there: their call's link.
     links: HashMap<At, Link>,
     /// The last step, when it is a call no result answers: its entry in
@@ -589,18 +590,12 @@ impl<'n, 'a> Builder<'n, 'a, '_> {
             Some(id) if !id.is_empty() => id.to_owned(),
             _ => format!("call_{at}"),
         };
-        let mut id = base.clone();
-        let mut n = 1;
-        while self.ids.contains(&id) {
-            n += 1;
-            id = format!("{base}#{n}");
-        }
-        if n > 1 {
+        let (id, renamed) = self.ids.unique(base);
+        if renamed {
             self.notes
                 .renamed_call_ids
                 .push(json!({"step": at, "id": native, "as": id}));
         }
-        self.ids.insert(id.clone());
         id
     }
 

@@ -5,7 +5,7 @@
 //! [`super::files`]. Native ATIF follows ATIF's conventions; ATIF that trajkit wrote (with
 //! `extra.adp`) is restored as it was.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde::Deserialize;
@@ -16,6 +16,7 @@ use super::{carried, SCHEMA};
 use crate::convert::{LeftOut, Partial, PartialSink};
 use crate::formats::chat::{call_step, record_id, tool_names, OPENHANDS_CODE_TOOLS};
 use crate::formats::kit::source_node;
+use crate::formats::kit::LinkIds;
 use crate::ingest::{Provenance, RawRecord};
 use crate::json::Node;
 use crate::model::{JsonObject, JsonObservation, Source, Step, Trajectory};
@@ -483,7 +484,7 @@ struct Slot<'s, 'a> {
 struct Reader<'a> {
     content: Vec<Step>,
     /// `tool_call_id`s given so far (unique in the trajectory).
-    ids: HashSet<String>,
+    ids: LinkIds,
     excluded: Vec<usize>,
     unmatched: Vec<Node<'a>>,
     unanswered: Vec<Node<'a>>,
@@ -571,18 +572,12 @@ impl<'a> Reader<'a> {
         } else {
             native.to_owned()
         };
-        let mut id = base.clone();
-        let mut n = 1;
-        while self.ids.contains(&id) {
-            n += 1;
-            id = format!("{base}#{n}");
-        }
+        let (id, _) = self.ids.unique(base);
         if id != native {
             let mut entry = call_entry(at, native);
             entry.insert("as", Node::from(id.clone()));
             self.renamed.push(entry);
         }
-        self.ids.insert(id.clone());
         id
     }
 

@@ -13,12 +13,13 @@
 
 use std::borrow::Cow;
 
-use foldhash::{HashMap, HashSet, HashSetExt};
+use foldhash::HashMap;
 use serde_json::Value;
 
 use crate::convert::LeftOut;
 use crate::formats::chat::{described_call_step, parse_arguments, system_step, CodeTool};
 use crate::formats::kit::node_fields_except;
+use crate::formats::kit::LinkIds;
 use crate::json::Node;
 use crate::model::{Source, Step};
 
@@ -108,7 +109,7 @@ pub(super) struct Built<'a> {
     pub messages_in: u64,
     pub messages_kept: u64,
     pending: Vec<Pending>,
-    used_ids: HashSet<String>,
+    used_ids: LinkIds,
     /// The binary assets of the session (`session.binary_asset`), by `assetId`.
     assets: HashMap<&'a str, &'a Node<'a>>,
     pub lists: Lists<'a>,
@@ -160,7 +161,7 @@ impl<'a> Built<'a> {
             messages_in: 0,
             messages_kept: 0,
             pending: Vec::new(),
-            used_ids: HashSet::new(),
+            used_ids: LinkIds::default(),
             assets,
             lists: Lists::default(),
             usage: Usage::default(),
@@ -540,13 +541,7 @@ impl<'a> Built<'a> {
         } else {
             native.to_owned()
         };
-        let mut id = base.clone();
-        let mut n = 1;
-        while self.used_ids.contains(&id) {
-            n += 1;
-            id = format!("{base}#{n}");
-        }
-        self.used_ids.insert(id.clone());
+        let (id, _) = self.used_ids.unique(base);
         let at = self.content.len();
         self.content.push(step.with_tool_call_id(id.clone()));
         self.pending.push(Pending {

@@ -4,7 +4,6 @@
 //! `argsText`, and the call's result in the same row: `resultText`, `resultOk`). One
 //! trajectory per file; the mapping is in docs/formats/letta-code.md.
 
-use std::collections::{HashMap, HashSet};
 use std::io;
 
 use serde_json::{json, Map, Value};
@@ -12,6 +11,7 @@ use serde_json::{json, Map, Value};
 use crate::convert::{ConvertOptions, Converter, FormatOptions, LeftOut};
 use crate::formats::bundle::{bundle_lines, FileBundle};
 use crate::formats::chat::{described_call_step, extend_details, CodeTool};
+use crate::formats::kit::LinkIds;
 use crate::formats::kit::{fields_except, file_stem, parse_bundle, source_details};
 use crate::formats::Format;
 use crate::ingest::{boxed, RawRecord, RecordSource};
@@ -132,9 +132,7 @@ struct Built {
     content: Vec<Step>,
     /// Reasoning waiting for the assistant text or call after it.
     reasoning: Option<String>,
-    ids: HashSet<String>,
-    /// Per call id met more than once, the suffix its next repeat tries first.
-    repeats: HashMap<String, u32>,
+    ids: LinkIds,
     rows: Vec<Value>,
     error_results: Vec<Value>,
     unanswered_calls: Vec<Value>,
@@ -253,20 +251,7 @@ impl Built {
             Some(id) if !id.is_empty() => id.to_owned(),
             _ => format!("letta-call:{line}"),
         };
-        // A repeated id gets the next free `#n`, found from where its last repeat stopped, so
-        // a file repeating one id stays linear.
-        let mut id = base.clone();
-        if self.ids.contains(&id) {
-            let n = self.repeats.entry(base.clone()).or_insert(1);
-            loop {
-                *n += 1;
-                id = format!("{base}#{n}");
-                if !self.ids.contains(&id) {
-                    break;
-                }
-            }
-        }
-        self.ids.insert(id.clone());
+        let (id, _) = self.ids.unique(base);
         let answered =
             row.get("resultText").is_some_and(|r| !r.is_null()) || row["resultOk"].is_boolean();
         if !answered {

@@ -430,6 +430,18 @@ pub fn bundle_node_lines<'n, 'a>(
         .map(|l| (l["line"].as_u64().unwrap_or(0), &l["entry"]))
 }
 
+/// [`bundle_node_lines`], moved out of the bundle (a reader that keeps parts of its lines
+/// takes them instead of copying them; the bundle is left without its lines).
+pub fn take_bundle_node_lines<'a>(bundle: &mut Node<'a>) -> impl Iterator<Item = (u64, Node<'a>)> {
+    let lines = match bundle.take("lines") {
+        Node::Array(lines) => lines,
+        _ => Vec::new(),
+    };
+    lines
+        .into_iter()
+        .map(|mut l| (l["line"].as_u64().unwrap_or(0), l.take("entry")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

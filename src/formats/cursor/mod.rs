@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 
 use crate::convert::{ConvertOptions, Converter, FormatOptions};
 use crate::formats::anthropic::steps;
-use crate::formats::bundle::{bundle_node_lines, FileBundle};
+use crate::formats::bundle::{take_bundle_node_lines, FileBundle};
 use crate::formats::chat::extend_details;
 use crate::formats::kit::{file_stem, node_fields_except, parse_bundle_node, source_details};
 use crate::formats::Format;
@@ -113,7 +113,7 @@ impl Converter for Cursor {
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
         let mut slow = None;
         let bundle = parse_bundle_node(record, &mut slow, MARKER, NOT_A_TRANSCRIPT)?;
-        Ok(vec![(transcript(&bundle, record)?, AdpVersion::V1_5)])
+        Ok(vec![(transcript(bundle, record)?, AdpVersion::V1_5)])
     }
 }
 
@@ -141,7 +141,7 @@ fn transcript_id(file: &str) -> (String, Option<String>) {
     }
 }
 
-fn transcript(bundle: &Node<'_>, record: &RawRecord) -> Result<Trajectory, Vec<Diagnostic>> {
+fn transcript(mut bundle: Node<'_>, record: &RawRecord) -> Result<Trajectory, Vec<Diagnostic>> {
     let (id, parent) = transcript_id(record.provenance.file.as_ref());
     let mut messages: Vec<Node> = Vec::new();
     let mut message_lines: Vec<Value> = Vec::new();
@@ -149,22 +149,27 @@ fn transcript(bundle: &Node<'_>, record: &RawRecord) -> Result<Trajectory, Vec<D
     let mut models: Vec<Value> = Vec::new();
     let mut turns: Vec<Value> = Vec::new();
     let mut other_lines: Vec<Value> = Vec::new();
-    for (line, l) in bundle_node_lines(bundle) {
-        let m = &l["message"];
+    for (line, mut l) in take_bundle_node_lines(&mut bundle) {
         match (l["role"].as_str(), l["type"].as_str()) {
-            (Some(role), _) if m.is_object() => {
-                let mut msg = vec![("role".into(), Node::from(role.to_owned()))];
-                msg.push(("content".into(), m["content"].clone()));
-                let extra = node_fields_except(m, &["content", "model"]);
-                msg.extend(extra);
-                messages.push(Node::Object(msg));
-                message_lines.push(json!(line));
+            (Some(role), _) if l["message"].is_object() => {
+                let role = Node::from(role.to_owned());
+                let mut m = l.take("message");
                 if let Some(model) = m["model"].as_str() {
                     if !models.iter().any(|x| x == model) {
                         models.push(json!(model));
                     }
                 }
-                let outer = node_fields_except(l, &["role", "message"]);
+                let mut msg = vec![("role".into(), role), ("content".into(), m.take("content"))];
+                if let Node::Object(extra) = m {
+                    msg.extend(
+                        extra
+                            .into_iter()
+                            .filter(|(k, _)| !matches!(k.as_ref(), "content" | "model")),
+                    );
+                }
+                messages.push(Node::Object(msg));
+                message_lines.push(json!(line));
+                let outer = node_fields_except(&l, &["role", "message"]);
                 if !outer.is_empty() {
                     line_fields
                         .push(json!({"line": line, "fields": Node::Object(outer).to_value()}));

@@ -9,12 +9,13 @@ use std::io;
 use serde_json::{json, Map, Value};
 
 use crate::convert::{ConvertOptions, Converter, FormatOptions, LeftOut};
-use crate::formats::bundle::{bundle_lines, FileBundle};
+use crate::formats::bundle::{bundle_node_lines, FileBundle};
 use crate::formats::chat::{described_call_step, extend_details, CodeTool};
 use crate::formats::kit::LinkIds;
-use crate::formats::kit::{fields_except, file_stem, parse_bundle, source_details};
+use crate::formats::kit::{file_stem, node_fields_except, parse_bundle_node, source_details};
 use crate::formats::Format;
 use crate::ingest::{boxed, RawRecord, RecordSource};
+use crate::json::Node;
 use crate::model::{AdpVersion, Step, Trajectory};
 use crate::validate::Diagnostic;
 
@@ -104,7 +105,8 @@ impl Converter for LettaCode {
         record: &RawRecord,
         _map: &FormatOptions,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
-        let bundle = parse_bundle(record, MARKER, NOT_A_TRANSCRIPT)?;
+        let mut slow = None;
+        let bundle = parse_bundle_node(record, &mut slow, MARKER, NOT_A_TRANSCRIPT)?;
         Ok(vec![(transcript(&bundle, record)?, AdpVersion::V1_5)])
     }
 }
@@ -175,7 +177,7 @@ impl Built {
         }
     }
 
-    fn row(&mut self, line: u64, row: &Value, left: &mut LeftOut) {
+    fn row(&mut self, line: u64, row: &Node, left: &mut LeftOut) {
         let at = self.content.len();
         let text = row["text"].as_str();
         match (row["kind"].as_str(), text) {
@@ -208,7 +210,7 @@ impl Built {
                 };
                 left.unmapped(line, "/kind", reason.clone());
                 self.unmapped
-                    .push(json!({"line": line, "reason": reason, "value": row}));
+                    .push(json!({"line": line, "reason": reason, "value": row.to_value()}));
                 return;
             }
         }
@@ -217,16 +219,20 @@ impl Built {
     }
 
     /// Keeps the row's fields no step holds (`captured_at`, its ids), with its step and line.
-    fn note(&mut self, at: usize, line: u64, row: &Value) {
+    fn note(&mut self, at: usize, line: u64, row: &Node) {
         let mut note = Map::new();
         note.insert("step".into(), json!(at));
         note.insert("line".into(), json!(line));
-        note.extend(fields_except(row, MAPPED));
+        note.extend(
+            node_fields_except(row, MAPPED)
+                .into_iter()
+                .map(|(k, v)| (k.into_owned(), v.to_value())),
+        );
         self.rows.push(Value::Object(note));
     }
 
     /// A tool call and, in the same row, its result.
-    fn call(&mut self, line: u64, row: &Value, left: &mut LeftOut) {
+    fn call(&mut self, line: u64, row: &Node, left: &mut LeftOut) {
         let name = row["name"].as_str().unwrap_or_default();
         let args = row["argsText"].as_str().unwrap_or_default();
         let kwargs = match serde_json::from_str::<Value>(args) {
@@ -252,22 +258,21 @@ impl Built {
             _ => format!("letta-call:{line}"),
         };
         let (id, _) = self.ids.unique(base);
-        let answered =
-            row.get("resultText").is_some_and(|r| !r.is_null()) || row["resultOk"].is_boolean();
+        let answered = !row["resultText"].is_null() || row["resultOk"].as_bool().is_some();
         if !answered {
             self.unanswered_calls
-                .push(json!({"step": self.content.len(), "id": row["source_line_id"]}));
+                .push(json!({"step": self.content.len(), "id": row["source_line_id"].to_value()}));
             self.act(step);
             self.open = Some((id, name.to_owned(), self.unanswered_calls.len() - 1));
             return;
         }
         self.act(step.with_tool_call_id(id.clone()));
         let result = match &row["resultText"] {
-            Value::String(s) => s.clone(),
-            Value::Null => String::new(),
+            Node::String(s) => s.clone().into_owned(),
+            Node::Null => String::new(),
             other => other.to_string(),
         };
-        if row["resultOk"] == false {
+        if row["resultOk"].as_bool() == Some(false) {
             self.error_results.push(json!(id));
         }
         self.content
@@ -275,13 +280,13 @@ impl Built {
     }
 }
 
-fn transcript(bundle: &Value, record: &RawRecord) -> Result<Trajectory, Vec<Diagnostic>> {
+fn transcript(bundle: &Node, record: &RawRecord) -> Result<Trajectory, Vec<Diagnostic>> {
     let (id, names) = transcript_id(record.provenance.file.as_ref());
     let mut left = LeftOut::new("details.letta_code");
     let mut b = Built::default();
     let mut stamps: Vec<&str> = Vec::new();
     let mut rows = 0;
-    for (line, row) in bundle_lines(bundle) {
+    for (line, row) in bundle_node_lines(bundle) {
         rows += 1;
         if let Some(t) = row["captured_at"].as_str() {
             stamps.push(t);

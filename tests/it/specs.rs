@@ -1438,3 +1438,54 @@ fn schema_errors_name_the_key_and_say_what_it_must_be() {
         assert!(!stderr.contains("anyOf") && !stderr.contains("oneOf"), "{stderr}");
     }
 }
+
+#[test]
+fn the_docs_examples_of_steps_reject_filter_arguments_and_fixed_turns_do_what_they_say() {
+    let one_line = |json: &str| {
+        let v: Value = serde_json::from_str(json).expect("the docs' record is JSON");
+        format!("{v}\n")
+    };
+    let (record, spec) = docs_example("### Several steps per item");
+    let (code, out, stderr, _) = convert_with_spec(&spec, &one_line(&record));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        common::step_classes(&out[0]),
+        [
+            "text_observation",
+            "api_action",
+            "text_observation",
+            "message_action"
+        ]
+    );
+    let steps = out[0]["content"].as_array().unwrap();
+    assert_eq!(steps[1]["function"], "cat");
+    assert_eq!(steps[1]["kwargs"], serde_json::json!({"path": "a.txt"}));
+    assert_eq!(steps[1]["description"], Value::Null);
+    assert_eq!(steps[2]["content"], "hello");
+    assert_eq!(steps[2]["source"], "environment");
+
+    let (record, spec) = docs_example("### Rules that reject a record");
+    let (code, out, _, rejects) = convert_with_spec(&spec, &one_line(&record));
+    assert_eq!((code, out.len()), (1, 0));
+    assert!(
+        rejects.contains("unsupported: rejected by the spec: function drag is not supported"),
+        "{rejects}"
+    );
+
+    let (record, spec) = docs_example("### Filter arguments from the record");
+    let (code, out, stderr, _) = convert_with_spec(&spec, &one_line(&record));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        out[0]["content"][0]["content"],
+        "Click the Cart link on shop.example."
+    );
+
+    let (record, spec) = docs_example("### Fixed turns");
+    let (code, out, stderr, _) = convert_with_spec(&spec, &one_line(&record));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(out[0]["content"][1]["content"], "42");
+    assert_eq!(
+        out[0]["content"][1]["description"],
+        r#"{"work":["6 x 7","= 42"],"final":"42"}"#
+    );
+}

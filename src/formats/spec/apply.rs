@@ -49,6 +49,14 @@ impl TextPointer<'_> {
             TextPointer::Item { list, index, text } => format!("{list}/{index}{text}"),
         }
     }
+
+    /// The pointer to the turn itself (the item of the list, or the fixed turn's field).
+    fn to_turn_pointer(&self) -> String {
+        match self {
+            TextPointer::Field(p) => (*p).to_owned(),
+            TextPointer::Item { list, index, .. } => format!("{list}/{index}"),
+        }
+    }
 }
 
 /// A problem converting a record: the JSON pointer into the record and what is wrong.
@@ -376,13 +384,19 @@ impl CompiledSpec {
                     // A fixed turn names one field: a missing one is a record that does not fit
                     // (unlike a list's turn, whose text may be absent); one that is not text is
                     // written as compact JSON, as templates write it.
-                    let value = record
-                        .pointer(pointer)
-                        .ok_or_else(|| (pointer.clone(), "missing".to_owned()))?;
+                    let value = record.pointer(pointer).ok_or_else(|| {
+                        (
+                            pointer.clone(),
+                            "missing (a fixed turn's field must be there)".into(),
+                        )
+                    })?;
                     Ok(Turn {
                         role: Cow::Borrowed(role),
                         text: node_text(value).ok_or_else(|| {
-                            (pointer.clone(), "null (a turn needs a text)".into())
+                            (
+                                pointer.clone(),
+                                "null (a fixed turn's field must be there)".into(),
+                            )
                         })?,
                         node: value,
                         pointer: TextPointer::Field(pointer),
@@ -536,7 +550,7 @@ impl CompiledSpec {
             if let Some(reject) = &rule.reject {
                 let why = reject.render(&scopes[0]).map_err(|m| in_rule(m.into()))?;
                 return Err(in_rule((
-                    String::new(),
+                    turn.pointer.to_turn_pointer(),
                     format!(
                         "rejected by the spec: {}",
                         why.filter(|w| !w.is_empty())

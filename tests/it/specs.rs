@@ -1370,6 +1370,11 @@ fn for_each_emits_several_steps_per_item_and_chooses_items_by_key_or_value() {
     );
     assert_eq!(steps[6]["kwargs"]["name"], "LANG", "PATH left out by key");
     assert_eq!(steps[7]["content"], "It says hello.", "`when` passed it on");
+    assert_eq!(
+        common::step_classes(&out[1]),
+        ["text_observation", "message_action"],
+        "an empty list of calls: `when` does not hold"
+    );
 }
 
 #[test]

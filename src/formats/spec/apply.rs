@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use super::compile::{
     Body, CompiledSpec, Emit, Kwargs, RoleDefault, RoleSource, Rule, StepTemplate, TurnSource,
 };
-use super::iterate::ItemScope;
+use super::iterate::{holds, ItemScope};
 use super::template::{node_text, Scope, Template, Var};
 use crate::json::Node;
 use crate::model::step::{ImageObservation, TaggedImage, TextObservation, WebObservation};
@@ -537,8 +537,8 @@ impl CompiledSpec {
             if let Some(when) = &rule.when {
                 let mut kept = Vec::with_capacity(scopes.len());
                 for s in scopes {
-                    let holds = when.render(&s).map_err(|m| in_rule(m.into()))?;
-                    if holds.is_some_and(|v| !v.is_empty()) {
+                    let holds_text = when.render(&s).map_err(|m| in_rule(m.into()))?;
+                    if holds(holds_text.as_deref()) {
                         kept.push(s);
                     }
                 }

@@ -188,7 +188,7 @@ pub struct Rule {
     pub members: Option<Vec<i64>>,
     /// Steps produced.
     pub emit: Vec<Emit>,
-    /// The rule applies only when this renders a non-empty text (`when`).
+    /// The rule applies only when this [`holds`](super::iterate::holds) (`when`).
     pub when: Option<Template>,
     /// The record is rejected with this message when the rule applies (`reject`).
     pub reject: Option<Template>,

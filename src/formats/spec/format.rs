@@ -133,7 +133,7 @@ pub struct RuleSpec {
     /// Steps the rule produces; an empty list drops the turn.
     #[serde(default)]
     pub emit: Option<Vec<Map<String, Value>>>,
-    /// The rule applies only when this template renders a non-empty text.
+    /// The rule applies only when this template holds (renders more than nothing, "", [] or {}).
     #[serde(default)]
     pub when: Option<String>,
     /// Template of the reason a record with a turn this rule applies to is rejected.

@@ -27,9 +27,9 @@ pub struct Iteration {
     /// Leave out items that are empty: `null`, `""`, `[]`, `{}` (for zipped lists, an item
     /// whose values all are).
     pub skip_empty: bool,
-    /// Keep only the items for which this template renders a non-empty text (`keep_if`).
+    /// Keep only the items for which this template [`holds`] (`keep_if`).
     pub keep_if: Option<Template>,
-    /// Leave out the items for which this template renders a non-empty text (`skip_if`).
+    /// Leave out the items for which this template [`holds`] (`skip_if`).
     pub skip_if: Option<Template>,
     /// The counts of whether the one list or object is found (a missing one has no items).
     pub usage: Option<Arc<Usage>>,
@@ -135,7 +135,7 @@ impl Iteration {
             let holds = |t: &Option<Template>| -> Result<Option<bool>, (String, String)> {
                 Ok(match t {
                     None => None,
-                    Some(t) => Some(t.render(&item_scope)?.is_some_and(|v| !v.is_empty())),
+                    Some(t) => Some(holds(t.render(&item_scope)?.as_deref())),
                 })
             };
             if holds(&self.keep_if)? != Some(false) && holds(&self.skip_if)? != Some(true) {
@@ -202,6 +202,13 @@ fn zip<'s>(
             ),
         })
         .collect())
+}
+
+/// True when a condition (`keep_if`, `skip_if`, a rule's `when`) rendered `text`: anything but
+/// nothing and the empty values `skip_empty` leaves out (`""`, and `[]` or `{}`, an empty list
+/// or object read whole).
+pub fn holds(text: Option<&str>) -> bool {
+    !matches!(text, None | Some("" | "[]" | "{}"))
 }
 
 fn is_empty(node: &Node<'_>) -> bool {

@@ -1433,6 +1433,14 @@ fn schema_errors_name_the_key_and_say_what_it_must_be() {
             "[record]\nid = \"{/id}\"\nturns = \"/t\"\n[[rule]]\nemit = [{ class = \"text_observation\", content = \"c\", keep_if = \"{$value}\" }]\n",
             &["keep_if: `keep_if` chooses items of a `for_each`"][..],
         ),
+        (
+            "[record]\nid = \"{/id}\"\nturns = \"/t\"\n[vars]\n\"a-b\" = \"x\"\n",
+            &["vars: \"a-b\" is not a name of letters, digits and _"][..],
+        ),
+        (
+            "[record]\nid = \"{/id}\"\nturns = \"/t\"\nsplit = 5\n",
+            &["record.split: must be a JSON pointer: empty, or starting with /"][..],
+        ),
     ] {
         let spec = format!("{base}{spec}");
         let (code, _, stderr, _) = convert_with_spec(&spec, "{}\n");

@@ -87,6 +87,10 @@ pub fn explain(error: &ValidationError<'_>, schema: &Value) -> Vec<(String, Stri
         ValidationErrorKind::Not { .. } => {
             "give `kwargs` or `args` (an argument list to parse), not both".to_owned()
         }
+        ValidationErrorKind::PropertyNames { error } => format!(
+            "{} is not a name of letters, digits and _ (a variable's name)",
+            preview(error.instance())
+        ),
         ValidationErrorKind::MinItems { .. } | ValidationErrorKind::MinProperties { .. } => {
             "must not be empty".to_owned()
         }

@@ -1438,6 +1438,10 @@ fn schema_errors_name_the_key_and_say_what_it_must_be() {
             &["vars: \"a-b\" is not a name of letters, digits and _"][..],
         ),
         (
+            "[record]\nid = \"{/id}\"\nturns = \"/t\"\n[[rule]]\nemit = [[{ class = \"message_action\", content = \"c\" }]]\n",
+            &["rule.0.emit.0: must be a step, a table"][..],
+        ),
+        (
             "[record]\nid = \"{/id}\"\nturns = \"/t\"\nsplit = 5\n",
             &["record.split: must be a JSON pointer: empty, or starting with /"][..],
         ),

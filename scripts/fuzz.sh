@@ -114,6 +114,11 @@ for i, spec in enumerate(specs):
         records = b"".join(json.dumps(r).encode() + b"\n" for r in rows[:20])
     put("spec", f"shipped-{spec.stem}", bytes([i + 1]) + records)
     put("spec", f"text-{spec.stem}", b"\x00" + spec.read_bytes() + b"\n%%\n" + records)
+# The constructs of the spec language, each a small spec with its records (the tests run them).
+for spec in sorted(pathlib.Path("tests/fixtures/specs").glob("*.toml")):
+    records = spec.with_suffix(".jsonl")
+    records = records.read_bytes() if records.is_file() else b""
+    put("spec", f"construct-{spec.stem}", b"\x00" + spec.read_bytes() + b"\n%%\n" + records)
 PY
 
 echo "== fuzz build (sanitizer: $SANITIZER)"

@@ -1304,3 +1304,205 @@ emit = [{ class = "message_action", content = '{{"tool": "{fn}", "args": {args}}
         ]
     );
 }
+
+/// A spec of `tests/fixtures/specs/` converting its records (`NAME.toml`, `NAME.jsonl`; the same
+/// files seed the `spec` fuzz target).
+fn convert_fixture(name: &str) -> (i32, Vec<Value>, String, String) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/specs");
+    let read = |ext: &str| std::fs::read_to_string(dir.join(format!("{name}.{ext}"))).expect(name);
+    convert_with_spec(&read("toml"), &read("jsonl"))
+}
+
+#[test]
+fn a_fixed_turn_that_is_not_text_is_its_compact_json_and_a_missing_one_rejects() {
+    let (code, out, stderr, rejects) = convert_fixture("answers");
+    assert_eq!(code, 1, "q3 lacks its answer: {stderr}");
+    let ids: Vec<&str> = out.iter().filter_map(|t| t["id"].as_str()).collect();
+    assert_eq!(ids, ["q1", "q2"]);
+    let answer = &out[0]["content"][1];
+    assert_eq!(answer["content"], "42", "the rule's regex reads the JSON");
+    assert_eq!(
+        answer["description"],
+        r#"{"work":["6 x 7","= 42"],"final":"42"}"#
+    );
+    assert_eq!(
+        out[1]["content"][1]["content"], "[1,2]",
+        "no rule matches: the role's default, with the JSON as text"
+    );
+    assert!(
+        rejects.contains("/answer") && rejects.contains("missing"),
+        "{rejects}"
+    );
+}
+
+#[test]
+fn for_each_emits_several_steps_per_item_and_chooses_items_by_key_or_value() {
+    let (code, out, stderr, _) = convert_fixture("pairs");
+    assert_eq!(code, 0, "{stderr}");
+    let t = &out[0];
+    assert_eq!(
+        common::step_classes(t),
+        [
+            "text_observation",
+            "api_action",
+            "text_observation",
+            "api_action",
+            "text_observation",
+            "api_action",
+            "api_action",
+            "message_action"
+        ]
+    );
+    let steps = t["content"].as_array().unwrap();
+    assert_eq!(steps[1]["function"], "ls");
+    assert_eq!(
+        steps[1]["description"],
+        Value::Null,
+        "blank text: nonempty gives null"
+    );
+    assert_eq!(steps[2]["content"], "a.txt");
+    assert_eq!(steps[2]["tool_call_id"], steps[1]["tool_call_id"]);
+    assert_eq!(steps[3]["function"], "cat", "`think` skipped by value");
+    assert_eq!(steps[4]["content"], "hello");
+    assert_eq!(
+        steps[5]["kwargs"],
+        serde_json::json!({"name": "HOME", "value": "/root"})
+    );
+    assert_eq!(steps[6]["kwargs"]["name"], "LANG", "PATH left out by key");
+    assert_eq!(steps[7]["content"], "It says hello.", "`when` passed it on");
+    assert_eq!(
+        common::step_classes(&out[1]),
+        ["text_observation", "message_action"],
+        "an empty list of calls: `when` does not hold"
+    );
+}
+
+#[test]
+fn a_rule_rejects_a_record_with_its_own_reason() {
+    let (code, out, stderr, rejects) = convert_fixture("reject");
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0]["content"][1]["function"], "click");
+    assert!(
+        rejects.contains("/actions/1")
+            && rejects
+                .contains("unsupported: rejected by the spec: function drag is not supported"),
+        "{rejects}"
+    );
+}
+
+#[test]
+fn filter_arguments_read_the_record() {
+    let (code, out, stderr, _) = convert_fixture("fill");
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        out[0]["content"][0]["content"],
+        "Click the Cart link on shop.example."
+    );
+}
+
+#[test]
+fn schema_errors_name_the_key_and_say_what_it_must_be() {
+    let base = "name = \"x\"\ndescription = \"d\"\n[roles]\na = \"user\"\n";
+    for (spec, needles) in [
+        (
+            "[record]\nid = \"{/id}\"\nturns = \"/t\"\nrole = \"speaker\"\n",
+            &["record.role: must be a JSON pointer inside the turn", "found \"speaker\""][..],
+        ),
+        (
+            "[record]\nid = \"{/id}\"\nturns = \"/t\"\n[[rule]]\nemit = [{ class = \"api_action\", function = \"f\", for_each = \"/x\", emit = [] }]\n",
+            &["rule.0.emit.0: unknown key `emit`", "steps = ["][..],
+        ),
+        (
+            "[record]\nid = \"{/id}\"\nturns = \"/t\"\n[[rule]]\nemit = [{ class = \"api_action\", for_each = \"/x\", steps = [{ class = \"text_observation\", content = \"c\" }] }]\n",
+            &["rule.0.emit.0: unknown key `class`", "not both"][..],
+        ),
+        (
+            "[record]\nid = \"{/id}\"\nturns = \"/t\"\n[[rule]]\nemit = [{ content = \"c\" }]\n",
+            &["rule.0.emit.0: a step needs `class`"][..],
+        ),
+        (
+            "[record]\nid = \"{/id}\"\nturns = \"/t\"\n[[rule]]\nemit = [{ class = \"text_observation\", content = \"c\", for_each = \"logs\" }]\n",
+            &["rule.0.emit.0.for_each: must be a data pointer"][..],
+        ),
+        (
+            "[record]\nid = \"{/id}\"\nturns = \"/t\"\n[[rule]]\nrole = \"a\"\n",
+            &["rule.0: a rule needs `emit`"][..],
+        ),
+        (
+            "[record]\nid = \"{/id}\"\nturns = \"/t\"\n[[rule]]\nemit = [{ class = \"text_observation\", content = \"c\", keep_if = \"{$value}\" }]\n",
+            &["keep_if: `keep_if` chooses items of a `for_each`"][..],
+        ),
+        (
+            "[record]\nid = \"{/id}\"\nturns = \"/t\"\n[vars]\n\"a-b\" = \"x\"\n",
+            &["vars: \"a-b\" is not a name of letters, digits and _"][..],
+        ),
+        (
+            "[record]\nid = \"{/id}\"\nturns = \"/t\"\n[[rule]]\nemit = [[{ class = \"message_action\", content = \"c\" }]]\n",
+            &["rule.0.emit.0: must be a step, a table"][..],
+        ),
+        (
+            "[record]\nid = \"{/id}\"\nturns = \"/t\"\nsplit = 5\n",
+            &["record.split: must be a JSON pointer: empty, or starting with /"][..],
+        ),
+    ] {
+        let spec = format!("{base}{spec}");
+        let (code, _, stderr, _) = convert_with_spec(&spec, "{}\n");
+        assert_eq!(code, 2, "{spec}");
+        for needle in needles {
+            assert!(stderr.contains(needle), "{needle:?} in {stderr}");
+        }
+        assert!(!stderr.contains("anyOf") && !stderr.contains("oneOf"), "{stderr}");
+    }
+}
+
+#[test]
+fn the_docs_examples_of_steps_reject_filter_arguments_and_fixed_turns_do_what_they_say() {
+    let one_line = |json: &str| {
+        let v: Value = serde_json::from_str(json).expect("the docs' record is JSON");
+        format!("{v}\n")
+    };
+    let (record, spec) = docs_example("### Several steps per item");
+    let (code, out, stderr, _) = convert_with_spec(&spec, &one_line(&record));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        common::step_classes(&out[0]),
+        [
+            "text_observation",
+            "api_action",
+            "text_observation",
+            "message_action"
+        ]
+    );
+    let steps = out[0]["content"].as_array().unwrap();
+    assert_eq!(steps[1]["function"], "cat");
+    assert_eq!(steps[1]["kwargs"], serde_json::json!({"path": "a.txt"}));
+    assert_eq!(steps[1]["description"], Value::Null);
+    assert_eq!(steps[2]["content"], "hello");
+    assert_eq!(steps[2]["source"], "environment");
+
+    let (record, spec) = docs_example("### Rules that reject a record");
+    let (code, out, _, rejects) = convert_with_spec(&spec, &one_line(&record));
+    assert_eq!((code, out.len()), (1, 0));
+    assert!(
+        rejects.contains("unsupported: rejected by the spec: function drag is not supported"),
+        "{rejects}"
+    );
+
+    let (record, spec) = docs_example("### Filter arguments from the record");
+    let (code, out, stderr, _) = convert_with_spec(&spec, &one_line(&record));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        out[0]["content"][0]["content"],
+        "Click the Cart link on shop.example."
+    );
+
+    let (record, spec) = docs_example("### Fixed turns");
+    let (code, out, stderr, _) = convert_with_spec(&spec, &one_line(&record));
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(out[0]["content"][1]["content"], "42");
+    assert_eq!(
+        out[0]["content"][1]["description"],
+        r#"{"work":["6 x 7","= 42"],"final":"42"}"#
+    );
+}

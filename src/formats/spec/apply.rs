@@ -10,9 +10,9 @@ use regex::{Captures, Regex};
 use serde_json::{Map, Value};
 
 use super::compile::{
-    CompiledSpec, Emit, Kwargs, RoleDefault, RoleSource, Rule, StepTemplate, TurnSource,
+    Body, CompiledSpec, Emit, Kwargs, RoleDefault, RoleSource, Rule, StepTemplate, TurnSource,
 };
-use super::iterate::ItemScope;
+use super::iterate::{holds, ItemScope};
 use super::template::{node_text, Scope, Template, Var};
 use crate::json::Node;
 use crate::model::step::{ImageObservation, TaggedImage, TextObservation, WebObservation};
@@ -21,7 +21,8 @@ use crate::model::{JsonObject, Source, Step};
 /// One turn of a record.
 struct Turn<'a> {
     role: Cow<'a, str>,
-    text: &'a str,
+    /// The text: a string as it is; in a fixed turn, a field of another kind as compact JSON.
+    text: Cow<'a, str>,
     /// The turn itself, root of `{$turn/...}`: an item of the list of turns, or the field a
     /// fixed turn reads.
     node: &'a Node<'a>,
@@ -46,6 +47,14 @@ impl TextPointer<'_> {
         match self {
             TextPointer::Field(p) => (*p).to_owned(),
             TextPointer::Item { list, index, text } => format!("{list}/{index}{text}"),
+        }
+    }
+
+    /// The pointer to the turn itself (the item of the list, or the fixed turn's field).
+    fn to_turn_pointer(&self) -> String {
+        match self {
+            TextPointer::Field(p) => (*p).to_owned(),
+            TextPointer::Item { list, index, .. } => format!("{list}/{index}"),
         }
     }
 }
@@ -128,7 +137,7 @@ impl Scope for TurnScope<'_, '_> {
                 .and_then(|c| c.name(name))
                 .map(|m| Cow::Borrowed(m.as_str()))
                 .or_else(|| self.record.get(var)),
-            Var::Text => Some(Cow::Borrowed(self.turn.text)),
+            Var::Text => Some(Cow::Borrowed(&self.turn.text)),
             Var::Role => Some(Cow::Borrowed(&self.turn.role)),
             Var::Turn => Some(Cow::Owned(self.position.to_string())),
             Var::TurnField(_) => self.node(var).and_then(node_text),
@@ -372,12 +381,23 @@ impl CompiledSpec {
             TurnSource::Fields(fields) => fields
                 .iter()
                 .map(|(role, pointer)| {
-                    let value = record
-                        .pointer(pointer)
-                        .ok_or_else(|| (pointer.clone(), "missing".to_owned()))?;
+                    // A fixed turn names one field: a missing one is a record that does not fit
+                    // (unlike a list's turn, whose text may be absent); one that is not text is
+                    // written as compact JSON, as templates write it.
+                    let value = record.pointer(pointer).ok_or_else(|| {
+                        (
+                            pointer.clone(),
+                            "missing (a fixed turn's field must be there)".into(),
+                        )
+                    })?;
                     Ok(Turn {
                         role: Cow::Borrowed(role),
-                        text: text(value, || pointer.clone())?,
+                        text: node_text(value).ok_or_else(|| {
+                            (
+                                pointer.clone(),
+                                "null (a fixed turn's field must be there)".into(),
+                            )
+                        })?,
                         node: value,
                         pointer: TextPointer::Field(pointer),
                     })
@@ -414,8 +434,10 @@ impl CompiledSpec {
                         let mut turn = Turn {
                             role: Cow::Borrowed(role_of_field.unwrap_or_default()),
                             text: match node.pointer(text_at) {
-                                None | Some(Node::Null) => "",
-                                Some(v) => text(v, || format!("{turns}/{i}{text_at}"))?,
+                                None | Some(Node::Null) => Cow::Borrowed(""),
+                                Some(v) => {
+                                    Cow::Borrowed(text(v, || format!("{turns}/{i}{text_at}"))?)
+                                }
                             },
                             node,
                             pointer: TextPointer::Item {
@@ -471,22 +493,22 @@ impl CompiledSpec {
             }
             let matches: Vec<Captures<'_>> = match &rule.regex {
                 None => Vec::new(),
-                Some(re) if rule.each => re.captures_iter(turn.text).collect(),
+                Some(re) if rule.each => re.captures_iter(&turn.text).collect(),
                 // Capture groups cost a second, slower pass: skip it when no template uses them.
                 Some(re) if !rule.uses_groups => {
-                    if !re.is_match(turn.text) {
+                    if !re.is_match(&turn.text) {
                         continue;
                     }
                     Vec::new()
                 }
-                Some(re) => first_or_last(re, turn.text, rule.last)
+                Some(re) => first_or_last(re, &turn.text, rule.last)
                     .into_iter()
                     .collect(),
             };
             if rule.regex.is_some() && matches.is_empty() && rule.uses_groups {
                 continue;
             }
-            let scopes: Vec<TurnScope<'_, '_>> = if matches.is_empty() {
+            let mut scopes: Vec<TurnScope<'_, '_>> = if matches.is_empty() {
                 vec![TurnScope {
                     record: scope,
                     turn,
@@ -504,17 +526,42 @@ impl CompiledSpec {
                     })
                     .collect()
             };
+            let in_rule = |(pointer, e): RecordProblem| {
+                let pointer = if pointer.is_empty() {
+                    turn.pointer.to_pointer()
+                } else {
+                    pointer
+                };
+                (pointer, format!("{}: {e}", rule.name))
+            };
+            if let Some(when) = &rule.when {
+                let mut kept = Vec::with_capacity(scopes.len());
+                for s in scopes {
+                    let holds_text = when.render(&s).map_err(|m| in_rule(m.into()))?;
+                    if holds(holds_text.as_deref()) {
+                        kept.push(s);
+                    }
+                }
+                if kept.is_empty() {
+                    continue;
+                }
+                scopes = kept;
+            }
+            if let Some(reject) = &rule.reject {
+                let why = reject.render(&scopes[0]).map_err(|m| in_rule(m.into()))?;
+                return Err(in_rule((
+                    turn.pointer.to_turn_pointer(),
+                    format!(
+                        "rejected by the spec: {}",
+                        why.filter(|w| !w.is_empty())
+                            .unwrap_or_else(|| "(the reason renders empty)".into())
+                    ),
+                )));
+            }
             let mut steps = Vec::new();
             for s in &scopes {
                 for emit in &rule.emit {
-                    emit_steps(emit, s, &mut steps).map_err(|(pointer, e)| {
-                        let pointer = if pointer.is_empty() {
-                            turn.pointer.to_pointer()
-                        } else {
-                            pointer
-                        };
-                        (pointer, format!("{}: {e}", rule.name))
-                    })?;
+                    emit_steps(emit, s, &mut steps).map_err(in_rule)?;
                 }
             }
             return Ok(steps);
@@ -534,13 +581,13 @@ impl CompiledSpec {
                          every turn of a role with rules must match one of them ({names:?}); \
                          add a rule for role {role:?} without `match` to convert the others, or \
                          leave `strict` out: {}",
-                        preview(turn.text),
+                        preview(&turn.text),
                         role = turn.role,
                     ),
                 ));
             }
         }
-        let text = turn.text.to_owned();
+        let text = turn.text.clone().into_owned();
         Ok(match default {
             RoleDefault::User => vec![Step::user_text(text)],
             RoleDefault::Environment => vec![Step::environment_text(None, text)],
@@ -596,14 +643,26 @@ impl Rule {
     }
 }
 
-/// Appends the steps of `emit` rendered in `scope`: one, or one per item of its `for_each`.
+/// Appends the steps of `emit` rendered in `scope`: once, or once per item of its `for_each`.
 fn emit_steps(emit: &Emit, scope: &dyn Scope, out: &mut Vec<Step>) -> Result<(), RecordProblem> {
     let Some(each) = &emit.each else {
-        out.push(render_step(&emit.step, scope)?);
-        return Ok(());
+        return emit_body(&emit.body, scope, out);
     };
     for item in each.items(scope)? {
-        out.push(render_step(&emit.step, &ItemScope { outer: scope, item })?);
+        emit_body(&emit.body, &ItemScope { outer: scope, item }, out)?;
+    }
+    Ok(())
+}
+
+/// Appends the step, or the steps in order, of `body` rendered in `scope`.
+fn emit_body(body: &Body, scope: &dyn Scope, out: &mut Vec<Step>) -> Result<(), RecordProblem> {
+    match body {
+        Body::Step(step) => out.push(render_step(step, scope)?),
+        Body::Steps(steps) => {
+            for emit in steps {
+                emit_steps(emit, scope, out)?;
+            }
+        }
     }
     Ok(())
 }

@@ -82,6 +82,9 @@ pub struct Tracked {
     pub usage: Arc<Usage>,
 }
 
+/// The keys of a table that choose its items rather than build it.
+const ITERATION_KEYS: &[&str] = &["for_each", "skip_empty", "keep_if", "skip_if"];
+
 /// Details keys trajkit writes itself into every trajectory a spec makes.
 const OWN_DETAILS: &[&str] = &["source"];
 
@@ -185,15 +188,29 @@ pub struct Rule {
     pub members: Option<Vec<i64>>,
     /// Steps produced.
     pub emit: Vec<Emit>,
+    /// The rule applies only when this [`holds`](super::iterate::holds) (`when`).
+    pub when: Option<Template>,
+    /// The record is rejected with this message when the rule applies (`reject`).
+    pub reject: Option<Template>,
 }
 
-/// A step of a rule's `emit`, once or once per item of a `for_each`.
+/// A step of a rule's `emit`, or a group of them (`steps`), once or once per item of a
+/// `for_each`.
 #[derive(Debug)]
 pub struct Emit {
     /// The iteration, when there is one.
     pub each: Option<Iteration>,
-    /// The step.
-    pub step: StepTemplate,
+    /// What is emitted (per item).
+    pub body: Body,
+}
+
+/// What an [`Emit`] gives: one step, or several in order (each may iterate again).
+#[derive(Debug)]
+pub enum Body {
+    /// One step.
+    Step(StepTemplate),
+    /// Several steps, in order (`steps = [...]`).
+    Steps(Vec<Emit>),
 }
 
 /// A step to produce, with templates for its fields.
@@ -546,18 +563,40 @@ impl Compiler {
         template
     }
 
-    /// The `for_each` of a table (a step of `emit`, or a value), with its `skip_empty`; a
-    /// `skip_empty` without a `for_each` is a problem.
-    fn for_each_of(&mut self, at: &str, table: &Map<String, Value>) -> Option<Iteration> {
+    /// The `for_each` of a table (a step of `emit`, or a value), with its `skip_empty`,
+    /// `keep_if` and `skip_if`; one of those without a `for_each` is a problem.
+    fn for_each_of(
+        &mut self,
+        at: &str,
+        table: &Map<String, Value>,
+        groups: &[String],
+    ) -> Option<Iteration> {
         let skip_empty = table.get("skip_empty").and_then(Value::as_bool);
-        let each = table
+        let mut each = table
             .get("for_each")
             .map(|e| self.iteration(at, e, skip_empty.unwrap_or(false)));
-        if skip_empty.is_some() && each.is_none() {
-            self.problem(
-                &format!("{at}/skip_empty"),
-                "`skip_empty` needs a `for_each`",
-            );
+        let was = self.iterating;
+        self.iterating = true;
+        let condition = |c: &mut Self, key: &str| {
+            let text = table.get(key)?.as_str().unwrap_or_default();
+            Some(c.template(&format!("{at}/{key}"), text, groups))
+        };
+        let keep_if = condition(self, "keep_if");
+        let skip_if = condition(self, "skip_if");
+        self.iterating = was;
+        if each.is_none() {
+            for key in ["skip_empty", "keep_if", "skip_if"] {
+                if table.contains_key(key) {
+                    self.problem(
+                        &format!("{at}/{key}"),
+                        format!("`{key}` chooses items of a `for_each`, and there is none here"),
+                    );
+                }
+            }
+        }
+        if let Some(each) = &mut each {
+            each.keep_if = keep_if;
+            each.skip_if = skip_if;
         }
         each
     }
@@ -616,6 +655,8 @@ impl Compiler {
         Iteration {
             over,
             skip_empty,
+            keep_if: None,
+            skip_if: None,
             usage,
         }
     }
@@ -632,15 +673,13 @@ impl Compiler {
                     .collect(),
             ),
             Value::Object(members) => {
-                let each = self.for_each_of(at, members);
+                let each = self.for_each_of(at, members, groups);
                 let was = self.iterating;
                 self.iterating |= each.is_some();
                 let body = ValueTemplate::Object(
                     members
                         .iter()
-                        .filter(|(k, _)| {
-                            each.is_none() || !["for_each", "skip_empty"].contains(&k.as_str())
-                        })
+                        .filter(|(k, _)| each.is_none() || !ITERATION_KEYS.contains(&k.as_str()))
                         .map(|(k, v)| {
                             let at = format!("{at}/{}", escape_pointer(k));
                             (k.clone(), self.value(&at, v, groups))
@@ -723,10 +762,31 @@ impl Compiler {
         let emit = rule
             .emit
             .iter()
+            .flatten()
             .enumerate()
             .filter_map(|(j, step)| self.emit(&format!("{at}/emit/{j}"), step, &groups))
             .collect();
+        let when = rule
+            .when
+            .as_ref()
+            .map(|w| self.template(&format!("{at}/when"), w, &groups));
+        let reject = rule
+            .reject
+            .as_ref()
+            .map(|r| self.template(&format!("{at}/reject"), r, &groups));
         self.in_turn = false;
+        match (rule.emit.is_some(), reject.is_some()) {
+            (true, true) => self.problem(
+                &format!("{at}/reject"),
+                "a rule gives `emit` (its steps) or `reject` (why its record is rejected), not both",
+            ),
+            (false, false) => self.problem(
+                &at,
+                "a rule needs `emit` (its steps; `[]` drops the turn) or `reject` (why a record \
+                 with such a turn is rejected)",
+            ),
+            _ => {}
+        }
         let uses_groups = self.used[used_before..]
             .iter()
             .any(|name| groups[..regex_groups].contains(name));
@@ -740,17 +800,30 @@ impl Compiler {
             each: rule.each,
             last: rule.last,
             emit,
+            when,
+            reject,
         }
     }
 
-    /// A step of `emit`, with its `for_each` if it has one.
+    /// A step of `emit`, or a group of `steps`, with its `for_each` if it has one.
     fn emit(&mut self, at: &str, step: &Map<String, Value>, groups: &[String]) -> Option<Emit> {
-        let each = self.for_each_of(at, step);
+        let each = self.for_each_of(at, step, groups);
         let was = self.iterating;
         self.iterating |= each.is_some();
-        let step = self.step(at, step, groups);
+        let body = match step.get("steps") {
+            Some(Value::Array(steps)) => Some(Body::Steps(
+                steps
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(j, s)| {
+                        self.emit(&format!("{at}/steps/{j}"), s.as_object()?, groups)
+                    })
+                    .collect(),
+            )),
+            _ => self.step(at, step, groups).map(Body::Step),
+        };
         self.iterating = was;
-        Some(Emit { each, step: step? })
+        Some(Emit { each, body: body? })
     }
 
     fn step(

@@ -131,7 +131,14 @@ pub struct RuleSpec {
     #[serde(default)]
     pub last: bool,
     /// Steps the rule produces; an empty list drops the turn.
-    pub emit: Vec<Map<String, Value>>,
+    #[serde(default)]
+    pub emit: Option<Vec<Map<String, Value>>>,
+    /// The rule applies only when this template holds (renders more than nothing, "", [] or {}).
+    #[serde(default)]
+    pub when: Option<String>,
+    /// Template of the reason a record with a turn this rule applies to is rejected.
+    #[serde(default)]
+    pub reject: Option<String>,
 }
 
 /// The final-answer convention.

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::cell::OnceCell;
 use std::sync::Arc;
 
-use super::template::{node_text, Scope, Var};
+use super::template::{node_text, Scope, Template, Var};
 use super::usage::Usage;
 use crate::json::node::pointer_token;
 use crate::json::Node;
@@ -27,6 +27,10 @@ pub struct Iteration {
     /// Leave out items that are empty: `null`, `""`, `[]`, `{}` (for zipped lists, an item
     /// whose values all are).
     pub skip_empty: bool,
+    /// Keep only the items for which this template [`holds`] (`keep_if`).
+    pub keep_if: Option<Template>,
+    /// Leave out the items for which this template [`holds`] (`skip_if`).
+    pub skip_if: Option<Template>,
     /// The counts of whether the one list or object is found (a missing one has no items).
     pub usage: Option<Arc<Usage>>,
 }
@@ -122,7 +126,23 @@ impl Iteration {
         if self.skip_empty {
             items.retain(|i| !i.value.is_empty());
         }
-        Ok(items)
+        if self.keep_if.is_none() && self.skip_if.is_none() {
+            return Ok(items);
+        }
+        let mut kept = Vec::with_capacity(items.len());
+        for item in items {
+            let item_scope = ItemScope { outer: scope, item };
+            let holds = |t: &Option<Template>| -> Result<Option<bool>, (String, String)> {
+                Ok(match t {
+                    None => None,
+                    Some(t) => Some(holds(t.render(&item_scope)?.as_deref())),
+                })
+            };
+            if holds(&self.keep_if)? != Some(false) && holds(&self.skip_if)? != Some(true) {
+                kept.push(item_scope.item);
+            }
+        }
+        Ok(kept)
     }
 
     /// `node`, its finding counted when the iteration is tracked.
@@ -182,6 +202,13 @@ fn zip<'s>(
             ),
         })
         .collect())
+}
+
+/// True when a condition (`keep_if`, `skip_if`, a rule's `when`) rendered `text`: anything but
+/// nothing and the empty values `skip_empty` leaves out (`""`, and `[]` or `{}`, an empty list
+/// or object read whole).
+pub fn holds(text: Option<&str>) -> bool {
+    !matches!(text, None | Some("" | "[]" | "{}"))
 }
 
 fn is_empty(node: &Node<'_>) -> bool {

@@ -17,6 +17,7 @@ mod format;
 mod group;
 mod iterate;
 pub mod located;
+mod schema_errors;
 mod template;
 mod url;
 mod usage;
@@ -35,7 +36,7 @@ use crate::formats::kit::source_details;
 use crate::ingest::{boxed, Provenance, RawRecord, RecordSource};
 use crate::json::Node;
 use crate::model::{AdpVersion, Trajectory};
-use crate::validate::check::{parse_node, preview};
+use crate::validate::check::parse_node;
 use crate::validate::schemas::compile;
 use crate::validate::Diagnostic;
 use compile::CompiledSpec;
@@ -130,12 +131,15 @@ pub fn load(file: &str, text: &str) -> Result<SpecConverter, Vec<SpecError>> {
     };
     let schema = spec_validator();
     if !schema.is_valid(&value) {
-        return Err(schema
+        let schema_doc = spec_schema_value();
+        let mut problems: Vec<(String, String)> = schema
             .iter_errors(&value)
-            .map(|e| {
-                let pointer = e.instance_path().as_str().to_owned();
-                located(pointer, e.masked_with(preview(e.instance())).to_string())
-            })
+            .flat_map(|e| schema_errors::explain(&e, schema_doc))
+            .collect();
+        problems.dedup();
+        return Err(problems
+            .into_iter()
+            .map(|(pointer, message)| located(pointer, message))
             .collect());
     }
     let spec: format::SpecFile =
@@ -256,6 +260,13 @@ impl SpecConverter {
                 .collect()
         })
     }
+}
+
+/// The converter-spec JSON Schema as a value, for what its keys must be ([`schema_errors`]).
+fn spec_schema_value() -> &'static Value {
+    static SCHEMA: OnceLock<Value> = OnceLock::new();
+    // ok: the embedded schema is JSON (compiled by `spec_validator` and the tests)
+    SCHEMA.get_or_init(|| serde_json::from_str(SPEC_SCHEMA).unwrap_or(Value::Null))
 }
 
 fn spec_validator() -> &'static jsonschema::Validator {

@@ -140,8 +140,51 @@ impl Table {
 /// The tables a spec's templates may look values up in, by name.
 pub type Tables = HashMap<String, Arc<Table>>;
 
+/// An argument of a filter: text written in the spec (`"x"`), or a variable whose value it
+/// takes when the template is rendered (`/title`, `$value/name`, `fn`).
+#[derive(Debug, Clone)]
+pub enum Arg<T> {
+    /// Written in the spec (for the literal-searching filters, with its searchers built).
+    Literal(T),
+    /// Read from the record, the turn or the item when rendered; a missing variable leaves
+    /// the placeholder missing.
+    Var(Var),
+}
+
+impl<T> Arg<T> {
+    /// The variable, when the argument is one.
+    fn var(&self) -> Option<&Var> {
+        match self {
+            Arg::Var(v) => Some(v),
+            Arg::Literal(_) => None,
+        }
+    }
+}
+
+impl Arg<String> {
+    /// The argument's text in `scope`, or `None` when its variable is missing.
+    fn text<'a>(&'a self, scope: &'a dyn Scope) -> Option<Cow<'a, str>> {
+        match self {
+            Arg::Literal(text) => Some(Cow::Borrowed(text)),
+            Arg::Var(var) => Piece::of(var, scope).map(Piece::into_text),
+        }
+    }
+}
+
+impl Arg<Needle> {
+    /// The argument as a needle in `scope` (built per use for a variable), or `None`.
+    fn needle<'a>(&'a self, scope: &dyn Scope) -> Option<Cow<'a, Needle>> {
+        match self {
+            Arg::Literal(n) => Some(Cow::Borrowed(n)),
+            Arg::Var(var) => {
+                Piece::of(var, scope).map(|p| Cow::Owned(Needle::new(p.into_text().into_owned())))
+            }
+        }
+    }
+}
+
 /// A transformation applied to a placeholder's value. Filters apply to values that are present;
-/// only `default` gives a missing value one.
+/// only `default` gives a missing value one. Text arguments may be variables ([`Arg`]).
 #[derive(Debug, Clone)]
 pub enum Filter {
     /// `trim`: remove leading and trailing whitespace.
@@ -151,24 +194,24 @@ pub enum Filter {
     /// `json`: encode as a JSON string literal, quotes included.
     Json,
     /// `prepend("s")`: put text before the value.
-    Prepend(String),
+    Prepend(Arg<String>),
     /// `append("s")`: put text after the value.
-    Append(String),
+    Append(Arg<String>),
     /// `replace("from", "to")`: replace every occurrence of a literal text.
-    Replace(Needle, String),
+    Replace(Arg<Needle>, Arg<String>),
     /// `sub("regex", "replacement")`: replace every match of a regular expression; the
     /// replacement may use `$1` / `${name}`.
-    Sub(Regex, String),
+    Sub(Regex, Arg<String>),
     /// `default("s")`: the value to use when there is none.
-    Default(String),
+    Default(Arg<String>),
     /// `after("s")`: the text after the first `s`; missing when there is no `s`.
-    After(Needle),
+    After(Arg<Needle>),
     /// `after_last("s")`: the text after the last `s`.
-    AfterLast(Needle),
+    AfterLast(Arg<Needle>),
     /// `before("s")`: the text before the first `s`.
-    Before(Needle),
+    Before(Arg<Needle>),
     /// `before_last("s")`: the text before the last `s`.
-    BeforeLast(Needle),
+    BeforeLast(Arg<Needle>),
     /// `urlencode`: percent-encode every byte but ASCII letters, digits and `-._~`.
     UrlEncode,
     /// `urldecode`: decode `%XX` escapes and `+` (a space); missing when the result is not
@@ -179,15 +222,22 @@ pub enum Filter {
     /// not JSON.
     FromJson,
     /// `split("s")`: the text cut at every `s`, as a JSON list of strings.
-    Split(String),
+    Split(Arg<String>),
     /// `join("s")`: the items of a JSON list joined with `s` (strings as their text, other
     /// items as JSON); missing when the value is not a list.
-    Join(String),
+    Join(Arg<String>),
     /// `add(x)`, `subtract(x)`, `multiply(x)`, `divide(x)`: arithmetic with a number or the
     /// number a variable holds; missing when either side is not a number.
     Arith(Op, Operand),
     /// `required`: a missing value rejects the record instead of rendering as nothing.
     Required,
+    /// `nonempty`: an empty text becomes missing (a lone placeholder then gives `null`).
+    NonEmpty,
+    /// `matches("regex")`: the value when the regex matches it (searched anywhere), else
+    /// missing; for conditions (`keep_if`, `skip_if`, a rule's `when`).
+    Matches(Regex),
+    /// `one_of("a", "b", ...)`: the value when it equals one of the arguments, else missing.
+    OneOf(Vec<Arg<String>>),
     /// `lookup("table")`: the value the spec's table gives the text as a key; a JSON list is
     /// looked up item by item, leaving out the items the table lacks. Missing when a single
     /// key is not in the table.
@@ -224,6 +274,25 @@ impl Filter {
             self,
             Filter::FromJson | Filter::Split(_) | Filter::Arith(..) | Filter::Lookup(_)
         )
+    }
+
+    /// The variables the filter's arguments read.
+    fn arg_vars(&self) -> Vec<&Var> {
+        match self {
+            Filter::Prepend(a)
+            | Filter::Append(a)
+            | Filter::Default(a)
+            | Filter::Split(a)
+            | Filter::Join(a)
+            | Filter::Sub(_, a) => a.var().into_iter().collect(),
+            Filter::After(n) | Filter::AfterLast(n) | Filter::Before(n) | Filter::BeforeLast(n) => {
+                n.var().into_iter().collect()
+            }
+            Filter::Replace(from, to) => from.var().into_iter().chain(to.var()).collect(),
+            Filter::OneOf(args) => args.iter().filter_map(Arg::var).collect(),
+            Filter::Arith(_, Operand::Var(v)) => vec![v],
+            _ => Vec::new(),
+        }
     }
 }
 
@@ -426,10 +495,7 @@ impl Template {
         self.parts.iter().flat_map(|p| match p {
             Part::Literal(_) => Vec::new(),
             Part::Placeholder(var, filters, _) => std::iter::once(var)
-                .chain(filters.iter().filter_map(|f| match f {
-                    Filter::Arith(_, Operand::Var(v)) => Some(v),
-                    _ => None,
-                }))
+                .chain(filters.iter().flat_map(Filter::arg_vars))
                 .collect(),
         })
     }
@@ -583,7 +649,9 @@ fn apply<'v>(
 ) -> Option<Piece<'v>> {
     for f in filters {
         value = match (f, value) {
-            (Filter::Default(d), None) => Some(Piece::Text(Cow::Owned(d.clone()))),
+            (Filter::Default(d), None) => d
+                .text(scope)
+                .map(|d| Piece::Text(Cow::Owned(d.into_owned()))),
             (Filter::Required, None) => {
                 *missing_required = true;
                 return None;
@@ -602,15 +670,16 @@ fn apply<'v>(
                     .and_then(Num::to_number)
                     .map(Piece::Number)
             }
-            (f, Some(v)) => text_filter(f, v.into_text()).map(Piece::Text),
+            (f, Some(v)) => text_filter(f, v.into_text(), scope).map(Piece::Text),
         };
     }
     value
 }
 
-/// `v` through a filter on text. Cutting filters (`trim`, `after`, ...) keep borrowing a
-/// borrowed value, and `replace` leaves a value without the text alone.
-fn text_filter<'v>(f: &Filter, v: Cow<'v, str>) -> Option<Cow<'v, str>> {
+/// `v` through a filter on text, its variable arguments read in `scope` (a missing one makes
+/// the value missing). Cutting filters (`trim`, `after`, ...) keep borrowing a borrowed value,
+/// and `replace` leaves a value without the text alone.
+fn text_filter<'v>(f: &Filter, v: Cow<'v, str>, scope: &dyn Scope) -> Option<Cow<'v, str>> {
     match f {
         Filter::Trim => {
             let start = v.len() - v.trim_start().len();
@@ -619,20 +688,41 @@ fn text_filter<'v>(f: &Filter, v: Cow<'v, str>) -> Option<Cow<'v, str>> {
         }
         Filter::Lower => Some(Cow::Owned(v.to_lowercase())),
         Filter::Json => Some(Cow::Owned(Value::from(v.as_ref()).to_string())),
-        Filter::Prepend(p) => Some(Cow::Owned(format!("{p}{v}"))),
-        Filter::Append(a) => Some(Cow::Owned(v.into_owned() + a)),
-        Filter::Replace(from, to) => Some(from.replace(v, to)),
-        Filter::Sub(re, to) => Some(Cow::Owned(re.replace_all(&v, to.as_str()).into_owned())),
-        Filter::After(d) => d.find(&v).map(|i| {
-            let len = v.len();
-            cut(v, i + d.text.len(), len)
-        }),
-        Filter::AfterLast(d) => d.rfind(&v).map(|i| {
-            let len = v.len();
-            cut(v, i + d.text.len(), len)
-        }),
-        Filter::Before(d) => d.find(&v).map(|i| cut(v, 0, i)),
-        Filter::BeforeLast(d) => d.rfind(&v).map(|i| cut(v, 0, i)),
+        Filter::Prepend(p) => Some(Cow::Owned(format!("{}{v}", p.text(scope)?))),
+        Filter::Append(a) => Some(Cow::Owned(v.into_owned() + &a.text(scope)?)),
+        Filter::Replace(from, to) => Some(from.needle(scope)?.replace(v, &to.text(scope)?)),
+        Filter::Sub(re, to) => {
+            let to = to.text(scope)?;
+            Some(Cow::Owned(re.replace_all(&v, to.as_ref()).into_owned()))
+        }
+        Filter::After(d) => {
+            let d = d.needle(scope)?;
+            d.find(&v).map(|i| {
+                let len = v.len();
+                cut(v, i + d.text.len(), len)
+            })
+        }
+        Filter::AfterLast(d) => {
+            let d = d.needle(scope)?;
+            d.rfind(&v).map(|i| {
+                let len = v.len();
+                cut(v, i + d.text.len(), len)
+            })
+        }
+        Filter::Before(d) => {
+            let d = d.needle(scope)?;
+            d.find(&v).map(|i| cut(v, 0, i))
+        }
+        Filter::BeforeLast(d) => {
+            let d = d.needle(scope)?;
+            d.rfind(&v).map(|i| cut(v, 0, i))
+        }
+        Filter::NonEmpty => (!v.is_empty()).then_some(v),
+        Filter::Matches(re) => re.is_match(&v).then_some(v),
+        Filter::OneOf(options) => options
+            .iter()
+            .any(|o| o.text(scope).is_some_and(|o| o == v))
+            .then_some(v),
         Filter::UrlEncode => Some(Cow::Owned(url::encode(&v))),
         Filter::UrlDecode => url::decode(&v).map(Cow::Owned),
         Filter::FromJson => match serde_json::from_str::<Value>(&v).ok()? {
@@ -640,10 +730,11 @@ fn text_filter<'v>(f: &Filter, v: Cow<'v, str>) -> Option<Cow<'v, str>> {
             other => Some(Cow::Owned(other.to_string())),
         },
         Filter::Split(sep) => {
+            let sep = sep.text(scope)?;
             let parts: Vec<&str> = if sep.is_empty() {
                 vec![&v]
             } else {
-                v.split(sep.as_str()).collect()
+                v.split(sep.as_ref()).collect()
             };
             Some(Cow::Owned(Value::from(parts).to_string()))
         }
@@ -656,7 +747,7 @@ fn text_filter<'v>(f: &Filter, v: Cow<'v, str>) -> Option<Cow<'v, str>> {
                         other => other.to_string(),
                     })
                     .collect::<Vec<_>>()
-                    .join(sep),
+                    .join(sep.text(scope)?.as_ref()),
             )),
             _ => None,
         },
@@ -734,6 +825,26 @@ fn parse_placeholder(inner: &str, tables: &Tables) -> Result<(Var, Vec<Filter>),
     Ok((var, filters))
 }
 
+/// The arguments of a filter, between its parentheses: double-quoted JSON strings and bare
+/// variables (`/title`, `$value/name`, `fn`), separated by commas; `None` when one is neither.
+fn parse_args(text: &str) -> Option<Vec<Arg<String>>> {
+    if text.trim().is_empty() {
+        return Some(Vec::new());
+    }
+    let mut args = Vec::new();
+    let mut start = 0;
+    for cut in split_outside_strings(text, ',') {
+        let piece = text[start..cut].trim();
+        start = cut + 1;
+        args.push(if piece.starts_with('"') {
+            Arg::Literal(serde_json::from_str::<String>(piece).ok()?)
+        } else {
+            Arg::Var(Var::parse(piece)?)
+        });
+    }
+    Some(args)
+}
+
 fn parse_filter(text: &str, placeholder: &str, tables: &Tables) -> Result<Filter, TemplateError> {
     let bad = |why: String| TemplateError(format!("{why} in {{{placeholder}}}"));
     let (name, args) = match text.split_once('(') {
@@ -741,12 +852,14 @@ fn parse_filter(text: &str, placeholder: &str, tables: &Tables) -> Result<Filter
             let args = rest
                 .strip_suffix(')')
                 .ok_or_else(|| bad(format!("filter {text:?} lacks its closing parenthesis")))?;
-            let args: Vec<String> = serde_json::from_str(&format!("[{args}]")).map_err(|_| {
+            let name = name.trim();
+            let args = parse_args(args).ok_or_else(|| {
                 bad(format!(
-                    "the arguments of {name} must be double-quoted strings, as in {name}(\"x\")"
+                    "the arguments of {name} are double-quoted strings (\"x\") or variables \
+                     (/title, $value/name, a group name), separated by commas"
                 ))
             })?;
-            (name.trim(), args)
+            (name, args)
         }
         None => (text, Vec::new()),
     };
@@ -759,7 +872,19 @@ fn parse_filter(text: &str, placeholder: &str, tables: &Tables) -> Result<Filter
         }
     };
     let mut args = args.into_iter();
-    let mut arg = || args.next().unwrap_or_default();
+    let mut arg = || args.next().unwrap_or(Arg::Literal(String::new()));
+    let needle = |a: Arg<String>| match a {
+        Arg::Literal(text) => Arg::Literal(Needle::new(text)),
+        Arg::Var(v) => Arg::Var(v),
+    };
+    // Regexes and table names are checked when the spec loads, so they are written out.
+    let literal = |a: Arg<String>, what: &str| match a {
+        Arg::Literal(text) => Ok(text),
+        Arg::Var(v) => Err(bad(format!(
+            "{name} takes {what} written as a double-quoted string, not the variable {}",
+            v.written()
+        ))),
+    };
     Ok(match name {
         "trim" => arity(0).map(|_| Filter::Trim)?,
         "lower" => arity(0).map(|_| Filter::Lower)?,
@@ -767,18 +892,31 @@ fn parse_filter(text: &str, placeholder: &str, tables: &Tables) -> Result<Filter
         "prepend" => arity(1).map(|_| Filter::Prepend(arg()))?,
         "append" => arity(1).map(|_| Filter::Append(arg()))?,
         "default" => arity(1).map(|_| Filter::Default(arg()))?,
-        "after" => arity(1).map(|_| Filter::After(Needle::new(arg())))?,
-        "after_last" => arity(1).map(|_| Filter::AfterLast(Needle::new(arg())))?,
-        "before" => arity(1).map(|_| Filter::Before(Needle::new(arg())))?,
-        "before_last" => arity(1).map(|_| Filter::BeforeLast(Needle::new(arg())))?,
-        "replace" => arity(2).map(|_| Filter::Replace(Needle::new(arg()), arg()))?,
+        "after" => arity(1).map(|_| Filter::After(needle(arg())))?,
+        "after_last" => arity(1).map(|_| Filter::AfterLast(needle(arg())))?,
+        "before" => arity(1).map(|_| Filter::Before(needle(arg())))?,
+        "before_last" => arity(1).map(|_| Filter::BeforeLast(needle(arg())))?,
+        "replace" => arity(2).map(|_| Filter::Replace(needle(arg()), arg()))?,
         "sub" => {
             arity(2)?;
-            let pattern = arg();
+            let pattern = literal(arg(), "its regex")?;
             let re = Regex::new(&pattern).map_err(|e| bad(format!("sub: {e}")))?;
             Filter::Sub(re, arg())
         }
+        "matches" => {
+            arity(1)?;
+            let pattern = literal(arg(), "its regex")?;
+            let re = Regex::new(&pattern).map_err(|e| bad(format!("matches: {e}")))?;
+            Filter::Matches(re)
+        }
+        "one_of" => {
+            if found == 0 {
+                return Err(bad("one_of takes one argument or more".into()));
+            }
+            Filter::OneOf(args.collect())
+        }
         "required" => arity(0).map(|_| Filter::Required)?,
+        "nonempty" => arity(0).map(|_| Filter::NonEmpty)?,
         "urlencode" => arity(0).map(|_| Filter::UrlEncode)?,
         "urldecode" => arity(0).map(|_| Filter::UrlDecode)?,
         "from_json" => arity(0).map(|_| Filter::FromJson)?,
@@ -786,7 +924,7 @@ fn parse_filter(text: &str, placeholder: &str, tables: &Tables) -> Result<Filter
         "join" => arity(1).map(|_| Filter::Join(arg()))?,
         "lookup" => {
             arity(1)?;
-            let name = arg();
+            let name = literal(arg(), "a table name")?;
             let Some(table) = tables.get(&name) else {
                 let mut known: Vec<&String> = tables.keys().collect();
                 known.sort_unstable();
@@ -805,27 +943,32 @@ fn parse_filter(text: &str, placeholder: &str, tables: &Tables) -> Result<Filter
                 "multiply" => Op::Multiply,
                 _ => Op::Divide,
             };
-            let text = arg();
-            let number = match serde_json::from_str::<Value>(&text) {
-                Ok(Value::Number(n)) => Num::of(&n),
-                _ => None,
-            };
-            let operand = match number {
-                Some(n) => Operand::Number(n),
-                None => Operand::Var(Var::parse(&text).ok_or_else(|| {
-                    bad(format!(
-                        "{name} takes a number or a variable (\"2\", \"/n\", \"$value/0\"), \
-                         found {text:?}"
-                    ))
-                })?),
+            let operand = match arg() {
+                Arg::Var(var) => Operand::Var(var),
+                Arg::Literal(text) => {
+                    let number = match serde_json::from_str::<Value>(&text) {
+                        Ok(Value::Number(n)) => Num::of(&n),
+                        _ => None,
+                    };
+                    match number {
+                        Some(n) => Operand::Number(n),
+                        None => Operand::Var(Var::parse(&text).ok_or_else(|| {
+                            bad(format!(
+                                "{name} takes a number or a variable (\"2\", \"/n\", \
+                                 \"$value/0\"), found {text:?}"
+                            ))
+                        })?),
+                    }
+                }
             };
             Filter::Arith(op, operand)
         }
         other => {
             return Err(bad(format!(
                 "unknown filter {other:?} (filters: trim, lower, json, prepend, append, default, required, \
-                 replace, sub, after, after_last, before, before_last, urlencode, urldecode, \
-                 from_json, split, join, lookup, add, subtract, multiply, divide)"
+                 nonempty, replace, sub, matches, one_of, after, after_last, before, before_last, \
+                 urlencode, urldecode, from_json, split, join, lookup, add, subtract, multiply, \
+                 divide)"
             )))
         }
     })
@@ -1038,13 +1181,65 @@ mod tests {
     }
 
     #[test]
+    fn filter_arguments_may_be_variables() {
+        let vars = Vars(HashMap::from([
+            ("t", "Click on ${element} now"),
+            ("el", "the OK button"),
+            ("sep", ", "),
+            ("empty", ""),
+            ("kind", "tool_use"),
+        ]));
+        let render = |t: &str| Template::parse(t).unwrap().render(&vars).unwrap();
+        assert_eq!(
+            render(r#"{t|replace("${element}", el)}"#).unwrap(),
+            "Click on the OK button now"
+        );
+        assert_eq!(render("{t|after(el)}"), None, "el does not occur");
+        assert_eq!(
+            render(r#"{nothing|default(el)|prepend(kind)}"#).unwrap(),
+            "tool_usethe OK button"
+        );
+        assert_eq!(
+            render(r#"[{t|append(nothing)}]"#).unwrap(),
+            "[]",
+            "a missing argument: missing"
+        );
+        assert_eq!(
+            render(r#"{t|split(" ")|join(sep)}"#).unwrap(),
+            "Click, on, ${element}, now"
+        );
+        assert_eq!(
+            render("{empty|nonempty}"),
+            None,
+            "empty text becomes missing"
+        );
+        assert_eq!(render("{el|nonempty}").unwrap(), "the OK button");
+        assert_eq!(render(r#"{kind|matches("^tool")}"#).unwrap(), "tool_use");
+        assert_eq!(render(r#"{kind|matches("^text")}"#), None);
+        assert_eq!(
+            render(r#"{kind|one_of("text", "tool_use")}"#).unwrap(),
+            "tool_use"
+        );
+        assert_eq!(render(r#"{kind|one_of("text", el)}"#), None);
+        assert_eq!(
+            Template::parse(r#"{t|replace("a", el)|default(x)}"#)
+                .unwrap()
+                .captures()
+                .collect::<Vec<_>>(),
+            ["t", "el", "x"],
+            "variable arguments are checked like placeholders"
+        );
+    }
+
+    #[test]
     fn bad_templates_say_why() {
         for (t, needle) in [
             ("{a", "unclosed"),
             ("a}", "unmatched"),
             ("{a b}", "unknown placeholder"),
             ("{a|upper}", "unknown filter"),
-            ("{a|append(x)}", "double-quoted"),
+            ("{a|append(x y)}", "double-quoted"),
+            ("{a|sub(x, \"\")}", "double-quoted string"),
             ("{a|replace(\"x\")}", "takes 2"),
             ("{a|sub(\"(\", \"\")}", "sub:"),
             ("{a|add(\"1 2\")}", "a number or a variable"),

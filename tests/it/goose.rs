@@ -385,6 +385,9 @@ fn a_session_file_converts_like_the_store() {
     assert_eq!(t["content"][3]["name"], "compaction");
     assert_eq!(t["details"]["goose"]["store"], "jsonl");
     assert_eq!(t["details"]["goose"]["session"]["total_tokens"], 9);
+    assert_eq!(t["details"]["goose"]["tokens"], json!({"total_tokens": 9}));
+    assert_eq!(t["details"]["goose"]["first_message_at"], 1);
+    assert_eq!(t["details"]["goose"]["last_message_at"], 4);
     assert_eq!(
         t["details"]["goose"]["compactions"][0]["kind"],
         "conversationCompacted"
@@ -506,4 +509,43 @@ fn the_sample_converts() {
         assert!(tool_actions_and_links(&out[0]).1);
         assert_every_sft_target_accepts(&out, "goose sample");
     }
+}
+
+/// A sub-agent's session names its parent; messages whose session has no row are a session of
+/// their own; a JSON lines file of another format given with `--from goose` is refused.
+#[test]
+fn sub_sessions_orphan_messages_and_other_files() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("sessions.db");
+    let conn = store(&path, SCHEMA_16, 16);
+    session(&conn, "parent");
+    session(&conn, "child");
+    conn.execute(
+        "UPDATE sessions SET parent_session_id = 'parent', session_type = 'sub_agent'
+         WHERE id = 'child'",
+        [],
+    )
+    .expect("parent");
+    // A session deleted with foreign keys off left its messages behind.
+    conn.execute_batch("PRAGMA foreign_keys = OFF").expect("pragma");
+    for s in ["parent", "child", "gone"] {
+        message(&conn, s, "user", json!([text("go")]), 1, BOTH());
+        message(&conn, s, "assistant", json!([text("done")]), 2, BOTH());
+    }
+    drop(conn);
+    let out = converted(&path);
+    let ids: Vec<&str> = out.iter().filter_map(|t| t["id"].as_str()).collect();
+    assert_eq!(ids, ["parent", "child", "gone"]);
+    assert_eq!(
+        out[1]["details"]["source"]["native_ids"]["parent_session_id"],
+        "parent"
+    );
+    assert_eq!(out[2]["details"]["goose"]["session"]["session_row"], false);
+
+    let other = dir.path().join("chat.jsonl");
+    std::fs::write(&other, "{\"role\": \"user\", \"content\": \"hi\"}\n").expect("write");
+    let (code, out, err) = convert(&[&other], Some("goose"), &[]);
+    assert_eq!(code, 1, "{err}");
+    assert!(out.is_empty());
+    assert!(err.contains("not a Goose session"), "{err}");
 }

@@ -172,6 +172,29 @@ fn session_of<'n, 'a>(
     })
 }
 
+/// The token counts of a session row (or a session file's metadata line): the last turn's and
+/// the session's accumulated, those it has.
+fn tokens<'a>(row: &Node<'a>) -> Option<Node<'a>> {
+    const KEYS: &[&str] = &[
+        "input_tokens",
+        "output_tokens",
+        "total_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "accumulated_input_tokens",
+        "accumulated_output_tokens",
+        "accumulated_total_tokens",
+        "accumulated_cache_read_tokens",
+        "accumulated_cache_write_tokens",
+        "accumulated_cost",
+    ];
+    let found: Vec<(&'static str, Node<'a>)> = KEYS
+        .iter()
+        .filter_map(|k| row.get(k).filter(|v| !v.is_null()).map(|v| (*k, v.clone())))
+        .collect();
+    (!found.is_empty()).then(|| Node::object(found))
+}
+
 fn to_partial<'a>(
     bundle: &'a Node<'a>,
     record: &'a RawRecord,
@@ -212,6 +235,10 @@ fn to_partial<'a>(
     put("working_dir", row.get("working_dir").cloned());
     put("provider", row.get("provider_name").cloned());
     put("model", row["model_config_json"].get("model_name").cloned());
+    put("tokens", tokens(row));
+    let created = |m: Option<&Message<'_, 'a>>| m.map(|m| m.m["created"].clone());
+    put("first_message_at", created(session.messages.first()));
+    put("last_message_at", created(session.messages.last()));
     put("usage", bundle.get("usage").cloned());
     put("session", Some(row.clone()));
     let count = |n: u64| (n > 0).then(|| Node::from(n));

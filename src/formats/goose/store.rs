@@ -63,7 +63,7 @@ const REQUIRED: &[(&str, &[&str])] = &[
 /// How long a read waits for a writer's lock before it reports the store as locked.
 const BUSY_WAIT: Duration = Duration::from_secs(5);
 
-/// True when the store at `conn` has this schema's tables and columns ([`REQUIRED`]).
+/// True when the store at `conn` has this schema's tables and columns (`REQUIRED`).
 pub fn has_schema(conn: &Connection) -> bool {
     REQUIRED.iter().all(|(table, needed)| {
         let have = columns(conn, table).unwrap_or_default();

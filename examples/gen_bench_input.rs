@@ -2,7 +2,7 @@
 //!
 //! Usage: `cargo run --release --example gen_bench_input -- OUT.jsonl [BYTES] [SHAPES_DIR]`
 //! or `... -- OUT_DIR BYTES SHAPES_DIR sessions` (agent sessions, a file each, below),
-//! or `... -- OUT.db BYTES SHAPE.db store` (a Crush/OpenCode SQLite store, at the end).
+//! or `... -- OUT.db BYTES SHAPE.db store` (a Crush, Goose or Hermes SQLite store, at the end).
 //!
 //! The shapes are the records (JSON objects) of every `*.json` or `*.jsonl` file in `SHAPES_DIR`,
 //! recursively. Without `SHAPES_DIR`, they are the ADP trajectories (an `id` and a `content`
@@ -444,69 +444,308 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// With `store`: a Crush/OpenCode store at `out` of about `target` bytes, with the schema of the
-/// store `shape` (its tables and indexes, not its triggers) and its sessions repeated, with
-/// their messages and file snapshots; repeat `n` suffixes session, message and file ids with
-/// `-n` (and a sub-session's parent id alike).
+/// With `store`: a SQLite store of an agent at `out` of about `target` bytes, with the schema
+/// of the store `shape` (its tables and indexes; not full-text indexes nor triggers) and its
+/// sessions repeated: Crush's or the Go OpenCode's `crush.db`, Goose's `sessions.db`, or
+/// Hermes' `state.db`, which may be given as `hermes sessions export` lines (`.jsonl`, made
+/// into a store of schema 30's columns first). Tables without a `session_id` column (schema
+/// versions, shared prompts) are copied once; `sessions` and the tables with a `session_id`
+/// are copied again and again: repeat `n` suffixes session, message and file ids with `-n` (a
+/// parent's id and a summary message's alike), lets SQLite number integer ids, and varies the
+/// prose: in every text with a space (in JSON columns, every such string, and the JSON a
+/// string holds), words of four letters or more have their letters shifted by a key of the
+/// repeat and the word, so no text repeats; names, types, roles and ids are kept.
 fn store(out: &Path, target: u64, shape: &Path) -> Result<(), Box<dyn std::error::Error>> {
+    use rusqlite::types::Value as Sql;
     use rusqlite::Connection;
     let _ = fs::remove_file(out);
+    let made = out.with_extension("shape.db");
+    let shape = if shape.extension().is_some_and(|e| e == "jsonl") {
+        hermes_shape(shape, &made)?;
+        made.as_path()
+    } else {
+        shape
+    };
     let mut to = Connection::open(out)?;
     to.execute_batch("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;")?;
     to.execute(
         "ATTACH DATABASE ?1 AS shape",
         [format!("file:{}?immutable=1", shape.display())],
     )?;
-    let schema: Vec<String> = to
-        .prepare(
-            "SELECT sql FROM shape.sqlite_master WHERE sql IS NOT NULL \
-             AND type IN ('table', 'index') AND name NOT LIKE 'sqlite_%' ORDER BY rowid",
-        )?
+    let virtual_tables: Vec<String> = to
+        .prepare("SELECT name FROM shape.sqlite_master WHERE sql LIKE 'CREATE VIRTUAL TABLE%'")?
         .query_map([], |r| r.get(0))?
         .collect::<Result<_, _>>()?;
-    for sql in &schema {
-        to.execute_batch(sql)?;
-    }
-    to.execute(
-        "INSERT INTO main.goose_db_version SELECT * FROM shape.goose_db_version",
-        [],
-    )?;
-    // Per table, an INSERT of the shape's rows with their ids suffixed.
-    let mut copies = Vec::new();
-    for table in ["sessions", "messages", "files"] {
-        let columns: Vec<String> = to
-            .prepare("SELECT name FROM shape.pragma_table_info(?1)")?
-            .query_map([table], |r| r.get(0))?
-            .collect::<Result<_, _>>()?;
-        if columns.is_empty() {
+    let skipped = |name: &str| {
+        name.starts_with("sqlite_")
+            || virtual_tables
+                .iter()
+                .any(|v| name == v || name.starts_with(&format!("{v}_")))
+    };
+    let schema: Vec<(String, String, String)> = to
+        .prepare(
+            "SELECT type, name, sql FROM shape.sqlite_master WHERE sql IS NOT NULL \
+             AND type IN ('table', 'index') ORDER BY rowid",
+        )?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<Result<_, _>>()?;
+    let mut tables = Vec::new();
+    for (kind, name, sql) in &schema {
+        let table: String = if kind == "index" {
+            to.query_row(
+                "SELECT tbl_name FROM shape.sqlite_master WHERE name = ?1",
+                [name],
+                |r| r.get(0),
+            )?
+        } else {
+            name.clone()
+        };
+        if skipped(&table) {
             continue;
         }
-        let values: Vec<String> = columns
+        to.execute_batch(sql)?;
+        if kind == "table" {
+            tables.push(table);
+        }
+    }
+    // Per table copied each round: its columns (what each becomes) and the shape's rows.
+    let mut copies: Vec<(String, Vec<Column>, Vec<Vec<Sql>>)> = Vec::new();
+    for table in &tables {
+        let info: Vec<(String, String)> = to
+            .prepare("SELECT name, type FROM shape.pragma_table_info(?1)")?
+            .query_map([table], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        if table != "sessions" && !info.iter().any(|(c, _)| c == "session_id") {
+            to.execute(
+                &format!("INSERT INTO main.\"{table}\" SELECT * FROM shape.\"{table}\""),
+                [],
+            )?;
+            continue;
+        }
+        let columns: Vec<Column> = info
             .iter()
-            .map(|c| match c.as_str() {
-                "id" | "session_id" | "parent_session_id" => format!("{c} || ?1"),
-                _ => c.clone(),
+            .map(|(name, kind)| {
+                let role = match name.as_str() {
+                    "id" if kind.to_ascii_uppercase().contains("INT") => Role::Numbered,
+                    "id" | "session_id" | "parent_session_id" | "message_id"
+                    | "summary_message_id" => Role::Id,
+                    _ => Role::Text,
+                };
+                Column {
+                    name: name.clone(),
+                    role,
+                }
             })
             .collect();
-        copies.push(format!(
-            "INSERT INTO main.{table} ({}) SELECT {} FROM shape.{table} ORDER BY rowid",
-            columns.join(", "),
-            values.join(", ")
-        ));
+        let rows: Vec<Vec<Sql>> = to
+            .prepare(&format!("SELECT * FROM shape.\"{table}\" ORDER BY rowid"))?
+            .query_map([], |r| {
+                (0..columns.len()).map(|i| r.get::<_, Sql>(i)).collect()
+            })?
+            .collect::<Result<_, _>>()?;
+        copies.push((table.clone(), columns, rows));
     }
     let mut n = 0u64;
-    while fs::metadata(out)?.len() < target {
+    while n == 0 || fs::metadata(out)?.len() < target {
         let tx = to.transaction()?;
-        for sql in &copies {
-            tx.execute(sql, [format!("-{n}")])?;
+        for (table, columns, rows) in &copies {
+            let kept: Vec<&Column> = columns
+                .iter()
+                .filter(|c| c.role != Role::Numbered)
+                .collect();
+            let names: Vec<String> = kept.iter().map(|c| format!("\"{}\"", c.name)).collect();
+            let marks: Vec<String> = (1..=kept.len()).map(|i| format!("?{i}")).collect();
+            let mut insert = tx.prepare_cached(&format!(
+                "INSERT INTO main.\"{table}\" ({}) VALUES ({})",
+                names.join(", "),
+                marks.join(", ")
+            ))?;
+            for row in rows {
+                let values: Vec<Sql> = columns
+                    .iter()
+                    .zip(row)
+                    .filter(|(c, _)| c.role != Role::Numbered)
+                    .map(|(c, v)| match (c.role, v) {
+                        (Role::Id, Sql::Text(t)) => Sql::Text(format!("{t}-{n}")),
+                        (Role::Text, Sql::Text(t)) if n > 0 => Sql::Text(vary(t, n)),
+                        _ => v.clone(),
+                    })
+                    .collect();
+                insert.execute(rusqlite::params_from_iter(values))?;
+            }
         }
         tx.commit()?;
         n += 1;
     }
+    drop(to);
+    let _ = fs::remove_file(&made);
     eprintln!(
         "wrote {n} copies of the sessions of {} to {}",
         shape.display(),
         out.display()
     );
+    Ok(())
+}
+
+/// What a store's column becomes in a copy.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// An integer id: left to SQLite.
+    Numbered,
+    /// A text id (or a reference to one): suffixed with the repeat.
+    Id,
+    /// Anything else: its prose varied.
+    Text,
+}
+
+/// A column of a table copied each round.
+struct Column {
+    name: String,
+    role: Role,
+}
+
+/// The prefix Hermes writes before content it stores as JSON.
+const HERMES_JSON: &str = "\0json:";
+
+/// `text` of repeat `n` with its prose varied (see [`store`]): JSON (also after Hermes'
+/// prefix) walked, any other text with a space shifted word by word.
+fn vary(text: &str, n: u64) -> String {
+    if let Some(json) = text.strip_prefix(HERMES_JSON) {
+        return format!("{HERMES_JSON}{}", vary(json, n));
+    }
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        if let Ok(mut v) = serde_json::from_str::<Value>(text) {
+            vary_json(&mut v, n);
+            return v.to_string();
+        }
+    }
+    if text.contains(char::is_whitespace) {
+        shift_words(text, n)
+    } else {
+        text.to_owned()
+    }
+}
+
+/// Varies every string of `v` with [`vary`] (object keys kept).
+fn vary_json(v: &mut Value, n: u64) {
+    match v {
+        Value::String(s) => *s = vary(s, n),
+        Value::Array(items) => items.iter_mut().for_each(|i| vary_json(i, n)),
+        Value::Object(map) => map.values_mut().for_each(|i| vary_json(i, n)),
+        _ => {}
+    }
+}
+
+/// `text` with each lowercase ASCII word of four letters or more shifted through the alphabet
+/// by a key of `n` and the word's place (never 0), everything else as it was.
+fn shift_words(text: &str, n: u64) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    let mut word = 0u64;
+    while i < bytes.len() {
+        let end = bytes[i..]
+            .iter()
+            .position(|b| !b.is_ascii_lowercase())
+            .map_or(bytes.len(), |p| i + p);
+        if end == i {
+            out.push(bytes[i]);
+            i += 1;
+            continue;
+        }
+        if end - i >= 4 {
+            word += 1;
+            let mixed = n
+                .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                .wrapping_add(word)
+                .wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            let key = (mixed >> 33) % 25 + 1;
+            out.extend(
+                bytes[i..end]
+                    .iter()
+                    .map(|b| b'a' + ((b - b'a') as u64 + key) as u8 % 26),
+            );
+        } else {
+            out.extend_from_slice(&bytes[i..end]);
+        }
+        i = end;
+    }
+    // Only ASCII letters were replaced by ASCII letters.
+    String::from_utf8(out).unwrap_or_else(|_| text.to_owned())
+}
+
+/// A Hermes store at `out` (schema 30's columns) holding the sessions of `export`, `hermes
+/// sessions export` lines.
+fn hermes_shape(export: &Path, out: &Path) -> Result<(), Box<dyn std::error::Error>> {
+    use rusqlite::Connection;
+    let _ = fs::remove_file(out);
+    let db = Connection::open(out)?;
+    db.execute_batch(
+        "CREATE TABLE schema_version (version INTEGER NOT NULL);
+         INSERT INTO schema_version VALUES (30);
+         CREATE TABLE state_meta (key TEXT PRIMARY KEY, value TEXT);
+         CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT NOT NULL, model TEXT,
+             model_config TEXT, system_prompt TEXT, parent_session_id TEXT,
+             started_at REAL NOT NULL, ended_at REAL, input_tokens INTEGER DEFAULT 0,
+             output_tokens INTEGER DEFAULT 0, estimated_cost_usd REAL, cwd TEXT, title TEXT);
+         CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL,
+             role TEXT NOT NULL, content TEXT, tool_call_id TEXT, tool_calls TEXT,
+             tool_name TEXT, timestamp REAL NOT NULL, finish_reason TEXT, reasoning TEXT,
+             reasoning_content TEXT, observed INTEGER DEFAULT 0,
+             active INTEGER NOT NULL DEFAULT 1, compacted INTEGER NOT NULL DEFAULT 0);
+         CREATE INDEX idx_messages_session ON messages(session_id, timestamp);
+         CREATE INDEX idx_sessions_parent ON sessions(parent_session_id);",
+    )?;
+    let text = fs::read_to_string(export)?;
+    let json_text = |v: &Value| match v {
+        Value::Null => None,
+        Value::String(s) => Some(s.clone()),
+        other => Some(other.to_string()),
+    };
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let s: Value = serde_json::from_str(line)?;
+        db.execute(
+            "INSERT INTO sessions VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+            rusqlite::params![
+                s["id"].as_str(),
+                s["source"].as_str().unwrap_or("cli"),
+                s["model"].as_str(),
+                json_text(&s["model_config"]),
+                s["system_prompt"].as_str(),
+                s["parent_session_id"].as_str(),
+                s["started_at"].as_f64().unwrap_or_default(),
+                s["ended_at"].as_f64(),
+                s["input_tokens"].as_i64(),
+                s["output_tokens"].as_i64(),
+                s["estimated_cost_usd"].as_f64(),
+                s["cwd"].as_str(),
+                s["title"].as_str(),
+            ],
+        )?;
+        for m in s["messages"].as_array().into_iter().flatten() {
+            let calls = m["tool_calls"]
+                .as_array()
+                .filter(|c| !c.is_empty())
+                .map(|c| Value::from(c.clone()).to_string());
+            db.execute(
+                "INSERT INTO messages (session_id, role, content, tool_call_id, tool_calls,
+                    tool_name, timestamp, finish_reason, reasoning, reasoning_content)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                rusqlite::params![
+                    s["id"].as_str(),
+                    m["role"].as_str(),
+                    json_text(&m["content"]),
+                    m["tool_call_id"].as_str(),
+                    calls,
+                    m["tool_name"].as_str(),
+                    m["timestamp"].as_f64().unwrap_or_default(),
+                    m["finish_reason"].as_str(),
+                    m["reasoning"].as_str(),
+                    m["reasoning_content"].as_str(),
+                ],
+            )?;
+        }
+    }
     Ok(())
 }

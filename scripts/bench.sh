@@ -328,17 +328,8 @@ for format in codex claude-code gemini-cli mini-swe-agent inspect atif pi droid 
     sessions "$format" corpus "../shared/corpus/agent-logs/$format"
   fi
 done
-# Hermes' SQLite store: BYTES/4 of the bundled sample's sessions (scripts/gen_hermes_store.py);
-# MB/s of the database, sessions/s from the trajectories written.
-HERMES_DB="$BENCH_DIR/hermes-$((BYTES / 4)).db"
-if [ ! -f "$HERMES_DB" ]; then
-  python3 scripts/gen_hermes_store.py "$HERMES_DB" "$((BYTES / 4))"
-fi
-SIZE=$(stat -c %s "$HERMES_DB")
-rm -f "$BENCH_DIR/out.jsonl"
-report "convert --from hermes (state.db)" "$BIN" convert -q --from hermes "$HERMES_DB" -o "$BENCH_DIR/out.jsonl"
-echo "  sessions: $(wc -l < "$BENCH_DIR/out.jsonl")"
-# SQLite stores: one store of BYTES/4, the shape store's sessions repeated (MB/s of the store).
+# SQLite stores: one store of BYTES/4, the shape store's sessions repeated with their prose
+# varied (gen_bench_input's `store` mode); MB/s of the store, sessions/s from the trajectories.
 store() {
   local format="$1" name="$2" shape="$3"
   local db="$BENCH_DIR/store-$name-$((BYTES / 4)).db"
@@ -348,9 +339,15 @@ store() {
   SIZE=$(stat -L -c %s "$db")
   rm -f "$BENCH_DIR/out.jsonl"
   report "convert --from $format ($name)" "$BIN" convert -q --from "$format" "$db" -o "$BENCH_DIR/out.jsonl"
+  echo "  sessions: $(wc -l < "$BENCH_DIR/out.jsonl")"
 }
 store crush crush-samples sample_data/crush/crush.db
 if [ -f ../shared/corpus/agent-logs/crush/swift-kdl__crush.db ]; then
   store crush crush-corpus ../shared/corpus/agent-logs/crush/swift-kdl__crush.db
 fi
+store hermes hermes-samples sample_data/hermes/sessions.jsonl
+if [ -f ../shared/corpus/agent-logs/hermes/hermes-trading-agent__state.db ]; then
+  store hermes hermes-corpus ../shared/corpus/agent-logs/hermes/hermes-trading-agent__state.db
+fi
+store goose goose-samples sample_data/goose/sessions.db
 rm -f "$BENCH_DIR/out.jsonl"

@@ -24,6 +24,7 @@ pub mod crush;
 pub mod cursor;
 pub mod droid;
 pub mod gemini_cli;
+pub mod goose;
 pub mod hermes;
 pub mod inspect;
 pub mod kimi_cli;
@@ -72,6 +73,7 @@ pub static FORMATS: &[Format] = &[
     cursor::FORMAT,
     droid::FORMAT,
     gemini_cli::FORMAT,
+    goose::FORMAT,
     hermes::FORMAT,
     inspect::FORMAT,
     kimi_cli::FORMAT,

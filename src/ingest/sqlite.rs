@@ -93,6 +93,22 @@ pub(crate) fn tables(path: &Path) -> Option<Vec<String>> {
     names
 }
 
+/// The column names of `table` in the SQLite store at `path` (empty when it has no such
+/// table), the store opened as `open_store` opens it. `None` when it cannot be read.
+pub(crate) fn columns(path: &Path, table: &str) -> Option<Vec<String>> {
+    let mut copy = None;
+    let conn = open_store(path, &mut copy).ok()?;
+    let mut query = conn
+        .prepare("SELECT name FROM pragma_table_info(?1)")
+        .ok()?;
+    let names = query
+        .query_map([table], |row| row.get::<_, String>(0))
+        .ok()?
+        .collect::<rusqlite::Result<Vec<String>>>()
+        .ok();
+    names
+}
+
 /// A copy of a database and its `-wal` in a temporary directory of its own, removed on drop.
 pub(crate) struct TempStore {
     dir: std::path::PathBuf,

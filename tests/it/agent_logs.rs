@@ -100,6 +100,7 @@ fn expect_of(file: &Path) -> Expect {
         "cursor" => Expect::Reads("cursor"),
         "letta-code" => Expect::Reads("letta-code"),
         "gemini-cli" => Expect::Reads("gemini-cli"),
+        "goose" => Expect::Reads("goose"),
         "hermes" => Expect::Reads("hermes"),
         "inspect" => Expect::Reads("inspect"),
         "mini-swe-agent" => Expect::Reads("mini-swe-agent"),

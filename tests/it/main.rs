@@ -29,6 +29,7 @@ mod detection;
 mod droid;
 mod export;
 mod gemini_cli;
+mod goose;
 mod hermes;
 mod inspect;
 mod interop;

@@ -249,6 +249,7 @@ fn the_whole_sample_directory_converts_with_every_format_detected() {
         "cursor",
         "droid",
         "gemini-cli",
+        "goose",
         "hermes",
         "inspect",
         "kimi-cli",
@@ -275,8 +276,9 @@ fn the_whole_sample_directory_converts_with_every_format_detected() {
     // + 1 Pi session + 1 Droid session + 2 Hermes sessions (a parent and its subagent)
     // + 1 Kimi CLI session + 2 Crush sessions (one a sub-session)
     // + 1 Aider session + 1 Qwen Code session
-    // + 1 Copilot CLI session + 1 Cursor transcript + 1 Letta Code transcript.
-    assert_eq!(out.len(), 49);
+    // + 1 Copilot CLI session + 1 Cursor transcript + 1 Letta Code transcript
+    // + 2 Goose sessions (one in its store, one a session file).
+    assert_eq!(out.len(), 51);
     assert_eq!(validate_adp(&out), 0);
 }
 

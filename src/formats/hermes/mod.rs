@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::convert::{ConvertOptions, Converter, FormatOptions, PartialSink};
 use crate::formats::kit::not_a_unit;
 use crate::formats::Format;
-use crate::ingest::sqlite::{is_sqlite, tables};
+use crate::ingest::sqlite::{columns, is_sqlite, tables};
 use crate::ingest::{boxed, RawRecord, RecordSource};
 use crate::validate::check::parse_node;
 use crate::validate::Diagnostic;
@@ -70,9 +70,13 @@ impl Converter for Hermes {
         })
     }
 
-    /// A SQLite file with Hermes' tables (`is_state_db`).
+    /// A SQLite file with Hermes' tables (`is_state_db`) whose messages have a `content`
+    /// column (Goose's store has the same tables, its messages' text in `content_json`).
     fn claims_path(&self, path: &Path) -> bool {
-        path.is_file() && is_sqlite(path) && tables(path).is_some_and(|t| is_state_db(&t))
+        path.is_file()
+            && is_sqlite(path)
+            && tables(path).is_some_and(|t| is_state_db(&t))
+            && columns(path, "messages").is_some_and(|c| c.iter().any(|c| c == "content"))
     }
 
     fn open_source(

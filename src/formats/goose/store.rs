@@ -1,0 +1,411 @@
+//! Reading Goose's SQLite store (`~/.local/share/goose/sessions/sessions.db`, Goose 1.10 and
+//! later) one session at a time.
+//!
+//! The store is opened read-only with `open_store` (rows still in the write-ahead log are
+//! read; nothing is written beside it; a writer holding a transaction is not waited for).
+//! Opening checks what the reader depends on: `sessions` with `id`, `messages` with
+//! `session_id`, `role` and `content_json`, and a schema version (the newest row of
+//! `schema_version`, 0 without the table) no later than [`LATEST_SCHEMA`]; a store that fails
+//! a check, or that SQLite cannot read, is an error naming the file and the table. The session
+//! ids are then read, and each session's row and messages when its record is asked for, so
+//! memory holds one session at a time.
+//!
+//! A record is `{"goose_session": true, "store": "sessions.db", "schema_version", "session":
+//! the row (its JSON columns decoded), "usage": the session's `usage_ledger` rows summed per
+//! model (schema 15 and later), "messages"}`; each message in the shape of Goose's session
+//! files: `row_id`, `id` (`message_id`), `role`, `created` (`created_timestamp`), `content`
+//! (`content_json`, the JSON it holds) and `metadata` (`metadata_json`), and any other column
+//! by its name. Messages are ordered by `created_timestamp`, then row id, as Goose reads them.
+
+use std::io::{self, Write};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rusqlite::types::ValueRef;
+use rusqlite::Connection;
+use serde_json::{Map, Value};
+
+use crate::ingest::sqlite::{open_store, TempStore};
+use crate::ingest::{FrameError, Provenance, RawRecord, RecordSource};
+use crate::json::strict;
+
+/// The key marking a record built from a session of the store.
+pub const MARKER: &str = "goose_session";
+
+/// The latest schema version of Goose's store this reader knows (`CURRENT_SCHEMA_VERSION` of
+/// Goose's session manager: 16 from Goose 1.5x); a later one may have moved what is read.
+pub const LATEST_SCHEMA: i64 = 16;
+
+/// Session columns holding JSON text, decoded when they parse.
+const JSON_COLUMNS: &[&str] = &[
+    "extension_data",
+    "recipe_json",
+    "user_recipe_values_json",
+    "model_config_json",
+];
+
+/// Message columns renamed to the names of Goose's session files.
+const MESSAGE_NAMES: &[(&str, &str)] = &[
+    ("id", "row_id"),
+    ("message_id", "id"),
+    ("created_timestamp", "created"),
+    ("content_json", "content"),
+    ("metadata_json", "metadata"),
+];
+
+/// The columns the reader needs.
+const REQUIRED: &[(&str, &[&str])] = &[
+    ("sessions", &["id"]),
+    ("messages", &["session_id", "role", "content_json"]),
+];
+
+/// How long a read waits for a writer's lock before it reports the store as locked.
+const BUSY_WAIT: Duration = Duration::from_secs(5);
+
+/// True when the store at `conn` has this schema's tables and columns (`REQUIRED`).
+pub fn has_schema(conn: &Connection) -> bool {
+    REQUIRED.iter().all(|(table, needed)| {
+        let have = columns(conn, table).unwrap_or_default();
+        needed.iter().all(|c| have.iter().any(|h| h == c))
+    })
+}
+
+/// The column names of `table`, in order (empty when there is no such table).
+fn columns(conn: &Connection, table: &str) -> rusqlite::Result<Vec<String>> {
+    let mut q = conn.prepare("SELECT name FROM pragma_table_info(?1)")?;
+    let names = q.query_map([table], |r| r.get::<_, String>(0))?;
+    names.collect()
+}
+
+/// An error of the store at `path`, naming the table.
+fn store_error(path: &str, table: &str, e: impl std::fmt::Display) -> io::Error {
+    io::Error::other(format!(
+        "cannot read the Goose store {path}: table `{table}`: {e}"
+    ))
+}
+
+/// The store's schema version: the newest row of `schema_version`, 0 without the table.
+fn schema_version(conn: &Connection) -> rusqlite::Result<i64> {
+    if columns(conn, "schema_version")?.is_empty() {
+        return Ok(0);
+    }
+    let v: Option<i64> =
+        conn.query_row("SELECT MAX(version) FROM schema_version", [], |r| r.get(0))?;
+    Ok(v.unwrap_or(0))
+}
+
+/// The sessions of a Goose store, one record each (see the module's documentation).
+pub struct SessionsDb {
+    conn: Connection,
+    /// The copy of the store and its log read instead of them, when there is one.
+    _copy: Option<TempStore>,
+    input: Arc<str>,
+    version: i64,
+    message_columns: Vec<String>,
+    has_ledger: bool,
+    ids: std::vec::IntoIter<String>,
+    next: u64,
+    bytes: u64,
+    max_record_bytes: usize,
+}
+
+impl SessionsDb {
+    /// Opens the store at `path` and reads its session ids (see the module's documentation).
+    pub fn open(path: &str, max_record_bytes: usize) -> io::Result<SessionsDb> {
+        let mut copy = None;
+        let conn = open_store(Path::new(path), &mut copy)
+            .map_err(|e| store_error(path, "sqlite_master", e))?;
+        conn.busy_timeout(BUSY_WAIT)
+            .map_err(|e| store_error(path, "sqlite_master", e))?;
+        for (table, needed) in REQUIRED {
+            let have = columns(&conn, table).map_err(|e| store_error(path, table, e))?;
+            if have.is_empty() {
+                return Err(store_error(path, table, "missing: not a Goose store"));
+            }
+            if let Some(c) = needed.iter().find(|c| !have.iter().any(|h| h == *c)) {
+                return Err(store_error(
+                    path,
+                    table,
+                    format!(
+                        "no column `{c}` (it has {}): not a schema of Goose's store",
+                        have.join(", ")
+                    ),
+                ));
+            }
+        }
+        let version = schema_version(&conn).map_err(|e| store_error(path, "schema_version", e))?;
+        if !(0..=LATEST_SCHEMA).contains(&version) {
+            return Err(store_error(
+                path,
+                "schema_version",
+                format!(
+                    "schema version {version}, which this reader does not know (it reads \
+                     versions up to {LATEST_SCHEMA}); a newer Goose may have changed its tables"
+                ),
+            ));
+        }
+        let message_columns =
+            columns(&conn, "messages").map_err(|e| store_error(path, "messages", e))?;
+        let has_ledger = columns(&conn, "usage_ledger")
+            .map_err(|e| store_error(path, "usage_ledger", e))?
+            .iter()
+            .any(|c| c == "session_id");
+        let order = if columns(&conn, "sessions")
+            .map_err(|e| store_error(path, "sessions", e))?
+            .iter()
+            .any(|c| c == "created_at")
+        {
+            "created_at, rowid"
+        } else {
+            "rowid"
+        };
+        let mut ids = read_ids(&conn, &format!("SELECT id FROM sessions ORDER BY {order}"))
+            .map_err(|e| store_error(path, "sessions", e))?;
+        // Messages whose session has no row are read as sessions of their own.
+        ids.extend(
+            read_ids(
+                &conn,
+                "SELECT DISTINCT session_id FROM messages \
+                 WHERE session_id NOT IN (SELECT id FROM sessions) ORDER BY session_id",
+            )
+            .map_err(|e| store_error(path, "messages", e))?,
+        );
+        let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
+        Ok(SessionsDb {
+            conn,
+            _copy: copy,
+            input: Arc::from(path),
+            version,
+            message_columns,
+            has_ledger,
+            ids: ids.into_iter(),
+            next: 0,
+            bytes,
+            max_record_bytes,
+        })
+    }
+
+    /// The record of session `id`: its JSON, or the table and the error reading it.
+    fn session(&self, id: &str) -> Result<Vec<u8>, (&'static str, rusqlite::Error)> {
+        let mut q = self
+            .conn
+            .prepare_cached("SELECT * FROM sessions WHERE id = ?1")
+            .map_err(|e| ("sessions", e))?;
+        let mut rows = q.query([id]).map_err(|e| ("sessions", e))?;
+        let session = match rows.next().map_err(|e| ("sessions", e))? {
+            Some(row) => row_object(row).map_err(|e| ("sessions", e))?,
+            // Messages of a session with no row.
+            None => Map::from_iter([
+                ("id".to_owned(), Value::from(id)),
+                ("session_row".to_owned(), Value::Bool(false)),
+            ]),
+        };
+        let mut out = Vec::with_capacity(4096);
+        // Writing to a `Vec` cannot fail.
+        let _ = write!(
+            out,
+            "{{\"{MARKER}\":true,\"store\":\"sessions.db\",\"schema_version\":{},\"session\":",
+            self.version
+        );
+        let _ = serde_json::to_writer(&mut out, &session);
+        if self.has_ledger {
+            out.extend_from_slice(b",\"usage\":");
+            let usage = self.usage(id).map_err(|e| ("usage_ledger", e))?;
+            let _ = serde_json::to_writer(&mut out, &usage);
+        }
+        out.extend_from_slice(b",\"messages\":[");
+        let list: Vec<String> = self
+            .message_columns
+            .iter()
+            .map(|c| format!("\"{}\"", c.replace('"', "\"\"")))
+            .collect();
+        let order = if self
+            .message_columns
+            .iter()
+            .any(|c| c == "created_timestamp")
+        {
+            "created_timestamp, rowid"
+        } else {
+            "rowid"
+        };
+        let sql = format!(
+            "SELECT {} FROM messages WHERE session_id = ?1 ORDER BY {order}",
+            list.join(", ")
+        );
+        let mut q = self
+            .conn
+            .prepare_cached(&sql)
+            .map_err(|e| ("messages", e))?;
+        let mut rows = q.query([id]).map_err(|e| ("messages", e))?;
+        let mut first = true;
+        while let Some(row) = rows.next().map_err(|e| ("messages", e))? {
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            self.message(row, &mut out).map_err(|e| ("messages", e))?;
+        }
+        out.extend_from_slice(b"]}");
+        Ok(out)
+    }
+
+    /// One message row in the shape of a session file's message (see the module's
+    /// documentation); `session_id` left out (the record's session).
+    fn message(&self, row: &rusqlite::Row<'_>, out: &mut Vec<u8>) -> rusqlite::Result<()> {
+        out.push(b'{');
+        let mut first = true;
+        for (i, column) in self.message_columns.iter().enumerate() {
+            if column == "session_id" {
+                continue;
+            }
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            let name = MESSAGE_NAMES
+                .iter()
+                .find(|(c, _)| c == column)
+                .map_or(column.as_str(), |(_, n)| n);
+            let _ = serde_json::to_writer(&mut *out, name);
+            out.push(b':');
+            match (column.as_str(), row.get_ref(i)?) {
+                // The JSON the column holds, as it is (when it is JSON by trajkit's rules).
+                ("content_json" | "metadata_json", ValueRef::Text(text))
+                    if strict::validate(text).is_ok() =>
+                {
+                    out.extend_from_slice(text);
+                }
+                (_, value) => {
+                    let _ = serde_json::to_writer(&mut *out, &column_value(column, value));
+                }
+            }
+        }
+        out.push(b'}');
+        Ok(())
+    }
+
+    /// The session's `usage_ledger` rows summed per model, in order of first use.
+    fn usage(&self, id: &str) -> rusqlite::Result<Vec<Value>> {
+        let mut q = self.conn.prepare_cached(
+            "SELECT model, count(*), sum(input_tokens), sum(output_tokens), sum(total_tokens), \
+             sum(cache_read_tokens), sum(cache_write_tokens), sum(cost), sum(is_compaction) \
+             FROM usage_ledger WHERE session_id = ?1 GROUP BY model ORDER BY min(id)",
+        )?;
+        let rows = q.query_map([id], |r| {
+            let keys = [
+                "model",
+                "requests",
+                "input_tokens",
+                "output_tokens",
+                "total_tokens",
+                "cache_read_tokens",
+                "cache_write_tokens",
+                "cost",
+                "compactions",
+            ];
+            let mut m = Map::new();
+            for (i, k) in keys.iter().enumerate() {
+                m.insert((*k).to_owned(), column_value(k, r.get_ref(i)?));
+            }
+            Ok(Value::Object(m))
+        })?;
+        rows.collect()
+    }
+}
+
+/// The ids a query's first column gives.
+fn read_ids(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<String>> {
+    let mut q = conn.prepare(sql)?;
+    let ids = q.query_map([], |r| {
+        Ok(match r.get_ref(0)? {
+            ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
+            ValueRef::Integer(i) => i.to_string(),
+            ValueRef::Real(f) => f.to_string(),
+            ValueRef::Null | ValueRef::Blob(_) => String::new(),
+        })
+    })?;
+    ids.collect()
+}
+
+/// A row as an object of its columns (see [`column_value`]).
+fn row_object(row: &rusqlite::Row<'_>) -> rusqlite::Result<Map<String, Value>> {
+    let stmt = row.as_ref();
+    let mut out = Map::new();
+    for i in 0..stmt.column_count() {
+        let name = stmt.column_name(i)?;
+        out.insert(name.to_owned(), column_value(name, row.get_ref(i)?));
+    }
+    Ok(out)
+}
+
+/// A column's value as JSON: text as a string (decoded when it is one of [`JSON_COLUMNS`]
+/// holding JSON), numbers as numbers (a real that is not finite as null), a blob as
+/// `{"blob_bytes": n}` (no column of the schema holds one).
+fn column_value(name: &str, v: ValueRef<'_>) -> Value {
+    match v {
+        ValueRef::Null => Value::Null,
+        ValueRef::Integer(i) => Value::from(i),
+        ValueRef::Real(f) => serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
+        ValueRef::Text(t) => {
+            let text = String::from_utf8_lossy(t);
+            JSON_COLUMNS
+                .contains(&name)
+                .then(|| serde_json::from_str(&text).ok())
+                .flatten()
+                .unwrap_or_else(|| Value::String(text.into_owned()))
+        }
+        ValueRef::Blob(b) => serde_json::json!({ "blob_bytes": b.len() }),
+    }
+}
+
+impl Iterator for SessionsDb {
+    type Item = RawRecord;
+
+    fn next(&mut self) -> Option<RawRecord> {
+        let id = self.ids.next()?;
+        self.next += 1;
+        let (bytes, error) = match self.session(&id) {
+            Ok(b) if b.len() > self.max_record_bytes => {
+                let size = b.len() as u64;
+                let preview = b.get(..256).unwrap_or(&b).to_vec();
+                (
+                    preview,
+                    Some(FrameError::TooLarge {
+                        size,
+                        limit: self.max_record_bytes as u64,
+                    }),
+                )
+            }
+            Ok(bytes) => (bytes, None),
+            Err((table, e)) => (
+                Vec::new(),
+                Some(FrameError::Read(format!(
+                    "cannot read session {id:?} of the Goose store {}: table `{table}`: {e}",
+                    self.input
+                ))),
+            ),
+        };
+        Some(RawRecord {
+            provenance: Provenance {
+                input: self.input.clone(),
+                file: self.input.clone(),
+                line: self.next,
+                index: self.next - 1,
+            },
+            bytes,
+            error,
+        })
+    }
+}
+
+impl RecordSource for SessionsDb {
+    fn bytes_read(&self) -> u64 {
+        // The store is read session by session; its size is counted once all are read.
+        if self.ids.len() == 0 {
+            self.bytes
+        } else {
+            0
+        }
+    }
+}

@@ -1,0 +1,551 @@
+//! Goose: stores these tests build with the columns of Goose's schema versions (16, the newest
+//! this reader knows; 2, before `metadata_json` and `message_id`), read while a writer holds
+//! them, with rows only in the write-ahead log, a corrupt page and a schema version it does not
+//! know; and the session files Goose wrote before its store. No corpus folder holds Goose
+//! files: the shapes are those of Goose's own source (`session_manager.rs`, `message.rs`).
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::Connection;
+use serde_json::{json, Value};
+
+use crate::common::{
+    assert_every_sft_target_accepts, convert, files_in, sample_data, step_classes,
+    tool_actions_and_links, validate_adp,
+};
+
+/// The tables of schema version 16, as Goose creates them.
+const SCHEMA_16: &str = "
+CREATE TABLE schema_version (version INTEGER PRIMARY KEY,
+    applied_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP);
+CREATE TABLE sessions (id TEXT PRIMARY KEY, name TEXT NOT NULL DEFAULT '',
+    description TEXT NOT NULL DEFAULT '', user_set_name BOOLEAN DEFAULT FALSE,
+    session_type TEXT NOT NULL DEFAULT 'user', working_dir TEXT NOT NULL,
+    created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
+    extension_data TEXT DEFAULT '{}', total_tokens INTEGER, input_tokens INTEGER,
+    output_tokens INTEGER, cache_read_tokens INTEGER, cache_write_tokens INTEGER,
+    accumulated_total_tokens INTEGER, accumulated_input_tokens INTEGER,
+    accumulated_output_tokens INTEGER, accumulated_cache_read_tokens INTEGER,
+    accumulated_cache_write_tokens INTEGER, accumulated_cost REAL, schedule_id TEXT,
+    recipe_json TEXT, user_recipe_values_json TEXT, provider_name TEXT, model_config_json TEXT,
+    goose_mode TEXT NOT NULL DEFAULT 'auto', archived_at TIMESTAMP, project_id TEXT,
+    parent_session_id TEXT);
+CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT, message_id TEXT,
+    session_id TEXT NOT NULL REFERENCES sessions(id), role TEXT NOT NULL,
+    content_json TEXT NOT NULL, created_timestamp INTEGER NOT NULL,
+    timestamp TIMESTAMP DEFAULT CURRENT_TIMESTAMP, tokens INTEGER, metadata_json TEXT);
+CREATE TABLE usage_ledger (id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    created_timestamp INTEGER NOT NULL, model TEXT, input_tokens INTEGER, output_tokens INTEGER,
+    total_tokens INTEGER, cache_read_tokens INTEGER, cache_write_tokens INTEGER, cost REAL,
+    cost_source TEXT, is_compaction INTEGER DEFAULT 0);
+";
+
+/// The tables of schema version 2 (Goose 1.10's first migrations): no `metadata_json`,
+/// `message_id`, `name` or provider columns yet.
+const SCHEMA_2: &str = "
+CREATE TABLE schema_version (version INTEGER PRIMARY KEY,
+    applied_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP);
+CREATE TABLE sessions (id TEXT PRIMARY KEY, description TEXT NOT NULL DEFAULT '',
+    working_dir TEXT NOT NULL, created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
+    updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, extension_data TEXT DEFAULT '{}',
+    total_tokens INTEGER, input_tokens INTEGER, output_tokens INTEGER,
+    accumulated_total_tokens INTEGER, accumulated_input_tokens INTEGER,
+    accumulated_output_tokens INTEGER, schedule_id TEXT, recipe_json TEXT,
+    user_recipe_values_json TEXT);
+CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL REFERENCES sessions(id), role TEXT NOT NULL,
+    content_json TEXT NOT NULL, created_timestamp INTEGER NOT NULL,
+    timestamp TIMESTAMP DEFAULT CURRENT_TIMESTAMP, tokens INTEGER);
+";
+
+fn text(t: &str) -> Value {
+    json!({"type": "text", "text": t})
+}
+
+fn call(id: &str, name: &str, args: Value) -> Value {
+    json!({"type": "toolRequest", "id": id,
+        "toolCall": {"status": "success", "value": {"name": name, "arguments": args}}})
+}
+
+fn result(id: &str, out: &str) -> Value {
+    json!({"type": "toolResponse", "id": id, "toolResult": {"status": "success",
+        "value": {"content": [text(out)], "isError": false}}})
+}
+
+/// A store at `path` with `schema` and schema version `version`.
+fn store(path: &Path, schema: &str, version: i64) -> Connection {
+    let conn = Connection::open(path).expect("create");
+    conn.execute_batch(schema).expect("schema");
+    conn.execute(
+        "INSERT INTO schema_version (version) VALUES (?1)",
+        [version],
+    )
+    .expect("version");
+    conn
+}
+
+fn session(conn: &Connection, id: &str) {
+    conn.execute(
+        "INSERT INTO sessions (id, working_dir, created_at) VALUES (?1, '/w', '2026-01-01')",
+        [id],
+    )
+    .expect("session");
+}
+
+/// A message with `metadata` (in version 2, which has no such column, none is written).
+fn message(conn: &Connection, session: &str, role: &str, content: Value, at: i64, meta: Value) {
+    let columns: Vec<String> = conn
+        .prepare("SELECT name FROM pragma_table_info('messages')")
+        .and_then(|mut q| q.query_map([], |r| r.get(0))?.collect())
+        .expect("columns");
+    if columns.iter().any(|c| c == "metadata_json") {
+        conn.execute(
+            "INSERT INTO messages (session_id, role, content_json, created_timestamp, metadata_json)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            rusqlite::params![session, role, content.to_string(), at, meta.to_string()],
+        )
+    } else {
+        conn.execute(
+            "INSERT INTO messages (session_id, role, content_json, created_timestamp)
+             VALUES (?1, ?2, ?3, ?4)",
+            rusqlite::params![session, role, content.to_string(), at],
+        )
+    }
+    .expect("message");
+}
+
+const BOTH: fn() -> Value = || json!({"userVisible": true, "agentVisible": true});
+
+/// Converts with `--from auto`: exit 0, detected as Goose, valid; the trajectories.
+fn converted(path: &Path) -> Vec<Value> {
+    let (code, out, err) = convert(&[path], None, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("detected goose"), "{err}");
+    assert_eq!(validate_adp(&out), 0);
+    out
+}
+
+#[test]
+fn a_version_16_store_converts_every_item_kind_with_calls_linked() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("sessions.db");
+    let conn = store(&path, SCHEMA_16, 16);
+    session(&conn, "20260101_1");
+    conn.execute(
+        "UPDATE sessions SET provider_name = 'openai', model_config_json = ?1",
+        [json!({"model_name": "gpt-5", "context_limit": 400000}).to_string()],
+    )
+    .expect("model");
+    conn.execute(
+        "INSERT INTO usage_ledger (session_id, created_timestamp, model, input_tokens,
+            output_tokens, total_tokens, cost) VALUES ('20260101_1', 5, 'gpt-5', 100, 10, 110, 0.5)",
+        [],
+    )
+    .expect("ledger");
+    let s = "20260101_1";
+    let only_user = json!({"userVisible": true, "agentVisible": false});
+    let only_agent = json!({"userVisible": false, "agentVisible": true});
+    let neither = json!({"userVisible": false, "agentVisible": false});
+    message(
+        &conn,
+        s,
+        "user",
+        json!([text("count the files"),
+        {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}]),
+        1,
+        only_user.clone(),
+    );
+    message(
+        &conn,
+        s,
+        "assistant",
+        json!([
+        {"type": "thinking", "thinking": "ls will do", "signature": "x"},
+        text("Listing them."),
+        call("c1", "shell", json!({"command": "ls | wc -l"})),
+        call("c2", "developer__text_editor", json!({"command": "view", "path": "a.txt"}))]),
+        2,
+        only_user.clone(),
+    );
+    message(
+        &conn,
+        s,
+        "user",
+        json!([result("c1", "3"),
+        {"type": "toolResponse", "id": "c2", "toolResult": {"status": "error",
+            "error": "-32603: no such file"}}]),
+        3,
+        only_user,
+    );
+    message(
+        &conn,
+        s,
+        "user",
+        json!([text("Summary: three files.")]),
+        4,
+        only_agent.clone(),
+    );
+    message(
+        &conn,
+        s,
+        "assistant",
+        json!([text("Your context was compacted.")]),
+        4,
+        only_agent,
+    );
+    message(
+        &conn,
+        s,
+        "user",
+        json!([text("count the files")]),
+        4,
+        neither,
+    );
+    message(
+        &conn,
+        s,
+        "assistant",
+        json!([
+        {"type": "redactedThinking", "data": "opaque"},
+        call("c3", "shell", json!({"command": "sleep 100"}))]),
+        5,
+        BOTH(),
+    );
+    message(
+        &conn,
+        s,
+        "user",
+        json!([text("stop, that's enough"),
+        {"type": "systemNotification", "notificationType": "inlineMessage", "msg": "cancelled"},
+        {"type": "hologram", "x": 1}]),
+        6,
+        BOTH(),
+    );
+    message(
+        &conn,
+        s,
+        "assistant",
+        json!([text("There are 3 files.")]),
+        7,
+        BOTH(),
+    );
+    drop(conn);
+
+    let out = converted(&path);
+    assert_eq!(out.len(), 1);
+    let t = &out[0];
+    assert_eq!(t["id"], "20260101_1");
+    assert_eq!(
+        step_classes(t),
+        [
+            "text_observation",
+            "image_observation",
+            "code_action",
+            "api_action",
+            "text_observation",
+            "text_observation",
+            "text_observation",
+            "text_observation",
+            "code_action",
+            "text_observation",
+            "text_observation",
+            "message_action"
+        ],
+        "{t}"
+    );
+    let c = &t["content"];
+    assert_eq!(c[2]["reasoning_content"], "ls will do");
+    assert_eq!(c[2]["description"], "Listing them.");
+    assert_eq!(c[4]["tool_call_id"], c[2]["tool_call_id"]);
+    assert_eq!(c[5]["content"], "-32603: no such file");
+    assert_eq!(c[5]["tool_call_id"], "c2");
+    assert_eq!(c[6]["name"], "compact_summary");
+    assert_eq!(c[7]["name"], "compact_continuation");
+    // A call canceled by the next prompt: an empty result linked to it.
+    assert_eq!(c[9]["content"], "");
+    assert_eq!(c[9]["tool_call_id"], "c3");
+    assert_eq!(c[10]["content"], "stop, that's enough");
+    assert!(tool_actions_and_links(t).1);
+    let g = &t["details"]["goose"];
+    assert_eq!(g["schema_version"], 16);
+    assert_eq!(g["model"], "gpt-5");
+    assert_eq!(g["provider"], "openai");
+    assert_eq!(g["usage"][0]["total_tokens"], 110);
+    assert_eq!(g["working_dir"], "/w");
+    assert_eq!(
+        g["compactions"],
+        json!([{"step": 6, "line": 4, "kind": "summary"}])
+    );
+    assert_eq!(
+        g["error_results"],
+        json!([{"step": 5, "tool_call_id": "c2"}])
+    );
+    assert_eq!(g["unanswered_calls"][0]["empty_result"], true);
+    // The copy of the prompt a compaction replaced: kept whole in details, no step.
+    let hidden = &g["messages"][5];
+    assert_eq!(hidden["step"], Value::Null);
+    assert_eq!(hidden["content"][0]["text"], "count the files");
+    // The signature, the redacted thinking and the notification stay in details.
+    assert_eq!(g["messages"][1]["content"][0]["signature"], "x");
+    assert_eq!(g["messages"][6]["content"][0]["type"], "redactedThinking");
+    let left = &t["details"]["source"]["left_out"];
+    assert_eq!(left["lines"], 1);
+    assert_eq!(left["blocks"], 2);
+    assert_eq!(left["values"], 1);
+    assert_eq!(left["messages"], json!({"in": 9, "kept": 8}));
+    assert_every_sft_target_accepts(&out, "goose v16");
+}
+
+#[test]
+fn a_version_2_store_without_metadata_converts() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("old.db");
+    let conn = store(&path, SCHEMA_2, 2);
+    session(&conn, "20251001_3");
+    message(
+        &conn,
+        "20251001_3",
+        "user",
+        json!([text("hi")]),
+        10,
+        Value::Null,
+    );
+    // A bare list of items as the result's value (before Goose 1.10's CallToolResult).
+    message(
+        &conn,
+        "20251001_3",
+        "assistant",
+        json!([call("t", "developer__shell", json!({"command": "pwd"}))]),
+        11,
+        Value::Null,
+    );
+    message(
+        &conn,
+        "20251001_3",
+        "user",
+        json!([{"type": "toolResponse", "id": "t",
+        "toolResult": {"status": "success", "value": [text("/w")]}}]),
+        12,
+        Value::Null,
+    );
+    message(
+        &conn,
+        "20251001_3",
+        "assistant",
+        json!([text("In /w.")]),
+        13,
+        Value::Null,
+    );
+    drop(conn);
+    let out = converted(&path);
+    assert_eq!(
+        step_classes(&out[0]),
+        [
+            "text_observation",
+            "code_action",
+            "text_observation",
+            "message_action"
+        ]
+    );
+    assert_eq!(out[0]["content"][2]["content"], "/w");
+    assert_eq!(out[0]["details"]["goose"]["schema_version"], 2);
+}
+
+#[test]
+fn a_session_file_converts_like_the_store() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("20250401_7.jsonl");
+    let lines = [
+        json!({"working_dir": "/w", "description": "old", "message_count": 3, "total_tokens": 9}),
+        json!({"role": "user", "created": 1, "content": [text("what time is it")]}),
+        json!({"role": "assistant", "created": 2, "content": [call("x", "developer__shell",
+            json!({"command": "date"}))]}),
+        json!({"role": "user", "created": 3, "content": [{"type": "toolResponse", "id": "x",
+            "toolResult": {"status": "success", "value": [text("noon")]}}]}),
+        json!({"role": "assistant", "created": 4, "content": [
+            {"type": "conversationCompacted", "msg": "Conversation compacted."},
+            text("It is noon.")]}),
+    ];
+    let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, body).expect("write");
+    let out = converted(&path);
+    let t = &out[0];
+    assert_eq!(t["id"], "20250401_7");
+    assert_eq!(
+        step_classes(t),
+        [
+            "text_observation",
+            "code_action",
+            "text_observation",
+            "text_observation",
+            "message_action"
+        ]
+    );
+    assert_eq!(t["content"][3]["name"], "compaction");
+    assert_eq!(t["details"]["goose"]["store"], "jsonl");
+    assert_eq!(t["details"]["goose"]["session"]["total_tokens"], 9);
+    assert_eq!(t["details"]["goose"]["tokens"], json!({"total_tokens": 9}));
+    assert_eq!(t["details"]["goose"]["first_message_at"], 1);
+    assert_eq!(t["details"]["goose"]["last_message_at"], 4);
+    assert_eq!(
+        t["details"]["goose"]["compactions"][0]["kind"],
+        "conversationCompacted"
+    );
+}
+
+/// A store whose rows are still in the write-ahead log while a writer holds it (and holds a
+/// write transaction of rows not committed), and the log copied without its `-shm` file.
+#[test]
+fn rows_in_the_write_ahead_log_are_read_and_a_writer_is_not_blocked() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("sessions.db");
+    let conn = Connection::open(&path).expect("create");
+    conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0;")
+        .expect("wal");
+    conn.execute_batch(SCHEMA_16).expect("schema");
+    conn.execute("INSERT INTO schema_version (version) VALUES (16)", [])
+        .expect("version");
+    session(&conn, "logged");
+    message(&conn, "logged", "user", json!([text("hello")]), 1, BOTH());
+    message(&conn, "logged", "assistant", json!([text("hi")]), 2, BOTH());
+    let wal = dir.path().join("sessions.db-wal");
+    assert!(std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0));
+    conn.execute_batch("BEGIN IMMEDIATE").expect("begin");
+    message(
+        &conn,
+        "logged",
+        "user",
+        json!([text("uncommitted")]),
+        3,
+        BOTH(),
+    );
+    let out = converted(&path);
+    assert_eq!(step_classes(&out[0]).len(), 2, "{}", out[0]);
+    conn.execute_batch("COMMIT").expect("commit");
+    message(
+        &conn,
+        "logged",
+        "assistant",
+        json!([text("after")]),
+        4,
+        BOTH(),
+    );
+
+    let copy = tempfile::tempdir().expect("dir");
+    std::fs::copy(&path, copy.path().join("sessions.db")).expect("copy");
+    std::fs::copy(&wal, copy.path().join("sessions.db-wal")).expect("copy");
+    let out = converted(&copy.path().join("sessions.db"));
+    assert_eq!(step_classes(&out[0]).len(), 4, "{}", out[0]);
+    let names: Vec<PathBuf> = std::fs::read_dir(copy.path())
+        .expect("list")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    assert_eq!(
+        names.len(),
+        2,
+        "nothing written beside the store: {names:?}"
+    );
+    drop(conn);
+}
+
+#[test]
+fn an_unknown_schema_version_and_a_corrupt_page_are_errors_naming_file_and_table() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("sessions.db");
+    drop(store(&path, SCHEMA_16, 99));
+    let (code, out, err) = convert(&[&path], None, &[]);
+    assert_ne!(code, 0, "{err}");
+    assert!(out.is_empty());
+    assert!(
+        err.contains(&path.display().to_string())
+            && err.contains("table `schema_version`")
+            && err.contains("schema version 99"),
+        "{err}"
+    );
+
+    // A store of another shape given with --from goose.
+    let other = dir.path().join("other.db");
+    Connection::open(&other)
+        .and_then(|c| c.execute_batch("CREATE TABLE sessions (id TEXT); CREATE TABLE messages (session_id TEXT, role TEXT, body TEXT);"))
+        .expect("other");
+    let (code, _, err) = convert(&[&other], Some("goose"), &[]);
+    assert_ne!(code, 0, "{err}");
+    assert!(
+        err.contains("other.db")
+            && err.contains("table `messages`")
+            && err.contains("content_json"),
+        "{err}"
+    );
+
+    // Many messages, then the last pages overwritten.
+    let path = dir.path().join("corrupt.db");
+    let conn = store(&path, SCHEMA_16, 16);
+    session(&conn, "c");
+    let long = "x".repeat(3000);
+    for i in 0..60 {
+        message(&conn, "c", "user", json!([text(&long)]), i, BOTH());
+    }
+    drop(conn);
+    let mut bytes = std::fs::read(&path).expect("read");
+    let len = bytes.len();
+    bytes[len - 8192..].fill(0xA5);
+    std::fs::write(&path, &bytes).expect("write");
+    let (code, _, err) = convert(&[&path], Some("goose"), &[]);
+    assert_ne!(code, 0, "{err}");
+    assert!(
+        err.contains("corrupt.db")
+            && (err.contains("table `messages`") || err.contains("table `sessions`")),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_sample_converts() {
+    let dir = sample_data().join("goose");
+    for file in files_in(&dir) {
+        let out = converted(&file);
+        assert_eq!(out.len(), 1);
+        assert!(tool_actions_and_links(&out[0]).1);
+        assert_every_sft_target_accepts(&out, "goose sample");
+    }
+}
+
+/// A sub-agent's session names its parent; messages whose session has no row are a session of
+/// their own; a JSON lines file of another format given with `--from goose` is refused.
+#[test]
+fn sub_sessions_orphan_messages_and_other_files() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("sessions.db");
+    let conn = store(&path, SCHEMA_16, 16);
+    session(&conn, "parent");
+    session(&conn, "child");
+    conn.execute(
+        "UPDATE sessions SET parent_session_id = 'parent', session_type = 'sub_agent'
+         WHERE id = 'child'",
+        [],
+    )
+    .expect("parent");
+    // A session deleted with foreign keys off left its messages behind.
+    conn.execute_batch("PRAGMA foreign_keys = OFF").expect("pragma");
+    for s in ["parent", "child", "gone"] {
+        message(&conn, s, "user", json!([text("go")]), 1, BOTH());
+        message(&conn, s, "assistant", json!([text("done")]), 2, BOTH());
+    }
+    drop(conn);
+    let out = converted(&path);
+    let ids: Vec<&str> = out.iter().filter_map(|t| t["id"].as_str()).collect();
+    assert_eq!(ids, ["parent", "child", "gone"]);
+    assert_eq!(
+        out[1]["details"]["source"]["native_ids"]["parent_session_id"],
+        "parent"
+    );
+    assert_eq!(out[2]["details"]["goose"]["session"]["session_row"], false);
+
+    let other = dir.path().join("chat.jsonl");
+    std::fs::write(&other, "{\"role\": \"user\", \"content\": \"hi\"}\n").expect("write");
+    let (code, out, err) = convert(&[&other], Some("goose"), &[]);
+    assert_eq!(code, 1, "{err}");
+    assert!(out.is_empty());
+    assert!(err.contains("not a Goose session"), "{err}");
+}

@@ -23,6 +23,7 @@ pub mod copilot_cli;
 pub mod crush;
 pub mod cursor;
 pub mod droid;
+pub mod entire;
 pub mod gemini_cli;
 pub mod goose;
 pub mod hermes;
@@ -72,6 +73,7 @@ pub static FORMATS: &[Format] = &[
     crush::FORMAT,
     cursor::FORMAT,
     droid::FORMAT,
+    entire::FORMAT,
     gemini_cli::FORMAT,
     goose::FORMAT,
     hermes::FORMAT,

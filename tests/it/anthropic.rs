@@ -371,3 +371,97 @@ fn the_real_cline_task_history_keeps_every_call() {
         assert!(!stderr.contains("detected anthropic"), "{stderr}");
     }
 }
+
+/// A Cline task's UI log joins its conversation's trajectory: each `api_req_started`
+/// message's tokens, cost, model and failure in `details.anthropic.cline.api_requests`, their
+/// sums in `totals`, the UI's other messages counted by kind; a UI log that is not JSON is
+/// named with why, and the conversation still converts.
+#[test]
+fn a_cline_tasks_ui_log_joins_its_api_request_costs_to_the_conversation() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let tasks = dir.path().join("tasks");
+    let history = json!([
+        {"role": "user", "content": [{"type": "text", "text": "<task>\nFix the test\n</task>"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Done."}]}
+    ]);
+    write_history(&tasks, "1769000000020", &history);
+    write_history(&tasks, "1769000000021", &history);
+    let model = json!({"providerId": "anthropic", "modelId": "claude-sonnet-4-5", "mode": "act"});
+    let req = |tokens_in: u64, cost: f64, extra: Value| {
+        let mut text = json!({"request": "<task>\nFix the test\n</task>", "tokensIn": tokens_in,
+            "tokensOut": 20, "cacheWrites": 100, "cacheReads": 0, "cost": cost});
+        if let (Some(t), Some(e)) = (text.as_object_mut(), extra.as_object()) {
+            t.extend(e.clone());
+        }
+        json!({"ts": 1769000001000u64 + tokens_in, "type": "say", "say": "api_req_started",
+            "text": text.to_string(), "conversationHistoryIndex": -1, "modelInfo": model})
+    };
+    let ui = json!([
+        {"ts": 1769000000500u64, "type": "say", "say": "text", "text": "Fix the test", "conversationHistoryIndex": -1},
+        req(5, 0.25, json!({"cancelReason": "streaming_failed", "streamingFailedMessage": "overloaded"})),
+        req(7, 0.5, json!({})),
+        {"ts": 1769000002000u64, "type": "say", "say": "reasoning", "text": "thinking", "partial": false},
+        {"ts": 1769000003000u64, "type": "ask", "ask": "completion_result", "text": ""}
+    ]);
+    std::fs::write(tasks.join("1769000000020/ui_messages.json"), ui.to_string()).expect("write");
+    std::fs::write(tasks.join("1769000000021/ui_messages.json"), "[{\"ts\": 1,").expect("write");
+    let (code, out, stderr) = convert(&[&tasks], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(validate_adp(&out), 0);
+    let c = &out[0]["details"]["anthropic"]["cline"];
+    assert_eq!(
+        c["totals"],
+        json!({"tokensIn": 12, "tokensOut": 40, "cacheWrites": 200, "cacheReads": 0,
+            "cost": 0.75, "requests": 2})
+    );
+    let first = &c["api_requests"][0];
+    assert_eq!(first["cancelReason"], "streaming_failed");
+    assert_eq!(
+        (&first["history_index"], &first["model"]),
+        (&json!(-1), &model)
+    );
+    assert!(first.get("request").is_none());
+    assert_eq!(c["models"], json!([model]));
+    assert_eq!(
+        c["timestamps"],
+        json!({"first": 1769000000500u64, "last": 1769000003000u64})
+    );
+    assert_eq!(
+        c["ui_message_kinds"],
+        json!({"say:text": 1, "say:reasoning": 1, "ask:completion_result": 1})
+    );
+    // The steps are the conversation's, as without the UI log.
+    assert_eq!(
+        step_classes(&out[0]),
+        ["text_observation", "message_action"]
+    );
+    let broken = &out[1]["details"]["anthropic"]["cline"];
+    assert!(
+        broken["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("not JSON")),
+        "{broken}"
+    );
+    // The corpus's task: 47 API requests.
+    if let Some(root) = agent_logs() {
+        let task = dir.path().join("corpus-task");
+        std::fs::create_dir_all(&task).expect("dir");
+        for (from, to) in [
+            (
+                "online-card__api_conversation_history.json",
+                "api_conversation_history.json",
+            ),
+            ("online-card__ui_messages.json", "ui_messages.json"),
+        ] {
+            std::fs::copy(root.join("cline").join(from), task.join(to)).expect("copy");
+        }
+        let (code, out, stderr) = convert(&[&task], None, &[]);
+        assert_eq!(code, 0, "{stderr}");
+        let c = &out[0]["details"]["anthropic"]["cline"];
+        assert_eq!(c["totals"]["requests"], 47);
+        assert_eq!(c["api_requests"].as_array().map(Vec::len), Some(47));
+        assert!(c["totals"]["cost"]
+            .as_f64()
+            .is_some_and(|x| (x - 1.0546).abs() < 1e-3));
+    }
+}

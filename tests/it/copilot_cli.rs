@@ -329,3 +329,128 @@ fn detection_claims_events_and_declines_near_misses() {
     assert!(out.is_empty());
     assert!(stderr.contains("empty-trajectory"), "{stderr}");
 }
+
+/// The legacy session document of our own (`history-session-state/<id>.json`, the format
+/// before `events.jsonl`): OpenAI-style `chatMessages` with an image, parallel calls, a custom
+/// tool, arguments that are not JSON and a call no result answered; a `timeline` with failed,
+/// rejected and unrecorded calls and an error notice.
+fn legacy_fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/copilot-cli/history-session-state.json")
+}
+
+#[test]
+fn a_legacy_session_document_converts_from_its_chat_with_the_timeline_in_details() {
+    let (code, out, err) = convert(&[&legacy_fixture()], None, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("detected copilot-cli"), "{err}");
+    assert_eq!(validate_adp(&out), 0);
+    let t = &out[0];
+    assert_eq!(t["id"], "0c9d8e7f-2222-4000-8000-00000000beef");
+    assert_eq!(
+        step_classes(t),
+        [
+            "text_observation",
+            "text_observation",
+            "image_observation",
+            "code_action",
+            "api_action",
+            "text_observation",
+            "text_observation",
+            "api_action",
+            "api_action",
+            "text_observation",
+            "text_observation",
+            "message_action",
+        ]
+    );
+    let c = &t["content"];
+    assert_eq!(c[0]["name"], "system");
+    assert_eq!(c[2]["content"], "data:image/png;base64,iVBORw0KGgo=");
+    assert_eq!(
+        (&c[3]["content"], &c[3]["description"]),
+        (&json!("make 2>&1 | tail -5"), &json!("Run the build"))
+    );
+    assert_eq!(c[5]["tool_call_id"], "toolu_01");
+    assert_eq!(c[6]["tool_call_id"], "toolu_02");
+    // A custom tool's free-form input, the turn's text its description.
+    assert_eq!(c[7]["function"], "apply_patch");
+    assert!(c[7]["kwargs"]["input"]
+        .as_str()
+        .is_some_and(|i| i.contains("missing.c")));
+    assert_eq!(
+        c[7]["description"],
+        "The Makefile lists missing.c; I will remove it."
+    );
+    assert_eq!(c[10]["tool_call_id"], "toolu_03");
+    // Arguments that are not JSON: kept unmapped; the call no result answered gets an empty one.
+    assert_eq!(c[8]["kwargs"], json!({}));
+    assert_eq!(
+        (&c[9]["tool_call_id"], &c[9]["content"]),
+        (&json!("toolu_04"), &json!(""))
+    );
+    assert_eq!(tool_actions_and_links(t), (4, true));
+    let d = &t["details"]["copilot_cli"];
+    assert_eq!(d["session"]["startTime"], "2025-09-12T14:20:00.000Z");
+    assert_eq!(d["models"], json!(["gpt-5"]));
+    assert_eq!(d["timestamps"]["last"], "2025-09-12T14:20:30.000Z");
+    assert_eq!(d["error_results"], json!(["toolu_01", "toolu_02"]));
+    assert_eq!(d["tool_results"][0]["result"], json!({"type": "failure"}));
+    assert_eq!(d["tool_results"][0]["toolTitle"], "Run the build");
+    // A completion the chat does not hold keeps its log.
+    assert_eq!(d["tool_results"][3]["not_in_chat"], true);
+    assert_eq!(d["tool_results"][3]["result"]["log"], "ok");
+    assert_eq!(d["unanswered_calls"][0]["id"], "toolu_04");
+    assert_eq!(d["notices"][0]["text"], "Rate limited, retrying");
+    assert_eq!(d["skipped_events"]["timeline:copilot"], 2);
+    assert_eq!(
+        d["unmapped"][0]["pointer"],
+        "/chatMessages/5/tool_calls/1/function/arguments"
+    );
+    let left = &t["details"]["source"]["left_out"];
+    assert_eq!((&left["lines"], &left["values"]), (&json!(4), &json!(1)));
+    assert_eq!(left["messages"], json!({"in": 5, "kept": 5}));
+    assert_every_sft_target_accepts(&out, "copilot-cli legacy");
+}
+
+#[test]
+fn a_legacy_session_imported_into_an_event_log_is_read_where_its_event_comes() {
+    let legacy: Value =
+        serde_json::from_str(&std::fs::read_to_string(legacy_fixture()).expect("read"))
+            .expect("json");
+    let out = converted(&[
+        event(
+            "session.start",
+            json!({"sessionId": "s-new", "version": 1, "producer": "copilot-agent"}),
+        ),
+        event(
+            "session.import_legacy",
+            json!({"legacySession": legacy, "importTime": "2025-10-20T09:00:00.000Z",
+                "sourceFile": "/home/u/.copilot/history-session-state/0c9d8e7f.json"}),
+        ),
+        event("user.message", json!({"content": "and now the tests?"})),
+        event(
+            "assistant.message",
+            json!({"content": "They pass.", "toolRequests": []}),
+        ),
+    ]);
+    let t = &out[0];
+    assert_eq!(t["id"], "s-new");
+    let c = t["content"].as_array().expect("steps");
+    assert_eq!(c.len(), 14);
+    assert_eq!(c[0]["content"], "You are a terminal coding assistant.");
+    assert_eq!(c[12]["content"], "and now the tests?");
+    assert_eq!(tool_actions_and_links(t), (4, true));
+    let d = &t["details"]["copilot_cli"];
+    let import = &d["other_events"][0];
+    assert_eq!(import["type"], "session.import_legacy");
+    assert_eq!(
+        import["legacy_session"]["sessionId"],
+        "0c9d8e7f-2222-4000-8000-00000000beef"
+    );
+    assert!(import.get("legacySession").is_none());
+    assert_eq!(
+        d["unmapped"][0]["pointer"],
+        "/data/legacySession/chatMessages/5/tool_calls/1/function/arguments"
+    );
+}

@@ -27,6 +27,7 @@ mod crush;
 mod cursor;
 mod detection;
 mod droid;
+mod entire;
 mod export;
 mod gemini_cli;
 mod goose;

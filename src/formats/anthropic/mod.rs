@@ -6,6 +6,7 @@
 //! and Kilo Code's `api_conversation_history.json`). The steps are built in `steps.rs`; the
 //! mapping is in docs/formats/anthropic.md.
 
+mod cline;
 pub(crate) mod steps;
 
 use std::io;
@@ -76,7 +77,7 @@ impl Converter for Anthropic {
         let name = path.file_name()?.to_str()?;
         let history = path.with_file_name(TASK_HISTORY);
         (BESIDE_TASK_HISTORY.contains(&name) && history.is_file()).then_some(
-            "a Cline task's UI log, context edits or metadata; its conversation is the api_conversation_history.json beside it",
+            "a Cline task's UI log, context edits or metadata; its conversation is the api_conversation_history.json beside it (whose trajectory joins the UI log's API request costs and tokens)",
         )
     }
 
@@ -109,7 +110,17 @@ impl Converter for Anthropic {
         path: &str,
         opts: &ConvertOptions,
     ) -> Option<io::Result<Box<dyn RecordSource>>> {
-        Some(open_chat(path, opts.run.max_record_bytes))
+        let max = opts.run.max_record_bytes;
+        let history = Path::new(path);
+        if history.file_name().is_none_or(|n| n != TASK_HISTORY) {
+            return Some(open_chat(path, max));
+        }
+        // A task's conversation: what the UI log beside it adds is joined to it.
+        let summary = cline::ui_summary(history, max);
+        Some(
+            open_chat(path, max)
+                .map(|inner| Box::new(cline::Joined { inner, summary }) as Box<dyn RecordSource>),
+        )
     }
 
     fn convert(

@@ -6,6 +6,7 @@
 //! `data.parentToolCallId`), linked to the call that spawned it. The steps are built in
 //! `steps.rs`; the mapping is in docs/formats/copilot-cli.md.
 
+mod legacy;
 mod steps;
 
 use std::borrow::Cow;
@@ -77,12 +78,16 @@ impl Converter for CopilotCli {
     }
 
     fn description(&self) -> &'static str {
-        "GitHub Copilot CLI session events (~/.copilot/session-state/<id>/events.jsonl, or the JSON output of copilot -p): tool requests linked to their executions, subagents as their own trajectories"
+        "GitHub Copilot CLI session events (~/.copilot/session-state/<id>/events.jsonl, or the JSON output of copilot -p) and legacy history-session-state/<id>.json sessions: tool requests linked to their executions, subagents as their own trajectories"
     }
 
     /// An event: a dotted `type` (`session.start`, ...), an object `data`, and no key but
-    /// those of the event envelope; a `session.start` names its `sessionId`.
+    /// those of the event envelope; a `session.start` names its `sessionId`. Or a legacy
+    /// session document: a string `sessionId`, a `chatMessages` and a `timeline` list.
     fn sniff(&self, first: &Value) -> bool {
+        if legacy::is_legacy_value(first) {
+            return true;
+        }
         let Some(kind) = first["type"].as_str() else {
             return false;
         };
@@ -196,6 +201,11 @@ fn to_partials<'a>(
     record: &'a RawRecord,
 ) -> Result<Vec<Partial<'a>>, Vec<Diagnostic>> {
     let lines: Vec<(u64, &'a Node<'a>)> = bundle_node_lines(bundle).collect();
+    if let [(line, doc)] = lines.as_slice() {
+        if legacy::is_legacy(doc) {
+            return legacy_partial(record, *line, doc).map(|p| vec![p]);
+        }
+    }
     let Some(session) = session_id(&lines, record.provenance.file.as_ref()) else {
         return Err(refuse(
             record,
@@ -260,9 +270,53 @@ fn to_partials<'a>(
             ));
         }
         built.left.messages = Some((built.messages_in, built.messages_kept));
-        partials.push(partial(built, record, id, &session, agent, start, &lines));
+        partials.push(partial(
+            built,
+            record,
+            id,
+            &session,
+            agent,
+            start.cloned(),
+            &lines,
+        ));
     }
     Ok(partials)
+}
+
+/// The trajectory of a legacy session document (`history-session-state/<id>.json`), id its
+/// `sessionId` (else the id in the file's name).
+fn legacy_partial<'a>(
+    record: &'a RawRecord,
+    line: u64,
+    doc: &'a Node<'a>,
+) -> Result<Partial<'a>, Vec<Diagnostic>> {
+    let stem = file_stem(record.provenance.file.as_ref());
+    let session = match doc["sessionId"].as_str().filter(|s| !s.is_empty()) {
+        Some(id) => id.to_owned(),
+        None => legacy::id_from_stem(&stem).unwrap_or(&stem).to_owned(),
+    };
+    let mut built = Built::new(LeftOut::new("details.copilot_cli"), HashMap::new());
+    let fields = legacy::read(&mut built, line, "", doc);
+    built.finish();
+    if built.content.is_empty() {
+        return Err(refuse(
+            record,
+            Some(&session),
+            "empty-trajectory",
+            "its chatMessages hold no message, call or result that ADP can carry",
+        ));
+    }
+    built.left.messages = Some((built.messages_in, built.messages_kept));
+    let start = Node::Object(fields);
+    Ok(partial(
+        built,
+        record,
+        session.clone(),
+        &session,
+        None,
+        Some(start),
+        &[],
+    ))
 }
 
 /// The subagents whose events a session's file holds, in the order of their first event:
@@ -305,7 +359,7 @@ fn partial<'a>(
     id: String,
     session: &str,
     agent: Option<&'a str>,
-    start: Option<&'a Node<'a>>,
+    start: Option<Node<'a>>,
     lines: &[(u64, &'a Node<'a>)],
 ) -> Partial<'a> {
     let mut built = built;
@@ -316,7 +370,7 @@ fn partial<'a>(
             d.push((Cow::Borrowed(key), v));
         }
     };
-    put("session", start.cloned());
+    put("session", start);
     match agent {
         Some(a) => put(
             "agent",

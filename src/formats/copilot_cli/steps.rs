@@ -123,13 +123,13 @@ pub(super) struct Built<'a> {
     prompt: Option<(usize, String)>,
 }
 
-fn num<'a>(n: usize) -> Node<'a> {
+pub(super) fn num<'a>(n: usize) -> Node<'a> {
     Node::from(n as u64)
 }
 
 /// A note of an event's `data` for `details.copilot_cli`: the step it applies from (or holds),
 /// its line, then the fields of `data` but `except`.
-fn noted<'a>(step: usize, line: u64, data: &Node<'a>, except: &[&str]) -> Node<'a> {
+pub(super) fn noted<'a>(step: usize, line: u64, data: &Node<'a>, except: &[&str]) -> Node<'a> {
     let mut note = vec![
         (Cow::Borrowed("step"), num(step)),
         (Cow::Borrowed("line"), Node::from(line)),
@@ -173,7 +173,7 @@ impl<'a> Built<'a> {
     }
 
     /// Counts an event skipped on purpose, by type.
-    fn skip(&mut self, kind: &str) {
+    pub(super) fn skip(&mut self, kind: &str) {
         self.left.lines += 1;
         match self.skipped.iter_mut().find(|(k, _)| k == kind) {
             Some((_, n)) => *n += 1,
@@ -182,7 +182,7 @@ impl<'a> Built<'a> {
     }
 
     /// Keeps a value no step holds, with why, in `unmapped`, counted.
-    fn unmapped(&mut self, line: u64, pointer: &str, reason: String, value: &Node<'a>) {
+    pub(super) fn unmapped(&mut self, line: u64, pointer: &str, reason: String, value: &Node<'a>) {
         self.left.unmapped(line, pointer, reason.clone());
         self.lists.unmapped.push(Node::object([
             ("line", Node::from(line)),
@@ -320,6 +320,14 @@ impl<'a> Built<'a> {
                 let name = data["toolName"].as_str().unwrap_or_default();
                 self.call(line, "/data/arguments", data, name, None);
             }
+            "session.import_legacy" => {
+                let mut note = noted(at, line, data, &["legacySession"]);
+                note.insert("type", event["type"].clone());
+                let pointer = "/data/legacySession";
+                let session = super::legacy::read(self, line, pointer, &data["legacySession"]);
+                note.insert("legacy_session", Node::Object(session));
+                self.lists.other_events.push(note);
+            }
             "tool.execution_start" => self.start(line, data),
             "tool.execution_complete" => self.result(line, data),
             _ => {
@@ -343,7 +351,7 @@ impl<'a> Built<'a> {
     }
 
     /// Notes a model the session used, once.
-    fn model(&mut self, model: &Node<'a>) {
+    pub(super) fn model(&mut self, model: &Node<'a>) {
         if model.as_str().is_some() && !self.lists.models.iter().any(|m| m.equals(model)) {
             self.lists.models.push(model.clone());
         }
@@ -450,35 +458,17 @@ impl<'a> Built<'a> {
         for (k, request) in requests.iter().enumerate() {
             let name = request["name"].as_str().unwrap_or_default();
             let pointer = format!("/data/toolRequests/{k}/arguments");
-            let mut step = self.call_step(line, &pointer, request, name);
-            if let Step::CodeAction(c) = &mut step {
-                // A command that carries its own description: the text before it stays a
-                // message of its own.
-                if c.description.is_some() {
-                    if let Some(t) = text.take() {
-                        let mut m = Step::message(t, None);
-                        m.set_thought(None, reasoning.take());
-                        self.content.push(m);
-                    }
-                    let description = c.description.take();
-                    step.set_thought(description, reasoning.take());
-                }
-            }
-            if text.is_some() || reasoning.is_some() {
-                step.set_thought(text.take(), reasoning.take());
-            }
-            let call = self.push_call(line, request, step, name, Some(k));
+            let step = self.call_step(line, &pointer, request, name);
+            let step = self.with_thought(step, &mut text, &mut reasoning);
+            let native = request["toolCallId"].as_str().unwrap_or_default();
+            let call = self.push_call(line, native, step, name, Some(k));
             let mut note = noted(call, line, request, &["arguments", "name"]);
             if let Node::Object(o) = &mut note {
                 o.retain(|(k, _)| k != "line");
             }
             self.lists.tool_requests.push(note);
         }
-        if text.is_some() || reasoning.is_some() {
-            let mut step = Step::message(text.unwrap_or_default(), None);
-            step.set_thought(None, reasoning);
-            self.content.push(step);
-        }
+        self.said(text, reasoning);
         if self.content.len() > at {
             self.messages_kept += 1;
         }
@@ -496,6 +486,41 @@ impl<'a> Built<'a> {
         ));
     }
 
+    /// A call `step` of an assistant turn, given what is left of the turn's `text` and
+    /// `reasoning`: they become its thought; but a command that carries its own description
+    /// keeps it, and the text before it stays a message of its own.
+    pub(super) fn with_thought(
+        &mut self,
+        mut step: Step,
+        text: &mut Option<String>,
+        reasoning: &mut Option<String>,
+    ) -> Step {
+        if let Step::CodeAction(c) = &mut step {
+            if c.description.is_some() {
+                if let Some(t) = text.take() {
+                    let mut m = Step::message(t, None);
+                    m.set_thought(None, reasoning.take());
+                    self.content.push(m);
+                }
+                let description = c.description.take();
+                step.set_thought(description, reasoning.take());
+            }
+        }
+        if text.is_some() || reasoning.is_some() {
+            step.set_thought(text.take(), reasoning.take());
+        }
+        step
+    }
+
+    /// What is left of an assistant turn's text and reasoning after its calls, as a message.
+    pub(super) fn said(&mut self, text: Option<String>, reasoning: Option<String>) {
+        if text.is_some() || reasoning.is_some() {
+            let mut step = Step::message(text.unwrap_or_default(), None);
+            step.set_thought(None, reasoning);
+            self.content.push(step);
+        }
+    }
+
     /// A tool call (a tool request, or a tool the user asked for) as an action waiting for its
     /// result; returns its step.
     fn call(
@@ -507,12 +532,25 @@ impl<'a> Built<'a> {
         index: Option<usize>,
     ) -> usize {
         let step = self.call_step(line, pointer, request, name);
-        self.push_call(line, request, step, name, index)
+        let native = request["toolCallId"].as_str().unwrap_or_default();
+        self.push_call(line, native, step, name, index)
     }
 
     /// The action of a call, from its `arguments` (an object, or a string holding one).
     fn call_step(&mut self, line: u64, pointer: &str, request: &Node<'a>, name: &str) -> Step {
-        let kwargs = match &request["arguments"] {
+        self.arguments_step(line, pointer, &request["arguments"], name)
+    }
+
+    /// The action of a call of `name` with `arguments` (an object, or a string holding one;
+    /// what cannot be read is kept in `unmapped` under `pointer`).
+    pub(super) fn arguments_step(
+        &mut self,
+        line: u64,
+        pointer: &str,
+        arguments: &Node<'a>,
+        name: &str,
+    ) -> Step {
+        let kwargs = match arguments {
             Node::Null => Default::default(),
             arguments => match parse_arguments(arguments) {
                 Ok(k) => k,
@@ -527,15 +565,14 @@ impl<'a> Built<'a> {
 
     /// Appends a call's action, linked by its `toolCallId` (made unique), to wait for its
     /// result; returns its step.
-    fn push_call(
+    pub(super) fn push_call(
         &mut self,
         line: u64,
-        request: &Node<'a>,
+        native: &str,
         step: Step,
         name: &str,
         index: Option<usize>,
     ) -> usize {
-        let native = request["toolCallId"].as_str().unwrap_or_default();
         let base = if native.is_empty() {
             format!("copilot-call:{line}:{}", index.unwrap_or(0))
         } else {
@@ -602,42 +639,11 @@ impl<'a> Built<'a> {
                 images.extend(self.binary_image(item));
             }
         }
-        let waiting = self.pending.iter().position(|p| p.native == native);
-        let (name, id) = match waiting {
-            Some(k) => {
-                let p = self.pending.remove(k);
-                (p.name, Some(p.id))
-            }
-            None => (
-                data["toolName"]
-                    .as_str()
-                    .unwrap_or("tool_result")
-                    .to_owned(),
-                None,
-            ),
-        };
-        let at = self.content.len();
-        let mut step = Step::environment_text(Some(name), text);
-        if let Some(id) = &id {
-            step = step.with_tool_call_id(id.clone());
-        }
-        self.content.push(step);
+        let name = data["toolName"].as_str().unwrap_or("tool_result");
+        let at = self.answer(line, native, name, text);
         let kept_images = images.len();
         for uri in images {
             self.content.push(Step::image(uri, Source::Environment));
-        }
-        if id.is_none() {
-            let reason = if self.used_ids.contains(native) {
-                "its call was answered already"
-            } else {
-                "no call before it has this toolCallId"
-            };
-            self.lists.unlinked_results.push(Node::object([
-                ("step", num(at)),
-                ("line", Node::from(line)),
-                ("id", Node::from(native.to_owned())),
-                ("reason", Node::from(reason)),
-            ]));
         }
         if success == Some(false) {
             self.lists.error_results.push(Node::from(native.to_owned()));
@@ -666,6 +672,40 @@ impl<'a> Built<'a> {
             note.insert("images_not_in_log", Node::Array(omitted));
         }
         self.lists.tool_results.push(note);
+    }
+
+    /// The result `text` of call `native`: an observation linked to the waiting call of that
+    /// id (named after its tool), else unlinked, named `name`, and listed in `unlinked_results`
+    /// with why; returns its step.
+    pub(super) fn answer(&mut self, line: u64, native: &str, name: &str, text: String) -> usize {
+        let waiting = self.pending.iter().position(|p| p.native == native);
+        let (name, id) = match waiting {
+            Some(k) => {
+                let p = self.pending.remove(k);
+                (p.name, Some(p.id))
+            }
+            None => (name.to_owned(), None),
+        };
+        let at = self.content.len();
+        let mut step = Step::environment_text(Some(name), text);
+        if let Some(id) = &id {
+            step = step.with_tool_call_id(id.clone());
+        }
+        self.content.push(step);
+        if id.is_none() {
+            let reason = if self.used_ids.contains(native) {
+                "its call was answered already"
+            } else {
+                "no call before it has this toolCallId"
+            };
+            self.lists.unlinked_results.push(Node::object([
+                ("step", num(at)),
+                ("line", Node::from(line)),
+                ("id", Node::from(native.to_owned())),
+                ("reason", Node::from(reason)),
+            ]));
+        }
+        at
     }
 
     /// Ends the agent's events: a call no result answered is unlinked when no observation

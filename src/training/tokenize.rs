@@ -34,6 +34,8 @@ pub struct TokenizerFile {
     loaded: tokenizers::Tokenizer,
     idle: Mutex<Vec<tokenizers::Tokenizer>>,
     fast: Option<ByteLevelBpe>,
+    /// Why the own encoder does not take the file, when it does not.
+    library_because: Option<String>,
     caches: Mutex<Vec<Cache>>,
 }
 
@@ -94,13 +96,17 @@ impl TokenizerFile {
                 format!("refused: the tokenizers library {panic} encoding the text {probe:?}")
             })?;
         }
-        let fast = guard::call(|| ByteLevelBpe::new(&json, |t| loaded.token_to_id(t)))
-            .ok()
-            .flatten();
+        let own = guard::call(|| ByteLevelBpe::new(&json, |t| loaded.token_to_id(t)))
+            .unwrap_or_else(|panic| Err(format!("reading it panicked: {panic}")));
+        let (fast, library_because) = match own {
+            Ok(own) => (Some(own), None),
+            Err(why) => (None, Some(why)),
+        };
         Ok(TokenizerFile {
             loaded,
             idle: Mutex::new(Vec::new()),
             fast,
+            library_because,
             caches: Mutex::new(Vec::new()),
         })
     }
@@ -156,6 +162,19 @@ impl TokenizerFile {
     /// Whether trajkit's own encoder takes this tokenizer (the library takes the others).
     pub fn is_own(&self) -> bool {
         self.fast.is_some()
+    }
+
+    /// Which encoder tokenizes with this file, and why, in a sentence for the user.
+    pub fn encoder(&self) -> String {
+        match &self.library_because {
+            None => "encoded by trajkit's own byte-level BPE encoder (the tokenizers library's \
+                     ids and offsets)"
+                .to_owned(),
+            Some(why) => format!(
+                "encoded by the tokenizers library, several times slower than trajkit's own \
+                 byte-level BPE encoder, which does not take it: {why}"
+            ),
+        }
     }
 }
 

@@ -30,7 +30,7 @@ use hashbrown::HashMap;
 use serde_json::Value;
 
 use merge::{Merges, Pieces};
-use split::{Caches, Splitter};
+use split::{Caches, Chain, Splitter};
 
 use super::tokenize::Tokens;
 
@@ -40,7 +40,7 @@ pub struct ByteLevelBpe {
     /// Each byte's symbol id (`NONE` when the vocabulary lacks it).
     byte_ids: [u32; 256],
     merges: Merges,
-    splitter: Splitter,
+    splitter: Chain,
     /// Added tokens matched on the raw text, then those matched after normalizing.
     raw_added: Option<Added>,
     normalized_added: Option<Added>,
@@ -78,7 +78,7 @@ const NONE: u32 = u32::MAX;
 pub struct Cache {
     pieces: Pieces,
     stretches: Stretches,
-    split: Caches,
+    split: Vec<Caches>,
     symbols: Vec<u32>,
     scratch: Tokens,
 }
@@ -113,44 +113,56 @@ const STRETCH_LEN: usize = 1 << 20;
 const STRETCH_BYTES: usize = 32 << 20;
 
 impl ByteLevelBpe {
-    /// The encoder of the parsed `tokenizer.json`, or `None` when it has a part this encoder
+    /// The encoder of the parsed `tokenizer.json`, or why not: the part of it this encoder
     /// does not reproduce. `added_id` gives an added token's id as the library assigned it
     /// (the file's `id` is a hint: a token the model's vocabulary lacks gets the next free id).
-    pub fn new(json: &Value, added_id: impl Fn(&str) -> Option<u32>) -> Option<Self> {
-        let nfc = match json.get("normalizer") {
-            None | Some(Value::Null) => false,
-            Some(n) if n.get("type")?.as_str()? == "NFC" => true,
-            Some(_) => return None,
-        };
+    pub fn new(json: &Value, added_id: impl Fn(&str) -> Option<u32>) -> Result<Self, String> {
+        let nfc = normalizer(json.get("normalizer").unwrap_or(&Value::Null))?;
         for off in ["truncation", "padding"] {
             if !json.get(off).is_none_or(Value::is_null) {
-                return None;
+                return Err(format!("{off} is set"));
             }
         }
-        let splitter = pre_tokenizer(json.get("pre_tokenizer")?)?;
-        let trim = post_processor(json.get("post_processor").unwrap_or(&Value::Null))?;
-        let model = json.get("model")?;
-        if model
-            .get("type")
-            .and_then(Value::as_str)
-            .is_some_and(|t| t != "BPE")
-            || !model.get("dropout").is_none_or(Value::is_null)
-            || !model
-                .get("continuing_subword_prefix")
-                .is_none_or(|v| v.is_null())
-            || !model.get("end_of_word_suffix").is_none_or(|v| v.is_null())
-        {
-            return None;
+        let splitter = pre_tokenizer(json.get("pre_tokenizer").unwrap_or(&Value::Null))?;
+        let trim = post_processor(json.get("post_processor").unwrap_or(&Value::Null))
+            .ok_or("the post-processor is not a byte-level or template one")?;
+        let model = json.get("model").ok_or("no model")?;
+        let kind = model.get("type").and_then(Value::as_str);
+        if kind.is_some_and(|t| t != "BPE") {
+            return Err(format!(
+                "the model is {}, not BPE",
+                kind.unwrap_or_default()
+            ));
         }
-        let vocab = model.get("vocab")?.as_object()?;
+        for (key, why) in [
+            ("dropout", "BPE dropout"),
+            ("continuing_subword_prefix", "a continuing-subword prefix"),
+            ("end_of_word_suffix", "an end-of-word suffix"),
+        ] {
+            if !model.get(key).is_none_or(Value::is_null) {
+                return Err(format!("the model has {why}"));
+            }
+        }
+        let unreadable = || "the model's vocabulary or merges do not read".to_owned();
+        let vocab = model
+            .get("vocab")
+            .and_then(Value::as_object)
+            .ok_or_else(unreadable)?;
         let mut ids: HashMap<&str, u32, FixedState> = HashMap::with_hasher(FixedState::default());
-        let size = vocab
-            .len()
-            .max(1 + vocab.values().filter_map(Value::as_u64).max()? as usize);
+        let size = vocab.len().max(
+            1 + vocab
+                .values()
+                .filter_map(Value::as_u64)
+                .max()
+                .ok_or_else(unreadable)? as usize,
+        );
         let mut lens = vec![0u32; size];
         let mut spaces = vec![(0u8, 0u8); size];
         for (token, id) in vocab {
-            let id = u32::try_from(id.as_u64()?).ok()?;
+            let id = id
+                .as_u64()
+                .and_then(|id| u32::try_from(id).ok())
+                .ok_or_else(unreadable)?;
             ids.insert(token, id);
             lens[id as usize] = token.chars().count() as u32;
             spaces[id as usize] = space_counts(token);
@@ -161,22 +173,31 @@ impl ByteLevelBpe {
                 byte_ids[b] = id;
             }
         }
-        let mut ranked = Vec::new();
-        for m in model.get("merges")?.as_array()? {
-            let (l, r) = match m {
+        let merges = model
+            .get("merges")
+            .and_then(Value::as_array)
+            .ok_or_else(unreadable)?;
+        let mut ranked = Vec::with_capacity(merges.len());
+        for m in merges {
+            let pair = match m {
                 Value::String(s) => {
                     let mut parts = s.split(' ');
-                    let pair = (parts.next()?, parts.next()?);
-                    parts.next().is_none().then_some(pair)?
+                    let pair = parts.next().zip(parts.next());
+                    pair.filter(|_| parts.next().is_none())
                 }
-                Value::Array(a) if a.len() == 2 => (a[0].as_str()?, a[1].as_str()?),
-                _ => return None,
+                Value::Array(a) if a.len() == 2 => a[0].as_str().zip(a[1].as_str()),
+                _ => None,
             };
-            let merged = ids.get(format!("{l}{r}").as_str())?;
-            ranked.push((*ids.get(l)?, *ids.get(r)?, *merged));
+            let (l, r) = pair.ok_or_else(unreadable)?;
+            let id = |t: &str| {
+                ids.get(t).copied().ok_or_else(|| {
+                    format!("the merge of {l:?} and {r:?} names a token the vocabulary lacks")
+                })
+            };
+            ranked.push((id(l)?, id(r)?, id(&format!("{l}{r}"))?));
         }
         let whole = match model.get("ignore_merges").and_then(Value::as_bool) {
-            Some(true) => Some(whole_tokens(&ids)?),
+            Some(true) => Some(whole_tokens(&ids)),
             _ => None,
         };
         let (raw_added, normalized_added) = added_tokens(
@@ -186,7 +207,7 @@ impl ByteLevelBpe {
             &mut lens,
             &mut spaces,
         )?;
-        Some(ByteLevelBpe {
+        Ok(ByteLevelBpe {
             byte_ids,
             merges: Merges::new(ranked, whole),
             splitter,
@@ -445,36 +466,97 @@ fn find_added(
     }
 }
 
-/// The pre-tokenizer's splitter: GPT-2's byte-level one, or one `Split` (isolated, not
-/// inverted) before a byte-level one without its own pattern.
-fn pre_tokenizer(p: &Value) -> Option<Splitter> {
-    let byte_level = |p: &Value, regex: bool| {
-        p.get("type").and_then(Value::as_str) == Some("ByteLevel")
-            && p.get("add_prefix_space").and_then(Value::as_bool) == Some(false)
-            && p.get("use_regex").and_then(Value::as_bool).unwrap_or(true) == regex
-    };
-    match p.get("type")?.as_str()? {
-        "ByteLevel" if byte_level(p, true) => Splitter::new(split::BYTE_LEVEL),
-        "Sequence" => match p.get("pretokenizers")?.as_array()?.as_slice() {
-            [only] if byte_level(only, true) => Splitter::new(split::BYTE_LEVEL),
-            [s, b] if byte_level(b, false) => {
-                if s.get("type")?.as_str()? != "Split"
-                    || s.get("behavior")?.as_str()? != "Isolated"
-                    || s.get("invert")?.as_bool()?
-                {
-                    return None;
-                }
-                let pattern = s.get("pattern")?;
-                match (pattern.get("Regex"), pattern.get("String")) {
-                    (Some(r), None) => Splitter::new(r.as_str()?),
-                    (None, Some(s)) => Splitter::new(&regex::escape(s.as_str()?)),
-                    _ => None,
-                }
+/// Whether the normalizer is NFC (`true`) or none (`false`); a `Sequence` of those is the one
+/// it sums to. Any other is refused.
+fn normalizer(n: &Value) -> Result<bool, String> {
+    match n.get("type").and_then(Value::as_str) {
+        _ if n.is_null() => Ok(false),
+        Some("NFC") => Ok(true),
+        Some("Sequence") => {
+            let mut nfc = false;
+            for each in n
+                .get("normalizers")
+                .and_then(Value::as_array)
+                .ok_or("the normalizer does not read")?
+            {
+                nfc |= normalizer(each)?;
             }
-            _ => None,
-        },
-        _ => None,
+            Ok(nfc)
+        }
+        kind => Err(format!(
+            "the normalizer is {}, not NFC or none",
+            kind.unwrap_or("unnamed")
+        )),
     }
+}
+
+/// The pre-tokenizer's splitters: `Split` pre-tokenizers (isolated, not inverted) in a
+/// `Sequence` before a byte-level one, or a byte-level one alone; a byte-level one with its
+/// own pattern (GPT-2's) splits last.
+fn pre_tokenizer(p: &Value) -> Result<Chain, String> {
+    let steps = match p.get("type").and_then(Value::as_str) {
+        Some("ByteLevel") => std::slice::from_ref(p),
+        Some("Sequence") => p
+            .get("pretokenizers")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .ok_or("the pre-tokenizer does not read")?,
+        kind => {
+            return Err(format!(
+                "the pre-tokenizer is {}, not byte-level",
+                kind.unwrap_or("none")
+            ))
+        }
+    };
+    let Some((last, splits)) = steps.split_last() else {
+        return Err("the pre-tokenizer is an empty sequence".into());
+    };
+    let flag = |p: &Value, k: &str| p.get(k).and_then(Value::as_bool);
+    if last.get("type").and_then(Value::as_str) != Some("ByteLevel") {
+        return Err("the pre-tokenizer does not end with a byte-level one".into());
+    }
+    if flag(last, "add_prefix_space") != Some(false) {
+        return Err("the byte-level pre-tokenizer adds a prefix space".into());
+    }
+    let mut chain = Vec::with_capacity(steps.len());
+    for s in splits {
+        let kind = s.get("type").and_then(Value::as_str).unwrap_or("unnamed");
+        if kind != "Split" {
+            return Err(format!(
+                "the pre-tokenizer has a {kind} step before the byte-level one"
+            ));
+        }
+        let behavior = s.get("behavior").and_then(Value::as_str).unwrap_or("none");
+        if behavior != "Isolated" || flag(s, "invert") != Some(false) {
+            return Err(format!(
+                "a Split pre-tokenizer is {behavior}{}, not isolated",
+                if flag(s, "invert") == Some(true) {
+                    " and inverted"
+                } else {
+                    ""
+                }
+            ));
+        }
+        let pattern = s.get("pattern");
+        let regex = match (
+            pattern.and_then(|p| p.get("Regex")).and_then(Value::as_str),
+            pattern
+                .and_then(|p| p.get("String"))
+                .and_then(Value::as_str),
+        ) {
+            (Some(r), None) => split::portable(r)?.to_owned(),
+            (None, Some(s)) => regex::escape(s),
+            _ => return Err("a Split pre-tokenizer's pattern does not read".into()),
+        };
+        chain.push(Splitter::new(&regex).ok_or_else(|| {
+            "a Split pattern has look-around or back-references, or matches the empty text"
+                .to_owned()
+        })?);
+    }
+    if flag(last, "use_regex").unwrap_or(true) {
+        chain.push(Splitter::new(split::BYTE_LEVEL).ok_or("GPT-2's pattern does not compile")?);
+    }
+    Ok(Chain::new(chain))
 }
 
 /// `Some(trim)` for the post-processors this encoder reproduces (with
@@ -506,7 +588,7 @@ fn post_processor(p: &Value) -> Option<Option<bool>> {
     }
 }
 
-/// The added tokens, split by whether they match before or after normalizing; `None` when
+/// The added tokens, split by whether they match before or after normalizing; refused when
 /// one strips spaces or must be a single word.
 fn added_tokens(
     list: Option<&Value>,
@@ -514,7 +596,7 @@ fn added_tokens(
     nfc: bool,
     lens: &mut Vec<u32>,
     spaces: &mut Vec<(u8, u8)>,
-) -> Option<(Option<Added>, Option<Added>)> {
+) -> Result<(Option<Added>, Option<Added>), String> {
     let (mut raw, mut normalized) = (Vec::new(), Vec::new());
     for t in list
         .and_then(Value::as_array)
@@ -522,16 +604,28 @@ fn added_tokens(
         .unwrap_or_default()
     {
         let flag = |k: &str| t.get(k).and_then(Value::as_bool).unwrap_or(false);
-        if flag("single_word") || flag("lstrip") || flag("rstrip") {
-            return None;
+        let content = t
+            .get("content")
+            .and_then(Value::as_str)
+            .ok_or("an added token does not read")?;
+        for (key, what) in [
+            ("single_word", "must be a single word"),
+            ("lstrip", "strips the spaces before it"),
+            ("rstrip", "strips the spaces after it"),
+        ] {
+            if flag(key) {
+                return Err(format!("the added token {content:?} {what}"));
+            }
         }
-        let content = t.get("content")?.as_str()?;
-        let id = added_id(content)?;
+        let id = added_id(content)
+            .ok_or_else(|| format!("the added token {content:?} has no id in the library"))?;
         if content.is_empty() {
             continue;
         }
         if nfc && flag("normalized") && !unicode_normalization_alignments::is_nfc(content) {
-            return None; // matched in its normalized form
+            return Err(format!(
+                "the added token {content:?} is matched in its NFC form"
+            ));
         }
         if id as usize >= lens.len() {
             lens.resize(id as usize + 1, 0);
@@ -545,26 +639,24 @@ fn added_tokens(
         }
         .push((content, id));
     }
-    let build = |tokens: Vec<(&str, u32)>| -> Option<Option<Added>> {
+    let build = |tokens: Vec<(&str, u32)>| -> Result<Option<Added>, String> {
         if tokens.is_empty() {
-            return Some(None);
+            return Ok(None);
         }
         let finder = AhoCorasick::builder()
             .match_kind(MatchKind::LeftmostLongest)
             .build(tokens.iter().map(|t| t.0))
-            .ok()?;
-        Some(Some(Added {
+            .map_err(|e| format!("the added tokens do not make an automaton: {e}"))?;
+        Ok(Some(Added {
             finder,
             ids: tokens.iter().map(|t| t.1).collect(),
         }))
     };
-    Some((build(raw)?, build(normalized)?))
+    Ok((build(raw)?, build(normalized)?))
 }
 
 /// With `ignore_merges`, pieces that are a token of the vocabulary, by their bytes.
-fn whole_tokens(
-    ids: &HashMap<&str, u32, FixedState>,
-) -> Option<HashMap<Box<[u8]>, u32, FixedState>> {
+fn whole_tokens(ids: &HashMap<&str, u32, FixedState>) -> HashMap<Box<[u8]>, u32, FixedState> {
     let mut byte_of = HashMap::<char, u8, FixedState>::with_hasher(FixedState::default());
     for (b, c) in byte_chars().iter().enumerate() {
         byte_of.insert(*c, b as u8);
@@ -576,7 +668,7 @@ fn whole_tokens(
             whole.insert(bytes, id);
         }
     }
-    Some(whole)
+    whole
 }
 
 /// Leading and trailing spaces of a token as `trim_offsets` counts them: the byte-level

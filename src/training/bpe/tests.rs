@@ -31,6 +31,11 @@ fn texts() -> Vec<String> {
         "",
         "a",
         "'s's ''ll",
+        "x.foo /usr/bin/env -rf --all @user #tag 1234567 ４５６ ١٢٣٤",
+        "中文混合English和123数字。カタカナとひらがな！",
+        "CamelCaseWord HTTPServer iPhone ÉCOLE Ǆemal",
+        "line\r\n\r\n  \n\t\n",
+        "x<|im_end|>y <|im_start|> z<|eot|>\n",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -132,7 +137,8 @@ fn tokenizer(
     normalized: bool,
     ignore_merges: bool,
 ) -> String {
-    let (vocab, merges) = train(&texts(), 300);
+    static TRAINED: std::sync::OnceLock<(Value, Value)> = std::sync::OnceLock::new();
+    let (vocab, merges) = TRAINED.get_or_init(|| train(&texts(), 300)).clone();
     json!({
         "version": "1.0", "truncation": null, "padding": null,
         "added_tokens": added(vocab.as_object().map_or(0, |v| v.len()), normalized), "normalizer": normalizer, "pre_tokenizer": pre,
@@ -150,10 +156,31 @@ fn gpt2() -> Value {
 }
 
 fn split_then_bytes(pattern: &str) -> Value {
-    json!({"type": "Sequence", "pretokenizers": [
-        {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": false},
-        {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false}]})
+    splits_then_bytes(&[pattern], false)
 }
+
+/// `Split` pre-tokenizers of `patterns`, then a byte-level one (with GPT-2's pattern when
+/// `regex`).
+fn splits_then_bytes(patterns: &[&str], regex: bool) -> Value {
+    let mut steps: Vec<Value> = patterns
+        .iter()
+        .map(|p| json!({"type": "Split", "pattern": {"Regex": p}, "behavior": "Isolated", "invert": false}))
+        .collect();
+    steps.push(json!({"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": regex}));
+    json!({"type": "Sequence", "pretokenizers": steps})
+}
+
+/// Llama 3's pattern (numbers by three), Qwen 2's (digits one by one), o200k's (cased
+/// letter runs, GPT-OSS), and DeepSeek V3's three steps (numbers by three, CJK runs, then
+/// its main pattern): the public patterns of those families' `tokenizer.json` files.
+const LLAMA3: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+const QWEN2: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+const O200K: &str = r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+const DEEPSEEK: [&str; 3] = [
+    r"\p{N}{1,3}",
+    "[\u{4e00}-\u{9fa5}\u{3040}-\u{309f}\u{30a0}-\u{30ff}]+",
+    r##"[!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"##,
+];
 
 /// Encodes every text both ways; returns how many the own encoder took.
 fn same_as_library(json: &str) -> usize {
@@ -226,19 +253,82 @@ fn split_pattern_then_byte_level() {
 }
 
 #[test]
+fn family_patterns_in_sequences() {
+    let all = 2 * texts().len();
+    let empty = json!({"type": "Sequence", "normalizers": []});
+    let nfc = json!({"type": "Sequence", "normalizers": [{"type": "NFC"}]});
+    for (patterns, normalizer) in [
+        (&[LLAMA3][..], Value::Null),
+        (&[QWEN2][..], Value::Null),
+        (&[O200K][..], empty.clone()),
+        (&DEEPSEEK[..], empty),
+    ] {
+        let pre = splits_then_bytes(patterns, false);
+        for ignore_merges in [false, true] {
+            let json = tokenizer(
+                pre.clone(),
+                normalizer.clone(),
+                Value::Null,
+                true,
+                ignore_merges,
+            );
+            assert_eq!(same_as_library(&json), all, "{patterns:?}");
+        }
+    }
+    // NFC in a sequence: the texts already in NFC stay with the own encoder.
+    let json = tokenizer(
+        splits_then_bytes(&[QWEN2], false),
+        nfc,
+        Value::Null,
+        false,
+        false,
+    );
+    let taken = same_as_library(&json);
+    assert!(taken > all / 2 && taken < all, "{taken} of {all}");
+    // Splits before a byte-level pre-tokenizer with GPT-2's own pattern.
+    let pre = splits_then_bytes(&DEEPSEEK[..2], true);
+    assert_eq!(
+        same_as_library(&tokenizer(pre, Value::Null, Value::Null, false, false)),
+        all
+    );
+}
+
+#[test]
 fn unsupported_shapes_go_to_the_library() {
     let json = tokenizer(gpt2(), Value::Null, Value::Null, false, false);
     let mut v: Value = serde_json::from_str(&json).expect("json"); // ok: test code on built-in strings
-    let ids = |v: &Value| ByteLevelBpe::new(v, |_| Some(0));
-    assert!(ids(&v).is_some());
+    let why = |v: &Value| ByteLevelBpe::new(v, |_| Some(0)).err();
+    assert_eq!(why(&v), None);
     v["added_tokens"][0]["lstrip"] = json!(true);
-    assert!(ids(&v).is_none());
+    assert_eq!(
+        why(&v).as_deref(),
+        Some("the added token \"<|im_start|>\" strips the spaces before it")
+    );
     v["added_tokens"][0]["lstrip"] = json!(false);
-    v["normalizer"] = json!({"type": "Lowercase"});
-    assert!(ids(&v).is_none());
+    v["normalizer"] = json!({"type": "Sequence", "normalizers": [{"type": "Lowercase"}]});
+    assert_eq!(
+        why(&v).as_deref(),
+        Some("the normalizer is Lowercase, not NFC or none")
+    );
     v["normalizer"] = Value::Null;
-    v["pre_tokenizer"] = split_then_bytes(r"(?=x)y|\s+");
-    assert!(ids(&v).is_none());
+    for (pattern, reason) in [
+        (r"(?=x)y|\s+", "look-around"),
+        (r"\s+$|\S+", "anchor ($)"),
+        (r"\d+|\D+", "\\d"),
+    ] {
+        v["pre_tokenizer"] = split_then_bytes(pattern);
+        let e = why(&v).unwrap_or_default();
+        assert!(e.contains(reason), "{pattern}: {e}");
+    }
     v["pre_tokenizer"] = json!({"type": "Whitespace"});
-    assert!(ids(&v).is_none());
+    assert_eq!(
+        why(&v).as_deref(),
+        Some("the pre-tokenizer is Whitespace, not byte-level")
+    );
+    v["pre_tokenizer"] = json!({"type": "Sequence", "pretokenizers": [
+        {"type": "Digits", "individual_digits": true}, gpt2()]});
+    assert_eq!(
+        why(&v).as_deref(),
+        Some("the pre-tokenizer has a Digits step before the byte-level one")
+    );
 }

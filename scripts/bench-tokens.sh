@@ -31,7 +31,7 @@ mkdir -p "$DIR/adp"
 logs=("$@")
 [ ${#logs[@]} -gt 0 ] || logs=(../shared/corpus/agent-logs/*/)
 for d in "${logs[@]}"; do
-  "$TRAJKIT" convert -q "$d" -o "$DIR/adp/$(basename "$d").jsonl" 2>/dev/null || true
+  "$TRAJKIT" convert -q "$d" -o "$DIR/adp/$(basename "$d").jsonl" || true
 done
 cat "$DIR"/adp/*.jsonl > "$DIR/in.jsonl"
 echo "input: $(wc -l < "$DIR/in.jsonl") sessions, $(du -h "$DIR/in.jsonl" | cut -f1) of ADP"

@@ -20,6 +20,7 @@
 //! library too: [`ByteLevelBpe::encode`] returns `false`.
 
 mod merge;
+mod sentencepiece;
 mod split;
 
 use std::sync::{Arc, Mutex, PoisonError};
@@ -30,6 +31,7 @@ use hashbrown::HashMap;
 use serde_json::Value;
 
 use merge::{Merges, Pieces};
+use sentencepiece::{Buffers, Metaspace};
 use split::{Caches, Chain, Splitter};
 
 use super::tokenize::Tokens;
@@ -37,10 +39,8 @@ use super::tokenize::Tokens;
 /// A byte-level BPE tokenizer, encoded without the `tokenizers` library.
 #[derive(Debug)]
 pub struct ByteLevelBpe {
-    /// Each byte's symbol id (`NONE` when the vocabulary lacks it).
-    byte_ids: [u32; 256],
+    words: Words,
     merges: Merges,
-    splitter: Chain,
     /// Added tokens matched on the raw text, then those matched after normalizing.
     raw_added: Option<Added>,
     normalized_added: Option<Added>,
@@ -55,6 +55,19 @@ pub struct ByteLevelBpe {
     /// The stretches any thread has encoded: a thread that misses its own cache looks here
     /// before encoding, so each stretch is merged once per process, not once per thread.
     shared: Mutex<Stretches>,
+}
+
+/// What cuts a text into words and words into symbols.
+#[derive(Debug)]
+enum Words {
+    /// The pre-tokenizer's patterns, then each byte's symbol id (`NONE` when the vocabulary
+    /// lacks it).
+    ByteLevel {
+        splitter: Chain,
+        byte_ids: Box<[u32; 256]>,
+    },
+    /// SentencePiece-style: characters, spaces as `▁`, byte fallback (`sentencepiece.rs`).
+    Metaspace(Metaspace),
 }
 
 /// Added tokens of one kind and the automaton finding them.
@@ -79,6 +92,7 @@ pub struct Cache {
     pieces: Pieces,
     stretches: Stretches,
     split: Vec<Caches>,
+    metaspace: Buffers,
     symbols: Vec<u32>,
     scratch: Tokens,
 }
@@ -117,13 +131,22 @@ impl ByteLevelBpe {
     /// does not reproduce. `added_id` gives an added token's id as the library assigned it
     /// (the file's `id` is a hint: a token the model's vocabulary lacks gets the next free id).
     pub fn new(json: &Value, added_id: impl Fn(&str) -> Option<u32>) -> Result<Self, String> {
-        let nfc = normalizer(json.get("normalizer").unwrap_or(&Value::Null))?;
+        let metaspace = Metaspace::of(json)?;
+        let nfc = match metaspace {
+            Some(_) => false,
+            None => normalizer(json.get("normalizer").unwrap_or(&Value::Null))?,
+        };
         for off in ["truncation", "padding"] {
             if !json.get(off).is_none_or(Value::is_null) {
                 return Err(format!("{off} is set"));
             }
         }
-        let splitter = pre_tokenizer(json.get("pre_tokenizer").unwrap_or(&Value::Null))?;
+        let splitter = match metaspace {
+            Some(_) => None,
+            None => Some(pre_tokenizer(
+                json.get("pre_tokenizer").unwrap_or(&Value::Null),
+            )?),
+        };
         let trim = post_processor(json.get("post_processor").unwrap_or(&Value::Null))
             .ok_or("the post-processor is not a byte-level or template one")?;
         let model = json.get("model").ok_or("no model")?;
@@ -167,12 +190,20 @@ impl ByteLevelBpe {
             lens[id as usize] = token.chars().count() as u32;
             spaces[id as usize] = space_counts(token);
         }
-        let mut byte_ids = [NONE; 256];
-        for (b, c) in byte_chars().iter().enumerate() {
-            if let Some(&id) = ids.get(c.encode_utf8(&mut [0; 4]) as &str) {
-                byte_ids[b] = id;
+        let words = match (splitter, metaspace) {
+            (Some(splitter), _) => {
+                let mut byte_ids = Box::new([NONE; 256]);
+                for (b, c) in byte_chars().iter().enumerate() {
+                    if let Some(&id) = ids.get(c.encode_utf8(&mut [0; 4]) as &str) {
+                        byte_ids[b] = id;
+                    }
+                }
+                Words::ByteLevel { splitter, byte_ids }
             }
-        }
+            (None, shape) => {
+                Words::Metaspace(Metaspace::new(shape.ok_or("no pre-tokenizer")?, &ids, size))
+            }
+        };
         let merges = model
             .get("merges")
             .and_then(Value::as_array)
@@ -194,12 +225,24 @@ impl ByteLevelBpe {
                     format!("the merge of {l:?} and {r:?} names a token the vocabulary lacks")
                 })
             };
-            ranked.push((id(l)?, id(r)?, id(&format!("{l}{r}"))?));
+            let merge = (id(l)?, id(r)?, id(&format!("{l}{r}"))?);
+            if let Words::Metaspace(m) = &words {
+                if m.is_byte(merge.0) || m.is_byte(merge.1) {
+                    return Err(format!("the merge of {l:?} and {r:?} merges byte tokens"));
+                }
+            }
+            ranked.push(merge);
         }
         let whole = match model.get("ignore_merges").and_then(Value::as_bool) {
+            Some(true) if matches!(words, Words::Metaspace(_)) => {
+                return Err("a SentencePiece-style model ignores merges".into())
+            }
             Some(true) => Some(whole_tokens(&ids)),
             _ => None,
         };
+        if matches!(words, Words::Metaspace(_)) && trim.is_some() {
+            return Err("a SentencePiece-style model with byte-level offsets trimmed".into());
+        }
         let (raw_added, normalized_added) = added_tokens(
             json.get("added_tokens"),
             &added_id,
@@ -207,10 +250,14 @@ impl ByteLevelBpe {
             &mut lens,
             &mut spaces,
         )?;
+        if let (Words::Metaspace(_), Some(normalizer)) = (&words, json.get("normalizer")) {
+            if !normalizer.is_null() && normalized_added.is_some() {
+                return Err("added tokens matched after a SentencePiece-style normalizer".into());
+            }
+        }
         Ok(ByteLevelBpe {
-            byte_ids,
+            words,
             merges: Merges::new(ranked, whole),
-            splitter,
             raw_added,
             normalized_added,
             nfc,
@@ -225,7 +272,11 @@ impl ByteLevelBpe {
     pub fn cache(&self) -> Cache {
         Cache {
             pieces: Pieces::default(),
-            split: self.splitter.caches(),
+            split: match &self.words {
+                Words::ByteLevel { splitter, .. } => splitter.caches(),
+                Words::Metaspace(_) => Vec::new(),
+            },
+            metaspace: Buffers::default(),
             symbols: Vec::new(),
             stretches: Stretches::default(),
             scratch: Tokens::default(),
@@ -373,15 +424,33 @@ impl ByteLevelBpe {
             pieces,
             split,
             symbols,
+            metaspace,
             ..
         } = cache;
-        let split = self.splitter.split(part, split, |a, b| {
+        let (splitter, byte_ids) = match &self.words {
+            Words::ByteLevel { splitter, byte_ids } => (splitter, byte_ids),
+            Words::Metaspace(m) => {
+                let Tokens { ids, offsets } = out;
+                return m.encode(
+                    text,
+                    start,
+                    end,
+                    &self.merges,
+                    &self.lens,
+                    metaspace,
+                    pieces,
+                    ids,
+                    offsets,
+                );
+            }
+        };
+        let split = splitter.split(part, split, |a, b| {
             if !ok {
                 return;
             }
             let piece = &part.as_bytes()[a..b];
             symbols.clear();
-            symbols.extend(piece.iter().map(|&b| self.byte_ids[b as usize]));
+            symbols.extend(piece.iter().map(|&b| byte_ids[b as usize]));
             if symbols.contains(&NONE) {
                 ok = false;
                 return;

@@ -184,6 +184,11 @@ const DEEPSEEK: [&str; 3] = [
 
 /// Encodes every text both ways; returns how many the own encoder took.
 fn same_as_library(json: &str) -> usize {
+    same_as_library_on(json, &texts())
+}
+
+/// [`same_as_library`] on `texts`.
+fn same_as_library_on(json: &str, texts: &[String]) -> usize {
     let t = TokenizerFile::from_json(json).expect("loads"); // ok: test code on built-in strings
     assert!(t.is_own(), "the own encoder takes {json:.200}");
     let library = tokenizers::Tokenizer::from_str(json).expect("loads"); // ok: test code on built-in strings
@@ -194,16 +199,17 @@ fn same_as_library(json: &str) -> usize {
     let mut caches = [own.cache(), own.cache()];
     let mut taken = 0;
     for cache in &mut caches {
-        for text in texts() {
+        for text in texts {
+            let text = text.as_str();
             let mut tokens = Tokens::default();
-            if own.encode(&text, cache, &mut tokens) {
+            if own.encode(text, cache, &mut tokens) {
                 taken += 1;
                 assert_eq!(
                     tokens,
-                    t.encode_with_library(&text).expect("encodes"), // ok: test code on built-in strings
+                    t.encode_with_library(text).expect("encodes"), // ok: test code on built-in strings
                     "{text:?}"
                 );
-                assert_eq!(own.count(&text, cache), Some(tokens.ids.len()), "{text:?}");
+                assert_eq!(own.count(text, cache), Some(tokens.ids.len()), "{text:?}");
             }
         }
     }
@@ -331,4 +337,139 @@ fn unsupported_shapes_go_to_the_library() {
         why(&v).as_deref(),
         Some("the pre-tokenizer has a Digits step before the byte-level one")
     );
+}
+
+/// By hand, on real `tokenizer.json` files (not in the repository) and real text:
+/// `TRAJKIT_REAL_TOKENIZERS="a.json b.json" TRAJKIT_REAL_TEXTS="log.jsonl ..." cargo test --lib
+/// real_tokenizers -- --ignored --nocapture` encodes the edge-case texts and each line of the
+/// text files with the own encoder and the library, and fails on the first difference.
+#[test]
+#[ignore]
+fn real_tokenizers_match_the_library() {
+    let var = |k: &str| std::env::var(k).unwrap_or_default();
+    let mut all = texts();
+    for path in var("TRAJKIT_REAL_TEXTS").split_whitespace() {
+        let text = std::fs::read_to_string(path).expect("reads"); // ok: test code
+        all.extend(text.lines().map(str::to_owned));
+    }
+    for path in var("TRAJKIT_REAL_TOKENIZERS").split_whitespace() {
+        let json = std::fs::read_to_string(path).expect("reads"); // ok: test code
+        let taken = same_as_library_on(&json, &all);
+        println!(
+            "{path}: {taken} of {} texts by the own encoder",
+            2 * all.len()
+        );
+    }
+}
+
+/// A SentencePiece-style vocabulary and merges from `texts` (spaces as `▁`): the control
+/// tokens, the 256 byte tokens, the characters of the ASCII and Latin texts (the others fall
+/// back to bytes), then `n` rounds of merging the most frequent pair (the smallest on ties).
+fn train_pieces(texts: &[String], n: usize) -> (Value, Value) {
+    let mut vocab: Vec<String> = ["<unk>", "<s>", "</s>"].map(str::to_owned).to_vec();
+    vocab.extend((0..=255u8).map(|b| format!("<0x{b:02X}>")));
+    let mut words: Vec<Vec<String>> = texts
+        .iter()
+        .map(|t| format!("▁{}", t.replace(' ', "▁")))
+        .map(|t| t.chars().map(String::from).collect())
+        .collect();
+    let mut known: Vec<String> = words
+        .iter()
+        .flatten()
+        .filter(|c| c.chars().all(|c| (c as u32) < 0x300 || c == '▁'))
+        .cloned()
+        .collect();
+    known.sort();
+    known.dedup();
+    vocab.extend(known.iter().cloned());
+    for w in &mut words {
+        w.retain(|c| known.contains(c));
+    }
+    let mut merges = Vec::new();
+    for _ in 0..n {
+        let mut counts = std::collections::BTreeMap::new();
+        for w in &words {
+            for p in w.windows(2) {
+                *counts.entry((p[0].clone(), p[1].clone())).or_insert(0) += 1;
+            }
+        }
+        let Some(best) = counts.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))) else {
+            break;
+        };
+        let (l, r) = best.0.clone();
+        let merged = format!("{l}{r}");
+        for w in &mut words {
+            let mut i = 0;
+            while i + 1 < w.len() {
+                if w[i] == l && w[i + 1] == r {
+                    w[i] = merged.clone();
+                    w.remove(i + 1);
+                }
+                i += 1;
+            }
+        }
+        if !vocab.contains(&merged) {
+            vocab.push(merged);
+        }
+        merges.push(json!([l, r]));
+    }
+    let vocab: serde_json::Map<String, Value> = vocab
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| (t, json!(i)))
+        .collect();
+    (Value::Object(vocab), Value::Array(merges))
+}
+
+/// A SentencePiece-style `tokenizer.json` with `normalizer` and `pre` (its added tokens
+/// normalized when `normalized`).
+fn pieces_tokenizer(normalizer: Value, pre: Value, normalized: bool) -> String {
+    static TRAINED: std::sync::OnceLock<(Value, Value)> = std::sync::OnceLock::new();
+    let (vocab, merges) = TRAINED.get_or_init(|| train_pieces(&texts(), 300)).clone();
+    let n = vocab.as_object().map_or(0, |v| v.len());
+    json!({
+        "version": "1.0", "truncation": null, "padding": null,
+        "added_tokens": added(n, normalized), "normalizer": normalizer, "pre_tokenizer": pre,
+        "post_processor": null, "decoder": null,
+        "model": {"type": "BPE", "dropout": null, "unk_token": "<unk>",
+                  "continuing_subword_prefix": null, "end_of_word_suffix": null,
+                  "fuse_unk": true, "byte_fallback": true, "ignore_merges": false,
+                  "vocab": vocab, "merges": merges}
+    })
+    .to_string()
+}
+
+#[test]
+fn sentencepiece_bpe_with_byte_fallback() {
+    let all = 2 * texts().len();
+    let metaspace = |scheme: &str, split: bool| json!({"type": "Metaspace", "replacement": "▁", "prepend_scheme": scheme, "split": split});
+    let replace = json!({"type": "Replace", "pattern": {"String": " "}, "content": "▁"});
+    let llama2 = json!({"type": "Sequence", "normalizers": [
+        {"type": "Prepend", "prepend": "▁"}, replace.clone()]});
+    for (name, normalizer, pre, normalized) in [
+        ("Mistral", Value::Null, metaspace("first", false), false),
+        (
+            "Mistral, normalized added tokens",
+            Value::Null,
+            metaspace("first", false),
+            true,
+        ),
+        (
+            "Metaspace always, split",
+            Value::Null,
+            metaspace("always", true),
+            false,
+        ),
+        (
+            "Metaspace never",
+            Value::Null,
+            metaspace("never", false),
+            false,
+        ),
+        ("Llama 2", llama2, Value::Null, false),
+        ("Gemma", replace, Value::Null, false),
+    ] {
+        let json = pieces_tokenizer(normalizer, pre, normalized);
+        assert_eq!(same_as_library(&json), all, "{name}");
+    }
 }

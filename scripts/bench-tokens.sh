@@ -40,7 +40,7 @@ echo "input: $(wc -l < "$DIR/in.jsonl") sessions, $(du -h "$DIR/in.jsonl" | cut 
 read -r -a tokenizers <<< "${TOKENIZERS:-}"
 if [ ${#tokenizers[@]} -eq 0 ]; then
   "$PYTHON" tests/training/build_tokenizers.py "$DIR/tok" "$DIR"/hf/data/*.jsonl
-  tokenizers=("$DIR"/tok/{deepseek,qwen2,llama3,o200k}.json)
+  tokenizers=("$DIR"/tok/{deepseek,qwen2,llama3,o200k,mistral}.json)
 fi
 
 for tok in "${tokenizers[@]}"; do

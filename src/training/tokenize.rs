@@ -20,9 +20,10 @@ use super::tokenizer_checks;
 
 /// A loaded tokenizer.
 ///
-/// A byte-level BPE (the common shape) encodes with trajkit's own [`ByteLevelBpe`], the same
-/// ids and offsets as the `tokenizers` library at several times its speed; other tokenizers,
-/// and the texts that encoder leaves (see its docs), encode with the library.
+/// A byte-level or SentencePiece-style BPE (the common shapes) encodes with trajkit's own
+/// [`ByteLevelBpe`], the same ids and offsets as the `tokenizers` library at several times its
+/// speed; other tokenizers, and the texts that encoder leaves (see its docs), encode with the
+/// library.
 ///
 /// Threads never share a BPE cache: an encode takes an idle one (a new one when none is idle)
 /// and gives it back after. (They share the stretches between added tokens that any of them
@@ -167,12 +168,12 @@ impl TokenizerFile {
     /// Which encoder tokenizes with this file, and why, in a sentence for the user.
     pub fn encoder(&self) -> String {
         match &self.library_because {
-            None => "encoded by trajkit's own byte-level BPE encoder (the tokenizers library's \
-                     ids and offsets)"
+            None => "encoded by trajkit's own BPE encoder (the tokenizers library's ids and \
+                     offsets)"
                 .to_owned(),
             Some(why) => format!(
                 "encoded by the tokenizers library, several times slower than trajkit's own \
-                 byte-level BPE encoder, which does not take it: {why}"
+                 BPE encoder, which does not take it: {why}"
             ),
         }
     }

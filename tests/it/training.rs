@@ -436,7 +436,15 @@ fn tokens_match_transformers_on_the_corpus() {
     ];
     // The model families' shapes (build_tokenizers.py) with the templates that write thinking
     // and tool-call tags (their added tokens) and generation blocks.
-    let families = ["llama3.json", "qwen2.json", "o200k.json", "deepseek.json"];
+    let families = [
+        "llama3.json",
+        "qwen2.json",
+        "o200k.json",
+        "deepseek.json",
+        "mistral.json",
+        "llama2.json",
+        "gemma.json",
+    ];
     let mut cases = Vec::new();
     for (i, template) in templates.iter().enumerate() {
         let more = match *template {
@@ -464,8 +472,9 @@ fn tokens_match_transformers_on_the_corpus() {
                 matches!(o.status.code(), Some(0 | 1)),
                 "{template}: {stderr}"
             );
-            // Every byte-level shape is trajkit's own encoder's, and the export says so once.
-            let own = "encoded by trajkit's own byte-level BPE encoder";
+            // Every BPE shape but the word-level one is trajkit's own encoder's, and the export
+            // says so once.
+            let own = "encoded by trajkit's own BPE encoder";
             let says = if *tokenizer == "bpe.json" {
                 "encoded by the tokenizers library"
             } else {

@@ -8,8 +8,11 @@ OUT_DIR/split.json (byte-level BPE after a Split pattern in the style of recent 
 NFC-normalized, letters and marks with one leading non-letter, numbers by two, a byte-level
 post-processor trimming offsets, merges ignored for whole-vocabulary words), and one byte-level
 BPE in the shape of each model family's `tokenizer.json` (FAMILIES: the family's pre-tokenizer
-`Sequence` and Split patterns, normalizer, post-processor and `ignore_merges`). All know the
-control tokens of tests/fixtures/templates as special tokens; the family ones also have
+`Sequence` and Split patterns, normalizer, post-processor and `ignore_merges`), and three
+SentencePiece-style BPEs with byte fallback (OUT_DIR/mistral.json: a `Metaspace` pre-tokenizer
+putting `▁` before the first stretch; OUT_DIR/llama2.json: `Prepend` and `Replace` normalizers;
+OUT_DIR/gemma.json: `Replace` alone; the rarer characters are left out of their vocabularies,
+so they fall back to bytes). All know the control tokens of tests/fixtures/templates as special tokens; the family ones also have
 non-special added tokens, normalized or not. Nothing is downloaded.
 """
 
@@ -116,6 +119,44 @@ def main():
         family.post_processor = processors.ByteLevel(trim_offsets=trim)
         added = [AddedToken(t, normalized=n, special=False) for t, n in ADDED]
         train_byte_level(family, corpus, 800, out / f"{name}.json", added)
+
+    train_pieces(corpus, out)
+
+
+def train_pieces(corpus, out):
+    """Trains a SentencePiece-style BPE (characters, spaces as ▁, byte tokens) and saves it in
+    three shapes: OUT/mistral.json, OUT/llama2.json and OUT/gemma.json."""
+    pieces = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True, fuse_unk=True))
+    pieces.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always")
+    pieces.train_from_iterator(
+        corpus,
+        trainers.BpeTrainer(
+            vocab_size=700,
+            special_tokens=["<unk>", "<s>", "</s>"] + SPECIAL,
+            limit_alphabet=120,
+            show_progress=False,
+        ),
+    )
+    config = json.loads(pieces.to_str())
+    vocab = config["model"]["vocab"]
+    for b in range(256):
+        vocab.setdefault(f"<0x{b:02X}>", len(vocab))
+    # Encoding reads the whole text as one word, as these families' files do.
+    metaspace = {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": False}
+    config["pre_tokenizer"] = metaspace
+    config["decoder"] = None
+    (out / "mistral.json").write_text(json.dumps(config, ensure_ascii=False), encoding="utf-8")
+    config["pre_tokenizer"] = None
+    config["normalizer"] = {
+        "type": "Sequence",
+        "normalizers": [
+            {"type": "Prepend", "prepend": "▁"},
+            {"type": "Replace", "pattern": {"String": " "}, "content": "▁"},
+        ],
+    }
+    (out / "llama2.json").write_text(json.dumps(config, ensure_ascii=False), encoding="utf-8")
+    config["normalizer"] = config["normalizer"]["normalizers"][1]
+    (out / "gemma.json").write_text(json.dumps(config, ensure_ascii=False), encoding="utf-8")
 
 
 def train_byte_level(tokenizer, corpus, vocab_size, path, added=()):

@@ -1,6 +1,8 @@
-//! [`ByteLevelBpe`]: trajkit's own encoder for the common shape of `tokenizer.json`, a
-//! byte-level BPE (GPT-2's pre-tokenizer, or a `Split` pattern before a byte-level one, as
-//! Llama 3 and Qwen 2 have), giving the same ids and offsets as the `tokenizers` library.
+//! [`ByteLevelBpe`]: trajkit's own encoder for the common shapes of `tokenizer.json`, giving
+//! the same ids and offsets as the `tokenizers` library: a byte-level BPE (GPT-2's
+//! pre-tokenizer, or `Split` patterns in a `Sequence` before a byte-level one, as Llama 3,
+//! Qwen 2, GPT-OSS and DeepSeek V3 have), or a SentencePiece-style BPE with byte fallback
+//! (Llama 2, Mistral, Gemma: `sentencepiece.rs`).
 //!
 //! The library builds a normalized string with a per-byte alignment map for every text, and
 //! an `Encoding` of owned token strings; that bookkeeping was four fifths of its time.
@@ -15,9 +17,9 @@
 //!
 //! Anything else in a `tokenizer.json` (other models, normalizers, pre-tokenizers, added
 //! tokens that strip or match single words, truncation, padding) makes [`ByteLevelBpe::new`]
-//! return `None`, and the library encodes. A text the encoder cannot take (not in NFC under
-//! an NFC normalizer, a byte without a token, a pattern matching an empty piece) goes to the
-//! library too: [`ByteLevelBpe::encode`] returns `false`.
+//! say why it does not take the file, and the library encodes. A text the encoder cannot take
+//! (not in NFC under an NFC normalizer, a byte or character without a token, a pattern
+//! matching an empty piece) goes to the library too: [`ByteLevelBpe::encode`] returns `false`.
 
 mod merge;
 mod sentencepiece;
@@ -36,7 +38,8 @@ use split::{Caches, Chain, Splitter};
 
 use super::tokenize::Tokens;
 
-/// A byte-level BPE tokenizer, encoded without the `tokenizers` library.
+/// A byte-level or SentencePiece-style BPE tokenizer, encoded without the `tokenizers`
+/// library.
 #[derive(Debug)]
 pub struct ByteLevelBpe {
     words: Words,

@@ -134,6 +134,14 @@ impl ByteLevelBpe {
     /// does not reproduce. `added_id` gives an added token's id as the library assigned it
     /// (the file's `id` is a hint: a token the model's vocabulary lacks gets the next free id).
     pub fn new(json: &Value, added_id: impl Fn(&str) -> Option<u32>) -> Result<Self, String> {
+        let model = json.get("model").ok_or("no model")?;
+        let kind = model.get("type").and_then(Value::as_str);
+        if kind.is_some_and(|t| t != "BPE") {
+            return Err(format!(
+                "the model is {}, not BPE",
+                kind.unwrap_or_default()
+            ));
+        }
         let metaspace = Metaspace::of(json)?;
         let nfc = match metaspace {
             Some(_) => false,
@@ -152,14 +160,6 @@ impl ByteLevelBpe {
         };
         let trim = post_processor(json.get("post_processor").unwrap_or(&Value::Null))
             .ok_or("the post-processor is not a byte-level or template one")?;
-        let model = json.get("model").ok_or("no model")?;
-        let kind = model.get("type").and_then(Value::as_str);
-        if kind.is_some_and(|t| t != "BPE") {
-            return Err(format!(
-                "the model is {}, not BPE",
-                kind.unwrap_or_default()
-            ));
-        }
         for (key, why) in [
             ("dropout", "BPE dropout"),
             ("continuing_subword_prefix", "a continuing-subword prefix"),

@@ -331,6 +331,13 @@ fn unsupported_shapes_go_to_the_library() {
         why(&v).as_deref(),
         Some("the pre-tokenizer is Whitespace, not byte-level")
     );
+    let mut unigram = v.clone();
+    unigram["model"] = json!({"type": "Unigram", "vocab": [["a", 0.0]]});
+    unigram["pre_tokenizer"] = json!({"type": "Metaspace", "replacement": "▁"});
+    assert_eq!(
+        why(&unigram).as_deref(),
+        Some("the model is Unigram, not BPE")
+    );
     v["pre_tokenizer"] = json!({"type": "Sequence", "pretokenizers": [
         {"type": "Digits", "individual_digits": true}, gpt2()]});
     assert_eq!(

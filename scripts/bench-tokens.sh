@@ -1,53 +1,58 @@
 #!/usr/bin/env bash
 # Rendering + tokenizing speed: `trajkit export --to tokens` against transformers'
-# apply_chat_template on the same trajectories, with the same template and tokenizer.
+# apply_chat_template on the same trajectories, with the same template and tokenizer, for each
+# tokenizer given.
 #
-#   PYTHON=/path/to/venv/bin/python scripts/bench-tokens.sh [COPIES]
+#   TOKENIZERS="path/a/tokenizer.json path/b/tokenizer.json" PYTHON=/path/to/venv/bin/python \
+#     scripts/bench-tokens.sh [LOG_DIR...]
 #
-# The input is the shared corpus's ADP samples (../shared/corpus/adp/*/sample_std.json) repeated
-# COPIES times (default 40) with fresh ids. The tokenizer is the byte-level BPE that
-# tests/training/build_tokenizers.py trains on that text, the template
-# tests/fixtures/templates/generation.jinja (masks from {% generation %} blocks, as transformers
-# computes them). PYTHON needs transformers and tokenizers. Prints both wall times (trajkit's
-# with the default threads, transformers' on one core as it runs) and the ratio; then what
-# counting tokens costs `trajkit run`: a pipeline over the same input with a parquet and an
-# openai export, timed without and with `chat_template`/`tokenizer` on both exports (the median
-# of RUNS runs each, default 5, in turns).
+# The input is real agent sessions, none repeated: each LOG_DIR (default: every folder of
+# ../shared/corpus/agent-logs) converted to ADP by `trajkit convert`. TOKENIZERS names real
+# `tokenizer.json` files (from packages that ship them, or built offline from shipped
+# vocabularies; nothing is downloaded); unset, the model-family shapes that
+# tests/training/build_tokenizers.py trains on the sessions' text stand in for them. TEMPLATE
+# is the chat template (default tests/fixtures/templates/generation.jinja: masks from
+# {% generation %} blocks, as transformers computes them). PYTHON needs transformers and
+# tokenizers. For each tokenizer: which encoder trajkit takes (its own or the library's), both
+# wall times (trajkit's with the default threads, transformers' on one core as it runs), the
+# ratio and trajkit's tokens per second. Then what counting tokens costs `trajkit run` with the
+# first tokenizer: a pipeline with a parquet and an openai export, timed without and with
+# `chat_template`/`tokenizer` on both exports (the median of RUNS runs each, default 3, in turns).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-COPIES="${1:-40}"
 PYTHON="${PYTHON:-python3}"
 TRAJKIT="${TRAJKIT_BIN:-target/release/trajkit}"
 DIR="${BENCH_DIR:-${TMPDIR:-/tmp}/trajkit-bench-tokens}"
-TEMPLATE=tests/fixtures/templates/generation.jinja
+TEMPLATE="${TEMPLATE:-tests/fixtures/templates/generation.jinja}"
+case "$TEMPLATE" in /*) ;; *) TEMPLATE="$PWD/$TEMPLATE" ;; esac
 rm -rf "$DIR"
-mkdir -p "$DIR"
+mkdir -p "$DIR/adp"
 
-"$PYTHON" - "$DIR/in.jsonl" "$COPIES" ../shared/corpus/adp/*/sample_std.json <<'PY'
-import json, sys
-out, copies, files = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-trajectories = []
-for f in files:
-    data = json.load(open(f, encoding="utf-8"))
-    trajectories.extend(data if isinstance(data, list) else [data])
-with open(out, "w", encoding="utf-8") as w:
-    for c in range(copies):
-        for t in trajectories:
-            t = dict(t, id=f"{t['id']}-{c}")
-            w.write(json.dumps(t, ensure_ascii=False) + "\n")
-PY
-echo "input: $(wc -l < "$DIR/in.jsonl") trajectories, $(du -h "$DIR/in.jsonl" | cut -f1)"
-
+logs=("$@")
+[ ${#logs[@]} -gt 0 ] || logs=(../shared/corpus/agent-logs/*/)
+for d in "${logs[@]}"; do
+  "$TRAJKIT" convert -q "$d" -o "$DIR/adp/$(basename "$d").jsonl" || true
+done
+cat "$DIR"/adp/*.jsonl > "$DIR/in.jsonl"
+echo "input: $(wc -l < "$DIR/in.jsonl") sessions, $(du -h "$DIR/in.jsonl" | cut -f1) of ADP"
 "$TRAJKIT" export -q --to hf -o "$DIR/hf" "$DIR/in.jsonl" || true
-"$PYTHON" tests/training/build_tokenizers.py "$DIR/tok" "$DIR"/hf/data/*.jsonl
 
-start=$(date +%s.%N)
-"$TRAJKIT" export -q --to tokens -o "$DIR/tokens" --chat-template "$TEMPLATE" \
-  --tokenizer "$DIR/tok/bytelevel.json" "$DIR/in.jsonl" || true
-end=$(date +%s.%N)
-trajkit=$(echo "$end - $start" | bc)
+read -r -a tokenizers <<< "${TOKENIZERS:-}"
+if [ ${#tokenizers[@]} -eq 0 ]; then
+  "$PYTHON" tests/training/build_tokenizers.py "$DIR/tok" "$DIR"/hf/data/*.jsonl
+  tokenizers=("$DIR"/tok/{deepseek,qwen2,llama3,o200k,mistral}.json)
+fi
 
-python_time=$("$PYTHON" - "$DIR/hf" "$TEMPLATE" "$DIR/tok/bytelevel.json" <<'PY'
+for tok in "${tokenizers[@]}"; do
+  out="$DIR/tokens-$(echo "$tok" | md5sum | cut -c1-8)"
+  start=$(date +%s.%N)
+  "$TRAJKIT" export --no-progress --to tokens -o "$out" --chat-template "$TEMPLATE" \
+    --tokenizer "$tok" "$DIR/in.jsonl" 2> "$DIR/stderr" || true
+  end=$(date +%s.%N)
+  trajkit=$(echo "$end - $start" | bc)
+  encoder=$(sed -n 's/^trajkit: --tokenizer [^:]*: //p' "$DIR/stderr" | head -1)
+  tokens=$(grep -oE '[0-9]+ tokens' "$DIR/stderr" | head -1 | cut -d' ' -f1)
+  read -r ptime prows ptokens <<< "$("$PYTHON" - "$DIR/hf" "$TEMPLATE" "$tok" <<'PY'
 import json, sys, time
 from pathlib import Path
 import transformers
@@ -64,11 +69,13 @@ for r in rows:
     n += len(out["input_ids"])
 print(f"{time.perf_counter() - start:.3f} {len(rows)} {n}")
 PY
-)
-read -r ptime prows ptokens <<< "$python_time"
-echo "trajkit export --to tokens (read, convert, render, tokenize, write): ${trajkit}s"
-echo "transformers apply_chat_template (render, tokenize, masks; $prows rows, $ptokens tokens): ${ptime}s"
-echo "ratio: $(echo "scale=1; $ptime / $trajkit" | bc)x"
+)"
+  echo "$tok: $encoder"
+  echo "  trajkit export --to tokens (read, convert, render, tokenize, write): ${trajkit}s," \
+    "$tokens tokens, $(echo "$tokens / $trajkit" | bc) tokens/s"
+  echo "  transformers apply_chat_template (render, tokenize, masks; $prows rows, $ptokens tokens): ${ptime}s"
+  echo "  ratio: $(echo "scale=1; $ptime / $trajkit" | bc)x"
+done
 
 # `trajkit run` with a parquet and an openai export, without and with token counts on both.
 # write_run NAME KEYS writes the pipeline; time_run NAME prints one run's wall time in seconds.
@@ -99,10 +106,9 @@ time_run() {
 }
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 write_run run-plain ""
-write_run run-counting "chat_template = \"$PWD/$TEMPLATE\"
-tokenizer = \"$DIR/tok/bytelevel.json\""
-# Runs of a third of a second vary by a few hundredths: five of each, in turns, and the medians.
-RUNS="${RUNS:-5}"
+write_run run-counting "chat_template = \"$TEMPLATE\"
+tokenizer = \"$(realpath "${tokenizers[0]}")\""
+RUNS="${RUNS:-3}"
 plain=() counting=()
 for _ in $(seq "$RUNS"); do
   plain+=("$(time_run run-plain)")
@@ -110,4 +116,5 @@ for _ in $(seq "$RUNS"); do
 done
 without=$(printf '%s\n' "${plain[@]}" | median)
 with=$(printf '%s\n' "${counting[@]}" | median)
-echo "counting tokens in run (median of $RUNS runs each): ${without} s without, ${with} s with, $(echo "scale=2; $with / $without" | bc)x"
+echo "counting tokens in run with ${tokenizers[0]} (median of $RUNS runs each):" \
+  "${without} s without, ${with} s with, $(echo "scale=2; $with / $without" | bc)x"

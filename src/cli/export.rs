@@ -63,6 +63,12 @@ pub fn run(args: ExportArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     let inputs = inputs(&args.inputs, global)?;
     let config = &args.config;
     let opts = config.options(&inputs, global.run_options())?;
+    if let (Some(training), Some(path)) = (&opts.training, &config.tokenizer) {
+        global.notice(&format!(
+            "--tokenizer {path}: {}",
+            training.tokenizer.encoder()
+        ));
+    }
     let _locks = (
         lock_dir(Path::new(&config.output), opts.shards.partition.as_ref())?,
         lock_files([args.rejects.as_deref()])?,

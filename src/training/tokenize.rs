@@ -20,9 +20,10 @@ use super::tokenizer_checks;
 
 /// A loaded tokenizer.
 ///
-/// A byte-level BPE (the common shape) encodes with trajkit's own [`ByteLevelBpe`], the same
-/// ids and offsets as the `tokenizers` library at several times its speed; other tokenizers,
-/// and the texts that encoder leaves (see its docs), encode with the library.
+/// A byte-level or SentencePiece-style BPE (the common shapes) encodes with trajkit's own
+/// [`ByteLevelBpe`], the same ids and offsets as the `tokenizers` library at several times its
+/// speed; other tokenizers, and the texts that encoder leaves (see its docs), encode with the
+/// library.
 ///
 /// Threads never share a BPE cache: an encode takes an idle one (a new one when none is idle)
 /// and gives it back after. (They share the stretches between added tokens that any of them
@@ -34,6 +35,8 @@ pub struct TokenizerFile {
     loaded: tokenizers::Tokenizer,
     idle: Mutex<Vec<tokenizers::Tokenizer>>,
     fast: Option<ByteLevelBpe>,
+    /// Why the own encoder does not take the file, when it does not.
+    library_because: Option<String>,
     caches: Mutex<Vec<Cache>>,
 }
 
@@ -94,13 +97,17 @@ impl TokenizerFile {
                 format!("refused: the tokenizers library {panic} encoding the text {probe:?}")
             })?;
         }
-        let fast = guard::call(|| ByteLevelBpe::new(&json, |t| loaded.token_to_id(t)))
-            .ok()
-            .flatten();
+        let own = guard::call(|| ByteLevelBpe::new(&json, |t| loaded.token_to_id(t)))
+            .unwrap_or_else(|panic| Err(format!("reading it panicked: {panic}")));
+        let (fast, library_because) = match own {
+            Ok(own) => (Some(own), None),
+            Err(why) => (None, Some(why)),
+        };
         Ok(TokenizerFile {
             loaded,
             idle: Mutex::new(Vec::new()),
             fast,
+            library_because,
             caches: Mutex::new(Vec::new()),
         })
     }
@@ -156,6 +163,19 @@ impl TokenizerFile {
     /// Whether trajkit's own encoder takes this tokenizer (the library takes the others).
     pub fn is_own(&self) -> bool {
         self.fast.is_some()
+    }
+
+    /// Which encoder tokenizes with this file, and why, in a sentence for the user.
+    pub fn encoder(&self) -> String {
+        match &self.library_because {
+            None => "encoded by trajkit's own BPE encoder (the tokenizers library's ids and \
+                     offsets)"
+                .to_owned(),
+            Some(why) => format!(
+                "encoded by the tokenizers library, several times slower than trajkit's own \
+                 BPE encoder, which does not take it: {why}"
+            ),
+        }
     }
 }
 

@@ -434,13 +434,31 @@ fn tokens_match_transformers_on_the_corpus() {
         "generation.jinja",
         "tool_results.jinja",
     ];
+    // The model families' shapes (build_tokenizers.py) with the templates that write thinking
+    // and tool-call tags (their added tokens) and generation blocks.
+    let families = [
+        "llama3.json",
+        "qwen2.json",
+        "o200k.json",
+        "deepseek.json",
+        "mistral.json",
+        "llama2.json",
+        "gemma.json",
+    ];
     let mut cases = Vec::new();
     for (i, template) in templates.iter().enumerate() {
-        for tokenizer in ["bpe.json", "bytelevel.json", "split.json"] {
+        let more = match *template {
+            "reasoning.jinja" | "generation.jinja" | "tool_results.jinja" => &families[..],
+            _ => &[],
+        };
+        for tokenizer in ["bpe.json", "bytelevel.json", "split.json"]
+            .iter()
+            .chain(more)
+        {
             let dir = t.join(format!("tokens-{i}-{tokenizer}"));
             let tok = toks.join(tokenizer);
             let o = trajkit()
-                .args(["export", "-q", "--to", "tokens", "-o"])
+                .args(["export", "--no-progress", "--to", "tokens", "-o"])
                 .arg(&dir)
                 .arg("--chat-template")
                 .arg(fixture(template))
@@ -449,11 +467,20 @@ fn tokens_match_transformers_on_the_corpus() {
                 .args(&inputs)
                 .output()
                 .expect("runs");
+            let stderr = String::from_utf8_lossy(&o.stderr);
             assert!(
                 matches!(o.status.code(), Some(0 | 1)),
-                "{template}: {}",
-                String::from_utf8_lossy(&o.stderr)
+                "{template}: {stderr}"
             );
+            // Every BPE shape but the word-level one is trajkit's own encoder's, and the export
+            // says so once.
+            let own = "encoded by trajkit's own BPE encoder";
+            let says = if *tokenizer == "bpe.json" {
+                "encoded by the tokenizers library"
+            } else {
+                own
+            };
+            assert_eq!(stderr.matches(says).count(), 1, "{tokenizer}: {stderr}");
             cases.push(json!({"template": fixture(template), "tokenizer": tok, "tokens": dir}));
         }
     }

@@ -1,6 +1,8 @@
-//! [`ByteLevelBpe`]: trajkit's own encoder for the common shape of `tokenizer.json`, a
-//! byte-level BPE (GPT-2's pre-tokenizer, or a `Split` pattern before a byte-level one, as
-//! Llama 3 and Qwen 2 have), giving the same ids and offsets as the `tokenizers` library.
+//! [`ByteLevelBpe`]: trajkit's own encoder for the common shapes of `tokenizer.json`, giving
+//! the same ids and offsets as the `tokenizers` library: a byte-level BPE (GPT-2's
+//! pre-tokenizer, or `Split` patterns in a `Sequence` before a byte-level one, as Llama 3,
+//! Qwen 2, GPT-OSS and DeepSeek V3 have), or a SentencePiece-style BPE with byte fallback
+//! (Llama 2, Mistral, Gemma: `sentencepiece.rs`).
 //!
 //! The library builds a normalized string with a per-byte alignment map for every text, and
 //! an `Encoding` of owned token strings; that bookkeeping was four fifths of its time.
@@ -15,11 +17,12 @@
 //!
 //! Anything else in a `tokenizer.json` (other models, normalizers, pre-tokenizers, added
 //! tokens that strip or match single words, truncation, padding) makes [`ByteLevelBpe::new`]
-//! return `None`, and the library encodes. A text the encoder cannot take (not in NFC under
-//! an NFC normalizer, a byte without a token, a pattern matching an empty piece) goes to the
-//! library too: [`ByteLevelBpe::encode`] returns `false`.
+//! say why it does not take the file, and the library encodes. A text the encoder cannot take
+//! (not in NFC under an NFC normalizer, a byte or character without a token, a pattern
+//! matching an empty piece) goes to the library too: [`ByteLevelBpe::encode`] returns `false`.
 
 mod merge;
+mod sentencepiece;
 mod split;
 
 use std::sync::{Arc, Mutex, PoisonError};
@@ -30,17 +33,17 @@ use hashbrown::HashMap;
 use serde_json::Value;
 
 use merge::{Merges, Pieces};
-use split::{Caches, Splitter};
+use sentencepiece::{Buffers, Metaspace};
+use split::{Caches, Chain, Splitter};
 
 use super::tokenize::Tokens;
 
-/// A byte-level BPE tokenizer, encoded without the `tokenizers` library.
+/// A byte-level or SentencePiece-style BPE tokenizer, encoded without the `tokenizers`
+/// library.
 #[derive(Debug)]
 pub struct ByteLevelBpe {
-    /// Each byte's symbol id (`NONE` when the vocabulary lacks it).
-    byte_ids: [u32; 256],
+    words: Words,
     merges: Merges,
-    splitter: Splitter,
     /// Added tokens matched on the raw text, then those matched after normalizing.
     raw_added: Option<Added>,
     normalized_added: Option<Added>,
@@ -55,6 +58,19 @@ pub struct ByteLevelBpe {
     /// The stretches any thread has encoded: a thread that misses its own cache looks here
     /// before encoding, so each stretch is merged once per process, not once per thread.
     shared: Mutex<Stretches>,
+}
+
+/// What cuts a text into words and words into symbols.
+#[derive(Debug)]
+enum Words {
+    /// The pre-tokenizer's patterns, then each byte's symbol id (`NONE` when the vocabulary
+    /// lacks it).
+    ByteLevel {
+        splitter: Chain,
+        byte_ids: Box<[u32; 256]>,
+    },
+    /// SentencePiece-style: characters, spaces as `▁`, byte fallback (`sentencepiece.rs`).
+    Metaspace(Metaspace),
 }
 
 /// Added tokens of one kind and the automaton finding them.
@@ -78,7 +94,8 @@ const NONE: u32 = u32::MAX;
 pub struct Cache {
     pieces: Pieces,
     stretches: Stretches,
-    split: Caches,
+    split: Vec<Caches>,
+    metaspace: Buffers,
     symbols: Vec<u32>,
     scratch: Tokens,
 }
@@ -113,72 +130,122 @@ const STRETCH_LEN: usize = 1 << 20;
 const STRETCH_BYTES: usize = 32 << 20;
 
 impl ByteLevelBpe {
-    /// The encoder of the parsed `tokenizer.json`, or `None` when it has a part this encoder
+    /// The encoder of the parsed `tokenizer.json`, or why not: the part of it this encoder
     /// does not reproduce. `added_id` gives an added token's id as the library assigned it
     /// (the file's `id` is a hint: a token the model's vocabulary lacks gets the next free id).
-    pub fn new(json: &Value, added_id: impl Fn(&str) -> Option<u32>) -> Option<Self> {
-        let nfc = match json.get("normalizer") {
-            None | Some(Value::Null) => false,
-            Some(n) if n.get("type")?.as_str()? == "NFC" => true,
-            Some(_) => return None,
+    pub fn new(json: &Value, added_id: impl Fn(&str) -> Option<u32>) -> Result<Self, String> {
+        let model = json.get("model").ok_or("no model")?;
+        let kind = model.get("type").and_then(Value::as_str);
+        if kind.is_some_and(|t| t != "BPE") {
+            return Err(format!(
+                "the model is {}, not BPE",
+                kind.unwrap_or_default()
+            ));
+        }
+        let metaspace = Metaspace::of(json)?;
+        let nfc = match metaspace {
+            Some(_) => false,
+            None => normalizer(json.get("normalizer").unwrap_or(&Value::Null))?,
         };
         for off in ["truncation", "padding"] {
             if !json.get(off).is_none_or(Value::is_null) {
-                return None;
+                return Err(format!("{off} is set"));
             }
         }
-        let splitter = pre_tokenizer(json.get("pre_tokenizer")?)?;
-        let trim = post_processor(json.get("post_processor").unwrap_or(&Value::Null))?;
-        let model = json.get("model")?;
-        if model
-            .get("type")
-            .and_then(Value::as_str)
-            .is_some_and(|t| t != "BPE")
-            || !model.get("dropout").is_none_or(Value::is_null)
-            || !model
-                .get("continuing_subword_prefix")
-                .is_none_or(|v| v.is_null())
-            || !model.get("end_of_word_suffix").is_none_or(|v| v.is_null())
-        {
-            return None;
+        let splitter = match metaspace {
+            Some(_) => None,
+            None => Some(pre_tokenizer(
+                json.get("pre_tokenizer").unwrap_or(&Value::Null),
+            )?),
+        };
+        let trim = post_processor(json.get("post_processor").unwrap_or(&Value::Null))
+            .ok_or("the post-processor is not a byte-level or template one")?;
+        for (key, why) in [
+            ("dropout", "BPE dropout"),
+            ("continuing_subword_prefix", "a continuing-subword prefix"),
+            ("end_of_word_suffix", "an end-of-word suffix"),
+        ] {
+            if !model.get(key).is_none_or(Value::is_null) {
+                return Err(format!("the model has {why}"));
+            }
         }
-        let vocab = model.get("vocab")?.as_object()?;
+        let unreadable = || "the model's vocabulary or merges do not read".to_owned();
+        let vocab = model
+            .get("vocab")
+            .and_then(Value::as_object)
+            .ok_or_else(unreadable)?;
         let mut ids: HashMap<&str, u32, FixedState> = HashMap::with_hasher(FixedState::default());
-        let size = vocab
-            .len()
-            .max(1 + vocab.values().filter_map(Value::as_u64).max()? as usize);
+        let size = vocab.len().max(
+            1 + vocab
+                .values()
+                .filter_map(Value::as_u64)
+                .max()
+                .ok_or_else(unreadable)? as usize,
+        );
         let mut lens = vec![0u32; size];
         let mut spaces = vec![(0u8, 0u8); size];
         for (token, id) in vocab {
-            let id = u32::try_from(id.as_u64()?).ok()?;
+            let id = id
+                .as_u64()
+                .and_then(|id| u32::try_from(id).ok())
+                .ok_or_else(unreadable)?;
             ids.insert(token, id);
             lens[id as usize] = token.chars().count() as u32;
             spaces[id as usize] = space_counts(token);
         }
-        let mut byte_ids = [NONE; 256];
-        for (b, c) in byte_chars().iter().enumerate() {
-            if let Some(&id) = ids.get(c.encode_utf8(&mut [0; 4]) as &str) {
-                byte_ids[b] = id;
+        let words = match (splitter, metaspace) {
+            (Some(splitter), _) => {
+                let mut byte_ids = Box::new([NONE; 256]);
+                for (b, c) in byte_chars().iter().enumerate() {
+                    if let Some(&id) = ids.get(c.encode_utf8(&mut [0; 4]) as &str) {
+                        byte_ids[b] = id;
+                    }
+                }
+                Words::ByteLevel { splitter, byte_ids }
             }
-        }
-        let mut ranked = Vec::new();
-        for m in model.get("merges")?.as_array()? {
-            let (l, r) = match m {
+            (None, shape) => {
+                Words::Metaspace(Metaspace::new(shape.ok_or("no pre-tokenizer")?, &ids, size))
+            }
+        };
+        let merges = model
+            .get("merges")
+            .and_then(Value::as_array)
+            .ok_or_else(unreadable)?;
+        let mut ranked = Vec::with_capacity(merges.len());
+        for m in merges {
+            let pair = match m {
                 Value::String(s) => {
                     let mut parts = s.split(' ');
-                    let pair = (parts.next()?, parts.next()?);
-                    parts.next().is_none().then_some(pair)?
+                    let pair = parts.next().zip(parts.next());
+                    pair.filter(|_| parts.next().is_none())
                 }
-                Value::Array(a) if a.len() == 2 => (a[0].as_str()?, a[1].as_str()?),
-                _ => return None,
+                Value::Array(a) if a.len() == 2 => a[0].as_str().zip(a[1].as_str()),
+                _ => None,
             };
-            let merged = ids.get(format!("{l}{r}").as_str())?;
-            ranked.push((*ids.get(l)?, *ids.get(r)?, *merged));
+            let (l, r) = pair.ok_or_else(unreadable)?;
+            let id = |t: &str| {
+                ids.get(t).copied().ok_or_else(|| {
+                    format!("the merge of {l:?} and {r:?} names a token the vocabulary lacks")
+                })
+            };
+            let merge = (id(l)?, id(r)?, id(&format!("{l}{r}"))?);
+            if let Words::Metaspace(m) = &words {
+                if m.is_byte(merge.0) || m.is_byte(merge.1) {
+                    return Err(format!("the merge of {l:?} and {r:?} merges byte tokens"));
+                }
+            }
+            ranked.push(merge);
         }
         let whole = match model.get("ignore_merges").and_then(Value::as_bool) {
-            Some(true) => Some(whole_tokens(&ids)?),
+            Some(true) if matches!(words, Words::Metaspace(_)) => {
+                return Err("a SentencePiece-style model ignores merges".into())
+            }
+            Some(true) => Some(whole_tokens(&ids)),
             _ => None,
         };
+        if matches!(words, Words::Metaspace(_)) && trim.is_some() {
+            return Err("a SentencePiece-style model with byte-level offsets trimmed".into());
+        }
         let (raw_added, normalized_added) = added_tokens(
             json.get("added_tokens"),
             &added_id,
@@ -186,10 +253,14 @@ impl ByteLevelBpe {
             &mut lens,
             &mut spaces,
         )?;
-        Some(ByteLevelBpe {
-            byte_ids,
+        if let (Words::Metaspace(_), Some(normalizer)) = (&words, json.get("normalizer")) {
+            if !normalizer.is_null() && normalized_added.is_some() {
+                return Err("added tokens matched after a SentencePiece-style normalizer".into());
+            }
+        }
+        Ok(ByteLevelBpe {
+            words,
             merges: Merges::new(ranked, whole),
-            splitter,
             raw_added,
             normalized_added,
             nfc,
@@ -204,7 +275,11 @@ impl ByteLevelBpe {
     pub fn cache(&self) -> Cache {
         Cache {
             pieces: Pieces::default(),
-            split: self.splitter.caches(),
+            split: match &self.words {
+                Words::ByteLevel { splitter, .. } => splitter.caches(),
+                Words::Metaspace(_) => Vec::new(),
+            },
+            metaspace: Buffers::default(),
             symbols: Vec::new(),
             stretches: Stretches::default(),
             scratch: Tokens::default(),
@@ -352,15 +427,33 @@ impl ByteLevelBpe {
             pieces,
             split,
             symbols,
+            metaspace,
             ..
         } = cache;
-        let split = self.splitter.split(part, split, |a, b| {
+        let (splitter, byte_ids) = match &self.words {
+            Words::ByteLevel { splitter, byte_ids } => (splitter, byte_ids),
+            Words::Metaspace(m) => {
+                let Tokens { ids, offsets } = out;
+                return m.encode(
+                    text,
+                    start,
+                    end,
+                    &self.merges,
+                    &self.lens,
+                    metaspace,
+                    pieces,
+                    ids,
+                    offsets,
+                );
+            }
+        };
+        let split = splitter.split(part, split, |a, b| {
             if !ok {
                 return;
             }
             let piece = &part.as_bytes()[a..b];
             symbols.clear();
-            symbols.extend(piece.iter().map(|&b| self.byte_ids[b as usize]));
+            symbols.extend(piece.iter().map(|&b| byte_ids[b as usize]));
             if symbols.contains(&NONE) {
                 ok = false;
                 return;
@@ -445,36 +538,97 @@ fn find_added(
     }
 }
 
-/// The pre-tokenizer's splitter: GPT-2's byte-level one, or one `Split` (isolated, not
-/// inverted) before a byte-level one without its own pattern.
-fn pre_tokenizer(p: &Value) -> Option<Splitter> {
-    let byte_level = |p: &Value, regex: bool| {
-        p.get("type").and_then(Value::as_str) == Some("ByteLevel")
-            && p.get("add_prefix_space").and_then(Value::as_bool) == Some(false)
-            && p.get("use_regex").and_then(Value::as_bool).unwrap_or(true) == regex
-    };
-    match p.get("type")?.as_str()? {
-        "ByteLevel" if byte_level(p, true) => Splitter::new(split::BYTE_LEVEL),
-        "Sequence" => match p.get("pretokenizers")?.as_array()?.as_slice() {
-            [only] if byte_level(only, true) => Splitter::new(split::BYTE_LEVEL),
-            [s, b] if byte_level(b, false) => {
-                if s.get("type")?.as_str()? != "Split"
-                    || s.get("behavior")?.as_str()? != "Isolated"
-                    || s.get("invert")?.as_bool()?
-                {
-                    return None;
-                }
-                let pattern = s.get("pattern")?;
-                match (pattern.get("Regex"), pattern.get("String")) {
-                    (Some(r), None) => Splitter::new(r.as_str()?),
-                    (None, Some(s)) => Splitter::new(&regex::escape(s.as_str()?)),
-                    _ => None,
-                }
+/// Whether the normalizer is NFC (`true`) or none (`false`); a `Sequence` of those is the one
+/// it sums to. Any other is refused.
+fn normalizer(n: &Value) -> Result<bool, String> {
+    match n.get("type").and_then(Value::as_str) {
+        _ if n.is_null() => Ok(false),
+        Some("NFC") => Ok(true),
+        Some("Sequence") => {
+            let mut nfc = false;
+            for each in n
+                .get("normalizers")
+                .and_then(Value::as_array)
+                .ok_or("the normalizer does not read")?
+            {
+                nfc |= normalizer(each)?;
             }
-            _ => None,
-        },
-        _ => None,
+            Ok(nfc)
+        }
+        kind => Err(format!(
+            "the normalizer is {}, not NFC or none",
+            kind.unwrap_or("unnamed")
+        )),
     }
+}
+
+/// The pre-tokenizer's splitters: `Split` pre-tokenizers (isolated, not inverted) in a
+/// `Sequence` before a byte-level one, or a byte-level one alone; a byte-level one with its
+/// own pattern (GPT-2's) splits last.
+fn pre_tokenizer(p: &Value) -> Result<Chain, String> {
+    let steps = match p.get("type").and_then(Value::as_str) {
+        Some("ByteLevel") => std::slice::from_ref(p),
+        Some("Sequence") => p
+            .get("pretokenizers")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .ok_or("the pre-tokenizer does not read")?,
+        kind => {
+            return Err(format!(
+                "the pre-tokenizer is {}, not byte-level",
+                kind.unwrap_or("none")
+            ))
+        }
+    };
+    let Some((last, splits)) = steps.split_last() else {
+        return Err("the pre-tokenizer is an empty sequence".into());
+    };
+    let flag = |p: &Value, k: &str| p.get(k).and_then(Value::as_bool);
+    if last.get("type").and_then(Value::as_str) != Some("ByteLevel") {
+        return Err("the pre-tokenizer does not end with a byte-level one".into());
+    }
+    if flag(last, "add_prefix_space") != Some(false) {
+        return Err("the byte-level pre-tokenizer adds a prefix space".into());
+    }
+    let mut chain = Vec::with_capacity(steps.len());
+    for s in splits {
+        let kind = s.get("type").and_then(Value::as_str).unwrap_or("unnamed");
+        if kind != "Split" {
+            return Err(format!(
+                "the pre-tokenizer has a {kind} step before the byte-level one"
+            ));
+        }
+        let behavior = s.get("behavior").and_then(Value::as_str).unwrap_or("none");
+        if behavior != "Isolated" || flag(s, "invert") != Some(false) {
+            return Err(format!(
+                "a Split pre-tokenizer is {behavior}{}, not isolated",
+                if flag(s, "invert") == Some(true) {
+                    " and inverted"
+                } else {
+                    ""
+                }
+            ));
+        }
+        let pattern = s.get("pattern");
+        let regex = match (
+            pattern.and_then(|p| p.get("Regex")).and_then(Value::as_str),
+            pattern
+                .and_then(|p| p.get("String"))
+                .and_then(Value::as_str),
+        ) {
+            (Some(r), None) => split::portable(r)?.to_owned(),
+            (None, Some(s)) => regex::escape(s),
+            _ => return Err("a Split pre-tokenizer's pattern does not read".into()),
+        };
+        chain.push(Splitter::new(&regex).ok_or_else(|| {
+            "a Split pattern has look-around or back-references, or matches the empty text"
+                .to_owned()
+        })?);
+    }
+    if flag(last, "use_regex").unwrap_or(true) {
+        chain.push(Splitter::new(split::BYTE_LEVEL).ok_or("GPT-2's pattern does not compile")?);
+    }
+    Ok(Chain::new(chain))
 }
 
 /// `Some(trim)` for the post-processors this encoder reproduces (with
@@ -506,7 +660,7 @@ fn post_processor(p: &Value) -> Option<Option<bool>> {
     }
 }
 
-/// The added tokens, split by whether they match before or after normalizing; `None` when
+/// The added tokens, split by whether they match before or after normalizing; refused when
 /// one strips spaces or must be a single word.
 fn added_tokens(
     list: Option<&Value>,
@@ -514,7 +668,7 @@ fn added_tokens(
     nfc: bool,
     lens: &mut Vec<u32>,
     spaces: &mut Vec<(u8, u8)>,
-) -> Option<(Option<Added>, Option<Added>)> {
+) -> Result<(Option<Added>, Option<Added>), String> {
     let (mut raw, mut normalized) = (Vec::new(), Vec::new());
     for t in list
         .and_then(Value::as_array)
@@ -522,16 +676,28 @@ fn added_tokens(
         .unwrap_or_default()
     {
         let flag = |k: &str| t.get(k).and_then(Value::as_bool).unwrap_or(false);
-        if flag("single_word") || flag("lstrip") || flag("rstrip") {
-            return None;
+        let content = t
+            .get("content")
+            .and_then(Value::as_str)
+            .ok_or("an added token does not read")?;
+        for (key, what) in [
+            ("single_word", "must be a single word"),
+            ("lstrip", "strips the spaces before it"),
+            ("rstrip", "strips the spaces after it"),
+        ] {
+            if flag(key) {
+                return Err(format!("the added token {content:?} {what}"));
+            }
         }
-        let content = t.get("content")?.as_str()?;
-        let id = added_id(content)?;
+        let id = added_id(content)
+            .ok_or_else(|| format!("the added token {content:?} has no id in the library"))?;
         if content.is_empty() {
             continue;
         }
         if nfc && flag("normalized") && !unicode_normalization_alignments::is_nfc(content) {
-            return None; // matched in its normalized form
+            return Err(format!(
+                "the added token {content:?} is matched in its NFC form"
+            ));
         }
         if id as usize >= lens.len() {
             lens.resize(id as usize + 1, 0);
@@ -545,26 +711,24 @@ fn added_tokens(
         }
         .push((content, id));
     }
-    let build = |tokens: Vec<(&str, u32)>| -> Option<Option<Added>> {
+    let build = |tokens: Vec<(&str, u32)>| -> Result<Option<Added>, String> {
         if tokens.is_empty() {
-            return Some(None);
+            return Ok(None);
         }
         let finder = AhoCorasick::builder()
             .match_kind(MatchKind::LeftmostLongest)
             .build(tokens.iter().map(|t| t.0))
-            .ok()?;
-        Some(Some(Added {
+            .map_err(|e| format!("the added tokens do not make an automaton: {e}"))?;
+        Ok(Some(Added {
             finder,
             ids: tokens.iter().map(|t| t.1).collect(),
         }))
     };
-    Some((build(raw)?, build(normalized)?))
+    Ok((build(raw)?, build(normalized)?))
 }
 
 /// With `ignore_merges`, pieces that are a token of the vocabulary, by their bytes.
-fn whole_tokens(
-    ids: &HashMap<&str, u32, FixedState>,
-) -> Option<HashMap<Box<[u8]>, u32, FixedState>> {
+fn whole_tokens(ids: &HashMap<&str, u32, FixedState>) -> HashMap<Box<[u8]>, u32, FixedState> {
     let mut byte_of = HashMap::<char, u8, FixedState>::with_hasher(FixedState::default());
     for (b, c) in byte_chars().iter().enumerate() {
         byte_of.insert(*c, b as u8);
@@ -576,7 +740,7 @@ fn whole_tokens(
             whole.insert(bytes, id);
         }
     }
-    Some(whole)
+    whole
 }
 
 /// Leading and trailing spaces of a token as `trim_offsets` counts them: the byte-level

@@ -119,6 +119,89 @@ impl Splitter {
     }
 }
 
+/// Splitters run in turn, as a `Sequence` of pre-tokenizers runs: each cuts the pieces of
+/// the one before it (DeepSeek's numbers, then CJK runs, then its main pattern).
+#[derive(Debug)]
+pub struct Chain(Vec<Splitter>);
+
+impl Chain {
+    /// The chain of `splitters`, first to last.
+    pub fn new(splitters: Vec<Splitter>) -> Self {
+        Chain(splitters)
+    }
+
+    /// A thread's search state for each splitter.
+    pub fn caches(&self) -> Vec<Caches> {
+        self.0.iter().map(Splitter::caches).collect()
+    }
+
+    /// Calls `piece` with the byte range of each final piece of `text`, in order; `false`
+    /// when a pattern matched an empty piece (see [`Splitter::split`]).
+    pub fn split(
+        &self,
+        text: &str,
+        caches: &mut [Caches],
+        mut piece: impl FnMut(usize, usize),
+    ) -> bool {
+        split_with(&self.0, caches, text, 0, &mut piece)
+    }
+}
+
+/// `text` (at `base` in the whole) cut by `splitters[0]`, each piece cut by the rest.
+fn split_with(
+    splitters: &[Splitter],
+    caches: &mut [Caches],
+    text: &str,
+    base: usize,
+    piece: &mut dyn FnMut(usize, usize),
+) -> bool {
+    let (Some((first, rest)), [cache, rest_caches @ ..]) = (splitters.split_first(), caches) else {
+        piece(base, base + text.len());
+        return true;
+    };
+    if rest.is_empty() {
+        return first.split(text, cache, |a, b| piece(base + a, base + b));
+    }
+    let mut ok = true;
+    let split = first.split(text, cache, |a, b| {
+        ok = ok && split_with(rest, rest_caches, &text[a..b], base + a, piece);
+    });
+    ok && split
+}
+
+/// `pattern` when the `regex` crate reads it as the `tokenizers` library's engine
+/// (Oniguruma) does, else why not: anchors (`^` and `$` match at line ends there) and the
+/// shorthand classes whose Unicode extent differs (`\d`, `\w`, `\b`) are refused.
+pub fn portable(pattern: &str) -> Result<&str, String> {
+    let mut chars = pattern.chars().peekable();
+    let mut depth = 0usize;
+    let mut previous = None;
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                let next = chars.next();
+                if let Some(
+                    n @ ('d' | 'D' | 'w' | 'W' | 'b' | 'B' | 'h' | 'H' | 'A' | 'z' | 'Z' | 'G'),
+                ) = next
+                {
+                    return Err(format!(
+                        "a Split pattern has \\{n}, read differently by the library"
+                    ));
+                }
+                previous = None;
+                continue;
+            }
+            '[' => depth += 1,
+            ']' if depth > 0 && previous != Some('[') => depth -= 1,
+            '^' if depth == 0 => return Err("a Split pattern has an anchor (^)".into()),
+            '$' if depth == 0 => return Err("a Split pattern has an anchor ($)".into()),
+            _ => {}
+        }
+        previous = Some(c);
+    }
+    Ok(pattern)
+}
+
 /// A thread's search state for a [`Splitter`].
 #[derive(Debug, Clone)]
 pub struct Caches {

@@ -444,10 +444,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// The tables a store generator copies once (schema versions, projects) and repeats, and the
+/// columns of ids it suffixes in each repeat: Crush's and the Go OpenCode's store, or OpenCode's
+/// (1.2 on: `session`, `message`, `part`).
+const STORE_KINDS: &[(&[&str], &[&str], &[&str])] = &[
+    (
+        &["goose_db_version"],
+        &["sessions", "messages", "files"],
+        &["id", "session_id", "parent_session_id"],
+    ),
+    (
+        &["migration", "__drizzle_migrations", "project"],
+        &["session", "message", "part"],
+        &["id", "session_id", "parent_id", "message_id"],
+    ),
+];
+
 /// With `store`: a Crush/OpenCode store at `out` of about `target` bytes, with the schema of the
 /// store `shape` (its tables and indexes, not its triggers) and its sessions repeated, with
-/// their messages and file snapshots; repeat `n` suffixes session, message and file ids with
-/// `-n` (and a sub-session's parent id alike).
+/// their messages and file snapshots (OpenCode's: messages and parts); repeat `n` suffixes
+/// session, message, part and file ids with `-n` (and a sub-session's parent id alike).
 fn store(out: &Path, target: u64, shape: &Path) -> Result<(), Box<dyn std::error::Error>> {
     use rusqlite::Connection;
     let _ = fs::remove_file(out);
@@ -467,13 +483,31 @@ fn store(out: &Path, target: u64, shape: &Path) -> Result<(), Box<dyn std::error
     for sql in &schema {
         to.execute_batch(sql)?;
     }
-    to.execute(
-        "INSERT INTO main.goose_db_version SELECT * FROM shape.goose_db_version",
-        [],
-    )?;
+    let has = |table: &str| -> rusqlite::Result<bool> {
+        to.query_row(
+            "SELECT count(*) FROM shape.sqlite_master WHERE type = 'table' AND name = ?1",
+            [table],
+            |r| r.get::<_, i64>(0).map(|n| n > 0),
+        )
+    };
+    let mut kind = None;
+    for k in STORE_KINDS {
+        if has(k.1[0])? {
+            kind = Some(k);
+        }
+    }
+    let (once, repeated, ids) = kind.ok_or("the shape store is not a Crush or OpenCode store")?;
+    for table in *once {
+        if has(table)? {
+            to.execute(
+                &format!("INSERT INTO main.{table} SELECT * FROM shape.{table}"),
+                [],
+            )?;
+        }
+    }
     // Per table, an INSERT of the shape's rows with their ids suffixed.
     let mut copies = Vec::new();
-    for table in ["sessions", "messages", "files"] {
+    for table in *repeated {
         let columns: Vec<String> = to
             .prepare("SELECT name FROM shape.pragma_table_info(?1)")?
             .query_map([table], |r| r.get(0))?
@@ -483,9 +517,12 @@ fn store(out: &Path, target: u64, shape: &Path) -> Result<(), Box<dyn std::error
         }
         let values: Vec<String> = columns
             .iter()
-            .map(|c| match c.as_str() {
-                "id" | "session_id" | "parent_session_id" => format!("{c} || ?1"),
-                _ => c.clone(),
+            .map(|c| {
+                if ids.contains(&c.as_str()) {
+                    format!("{c} || ?1")
+                } else {
+                    c.clone()
+                }
             })
             .collect();
         copies.push(format!(

@@ -77,7 +77,8 @@ impl Converter for Crush {
             .file_name()
             .and_then(|n| n.to_str())
             .unwrap_or_default();
-        if STORES.iter().any(|(_, store)| name.ends_with(store)) {
+        // OpenCode (1.2 on) names its store `opencode.db` too: the schema tells them apart.
+        if name.ends_with("crush.db") {
             return true;
         }
         let mut copy = None;

@@ -6,9 +6,9 @@
 //! (`session`, `message` and `part` with their ids and JSON `data`) and reads the schema
 //! version: the newest migration OpenCode applied, in its `migration` table (newer
 //! releases) or Drizzle's `__drizzle_migrations` (the first). A store that fails a check is one
-//! error record naming the file and the table. The session rows are read first (they are
-//! small); each session's messages and parts when its record is made, so memory holds one
-//! session at a time.
+//! error record naming the file and the table. The sessions' ids and parents are read first;
+//! each session's row, messages and parts when its record is made, so memory holds one session
+//! at a time.
 //!
 //! Each record is a JSON bundle: `{"opencode_session": true, "source": "store", "schema",
 //! "session": the row's columns, "sub_sessions": ids, "parent_call"?, "session_message_rows"?,
@@ -65,12 +65,11 @@ fn table_error(table: &str, e: impl std::fmt::Display) -> String {
     format!("cannot read the OpenCode store: table {table}: {e}")
 }
 
-/// One session row: its `rowid`, id, parent and columns as JSON.
+/// One session row: its `rowid`, id and parent (its columns are read with its messages).
 struct SessionRow {
     rowid: i64,
     id: String,
     parent: Option<String>,
-    fields: serde_json::Map<String, Value>,
 }
 
 /// The schema version: the newest migration's name (or its time, in Drizzle's table) and how
@@ -253,7 +252,8 @@ impl SessionRecords {
         schema.insert("table".into(), self.schema.table.into());
         let _ = serde_json::to_writer(&mut out, &schema);
         out.extend_from_slice(b",\"session\":");
-        let _ = serde_json::to_writer(&mut out, &s.fields);
+        let fields = session_columns(conn, s.rowid).map_err(|e| table_error("session", e))?;
+        let _ = serde_json::to_writer(&mut out, &fields);
         out.extend_from_slice(b",\"sub_sessions\":");
         let none = Vec::new();
         let _ = serde_json::to_writer(&mut out, self.children.get(&s.id).unwrap_or(&none));
@@ -486,26 +486,44 @@ fn digits_of_millis(millis: i64) -> i64 {
         + rest % 60
 }
 
-/// Every session row, by creation time then id, its columns as JSON.
+/// Every session's `rowid`, id and parent, by creation time then id.
 fn read_sessions(conn: &Connection) -> rusqlite::Result<Vec<SessionRow>> {
-    let mut stmt = conn.prepare("SELECT rowid, * FROM session ORDER BY time_created, id")?;
-    let names: Vec<String> = stmt.column_names().skip(1).map(str::to_owned).collect();
+    let mut stmt =
+        conn.prepare("SELECT rowid, id, parent_id FROM session ORDER BY time_created, id")?;
     let mut rows = stmt.query([])?;
     let mut out = Vec::new();
     while let Some(row) = rows.next()? {
-        let mut fields = serde_json::Map::new();
-        for (i, name) in names.iter().enumerate() {
-            fields.insert(name.clone(), json_of(row.get_ref(i + 1)?));
-        }
-        let text = |k: &str| fields.get(k).and_then(Value::as_str).map(str::to_owned);
+        let text = |i: usize| -> rusqlite::Result<String> {
+            Ok(match json_of(row.get_ref(i)?) {
+                Value::String(s) => s,
+                Value::Null => String::new(),
+                other => other.to_string(),
+            })
+        };
         out.push(SessionRow {
             rowid: row.get(0)?,
-            id: text("id").unwrap_or_default(),
-            parent: text("parent_id").filter(|p| !p.is_empty()),
-            fields,
+            id: text(1)?,
+            parent: Some(text(2)?).filter(|p| !p.is_empty()),
         });
     }
     Ok(out)
+}
+
+/// The columns of the session row at `rowid`, as JSON.
+fn session_columns(
+    conn: &Connection,
+    rowid: i64,
+) -> rusqlite::Result<serde_json::Map<String, Value>> {
+    let mut stmt = conn.prepare_cached("SELECT * FROM session WHERE rowid = ?1")?;
+    let names: Vec<String> = stmt.column_names().into_iter().map(str::to_owned).collect();
+    let mut rows = stmt.query([rowid])?;
+    let mut fields = serde_json::Map::new();
+    if let Some(row) = rows.next()? {
+        for (i, name) in names.iter().enumerate() {
+            fields.insert(name.clone(), json_of(row.get_ref(i)?));
+        }
+    }
+    Ok(fields)
 }
 
 /// A SQLite value as JSON: a blob as `{"blob_bytes": n}` (no column of the schema holds one),

@@ -347,6 +347,11 @@ fn every_part_and_column_maps_to_steps_or_details() {
         [],
     )
     .expect("session_message");
+    conn.execute(
+        "INSERT INTO todo VALUES ('s1', 'fix make', 'pending', 'high', 0, 1, 1)",
+        [],
+    )
+    .expect("todo");
     drop(conn);
 
     let out = converted(&[&db], &[]);
@@ -428,6 +433,10 @@ fn every_part_and_column_maps_to_steps_or_details() {
     );
     assert_eq!(d["message_errors"][0]["message_id"], "m6");
     assert_eq!(d["session_message_rows"], 1);
+    assert_eq!(
+        d["todos"],
+        json!([{"content": "fix make", "status": "pending", "priority": "high"}])
+    );
     // What no step holds stays in the message's parts.
     let m2 = &d["messages"][1];
     assert_eq!(m2["step"], 4);
@@ -696,6 +705,10 @@ fn a_storage_folder_is_read_one_session_at_a_time() {
             &json!({"id": "prt_2", "type": "text", "text": "done"}),
         );
     }
+    write_json(
+        &storage.join("todo/ses_2.json"),
+        &json!([{"content": "go", "status": "completed", "priority": "low", "id": "1"}]),
+    );
     // A part file cut short: counted, the session still converts.
     std::fs::write(
         storage.join("part/msg_ses_1_2/prt_3.json"),
@@ -724,6 +737,7 @@ fn a_storage_folder_is_read_one_session_at_a_time() {
         out[0]["details"]["opencode"]["parent"],
         json!({"session_id": "ses_2"})
     );
+    assert_eq!(out[1]["details"]["opencode"]["todos"][0]["content"], "go");
     let left = &out[0]["details"]["source"]["left_out"];
     assert_eq!(left["wrong_typed"], 1, "{left}");
     assert!(out[0]["details"]["source"]["file"]

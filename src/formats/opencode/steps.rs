@@ -550,6 +550,11 @@ pub(super) fn to_partial<'a>(
             .into_iter()
             .map(Node::from)
             .collect();
+    for key in ["project", "todos"] {
+        if let Some(file) = unreadable(&doc[key]) {
+            built.left.wrong_type(line, &format!("/{key}"), file);
+        }
+    }
     if let Some(n) = doc["session_message_rows"].as_u64() {
         // Rows of the newer `session_message` table, which this reader does not read.
         built.left.lines += n;
@@ -563,6 +568,7 @@ pub(super) fn to_partial<'a>(
     };
     put("schema", doc.get("schema").cloned());
     put("project", doc.get("project").cloned());
+    put("todos", doc.get("todos").cloned());
     put(
         "parent",
         parent.map(|p| {

@@ -129,7 +129,8 @@ impl StorageSessions {
         }
     }
 
-    /// `{marker, "source": "storage", "project"?, "info", "sub_sessions", "messages"}`.
+    /// `{marker, "source": "storage", "info", "project"?, "todos"?, "sub_sessions", "messages"}`
+    /// (`todos`: `todo/<session>.json`).
     fn bundle(&mut self, s: &SessionFile) -> std::io::Result<Vec<u8>> {
         let mut out = Vec::with_capacity(4096);
         let _ = write!(out, "{{\"{MARKER}\":true,\"source\":\"storage\",\"info\":");
@@ -143,11 +144,14 @@ impl StorageSessions {
             .root
             .join("project")
             .join(format!("{}.json", s.project));
-        if let Ok(bytes) = std::fs::read(&project) {
-            if strict::validate(&bytes).is_ok() {
-                out.extend_from_slice(b",\"project\":");
-                out.extend_from_slice(&bytes);
-            }
+        if project.is_file() {
+            out.extend_from_slice(b",\"project\":");
+            self.file(&project, &mut out, true);
+        }
+        let todos = self.root.join("todo").join(format!("{}.json", s.id));
+        if todos.is_file() {
+            out.extend_from_slice(b",\"todos\":");
+            self.file(&todos, &mut out, false);
         }
         out.extend_from_slice(b",\"sub_sessions\":");
         let none = Vec::new();
@@ -159,14 +163,14 @@ impl StorageSessions {
                 out.push(b',');
             }
             out.extend_from_slice(b"{\"info\":");
-            self.file(m, &mut out);
+            self.file(m, &mut out, true);
             out.extend_from_slice(b",\"parts\":[");
             let parts = json_files(&self.root.join("part").join(stem_of(m)));
             for (j, p) in parts.iter().enumerate() {
                 if j > 0 {
                     out.push(b',');
                 }
-                self.file(p, &mut out);
+                self.file(p, &mut out, true);
             }
             out.extend_from_slice(b"]}");
         }
@@ -174,13 +178,17 @@ impl StorageSessions {
         Ok(out)
     }
 
-    /// The JSON of the file at `path`, or what stands in for it when it cannot be read.
-    fn file(&mut self, path: &Path, out: &mut Vec<u8>) {
+    /// The JSON of the file at `path` (a JSON object when `object`), or what stands in for it
+    /// when it cannot be read.
+    fn file(&mut self, path: &Path, out: &mut Vec<u8>, object: bool) {
         let problem = match std::fs::read(path) {
             Ok(bytes) => {
                 self.bytes += bytes.len() as u64;
                 match strict::validate(&bytes) {
-                    Ok(()) if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') => {
+                    Ok(())
+                        if !object
+                            || bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') =>
+                    {
                         out.extend_from_slice(&bytes);
                         return;
                     }

@@ -12,6 +12,7 @@
 //!
 //! Each record is a JSON bundle: `{"opencode_session": true, "source": "store", "schema",
 //! "session": the row's columns, "sub_sessions": ids, "parent_call"?, "session_message_rows"?,
+//! "todos"? (the `todo` rows, as `opencode export` writes them),
 //! "messages": [{"id", "time_created", "info": data, "parts": [{"id", "data"}]}]}`, the `data`
 //! columns written as the JSON they hold. Messages are ordered as OpenCode reads them
 //! (`time_created`, then `id`), parts by `id`.
@@ -98,6 +99,8 @@ pub struct SessionRecords {
     children: foldhash::HashMap<String, Vec<String>>,
     /// True when the store has the `session_message` table of newer releases.
     has_session_message: bool,
+    /// True when the store has the `todo` table (each session's todo list).
+    has_todo: bool,
     max_record_bytes: usize,
     /// Records still to hand out before (or instead of) the sessions: an error reading the
     /// store.
@@ -127,6 +130,7 @@ impl SessionRecords {
             sessions: Vec::new().into_iter(),
             children: foldhash::HashMap::default(),
             has_session_message: false,
+            has_todo: false,
             max_record_bytes,
             pending: std::collections::VecDeque::new(),
             orphans_checked: false,
@@ -181,6 +185,10 @@ impl SessionRecords {
         self.has_session_message = !columns(conn, "session_message")
             .map_err(|e| FrameError::Read(table_error("session_message", e)))?
             .is_empty();
+        let todo = columns(conn, "todo").map_err(|e| FrameError::Read(table_error("todo", e)))?;
+        self.has_todo = ["session_id", "content", "status", "priority", "position"]
+            .iter()
+            .all(|c| todo.iter().any(|t| t == c));
         let sessions =
             read_sessions(conn).map_err(|e| FrameError::Read(table_error("session", e)))?;
         for s in &sessions {
@@ -270,6 +278,13 @@ impl SessionRecords {
                 .map_err(|e| table_error("session_message", e))?;
             if rows > 0 {
                 let _ = write!(out, ",\"session_message_rows\":{rows}");
+            }
+        }
+        if self.has_todo {
+            let todos = todos(conn, &s.id).map_err(|e| table_error("todo", e))?;
+            if !todos.is_empty() {
+                out.extend_from_slice(b",\"todos\":");
+                let _ = serde_json::to_writer(&mut out, &todos);
             }
         }
         out.extend_from_slice(b",\"messages\":[");
@@ -505,6 +520,24 @@ fn read_sessions(conn: &Connection) -> rusqlite::Result<Vec<SessionRow>> {
             id: text(1)?,
             parent: Some(text(2)?).filter(|p| !p.is_empty()),
         });
+    }
+    Ok(out)
+}
+
+/// The todo list of session `id` (`{content, status, priority}` by position), as `opencode
+/// export` writes it.
+fn todos(conn: &Connection, id: &str) -> rusqlite::Result<Vec<Value>> {
+    let mut q = conn.prepare_cached(
+        "SELECT content, status, priority FROM todo WHERE session_id = ?1 ORDER BY position",
+    )?;
+    let mut rows = q.query([id])?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        out.push(serde_json::json!({
+            "content": json_of(r.get_ref(0)?),
+            "status": json_of(r.get_ref(1)?),
+            "priority": json_of(r.get_ref(2)?),
+        }));
     }
     Ok(out)
 }

@@ -548,7 +548,7 @@ fn session_columns(
     rowid: i64,
 ) -> rusqlite::Result<serde_json::Map<String, Value>> {
     let mut stmt = conn.prepare_cached("SELECT * FROM session WHERE rowid = ?1")?;
-    let names: Vec<String> = stmt.column_names().into_iter().map(str::to_owned).collect();
+    let names: Vec<String> = stmt.column_names().map(str::to_owned).collect();
     let mut rows = stmt.query([rowid])?;
     let mut fields = serde_json::Map::new();
     if let Some(row) = rows.next()? {

@@ -695,6 +695,8 @@ fn a_storage_folder_is_read_one_session_at_a_time() {
         let mut a = assistant(2, false);
         a["id"] = json!(m("2"));
         a["sessionID"] = json!(id);
+        // Older releases wrote the system prompt on each assistant message.
+        a["system"] = json!(["You are a coding agent.", "Platform: linux"]);
         write_json(&storage.join(format!("message/{id}/{}.json", m("2"))), &a);
         let mut call = tool("c1", "task", done(json!({"prompt": "go"}), "went"));
         call["state"]["metadata"] = json!({"sessionId": "ses_1"});
@@ -722,16 +724,22 @@ fn a_storage_folder_is_read_one_session_at_a_time() {
             step_classes(t),
             [
                 "text_observation",
+                "text_observation",
                 "api_action",
                 "text_observation",
                 "message_action"
             ]
         );
+        assert_eq!(t["content"][1]["name"], "system");
+        assert_eq!(
+            t["content"][1]["content"],
+            "You are a coding agent.\n\nPlatform: linux"
+        );
         assert_eq!(t["details"]["opencode"]["project"]["worktree"], "/work");
     }
     assert_eq!(
         out[1]["details"]["opencode"]["sub_sessions"],
-        json!([{"session_id": "ses_1", "step": 1}])
+        json!([{"session_id": "ses_1", "step": 2}])
     );
     assert_eq!(
         out[0]["details"]["opencode"]["parent"],

@@ -198,12 +198,7 @@ impl<'a> Built<'a> {
     /// A user message: its texts, images and subtasks are observations; a compaction part
     /// marks where the summary after it stands.
     fn user(&mut self, m: &Message<'_, 'a>, pointer: &str, line: u64, taken: &mut Taken) {
-        if let Some(system) = m.info["system"].as_str().filter(|s| !s.trim().is_empty()) {
-            if self.system.as_deref() != Some(system) {
-                self.system = Some(system.to_owned());
-                self.content.push(system_step(system.to_owned()));
-            }
-        }
+        self.system_prompt(m.info);
         for (k, (_, p)) in m.parts.iter().enumerate() {
             match p["type"].as_str() {
                 Some("text") => {
@@ -247,9 +242,29 @@ impl<'a> Built<'a> {
         }
     }
 
+    /// A system prompt a message names, as a step when it is not the one before: a user
+    /// message's `system` (a custom prompt), or the `system` list older releases wrote on each
+    /// assistant message (the prompt the model was sent, joined by blank lines).
+    fn system_prompt(&mut self, info: &Node<'a>) {
+        let system = match &info["system"] {
+            Node::String(s) => s.to_string(),
+            Node::Array(items) => items
+                .iter()
+                .filter_map(Node::as_str)
+                .collect::<Vec<_>>()
+                .join("\n\n"),
+            _ => return,
+        };
+        if !system.trim().is_empty() && self.system.as_deref() != Some(system.as_str()) {
+            self.system = Some(system.clone());
+            self.content.push(system_step(system));
+        }
+    }
+
     /// An assistant message: reasoning, texts and calls are actions, each call followed by its
     /// result; a summary message's text an observation.
     fn assistant(&mut self, m: &Message<'_, 'a>, pointer: &str, line: u64, taken: &mut Taken) {
+        self.system_prompt(m.info);
         let summary = m.info["summary"].as_bool() == Some(true);
         let mut pending = Pending::default();
         for (k, (_, p)) in m.parts.iter().enumerate() {

@@ -432,7 +432,11 @@ fn every_part_and_column_maps_to_steps_or_details() {
         json!([{"session_id": "s1-child", "step": 8}])
     );
     assert_eq!(d["message_errors"][0]["message_id"], "m6");
-    assert_eq!(d["session_message_rows"], 1);
+    assert_eq!(
+        d["session_messages"],
+        json!([{"id": "sm1", "session_id": "s1", "type": "user", "time_created": 1,
+            "time_updated": 1, "data": {}, "seq": 1}])
+    );
     assert_eq!(
         d["todos"],
         json!([{"content": "fix make", "status": "pending", "priority": "high"}])

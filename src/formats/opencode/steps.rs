@@ -570,9 +570,9 @@ pub(super) fn to_partial<'a>(
             built.left.wrong_type(line, &format!("/{key}"), file);
         }
     }
-    if let Some(n) = doc["session_message_rows"].as_u64() {
-        // Rows of the newer `session_message` table, which this reader does not read.
-        built.left.lines += n;
+    if let Some(rows) = doc["session_messages"].as_array() {
+        // Rows of the newer `session_message` table (events), kept in details: no step.
+        built.left.lines += rows.len() as u64;
     }
 
     let mut opencode: Vec<(&'static str, Node<'a>)> = vec![("session", session.clone())];
@@ -627,10 +627,7 @@ pub(super) fn to_partial<'a>(
         "cost",
         serde_json::Number::from_f64(built.cost).map(Node::Number),
     );
-    put(
-        "session_message_rows",
-        doc.get("session_message_rows").cloned(),
-    );
+    put("session_messages", doc.get("session_messages").cloned());
     put("compactions", list(built.compactions));
     put("error_results", list(built.error_results));
     put("interrupted_calls", list(built.interrupted_calls));

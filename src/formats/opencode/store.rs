@@ -11,7 +11,8 @@
 //! at a time.
 //!
 //! Each record is a JSON bundle: `{"opencode_session": true, "source": "store", "schema",
-//! "session": the row's columns, "sub_sessions": ids, "parent_call"?, "session_message_rows"?,
+//! "session": the row's columns, "sub_sessions": ids, "parent_call"?, "session_messages"? (the
+//! rows of the newer `session_message` table),
 //! "todos"? (the `todo` rows, as `opencode export` writes them),
 //! "messages": [{"id", "time_created", "info": data, "parts": [{"id", "data"}]}]}`, the `data`
 //! columns written as the JSON they hold. Messages are ordered as OpenCode reads them
@@ -272,13 +273,8 @@ impl SessionRecords {
             }
         }
         if self.has_session_message {
-            let rows: i64 = conn
-                .prepare_cached("SELECT count(*) FROM session_message WHERE session_id = ?1")
-                .and_then(|mut q| q.query_row([&s.id], |r| r.get(0)))
+            session_messages(conn, &s.id, &mut out)
                 .map_err(|e| table_error("session_message", e))?;
-            if rows > 0 {
-                let _ = write!(out, ",\"session_message_rows\":{rows}");
-            }
         }
         if self.has_todo {
             let todos = todos(conn, &s.id).map_err(|e| table_error("todo", e))?;
@@ -522,6 +518,43 @@ fn read_sessions(conn: &Connection) -> rusqlite::Result<Vec<SessionRow>> {
         });
     }
     Ok(out)
+}
+
+/// The rows of the newer `session_message` table of session `id` (events such as a model
+/// switch, which the conversation's messages do not hold), as `,"session_messages":[...]`
+/// (nothing when there are none): each row's columns, `data` as the JSON it is.
+fn session_messages(conn: &Connection, id: &str, out: &mut Vec<u8>) -> rusqlite::Result<()> {
+    let mut q =
+        conn.prepare_cached("SELECT * FROM session_message WHERE session_id = ?1 ORDER BY rowid")?;
+    let names: Vec<String> = q.column_names().map(str::to_owned).collect();
+    let mut rows = q.query([id])?;
+    let mut first = true;
+    while let Some(row) = rows.next()? {
+        out.extend_from_slice(if first {
+            b",\"session_messages\":[{"
+        } else {
+            b",{"
+        });
+        first = false;
+        for (i, name) in names.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            let _ = serde_json::to_writer(&mut *out, name);
+            out.push(b':');
+            match name.as_str() {
+                "data" => write_json(out, row.get_ref(i)?),
+                _ => {
+                    let _ = serde_json::to_writer(&mut *out, &json_of(row.get_ref(i)?));
+                }
+            }
+        }
+        out.push(b'}');
+    }
+    if !first {
+        out.push(b']');
+    }
+    Ok(())
 }
 
 /// The todo list of session `id` (`{content, status, priority}` by position), as `opencode

@@ -747,7 +747,8 @@ fn a_storage_folder_is_read_one_session_at_a_time() {
     );
     assert_eq!(
         out[0]["details"]["opencode"]["parent"],
-        json!({"session_id": "ses_2"})
+        json!({"session_id": "ses_2", "message_id": "msg_ses_2_2", "part_id": "prt_1",
+            "call_id": "c1"})
     );
     assert_eq!(out[1]["details"]["opencode"]["todos"][0]["content"], "go");
     let left = &out[0]["details"]["source"]["left_out"];

@@ -153,6 +153,10 @@ impl StorageSessions {
             out.extend_from_slice(b",\"todos\":");
             self.file(&todos, &mut out, false);
         }
+        if let Some(call) = s.parent.as_deref().and_then(|p| self.parent_call(p, &s.id)) {
+            out.extend_from_slice(b",\"parent_call\":");
+            let _ = serde_json::to_writer(&mut out, &call);
+        }
         out.extend_from_slice(b",\"sub_sessions\":");
         let none = Vec::new();
         let _ = serde_json::to_writer(&mut out, self.children.get(&s.id).unwrap_or(&none));
@@ -176,6 +180,35 @@ impl StorageSessions {
         }
         out.extend_from_slice(b"]}");
         Ok(out)
+    }
+
+    /// The call of session `parent` that started its sub-session `child` (the task tool keeps
+    /// the sub-session's id in its state's metadata): `{message_id, part_id, call_id}`, found
+    /// by reading the parent's part files.
+    fn parent_call(&self, parent: &str, child: &str) -> Option<Value> {
+        let needle = child.as_bytes();
+        for m in json_files(&self.root.join("message").join(parent)) {
+            let message = stem_of(&m);
+            for p in json_files(&self.root.join("part").join(&message)) {
+                let Ok(bytes) = std::fs::read(&p) else {
+                    continue;
+                };
+                if !bytes.windows(needle.len()).any(|w| w == needle) {
+                    continue;
+                }
+                let Ok(part) = serde_json::from_slice::<Value>(&bytes) else {
+                    continue;
+                };
+                if part["state"]["metadata"]["sessionId"].as_str() == Some(child) {
+                    return Some(serde_json::json!({
+                        "message_id": message,
+                        "part_id": stem_of(&p),
+                        "call_id": part["callID"].clone(),
+                    }));
+                }
+            }
+        }
+        None
     }
 
     /// The JSON of the file at `path` (a JSON object when `object`), or what stands in for it

@@ -446,7 +446,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 /// With `store`: a SQLite store of an agent at `out` of about `target` bytes, with the schema
 /// of the store `shape` (its tables and indexes; not full-text indexes nor triggers) and its
-/// sessions repeated: Crush's or the Go OpenCode's `crush.db`, Goose's `sessions.db`, or
+/// sessions repeated: Crush's or the Go OpenCode's `crush.db`, OpenCode's `opencode.db` (1.2
+/// on: `session`, `message`, `part`), Goose's `sessions.db`, or
 /// Hermes' `state.db`, which may be given as `hermes sessions export` lines (`.jsonl`, made
 /// into a store of schema 30's columns first). Tables without a `session_id` column (schema
 /// versions, shared prompts) are copied once; `sessions` and the tables with a `session_id`
@@ -515,7 +516,9 @@ fn store(out: &Path, target: u64, shape: &Path) -> Result<(), Box<dyn std::error
             .prepare("SELECT name, type FROM shape.pragma_table_info(?1)")?
             .query_map([table], |r| Ok((r.get(0)?, r.get(1)?)))?
             .collect::<Result<_, _>>()?;
-        if table != "sessions" && !info.iter().any(|(c, _)| c == "session_id") {
+        if !matches!(table.as_str(), "sessions" | "session")
+            && !info.iter().any(|(c, _)| c == "session_id")
+        {
             to.execute(
                 &format!("INSERT INTO main.\"{table}\" SELECT * FROM shape.\"{table}\""),
                 [],
@@ -527,7 +530,7 @@ fn store(out: &Path, target: u64, shape: &Path) -> Result<(), Box<dyn std::error
             .map(|(name, kind)| {
                 let role = match name.as_str() {
                     "id" if kind.to_ascii_uppercase().contains("INT") => Role::Numbered,
-                    "id" | "session_id" | "parent_session_id" | "message_id"
+                    "id" | "session_id" | "parent_session_id" | "parent_id" | "message_id"
                     | "summary_message_id" => Role::Id,
                     _ => Role::Text,
                 };

@@ -25,8 +25,9 @@
 # (Codex, Claude Code, Gemini CLI, mini-swe-agent, Inspect AI, ATIF, Pi, Droid, Kimi CLI, Aider,
 # Qwen Code, Copilot CLI, Cursor, Letta Code): BYTES/4 each of 1 MB
 # session files in a directory, shaped like the bundled sample, and like the shared corpus's
-# real logs of the format when it is there. Hermes: a state.db of BYTES/4 (needs python3).
-# Crush/OpenCode: one SQLite store of BYTES/4, the sample's (and the corpus's) sessions repeated.
+# real logs of the format when it is there. Crush, OpenCode, Hermes and Goose: one SQLite store
+# each of BYTES/4, the sample's (and the corpus's, when there) sessions repeated
+# (BYTES=4294967296 makes stores of 1 GB).
 # join: the ADP input joined with a 1,000,000-record rewards JSON-lines file (one record per
 # trajectory of the input, the rest for ids not in it); MB/s is of trajectory input, and the
 # time includes indexing the rewards.
@@ -342,6 +343,7 @@ store() {
   echo "  sessions: $(wc -l < "$BENCH_DIR/out.jsonl")"
 }
 store crush crush-samples sample_data/crush/crush.db
+store opencode opencode-samples sample_data/opencode/opencode.db
 if [ -f ../shared/corpus/agent-logs/crush/swift-kdl__crush.db ]; then
   store crush crush-corpus ../shared/corpus/agent-logs/crush/swift-kdl__crush.db
 fi

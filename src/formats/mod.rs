@@ -34,6 +34,7 @@ pub mod letta_code;
 pub mod memabra;
 pub mod mini_swe_agent;
 pub mod openai;
+pub mod opencode;
 pub mod openhands;
 pub mod parquet;
 pub mod pi;
@@ -84,6 +85,7 @@ pub static FORMATS: &[Format] = &[
     memabra::FORMAT,
     mini_swe_agent::FORMAT,
     openai::FORMAT,
+    opencode::FORMAT,
     openhands::FORMAT,
     parquet::FORMAT,
     pi::FORMAT,

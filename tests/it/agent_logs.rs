@@ -118,13 +118,14 @@ fn expect_of(file: &Path) -> Expect {
             Expect::Reads("anthropic")
         }
         // Crush's store, and the Go OpenCode's (the same schema); the current OpenCode's export
-        // is OpenCode's own (its reader is still to come).
+        // is OpenCode's own.
         "crush" => Expect::Reads("crush"),
         "opencode" if file.extension().is_some_and(|e| e == "db") => Expect::Reads("crush"),
+        "opencode" => Expect::Reads("opencode"),
         // The prompts log beside the chat history is not read (docs/formats/aider.md).
         "aider" if file.to_string_lossy().ends_with(".aider.llm.history") => Expect::Refused,
         "aider" => Expect::Reads("aider"),
-        "cline" | "opencode" => Expect::Refused,
+        "cline" => Expect::Refused,
         other => panic!(
             "{}: a corpus folder this test does not know: {other}",
             file.display()
@@ -347,6 +348,22 @@ fn source_calls(format: &str, file: &Path) -> Calls {
                     .iter()
                     .filter(|r| r["resultText"].is_string() || r["resultOk"].is_boolean())
                     .count(),
+            }
+        }
+        "opencode" => {
+            // An export: each `tool` part is a call and holds its own result (an interrupted
+            // one is answered by an empty result).
+            let doc: Value = serde_json::from_slice(&bytes).expect("JSON");
+            let parts: Vec<Value> = doc["messages"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|m| m["parts"].as_array().cloned().unwrap_or_default())
+                .filter(|p| p["type"] == "tool")
+                .collect();
+            Calls {
+                calls: parts.len(),
+                answered: parts.len(),
             }
         }
         "anthropic" => {

@@ -144,8 +144,7 @@ const READ_ELSEWHERE: &[&str] = &[
 
 /// What `--from auto` names as closest for the corpus's files of agents trajkit does not read
 /// (a file not listed names none).
-const CLOSEST_IN_CORPUS: &[(&str, &str)] =
-    &[("opencode/letta__opencode_tool-calls_input.json", "openai")];
+const CLOSEST_IN_CORPUS: &[(&str, &str)] = &[];
 
 /// Every file of `../shared/corpus/agent-logs/` whose folder names no format trajkit reads is
 /// refused by `--from auto` (exit 2, nothing written, "no format claims it"), naming the
@@ -182,7 +181,7 @@ fn every_agent_log_of_a_format_trajkit_does_not_read_is_refused_clearly() {
             refused += 1;
         }
     }
-    assert!(refused >= 2, "{refused} files refused");
+    assert!(refused >= 1, "{refused} files refused");
 }
 
 /// Every reader, given every file of the corpus (`agent-logs/`) and every sample of

@@ -41,6 +41,7 @@ mod left_out;
 mod letta_code;
 mod mini_swe_agent;
 mod mutants;
+mod opencode;
 mod parquet;
 mod partition;
 mod pi;

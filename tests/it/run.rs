@@ -307,7 +307,7 @@ fn printed_config_runs_to_the_same_outputs() {
 fn rejects_above_the_rate_fail_with_a_message() {
     let tmp = tempfile::tempdir().expect("tmp");
     let out = tmp.path().join("o");
-    // The sample data has one trajectory ShareGPT cannot hold: 1 of 51 records rejected, within
+    // The sample data has one trajectory ShareGPT cannot hold: 1 of 53 records rejected, within
     // the file's max_reject_rate (0.5) but above the flag's.
     let file = tmp.path().join("pipeline.toml");
     fs::write(&file, sample_pipeline(&out, "")).expect("write");
@@ -318,7 +318,7 @@ fn rejects_above_the_rate_fail_with_a_message() {
         .expect("runs");
     assert_eq!(failed.status.code(), Some(1));
     let err = String::from_utf8_lossy(&failed.stderr);
-    assert!(err.contains("1 of 51 records rejected"), "{err}");
+    assert!(err.contains("1 of 53 records rejected"), "{err}");
     assert!(err.contains("above the maximum reject rate 0"), "{err}");
     let run: serde_json::Value =
         serde_json::from_slice(&fs::read(out.join("openai/run.json")).expect("run.json"))
@@ -522,7 +522,7 @@ fn the_library_runs_a_pipeline_file_as_the_command_does() {
         )
         .expect("the run");
     assert!(!outcome.exceeded);
-    assert_eq!(outcome.summary.records, 51);
+    assert_eq!(outcome.summary.records, 53);
     // The outputs stay locked while the run is kept.
     drop(prepared);
     let files = |dir: &Path| -> BTreeMap<String, Vec<u8>> {

@@ -258,6 +258,7 @@ fn the_whole_sample_directory_converts_with_every_format_detected() {
         "memabra",
         "mini-swe-agent",
         "openai",
+        "opencode",
         "openhands",
         "pi",
         "qwen-code",
@@ -277,8 +278,9 @@ fn the_whole_sample_directory_converts_with_every_format_detected() {
     // + 1 Kimi CLI session + 2 Crush sessions (one a sub-session)
     // + 1 Aider session + 1 Qwen Code session
     // + 1 Copilot CLI session + 1 Cursor transcript + 1 Letta Code transcript
-    // + 2 Goose sessions (one in its store, one a session file).
-    assert_eq!(out.len(), 51);
+    // + 2 Goose sessions (one in its store, one a session file)
+    // + 2 OpenCode sessions (one a sub-session).
+    assert_eq!(out.len(), 53);
     assert_eq!(validate_adp(&out), 0);
 }
 

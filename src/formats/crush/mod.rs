@@ -63,9 +63,9 @@ impl Converter for Crush {
         false
     }
 
-    /// A SQLite file named `crush.db` or `opencode.db`, or any SQLite file with the schema's
-    /// tables (`sessions`, and `messages` with `parts`); a directory holding `.crush/crush.db`
-    /// or `.opencode/opencode.db` (a project).
+    /// A SQLite file named `crush.db`, or any SQLite file with the schema's tables
+    /// (`sessions`, and `messages` with `parts`: an `opencode.db` is the Go OpenCode's only so);
+    /// a directory holding `.crush/crush.db` or `.opencode/opencode.db` (a project).
     fn claims_path(&self, path: &Path) -> bool {
         if path.is_dir() {
             return !stores_in(path).is_empty();
@@ -77,7 +77,8 @@ impl Converter for Crush {
             .file_name()
             .and_then(|n| n.to_str())
             .unwrap_or_default();
-        if STORES.iter().any(|(_, store)| name.ends_with(store)) {
+        // OpenCode (1.2 on) names its store `opencode.db` too: the tables tell them apart.
+        if name.ends_with("crush.db") {
             return true;
         }
         let mut copy = None;

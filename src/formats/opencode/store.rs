@@ -1,0 +1,645 @@
+//! Reading OpenCode's SQLite store (`~/.local/share/opencode/opencode.db`, OpenCode 1.2 on;
+//! `opencode-<channel>.db` for other release channels) one session at a time.
+//!
+//! The store is opened with `open_store` (read-only; rows still in the write-ahead log are
+//! read; a live writer is never blocked). Opening checks the columns the reader depends on
+//! (`session`, `message` and `part` with their ids and JSON `data`) and reads the schema
+//! version: the newest migration OpenCode applied, in its `migration` table (newer
+//! releases) or Drizzle's `__drizzle_migrations` (the first). A store that fails a check is one
+//! error record naming the file and the table. The sessions' ids and parents are read first;
+//! each session's row, messages and parts when its record is made, so memory holds one session
+//! at a time.
+//!
+//! Each record is a JSON bundle: `{"opencode_session": true, "source": "store", "schema",
+//! "session": the row's columns, "sub_sessions": ids, "parent_call"?, "session_messages"? (the
+//! rows of the newer `session_message` table),
+//! "todos"? (the `todo` rows, as `opencode export` writes them),
+//! "messages": [{"id", "time_created", "info": data, "parts": [{"id", "data"}]}]}`, the `data`
+//! columns written as the JSON they hold. Messages are ordered as OpenCode reads them
+//! (`time_created`, then `id`), parts by `id`.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rusqlite::types::ValueRef;
+use rusqlite::Connection;
+use serde_json::Value;
+
+use crate::ingest::sqlite::{open_store, TempStore};
+use crate::ingest::{FrameError, Provenance, RawRecord, RecordSource};
+use crate::json::strict;
+
+use super::MARKER;
+
+/// How long a read waits for a writer's lock before it reports the store as locked.
+const BUSY_WAIT: Duration = Duration::from_secs(5);
+
+/// The columns the reader needs, by table (every schema version since 1.2 has them).
+pub const REQUIRED: &[(&str, &[&str])] = &[
+    ("session", &["id", "parent_id", "title", "time_created"]),
+    ("message", &["id", "session_id", "time_created", "data"]),
+    ("part", &["id", "message_id", "session_id", "data"]),
+];
+
+/// The migration OpenCode's store starts with (`20260127222353_familiar_lady_ursula`, OpenCode
+/// 1.2.0): a store whose newest migration is older is not OpenCode's.
+pub const FIRST_MIGRATION: i64 = 20260127222353;
+
+/// True when the tables of the store at `conn` are OpenCode's (see [`REQUIRED`]).
+pub fn has_schema(conn: &Connection) -> bool {
+    REQUIRED.iter().all(|(table, needed)| {
+        let have = columns(conn, table).unwrap_or_default();
+        needed.iter().all(|c| have.iter().any(|h| h == c))
+    })
+}
+
+/// The column names of `table`, in order (empty when there is no such table).
+fn columns(conn: &Connection, table: &str) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare("SELECT name FROM pragma_table_info(?1)")?;
+    let names = stmt.query_map([table], |r| r.get::<_, String>(0))?;
+    names.collect()
+}
+
+/// A problem reading the store: the table it is in, and SQLite's words.
+fn table_error(table: &str, e: impl std::fmt::Display) -> String {
+    format!("cannot read the OpenCode store: table {table}: {e}")
+}
+
+/// One session row: its `rowid`, id and parent (its columns are read with its messages).
+struct SessionRow {
+    rowid: i64,
+    id: String,
+    parent: Option<String>,
+}
+
+/// The schema version: the newest migration's name (or its time, in Drizzle's table) and how
+/// many were applied.
+#[derive(Default)]
+struct Schema {
+    /// The 14 digits of the newest migration (`20260604172448`).
+    version: i64,
+    /// Its name, when the table records names.
+    name: Option<String>,
+    /// The table it was read from.
+    table: &'static str,
+    applied: i64,
+}
+
+/// The sessions of one store, one record each.
+pub struct SessionRecords {
+    conn: Option<Connection>,
+    /// The private copy of a store whose log was copied to be read (kept until done).
+    _copy: Option<TempStore>,
+    input: Arc<str>,
+    file: Arc<str>,
+    schema: Schema,
+    sessions: std::vec::IntoIter<SessionRow>,
+    /// The sub-sessions of each session that has some, in order.
+    children: foldhash::HashMap<String, Vec<String>>,
+    /// True when the store has the `session_message` table of newer releases.
+    has_session_message: bool,
+    /// True when the store has the `todo` table (each session's todo list).
+    has_todo: bool,
+    max_record_bytes: usize,
+    /// Records still to hand out before (or instead of) the sessions: an error reading the
+    /// store.
+    pending: std::collections::VecDeque<RawRecord>,
+    orphans_checked: bool,
+    next_index: u64,
+    bytes: u64,
+}
+
+impl SessionRecords {
+    /// Opens the store at `path` (found in the input `input`). Problems with the store itself
+    /// (it cannot be opened, a table cannot be read, a schema this reader does not know)
+    /// become an error record rather than an `Err`, so that they are reported as a rejected
+    /// record naming the file.
+    pub fn open(
+        input: &str,
+        path: &str,
+        max_record_bytes: usize,
+    ) -> std::io::Result<SessionRecords> {
+        let bytes = std::fs::metadata(path)?.len();
+        let mut records = SessionRecords {
+            conn: None,
+            _copy: None,
+            input: Arc::from(input),
+            file: Arc::from(path),
+            schema: Schema::default(),
+            sessions: Vec::new().into_iter(),
+            children: foldhash::HashMap::default(),
+            has_session_message: false,
+            has_todo: false,
+            max_record_bytes,
+            pending: std::collections::VecDeque::new(),
+            orphans_checked: false,
+            next_index: 0,
+            bytes,
+        };
+        let mut copy = None;
+        let opened = open_store(Path::new(path), &mut copy)
+            .map_err(|e| format!("cannot open the OpenCode store: {e}"))
+            .and_then(|conn| {
+                conn.busy_timeout(BUSY_WAIT)
+                    .map_err(|e| table_error("sqlite_master", e))?;
+                Ok(conn)
+            });
+        let conn = match opened {
+            Ok(conn) => conn,
+            Err(e) => {
+                records.fail(1, FrameError::Read(e));
+                return Ok(records);
+            }
+        };
+        match records.read_head(&conn) {
+            Ok(()) => {
+                records.conn = Some(conn);
+                records._copy = copy;
+            }
+            Err(e) => records.fail(1, e),
+        }
+        Ok(records)
+    }
+
+    /// Checks the columns, reads the schema version and the session rows.
+    fn read_head(&mut self, conn: &Connection) -> Result<(), FrameError> {
+        conn.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))
+            .map_err(|e| FrameError::Read(table_error("sqlite_master", e)))?;
+        for (table, needed) in REQUIRED {
+            let have = columns(conn, table).map_err(|e| FrameError::Read(table_error(table, e)))?;
+            if have.is_empty() {
+                return Err(FrameError::Invalid(format!(
+                    "not an OpenCode store: no table {table}"
+                )));
+            }
+            if let Some(c) = needed.iter().find(|c| !have.iter().any(|h| h == *c)) {
+                return Err(FrameError::Invalid(format!(
+                    "table {table}: no column {c} (it has {}): a schema of OpenCode's store \
+                     this reader does not know",
+                    have.join(", ")
+                )));
+            }
+        }
+        self.schema = schema_version(conn)?;
+        self.has_session_message = !columns(conn, "session_message")
+            .map_err(|e| FrameError::Read(table_error("session_message", e)))?
+            .is_empty();
+        let todo = columns(conn, "todo").map_err(|e| FrameError::Read(table_error("todo", e)))?;
+        self.has_todo = ["session_id", "content", "status", "priority", "position"]
+            .iter()
+            .all(|c| todo.iter().any(|t| t == c));
+        let sessions =
+            read_sessions(conn).map_err(|e| FrameError::Read(table_error("session", e)))?;
+        for s in &sessions {
+            if let Some(parent) = &s.parent {
+                self.children
+                    .entry(parent.clone())
+                    .or_default()
+                    .push(s.id.clone());
+            }
+        }
+        self.sessions = sessions.into_iter();
+        Ok(())
+    }
+
+    /// Queues an error record at `line` (a row id, or 1 for the store as a whole).
+    fn fail(&mut self, line: u64, error: FrameError) {
+        self.pending.push_back(RawRecord {
+            provenance: self.provenance(line),
+            bytes: Vec::new(),
+            error: Some(error),
+        });
+    }
+
+    fn provenance(&self, line: u64) -> Provenance {
+        Provenance {
+            input: self.input.clone(),
+            file: self.file.clone(),
+            line,
+            index: 0,
+        }
+    }
+
+    /// The record of session `s`: its bundle, or the error reading it.
+    fn session_record(&self, conn: &Connection, s: &SessionRow) -> RawRecord {
+        let line = u64::try_from(s.rowid).unwrap_or(0);
+        let (bytes, error) = match self.bundle(conn, s) {
+            Ok(b) if b.len() > self.max_record_bytes => {
+                let size = b.len() as u64;
+                let preview = b.get(..256).unwrap_or(&b).to_vec();
+                (
+                    preview,
+                    Some(FrameError::TooLarge {
+                        size,
+                        limit: self.max_record_bytes as u64,
+                    }),
+                )
+            }
+            Ok(b) => (b, None),
+            Err(e) => (Vec::new(), Some(FrameError::Read(e))),
+        };
+        RawRecord {
+            provenance: self.provenance(line),
+            bytes,
+            error,
+        }
+    }
+
+    /// The bundle of session `s` (see the module's documentation).
+    fn bundle(&self, conn: &Connection, s: &SessionRow) -> Result<Vec<u8>, String> {
+        let mut out = Vec::with_capacity(4096);
+        // Writing to a `Vec` cannot fail.
+        let _ = write!(out, "{{\"{MARKER}\":true,\"source\":\"store\",\"schema\":");
+        let mut schema = serde_json::Map::new();
+        schema.insert("version".into(), self.schema.version.into());
+        if let Some(name) = &self.schema.name {
+            schema.insert("migration".into(), name.clone().into());
+        }
+        schema.insert("migrations_applied".into(), self.schema.applied.into());
+        schema.insert("table".into(), self.schema.table.into());
+        let _ = serde_json::to_writer(&mut out, &schema);
+        out.extend_from_slice(b",\"session\":");
+        let fields = session_columns(conn, s.rowid).map_err(|e| table_error("session", e))?;
+        let _ = serde_json::to_writer(&mut out, &fields);
+        out.extend_from_slice(b",\"sub_sessions\":");
+        let none = Vec::new();
+        let _ = serde_json::to_writer(&mut out, self.children.get(&s.id).unwrap_or(&none));
+        if let Some(parent) = &s.parent {
+            if let Some(call) = parent_call(conn, parent, &s.id)? {
+                out.extend_from_slice(b",\"parent_call\":");
+                let _ = serde_json::to_writer(&mut out, &call);
+            }
+        }
+        if self.has_session_message {
+            session_messages(conn, &s.id, &mut out)
+                .map_err(|e| table_error("session_message", e))?;
+        }
+        if self.has_todo {
+            let todos = todos(conn, &s.id).map_err(|e| table_error("todo", e))?;
+            if !todos.is_empty() {
+                out.extend_from_slice(b",\"todos\":");
+                let _ = serde_json::to_writer(&mut out, &todos);
+            }
+        }
+        out.extend_from_slice(b",\"messages\":[");
+        let mut messages = conn
+            .prepare_cached(
+                "SELECT id, time_created, data FROM message WHERE session_id = ?1 \
+                 ORDER BY time_created, id",
+            )
+            .map_err(|e| table_error("message", e))?;
+        let mut parts = conn
+            .prepare_cached("SELECT id, data FROM part WHERE message_id = ?1 ORDER BY id")
+            .map_err(|e| table_error("part", e))?;
+        let mut rows = messages
+            .query([&s.id])
+            .map_err(|e| table_error("message", e))?;
+        let mut first = true;
+        while let Some(row) = rows.next().map_err(|e| table_error("message", e))? {
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            let id = row.get_ref(0).map_err(|e| table_error("message", e))?;
+            let id_text = match id {
+                ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
+                other => json_of(other).to_string(),
+            };
+            out.extend_from_slice(b"{\"id\":");
+            let _ = serde_json::to_writer(&mut out, &id_text);
+            out.extend_from_slice(b",\"time_created\":");
+            let time = row.get_ref(1).map_err(|e| table_error("message", e))?;
+            let _ = serde_json::to_writer(&mut out, &json_of(time));
+            out.extend_from_slice(b",\"info\":");
+            write_json(
+                &mut out,
+                row.get_ref(2).map_err(|e| table_error("message", e))?,
+            );
+            out.extend_from_slice(b",\"parts\":[");
+            let mut part_rows = parts
+                .query([&id_text])
+                .map_err(|e| table_error("part", e))?;
+            let mut first_part = true;
+            while let Some(p) = part_rows.next().map_err(|e| table_error("part", e))? {
+                if !first_part {
+                    out.push(b',');
+                }
+                first_part = false;
+                out.extend_from_slice(b"{\"id\":");
+                let pid = p.get_ref(0).map_err(|e| table_error("part", e))?;
+                let _ = serde_json::to_writer(&mut out, &json_of(pid));
+                out.extend_from_slice(b",\"data\":");
+                write_json(&mut out, p.get_ref(1).map_err(|e| table_error("part", e))?);
+                out.push(b'}');
+            }
+            out.extend_from_slice(b"]}");
+        }
+        out.extend_from_slice(b"]}");
+        Ok(out)
+    }
+
+    /// Counts the messages whose session has no row and the parts whose message has none
+    /// (which no session's record holds): an error record for each table that has some.
+    fn check_orphans(&mut self) {
+        self.orphans_checked = true;
+        let Some(conn) = &self.conn else { return };
+        let mut found = Vec::new();
+        for (table, sql, of) in [
+            (
+                "message",
+                "SELECT count(*) FROM message WHERE session_id NOT IN (SELECT id FROM session)",
+                "session of table session",
+            ),
+            (
+                "part",
+                "SELECT count(*) FROM part WHERE message_id NOT IN (SELECT id FROM message)",
+                "message of table message",
+            ),
+        ] {
+            let counted: rusqlite::Result<i64> = conn.query_row(sql, [], |r| r.get(0));
+            match counted {
+                Ok(0) => {}
+                Ok(n) => found.push(FrameError::Invalid(format!(
+                    "table {table}: {n} rows belong to no {of}; they are not converted"
+                ))),
+                Err(e) => found.push(FrameError::Read(table_error(table, e))),
+            }
+        }
+        for e in found {
+            self.fail(1, e);
+        }
+    }
+}
+
+/// The `data` column as the JSON it is (when it is JSON by trajkit's rules), else as a string.
+fn write_json(out: &mut Vec<u8>, value: ValueRef<'_>) {
+    match value {
+        ValueRef::Text(text) if strict::validate(text).is_ok() => out.extend_from_slice(text),
+        other => {
+            let _ = serde_json::to_writer(&mut *out, &json_of(other));
+        }
+    }
+}
+
+/// The call of session `parent` that started its sub-session `child` (OpenCode's task tool
+/// keeps the sub-session's id in its state's metadata): `{message_id, part_id, call_id}`.
+fn parent_call(
+    conn: &Connection,
+    parent: &str,
+    child: &str,
+) -> Result<Option<serde_json::Map<String, Value>>, String> {
+    let mut q = conn
+        .prepare_cached(
+            "SELECT message_id, id, json_extract(data, '$.callID') FROM part \
+             WHERE session_id = ?1 AND json_valid(data) \
+             AND json_extract(data, '$.state.metadata.sessionId') = ?2 ORDER BY id LIMIT 1",
+        )
+        .map_err(|e| table_error("part", e))?;
+    let mut rows = q
+        .query([parent, child])
+        .map_err(|e| table_error("part", e))?;
+    let Some(row) = rows.next().map_err(|e| table_error("part", e))? else {
+        return Ok(None);
+    };
+    let mut call = serde_json::Map::new();
+    for (i, key) in ["message_id", "part_id", "call_id"].iter().enumerate() {
+        let v = row.get_ref(i).map_err(|e| table_error("part", e))?;
+        call.insert((*key).to_owned(), json_of(v));
+    }
+    Ok(Some(call))
+}
+
+/// The newest migration applied: from OpenCode's `migration` table (`id` is the migration's
+/// folder name, `20260604172448_event_sourced_session_input`), else Drizzle's
+/// `__drizzle_migrations` (`created_at`, the migration's time in milliseconds). A store with
+/// neither, or whose newest migration is older than OpenCode's first, is refused.
+fn schema_version(conn: &Connection) -> Result<Schema, FrameError> {
+    let read = |table: &'static str, e| FrameError::Read(table_error(table, e));
+    if !columns(conn, "migration")
+        .map_err(|e| read("migration", e))?
+        .is_empty()
+    {
+        let (name, applied): (Option<String>, i64) = conn
+            .query_row("SELECT max(id), count(*) FROM migration", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .map_err(|e| read("migration", e))?;
+        let version = name
+            .as_deref()
+            .and_then(|n| n.get(..14))
+            .and_then(|d| d.parse::<i64>().ok())
+            .unwrap_or(0);
+        return known(Schema {
+            version,
+            name,
+            table: "migration",
+            applied,
+        });
+    }
+    if !columns(conn, "__drizzle_migrations")
+        .map_err(|e| read("__drizzle_migrations", e))?
+        .is_empty()
+    {
+        let (millis, applied): (Option<f64>, i64) = conn
+            .query_row(
+                "SELECT max(CAST(created_at AS REAL)), count(*) FROM __drizzle_migrations",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .map_err(|e| read("__drizzle_migrations", e))?;
+        return known(Schema {
+            version: millis.map_or(0, |m| digits_of_millis(m as i64)),
+            name: None,
+            table: "__drizzle_migrations",
+            applied,
+        });
+    }
+    Err(FrameError::Invalid(
+        "table migration: missing (and no __drizzle_migrations): the store records no schema \
+         version, which every OpenCode store since 1.2 does"
+            .to_owned(),
+    ))
+}
+
+/// `schema` when its version is one of OpenCode's, else the error naming its table.
+fn known(schema: Schema) -> Result<Schema, FrameError> {
+    if schema.version >= FIRST_MIGRATION {
+        Ok(schema)
+    } else {
+        Err(FrameError::Invalid(format!(
+            "table {}: schema version {} is not one of OpenCode's (its first migration is {}); \
+             the store's columns may mean something else",
+            schema.table, schema.version, FIRST_MIGRATION
+        )))
+    }
+}
+
+/// A time in Unix milliseconds as the 14 digits of a migration's name (UTC, `YYYYMMDDhhmmss`).
+fn digits_of_millis(millis: i64) -> i64 {
+    let secs = millis.div_euclid(1000);
+    let days = secs.div_euclid(86_400);
+    let rest = secs.rem_euclid(86_400);
+    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    ((year * 100 + month) * 100 + day) * 1_000_000
+        + (rest / 3600) * 10_000
+        + (rest % 3600 / 60) * 100
+        + rest % 60
+}
+
+/// Every session's `rowid`, id and parent, by creation time then id.
+fn read_sessions(conn: &Connection) -> rusqlite::Result<Vec<SessionRow>> {
+    let mut stmt =
+        conn.prepare("SELECT rowid, id, parent_id FROM session ORDER BY time_created, id")?;
+    let mut rows = stmt.query([])?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
+        let text = |i: usize| -> rusqlite::Result<String> {
+            Ok(match json_of(row.get_ref(i)?) {
+                Value::String(s) => s,
+                Value::Null => String::new(),
+                other => other.to_string(),
+            })
+        };
+        out.push(SessionRow {
+            rowid: row.get(0)?,
+            id: text(1)?,
+            parent: Some(text(2)?).filter(|p| !p.is_empty()),
+        });
+    }
+    Ok(out)
+}
+
+/// The rows of the newer `session_message` table of session `id` (events such as a model
+/// switch, which the conversation's messages do not hold), as `,"session_messages":[...]`
+/// (nothing when there are none): each row's columns, `data` as the JSON it is.
+fn session_messages(conn: &Connection, id: &str, out: &mut Vec<u8>) -> rusqlite::Result<()> {
+    let mut q =
+        conn.prepare_cached("SELECT * FROM session_message WHERE session_id = ?1 ORDER BY rowid")?;
+    let names: Vec<String> = q.column_names().map(str::to_owned).collect();
+    let mut rows = q.query([id])?;
+    let mut first = true;
+    while let Some(row) = rows.next()? {
+        out.extend_from_slice(if first {
+            b",\"session_messages\":[{"
+        } else {
+            b",{"
+        });
+        first = false;
+        for (i, name) in names.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            let _ = serde_json::to_writer(&mut *out, name);
+            out.push(b':');
+            match name.as_str() {
+                "data" => write_json(out, row.get_ref(i)?),
+                _ => {
+                    let _ = serde_json::to_writer(&mut *out, &json_of(row.get_ref(i)?));
+                }
+            }
+        }
+        out.push(b'}');
+    }
+    if !first {
+        out.push(b']');
+    }
+    Ok(())
+}
+
+/// The todo list of session `id` (`{content, status, priority}` by position), as `opencode
+/// export` writes it.
+fn todos(conn: &Connection, id: &str) -> rusqlite::Result<Vec<Value>> {
+    let mut q = conn.prepare_cached(
+        "SELECT content, status, priority FROM todo WHERE session_id = ?1 ORDER BY position",
+    )?;
+    let mut rows = q.query([id])?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        out.push(serde_json::json!({
+            "content": json_of(r.get_ref(0)?),
+            "status": json_of(r.get_ref(1)?),
+            "priority": json_of(r.get_ref(2)?),
+        }));
+    }
+    Ok(out)
+}
+
+/// The columns of the session row at `rowid`, as JSON.
+fn session_columns(
+    conn: &Connection,
+    rowid: i64,
+) -> rusqlite::Result<serde_json::Map<String, Value>> {
+    let mut stmt = conn.prepare_cached("SELECT * FROM session WHERE rowid = ?1")?;
+    let names: Vec<String> = stmt.column_names().map(str::to_owned).collect();
+    let mut rows = stmt.query([rowid])?;
+    let mut fields = serde_json::Map::new();
+    if let Some(row) = rows.next()? {
+        for (i, name) in names.iter().enumerate() {
+            fields.insert(name.clone(), json_of(row.get_ref(i)?));
+        }
+    }
+    Ok(fields)
+}
+
+/// A SQLite value as JSON: a blob as `{"blob_bytes": n}` (no column of the schema holds one),
+/// a real that is not finite as `null`.
+fn json_of(value: ValueRef<'_>) -> Value {
+    match value {
+        ValueRef::Null => Value::Null,
+        ValueRef::Integer(i) => Value::from(i),
+        ValueRef::Real(f) => serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
+        ValueRef::Text(t) => Value::String(String::from_utf8_lossy(t).into_owned()),
+        ValueRef::Blob(b) => serde_json::json!({ "blob_bytes": b.len() }),
+    }
+}
+
+impl Iterator for SessionRecords {
+    type Item = RawRecord;
+
+    fn next(&mut self) -> Option<RawRecord> {
+        let mut record = if let Some(r) = self.pending.pop_front() {
+            r
+        } else {
+            match (self.sessions.next(), self.conn.as_ref()) {
+                (Some(s), Some(conn)) => self.session_record(conn, &s),
+                _ if !self.orphans_checked => {
+                    self.check_orphans();
+                    self.pending.pop_front()?
+                }
+                _ => return None,
+            }
+        };
+        record.provenance.index = self.next_index;
+        self.next_index += 1;
+        Some(record)
+    }
+}
+
+impl RecordSource for SessionRecords {
+    fn bytes_read(&self) -> u64 {
+        self.bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drizzle_times_are_migration_names() {
+        // 20260127222353_familiar_lady_ursula
+        assert_eq!(digits_of_millis(1_769_552_633_000), 20260127222353);
+        assert_eq!(digits_of_millis(0), 19700101000000);
+    }
+}

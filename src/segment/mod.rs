@@ -173,15 +173,20 @@ pub fn segments(traj: Trajectory) -> Vec<Trajectory> {
             }
             let mut details = traj.details.clone();
             details.insert("segment".into(), Value::Object(info));
-            Trajectory {
+            let mut segment = Trajectory {
                 schema_version: traj.schema_version.clone(),
                 id: format!("{}#segment-{index}", traj.id),
                 content,
                 available_apis: traj.available_apis.clone(),
                 available_custom_tools: traj.available_custom_tools.clone(),
-                available_code_languages: traj.available_code_languages.clone(),
+                available_code_languages: None,
                 details,
+            };
+            // The languages the segment's own code actions use, where the original lists them.
+            if traj.available_code_languages.is_some() {
+                segment.available_code_languages = segment.used_code_languages();
             }
+            segment
         })
         .collect()
 }

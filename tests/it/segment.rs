@@ -89,3 +89,69 @@ fn qwen_code_and_copilot_segments_start_from_their_summary_step() {
         }
     }
 }
+
+/// The texts of a segment's steps (calls by their link id), for comparing whole segments.
+fn texts(t: &Trajectory) -> Vec<String> {
+    t.content
+        .iter()
+        .map(|s| match s {
+            Step::TextObservation(o) => o.content.clone(),
+            Step::MessageAction(m) => m.content.clone(),
+            other => format!(
+                "{}:{}",
+                other.class_name(),
+                other.tool_call_id().unwrap_or("-")
+            ),
+        })
+        .collect()
+}
+
+#[test]
+fn claude_code_segment_starts_from_the_compact_summary() {
+    let got = segmented(&fixture("segment/claude-code.jsonl"));
+    let (segs, firsts) = &got[0];
+    assert_eq!(segs.len(), 2);
+    assert_eq!(
+        texts(&segs[0]),
+        [
+            "Rename the config loader.",
+            "api_action:t1",
+            "src/config.rs:3",
+            "Found one definition."
+        ]
+    );
+    assert_eq!(firsts[1].as_deref(), Some("compact_summary"));
+    assert_eq!(
+        texts(&segs[1])[1..],
+        ["api_action:t2", "edited", "Renamed to read_config."]
+    );
+    assert_eq!(segs[1].id, "cc-seg#segment-1");
+    assert_eq!(segs[1].details["segment"]["of"], "cc-seg");
+}
+
+#[test]
+fn codex_segment_is_the_replacement_history_then_what_follows() {
+    let got = segmented(&fixture("segment/codex.jsonl"));
+    let (segs, _) = &got[0];
+    // The assistant text before the compaction stays in segment 0.
+    assert_eq!(
+        texts(&segs[0]),
+        [
+            "Sandbox: workspace-write.",
+            "Count the TODOs.",
+            "Let me search."
+        ]
+    );
+    assert_eq!(
+        texts(&segs[1]),
+        [
+            "Sandbox: workspace-write.",
+            "Count the TODOs.",
+            "The user asked to count TODOs; none counted yet.",
+            "code_action:c1",
+            "src/a.rs:2",
+            "There are 2 TODOs."
+        ]
+    );
+    assert_eq!(segs[1].details["segment"]["summary"], "recorded");
+}

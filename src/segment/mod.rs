@@ -10,10 +10,10 @@
 //! compaction (`kept_from_step`). Where no summary is recorded, the segment starts with a marker.
 
 use std::collections::HashSet;
-use std::str::FromStr;
 
 use serde_json::{json, Value};
 
+use crate::choice::choice;
 use crate::model::links::unlink_unanswered;
 use crate::model::{JsonObject, Source, Step, Trajectory};
 
@@ -37,29 +37,15 @@ pub const MARKER_NAME: &str = "compaction_marker";
 pub const MARKER_TEXT: &str =
     "[The context was compacted here: the earlier conversation was summarized, and the log does not record the summary.]";
 
-/// How trajectories are cut into rows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Mode {
-    /// One row per trajectory, as converted.
-    #[default]
-    None,
-    /// One row per compaction segment ([`segments`]).
-    Compaction,
-}
-
-impl FromStr for Mode {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Mode, String> {
-        match s {
-            "none" => Ok(Mode::None),
-            "compaction" => Ok(Mode::Compaction),
-            other => Err(format!(
-                "unknown segment mode {other:?} (expected \"none\" or \"compaction\")"
-            )),
-        }
+choice!(
+    /// How trajectories are cut into rows.
+    Mode, "segment mode", default = None {
+        /// One row per trajectory, as converted.
+        None = "none",
+        /// One row per compaction segment ([`segments`]).
+        Compaction = "compaction",
     }
-}
+);
 
 impl Mode {
     /// The rows `traj` makes in this mode: itself for [`Mode::None`], its [`segments`] for

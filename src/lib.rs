@@ -33,6 +33,7 @@ pub mod model;
 pub mod parquet;
 pub mod redact;
 pub mod report;
+pub mod segment;
 pub mod terminal;
 pub mod training;
 pub mod validate;

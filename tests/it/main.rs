@@ -55,6 +55,7 @@ mod robust_frame;
 mod robust_outputs;
 mod run;
 mod seed_formats;
+mod segment;
 mod specs;
 mod swe_openhands;
 mod token_counts;

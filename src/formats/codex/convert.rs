@@ -609,12 +609,16 @@ impl<'n, 'a> Builder<'n, 'a> {
             }
             Kind::Item(p, base) => self.item(p, &base, line, timestamp),
             Kind::Event(p) => self.event(p, line, timestamp, said),
-            Kind::Compacted(p) => self.d.compactions.push(Node::object([
-                ("line", num(line)),
-                ("timestamp", timestamp.clone()),
-                ("step", index(self.content.len())),
-                ("payload", p.clone()),
-            ])),
+            Kind::Compacted(p) => {
+                // The text waiting for a call came before the compaction: its step too.
+                self.flush();
+                self.d.compactions.push(Node::object([
+                    ("line", num(line)),
+                    ("timestamp", timestamp.clone()),
+                    ("step", index(self.content.len())),
+                    ("payload", p.clone()),
+                ]))
+            }
             Kind::LegacyState | Kind::Bookkeeping(_) | Kind::Unknown(..) => {}
         }
     }
@@ -741,6 +745,7 @@ impl<'n, 'a> Builder<'n, 'a> {
                 self.output(p, base, &p["tools"], &["call_id", "tools"], line, timestamp)
             }
             Some("compaction" | "compaction_summary" | "context_compaction") => {
+                self.flush();
                 self.d.compactions.push(Node::object([
                     ("line", num(line)),
                     ("timestamp", timestamp.clone()),

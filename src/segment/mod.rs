@@ -1,0 +1,355 @@
+//! Cutting a trajectory at its compactions: one trajectory per compaction segment, each starting
+//! from what the model was given at that point (see docs/segments.md).
+//!
+//! Readers that see a compaction list it in `details.<format>.compactions` (`<format>` being
+//! `details.source.format` with `-` as `_`), with `step`, the index of the first step after it.
+//! Where the model-facing summary is differs by format: a step at `step` (an environment
+//! observation named `compact_summary` or `compaction_summary`: Claude Code, Crush, Hermes, Qwen
+//! Code, Copilot CLI), or text in the entry (Pi's `summary`, Droid's `summaryText`, Codex's
+//! `message` or `replacement_history`). Pi and Droid also keep the latest messages before the
+//! compaction (`kept_from_step`). Where no summary is recorded, the segment starts with a marker.
+
+use std::collections::HashSet;
+
+use serde_json::{json, Value};
+
+use crate::choice::choice;
+use crate::model::links::unlink_unanswered;
+use crate::model::{JsonObject, Source, Step, Trajectory};
+
+/// Names of the summary observations readers write at a compaction's `step`.
+const SUMMARY_NAMES: [&str; 2] = ["compact_summary", "compaction_summary"];
+
+/// Names of the environment observations that open a trajectory with what the model is given
+/// before any turn (system prompt, developer instructions, injected project context).
+const LEADING_NAMES: [&str; 5] = [
+    "system",
+    "developer",
+    "user_instructions",
+    "agents_md",
+    "environment_context",
+];
+
+/// Name of the observation standing for a summary the log does not record.
+pub const MARKER_NAME: &str = "compaction_marker";
+
+/// Text of that observation.
+pub const MARKER_TEXT: &str =
+    "[The context was compacted here: the earlier conversation was summarized, and the log does not record the summary.]";
+
+choice!(
+    /// How trajectories are cut into rows.
+    Mode, "segment mode", default = None {
+        /// One row per trajectory, as converted.
+        None = "none",
+        /// One row per compaction segment ([`segments`]).
+        Compaction = "compaction",
+    }
+);
+
+impl Mode {
+    /// The rows `traj` makes in this mode: itself for [`Mode::None`], its [`segments`] for
+    /// [`Mode::Compaction`].
+    pub fn apply(self, traj: Trajectory) -> Vec<Trajectory> {
+        match self {
+            Mode::None => vec![traj],
+            Mode::Compaction => segments(traj),
+        }
+    }
+}
+
+/// What a segment starts from, after the leading steps.
+#[derive(Debug, Clone, PartialEq)]
+enum Start {
+    /// The step at the cut is the summary the reader kept.
+    SummaryStep,
+    /// The summary, as text of the compaction's entry.
+    Text(String),
+    /// The history the model went on from, as recorded (Codex's `replacement_history`).
+    History(Vec<Step>, bool),
+    /// No summary recorded: a marker.
+    Marker,
+}
+
+/// One compaction: where the trajectory is cut and what the segment after it starts from.
+#[derive(Debug, Clone, PartialEq)]
+struct Cut {
+    step: usize,
+    start: Start,
+    /// First step of the messages kept before the compaction (Pi, Droid), when before `step`.
+    kept_from: Option<usize>,
+}
+
+/// The compaction segments of `traj`, in order: segment 0 holds the steps before the first
+/// compaction, segment k the k-th compaction's context (leading system steps, the summary, the
+/// kept messages) then its own steps up to the next compaction. A trajectory without a
+/// compaction (or already a segment) is returned unchanged, alone.
+///
+/// Segment ids are `<id>#segment-<n>`; `details` is the original's, plus `details.segment`:
+/// `{of, index, count, summary, steps: [from, to], kept: [from, to]?, unlinked?}` where `steps` is
+/// the range of the original's steps the segment's own steps are, `summary` is `"recorded"`,
+/// `"marker"` or `null` (segment 0), and `unlinked` counts the call links cleared because the
+/// call or its result is in another segment.
+pub fn segments(traj: Trajectory) -> Vec<Trajectory> {
+    if traj.details.contains_key("segment") {
+        return vec![traj];
+    }
+    let cuts = cuts(&traj.details, &traj.content);
+    if cuts.is_empty() {
+        return vec![traj];
+    }
+    let leading = leading_len(&traj.content[..cuts[0].step]);
+    let mut bounds: Vec<(usize, usize, Option<&Cut>)> = Vec::new();
+    if cuts[0].step > 0 {
+        bounds.push((0, cuts[0].step, None));
+    }
+    for (i, c) in cuts.iter().enumerate() {
+        let end = cuts.get(i + 1).map_or(traj.content.len(), |n| n.step);
+        bounds.push((c.step, end, Some(c)));
+    }
+    let count = bounds.len();
+    bounds
+        .iter()
+        .enumerate()
+        .map(|(index, &(from, to, cut))| {
+            let mut content = Vec::new();
+            let mut info = JsonObject::new();
+            info.insert("of".into(), Value::from(traj.id.clone()));
+            info.insert("index".into(), Value::from(index));
+            info.insert("count".into(), Value::from(count));
+            let mut own_from = from;
+            let summary = cut.map(|c| {
+                let recorded = match &c.start {
+                    Start::History(steps, recorded) => {
+                        content.extend(steps.iter().cloned());
+                        *recorded
+                    }
+                    start => {
+                        content.extend(traj.content[..leading.min(from)].iter().cloned());
+                        match start {
+                            Start::Text(text) => content.push(Step::environment_text(
+                                Some("compaction_summary".into()),
+                                text.clone(),
+                            )),
+                            Start::Marker => content.push(marker()),
+                            _ => {
+                                content.push(traj.content[from].clone());
+                                own_from = from + 1;
+                            }
+                        }
+                        !matches!(start, Start::Marker)
+                    }
+                };
+                if let Some(k) = c.kept_from {
+                    content.extend(traj.content[k..from].iter().cloned());
+                    info.insert("kept".into(), json!([k, from]));
+                }
+                if recorded {
+                    "recorded"
+                } else {
+                    "marker"
+                }
+            });
+            info.insert("summary".into(), summary.map_or(Value::Null, Value::from));
+            content.extend(traj.content[own_from..to].iter().cloned());
+            info.insert("steps".into(), json!([from, to]));
+            let unlinked = unlink_across(&mut content);
+            if unlinked > 0 {
+                info.insert("unlinked".into(), Value::from(unlinked));
+            }
+            let mut details = traj.details.clone();
+            details.insert("segment".into(), Value::Object(info));
+            let mut segment = Trajectory {
+                schema_version: traj.schema_version.clone(),
+                id: format!("{}#segment-{index}", traj.id),
+                content,
+                available_apis: traj.available_apis.clone(),
+                available_custom_tools: traj.available_custom_tools.clone(),
+                available_code_languages: None,
+                details,
+            };
+            // The languages the segment's own code actions use, where the original lists them.
+            if traj.available_code_languages.is_some() {
+                segment.available_code_languages = segment.used_code_languages();
+            }
+            segment
+        })
+        .collect()
+}
+
+/// The compactions of a trajectory's details, ordered by step, one per step (the last one listed
+/// at a step wins), each before the end of `content`. Entries without a step, or at step 0 with
+/// nothing before them and no summary to start from, are not cuts.
+fn cuts(details: &JsonObject, content: &[Step]) -> Vec<Cut> {
+    let Some(format) = details
+        .get("source")
+        .and_then(|s| s.get("format"))
+        .and_then(Value::as_str)
+    else {
+        return Vec::new();
+    };
+    let key = format.replace('-', "_");
+    let Some(list) = details
+        .get(&key)
+        .and_then(|d| d.get("compactions"))
+        .and_then(Value::as_array)
+    else {
+        return Vec::new();
+    };
+    let mut cuts: Vec<Cut> = Vec::new();
+    for entry in list {
+        // Copilot CLI lists a compaction's start too; a failed one changed nothing.
+        if entry.get("event").and_then(Value::as_str) == Some("start")
+            || entry.get("success").and_then(Value::as_bool) == Some(false)
+        {
+            continue;
+        }
+        let Some(step) = entry
+            .get("step")
+            .and_then(Value::as_u64)
+            .map(|s| s as usize)
+        else {
+            continue;
+        };
+        if step >= content.len() {
+            continue;
+        }
+        let kept_from = entry
+            .get("kept_from_step")
+            .and_then(Value::as_u64)
+            .map(|k| k as usize)
+            .filter(|&k| k < step);
+        let start = if is_summary(&content[step]) {
+            Start::SummaryStep
+        } else {
+            entry_start(entry)
+        };
+        cuts.push(Cut {
+            step,
+            start,
+            kept_from,
+        });
+    }
+    cuts.sort_by_key(|c| c.step);
+    let mut one_per_step: Vec<Cut> = Vec::with_capacity(cuts.len());
+    for c in cuts {
+        match one_per_step.last_mut() {
+            Some(last) if last.step == c.step => *last = c,
+            _ => one_per_step.push(c),
+        }
+    }
+    one_per_step
+}
+
+/// What an entry says the segment starts from: Codex's replacement history, else the summary
+/// text of Pi (`summary`), Droid (`summaryText`) or Codex (`message`), else a marker.
+fn entry_start(entry: &Value) -> Start {
+    let payload = entry.get("payload").unwrap_or(&Value::Null);
+    if let Some(history) = payload
+        .get("replacement_history")
+        .and_then(Value::as_array)
+        .filter(|h| !h.is_empty())
+    {
+        return codex_history(history);
+    }
+    [
+        entry.get("summary"),
+        entry.get("summaryText"),
+        payload.get("message"),
+    ]
+    .into_iter()
+    .flatten()
+    .filter_map(Value::as_str)
+    .find(|s| !s.trim().is_empty())
+    .map_or(Start::Marker, |s| Start::Text(s.to_owned()))
+}
+
+/// Codex's replacement history as steps: user messages as user observations, developer and
+/// system messages as environment observations named after their role, assistant messages as
+/// message actions; an encrypted compaction item (a remote compaction's summary) as the marker.
+/// Other items (calls, reasoning) are not given back to the model as text and are skipped.
+/// The history counts as a recorded summary unless it held an encrypted one.
+fn codex_history(history: &[Value]) -> Start {
+    let mut steps = Vec::new();
+    let mut recorded = true;
+    for item in history {
+        match item.get("type").and_then(Value::as_str) {
+            Some("message") => {
+                let text = item
+                    .get("content")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|p| p.get("text").and_then(Value::as_str))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                let step = match item.get("role").and_then(Value::as_str) {
+                    Some("user") => Step::user_text(text),
+                    Some("assistant") => Step::message(text, None),
+                    Some(role) => Step::environment_text(Some(role.to_owned()), text),
+                    None => continue,
+                };
+                steps.push(step);
+            }
+            Some("compaction" | "compaction_summary" | "context_compaction") => {
+                steps.push(marker());
+                recorded = false;
+            }
+            _ => {}
+        }
+    }
+    Start::History(steps, recorded)
+}
+
+/// Whether a step is a summary observation a reader kept.
+fn is_summary(step: &Step) -> bool {
+    matches!(step, Step::TextObservation(o)
+        if o.source == Source::Environment
+            && o.name.as_deref().is_some_and(|n| SUMMARY_NAMES.contains(&n)))
+}
+
+/// How many steps open `content` with what the model is given before any turn.
+fn leading_len(content: &[Step]) -> usize {
+    content
+        .iter()
+        .take_while(|s| {
+            matches!(s, Step::TextObservation(o)
+                if o.source == Source::Environment
+                    && o.name.as_deref().is_some_and(|n| LEADING_NAMES.contains(&n)))
+        })
+        .count()
+}
+
+/// The observation standing for an unrecorded summary.
+fn marker() -> Step {
+    Step::environment_text(Some(MARKER_NAME.into()), MARKER_TEXT)
+}
+
+/// Clears the links a segment cannot keep: a call whose result is in another segment, a result
+/// whose call is. Both steps stay. Returns how many steps lost their link.
+fn unlink_across(content: &mut [Step]) -> usize {
+    let called: HashSet<String> = content
+        .iter()
+        .filter(|s| s.is_tool_action())
+        .filter_map(|s| s.tool_call_id().map(str::to_owned))
+        .collect();
+    let before = linked(content);
+    for step in content.iter_mut().filter(|s| !s.is_action()) {
+        let slot = step.tool_call_id_mut();
+        if slot.as_ref().is_some_and(|id| !called.contains(id)) {
+            *slot = None;
+        }
+    }
+    unlink_unanswered(content);
+    before - linked(content)
+}
+
+fn linked(content: &[Step]) -> usize {
+    content
+        .iter()
+        .filter(|s| s.tool_call_id().is_some())
+        .count()
+}
+
+#[cfg(test)]
+mod tests;

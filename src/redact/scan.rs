@@ -45,31 +45,37 @@ pub struct Work {
 /// `<(?:SECRET|PII):[a-z0-9_]+(?::[0-9a-f]{8})?>`, in order. Read by hand, not by a regex
 /// search per placeholder: a redacted text may hold millions.
 fn placeholders(text: &str) -> Vec<Range<usize>> {
-    let b = text.as_bytes();
-    let mut found = Vec::new();
-    let mut at = 0;
-    while let Some(i) = memchr::memchr(b'<', &b[at..]).map(|i| at + i) {
-        match placeholder_end(b, i) {
-            Some(end) => {
-                found.push(i..end);
-                at = end;
-            }
-            None => at = i + 1,
-        }
-    }
-    found
+    each_placeholder(text).collect()
 }
 
-/// `text` with the inside of each of its `placeholders` (in order) taken out, their `<` and
+/// The placeholders of [`placeholders`], one at a time.
+fn each_placeholder(text: &str) -> impl Iterator<Item = Range<usize>> + '_ {
+    let b = text.as_bytes();
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        while let Some(i) = memchr::memchr(b'<', &b[at..]).map(|i| at + i) {
+            match placeholder_end(b, i) {
+                Some(end) => {
+                    at = end;
+                    return Some(i..end);
+                }
+                None => at = i + 1,
+            }
+        }
+        None
+    })
+}
+
+/// `text` with the inside of each of its placeholders taken out, their `<` and
 /// `>` kept: `a <SECRET:x> b` is `a <> b`. A match that overlaps no placeholder is a match in
 /// this text too, of the same bytes with the same byte on each side (all a pattern's
 /// assertions look at), so a rule that does not match it finds nothing the scanner keeps in
 /// `text`: its pattern is not run. A redacted text of many placeholders (some of which a rule
 /// matches: `SECRET:url_password` is an assignment) is then not searched once per placeholder.
-fn outside_placeholders(text: &str, placeholders: &[Range<usize>]) -> String {
+fn outside_placeholders(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut at = 0;
-    for p in placeholders {
+    for p in each_placeholder(text) {
         out.push_str(&text[at..p.start]);
         out.push_str("<>");
         at = p.end;
@@ -241,23 +247,25 @@ impl Scanner {
             bytes: text.len() as u64,
             ..Work::default()
         };
-        let placeholders = if text.contains("<SECRET:") || text.contains("<PII:") {
+        let marked = text.contains("<SECRET:") || text.contains("<PII:");
+        let candidates = if marked {
+            let outside = outside_placeholders(text);
             work.searches += 1;
+            work.bytes += (text.len() + outside.len()) as u64;
+            self.candidates(text, &outside)
+        } else {
+            self.candidates(text, text)
+        };
+        if candidates.is_empty() {
+            return (Vec::new(), work);
+        }
+        // (Gathered only now: a redacted text may hold millions, and mostly no rule runs.)
+        let placeholders = if marked {
             work.bytes += text.len() as u64;
             placeholders(text)
         } else {
             Vec::new()
         };
-        let candidates = if placeholders.is_empty() {
-            self.candidates(text, text)
-        } else {
-            let outside = outside_placeholders(text, &placeholders);
-            work.bytes += outside.len() as u64;
-            self.candidates(text, &outside)
-        };
-        if candidates.is_empty() {
-            return (Vec::new(), work);
-        }
         let mut search = Search::new(self, text, placeholders, work);
         for rule in candidates {
             search.rule(rule);
@@ -761,11 +769,8 @@ mod tests {
         let with = format!("{text} secret=Q8zr2LmX0pTv");
         assert_eq!(names(&s, &with), ["secret_assignment"]);
         assert_eq!(
-            outside_placeholders(
-                "x<SECRET:a>y <PII:b:0a1b2c3d>",
-                &placeholders("x<SECRET:a>y <PII:b:0a1b2c3d>")
-            ),
-            "x<>y <>"
+            outside_placeholders("x<SECRET:a>y <PII:b:0a1b2c3d> <SECRET:"),
+            "x<>y <> <SECRET:"
         );
     }
 

@@ -227,8 +227,12 @@ if [ "$BENCH_ONLY" = all ] || [ "$BENCH_ONLY" = redact ]; then
   corpus_secs=${line% *}
   CORPUS_SIZE=$SIZE
   NEAR_BYTES="${NEAR_BYTES:-100000000}"
-  for unit in '-----BEGIN OPENSSH PRIVATE KEY-----' '1.' '10.0.0.' 'a://b:c@' \
-      '-----BEGIN RSA PRIVATE KEY-----\nMIIB' 'host=a;' '==1.2.3.4 8.8.8.8 ' 'password=aaaaaaa1 '; do
+  # (`a://b:c@` is no near match: every unit is a URL password, replaced by a placeholder
+  # three times its size, and the longer result is scanned again.)
+  for unit in '-----BEGIN OPENSSH PRIVATE KEY-----' '1.' '10.0.0.' 'a://b:c@' 'a://b:$c@' \
+      '-----BEGIN RSA PRIVATE KEY-----\nMIIB' 'host=a;' '==1.2.3.4 8.8.8.8 ' 'password=aaaaaaa1 ' \
+      'ghp_abc sk-ant-api03-x xoxb-1 glpat-x hf_ab AIzaB eyJa. ' 'aB3+/x9Z' \
+      'a://b:<SECRET:url_password>@'; do
     near="$BENCH_DIR/near-$(printf %s "$unit" | md5sum | cut -c1-8)-$NEAR_BYTES.jsonl"
     if [ ! -s "$near" ]; then
       python3 - "$near" "$NEAR_BYTES" "$unit" <<'PY'

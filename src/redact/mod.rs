@@ -193,6 +193,8 @@ struct Replace<'a> {
     collisions: Vec<String>,
     /// Whether each string visited, in order, was scanned and found clean.
     clean: Vec<bool>,
+    /// Bytes the placeholders added over what they replaced.
+    grown: usize,
 }
 
 impl Visit for Replace<'_> {
@@ -204,6 +206,9 @@ impl Visit for Replace<'_> {
         }
         let new = self.redactor.redact_text(text, &mut self.counts);
         self.clean.push(new.is_none());
+        if let Some(new) = &new {
+            self.grown += new.len().saturating_sub(text.len());
+        }
         new
     }
 
@@ -263,11 +268,13 @@ fn redact_checked(redactor: &Redactor, record: &RawRecord, upgrade: &UpgradeOpti
     if let Err(d) = upgrade_checked(&mut traj, prov, upgrade) {
         return Redacted::Rejected(d);
     }
-    let counts = match redactor.redact_trajectory(&mut traj, prov) {
+    let (counts, grown) = match redactor.redact_counted(&mut traj, prov) {
         Ok(c) => c,
         Err(d) => return Redacted::Rejected(d),
     };
-    let mut out = Vec::with_capacity(record.bytes.len() + 64);
+    // The line grows as its strings did (placeholders hold nothing JSON escapes): a text of
+    // many short secrets is not copied as its line grows.
+    let mut out = Vec::with_capacity(record.bytes.len() + grown + 64);
     match write_json(&mut out, &traj, &traj.id, prov) {
         Ok(()) => Redacted::Written(out, counts),
         Err(d) => Redacted::Rejected(vec![*d]),
@@ -310,11 +317,22 @@ impl Redactor {
         traj: &mut Trajectory,
         prov: &Provenance,
     ) -> Result<Vec<u64>, Vec<Diagnostic>> {
+        self.redact_counted(traj, prov).map(|(counts, _)| counts)
+    }
+
+    /// [`Redactor::redact_trajectory`], and the bytes the placeholders added to the strings
+    /// over what they replaced.
+    fn redact_counted(
+        &self,
+        traj: &mut Trajectory,
+        prov: &Provenance,
+    ) -> Result<(Vec<u64>, usize), Vec<Diagnostic>> {
         let mut replace = Replace {
             redactor: self,
             counts: vec![0; self.scanner.rules().len()],
             collisions: Vec::new(),
             clean: Vec::new(),
+            grown: 0,
         };
         walk(traj, &mut replace);
         // A string found clean and left as it was is clean again: the scan after skips it,
@@ -338,7 +356,7 @@ impl Redactor {
             )
         }));
         if problems.is_empty() {
-            Ok(replace.counts)
+            Ok((replace.counts, replace.grown))
         } else {
             Err(self.scanner.masked(problems))
         }

@@ -45,19 +45,43 @@ pub struct Work {
 /// `<(?:SECRET|PII):[a-z0-9_]+(?::[0-9a-f]{8})?>`, in order. Read by hand, not by a regex
 /// search per placeholder: a redacted text may hold millions.
 fn placeholders(text: &str) -> Vec<Range<usize>> {
+    each_placeholder(text).collect()
+}
+
+/// The placeholders of [`placeholders`], one at a time.
+fn each_placeholder(text: &str) -> impl Iterator<Item = Range<usize>> + '_ {
     let b = text.as_bytes();
-    let mut found = Vec::new();
     let mut at = 0;
-    while let Some(i) = memchr::memchr(b'<', &b[at..]).map(|i| at + i) {
-        match placeholder_end(b, i) {
-            Some(end) => {
-                found.push(i..end);
-                at = end;
+    std::iter::from_fn(move || {
+        while let Some(i) = memchr::memchr(b'<', &b[at..]).map(|i| at + i) {
+            match placeholder_end(b, i) {
+                Some(end) => {
+                    at = end;
+                    return Some(i..end);
+                }
+                None => at = i + 1,
             }
-            None => at = i + 1,
         }
+        None
+    })
+}
+
+/// `text` with the inside of each of its placeholders taken out, their `<` and
+/// `>` kept: `a <SECRET:x> b` is `a <> b`. A match that overlaps no placeholder is a match in
+/// this text too, of the same bytes with the same byte on each side (all a pattern's
+/// assertions look at), so a rule that does not match it finds nothing the scanner keeps in
+/// `text`: its pattern is not run. A redacted text of many placeholders (some of which a rule
+/// matches: `SECRET:url_password` is an assignment) is then not searched once per placeholder.
+fn outside_placeholders(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for p in each_placeholder(text) {
+        out.push_str(&text[at..p.start]);
+        out.push_str("<>");
+        at = p.end;
     }
-    found
+    out.push_str(&text[at..]);
+    out
 }
 
 /// The end of the placeholder that starts at `b[i]` (a `<`), if one does.
@@ -183,12 +207,14 @@ impl Scanner {
         self.rules.allow.path(pointer)
     }
 
-    /// The rules that may match `text`, in priority order.
-    fn candidates(&self, text: &str) -> Vec<usize> {
+    /// The rules that may match `text`, in priority order: the rules without keywords that
+    /// match `outside` (the text, or the text with its placeholders' insides taken out: see
+    /// [`outside_placeholders`]), and the rules with keywords of which `text` holds one.
+    fn candidates(&self, text: &str, outside: &str) -> Vec<usize> {
         let mut rules: Vec<usize> = if self.set_rules.is_empty() {
             Vec::new()
         } else {
-            (self.set.matches(text).iter())
+            (self.set.matches(outside).iter())
                 .map(|i| self.set_rules[i])
                 .collect()
         };
@@ -217,15 +243,30 @@ impl Scanner {
         if text.len() < self.shortest {
             return (Vec::new(), Work::default());
         }
-        let candidates = self.candidates(text);
         let mut work = Work {
             bytes: text.len() as u64,
             ..Work::default()
         };
+        let marked = text.contains("<SECRET:") || text.contains("<PII:");
+        let candidates = if marked {
+            let outside = outside_placeholders(text);
+            work.searches += 1;
+            work.bytes += (text.len() + outside.len()) as u64;
+            self.candidates(text, &outside)
+        } else {
+            self.candidates(text, text)
+        };
         if candidates.is_empty() {
             return (Vec::new(), work);
         }
-        let mut search = Search::new(self, text, work);
+        // (Gathered only now: a redacted text may hold millions, and mostly no rule runs.)
+        let placeholders = if marked {
+            work.bytes += text.len() as u64;
+            placeholders(text)
+        } else {
+            Vec::new()
+        };
+        let mut search = Search::new(self, text, placeholders, work);
         for rule in candidates {
             search.rule(rule);
         }
@@ -284,14 +325,12 @@ struct Search<'s, 't> {
 const IPV4_TEXT_MAX: usize = 15;
 
 impl<'s, 't> Search<'s, 't> {
-    fn new(scanner: &'s Scanner, text: &'t str, mut work: Work) -> Search<'s, 't> {
-        let placeholders = if text.contains("<SECRET:") || text.contains("<PII:") {
-            work.searches += 1;
-            work.bytes += text.len() as u64;
-            placeholders(text)
-        } else {
-            Vec::new()
-        };
+    fn new(
+        scanner: &'s Scanner,
+        text: &'t str,
+        placeholders: Vec<Range<usize>>,
+        work: Work,
+    ) -> Search<'s, 't> {
         Search {
             scanner,
             text,
@@ -691,6 +730,10 @@ mod tests {
         "x@a.bb.",
         "postgres://u:",
         "AKIA",
+        "a://b:$c@",
+        "ghp_abc sk-ant-api03-x xoxb-1 glpat-x hf_ab AIzaB eyJa. ",
+        "aB3+/x9Z",
+        "a://b:<SECRET:url_password>@",
     ];
 
     fn repeated(unit: &str, len: usize) -> String {
@@ -710,6 +753,25 @@ mod tests {
             candidates: first.candidates + again.candidates,
             bytes: first.bytes + again.bytes,
         }
+    }
+
+    /// A redacted text holds a placeholder every few bytes, and `secret_assignment` matches
+    /// inside each (`SECRET:url_password`): no rule's pattern is run on it, only the
+    /// candidate pass on the text without the placeholders' insides.
+    #[test]
+    fn matches_inside_placeholders_start_no_search() {
+        let s = Scanner::builtin(false);
+        let text = "a://b:<SECRET:url_password>@".repeat(10_000);
+        let (found, work) = s.find_counted(&text);
+        assert!(found.is_empty());
+        assert_eq!((work.searches, work.candidates), (1, 0), "{work:?}");
+        // Outside the placeholders, the same rule still finds an assignment.
+        let with = format!("{text} secret=Q8zr2LmX0pTv");
+        assert_eq!(names(&s, &with), ["secret_assignment"]);
+        assert_eq!(
+            outside_placeholders("x<SECRET:a>y <PII:b:0a1b2c3d> <SECRET:"),
+            "x<>y <> <SECRET:"
+        );
     }
 
     #[test]
@@ -744,7 +806,7 @@ mod tests {
         let s = Scanner::builtin(true);
         for unit in NEAR_MATCHES {
             let text = repeated(unit, 1 << 20);
-            for rule in s.candidates(&text) {
+            for rule in s.candidates(&text, &text) {
                 let re = Builder::new()
                     .dfa(dfa::Config::new().cache_capacity(64 << 20))
                     .build(&s.rules()[rule].pattern)

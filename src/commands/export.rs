@@ -200,7 +200,7 @@ pub fn export_inputs(
     }
     let (rejects, reporter) = match redact {
         Some(r) => (
-            rejects.map(|w| w.masked(r.scanner().clone())),
+            rejects.map(|w| w.masked(Box::new(r.scanner().clone()))),
             Box::new(MaskedReporter::new(reporter, r.scanner().clone())) as Box<dyn Reporter>,
         ),
         None => (rejects, reporter),

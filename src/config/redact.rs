@@ -3,8 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::rule_file::rule_set;
 use super::ConfigError;
-use crate::redact::rule_file::rule_set;
 use crate::redact::{Redactor, Scanner, HASH_KEY_ENV};
 
 /// `[redact]`: its presence turns redaction on.

@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use super::bpe::{ByteLevelBpe, Cache};
 use super::guard;
 use super::tokenizer_checks;
+pub use super::tokens::Tokens;
 
 /// A loaded tokenizer.
 ///
@@ -35,15 +36,6 @@ pub struct TokenizerFile {
     idle: Mutex<Vec<tokenizers::Tokenizer>>,
     fast: Option<ByteLevelBpe>,
     caches: Mutex<Vec<Cache>>,
-}
-
-/// A text's tokens.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Tokens {
-    /// Token ids.
-    pub ids: Vec<u32>,
-    /// Each token's byte range in the text.
-    pub offsets: Vec<(usize, usize)>,
 }
 
 impl TokenizerFile {

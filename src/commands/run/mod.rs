@@ -946,7 +946,7 @@ pub fn run_plan(
         .map_err(write)?;
     let mut reporter = reporter;
     if let Some(r) = plan.redact {
-        rejects = rejects.map(|w| w.masked(r.scanner().clone()));
+        rejects = rejects.map(|w| w.masked(Box::new(r.scanner().clone())));
         reporter = Box::new(MaskedReporter::new(reporter, r.scanner().clone()));
     }
     let first = restart.input;

@@ -32,7 +32,7 @@ use serde_json::Value;
 use merge::{Merges, Pieces};
 use split::{Caches, Splitter};
 
-use super::tokenize::Tokens;
+use super::tokens::Tokens;
 
 /// A byte-level BPE tokenizer, encoded without the `tokenizers` library.
 #[derive(Debug)]

@@ -139,6 +139,9 @@ pub enum RunError {
          finish committing them"
     )]
     Commit(io::Error),
+    /// The outputs are committed, but the `[report]` page could not be written.
+    #[error("[report]: {0}")]
+    Report(String),
 }
 
 /// Busy time per stage (convert, each join, each export), added to from any thread.

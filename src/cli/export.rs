@@ -6,13 +6,13 @@ use std::time::Instant;
 use clap::Args;
 use trajkit::commands::export::export_inputs;
 use trajkit::config::export::ExportConfig;
+use trajkit::config::redact::redactor;
 use trajkit::export::{ExportError, ExportSummary};
 
 use super::common::{
     inputs, lock_dir, lock_files, rejects_writer, throughput, warn_empty, Capped, CliError,
     GlobalArgs,
 };
-use super::redact::redactor;
 
 /// Export ADP trajectories as training data: SFT JSON lines (openai, hf, sharegpt) or ADP,
 /// sharded and split, with manifest.json and a dataset card.

@@ -4,15 +4,11 @@ use std::path::Path;
 use std::time::Instant;
 
 use clap::Args;
-use trajkit::commands::export::export_inputs;
+use trajkit::commands::export::{export_inputs, open, OpenError, RedactFlags};
 use trajkit::config::export::ExportConfig;
-use trajkit::config::redact::redactor;
 use trajkit::export::{ExportError, ExportSummary};
 
-use super::common::{
-    inputs, lock_dir, lock_files, rejects_writer, throughput, warn_empty, Capped, CliError,
-    GlobalArgs,
-};
+use super::common::{inputs, throughput, warn_empty, Capped, CliError, GlobalArgs};
 
 /// Export ADP trajectories as training data: SFT JSON lines (openai, hf, sharegpt) or ADP,
 /// sharded and split, with manifest.json and a dataset card.
@@ -63,21 +59,21 @@ pub fn run(args: ExportArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     let inputs = inputs(&args.inputs, global)?;
     let config = &args.config;
     let opts = config.options(&inputs, global.run_options())?;
-    let _locks = (
-        lock_dir(Path::new(&config.output), opts.shards.partition.as_ref())?,
-        lock_files([args.rejects.as_deref()])?,
-    );
-    let rejects = rejects_writer(args.rejects.as_deref())?;
-    let redactor = args
-        .redact
-        .then(|| {
-            redactor(
-                args.hash_key.as_deref(),
-                args.rules.as_deref(),
-                args.private_ips,
-            )
-        })
-        .transpose()?;
+    let redact = args.redact.then_some(RedactFlags {
+        hash_key: args.hash_key.as_deref(),
+        rules: args.rules.as_deref(),
+        private_ips: args.private_ips,
+    });
+    let opened = open(
+        Path::new(&config.output),
+        &opts,
+        args.rejects.as_deref(),
+        redact,
+    )
+    .map_err(|e| match e {
+        OpenError::Config(e) => e.into(),
+        other => CliError::io(other),
+    })?;
     let started = Instant::now();
     let bar = global.progress(&inputs, "export");
     let summary = export_inputs(
@@ -85,9 +81,9 @@ pub fn run(args: ExportArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         Path::new(&config.output),
         &opts,
         &bar,
-        rejects,
+        opened.rejects,
         Box::new(Capped::stderr(global)),
-        redactor.as_ref(),
+        opened.redactor.as_ref(),
     )
     .map_err(|e| match e {
         ExportError::Exists(_) | ExportError::Damaged { .. } => CliError::usage(e.to_string()),

@@ -6,7 +6,6 @@ use std::time::Instant;
 use clap::Args;
 use trajkit::commands::export::{export_inputs, open, OpenError, RedactFlags};
 use trajkit::config::export::ExportConfig;
-use trajkit::export::{ExportError, ExportSummary};
 
 use super::common::{inputs, throughput, warn_empty, Capped, CliError, GlobalArgs};
 
@@ -85,40 +84,15 @@ pub fn run(args: ExportArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         Box::new(Capped::stderr(global)),
         opened.redactor.as_ref(),
     )
-    .map_err(|e| match e {
-        ExportError::Exists(_) | ExportError::Damaged { .. } => CliError::usage(e.to_string()),
-        other => CliError::io(other),
+    .map_err(|e| match e.is_usage() {
+        true => CliError::usage(e.to_string()),
+        false => CliError::io(e),
     })?;
     bar.finish();
     warn_empty(global, summary.empty_inputs.iter().map(String::as_str));
-    print_summary(
-        global,
-        config,
-        &summary,
-        &throughput(bar.bytes_read(), started),
-    );
-    Ok(u8::from(summary.rejected > 0))
-}
-
-fn print_summary(global: &GlobalArgs, args: &ExportConfig, s: &ExportSummary, speed: &str) {
-    let tokens = match &s.tokens {
-        Some(t) => format!(
-            "; {} tokens (p50 {}, p90 {}, p99 {}, max {})",
-            t.total, t.p50, t.p90, t.p99, t.max
-        ),
-        None => String::new(),
-    };
-    global.summary(format_args!(
-        "export --to {}: {} trajectories in, {} written, {} filtered, {} rejected -> {}{tokens}; {}",
-        args.to.name(),
-        s.records_in,
-        s.written,
-        s.filtered,
-        s.rejected,
-        args.output,
-        speed
-    ));
-    if let Some(r) = &s.redaction {
-        global.summary(format_args!("export: redaction: {}", r.describe()));
+    let speed = throughput(bar.bytes_read(), started);
+    for line in summary.lines(config.to.name(), &config.output, &speed) {
+        global.summary(format_args!("{line}"));
     }
+    Ok(u8::from(summary.rejected > 0))
 }

@@ -396,7 +396,7 @@ impl<'p> Prepared<'p> {
     /// of what to do; `None` for other errors (I/O).
     pub fn usage_message(&self, e: &RunError) -> Option<String> {
         match e {
-            RunError::Export(x @ (ExportError::Exists(_) | ExportError::Damaged { .. })) => {
+            RunError::Export(x) if x.is_usage() => {
                 let hint = if self.journal_dir().is_some_and(|j| j.exists()) {
                     "; or pass --resume to finish the interrupted run it holds"
                 } else {

@@ -15,8 +15,8 @@
 //!   [`report`] (a dataset's counts, its HTML page, a trajectory made ready to read);
 //! - [`engine`]: the streaming runner, outputs, rejects, partitions; it knows no format, stage
 //!   or command;
-//! - [`model`], [`parquet`], [`json`], [`ingest`], [`choice`]: trajectories and their Parquet
-//!   layout, JSON reading, framing;
+//! - [`model`], [`parquet`], [`json`], [`ingest`], [`choice`], [`located`]: trajectories and
+//!   their Parquet layout, JSON reading, framing, TOML read with the line of each value;
 //! - [`training`]: chat templates and tokenizers, for training-ready exports.
 
 pub mod choice;
@@ -29,6 +29,7 @@ pub mod formats;
 pub mod ingest;
 pub mod join;
 pub mod json;
+pub mod located;
 pub mod model;
 pub mod parquet;
 pub mod redact;

@@ -4,15 +4,10 @@ use std::path::Path;
 use std::time::Instant;
 
 use clap::Args;
-use trajkit::commands::export::export_inputs;
+use trajkit::commands::export::{export_inputs, open, OpenError, RedactFlags};
 use trajkit::config::export::ExportConfig;
-use trajkit::export::{ExportError, ExportSummary};
 
-use super::common::{
-    inputs, lock_dir, lock_files, rejects_writer, throughput, warn_empty, Capped, CliError,
-    GlobalArgs,
-};
-use super::redact::redactor;
+use super::common::{inputs, throughput, warn_empty, Capped, CliError, GlobalArgs};
 
 /// Export ADP trajectories as training data: SFT JSON lines (openai, hf, sharegpt) or ADP,
 /// sharded and split, with manifest.json and a dataset card.
@@ -69,21 +64,21 @@ pub fn run(args: ExportArgs, global: &GlobalArgs) -> Result<u8, CliError> {
             training.tokenizer.encoder()
         ));
     }
-    let _locks = (
-        lock_dir(Path::new(&config.output), opts.shards.partition.as_ref())?,
-        lock_files([args.rejects.as_deref()])?,
-    );
-    let rejects = rejects_writer(args.rejects.as_deref())?;
-    let redactor = args
-        .redact
-        .then(|| {
-            redactor(
-                args.hash_key.as_deref(),
-                args.rules.as_deref(),
-                args.private_ips,
-            )
-        })
-        .transpose()?;
+    let redact = args.redact.then_some(RedactFlags {
+        hash_key: args.hash_key.as_deref(),
+        rules: args.rules.as_deref(),
+        private_ips: args.private_ips,
+    });
+    let opened = open(
+        Path::new(&config.output),
+        &opts,
+        args.rejects.as_deref(),
+        redact,
+    )
+    .map_err(|e| match e {
+        OpenError::Config(e) => e.into(),
+        other => CliError::io(other),
+    })?;
     let started = Instant::now();
     let bar = global.progress(&inputs, "export");
     let summary = export_inputs(
@@ -91,44 +86,19 @@ pub fn run(args: ExportArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         Path::new(&config.output),
         &opts,
         &bar,
-        rejects,
+        opened.rejects,
         Box::new(Capped::stderr(global)),
-        redactor.as_ref(),
+        opened.redactor.as_ref(),
     )
-    .map_err(|e| match e {
-        ExportError::Exists(_) | ExportError::Damaged { .. } => CliError::usage(e.to_string()),
-        other => CliError::io(other),
+    .map_err(|e| match e.is_usage() {
+        true => CliError::usage(e.to_string()),
+        false => CliError::io(e),
     })?;
     bar.finish();
     warn_empty(global, summary.empty_inputs.iter().map(String::as_str));
-    print_summary(
-        global,
-        config,
-        &summary,
-        &throughput(bar.bytes_read(), started),
-    );
-    Ok(u8::from(summary.rejected > 0))
-}
-
-fn print_summary(global: &GlobalArgs, args: &ExportConfig, s: &ExportSummary, speed: &str) {
-    let tokens = match &s.tokens {
-        Some(t) => format!(
-            "; {} tokens (p50 {}, p90 {}, p99 {}, max {})",
-            t.total, t.p50, t.p90, t.p99, t.max
-        ),
-        None => String::new(),
-    };
-    global.summary(format_args!(
-        "export --to {}: {} trajectories in, {} written, {} filtered, {} rejected -> {}{tokens}; {}",
-        args.to.name(),
-        s.records_in,
-        s.written,
-        s.filtered,
-        s.rejected,
-        args.output,
-        speed
-    ));
-    if let Some(r) = &s.redaction {
-        global.summary(format_args!("export: redaction: {}", r.describe()));
+    let speed = throughput(bar.bytes_read(), started);
+    for line in summary.lines(config.to.name(), &config.output, &speed) {
+        global.summary(format_args!("{line}"));
     }
+    Ok(u8::from(summary.rejected > 0))
 }

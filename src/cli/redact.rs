@@ -5,11 +5,11 @@ use std::time::Instant;
 
 use clap::Args;
 use trajkit::commands::redact::{redact_inputs, scan_inputs, RedactRunOptions, RedactSummary};
-use trajkit::config::redact::scanner;
+use trajkit::config::redact::redactor;
 use trajkit::engine::output::print;
 use trajkit::model::upgrade::UpgradeOptions;
 use trajkit::model::AdpVersion;
-use trajkit::redact::{Redactor, Scanner, HASH_KEY_ENV};
+use trajkit::redact::{Redactor, Scanner};
 use trajkit::validate::report::{reporter, ReportFormat};
 
 use super::common::{
@@ -122,21 +122,6 @@ pub fn run(args: RedactArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         write_summary_json(path, &summary)?;
     }
     Ok(u8::from(summary.rejected > 0))
-}
-
-/// The redactor of `--hash-key` (default: the TRAJKIT_REDACT_KEY environment variable),
-/// `--rules` and `--private-ips`.
-pub(super) fn redactor(
-    hash_key: Option<&str>,
-    rules: Option<&str>,
-    private_ips: bool,
-) -> Result<Redactor, CliError> {
-    let key = hash_key
-        .map(str::to_owned)
-        .or_else(|| std::env::var(HASH_KEY_ENV).ok())
-        .filter(|k| !k.is_empty());
-    let scanner = scanner(rules, private_ips)?;
-    Ok(Redactor::new(key.as_deref().map(str::as_bytes), scanner))
 }
 
 fn scan(

@@ -3,15 +3,10 @@
 use std::time::Instant;
 
 use clap::Args;
-use trajkit::commands::report::{report, ReportOptions};
-use trajkit::commands::run::file::{check, list_inputs, FileRunError, Outcome, Prepared, Request};
-use trajkit::commands::run::journal::ResumeError;
-use trajkit::commands::run::{RunError, RunSummary};
-use trajkit::config::pipeline::{load, Pipeline};
+use trajkit::commands::run::file::{check, list_inputs, FileRunError, Prepared, Request};
+use trajkit::config::pipeline::load;
 use trajkit::engine::output::print;
 use trajkit::engine::partition::Partition;
-use trajkit::engine::pipeline::NoProgress;
-use trajkit::export::ExportError;
 
 use super::common::{throughput, warn_empty, Capped, CliError, GlobalArgs};
 use super::join::{orphan_diagnostics, side_file_problems};
@@ -149,141 +144,29 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         None => global.progress(&paths, "run"),
     };
     let outcome = prepared
-        .run(&bar, Box::new(Capped::stderr(global)))
-        .map_err(|e| match e {
-            RunError::Export(x @ (ExportError::Exists(_) | ExportError::Damaged { .. })) => {
-                let hint = if prepared.journal_dir().is_some_and(|j| j.exists()) {
-                    "; or pass --resume to finish the interrupted run it holds"
-                } else {
-                    ""
-                };
-                let what = match x {
-                    ExportError::Exists(dir) => format!(
-                        "{dir} already holds an export (manifest.json or data files); set \
-                         `force = true` in its [[export]] table to replace it"
-                    ),
-                    damaged => damaged.to_string(),
-                };
-                CliError::usage(format!("{what}{hint}"))
-            }
-            RunError::Resume(ResumeError::Refused(_)) => CliError::usage(e.to_string()),
-            other => CliError::io(other),
+        .run(&bar, Box::new(Capped::stderr(global)), &|m| {
+            global.notice(m)
+        })
+        .map_err(|e| match prepared.usage_message(&e) {
+            Some(message) => CliError::usage(message),
+            None => CliError::io(e),
         })?;
     bar.finish();
-    let Outcome {
-        summary,
-        max_reject_rate: max,
-        exceeded,
-    } = outcome;
-    warn_empty(global, summary.empty_inputs.iter().map(String::as_str));
-    print_summary(
+    warn_empty(
         global,
-        &pipeline,
-        &summary,
-        &throughput(bar.bytes_read(), started),
+        outcome.summary.empty_inputs.iter().map(String::as_str),
     );
-    if let Some(e) = &summary.partition {
-        global.summary(format_args!(
-            "run: partition {} by {}: left to the other partitions: {} inputs, {} records, {} \
-             trajectories",
-            e.partition, e.by, e.inputs, e.records, e.trajectories
-        ));
-    } else if let (Some(output), Some(export)) = (&pipeline.report, pipeline.report_export()) {
-        write_report(global, output, export, prepared.rejects())?;
+    let speed = throughput(bar.bytes_read(), started);
+    for line in outcome.lines(&pipeline, &speed) {
+        global.summary(format_args!("{line}"));
     }
-    if exceeded {
+    if outcome.exceeded {
         return Err(CliError {
             code: 1,
-            message: format!(
-                "{} of {} records rejected ({:.2}%), above the maximum reject rate {max}; the \
-                 outputs were written and each export's run.json records it{}",
-                summary.rejected_records,
-                summary.records,
-                summary.reject_rate() * 100.0,
-                match prepared.rejects() {
-                    Some(r) => format!("; the rejected records are in {r}"),
-                    None => "; set [validate] rejects to keep the rejected records".to_owned(),
-                }
-            ),
+            message: prepared.exceeded_message(&outcome),
         });
     }
     Ok(0)
-}
-
-/// The `[report]` page of the run's export `export` and its rejects file.
-fn write_report(
-    global: &GlobalArgs,
-    output: &str,
-    export: &str,
-    rejects: Option<&str>,
-) -> Result<(), CliError> {
-    let inputs = [export.to_owned()];
-    let opts = ReportOptions {
-        inputs: &inputs,
-        rejects: rejects.filter(|r| *r != "-"),
-        output,
-        tokens_with: None,
-    };
-    report(&opts, &global.run_options(), &NoProgress, &|m| {
-        global.notice(m)
-    })
-    .map_err(|e| CliError::io(format!("[report]: {e}")))?;
-    global.summary(format_args!("run: report of {export} -> {output}"));
-    Ok(())
-}
-
-fn print_summary(global: &GlobalArgs, p: &Pipeline, s: &RunSummary, speed: &str) {
-    for i in &s.inputs {
-        global.summary(format_args!(
-            "run: input {}: {} records in, {} trajectories, {} rejected; {:.2} s",
-            i.path, i.records, i.trajectories, i.rejected, i.seconds
-        ));
-        let left_out = i.left_out.describe();
-        if !left_out.is_empty() {
-            global.summary(format_args!("run: input {}: {left_out}", i.path));
-        }
-    }
-    for (n, st) in s.stages.iter().enumerate() {
-        let what = if st.stage == "convert" {
-            "records"
-        } else {
-            "trajectories"
-        };
-        let target = st
-            .stage
-            .strip_prefix("export[")
-            .and_then(|_| {
-                p.exports
-                    .get(n - 1 - p.joins.len() - usize::from(p.redact.is_some()))
-            })
-            .map(|e| format!(" --to {} -> {}", e.to.name(), e.output))
-            .unwrap_or_default();
-        global.summary(format_args!(
-            "run: {}{target}: {} {what} in, {} written, {} filtered, {} rejected; {:.2} s busy",
-            st.stage, st.records_in, st.written, st.filtered, st.rejected, st.seconds
-        ));
-    }
-    for (n, j) in s.joins.iter().enumerate() {
-        for f in &j.side_files {
-            global.summary(format_args!(
-                "run: join[{}] {} {}: {} records, {} matched, {} orphans",
-                n + 1,
-                f.set,
-                f.file,
-                f.records,
-                f.matched,
-                f.orphans
-            ));
-        }
-    }
-    global.summary(format_args!(
-        "run: {} records in, {} trajectories, {} records rejected ({:.2}%); {}",
-        s.records,
-        s.trajectories,
-        s.rejected_records,
-        s.reject_rate() * 100.0,
-        speed
-    ));
 }
 
 #[cfg(test)]

@@ -12,7 +12,9 @@ use std::borrow::Cow;
 use std::io;
 use std::path::Path;
 
-use crate::engine::output::Commit;
+use crate::config::redact::redactor;
+use crate::config::ConfigError;
+use crate::engine::output::{Commit, Lock, LockError};
 use crate::engine::pipeline::{
     self, empty_inputs, Flow, InputCount, PipelineError, Progress, Sink,
 };
@@ -33,6 +35,64 @@ use crate::redact::{MaskedReporter, Redactor, Tally};
 use crate::validate::check::upgrade_checked;
 use crate::validate::check_adp;
 use crate::validate::report::Reporter;
+
+/// What `export` opens before reading: the locks on its directory and rejects file (held
+/// while the value lives), the rejects file and the redactor.
+pub struct Opened {
+    _locks: (Lock, Option<Lock>),
+    /// The rejects file, when one was asked for.
+    pub rejects: Option<RejectsWriter>,
+    /// The redactor of `--redact`.
+    pub redactor: Option<Redactor>,
+}
+
+/// Why `export` could not open what it writes.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// Another process writes the directory or the rejects file.
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    /// The rejects file could not be created.
+    #[error("cannot create the rejects file: {0}")]
+    Rejects(io::Error),
+    /// The redaction options cannot work (a rule file that does not read or check).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+}
+
+/// The redaction flags of `export --redact` (as `trajkit redact`'s).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RedactFlags<'a> {
+    /// `--hash-key`.
+    pub hash_key: Option<&'a str>,
+    /// `--rules`.
+    pub rules: Option<&'a str>,
+    /// `--private-ips`.
+    pub private_ips: bool,
+}
+
+/// Locks `dir` (this partition's share of it) and `rejects`, opens the rejects file and, with
+/// `redact`, makes the redactor: what [`export_inputs`] is handed.
+pub fn open(
+    dir: &Path,
+    opts: &ExportOptions,
+    rejects: Option<&str>,
+    redact: Option<RedactFlags<'_>>,
+) -> Result<Opened, OpenError> {
+    let locks = (
+        Lock::dir(dir, opts.shards.partition.as_ref())?,
+        rejects.map(Lock::file).transpose()?.flatten(),
+    );
+    let rejects = (rejects.map(RejectsWriter::create).transpose()).map_err(OpenError::Rejects)?;
+    let redactor = redact
+        .map(|r| redactor(r.hash_key, r.rules, r.private_ips))
+        .transpose()?;
+    Ok(Opened {
+        _locks: locks,
+        rejects,
+        redactor,
+    })
+}
 
 /// What one record became: its outcomes, and with `--redact`, its replacements per rule
 /// (`Err` when redaction rejected it: its one outcome is that rejection).
@@ -200,7 +260,7 @@ pub fn export_inputs(
     }
     let (rejects, reporter) = match redact {
         Some(r) => (
-            rejects.map(|w| w.masked(r.scanner().clone())),
+            rejects.map(|w| w.masked(Box::new(r.scanner().clone()))),
             Box::new(MaskedReporter::new(reporter, r.scanner().clone())) as Box<dyn Reporter>,
         ),
         None => (rejects, reporter),

@@ -15,8 +15,9 @@ use crate::export::shard::ShardOptions;
 use crate::export::split::Splits;
 use crate::export::tools::ToolCatalog;
 use crate::export::{ExportOptions, Filters, InferTools, SftOptions, Target, Thoughts, TrainOn};
+use crate::export::{Overlength, Training, MAX_MESSAGE_BYTES};
 use crate::model::upgrade::UpgradeOptions;
-use crate::training::{ChatTemplate, Overlength, TokenizerFile, Training, MAX_MESSAGE_BYTES};
+use crate::training::{ChatTemplate, TokenizerFile};
 
 /// `row_group_bytes` unless set.
 pub const ROW_GROUP_BYTES: u64 = 100_000_000;

@@ -6,7 +6,9 @@
 //! - [`convert`]: the input's converter and the ADP version to write;
 //! - [`join`]: [`join::JoinConfig`], a `[[join]]` table or `trajkit join`'s options;
 //! - [`export`]: [`export::ExportConfig`], an `[[export]]` table or `trajkit export`'s options;
-//! - [`redact`]: [`redact::RedactConfig`], the `[redact]` table;
+//! - [`redact`]: [`redact::RedactConfig`], the `[redact]` table; [`rule_file`]: a rule file
+//!   of the user's own (rules added, built-in ones disabled, values and paths allowed), read
+//!   and checked;
 //! - [`pipeline`]: a whole pipeline file, read and checked ([`pipeline::load`]), every
 //!   problem located by file, line and key.
 
@@ -15,6 +17,7 @@ pub mod export;
 pub mod join;
 pub mod pipeline;
 pub mod redact;
+pub mod rule_file;
 
 /// Options that cannot work: wrong values or combinations (a usage error, exit 2 on the
 /// command line), or a file they name that cannot be read (exit 3).

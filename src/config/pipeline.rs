@@ -16,9 +16,8 @@ use super::ConfigError;
 use crate::convert::{FormatOptions, OptionValue};
 use crate::engine::partition::PartitionBy;
 use crate::export::{InferTools, Target};
-use crate::formats::spec::located::LocatedDoc;
-use crate::formats::spec::SpecError;
 use crate::ingest::inputs::is_glob;
+use crate::located::{LocatedDoc, LocatedError};
 use crate::model::AdpVersion;
 use crate::validate::schemas::pipeline_validator;
 
@@ -162,12 +161,12 @@ impl Pipeline {
 struct Problems {
     file: String,
     doc: LocatedDoc,
-    list: Vec<SpecError>,
+    list: Vec<LocatedError>,
 }
 
 impl Problems {
     fn add(&mut self, pointer: String, message: impl Into<String>) {
-        self.list.push(SpecError {
+        self.list.push(LocatedError {
             file: self.file.clone(),
             line: self.doc.line(&pointer),
             pointer,

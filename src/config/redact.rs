@@ -3,8 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::rule_file::rule_set;
 use super::ConfigError;
-use crate::redact::rule_file::rule_set;
 use crate::redact::{Redactor, Scanner, HASH_KEY_ENV};
 
 /// `[redact]`: its presence turns redaction on.
@@ -43,9 +43,24 @@ impl RedactConfig {
     /// The redactor these options make (the rule file read and checked).
     pub fn redactor(&self) -> Result<Redactor, ConfigError> {
         let key = self.hash_key()?;
-        let scanner = scanner(self.rules.as_deref(), self.private_ips)?;
-        Ok(Redactor::new(key.as_deref().map(str::as_bytes), scanner))
+        redactor(key.as_deref(), self.rules.as_deref(), self.private_ips)
     }
+}
+
+/// The redactor of a hash key (`--hash-key`; without one, the TRAJKIT_REDACT_KEY environment
+/// variable when set; an empty key is none), a rule file (`--rules`) and `--private-ips`:
+/// `trajkit redact`'s, `export --redact`'s and the `[redact]` table's.
+pub fn redactor(
+    hash_key: Option<&str>,
+    rules: Option<&str>,
+    private_ips: bool,
+) -> Result<Redactor, ConfigError> {
+    let key = hash_key
+        .map(str::to_owned)
+        .or_else(|| std::env::var(HASH_KEY_ENV).ok())
+        .filter(|k| !k.is_empty());
+    let scanner = scanner(rules, private_ips)?;
+    Ok(Redactor::new(key.as_deref().map(str::as_bytes), scanner))
 }
 
 /// The compiled rules: the built-in ones, with the rule file at `rules` when given.

@@ -12,7 +12,6 @@ use serde_json::Value;
 
 use crate::engine::output::{Commit, Output};
 use crate::ingest::RawRecord;
-use crate::redact::Scanner;
 use crate::validate::report::Reporter;
 use crate::validate::Diagnostic;
 
@@ -44,11 +43,22 @@ struct RejectDiagnostic<'a> {
     severity: &'static str,
 }
 
+/// What a run hides in the records and diagnostics it rejects (a redacting run: what its rules
+/// find, replaced by placeholders), so the rejects file holds nothing the outputs do not.
+pub trait Mask: Send + Sync {
+    /// Masks every string and member name of a JSON record.
+    fn mask_value(&self, value: &mut Value);
+    /// Masks a record's text.
+    fn mask_text<'t>(&self, text: &'t str) -> Cow<'t, str>;
+    /// `diagnostics` as they may be shown.
+    fn mask_diagnostics(&self, diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic>;
+}
+
 /// Writes rejected records as JSON lines.
 pub struct RejectsWriter {
     out: Output,
-    /// Masks what its rules find in each record and diagnostic (a redacting run).
-    mask: Option<Scanner>,
+    /// Masks each record and diagnostic written (a redacting run).
+    mask: Option<Box<dyn Mask>>,
 }
 
 /// Reports a rejected record: its diagnostics to `reporter`, and the record with them to
@@ -88,12 +98,12 @@ impl RejectsWriter {
         })
     }
 
-    /// This writer, masking with `scanner` what its rules find in each record written (every
-    /// string and member name of a JSON record, the text of any other) and in its
-    /// diagnostics: the rejects of a redacting run hold no secret its outputs do not.
-    pub fn masked(self, scanner: Scanner) -> RejectsWriter {
+    /// This writer, masking with `mask` each record written (every string and member name of
+    /// a JSON record, the text of any other) and its diagnostics: the rejects of a redacting
+    /// run hold no secret its outputs do not.
+    pub fn masked(self, mask: Box<dyn Mask>) -> RejectsWriter {
         RejectsWriter {
-            mask: Some(scanner),
+            mask: Some(mask),
             ..self
         }
     }
@@ -124,17 +134,17 @@ impl RejectsWriter {
         };
         let masked;
         let diagnostics = match &self.mask {
-            Some(scanner) => {
+            Some(mask) => {
                 if let Some(v) = &mut parsed {
-                    scanner.mask_value(v);
+                    mask.mask_value(v);
                 }
                 if parsed.is_none() {
                     // Bytes that are not UTF-8 are shown as text too (lossily): no rule could
                     // read them as hex.
                     let lossy = String::from_utf8_lossy(&record.bytes);
-                    text = Some(Cow::Owned(scanner.mask(&lossy).into_owned()));
+                    text = Some(Cow::Owned(mask.mask_text(&lossy).into_owned()));
                 }
-                masked = scanner.masked(diagnostics.to_vec());
+                masked = mask.mask_diagnostics(diagnostics.to_vec());
                 &masked[..]
             }
             None => diagnostics,

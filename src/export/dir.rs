@@ -67,6 +67,14 @@ pub enum ExportError {
     },
 }
 
+impl ExportError {
+    /// True when the directory, not the machine, is the cause: it holds an export (or a
+    /// damaged one) that `force` would replace (a usage error on the command line).
+    pub fn is_usage(&self) -> bool {
+        matches!(self, ExportError::Exists(_) | ExportError::Damaged { .. })
+    }
+}
+
 /// The directory under `data/` where an earlier export's shards wait while a new export
 /// replaces them (hidden: `load_dataset` reads it only where a card names it).
 pub const SET_ASIDE: &str = ".trajkit-old";

@@ -9,34 +9,21 @@
 use std::borrow::Cow;
 use std::cell::RefCell;
 
-use sha2::{Digest, Sha256};
-
-use super::conversation::{self, Conversation, Untrainable};
+use super::conversation::{self, Conversation};
 use super::filter::Filtered;
 use super::hf;
 use super::openai;
-use super::options::{ExportOptions, SftOptions, Target, Thoughts};
+use super::options::{Target, Thoughts};
+use super::render::content_hash;
+pub use super::render::{sample_error, with_conversation, Encoded, RenderError};
+use super::settings::ExportOptions;
 use super::sharegpt;
 use super::tokens::{encode_tokens, TokenRow};
-use super::tools::{tool_specs, ToolSpec};
+use super::tools::ToolSpec;
 use crate::ingest::{Provenance, RawRecord};
 use crate::model::Trajectory;
-use crate::training::SampleError;
 use crate::validate::check::upgrade_checked;
 use crate::validate::{check_adp, Diagnostic};
-
-/// A row of the target, ready for the writer.
-pub struct Encoded<R> {
-    /// The row.
-    pub row: R,
-    /// Its bytes of data (what shards are cut by).
-    pub len: u64,
-    /// With `--dedup`, the hash of its content without the id.
-    pub hash: Option<[u8; 16]>,
-    /// Its number of tokens (`tokens` target, and the others with a chat template and
-    /// tokenizer).
-    pub tokens: Option<u64>,
-}
 
 impl Encoded<AnyRow> {
     /// The row, and the same counts around a row of nothing (to put another row in with
@@ -60,18 +47,6 @@ impl Encoded<AnyRow> {
     }
 }
 
-impl Encoded<()> {
-    /// These counts around `row`.
-    pub fn with_row<T>(self, row: T) -> Encoded<T> {
-        Encoded {
-            row,
-            len: self.len,
-            hash: self.hash,
-            tokens: self.tokens,
-        }
-    }
-}
-
 /// What export made of one trajectory.
 pub enum Outcome<R> {
     /// A row, and its split.
@@ -80,24 +55,6 @@ pub enum Outcome<R> {
     Filtered(Filtered),
     /// Rejected.
     Rejected(Vec<Diagnostic>),
-}
-
-/// Why a trajectory could not be encoded.
-pub enum RenderError {
-    /// It cannot train.
-    Untrainable(Untrainable),
-    /// A value did not serialize.
-    Json(serde_json::Error),
-    /// The chat template or the tokenizer failed (the template's message and line).
-    Template(String),
-    /// Nothing to write, and no fault of the data: filtered (too long, nothing trains).
-    Skipped(Filtered),
-}
-
-impl From<serde_json::Error> for RenderError {
-    fn from(e: serde_json::Error) -> Self {
-        RenderError::Json(e)
-    }
 }
 
 /// Turns an accepted trajectory into a row of the target; given a borrowed one, a target that
@@ -219,12 +176,6 @@ pub fn encode_any(
     })
 }
 
-pub(super) fn content_hash(body: &[u8]) -> [u8; 16] {
-    let mut h = [0u8; 16];
-    h.copy_from_slice(&Sha256::digest(body)[..16]);
-    h
-}
-
 /// The `--dedup` hash of a trajectory: of its JSON with the id left out.
 fn trajectory_hash(traj: &mut Trajectory) -> Result<[u8; 16], serde_json::Error> {
     let id = std::mem::take(&mut traj.id);
@@ -335,19 +286,6 @@ fn parquet_row(
     })
 }
 
-/// Builds the conversation of `traj` and its tool specs, and hands them to `f`: what the SFT
-/// targets render, the `tokens` target tokenizes, and token counts count.
-pub fn with_conversation<T>(
-    traj: Trajectory,
-    sft: &SftOptions,
-    f: impl FnOnce(&Conversation, &[ToolSpec<'_>]) -> Result<T, RenderError>,
-) -> Result<T, RenderError> {
-    let available = traj.available_custom_tools.clone().unwrap_or_default();
-    let conv = conversation::build(traj, &sft.map).map_err(RenderError::Untrainable)?;
-    let tools = tool_specs(&conv, &available, &sft.map.code_tools, &sft.catalog);
-    f(&conv, &tools)
-}
-
 /// The tokens of `conv` with `tools` under `opts.training` (the conversation rendered whole
 /// by the chat template, no generation prompt, and tokenized: `Training::count`), or `None`
 /// when the export counts no tokens. A template that fails is [`RenderError::Template`].
@@ -384,17 +322,6 @@ fn count_sharing(
         counts.put(key, n);
     }
     Ok(Some(n))
-}
-
-/// Why rendering a sample failed, as a reason to reject the trajectory: a message over
-/// `--max-message-bytes` under a rule of its own, the rest as the chat template's.
-pub fn sample_error(e: SampleError) -> RenderError {
-    match e {
-        SampleError::TooLarge(m) => {
-            RenderError::Untrainable(Untrainable::new("max-message-bytes", "", m))
-        }
-        e => RenderError::Template(e.to_string()),
-    }
 }
 
 /// The token counts of one trajectory that the exports of a run share (`trajkit run`, on the

@@ -10,7 +10,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::options::{ExportOptions, Target};
+use super::options::Target;
+use super::settings::ExportOptions;
 use super::shard::ShardFile;
 use super::summary::ExportSummary;
 use crate::engine::output::Commit;

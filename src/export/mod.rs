@@ -1,14 +1,16 @@
 //! Export: ADP trajectories into training datasets, as sharded, split JSON lines or Parquet
 //! files with a manifest and a dataset card.
 //!
-//! - [`options`]: the target, the SFT options and [`ExportOptions`]; [`filter`]: which
+//! - [`options`]: the target and the SFT options; [`settings`]: [`ExportOptions`]; [`filter`]: which
 //!   trajectories are written; [`summary`]: the counts;
 //! - [`encode`]: one trajectory into a row of the target (or why it is filtered or rejected);
+//!   [`render`]: the row and its counts, or why there is none, shared by every target;
 //! - [`conversation`]: a trajectory as a target-independent conversation (the mapping rules,
 //!   and why a trajectory cannot train);
 //! - [`openai`], [`hf`], [`sharegpt`]: the SFT targets, one file each (`adp` writes the
 //!   upgraded trajectories themselves); [`parquet`]: Parquet shard files; [`tokens`]: the
-//!   pre-tokenized target ([`crate::training`] renders and tokenizes);
+//!   pre-tokenized target, and [`sample`]: one conversation into its token ids and mask
+//!   ([`crate::training`] renders and tokenizes);
 //! - [`code_tools`], [`tools`], [`infer`]: code actions as tool calls, tool specs from
 //!   `--tools` or inferred;
 //! - [`split`]: the stable split hash; [`shard`]: one split's shard files; [`writer`]: the
@@ -32,6 +34,9 @@ pub mod manifest;
 pub mod openai;
 pub mod options;
 pub mod parquet;
+pub mod render;
+pub mod sample;
+pub mod settings;
 pub mod shard;
 pub mod sharegpt;
 pub mod split;
@@ -47,7 +52,9 @@ pub use encode::{
     Encoder, Outcome, RenderError, Share, SharedCounts,
 };
 pub use filter::{Filtered, Filters};
-pub use options::{visible, ExportOptions, InferTools, SftOptions, Target, Thoughts, TrainOn};
+pub use options::{visible, InferTools, SftOptions, Target, Thoughts, TrainOn};
+pub use sample::{Overlength, SampleError, Skip, Training, MAX_MESSAGE_BYTES};
+pub use settings::ExportOptions;
 pub use stage::ExportStage;
 pub use summary::{ExportSummary, FilteredBy, TokenCounts};
 pub use writer::{ExportRestart, ShardCheckpoint};

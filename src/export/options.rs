@@ -1,22 +1,11 @@
-//! The options of an export: the target, where thoughts go and the other SFT options, and
-//! [`ExportOptions`], everything one export needs (splits, shards, Parquet files, filters,
-//! `--dedup`, runner options).
+//! The options of an export's rows: the target, where thoughts go and the other SFT options
+//! ([`super::settings::ExportOptions`] holds them with the rest).
 
 use std::borrow::Cow;
-use std::sync::Arc;
-
-use serde_json::Value;
 
 use super::conversation::MapOptions;
-use super::filter::Filters;
-use super::parquet::ParquetConfig;
-use super::shard::ShardOptions;
-use super::split::Splits;
 use super::tools::ToolCatalog;
 use crate::choice::choice;
-use crate::engine::pipeline::RunOptions;
-use crate::model::upgrade::UpgradeOptions;
-use crate::training::Training;
 
 choice!(
     /// What `export` writes.
@@ -133,62 +122,6 @@ pub fn visible<'a>(text: &'a str, thought: &'a str, placement: Thoughts) -> Cow<
         Thoughts::Reasoning | Thoughts::Drop => Cow::Borrowed(text),
         Thoughts::Content => Cow::Owned(format!("{thought}{sep}{text}")),
         Thoughts::Think => Cow::Owned(format!("<think>\n{thought}\n</think>\n\n{text}")),
-    }
-}
-
-/// Options of an export ([`crate::commands::export::export_inputs`], [`super::ExportStage`]).
-#[derive(Debug, Clone)]
-pub struct ExportOptions {
-    /// The target.
-    pub target: Target,
-    /// SFT options (ignored by `adp`).
-    pub sft: SftOptions,
-    /// Splits.
-    pub splits: Splits,
-    /// Shards.
-    pub shards: ShardOptions,
-    /// Parquet files (`--to parquet`, `--to tokens`).
-    pub parquet: ParquetConfig,
-    /// The chat template, tokenizer and loss options (`--to tokens`).
-    pub training: Option<Arc<Training>>,
-    /// Filters.
-    pub filters: Filters,
-    /// Drop rows whose content (the row without its id) was already written.
-    pub dedup: bool,
-    /// Replace the data files and manifest of an earlier export in the directory.
-    pub force: bool,
-    /// Recorded in the manifest as the run's options.
-    pub recorded_options: Value,
-    /// The ADP version read into (1.5.0).
-    pub upgrade: UpgradeOptions,
-    /// Runner options.
-    pub run: RunOptions,
-}
-
-impl ExportOptions {
-    /// True when the export builds each trajectory's conversation: the SFT targets, and any
-    /// export that counts tokens (so it lists tool specs, and may infer them from the dataset).
-    pub fn builds_conversations(&self) -> bool {
-        self.target.is_sft() || self.training.is_some()
-    }
-
-    /// True when this export counts tokens ([`super::encode::count_tokens`]) and `other` counts
-    /// the same number for any trajectory whose conversation has no thoughts (and for any
-    /// trajectory with equal `--thoughts`): the same template and tokenizer, and the same
-    /// trajectory (ADP version) mapped to the same conversation and tool specs (the catalog
-    /// holds the specs `--infer-tools dataset` found). The `tokens`
-    /// target counts its samples instead, and no other export counts alike.
-    pub fn counts_like(&self, other: &ExportOptions) -> bool {
-        let counts = |o: &ExportOptions| o.target != Target::Tokens;
-        match (&self.training, &other.training) {
-            (Some(a), Some(b)) if counts(self) && counts(other) => {
-                a.counts_like(b)
-                    && self.upgrade == other.upgrade
-                    && self.sft.map == other.sft.map
-                    && self.sft.catalog == other.sft.catalog
-            }
-            _ => false,
-        }
     }
 }
 

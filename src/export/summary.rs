@@ -64,6 +64,28 @@ pub struct ExportSummary {
 }
 
 impl ExportSummary {
+    /// The summary of an export `--to target` into `output` as a front end prints it, a line
+    /// each: the counts (and tokens), `speed` (how fast the inputs were read), then what
+    /// redaction replaced.
+    pub fn lines(&self, target: &str, output: &str, speed: &str) -> Vec<String> {
+        let tokens = match &self.tokens {
+            Some(t) => format!(
+                "; {} tokens (p50 {}, p90 {}, p99 {}, max {})",
+                t.total, t.p50, t.p90, t.p99, t.max
+            ),
+            None => String::new(),
+        };
+        let mut out = vec![format!(
+            "export --to {target}: {} trajectories in, {} written, {} filtered, {} rejected -> \
+             {output}{tokens}; {speed}",
+            self.records_in, self.written, self.filtered, self.rejected,
+        )];
+        if let Some(r) = &self.redaction {
+            out.push(format!("export: redaction: {}", r.describe()));
+        }
+        out
+    }
+
     /// Adds the counts of `other` (another partition's) to these.
     pub fn add(&mut self, other: &ExportSummary) {
         self.records_in += other.records_in;

@@ -15,13 +15,13 @@ use arrow_buffer::OffsetBuffer;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::ArrowWriter;
 
-use super::encode::{sample_error, with_conversation, Encoded, RenderError};
 use super::filter::Filtered;
-use super::options::ExportOptions;
 use super::parquet::ParquetConfig;
+use super::render::{sample_error, with_conversation, Encoded, RenderError};
+use super::sample::Skip;
+use super::settings::ExportOptions;
 use super::shard::{HashingFile, ShardWriter};
 use crate::model::Trajectory;
-use crate::training::Skip;
 
 /// A pre-tokenized row.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,7 +62,7 @@ pub fn encode_tokens(
             bytes.extend_from_slice(&t.to_le_bytes());
             bytes.push(*m);
         }
-        super::encode::content_hash(&bytes)
+        super::render::content_hash(&bytes)
     });
     Ok(Encoded {
         // id, and per token: input id, label, two masks.

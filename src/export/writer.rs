@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::dir::Earlier;
 use super::encode::Outcome;
 use super::filter::Filtered;
-use super::options::ExportOptions;
+use super::settings::ExportOptions;
 use super::shard::{ClosedShard, ShardFile, ShardSet, ShardWriter};
 use super::summary::ExportSummary;
 use crate::engine::output::Commit;

@@ -265,7 +265,7 @@ pub struct Extracted {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Number};
 
     /// A side format of records `{"loop", "n", "text"?, "skip"?}` in files `LOOP/f`: the loop is
     /// added from the directory when missing, `skip` records are not attached.
@@ -377,5 +377,47 @@ mod tests {
         };
         let e = SideSpec::new(SideFrom::Format(&Looped), None, None, g).unwrap_err();
         assert!(e.ends_with("are for generic side files, not looped"), "{e}");
+    }
+
+    #[test]
+    fn generic_values_are_read_from_declared_paths_only() {
+        let fields = GenericFields {
+            reward: Some("/resolved".into()),
+            outcome: Some("resolved".into()),
+            ..GenericFields::default()
+        };
+        let s = SideSpec::new(
+            SideFrom::Generic,
+            Some(KeyExpr::parse("/instance_id").expect("key")),
+            None,
+            fields,
+        )
+        .expect("spec");
+        let x = s
+            .extract(json!({"instance_id": "a", "resolved": true}), "f")
+            .expect("reads")
+            .expect("attaches");
+        assert_eq!(x.attach.reward, Number::from_f64(1.0));
+        assert_eq!(
+            x.attach.outcome.expect("outcome").to_value()["status"],
+            "success"
+        );
+        let e = s
+            .extract(json!({"instance_id": "a", "resolved": "yes"}), "f")
+            .unwrap_err();
+        assert!(e.contains("value /resolved"), "{e}");
+        let e = s.extract(json!({"resolved": true}), "f").unwrap_err();
+        assert!(e.contains("instance_id") && e.contains("missing"), "{e}");
+    }
+
+    #[test]
+    fn generic_needs_a_key_and_a_value() {
+        let g = GenericFields {
+            reward: Some("/r".into()),
+            ..GenericFields::default()
+        };
+        assert!(SideSpec::new(SideFrom::Generic, None, None, g).is_err());
+        let key = KeyExpr::parse("/id").ok();
+        assert!(SideSpec::new(SideFrom::Generic, key, None, GenericFields::default()).is_err());
     }
 }

@@ -85,6 +85,20 @@ impl Reporter for MaskedReporter {
     }
 }
 
+impl crate::engine::rejects::Mask for Scanner {
+    fn mask_value(&self, value: &mut Value) {
+        Scanner::mask_value(self, value);
+    }
+
+    fn mask_text<'t>(&self, text: &'t str) -> std::borrow::Cow<'t, str> {
+        self.mask(text)
+    }
+
+    fn mask_diagnostics(&self, diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
+        self.masked(diagnostics)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,8 +2,6 @@
 //! them, before a trajectory reaches a dataset (docs/redaction.md).
 //!
 //! - [`rules`]: the built-in rules (name, kind, pattern, check), in priority order;
-//! - [`rule_file`]: a rule file of the user's own (rules added, built-in ones disabled,
-//!   values and paths allowed), read and checked;
 //! - [`ruleset`]: the rules a redaction runs, and what it allows;
 //! - [`checks`]: checksums, entropy and address classes a match must also pass;
 //! - [`scan`]: the rules' matches in one text, a [`regex::RegexSet`] pass first;
@@ -21,7 +19,6 @@ pub mod checks;
 pub mod counts;
 pub mod hash;
 pub mod mask;
-pub mod rule_file;
 pub mod rules;
 pub mod ruleset;
 pub mod scan;

@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::histogram::Log2Histogram;
 use super::outputs::{Rejects, RunCounts};
 use super::profile::{Profile, Share};
-use super::svg::bar_chart;
+use super::svg::{bar_chart, escape};
 use super::view::{Clipped, View};
 use crate::redact::Redaction;
 
@@ -33,22 +33,6 @@ pub struct Report<'a> {
     pub run: Option<&'a RunCounts>,
     /// Redaction counts from `manifest.json`, when present.
     pub redaction: Option<&'a Redaction>,
-}
-
-/// `text` with `&`, `<`, `>`, `"` and `'` escaped, for HTML text and attribute values.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1100px;\

@@ -4,8 +4,6 @@
 
 use std::fmt::Write as _;
 
-use super::html::escape;
-
 const WIDTH: u32 = 490;
 const LABEL: u32 = 150;
 const ROW: u32 = 20;
@@ -49,6 +47,23 @@ pub fn bar_chart(title: &str, rows: &[(String, u64)]) -> String {
     }
     svg.push_str("</svg>");
     svg
+}
+
+/// `text` with `&`, `<`, `>`, `"` and `'` escaped, for text and attribute values of SVG and
+/// HTML.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 #[cfg(test)]

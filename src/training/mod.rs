@@ -7,11 +7,13 @@
 //!   them; [`pyjson`]: Python's `json.dumps` and `repr`; [`budget`]: what one rendering may
 //!   spend;
 //! - [`guard`]: calls into the libraries a user's file can make panic;
-//! - [`tokenize`]: [`TokenizerFile`] and the assistant mask of tokens; [`bpe`]: trajkit's own
+//! - [`tokenize`]: [`TokenizerFile`] and the assistant mask of tokens; [`tokens`]: a text's
+//!   [`Tokens`]; [`bpe`]: trajkit's own
 //!   encoder of byte-level BPE tokenizers, the common shape; [`tokenizer_checks`]: the
-//!   settings of a tokenizer file refused at load;
-//! - [`sample`]: one conversation into token ids and the mask of the tokens that train,
-//!   with [`Training`]'s options.
+//!   settings of a tokenizer file refused at load.
+//!
+//! One conversation into token ids and the mask of the tokens that train is the tokens
+//! target's [`crate::export::sample`].
 
 pub mod bpe;
 pub mod budget;
@@ -19,11 +21,10 @@ pub mod generation;
 pub mod guard;
 pub mod literals;
 pub mod pyjson;
-pub mod sample;
 pub mod template;
 pub mod tokenize;
 pub mod tokenizer_checks;
+pub mod tokens;
 
-pub use sample::{Overlength, SampleError, Skip, Training, MAX_MESSAGE_BYTES};
 pub use template::{ChatTemplate, Rendered, TemplateError};
 pub use tokenize::{TokenizerFile, Tokens};

@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use super::bpe::{ByteLevelBpe, Cache};
 use super::guard;
 use super::tokenizer_checks;
+pub use super::tokens::Tokens;
 
 /// A loaded tokenizer.
 ///
@@ -38,15 +39,6 @@ pub struct TokenizerFile {
     /// Why the own encoder does not take the file, when it does not.
     library_because: Option<String>,
     caches: Mutex<Vec<Cache>>,
-}
-
-/// A text's tokens.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Tokens {
-    /// Token ids.
-    pub ids: Vec<u32>,
-    /// Each token's byte range in the text.
-    pub offsets: Vec<(usize, usize)>,
 }
 
 impl TokenizerFile {

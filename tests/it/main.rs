@@ -36,6 +36,7 @@ mod inspect;
 mod interop;
 mod join;
 mod kimi_cli;
+mod layering;
 mod ledgermind;
 mod left_out;
 mod letta_code;

@@ -519,6 +519,7 @@ fn the_library_runs_a_pipeline_file_as_the_command_does() {
         .run(
             &NoProgress,
             reporter(ReportFormat::Human, Box::new(std::io::sink())),
+            &|_| {},
         )
         .expect("the run");
     assert!(!outcome.exceeded);

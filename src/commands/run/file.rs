@@ -3,15 +3,19 @@
 //!
 //! [`Prepared::new`] checks what the file names (converters, converter specs, join keys,
 //! export options, outputs that would collide), locks every output, expands the inputs and
-//! reads the side files; [`Prepared::run`] makes the one streaming pass and commits the
-//! outputs. [`check`] is the first half without locking or reading anything (`run --check`).
+//! reads the side files; [`Prepared::run`] makes the one streaming pass, commits the outputs
+//! and writes the `[report]` page; [`Outcome::lines`] is the summary to print and
+//! [`Prepared::usage_message`] the message, with its hint, of an error that the pipeline or
+//! its outputs cause. [`check`] is the first half without locking or reading anything (`run
+//! --check`).
 
 use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-use super::journal::{identity, JournalOptions};
+use super::journal::{identity, JournalOptions, ResumeError};
 use super::{run_plan, ExportTarget, JoinStage, Plan, RunError, RunSummary};
+use crate::commands::report::{report, ReportOptions};
 use crate::config::convert::{named_converter, upgrade_options};
 use crate::config::pipeline::Pipeline;
 use crate::config::redact::RedactConfig;
@@ -19,7 +23,8 @@ use crate::config::ConfigError;
 use crate::convert::{ConvertOptions, Converter, OutputFormat};
 use crate::engine::output::{Lock, LockError};
 use crate::engine::partition::{Partition, PartitionBy};
-use crate::engine::pipeline::{Progress, RunOptions};
+use crate::engine::pipeline::{NoProgress, Progress, RunOptions};
+use crate::export::ExportError;
 use crate::ingest::inputs::expand_glob;
 use crate::join::{IndexError, JoinRunOptions, Orphans, SideSet};
 use crate::model::upgrade::UpgradeOptions;
@@ -191,6 +196,79 @@ pub struct Outcome {
     pub max_reject_rate: f64,
     /// Rejected records over records read exceed the maximum (the outputs are written).
     pub exceeded: bool,
+    /// The `[report]` page written, and the export it reports on.
+    pub report: Option<(String, String)>,
+}
+
+impl Outcome {
+    /// The run's summary as a front end prints it, a line each: per input (and what its
+    /// readers left out), per stage (an export with its target and directory, from `p`), per
+    /// side file of a join, the totals and `speed` (how fast the inputs were read), then what
+    /// a partition left to the others, or the report written.
+    pub fn lines(&self, p: &Pipeline, speed: &str) -> Vec<String> {
+        let s = &self.summary;
+        let mut out = Vec::new();
+        for i in &s.inputs {
+            out.push(format!(
+                "run: input {}: {} records in, {} trajectories, {} rejected; {:.2} s",
+                i.path, i.records, i.trajectories, i.rejected, i.seconds
+            ));
+            let left_out = i.left_out.describe();
+            if !left_out.is_empty() {
+                out.push(format!("run: input {}: {left_out}", i.path));
+            }
+        }
+        // The export stages are the exports of the file, in order.
+        let mut exports = p.exports.iter();
+        for st in &s.stages {
+            let what = if st.stage == "convert" {
+                "records"
+            } else {
+                "trajectories"
+            };
+            let target = match st.stage.starts_with("export[") {
+                true => (exports.next())
+                    .map(|e| format!(" --to {} -> {}", e.to.name(), e.output))
+                    .unwrap_or_default(),
+                false => String::new(),
+            };
+            out.push(format!(
+                "run: {}{target}: {} {what} in, {} written, {} filtered, {} rejected; {:.2} s busy",
+                st.stage, st.records_in, st.written, st.filtered, st.rejected, st.seconds
+            ));
+        }
+        for (n, j) in s.joins.iter().enumerate() {
+            for f in &j.side_files {
+                out.push(format!(
+                    "run: join[{}] {} {}: {} records, {} matched, {} orphans",
+                    n + 1,
+                    f.set,
+                    f.file,
+                    f.records,
+                    f.matched,
+                    f.orphans
+                ));
+            }
+        }
+        out.push(format!(
+            "run: {} records in, {} trajectories, {} records rejected ({:.2}%); {}",
+            s.records,
+            s.trajectories,
+            s.rejected_records,
+            s.reject_rate() * 100.0,
+            speed
+        ));
+        if let Some(e) = &s.partition {
+            out.push(format!(
+                "run: partition {} by {}: left to the other partitions: {} inputs, {} records, \
+                 {} trajectories",
+                e.partition, e.by, e.inputs, e.records, e.trajectories
+            ));
+        } else if let Some((export, output)) = &self.report {
+            out.push(format!("run: report of {export} -> {output}"));
+        }
+        out
+    }
 }
 
 impl<'p> Prepared<'p> {
@@ -313,13 +391,80 @@ impl<'p> Prepared<'p> {
             .map(|e| crate::engine::partition::state_dir(&e.dir, self.request.partition.as_ref()))
     }
 
+    /// Why the run failed when the pipeline or what it left in its outputs is the cause (a
+    /// usage error: an export directory that holds an export, a resume refused), with a hint
+    /// of what to do; `None` for other errors (I/O).
+    pub fn usage_message(&self, e: &RunError) -> Option<String> {
+        match e {
+            RunError::Export(x) if x.is_usage() => {
+                let hint = if self.journal_dir().is_some_and(|j| j.exists()) {
+                    "; or pass --resume to finish the interrupted run it holds"
+                } else {
+                    ""
+                };
+                let what = match x {
+                    ExportError::Exists(dir) => format!(
+                        "{dir} already holds an export (manifest.json or data files); set \
+                         `force = true` in its [[export]] table to replace it"
+                    ),
+                    damaged => damaged.to_string(),
+                };
+                Some(format!("{what}{hint}"))
+            }
+            RunError::Resume(ResumeError::Refused(_)) => Some(e.to_string()),
+            _ => None,
+        }
+    }
+
+    /// Why an outcome over the maximum reject rate fails, and where its rejects are.
+    pub fn exceeded_message(&self, outcome: &Outcome) -> String {
+        let s = &outcome.summary;
+        format!(
+            "{} of {} records rejected ({:.2}%), above the maximum reject rate {}; the outputs \
+             were written and each export's run.json records it{}",
+            s.rejected_records,
+            s.records,
+            s.reject_rate() * 100.0,
+            outcome.max_reject_rate,
+            match self.rejects() {
+                Some(r) => format!("; the rejected records are in {r}"),
+                None => "; set [validate] rejects to keep the rejected records".to_owned(),
+            }
+        )
+    }
+
+    /// The `[report]` page of the run's export (its first `adp` or `parquet` one) and its
+    /// rejects file; `None` without `[report]` or in a partition (whose export is a share).
+    fn write_report(
+        &self,
+        summary: &RunSummary,
+        notice: &dyn Fn(&str),
+    ) -> Result<Option<(String, String)>, RunError> {
+        let p = self.pipeline;
+        let (Some(output), Some(export), None) = (&p.report, p.report_export(), &summary.partition)
+        else {
+            return Ok(None);
+        };
+        let inputs = [export.to_owned()];
+        let opts = ReportOptions {
+            inputs: &inputs,
+            rejects: self.rejects().filter(|r| *r != "-"),
+            output,
+            tokens_with: None,
+        };
+        report(&opts, &self.request.run, &NoProgress, notice)
+            .map_err(|e| RunError::Report(e.to_string()))?;
+        Ok(Some((export.to_owned(), output.clone())))
+    }
+
     /// Makes the pass: every input converted, joined and exported, the rejects written, the
-    /// outputs (and each export's `run.json`) committed; progress to `progress`, diagnostics to
-    /// `reporter`.
+    /// outputs (and each export's `run.json`) committed, then the `[report]` page written;
+    /// progress to `progress`, diagnostics to `reporter`, the report's notices to `notice`.
     pub fn run(
         &self,
         progress: &dyn Progress,
         reporter: Box<dyn Reporter>,
+        notice: &dyn Fn(&str),
     ) -> Result<Outcome, RunError> {
         let p = self.pipeline;
         let partition = self.request.partition;
@@ -379,10 +524,12 @@ impl<'p> Prepared<'p> {
             reporter,
         )?;
         let exceeded = summary.reject_rate() > max;
+        let report = self.write_report(&summary, notice)?;
         Ok(Outcome {
             summary,
             max_reject_rate: max,
             exceeded,
+            report,
         })
     }
 }

@@ -114,10 +114,40 @@ pub struct Plan<'a> {
 }
 
 impl Plan<'_> {
-    /// The index of the first export among the stages: after convert, the joins and the
-    /// redaction.
-    fn first_export(&self) -> usize {
-        1 + self.joins.len() + usize::from(self.redact.is_some())
+    /// The plan's stages in pipeline order: convert, the joins, redaction, the exports.
+    fn stages(&self) -> Vec<StageAt> {
+        let joins = (0..self.joins.len()).map(StageAt::Join);
+        let redact = self.redact.map(|_| StageAt::Redact);
+        let exports = (0..self.exports.len()).map(StageAt::Export);
+        std::iter::once(StageAt::Convert)
+            .chain(joins)
+            .chain(redact)
+            .chain(exports)
+            .collect()
+    }
+}
+
+/// A stage of the pass: what its busy time and its line of the summary are kept under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StageAt {
+    Convert,
+    /// The join of this index in the file (0-based).
+    Join(usize),
+    Redact,
+    /// The export of this index in the file (0-based).
+    Export(usize),
+}
+
+impl StageAt {
+    /// Its name in summaries and the rejects file: `convert`, `join[N]`, `redact`,
+    /// `export[N]` (1-based).
+    fn name(self) -> String {
+        match self {
+            StageAt::Convert => "convert".into(),
+            StageAt::Join(i) => format!("join[{}]", i + 1),
+            StageAt::Redact => "redact".into(),
+            StageAt::Export(i) => format!("export[{}]", i + 1),
+        }
     }
 }
 
@@ -139,28 +169,41 @@ pub enum RunError {
          finish committing them"
     )]
     Commit(io::Error),
+    /// The outputs are committed, but the `[report]` page could not be written.
+    #[error("[report]: {0}")]
+    Report(String),
 }
 
-/// Busy time per stage (convert, each join, each export), added to from any thread.
-struct Busy(Vec<AtomicU64>);
+/// Busy time per stage of the plan, added to from any thread.
+struct Busy(Vec<(StageAt, AtomicU64)>);
 
 impl Busy {
-    fn new(stages: usize) -> Self {
-        Busy((0..stages).map(|_| AtomicU64::new(0)).collect())
+    /// A clock for each of `stages` (none: a pass that times nothing).
+    fn new(stages: Vec<StageAt>) -> Self {
+        Busy(stages.into_iter().map(|s| (s, AtomicU64::new(0))).collect())
     }
 
-    /// Adds the time since `since` to stage `i`.
-    fn add(&self, i: usize, since: Instant) {
-        if let Some(b) = self.0.get(i) {
+    fn clock(&self, stage: StageAt) -> Option<&AtomicU64> {
+        self.0.iter().find(|(s, _)| *s == stage).map(|(_, b)| b)
+    }
+
+    /// Adds the time since `since` to `stage`.
+    fn add(&self, stage: StageAt, since: Instant) {
+        if let Some(b) = self.clock(stage) {
             let nanos = u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX);
             b.fetch_add(nanos, Ordering::Relaxed);
         }
     }
 
-    fn seconds(&self, i: usize) -> f64 {
-        self.0.get(i).map_or(0.0, |b| {
+    fn seconds(&self, stage: StageAt) -> f64 {
+        self.clock(stage).map_or(0.0, |b| {
             Duration::from_nanos(b.load(Ordering::Relaxed)).as_secs_f64()
         })
+    }
+
+    /// The stages timed, in pipeline order.
+    fn stages(&self) -> impl Iterator<Item = StageAt> + '_ {
+        self.0.iter().map(|(s, _)| *s)
     }
 }
 
@@ -213,7 +256,7 @@ impl Stages<'_> {
     fn process(&self, record: &RawRecord, encode: bool) -> Item {
         let started = Instant::now();
         let converted = self.convert(record);
-        self.busy.add(0, started);
+        self.busy.add(StageAt::Convert, started);
         // By id, a record with no trajectory to choose by (one that converts to none or is
         // rejected at conversion) is partition 0's.
         let first = self.by_id.is_none_or(|p| p.index == 0);
@@ -344,7 +387,7 @@ impl Stages<'_> {
                     Err(d) => JoinStep::Rejected(d),
                 },
             };
-            self.busy.add(1 + n, started);
+            self.busy.add(StageAt::Join(n), started);
             let stop = !matches!(step, JoinStep::Kept { .. });
             if matches!(step, JoinStep::Rejected(_)) {
                 item.rejected_as = serde_json::to_vec(&traj).ok();
@@ -357,7 +400,7 @@ impl Stages<'_> {
         if let Some(r) = self.plan.redact {
             let started = Instant::now();
             let step = r.redact_trajectory(&mut traj, prov);
-            self.busy.add(1 + self.plan.joins.len(), started);
+            self.busy.add(StageAt::Redact, started);
             let rejected = step.is_err();
             if rejected {
                 item.rejected_as = serde_json::to_vec(&traj).ok();
@@ -374,7 +417,6 @@ impl Stages<'_> {
         // One export takes the trajectory: the last one that needs its own copy (an SFT target
         // renders from one), else the last. The others borrow it (Parquet) or copy it, and run
         // first, so rejects can still show the trajectory.
-        let first = self.plan.first_export();
         let Some(owner) = self
             .exports
             .iter()
@@ -394,7 +436,7 @@ impl Stages<'_> {
             outcomes.push(
                 (n != owner).then(|| export_once(Cow::Borrowed(&traj), prov, opts, done, share(n))),
             );
-            self.busy.add(first + n, started);
+            self.busy.add(StageAt::Export(n), started);
         }
         let rejected = |o: &Outcome<AnyRow>| matches!(o, Outcome::Rejected(_));
         if outcomes.iter().flatten().any(rejected) {
@@ -408,7 +450,7 @@ impl Stages<'_> {
             done,
             share(owner),
         );
-        self.busy.add(first + owner, started);
+        self.busy.add(StageAt::Export(owner), started);
         if item.rejected_as.is_none() && rejected(&last) {
             item.rejected_as = self
                 .rebuild(record, index)
@@ -592,11 +634,6 @@ impl Sink for RunSink<'_> {
 const INPUT_CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
 
 impl RunSink<'_> {
-    /// The index of the first export among the stages.
-    fn first_export(&self) -> usize {
-        1 + self.joins.len() + usize::from(self.redact.is_some())
-    }
-
     /// Sets the time of the input whose records came last.
     fn close_input(&mut self) {
         if let (Some(started), Some(input)) =
@@ -609,47 +646,37 @@ impl RunSink<'_> {
     /// The counts and busy times of every stage so far, in pipeline order.
     fn stages(&self) -> Vec<StageSummary> {
         let records = self.summary.records;
-        let mut stages = vec![StageSummary {
-            stage: "convert".into(),
-            records_in: records,
-            written: records - self.convert_rejected,
-            filtered: 0,
-            rejected: self.convert_rejected,
-            seconds: self.busy.seconds(0),
-        }];
-        for (i, j) in self.joins.iter().enumerate() {
-            stages.push(StageSummary {
-                stage: format!("join[{}]", i + 1),
-                records_in: j.records,
-                written: j.written_records,
-                filtered: j.dropped,
-                rejected: j.rejected,
-                seconds: self.busy.seconds(1 + i),
-            });
-        }
-        if let Some(r) = &self.redact {
-            stages.push(StageSummary {
-                stage: "redact".into(),
-                records_in: r.records_in,
-                written: r.records_in - r.rejected,
-                filtered: 0,
-                rejected: r.rejected,
-                seconds: self.busy.seconds(1 + self.joins.len()),
-            });
-        }
-        let first = self.first_export();
-        for (i, e) in self.exports.iter().enumerate() {
-            let s = e.summary();
-            stages.push(StageSummary {
-                stage: format!("export[{}]", i + 1),
-                records_in: s.records_in,
-                written: s.written,
-                filtered: s.filtered,
-                rejected: s.rejected,
-                seconds: self.busy.seconds(first + i),
-            });
-        }
-        stages
+        (self.busy.stages())
+            .map(|at| {
+                // In, written, filtered, rejected.
+                let (records_in, written, filtered, rejected) = match at {
+                    StageAt::Convert => (
+                        records,
+                        records - self.convert_rejected,
+                        0,
+                        self.convert_rejected,
+                    ),
+                    StageAt::Join(i) => self.joins.get(i).map_or((0, 0, 0, 0), |j| {
+                        (j.records, j.written_records, j.dropped, j.rejected)
+                    }),
+                    StageAt::Redact => self.redact.as_ref().map_or((0, 0, 0, 0), |r| {
+                        (r.records_in, r.records_in - r.rejected, 0, r.rejected)
+                    }),
+                    StageAt::Export(i) => self.exports.get(i).map_or((0, 0, 0, 0), |e| {
+                        let s = e.summary();
+                        (s.records_in, s.written, s.filtered, s.rejected)
+                    }),
+                };
+                StageSummary {
+                    stage: at.name(),
+                    records_in,
+                    written,
+                    filtered,
+                    rejected,
+                    seconds: self.busy.seconds(at),
+                }
+            })
+            .collect()
     }
 
     /// Journals the state at the start of input `self.input` (the rejects file synced first).
@@ -692,7 +719,6 @@ impl RunSink<'_> {
             },
             None => record.clone(),
         };
-        let first = self.first_export();
         let rejected_as = &t.rejected_as;
         let (reporter, rejects) = (self.reporter.as_mut(), &mut self.rejects);
         let mut report = |stage: String, d: &[Diagnostic]| {
@@ -731,7 +757,7 @@ impl RunSink<'_> {
                 JoinStep::Rejected(d) => {
                     s.rejected += 1;
                     rejected = true;
-                    report(format!("join[{}]", i + 1), &d)?;
+                    report(StageAt::Join(i).name(), &d)?;
                 }
             }
         }
@@ -741,7 +767,7 @@ impl RunSink<'_> {
                 Err(d) => {
                     tally.rejected();
                     rejected = true;
-                    report("redact".to_owned(), &d)?;
+                    report(StageAt::Redact.name(), &d)?;
                 }
             }
         }
@@ -749,10 +775,10 @@ impl RunSink<'_> {
         for (i, (outcome, export)) in t.exports.into_iter().zip(&mut self.exports).enumerate() {
             let started = Instant::now();
             let added = export.add(outcome)?;
-            self.busy.add(first + i, started);
+            self.busy.add(StageAt::Export(i), started);
             if let Some(d) = added {
                 rejected = true;
-                report(format!("export[{}]", i + 1), &d)?;
+                report(StageAt::Export(i).name(), &d)?;
             }
             for c in export.take_checkpoints() {
                 self.journal.shard(i, c)?;
@@ -885,7 +911,7 @@ pub fn run_plan(
             by_path: by_path.clone(),
             exports: &[],
             counts_like: Vec::new(),
-            busy: &Busy::new(0),
+            busy: &Busy::new(Vec::new()),
             by_id: None,
         };
         let all: Vec<String> = all_inputs.iter().map(|(p, _)| p.clone()).collect();
@@ -938,7 +964,7 @@ pub fn run_plan(
             (journal, Restart::default(), exports)
         }
     };
-    let busy = Busy::new(plan.first_export() + plan.exports.len());
+    let busy = Busy::new(plan.stages());
     let write = |e: io::Error| RunError::Pipeline(PipelineError::Write(e));
     let mut rejects = rejects
         .map(|p| RejectsWriter::resumable(p, restart.state.rejects.unwrap_or(0)))
@@ -946,7 +972,7 @@ pub fn run_plan(
         .map_err(write)?;
     let mut reporter = reporter;
     if let Some(r) = plan.redact {
-        rejects = rejects.map(|w| w.masked(r.scanner().clone()));
+        rejects = rejects.map(|w| w.masked(Box::new(r.scanner().clone())));
         reporter = Box::new(MaskedReporter::new(reporter, r.scanner().clone()));
     }
     let first = restart.input;
@@ -1049,7 +1075,7 @@ fn complete(
             &stage.join,
             used,
             &stage.opts,
-            &format!("join[{}]", i + 1),
+            &StageAt::Join(i).name(),
             sink.reporter.as_mut(),
             sink.rejects.as_mut(),
             summary,
@@ -1061,7 +1087,6 @@ fn complete(
         commit.rename.extend(r.into_pending().map_err(write)?);
     }
     let mut stages = sink.stages();
-    let first = plan.first_export();
     let redaction = sink.redact.as_ref().map(Tally::report);
     let mut exports = Vec::new();
     for (i, (stage, o)) in std::mem::take(&mut sink.exports)
@@ -1075,9 +1100,10 @@ fn complete(
         let (summary, c) = stage.into_commit(o)?;
         commit.extend(c);
         exports.push(summary);
-        busy.add(first + i, started);
-        if let Some(s) = stages.get_mut(first + i) {
-            s.seconds = busy.seconds(first + i);
+        let at = StageAt::Export(i);
+        busy.add(at, started);
+        if let Some(s) = stages.iter_mut().find(|s| s.stage == at.name()) {
+            s.seconds = busy.seconds(at);
         }
     }
     Ok((stages, exports))

@@ -3,8 +3,6 @@
 
 use serde_json::Number;
 
-use super::template::Op;
-
 /// A number the arithmetic filters compute with: an integer while the result is exact, else a
 /// finite float.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -53,6 +51,19 @@ impl Num {
             Num::Float(f) => Number::from_f64(f),
         }
     }
+}
+
+/// An arithmetic operation of a filter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// `add`.
+    Add,
+    /// `subtract`.
+    Subtract,
+    /// `multiply`.
+    Multiply,
+    /// `divide`.
+    Divide,
 }
 
 /// `lhs op rhs`: an integer when both sides are integers and the result is exact (division of

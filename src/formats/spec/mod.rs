@@ -16,7 +16,6 @@ mod compile;
 mod format;
 mod group;
 mod iterate;
-pub mod located;
 mod schema_errors;
 mod template;
 mod url;
@@ -24,7 +23,6 @@ mod usage;
 mod value;
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
@@ -35,13 +33,13 @@ use crate::convert::{ConvertOptions, Converter, DuplicateIds, FormatOptions, Lef
 use crate::formats::kit::source_details;
 use crate::ingest::{boxed, Provenance, RawRecord, RecordSource};
 use crate::json::Node;
+use crate::located::LocatedDoc;
 use crate::model::{AdpVersion, Trajectory};
 use crate::validate::check::parse_node;
 use crate::validate::schemas::compile;
 use crate::validate::Diagnostic;
 use compile::CompiledSpec;
 use group::GroupedRecords;
-use located::LocatedDoc;
 use usage::Usage;
 
 /// The converter-spec JSON Schema.
@@ -75,28 +73,7 @@ pub const EMBEDDED: &[(&str, &str)] = &[
 ];
 
 /// A problem in a spec file, located by line and key.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SpecError {
-    /// The spec file as given.
-    pub file: String,
-    /// 1-based line.
-    pub line: usize,
-    /// JSON pointer to the key (`/rule/2/match`); empty for the whole file.
-    pub pointer: String,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl fmt::Display for SpecError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let key = self.pointer.trim_start_matches('/').replace('/', ".");
-        if key.is_empty() {
-            write!(f, "{}:{}: {}", self.file, self.line, self.message)
-        } else {
-            write!(f, "{}:{}: {key}: {}", self.file, self.line, self.message)
-        }
-    }
-}
+pub use crate::located::LocatedError as SpecError;
 
 /// A converter defined by a spec.
 #[derive(Debug)]

@@ -17,7 +17,7 @@ use memchr::memmem;
 use regex::Regex;
 use serde_json::{Number, Value};
 
-use super::arith::{self, Num};
+use super::arith::{self, Num, Op};
 use super::url;
 use super::usage::Usage;
 use crate::json::Node;
@@ -242,19 +242,6 @@ pub enum Filter {
     /// looked up item by item, leaving out the items the table lacks. Missing when a single
     /// key is not in the table.
     Lookup(Arc<Table>),
-}
-
-/// An arithmetic operation of a filter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
-    /// `add`.
-    Add,
-    /// `subtract`.
-    Subtract,
-    /// `multiply`.
-    Multiply,
-    /// `divide`.
-    Divide,
 }
 
 /// The right-hand side of an arithmetic filter.

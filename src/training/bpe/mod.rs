@@ -36,7 +36,7 @@ use merge::{Merges, Pieces};
 use sentencepiece::{Buffers, Metaspace};
 use split::{Caches, Chain, Splitter};
 
-use super::tokenize::Tokens;
+use super::tokens::Tokens;
 
 /// A byte-level or SentencePiece-style BPE tokenizer, encoded without the `tokenizers`
 /// library.

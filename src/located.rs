@@ -1,8 +1,10 @@
 //! A TOML document read as a JSON value that remembers where each value was written, so a
 //! problem found after parsing (by the JSON Schema, or when a regex is compiled) can name the
-//! line and the key.
+//! line and the key; and that problem, [`LocatedError`]. Converter specs, pipeline files and
+//! redaction rule files are read with it.
 
 use std::collections::HashMap;
+use std::fmt;
 use std::ops::Range;
 
 use serde_json::{Map, Number, Value};
@@ -10,6 +12,30 @@ use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
 use crate::model::rules::escape_pointer;
+
+/// A problem in a TOML file (a spec, a pipeline, a rule file), located by line and key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocatedError {
+    /// The file as given.
+    pub file: String,
+    /// 1-based line.
+    pub line: usize,
+    /// JSON pointer to the key (`/rule/2/match`); empty for the whole file.
+    pub pointer: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for LocatedError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let key = self.pointer.trim_start_matches('/').replace('/', ".");
+        if key.is_empty() {
+            write!(f, "{}:{}: {}", self.file, self.line, self.message)
+        } else {
+            write!(f, "{}:{}: {key}: {}", self.file, self.line, self.message)
+        }
+    }
+}
 
 /// A parse error: where and what.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,12 +7,11 @@ use std::collections::BTreeSet;
 use regex::Regex;
 use serde::Deserialize;
 
-use super::checks::entropy;
-use super::rules::{Check, Kind, RULES};
-use super::ruleset::{ActiveRule, Allow, RuleSet};
-use crate::config::ConfigError;
-use crate::formats::spec::located::LocatedDoc;
-use crate::formats::spec::SpecError;
+use super::ConfigError;
+use crate::located::{LocatedDoc, LocatedError};
+use crate::redact::checks::entropy;
+use crate::redact::rules::{Check, Kind, RULES};
+use crate::redact::ruleset::{ActiveRule, Allow, RuleSet};
 
 /// The file as written.
 #[derive(Debug, Deserialize)]
@@ -108,12 +107,12 @@ pub fn parse(file: &str, text: &str, private_ips: bool) -> Result<RuleSet, Confi
 struct Problems<'a> {
     file: &'a str,
     doc: &'a LocatedDoc,
-    list: Vec<SpecError>,
+    list: Vec<LocatedError>,
 }
 
 impl Problems<'_> {
     fn add(&mut self, pointer: &str, message: impl Into<String>) {
-        self.list.push(SpecError {
+        self.list.push(LocatedError {
             file: self.file.to_owned(),
             line: self.doc.line(pointer),
             pointer: pointer.to_owned(),

@@ -13,7 +13,7 @@
 //! - without `--train-reasoning`, a turn's thought, where the template writes it inside the
 //!   span, is cut out.
 //!
-//! A token trains when it overlaps a trained span ([`super::tokenize::mask`]).
+//! A token trains when it overlaps a trained span ([`crate::training::tokenize::mask`]).
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -21,15 +21,15 @@ use std::sync::Arc;
 use minijinja::value::Serde;
 use minijinja::Value;
 
-use super::generation::has_sentinel;
-use super::template::{ChatTemplate, TemplateError};
-use super::tokenize::{mask, TokenizerFile};
+use super::conversation::{Conversation, Turn};
+use super::hf;
+use super::openai::Tool;
+use super::options::{SftOptions, TrainOn};
+use super::tools::ToolSpec;
 use crate::choice::choice;
-use crate::export::conversation::{Conversation, Turn};
-use crate::export::hf;
-use crate::export::openai::Tool;
-use crate::export::options::{SftOptions, TrainOn};
-use crate::export::tools::ToolSpec;
+use crate::training::generation::has_sentinel;
+use crate::training::template::{ChatTemplate, TemplateError};
+use crate::training::tokenize::{mask, TokenizerFile};
 
 choice!(
     /// What happens to a trajectory longer than `--max-tokens`.

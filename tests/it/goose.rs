@@ -527,7 +527,8 @@ fn sub_sessions_orphan_messages_and_other_files() {
     )
     .expect("parent");
     // A session deleted with foreign keys off left its messages behind.
-    conn.execute_batch("PRAGMA foreign_keys = OFF").expect("pragma");
+    conn.execute_batch("PRAGMA foreign_keys = OFF")
+        .expect("pragma");
     for s in ["parent", "child", "gone"] {
         message(&conn, s, "user", json!([text("go")]), 1, BOTH());
         message(&conn, s, "assistant", json!([text("done")]), 2, BOTH());

@@ -243,7 +243,7 @@ fn to_partials<'a>(
         };
         // Other agents' events are theirs, not left out of this one.
         let left = LeftOut::new("details.copilot_cli");
-        let mut built = Built::new(left, assets.clone());
+        let mut built = Built::new(left, assets.clone(), legacy::read);
         for &(line, event) in &lines {
             if agent_of(event) != agent {
                 continue;
@@ -295,7 +295,11 @@ fn legacy_partial<'a>(
         Some(id) => id.to_owned(),
         None => legacy::id_from_stem(&stem).unwrap_or(&stem).to_owned(),
     };
-    let mut built = Built::new(LeftOut::new("details.copilot_cli"), HashMap::new());
+    let mut built = Built::new(
+        LeftOut::new("details.copilot_cli"),
+        HashMap::new(),
+        legacy::read,
+    );
     let fields = legacy::read(&mut built, line, "", doc);
     built.finish();
     if built.content.is_empty() {

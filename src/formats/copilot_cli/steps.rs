@@ -20,7 +20,7 @@ use crate::convert::LeftOut;
 use crate::formats::chat::{described_call_step, parse_arguments, system_step, CodeTool};
 use crate::formats::kit::node_fields_except;
 use crate::formats::kit::LinkIds;
-use crate::json::Node;
+use crate::json::{Entries, Node};
 use crate::model::{Source, Step};
 
 /// Copilot CLI's shell tools: a call whose input is its command alone (and a `description`) is
@@ -102,6 +102,11 @@ pub(super) const CALL_USAGE_KEYS: [&str; 5] = [
 ];
 
 /// The steps of one agent's events, and the lists `details.copilot_cli` keeps about them.
+/// Reads a legacy session document embedded in an event (`session.import_legacy`) into the
+/// steps being built, returning the document's fields no step holds; the reader of the legacy
+/// format passes its own (the events never name it: the legacy reader builds on these steps).
+pub(super) type ReadLegacy = for<'a> fn(&mut Built<'a>, u64, &str, &Node<'a>) -> Entries<'a>;
+
 pub(super) struct Built<'a> {
     pub content: Vec<Step>,
     pub left: LeftOut,
@@ -121,6 +126,7 @@ pub(super) struct Built<'a> {
     /// The prompt of the last `userPromptSubmitted` hook (its index in `hooks`) while no user
     /// message has come after it.
     prompt: Option<(usize, String)>,
+    read_legacy: ReadLegacy,
 }
 
 pub(super) fn num<'a>(n: usize) -> Node<'a> {
@@ -154,8 +160,13 @@ fn is_image(item: &Node<'_>) -> bool {
 }
 
 impl<'a> Built<'a> {
-    pub(super) fn new(left: LeftOut, assets: HashMap<&'a str, &'a Node<'a>>) -> Built<'a> {
+    pub(super) fn new(
+        left: LeftOut,
+        assets: HashMap<&'a str, &'a Node<'a>>,
+        read_legacy: ReadLegacy,
+    ) -> Built<'a> {
         Built {
+            read_legacy,
             content: Vec::new(),
             left,
             messages_in: 0,
@@ -324,7 +335,7 @@ impl<'a> Built<'a> {
                 let mut note = noted(at, line, data, &["legacySession"]);
                 note.insert("type", event["type"].clone());
                 let pointer = "/data/legacySession";
-                let session = super::legacy::read(self, line, pointer, &data["legacySession"]);
+                let session = (self.read_legacy)(self, line, pointer, &data["legacySession"]);
                 note.insert("legacy_session", Node::Object(session));
                 self.lists.other_events.push(note);
             }

@@ -20,18 +20,18 @@ use crate::engine::pipeline::{
 };
 use crate::engine::rejects::{reject, RejectsWriter};
 use crate::export::dir::{prepare_dir, Earlier};
-use crate::export::encode::{
-    encode_line, encode_parquet, export_record, export_upgraded, Encoder, Outcome,
-};
+use crate::export::encode::{encode_line, encode_parquet, export_upgraded, Encoder, Outcome};
 use crate::export::infer;
 use crate::export::manifest::manifest_commit;
 use crate::export::parquet::ParquetShard;
 use crate::export::shard::{JsonLines, ShardFile, ShardWriter};
+use crate::export::summary::SegmentCounts;
 use crate::export::tokens::{encode_tokens, TokensShard};
 use crate::export::writer::Shards;
 use crate::export::{ExportError, ExportOptions, ExportSummary, InferTools, Target};
 use crate::ingest::RawRecord;
 use crate::redact::{MaskedReporter, Redactor, Tally};
+use crate::segment::Mode;
 use crate::validate::check::upgrade_checked;
 use crate::validate::check_adp;
 use crate::validate::report::Reporter;
@@ -94,10 +94,13 @@ pub fn open(
     })
 }
 
-/// What one record became: its outcomes, and with `--redact`, its replacements per rule
-/// (`Err` when redaction rejected it: its one outcome is that rejection).
+/// What one record became: its outcomes (a row each, several when `--segments` cut its
+/// trajectory), the number of rows its trajectory made (`None` when it was rejected before),
+/// and with `--redact`, its replacements per rule (`Err` when redaction rejected it: its one
+/// outcome is that rejection).
 struct Exported<R> {
     outcomes: Vec<Outcome<R>>,
+    rows: Option<usize>,
     redact: Option<Result<Vec<u64>, ()>>,
 }
 
@@ -106,6 +109,8 @@ struct ExportSink<W: ShardWriter> {
     rejects: Option<RejectsWriter>,
     reporter: Box<dyn Reporter>,
     redact: Option<Tally>,
+    /// With `--segments` other than `none`: what it cut.
+    segments: Option<SegmentCounts>,
 }
 
 impl<W: ShardWriter> Sink for ExportSink<W> {
@@ -122,6 +127,9 @@ impl<W: ShardWriter> Sink for ExportSink<W> {
                 }
             }
         }
+        if let Some(counts) = &mut self.segments {
+            counts.count(item.rows.unwrap_or(1));
+        }
         for outcome in item.outcomes {
             if let Some(diagnostics) = self.out.add(outcome)? {
                 reject(
@@ -137,34 +145,40 @@ impl<W: ShardWriter> Sink for ExportSink<W> {
     }
 }
 
-/// [`export_record`] with the trajectory redacted once upgraded and checked.
-fn export_redacted<R>(
+/// Exports one record: its trajectory checked and upgraded, redacted (`redactor`), cut into
+/// rows (`--segments`), each row filtered, encoded and given its split.
+fn export_one<R>(
     record: &RawRecord,
     opts: &ExportOptions,
     encode: &Encoder<R>,
-    redactor: &Redactor,
+    redactor: Option<&Redactor>,
 ) -> Exported<R> {
     let prov = &record.provenance;
-    let rejected = |d| Exported {
+    let rejected = |d, redact| Exported {
         outcomes: vec![Outcome::Rejected(d)],
-        redact: None,
+        rows: None,
+        redact,
     };
     let mut traj = match check_adp(record).into_result() {
         Ok((t, _)) => t,
-        Err(d) => return rejected(d),
+        Err(d) => return rejected(d, None),
     };
     if let Err(d) = upgrade_checked(&mut traj, prov, &opts.upgrade) {
-        return rejected(d);
+        return rejected(d, None);
     }
-    match redactor.redact_trajectory(&mut traj, prov) {
-        Ok(counts) => Exported {
-            outcomes: vec![export_upgraded(Cow::Owned(traj), prov, opts, encode)],
-            redact: Some(Ok(counts)),
-        },
-        Err(d) => Exported {
-            outcomes: vec![Outcome::Rejected(d)],
-            redact: Some(Err(())),
-        },
+    let redact = match redactor.map(|r| r.redact_trajectory(&mut traj, prov)) {
+        None => None,
+        Some(Ok(counts)) => Some(Ok(counts)),
+        Some(Err(d)) => return rejected(d, Some(Err(()))),
+    };
+    let rows = opts.segments.apply(traj);
+    Exported {
+        rows: Some(rows.len()),
+        outcomes: rows
+            .into_iter()
+            .map(|t| export_upgraded(Cow::Owned(t), prov, opts, encode))
+            .collect(),
+        redact,
     }
 }
 
@@ -200,18 +214,13 @@ impl Run<'_> {
             rejects: self.rejects,
             reporter: self.reporter,
             redact: redactor.map(|r| Tally::new(r.scanner())),
+            segments: (opts.segments != Mode::None).then(SegmentCounts::default),
         };
         let (mut sink, inputs_read) = pipeline::run(
             self.inputs,
             &opts.run,
             self.progress,
-            |r| match redactor {
-                Some(redactor) => export_redacted(r, opts, encode, redactor),
-                None => Exported {
-                    outcomes: export_record(r, opts, encode),
-                    redact: None,
-                },
-            },
+            |r| export_one(r, opts, encode, redactor),
             sink,
         )
         .map_err(RunError::Pipeline)?;
@@ -224,6 +233,7 @@ impl Run<'_> {
         let (mut summary, files, commit) =
             sink.out.into_commit(self.earlier).map_err(RunError::Io)?;
         summary.redaction = sink.redact.as_ref().map(Tally::report);
+        summary.segments = sink.segments;
         Ok((summary, files, commit, inputs_read))
     }
 }

@@ -17,6 +17,7 @@ use crate::export::tools::ToolCatalog;
 use crate::export::{ExportOptions, Filters, InferTools, SftOptions, Target, Thoughts, TrainOn};
 use crate::export::{Overlength, Training, MAX_MESSAGE_BYTES};
 use crate::model::upgrade::UpgradeOptions;
+use crate::segment::Mode;
 use crate::training::{ChatTemplate, TokenizerFile};
 
 /// `row_group_bytes` unless set.
@@ -163,6 +164,11 @@ pub struct ExportConfig {
     #[cfg_attr(feature = "cli", arg(long))]
     #[serde(default)]
     pub dedup: bool,
+    /// Rows per trajectory: none (one row each, as converted) or compaction (one row per
+    /// compaction segment, starting from the summary the model was given; docs/segments.md).
+    #[cfg_attr(feature = "cli", arg(long, default_value_t, value_name = "MODE"))]
+    #[serde(default, skip_serializing_if = "is_default_segments")]
+    pub segments: Mode,
     /// Replace an earlier export in DIR.
     #[cfg_attr(feature = "cli", arg(long))]
     #[serde(default)]
@@ -175,6 +181,10 @@ fn row_group_bytes() -> u64 {
 
 fn zstd_level() -> i32 {
     ZSTD_LEVEL
+}
+
+fn is_default_segments(mode: &Mode) -> bool {
+    *mode == Mode::None
 }
 
 fn yes() -> bool {
@@ -382,6 +392,10 @@ impl ExportConfig {
             "filters": &filters,
             "dedup": self.dedup,
         });
+        if self.segments != Mode::None {
+            // Recorded when set (exports without it keep their bytes).
+            recorded_options["segments"] = json!(self.segments.name());
+        }
         if let Some(n) = self.max_message_bytes {
             // Recorded when set (exports that leave it at its default keep their bytes).
             recorded_options["max_message_bytes"] = json!(n);
@@ -419,6 +433,7 @@ impl ExportConfig {
             training,
             filters,
             dedup: self.dedup,
+            segments: self.segments,
             force: self.force,
             recorded_options,
             upgrade: UpgradeOptions::default(),

@@ -103,7 +103,8 @@ pub fn export_upgraded<R>(
         return Outcome::Filtered(f);
     }
     let id = traj.id.clone();
-    let split = opts.splits.assign(&id);
+    // A segment goes to its trajectory's split: a session never straddles two.
+    let split = opts.splits.assign(crate::segment::trajectory_of(&traj));
     let diagnose = |rule: &str, pointer: &str, message: String| {
         Outcome::Rejected(vec![Diagnostic::error(
             prov,

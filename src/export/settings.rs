@@ -34,6 +34,8 @@ pub struct ExportOptions {
     pub filters: Filters,
     /// Drop rows whose content (the row without its id) was already written.
     pub dedup: bool,
+    /// How trajectories are cut into rows (`--segments`).
+    pub segments: crate::segment::Mode,
     /// Replace the data files and manifest of an earlier export in the directory.
     pub force: bool,
     /// Recorded in the manifest as the run's options.

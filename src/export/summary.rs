@@ -58,9 +58,35 @@ pub struct ExportSummary {
     /// pipeline's `[redact]`); absent without redaction.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redaction: Option<Redaction>,
+    /// How `--segments` cut trajectories into rows; absent when it did not cut (`none`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segments: Option<SegmentCounts>,
     /// Inputs that held no records.
     #[serde(skip)]
     pub empty_inputs: Vec<String>,
+}
+
+/// The trajectories `--segments compaction` cut at their compactions, and the rows they became
+/// (each counted in `in` as a row of its own).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SegmentCounts {
+    /// Trajectories read.
+    pub trajectories: u64,
+    /// Of them, those cut (one compaction or more).
+    pub cut: u64,
+    /// The rows the cut trajectories became.
+    pub segments: u64,
+}
+
+impl SegmentCounts {
+    /// Counts a trajectory that became `rows` rows.
+    pub fn count(&mut self, rows: usize) {
+        self.trajectories += 1;
+        if rows > 1 {
+            self.cut += 1;
+            self.segments += rows as u64;
+        }
+    }
 }
 
 impl ExportSummary {
@@ -75,8 +101,15 @@ impl ExportSummary {
             ),
             None => String::new(),
         };
+        let what = match &self.segments {
+            Some(c) => format!(
+                "rows in ({} trajectories, {} cut at compactions into {} segments)",
+                c.trajectories, c.cut, c.segments
+            ),
+            None => "trajectories in".to_owned(),
+        };
         let mut out = vec![format!(
-            "export --to {target}: {} trajectories in, {} written, {} filtered, {} rejected -> \
+            "export --to {target}: {} {what}, {} written, {} filtered, {} rejected -> \
              {output}{tokens}; {speed}",
             self.records_in, self.written, self.filtered, self.rejected,
         )];
@@ -92,6 +125,12 @@ impl ExportSummary {
         self.written += other.written;
         self.filtered += other.filtered;
         self.rejected += other.rejected;
+        if let Some(b) = &other.segments {
+            let a = self.segments.get_or_insert_with(Default::default);
+            a.trajectories += b.trajectories;
+            a.cut += b.cut;
+            a.segments += b.segments;
+        }
         let (a, b) = (&mut self.filtered_by, &other.filtered_by);
         a.min_reward += b.min_reward;
         a.outcome += b.outcome;

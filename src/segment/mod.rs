@@ -47,6 +47,16 @@ choice!(
     }
 );
 
+/// The id of the trajectory `traj` is a segment of (`details.segment.of`), else its own id:
+/// what keeps a session's segments together (splits).
+pub fn trajectory_of(traj: &Trajectory) -> &str {
+    traj.details
+        .get("segment")
+        .and_then(|s| s.get("of"))
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or(&traj.id)
+}
+
 impl Mode {
     /// The rows `traj` makes in this mode: itself for [`Mode::None`], its [`segments`] for
     /// [`Mode::Compaction`].

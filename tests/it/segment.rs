@@ -155,3 +155,102 @@ fn codex_segment_is_the_replacement_history_then_what_follows() {
     );
     assert_eq!(segs[1].details["segment"]["summary"], "recorded");
 }
+
+/// The trajectories converted from the Claude Code and Codex fixtures, as one ADP file.
+fn compacted_adp(dir: &Path) -> PathBuf {
+    let mut lines = Vec::new();
+    for f in ["segment/claude-code.jsonl", "segment/codex.jsonl"] {
+        let (code, out, err) = convert(&[&fixture(f)], None, &[]);
+        assert_eq!(code, 0, "{err}");
+        lines.extend(out.iter().map(Value::to_string));
+    }
+    let input = dir.join("in.jsonl");
+    std::fs::write(&input, lines.join("\n") + "\n").expect("writes");
+    input
+}
+
+#[test]
+fn export_segments_writes_a_row_per_segment_and_keeps_a_session_in_one_split() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = compacted_adp(dir.path());
+    let out = dir.path().join("out");
+    let run = crate::common::trajkit()
+        .args(["export", "--to", "adp", "--segments", "compaction"])
+        .args(["--split", "train=0.5,validation=0.5", "-o"])
+        .arg(&out)
+        .arg(&input)
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{err}");
+    assert!(
+        err.contains("4 rows in (2 trajectories, 2 cut at compactions into 4 segments), 4 written"),
+        "{err}"
+    );
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).expect("manifest"))
+            .expect("json");
+    assert_eq!(
+        manifest["counts"]["segments"],
+        serde_json::json!({"trajectories": 2, "cut": 2, "segments": 4})
+    );
+    assert_eq!(manifest["options"]["segments"], "compaction");
+    // Each row's split is its session's: the two segments of a trajectory share a file.
+    let mut split_of = std::collections::BTreeMap::new();
+    for entry in std::fs::read_dir(out.join("data")).expect("data") {
+        let path = entry.expect("entry").path();
+        let split = path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .split('-')
+            .next()
+            .unwrap()
+            .to_owned();
+        for row in crate::common::json_lines(&std::fs::read(&path).expect("reads")) {
+            let id = row["id"].as_str().expect("an id").to_owned();
+            let (session, n) = id.split_once("#segment-").expect("a segment id");
+            assert!(n.parse::<u32>().is_ok(), "{id}");
+            let first = split_of
+                .entry(session.to_owned())
+                .or_insert_with(|| split.clone());
+            assert_eq!(*first, split, "{id}");
+        }
+    }
+    assert_eq!(split_of.len(), 2);
+}
+
+#[test]
+fn export_without_segments_writes_a_row_per_trajectory_and_a_pipeline_refuses_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = compacted_adp(dir.path());
+    let run = crate::common::trajkit()
+        .args(["export", "--to", "openai", "-o"])
+        .arg(dir.path().join("plain"))
+        .arg(&input)
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(err.contains("2 trajectories in, 2 written"), "{err}");
+    let pipeline = dir.path().join("p.toml");
+    std::fs::write(
+        &pipeline,
+        format!(
+            "[[input]]\npath = {:?}\n[[export]]\nto = \"openai\"\noutput = {:?}\nsegments = \"compaction\"\n",
+            input.display().to_string(),
+            dir.path().join("p").display().to_string()
+        ),
+    )
+    .expect("writes");
+    let run = crate::common::trajkit()
+        .arg("run")
+        .arg(&pipeline)
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("trajkit export --segments compaction"),
+        "{err}"
+    );
+}

@@ -98,6 +98,33 @@ pub struct RawRecord {
     pub error: Option<FrameError>,
 }
 
+impl RawRecord {
+    /// The record a reader assembled from several rows or files (a session of a store): its
+    /// bytes, a 256-byte preview with [`FrameError::TooLarge`] when they exceed `max_bytes`, or
+    /// no bytes with [`FrameError::Read`] when assembling failed (`built` says why).
+    pub fn assembled(
+        provenance: Provenance,
+        built: Result<Vec<u8>, String>,
+        max_bytes: usize,
+    ) -> RawRecord {
+        let (bytes, error) = match built {
+            Ok(b) if b.len() > max_bytes => {
+                let size = b.len() as u64;
+                let preview = b.get(..256).unwrap_or(&b).to_vec();
+                let limit = max_bytes as u64;
+                (preview, Some(FrameError::TooLarge { size, limit }))
+            }
+            Ok(b) => (b, None),
+            Err(e) => (Vec::new(), Some(FrameError::Read(e))),
+        };
+        RawRecord {
+            provenance,
+            bytes,
+            error,
+        }
+    }
+}
+
 /// The layout an input's name promises, before looking at its bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LayoutHint {

@@ -27,7 +27,7 @@ use rusqlite::Connection;
 use serde_json::{Map, Value};
 
 use crate::ingest::sqlite::{open_store, TempStore};
-use crate::ingest::{FrameError, Provenance, RawRecord, RecordSource};
+use crate::ingest::{Provenance, RawRecord, RecordSource};
 use crate::json::strict;
 
 /// The key marking a record built from a session of the store.
@@ -365,37 +365,23 @@ impl Iterator for SessionsDb {
     fn next(&mut self) -> Option<RawRecord> {
         let id = self.ids.next()?;
         self.next += 1;
-        let (bytes, error) = match self.session(&id) {
-            Ok(b) if b.len() > self.max_record_bytes => {
-                let size = b.len() as u64;
-                let preview = b.get(..256).unwrap_or(&b).to_vec();
-                (
-                    preview,
-                    Some(FrameError::TooLarge {
-                        size,
-                        limit: self.max_record_bytes as u64,
-                    }),
-                )
-            }
-            Ok(bytes) => (bytes, None),
-            Err((table, e)) => (
-                Vec::new(),
-                Some(FrameError::Read(format!(
-                    "cannot read session {id:?} of the Goose store {}: table `{table}`: {e}",
-                    self.input
-                ))),
-            ),
+        let built = self.session(&id).map_err(|(table, e)| {
+            format!(
+                "cannot read session {id:?} of the Goose store {}: table `{table}`: {e}",
+                self.input
+            )
+        });
+        let provenance = Provenance {
+            input: self.input.clone(),
+            file: self.input.clone(),
+            line: self.next,
+            index: self.next - 1,
         };
-        Some(RawRecord {
-            provenance: Provenance {
-                input: self.input.clone(),
-                file: self.input.clone(),
-                line: self.next,
-                index: self.next - 1,
-            },
-            bytes,
-            error,
-        })
+        Some(RawRecord::assembled(
+            provenance,
+            built,
+            self.max_record_bytes,
+        ))
     }
 }
 

@@ -82,9 +82,10 @@ impl Converter for Hermes {
     fn open_source(
         &self,
         path: &str,
-        _opts: &ConvertOptions,
+        opts: &ConvertOptions,
     ) -> Option<io::Result<Box<dyn RecordSource>>> {
-        is_sqlite(Path::new(path)).then(|| boxed(store::StateDb::open(path)))
+        is_sqlite(Path::new(path))
+            .then(|| boxed(store::StateDb::open(path, opts.run.max_record_bytes)))
     }
 
     fn each_partial(

@@ -25,7 +25,7 @@ use rusqlite::Connection;
 use serde_json::{Map, Value};
 
 use crate::ingest::sqlite::{open_store, TempStore};
-use crate::ingest::{FrameError, Provenance, RawRecord, RecordSource};
+use crate::ingest::{Provenance, RawRecord, RecordSource};
 
 /// The latest schema version of Hermes' store this reader knows (`SCHEMA_VERSION` of
 /// `hermes_state`); a later one may have moved what the reader reads.
@@ -133,11 +133,13 @@ pub struct StateDb {
     ids: std::vec::IntoIter<String>,
     next: u64,
     bytes: u64,
+    /// The largest session record (`--max-record-bytes`).
+    max_record_bytes: usize,
 }
 
 impl StateDb {
     /// Opens the store at `path` and reads its session ids (see the module's documentation).
-    pub fn open(path: &str) -> io::Result<StateDb> {
+    pub fn open(path: &str, max_record_bytes: usize) -> io::Result<StateDb> {
         let mut copy = None;
         let conn = open_store(Path::new(path), &mut copy)
             .map_err(|e| store_error(path, "sqlite_master", e))?;
@@ -213,6 +215,7 @@ impl StateDb {
             ids: ids.into_iter(),
             next: 0,
             bytes,
+            max_record_bytes,
         })
     }
 
@@ -347,26 +350,23 @@ impl Iterator for StateDb {
     fn next(&mut self) -> Option<RawRecord> {
         let id = self.ids.next()?;
         self.next += 1;
-        let (bytes, error) = match self.session(&id) {
-            Ok(bytes) => (bytes, None),
-            Err((table, e)) => (
-                Vec::new(),
-                Some(FrameError::Read(format!(
-                    "cannot read session {id:?} of the Hermes store {}: table `{table}`: {e}",
-                    self.input
-                ))),
-            ),
+        let built = self.session(&id).map_err(|(table, e)| {
+            format!(
+                "cannot read session {id:?} of the Hermes store {}: table `{table}`: {e}",
+                self.input
+            )
+        });
+        let provenance = Provenance {
+            input: self.input.clone(),
+            file: self.input.clone(),
+            line: self.next,
+            index: self.next - 1,
         };
-        Some(RawRecord {
-            provenance: Provenance {
-                input: self.input.clone(),
-                file: self.input.clone(),
-                line: self.next,
-                index: self.next - 1,
-            },
-            bytes,
-            error,
-        })
+        Some(RawRecord::assembled(
+            provenance,
+            built,
+            self.max_record_bytes,
+        ))
     }
 }
 

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::ingest::{FrameError, Provenance, RawRecord, RecordSource};
+use crate::ingest::{Provenance, RawRecord, RecordSource};
 use crate::json::strict;
 
 use super::MARKER;
@@ -109,24 +109,10 @@ impl StorageSessions {
             index: self.index,
         };
         self.index += 1;
-        let (bytes, error) = match self.bundle(s) {
-            Ok(b) if b.len() > self.max_record_bytes => {
-                let size = b.len() as u64;
-                let preview = b.get(..256).unwrap_or(&b).to_vec();
-                let limit = self.max_record_bytes as u64;
-                (preview, Some(FrameError::TooLarge { size, limit }))
-            }
-            Ok(b) => (b, None),
-            Err(e) => (
-                Vec::new(),
-                Some(FrameError::Read(format!("{}: {e}", s.path.display()))),
-            ),
-        };
-        RawRecord {
-            provenance,
-            bytes,
-            error,
-        }
+        let built = self
+            .bundle(s)
+            .map_err(|e| format!("{}: {e}", s.path.display()));
+        RawRecord::assembled(provenance, built, self.max_record_bytes)
     }
 
     /// `{marker, "source": "storage", "info", "project"?, "todos"?, "sub_sessions", "messages"}`

@@ -225,26 +225,11 @@ impl SessionRecords {
     /// The record of session `s`: its bundle, or the error reading it.
     fn session_record(&self, conn: &Connection, s: &SessionRow) -> RawRecord {
         let line = u64::try_from(s.rowid).unwrap_or(0);
-        let (bytes, error) = match self.bundle(conn, s) {
-            Ok(b) if b.len() > self.max_record_bytes => {
-                let size = b.len() as u64;
-                let preview = b.get(..256).unwrap_or(&b).to_vec();
-                (
-                    preview,
-                    Some(FrameError::TooLarge {
-                        size,
-                        limit: self.max_record_bytes as u64,
-                    }),
-                )
-            }
-            Ok(b) => (b, None),
-            Err(e) => (Vec::new(), Some(FrameError::Read(e))),
-        };
-        RawRecord {
-            provenance: self.provenance(line),
-            bytes,
-            error,
-        }
+        RawRecord::assembled(
+            self.provenance(line),
+            self.bundle(conn, s),
+            self.max_record_bytes,
+        )
     }
 
     /// The bundle of session `s` (see the module's documentation).

@@ -61,12 +61,12 @@ fn columns(conn: &Connection, table: &str) -> rusqlite::Result<Vec<String>> {
     names.collect()
 }
 
-/// One session row: its `rowid`, and its columns as JSON.
+/// One session row: its `rowid`, id and parent (its other columns are read when its record is
+/// made, so that the sessions listed up front stay small however many the store holds).
 struct SessionRow {
     rowid: i64,
     id: String,
     parent: Option<String>,
-    fields: serde_json::Map<String, Value>,
 }
 
 /// The sessions of one store, one record each (numbered by [`Stores`]).
@@ -225,7 +225,8 @@ impl SessionRecords {
             "\":true,\"schema_version\":{},\"session\":",
             self.version
         );
-        let _ = serde_json::to_writer(&mut out, &s.fields);
+        let fields = session_fields(conn, s.rowid).map_err(|e| table_error("sessions", e))?;
+        let _ = serde_json::to_writer(&mut out, &fields);
         out.extend_from_slice(b",\"sub_sessions\":");
         let none = Vec::new();
         let _ = serde_json::to_writer(&mut out, self.children.get(&s.id).unwrap_or(&none));
@@ -342,24 +343,46 @@ fn schema_version(conn: &Connection) -> Result<i64, FrameError> {
 
 /// Every session row, by `rowid`, its columns as JSON.
 fn read_sessions(conn: &Connection) -> rusqlite::Result<Vec<SessionRow>> {
-    let mut stmt = conn.prepare("SELECT rowid, * FROM sessions ORDER BY rowid")?;
-    let names: Vec<String> = stmt.column_names().skip(1).map(str::to_owned).collect();
-    let mut rows = stmt.query([])?;
-    let mut out = Vec::new();
-    while let Some(row) = rows.next()? {
+    let parent = match columns(conn, "sessions")?
+        .iter()
+        .any(|c| c == "parent_session_id")
+    {
+        true => "parent_session_id",
+        false => "NULL",
+    };
+    let mut stmt = conn.prepare(&format!(
+        "SELECT rowid, id, {parent} FROM sessions ORDER BY rowid"
+    ))?;
+    let rows = stmt.query_map([], |row| {
+        let text = |i: usize| -> rusqlite::Result<Option<String>> {
+            Ok(match row.get_ref(i)? {
+                ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
+                _ => None,
+            })
+        };
+        Ok(SessionRow {
+            rowid: row.get(0)?,
+            id: text(1)?.unwrap_or_default(),
+            parent: text(2)?.filter(|p| !p.is_empty()),
+        })
+    })?;
+    rows.collect()
+}
+
+/// The columns of session `rowid`, as JSON.
+fn session_fields(
+    conn: &Connection,
+    rowid: i64,
+) -> rusqlite::Result<serde_json::Map<String, Value>> {
+    let mut stmt = conn.prepare_cached("SELECT * FROM sessions WHERE rowid = ?1")?;
+    let names: Vec<String> = stmt.column_names().into_iter().map(str::to_owned).collect();
+    stmt.query_row([rowid], |row| {
         let mut fields = serde_json::Map::new();
         for (i, name) in names.iter().enumerate() {
-            fields.insert(name.clone(), json_of(row.get_ref(i + 1)?));
+            fields.insert(name.clone(), json_of(row.get_ref(i)?));
         }
-        let text = |k: &str| fields.get(k).and_then(Value::as_str).map(str::to_owned);
-        out.push(SessionRow {
-            rowid: row.get(0)?,
-            id: text("id").unwrap_or_default(),
-            parent: text("parent_session_id").filter(|p| !p.is_empty()),
-            fields,
-        });
-    }
-    Ok(out)
+        Ok(fields)
+    })
 }
 
 /// A SQLite value as JSON: a blob as `{"blob_bytes": n}` (no column of the schema holds one),

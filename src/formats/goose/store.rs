@@ -151,6 +151,9 @@ impl SessionsDb {
             .map_err(|e| store_error(path, "usage_ledger", e))?
             .iter()
             .any(|c| c == "session_id");
+        if has_ledger {
+            sum_usage(&conn).map_err(|e| store_error(path, "usage_ledger", e))?;
+        }
         let order = if columns(&conn, "sessions")
             .map_err(|e| store_error(path, "sessions", e))?
             .iter()
@@ -288,9 +291,9 @@ impl SessionsDb {
     /// The session's `usage_ledger` rows summed per model, in order of first use.
     fn usage(&self, id: &str) -> rusqlite::Result<Vec<Value>> {
         let mut q = self.conn.prepare_cached(
-            "SELECT model, count(*), sum(input_tokens), sum(output_tokens), sum(total_tokens), \
-             sum(cache_read_tokens), sum(cache_write_tokens), sum(cost), sum(is_compaction) \
-             FROM usage_ledger WHERE session_id = ?1 GROUP BY model ORDER BY min(id)",
+            "SELECT model, requests, input_tokens, output_tokens, total_tokens, \
+             cache_read_tokens, cache_write_tokens, cost, compactions \
+             FROM temp.usage_by_session WHERE session_id = ?1 ORDER BY first_id",
         )?;
         let rows = q.query_map([id], |r| {
             let keys = [
@@ -312,6 +315,23 @@ impl SessionsDb {
         })?;
         rows.collect()
     }
+}
+
+/// Sums the `usage_ledger` rows per session and model once, into a temporary table indexed by
+/// session: Goose does not index the ledger by session, and a query per session would scan it
+/// whole each time (quadratic in the store's size). The temporary table lives in SQLite's
+/// temporary storage, never in the store, which is opened read-only.
+fn sum_usage(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(
+        "CREATE TEMP TABLE usage_by_session AS \
+         SELECT session_id, model, count(*) AS requests, sum(input_tokens) AS input_tokens, \
+         sum(output_tokens) AS output_tokens, sum(total_tokens) AS total_tokens, \
+         sum(cache_read_tokens) AS cache_read_tokens, \
+         sum(cache_write_tokens) AS cache_write_tokens, sum(cost) AS cost, \
+         sum(is_compaction) AS compactions, min(id) AS first_id \
+         FROM main.usage_ledger GROUP BY session_id, model; \
+         CREATE INDEX temp.usage_by_session_id ON usage_by_session(session_id, first_id);",
+    )
 }
 
 /// The ids a query's first column gives.

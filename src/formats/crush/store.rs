@@ -375,7 +375,7 @@ fn session_fields(
     rowid: i64,
 ) -> rusqlite::Result<serde_json::Map<String, Value>> {
     let mut stmt = conn.prepare_cached("SELECT * FROM sessions WHERE rowid = ?1")?;
-    let names: Vec<String> = stmt.column_names().into_iter().map(str::to_owned).collect();
+    let names: Vec<String> = stmt.column_names().map(str::to_owned).collect();
     stmt.query_row([rowid], |row| {
         let mut fields = serde_json::Map::new();
         for (i, name) in names.iter().enumerate() {

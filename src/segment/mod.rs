@@ -118,73 +118,94 @@ pub fn segments(traj: Trajectory) -> Vec<Trajectory> {
         bounds.push((c.step, end, Some(c)));
     }
     let count = bounds.len();
-    bounds
+    // The steps given again after a cut (the leading system steps, Pi's and Droid's kept
+    // messages) are copied before the segments take their own steps out of the trajectory.
+    let leading_steps: Vec<Step> = traj.content[..leading].to_vec();
+    let kept: Vec<Option<Vec<Step>>> = bounds
         .iter()
-        .enumerate()
-        .map(|(index, &(from, to, cut))| {
-            let mut content = Vec::new();
-            let mut info = JsonObject::new();
-            info.insert("of".into(), Value::from(traj.id.clone()));
-            info.insert("index".into(), Value::from(index));
-            info.insert("count".into(), Value::from(count));
-            let mut own_from = from;
-            let summary = cut.map(|c| {
-                let recorded = match &c.start {
-                    Start::History(steps, recorded) => {
-                        content.extend(steps.iter().cloned());
-                        *recorded
-                    }
-                    start => {
-                        content.extend(traj.content[..leading.min(from)].iter().cloned());
-                        match start {
-                            Start::Text(text) => content.push(Step::environment_text(
-                                Some("compaction_summary".into()),
-                                text.clone(),
-                            )),
-                            Start::Marker => content.push(marker()),
-                            _ => {
-                                content.push(traj.content[from].clone());
-                                own_from = from + 1;
-                            }
-                        }
-                        !matches!(start, Start::Marker)
-                    }
-                };
-                if let Some(k) = c.kept_from {
-                    content.extend(traj.content[k..from].iter().cloned());
-                    info.insert("kept".into(), json!([k, from]));
-                }
-                if recorded {
-                    "recorded"
-                } else {
-                    "marker"
-                }
-            });
-            info.insert("summary".into(), summary.map_or(Value::Null, Value::from));
-            content.extend(traj.content[own_from..to].iter().cloned());
-            info.insert("steps".into(), json!([from, to]));
-            let unlinked = unlink_across(&mut content);
-            if unlinked > 0 {
-                info.insert("unlinked".into(), Value::from(unlinked));
-            }
-            let mut details = traj.details.clone();
-            details.insert("segment".into(), Value::Object(info));
-            let mut segment = Trajectory {
-                schema_version: traj.schema_version.clone(),
-                id: format!("{}#segment-{index}", traj.id),
-                content,
-                available_apis: traj.available_apis.clone(),
-                available_custom_tools: traj.available_custom_tools.clone(),
-                available_code_languages: None,
-                details,
-            };
-            // The languages the segment's own code actions use, where the original lists them.
-            if traj.available_code_languages.is_some() {
-                segment.available_code_languages = segment.used_code_languages();
-            }
-            segment
+        .map(|&(from, _, cut)| {
+            cut.and_then(|c| c.kept_from)
+                .map(|k| traj.content[k..from].to_vec())
         })
-        .collect()
+        .collect();
+    let Trajectory {
+        schema_version,
+        id,
+        content: steps,
+        available_apis,
+        available_custom_tools,
+        available_code_languages,
+        mut details,
+    } = traj;
+    let mut steps = steps.into_iter();
+    let mut out = Vec::with_capacity(count);
+    for (index, (&(from, to, cut), kept)) in bounds.iter().zip(kept).enumerate() {
+        let mut content = Vec::new();
+        let mut info = JsonObject::new();
+        info.insert("of".into(), Value::from(id.clone()));
+        info.insert("index".into(), Value::from(index));
+        info.insert("count".into(), Value::from(count));
+        // The bounds cover the steps from 0 in order: the segment's own steps come next.
+        let mut own = steps.by_ref().take(to - from);
+        let summary = cut.map(|c| {
+            let recorded = match &c.start {
+                Start::History(history, recorded) => {
+                    content.extend(history.iter().cloned());
+                    *recorded
+                }
+                start => {
+                    content.extend(leading_steps[..leading.min(from)].iter().cloned());
+                    match start {
+                        Start::Text(text) => content.push(Step::environment_text(
+                            Some("compaction_summary".into()),
+                            text.clone(),
+                        )),
+                        Start::Marker => content.push(marker()),
+                        // The summary step at `from`: the segment's first own step.
+                        _ => content.extend(own.next()),
+                    }
+                    !matches!(start, Start::Marker)
+                }
+            };
+            if let (Some(k), Some(steps)) = (c.kept_from, &kept) {
+                content.extend(steps.iter().cloned());
+                info.insert("kept".into(), json!([k, from]));
+            }
+            if recorded {
+                "recorded"
+            } else {
+                "marker"
+            }
+        });
+        info.insert("summary".into(), summary.map_or(Value::Null, Value::from));
+        content.extend(own);
+        info.insert("steps".into(), json!([from, to]));
+        let unlinked = unlink_across(&mut content);
+        if unlinked > 0 {
+            info.insert("unlinked".into(), Value::from(unlinked));
+        }
+        let mut segment_details = if index + 1 == count {
+            std::mem::take(&mut details)
+        } else {
+            details.clone()
+        };
+        segment_details.insert("segment".into(), Value::Object(info));
+        let mut segment = Trajectory {
+            schema_version: schema_version.clone(),
+            id: format!("{id}#segment-{index}"),
+            content,
+            available_apis: available_apis.clone(),
+            available_custom_tools: available_custom_tools.clone(),
+            available_code_languages: None,
+            details: segment_details,
+        };
+        // The languages the segment's own code actions use, where the original lists them.
+        if available_code_languages.is_some() {
+            segment.available_code_languages = segment.used_code_languages();
+        }
+        out.push(segment);
+    }
+    out
 }
 
 /// The compactions of a trajectory's details, ordered by step, one per step (the last one listed

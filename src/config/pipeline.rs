@@ -719,6 +719,7 @@ mod tests {
             tokenizer: Some("t".into()),
             max_tokens: Some(1),
             max_message_bytes: Some(1),
+            segments: crate::segment::Mode::Compaction,
             ..export
         };
         for (kind, config) in [("join", json!(full_join)), ("export", json!(full_export))] {

@@ -23,7 +23,7 @@ use crate::model::{JsonObject, Trajectory};
 use crate::validate::Diagnostic;
 
 use steps::{Built, Message};
-use store::{has_schema, SessionsDb, MARKER};
+use store::{has_schema, MARKER};
 
 /// Reads Goose's session store and session files.
 pub struct Goose;
@@ -88,7 +88,7 @@ impl Converter for Goose {
     ) -> Option<io::Result<Box<dyn RecordSource>>> {
         let max = opts.run.max_record_bytes;
         if is_sqlite(Path::new(path)) {
-            return Some(boxed(SessionsDb::open(path, max)));
+            return Some(boxed(store::open(path, max)));
         }
         Some(boxed(FileBundle::open(path, max, MARKER)))
     }

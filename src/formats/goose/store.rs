@@ -19,15 +19,15 @@
 
 use std::io::{self, Write};
 use std::path::Path;
-use std::sync::Arc;
-use std::time::Duration;
 
 use rusqlite::types::ValueRef;
 use rusqlite::Connection;
 use serde_json::{Map, Value};
 
-use crate::ingest::sqlite::{open_store, TempStore};
-use crate::ingest::{Provenance, RawRecord, RecordSource};
+use crate::ingest::sqlite::sessions::{
+    has_columns, json_of, missing, read_ids, row_object, table_columns, InTable, SessionReader,
+    SessionSource, Store, TableError, BUSY_WAIT,
+};
 use crate::json::strict;
 
 /// The key marking a record built from a session of the store.
@@ -60,22 +60,9 @@ const REQUIRED: &[(&str, &[&str])] = &[
     ("messages", &["session_id", "role", "content_json"]),
 ];
 
-/// How long a read waits for a writer's lock before it reports the store as locked.
-const BUSY_WAIT: Duration = Duration::from_secs(5);
-
 /// True when the store at `conn` has this schema's tables and columns (`REQUIRED`).
 pub fn has_schema(conn: &Connection) -> bool {
-    REQUIRED.iter().all(|(table, needed)| {
-        let have = columns(conn, table).unwrap_or_default();
-        needed.iter().all(|c| have.iter().any(|h| h == c))
-    })
-}
-
-/// The column names of `table`, in order (empty when there is no such table).
-fn columns(conn: &Connection, table: &str) -> rusqlite::Result<Vec<String>> {
-    let mut q = conn.prepare("SELECT name FROM pragma_table_info(?1)")?;
-    let names = q.query_map([table], |r| r.get::<_, String>(0))?;
-    names.collect()
+    has_columns(conn, REQUIRED)
 }
 
 /// An error of the store at `path`, naming the table.
@@ -87,7 +74,7 @@ fn store_error(path: &str, table: &str, e: impl std::fmt::Display) -> io::Error 
 
 /// The store's schema version: the newest row of `schema_version`, 0 without the table.
 fn schema_version(conn: &Connection) -> rusqlite::Result<i64> {
-    if columns(conn, "schema_version")?.is_empty() {
+    if table_columns(conn, "schema_version")?.is_empty() {
         return Ok(0);
     }
     let v: Option<i64> =
@@ -95,112 +82,104 @@ fn schema_version(conn: &Connection) -> rusqlite::Result<i64> {
     Ok(v.unwrap_or(0))
 }
 
-/// The sessions of a Goose store, one record each (see the module's documentation).
-pub struct SessionsDb {
-    conn: Connection,
-    /// The copy of the store and its log read instead of them, when there is one.
-    _copy: Option<TempStore>,
-    input: Arc<str>,
+/// What is read of a Goose store up front (see the module's documentation).
+pub(crate) struct Reader {
     version: i64,
     message_columns: Vec<String>,
     has_ledger: bool,
-    ids: std::vec::IntoIter<String>,
-    next: u64,
-    bytes: u64,
-    max_record_bytes: usize,
 }
 
-impl SessionsDb {
-    /// Opens the store at `path` and reads its session ids (see the module's documentation).
-    pub fn open(path: &str, max_record_bytes: usize) -> io::Result<SessionsDb> {
-        let mut copy = None;
-        let conn = open_store(Path::new(path), &mut copy)
-            .map_err(|e| store_error(path, "sqlite_master", e))?;
-        conn.busy_timeout(BUSY_WAIT)
-            .map_err(|e| store_error(path, "sqlite_master", e))?;
-        for (table, needed) in REQUIRED {
-            let have = columns(&conn, table).map_err(|e| store_error(path, table, e))?;
-            if have.is_empty() {
-                return Err(store_error(path, table, "missing: not a Goose store"));
-            }
-            if let Some(c) = needed.iter().find(|c| !have.iter().any(|h| h == *c)) {
-                return Err(store_error(
-                    path,
-                    table,
-                    format!(
-                        "no column `{c}` (it has {}): not a schema of Goose's store",
-                        have.join(", ")
-                    ),
-                ));
-            }
-        }
-        let version = schema_version(&conn).map_err(|e| store_error(path, "schema_version", e))?;
-        if !(0..=LATEST_SCHEMA).contains(&version) {
-            return Err(store_error(
+/// Opens the store at `path` and reads its session ids (see the module's documentation).
+pub(crate) fn open(path: &str, max_record_bytes: usize) -> io::Result<SessionSource<Reader>> {
+    let store = Store::open(Path::new(path)).map_err(|e| store_error(path, "sqlite_master", e))?;
+    let conn = &store.conn;
+    conn.busy_timeout(BUSY_WAIT)
+        .map_err(|e| store_error(path, "sqlite_master", e))?;
+    let fail = |e: TableError| store_error(path, &e.table, e.error);
+    if let Some(m) = missing(conn, REQUIRED).map_err(fail)? {
+        return Err(match m.column {
+            None => store_error(path, m.table, "missing: not a Goose store"),
+            Some((c, have)) => store_error(
                 path,
-                "schema_version",
+                m.table,
                 format!(
-                    "schema version {version}, which this reader does not know (it reads \
-                     versions up to {LATEST_SCHEMA}); a newer Goose may have changed its tables"
+                    "no column `{c}` (it has {}): not a schema of Goose's store",
+                    have.join(", ")
                 ),
-            ));
-        }
-        let message_columns =
-            columns(&conn, "messages").map_err(|e| store_error(path, "messages", e))?;
-        let has_ledger = columns(&conn, "usage_ledger")
-            .map_err(|e| store_error(path, "usage_ledger", e))?
-            .iter()
-            .any(|c| c == "session_id");
-        if has_ledger {
-            sum_usage(&conn).map_err(|e| store_error(path, "usage_ledger", e))?;
-        }
-        let order = if columns(&conn, "sessions")
-            .map_err(|e| store_error(path, "sessions", e))?
-            .iter()
-            .any(|c| c == "created_at")
-        {
-            "created_at, rowid"
-        } else {
-            "rowid"
-        };
-        let mut ids = read_ids(&conn, &format!("SELECT id FROM sessions ORDER BY {order}"))
-            .map_err(|e| store_error(path, "sessions", e))?;
-        // Messages whose session has no row are read as sessions of their own.
-        ids.extend(
-            read_ids(
-                &conn,
-                "SELECT DISTINCT session_id FROM messages \
-                 WHERE session_id NOT IN (SELECT id FROM sessions) ORDER BY session_id",
-            )
-            .map_err(|e| store_error(path, "messages", e))?,
-        );
-        let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
-        Ok(SessionsDb {
-            conn,
-            _copy: copy,
-            input: Arc::from(path),
-            version,
-            message_columns,
-            has_ledger,
-            ids: ids.into_iter(),
-            next: 0,
-            bytes,
-            max_record_bytes,
-        })
+            ),
+        });
     }
+    let version = schema_version(conn).map_err(|e| store_error(path, "schema_version", e))?;
+    if !(0..=LATEST_SCHEMA).contains(&version) {
+        return Err(store_error(
+            path,
+            "schema_version",
+            format!(
+                "schema version {version}, which this reader does not know (it reads \
+                 versions up to {LATEST_SCHEMA}); a newer Goose may have changed its tables"
+            ),
+        ));
+    }
+    let message_columns =
+        table_columns(conn, "messages").map_err(|e| store_error(path, "messages", e))?;
+    let has_ledger = table_columns(conn, "usage_ledger")
+        .map_err(|e| store_error(path, "usage_ledger", e))?
+        .iter()
+        .any(|c| c == "session_id");
+    if has_ledger {
+        sum_usage(conn).map_err(|e| store_error(path, "usage_ledger", e))?;
+    }
+    let order = if table_columns(conn, "sessions")
+        .map_err(|e| store_error(path, "sessions", e))?
+        .iter()
+        .any(|c| c == "created_at")
+    {
+        "created_at, rowid"
+    } else {
+        "rowid"
+    };
+    let mut ids = read_ids(conn, &format!("SELECT id FROM sessions ORDER BY {order}"))
+        .map_err(|e| store_error(path, "sessions", e))?;
+    // Messages whose session has no row are read as sessions of their own.
+    ids.extend(
+        read_ids(
+            conn,
+            "SELECT DISTINCT session_id FROM messages \
+             WHERE session_id NOT IN (SELECT id FROM sessions) ORDER BY session_id",
+        )
+        .map_err(|e| store_error(path, "messages", e))?,
+    );
+    let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
+    let reader = Reader {
+        version,
+        message_columns,
+        has_ledger,
+    };
+    Ok(SessionSource::new(
+        path,
+        path,
+        bytes,
+        (store, reader, ids),
+        max_record_bytes,
+    ))
+}
 
-    /// The record of session `id`: its JSON, or the table and the error reading it.
-    fn session(&self, id: &str) -> Result<Vec<u8>, (&'static str, rusqlite::Error)> {
-        let mut q = self
-            .conn
+impl SessionReader for Reader {
+    type Session = String;
+
+    /// The record of session `id` (see the module's documentation).
+    fn record(&self, conn: &Connection, id: &String) -> Result<Vec<u8>, TableError> {
+        let mut q = conn
             .prepare_cached("SELECT * FROM sessions WHERE id = ?1")
-            .map_err(|e| ("sessions", e))?;
-        let mut rows = q.query([id]).map_err(|e| ("sessions", e))?;
-        let session = match rows.next().map_err(|e| ("sessions", e))? {
-            Some(row) => row_object(row).map_err(|e| ("sessions", e))?,
+            .in_table("sessions")?;
+        let mut rows = q.query([id]).in_table("sessions")?;
+        let session = match rows.next().in_table("sessions")? {
+            Some(row) => {
+                row_object(row, |name, v| Some(column_value(name, v))).in_table("sessions")?
+            }
             // Messages of a session with no row.
             None => Map::from_iter([
-                ("id".to_owned(), Value::from(id)),
+                ("id".to_owned(), Value::from(id.as_str())),
                 ("session_row".to_owned(), Value::Bool(false)),
             ]),
         };
@@ -214,7 +193,7 @@ impl SessionsDb {
         let _ = serde_json::to_writer(&mut out, &session);
         if self.has_ledger {
             out.extend_from_slice(b",\"usage\":");
-            let usage = self.usage(id).map_err(|e| ("usage_ledger", e))?;
+            let usage = usage(conn, id).in_table("usage_ledger")?;
             let _ = serde_json::to_writer(&mut out, &usage);
         }
         out.extend_from_slice(b",\"messages\":[");
@@ -236,23 +215,33 @@ impl SessionsDb {
             "SELECT {} FROM messages WHERE session_id = ?1 ORDER BY {order}",
             list.join(", ")
         );
-        let mut q = self
-            .conn
-            .prepare_cached(&sql)
-            .map_err(|e| ("messages", e))?;
-        let mut rows = q.query([id]).map_err(|e| ("messages", e))?;
+        let mut q = conn.prepare_cached(&sql).in_table("messages")?;
+        let mut rows = q.query([id]).in_table("messages")?;
         let mut first = true;
-        while let Some(row) = rows.next().map_err(|e| ("messages", e))? {
+        while let Some(row) = rows.next().in_table("messages")? {
             if !first {
                 out.push(b',');
             }
             first = false;
-            self.message(row, &mut out).map_err(|e| ("messages", e))?;
+            self.message(row, &mut out).in_table("messages")?;
         }
         out.extend_from_slice(b"]}");
         Ok(out)
     }
 
+    fn failed(&self, id: &String, file: &str, e: TableError) -> String {
+        format!(
+            "cannot read session {id:?} of the Goose store {file}: table `{}`: {}",
+            e.table, e.error
+        )
+    }
+
+    fn line(&self, _id: &String, n: u64) -> u64 {
+        n
+    }
+}
+
+impl Reader {
     /// One message row in the shape of a session file's message (see the module's
     /// documentation); `session_id` left out (the record's session).
     fn message(&self, row: &rusqlite::Row<'_>, out: &mut Vec<u8>) -> rusqlite::Result<()> {
@@ -287,34 +276,34 @@ impl SessionsDb {
         out.push(b'}');
         Ok(())
     }
+}
 
-    /// The session's `usage_ledger` rows summed per model, in order of first use.
-    fn usage(&self, id: &str) -> rusqlite::Result<Vec<Value>> {
-        let mut q = self.conn.prepare_cached(
-            "SELECT model, requests, input_tokens, output_tokens, total_tokens, \
-             cache_read_tokens, cache_write_tokens, cost, compactions \
-             FROM temp.usage_by_session WHERE session_id = ?1 ORDER BY first_id",
-        )?;
-        let rows = q.query_map([id], |r| {
-            let keys = [
-                "model",
-                "requests",
-                "input_tokens",
-                "output_tokens",
-                "total_tokens",
-                "cache_read_tokens",
-                "cache_write_tokens",
-                "cost",
-                "compactions",
-            ];
-            let mut m = Map::new();
-            for (i, k) in keys.iter().enumerate() {
-                m.insert((*k).to_owned(), column_value(k, r.get_ref(i)?));
-            }
-            Ok(Value::Object(m))
-        })?;
-        rows.collect()
-    }
+/// The session's `usage_ledger` rows summed per model, in order of first use.
+fn usage(conn: &Connection, id: &str) -> rusqlite::Result<Vec<Value>> {
+    let mut q = conn.prepare_cached(
+        "SELECT model, requests, input_tokens, output_tokens, total_tokens, \
+         cache_read_tokens, cache_write_tokens, cost, compactions \
+         FROM temp.usage_by_session WHERE session_id = ?1 ORDER BY first_id",
+    )?;
+    let rows = q.query_map([id], |r| {
+        let keys = [
+            "model",
+            "requests",
+            "input_tokens",
+            "output_tokens",
+            "total_tokens",
+            "cache_read_tokens",
+            "cache_write_tokens",
+            "cost",
+            "compactions",
+        ];
+        let mut m = Map::new();
+        for (i, k) in keys.iter().enumerate() {
+            m.insert((*k).to_owned(), column_value(k, r.get_ref(i)?));
+        }
+        Ok(Value::Object(m))
+    })?;
+    rows.collect()
 }
 
 /// Sums the `usage_ledger` rows per session and model once, into a temporary table indexed by
@@ -334,84 +323,15 @@ fn sum_usage(conn: &Connection) -> rusqlite::Result<()> {
     )
 }
 
-/// The ids a query's first column gives.
-fn read_ids(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<String>> {
-    let mut q = conn.prepare(sql)?;
-    let ids = q.query_map([], |r| {
-        Ok(match r.get_ref(0)? {
-            ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
-            ValueRef::Integer(i) => i.to_string(),
-            ValueRef::Real(f) => f.to_string(),
-            ValueRef::Null | ValueRef::Blob(_) => String::new(),
-        })
-    })?;
-    ids.collect()
-}
-
-/// A row as an object of its columns (see [`column_value`]).
-fn row_object(row: &rusqlite::Row<'_>) -> rusqlite::Result<Map<String, Value>> {
-    let stmt = row.as_ref();
-    let mut out = Map::new();
-    for i in 0..stmt.column_count() {
-        let name = stmt.column_name(i)?;
-        out.insert(name.to_owned(), column_value(name, row.get_ref(i)?));
-    }
-    Ok(out)
-}
-
 /// A column's value as JSON: text as a string (decoded when it is one of [`JSON_COLUMNS`]
 /// holding JSON), numbers as numbers (a real that is not finite as null), a blob as
 /// `{"blob_bytes": n}` (no column of the schema holds one).
 fn column_value(name: &str, v: ValueRef<'_>) -> Value {
     match v {
-        ValueRef::Null => Value::Null,
-        ValueRef::Integer(i) => Value::from(i),
-        ValueRef::Real(f) => serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
-        ValueRef::Text(t) => {
+        ValueRef::Text(t) if JSON_COLUMNS.contains(&name) => {
             let text = String::from_utf8_lossy(t);
-            JSON_COLUMNS
-                .contains(&name)
-                .then(|| serde_json::from_str(&text).ok())
-                .flatten()
-                .unwrap_or_else(|| Value::String(text.into_owned()))
+            serde_json::from_str(&text).unwrap_or_else(|_| Value::String(text.into_owned()))
         }
-        ValueRef::Blob(b) => serde_json::json!({ "blob_bytes": b.len() }),
-    }
-}
-
-impl Iterator for SessionsDb {
-    type Item = RawRecord;
-
-    fn next(&mut self) -> Option<RawRecord> {
-        let id = self.ids.next()?;
-        self.next += 1;
-        let built = self.session(&id).map_err(|(table, e)| {
-            format!(
-                "cannot read session {id:?} of the Goose store {}: table `{table}`: {e}",
-                self.input
-            )
-        });
-        let provenance = Provenance {
-            input: self.input.clone(),
-            file: self.input.clone(),
-            line: self.next,
-            index: self.next - 1,
-        };
-        Some(RawRecord::assembled(
-            provenance,
-            built,
-            self.max_record_bytes,
-        ))
-    }
-}
-
-impl RecordSource for SessionsDb {
-    fn bytes_read(&self) -> u64 {
-        // The store is read session by session; its size is counted once all are read.
-        if self.ids.len() == 0 {
-            self.bytes
-        } else {
-            0
-        }
+        v => json_of(v),
     }
 }

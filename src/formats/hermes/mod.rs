@@ -84,8 +84,7 @@ impl Converter for Hermes {
         path: &str,
         opts: &ConvertOptions,
     ) -> Option<io::Result<Box<dyn RecordSource>>> {
-        is_sqlite(Path::new(path))
-            .then(|| boxed(store::StateDb::open(path, opts.run.max_record_bytes)))
+        is_sqlite(Path::new(path)).then(|| boxed(store::open(path, opts.run.max_record_bytes)))
     }
 
     fn each_partial(

@@ -18,14 +18,15 @@
 
 use std::io;
 use std::path::Path;
-use std::sync::Arc;
 
 use rusqlite::types::ValueRef;
 use rusqlite::Connection;
 use serde_json::{Map, Value};
 
-use crate::ingest::sqlite::{open_store, TempStore};
-use crate::ingest::{Provenance, RawRecord, RecordSource};
+use crate::ingest::sqlite::sessions::{
+    json_of, missing, read_ids, row_object, table_columns, InTable, SessionReader, SessionSource,
+    Store, TableError,
+};
 
 /// The latest schema version of Hermes' store this reader knows (`SCHEMA_VERSION` of
 /// `hermes_state`); a later one may have moved what the reader reads.
@@ -70,13 +71,6 @@ fn table_names(conn: &Connection) -> rusqlite::Result<Vec<String>> {
     names.collect()
 }
 
-/// The column names of `table`.
-fn columns(conn: &Connection, table: &str) -> rusqlite::Result<Vec<String>> {
-    let mut q = conn.prepare(&format!("PRAGMA table_info(\"{table}\")"))?;
-    let names = q.query_map([], |r| r.get::<_, String>(1))?;
-    names.collect()
-}
-
 /// The store's schema version: the `schema_version` table's, else `state_meta`'s
 /// `schema_version` key; `None` when it records none.
 fn schema_version(conn: &Connection, tables: &[String]) -> Result<Option<i64>, (String, String)> {
@@ -116,12 +110,8 @@ fn schema_version(conn: &Connection, tables: &[String]) -> Result<Option<i64>, (
     Ok(None)
 }
 
-/// The sessions of a Hermes store, one record each (see the module's documentation).
-pub struct StateDb {
-    conn: Connection,
-    /// The copy of the store and its log read instead of them, when there is one.
-    _copy: Option<TempStore>,
-    input: Arc<str>,
+/// What is read of a Hermes store up front (see the module's documentation).
+pub(crate) struct Reader {
     version: Option<i64>,
     /// How the session row is selected (with its system prompt resolved).
     session_sql: String,
@@ -130,107 +120,99 @@ pub struct StateDb {
     children_sql: Option<String>,
     /// True when sessions record how they ended (`end_reason`).
     has_end_reason: bool,
-    ids: std::vec::IntoIter<String>,
-    next: u64,
-    bytes: u64,
-    /// The largest session record (`--max-record-bytes`).
-    max_record_bytes: usize,
 }
 
-impl StateDb {
-    /// Opens the store at `path` and reads its session ids (see the module's documentation).
-    pub fn open(path: &str, max_record_bytes: usize) -> io::Result<StateDb> {
-        let mut copy = None;
-        let conn = open_store(Path::new(path), &mut copy)
-            .map_err(|e| store_error(path, "sqlite_master", e))?;
-        let tables = table_names(&conn).map_err(|e| store_error(path, "sqlite_master", e))?;
-        for (table, needed) in REQUIRED {
-            if !tables.iter().any(|t| t == table) {
-                return Err(store_error(path, table, "missing: not a Hermes store"));
-            }
-            let have = columns(&conn, table).map_err(|e| store_error(path, table, e))?;
-            if let Some(c) = needed.iter().find(|c| !have.iter().any(|h| h == *c)) {
-                return Err(store_error(
-                    path,
-                    table,
-                    format!("no column `{c}`: not a schema of Hermes' store"),
-                ));
-            }
-        }
-        let version =
-            schema_version(&conn, &tables).map_err(|(table, e)| store_error(path, &table, e))?;
-        if let Some(v) = version.filter(|v| *v > LATEST_SCHEMA || *v < 1) {
-            return Err(store_error(
+/// Opens the store at `path` and reads its session ids (see the module's documentation);
+/// `max_record_bytes` bounds a session's record.
+pub(crate) fn open(path: &str, max_record_bytes: usize) -> io::Result<SessionSource<Reader>> {
+    let store = Store::open(Path::new(path)).map_err(|e| store_error(path, "sqlite_master", e))?;
+    let conn = &store.conn;
+    let tables = table_names(conn).map_err(|e| store_error(path, "sqlite_master", e))?;
+    let fail = |e: TableError| store_error(path, &e.table, e.error);
+    if let Some(m) = missing(conn, REQUIRED).map_err(fail)? {
+        return Err(match m.column {
+            None => store_error(path, m.table, "missing: not a Hermes store"),
+            Some((c, _)) => store_error(
                 path,
-                "schema_version",
-                format!(
-                    "schema version {v}, which this reader does not know (it reads versions 1 \
-                     to {LATEST_SCHEMA}); a newer trajkit may read it, or export the sessions \
-                     with `hermes sessions export` and convert that"
-                ),
-            ));
-        }
-        let session_columns =
-            columns(&conn, "sessions").map_err(|e| store_error(path, "sessions", e))?;
-        let prompts = tables.iter().any(|t| t == "system_prompts")
-            && session_columns.iter().any(|c| c == "system_prompt_hash");
-        let session_sql = if prompts {
-            "SELECT s.*, p.prompt AS \"trajkit:prompt\" FROM sessions s \
-             LEFT JOIN system_prompts p ON p.hash = s.system_prompt_hash WHERE s.id = ?1"
-        } else {
-            "SELECT s.* FROM sessions s WHERE s.id = ?1"
-        }
-        .to_owned();
-        let order = if session_columns.iter().any(|c| c == "started_at") {
-            "started_at, id"
-        } else {
-            "id"
-        };
-        let children_sql = session_columns
-            .iter()
-            .any(|c| c == "parent_session_id")
-            .then(|| {
-                format!("SELECT id FROM sessions WHERE parent_session_id = ?1 ORDER BY {order}")
-            });
-        let mut ids = read_ids(&conn, &format!("SELECT id FROM sessions ORDER BY {order}"))
-            .map_err(|e| store_error(path, "sessions", e))?;
-        // Messages whose session has no row are read as sessions of their own.
-        ids.extend(
-            read_ids(
-                &conn,
-                "SELECT DISTINCT session_id FROM messages \
-                 WHERE session_id NOT IN (SELECT id FROM sessions) ORDER BY session_id",
-            )
-            .map_err(|e| store_error(path, "messages", e))?,
-        );
-        let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
-        Ok(StateDb {
-            conn,
-            _copy: copy,
-            input: Arc::from(path),
-            version,
-            session_sql,
-            children_sql,
-            has_end_reason: session_columns.iter().any(|c| c == "end_reason"),
-            ids: ids.into_iter(),
-            next: 0,
-            bytes,
-            max_record_bytes,
-        })
+                m.table,
+                format!("no column `{c}`: not a schema of Hermes' store"),
+            ),
+        });
     }
+    let version =
+        schema_version(conn, &tables).map_err(|(table, e)| store_error(path, &table, e))?;
+    if let Some(v) = version.filter(|v| *v > LATEST_SCHEMA || *v < 1) {
+        return Err(store_error(
+            path,
+            "schema_version",
+            format!(
+                "schema version {v}, which this reader does not know (it reads versions 1 \
+                 to {LATEST_SCHEMA}); a newer trajkit may read it, or export the sessions \
+                 with `hermes sessions export` and convert that"
+            ),
+        ));
+    }
+    let session_columns =
+        table_columns(conn, "sessions").map_err(|e| store_error(path, "sessions", e))?;
+    let prompts = tables.iter().any(|t| t == "system_prompts")
+        && session_columns.iter().any(|c| c == "system_prompt_hash");
+    let session_sql = if prompts {
+        "SELECT s.*, p.prompt AS \"trajkit:prompt\" FROM sessions s \
+         LEFT JOIN system_prompts p ON p.hash = s.system_prompt_hash WHERE s.id = ?1"
+    } else {
+        "SELECT s.* FROM sessions s WHERE s.id = ?1"
+    }
+    .to_owned();
+    let order = if session_columns.iter().any(|c| c == "started_at") {
+        "started_at, id"
+    } else {
+        "id"
+    };
+    let children_sql = session_columns
+        .iter()
+        .any(|c| c == "parent_session_id")
+        .then(|| format!("SELECT id FROM sessions WHERE parent_session_id = ?1 ORDER BY {order}"));
+    let mut ids = read_ids(conn, &format!("SELECT id FROM sessions ORDER BY {order}"))
+        .map_err(|e| store_error(path, "sessions", e))?;
+    // Messages whose session has no row are read as sessions of their own.
+    ids.extend(
+        read_ids(
+            conn,
+            "SELECT DISTINCT session_id FROM messages \
+             WHERE session_id NOT IN (SELECT id FROM sessions) ORDER BY session_id",
+        )
+        .map_err(|e| store_error(path, "messages", e))?,
+    );
+    let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
+    let reader = Reader {
+        version,
+        session_sql,
+        children_sql,
+        has_end_reason: session_columns.iter().any(|c| c == "end_reason"),
+    };
+    Ok(SessionSource::new(
+        path,
+        path,
+        bytes,
+        (store, reader, ids),
+        max_record_bytes,
+    ))
+}
 
-    /// The record of session `id`: its JSON, or the table and the error reading it.
-    fn session(&self, id: &str) -> Result<Vec<u8>, (&'static str, rusqlite::Error)> {
-        let mut q = self
-            .conn
+impl SessionReader for Reader {
+    type Session = String;
+
+    /// The record of session `id` (see the module's documentation).
+    fn record(&self, conn: &Connection, id: &String) -> Result<Vec<u8>, TableError> {
+        let mut q = conn
             .prepare_cached(&self.session_sql)
-            .map_err(|e| ("sessions", e))?;
-        let mut rows = q.query([id]).map_err(|e| ("sessions", e))?;
-        let mut session = match rows.next().map_err(|e| ("sessions", e))? {
-            Some(row) => row_object(row).map_err(|e| ("sessions", e))?,
+            .in_table("sessions")?;
+        let mut rows = q.query([id]).in_table("sessions")?;
+        let mut session = match rows.next().in_table("sessions")? {
+            Some(row) => row_object(row, kept_value).in_table("sessions")?,
             // Messages of a session with no row.
             None => Map::from_iter([
-                ("id".to_owned(), Value::from(id)),
+                ("id".to_owned(), Value::from(id.as_str())),
                 ("session_row".to_owned(), Value::Bool(false)),
             ]),
         };
@@ -239,37 +221,35 @@ impl StateDb {
                 session.insert("system_prompt".to_owned(), prompt);
             }
         }
-        let mut q = self
-            .conn
+        let mut q = conn
             .prepare_cached("SELECT * FROM messages WHERE session_id = ?1 ORDER BY id")
-            .map_err(|e| ("messages", e))?;
-        let mut rows = q.query([id]).map_err(|e| ("messages", e))?;
+            .in_table("messages")?;
+        let mut rows = q.query([id]).in_table("messages")?;
         let mut messages = Vec::new();
-        while let Some(row) = rows.next().map_err(|e| ("messages", e))? {
-            messages.push(Value::Object(row_object(row).map_err(|e| ("messages", e))?));
+        while let Some(row) = rows.next().in_table("messages")? {
+            messages.push(Value::Object(
+                row_object(row, kept_value).in_table("messages")?,
+            ));
         }
         session.insert("messages".to_owned(), Value::Array(messages));
         let children = match &self.children_sql {
             Some(sql) => {
-                let mut q = self.conn.prepare_cached(sql).map_err(|e| ("sessions", e))?;
+                let mut q = conn.prepare_cached(sql).in_table("sessions")?;
                 let ids = q.query_map([id], |r| r.get::<_, String>(0));
                 ids.and_then(|ids| ids.collect::<rusqlite::Result<Vec<String>>>())
-                    .map_err(|e| ("sessions", e))?
+                    .in_table("sessions")?
             }
             None => Vec::new(),
         };
         // How the parent ended: `compression` makes this session its continuation.
         let parent_end = match session.get("parent_session_id").and_then(Value::as_str) {
             Some(parent) if self.has_end_reason => {
-                let mut q = self
-                    .conn
+                let mut q = conn
                     .prepare_cached("SELECT end_reason FROM sessions WHERE id = ?1")
-                    .map_err(|e| ("sessions", e))?;
-                let mut rows = q.query([parent]).map_err(|e| ("sessions", e))?;
-                match rows.next().map_err(|e| ("sessions", e))? {
-                    Some(row) => {
-                        column_value("end_reason", row.get_ref(0).map_err(|e| ("sessions", e))?)
-                    }
+                    .in_table("sessions")?;
+                let mut rows = q.query([parent]).in_table("sessions")?;
+                match rows.next().in_table("sessions")? {
+                    Some(row) => column_value("end_reason", row.get_ref(0).in_table("sessions")?),
                     None => Value::Null,
                 }
             }
@@ -283,41 +263,24 @@ impl StateDb {
                 "parent_end_reason": parent_end,
             }),
         );
-        serde_json::to_vec(&session).map_err(|e| {
-            (
-                "messages",
-                rusqlite::Error::ToSqlConversionFailure(e.into()),
-            )
-        })
+        serde_json::to_vec(&session).in_table("messages")
+    }
+
+    fn failed(&self, id: &String, file: &str, e: TableError) -> String {
+        format!(
+            "cannot read session {id:?} of the Hermes store {file}: table `{}`: {}",
+            e.table, e.error
+        )
+    }
+
+    fn line(&self, _id: &String, n: u64) -> u64 {
+        n
     }
 }
 
-/// The ids a query's first column gives.
-fn read_ids(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<String>> {
-    let mut q = conn.prepare(sql)?;
-    let ids = q.query_map([], |r| {
-        Ok(match r.get_ref(0)? {
-            ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
-            ValueRef::Integer(i) => i.to_string(),
-            ValueRef::Real(f) => f.to_string(),
-            ValueRef::Null | ValueRef::Blob(_) => String::new(),
-        })
-    })?;
-    ids.collect()
-}
-
-/// A row as an object of its columns (see [`column_value`]), [`SKIPPED_COLUMNS`] left out.
-fn row_object(row: &rusqlite::Row<'_>) -> rusqlite::Result<Map<String, Value>> {
-    let stmt = row.as_ref();
-    let mut out = Map::new();
-    for i in 0..stmt.column_count() {
-        let name = stmt.column_name(i)?;
-        if SKIPPED_COLUMNS.contains(&name) {
-            continue;
-        }
-        out.insert(name.to_owned(), column_value(name, row.get_ref(i)?));
-    }
-    Ok(out)
+/// A column's value as JSON (see [`column_value`]), none for [`SKIPPED_COLUMNS`].
+fn kept_value(name: &str, v: ValueRef<'_>) -> Option<Value> {
+    (!SKIPPED_COLUMNS.contains(&name)).then(|| column_value(name, v))
 }
 
 /// A column's value as JSON: text as a string (decoded when it is a [`JSON_COLUMNS`] column
@@ -325,9 +288,6 @@ fn row_object(row: &rusqlite::Row<'_>) -> rusqlite::Result<Map<String, Value>> {
 /// is not finite as null), a blob as a hex string.
 fn column_value(name: &str, v: ValueRef<'_>) -> Value {
     match v {
-        ValueRef::Null => Value::Null,
-        ValueRef::Integer(i) => Value::from(i),
-        ValueRef::Real(f) => serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
         ValueRef::Text(t) => {
             let text = String::from_utf8_lossy(t);
             let json = if name == "content" || name == "api_content" {
@@ -341,42 +301,6 @@ fn column_value(name: &str, v: ValueRef<'_>) -> Value {
                 .unwrap_or_else(|| Value::String(text.into_owned()))
         }
         ValueRef::Blob(b) => Value::String(b.iter().map(|x| format!("{x:02x}")).collect()),
-    }
-}
-
-impl Iterator for StateDb {
-    type Item = RawRecord;
-
-    fn next(&mut self) -> Option<RawRecord> {
-        let id = self.ids.next()?;
-        self.next += 1;
-        let built = self.session(&id).map_err(|(table, e)| {
-            format!(
-                "cannot read session {id:?} of the Hermes store {}: table `{table}`: {e}",
-                self.input
-            )
-        });
-        let provenance = Provenance {
-            input: self.input.clone(),
-            file: self.input.clone(),
-            line: self.next,
-            index: self.next - 1,
-        };
-        Some(RawRecord::assembled(
-            provenance,
-            built,
-            self.max_record_bytes,
-        ))
-    }
-}
-
-impl RecordSource for StateDb {
-    fn bytes_read(&self) -> u64 {
-        // The store is read session by session; its size is counted once all are read.
-        if self.ids.len() == 0 {
-            self.bytes
-        } else {
-            0
-        }
+        v => json_of(v),
     }
 }

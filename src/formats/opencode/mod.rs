@@ -23,7 +23,7 @@ use crate::ingest::{boxed, RawRecord, RecordSource};
 use crate::validate::check::parse_node;
 use crate::validate::Diagnostic;
 
-use store::{has_schema, SessionRecords};
+use store::has_schema;
 
 /// Reads OpenCode's store and exports.
 pub struct OpenCode;
@@ -117,11 +117,7 @@ impl Converter for OpenCode {
             // JSON (an export) is read as records.
             return None;
         };
-        Some(boxed(SessionRecords::open(
-            path,
-            &store,
-            opts.run.max_record_bytes,
-        )))
+        Some(boxed(store::open(path, &store, opts.run.max_record_bytes)))
     }
 
     fn each_partial(

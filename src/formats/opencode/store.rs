@@ -20,21 +20,19 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::sync::Arc;
-use std::time::Duration;
 
 use rusqlite::types::ValueRef;
 use rusqlite::Connection;
 use serde_json::Value;
 
-use crate::ingest::sqlite::{open_store, TempStore};
-use crate::ingest::{FrameError, Provenance, RawRecord, RecordSource};
+use crate::ingest::sqlite::sessions::{
+    children, has_columns, json_of, missing, read_session_rows, row_object, table_columns, InTable,
+    SessionReader, SessionRow, SessionSource, Store, TableError, BUSY_WAIT,
+};
+use crate::ingest::FrameError;
 use crate::json::strict;
 
 use super::MARKER;
-
-/// How long a read waits for a writer's lock before it reports the store as locked.
-const BUSY_WAIT: Duration = Duration::from_secs(5);
 
 /// The columns the reader needs, by table (every schema version since 1.2 has them).
 pub const REQUIRED: &[(&str, &[&str])] = &[
@@ -49,29 +47,19 @@ pub const FIRST_MIGRATION: i64 = 20260127222353;
 
 /// True when the tables of the store at `conn` are OpenCode's (see [`REQUIRED`]).
 pub fn has_schema(conn: &Connection) -> bool {
-    REQUIRED.iter().all(|(table, needed)| {
-        let have = columns(conn, table).unwrap_or_default();
-        needed.iter().all(|c| have.iter().any(|h| h == c))
-    })
+    has_columns(conn, REQUIRED)
 }
 
-/// The column names of `table`, in order (empty when there is no such table).
-fn columns(conn: &Connection, table: &str) -> rusqlite::Result<Vec<String>> {
-    let mut stmt = conn.prepare("SELECT name FROM pragma_table_info(?1)")?;
-    let names = stmt.query_map([table], |r| r.get::<_, String>(0))?;
-    names.collect()
+/// A problem reading the store, as its record says it.
+fn describe(e: TableError) -> String {
+    format!(
+        "cannot read the OpenCode store: table {}: {}",
+        e.table, e.error
+    )
 }
 
-/// A problem reading the store: the table it is in, and SQLite's words.
-fn table_error(table: &str, e: impl std::fmt::Display) -> String {
-    format!("cannot read the OpenCode store: table {table}: {e}")
-}
-
-/// One session row: its `rowid`, id and parent (its columns are read with its messages).
-struct SessionRow {
-    rowid: i64,
-    id: String,
-    parent: Option<String>,
+fn read_error(e: TableError) -> FrameError {
+    FrameError::Read(describe(e))
 }
 
 /// The schema version: the newest migration's name (or its time, in Drizzle's table) and how
@@ -87,153 +75,96 @@ struct Schema {
     applied: i64,
 }
 
-/// The sessions of one store, one record each.
-pub struct SessionRecords {
-    conn: Option<Connection>,
-    /// The private copy of a store whose log was copied to be read (kept until done).
-    _copy: Option<TempStore>,
-    input: Arc<str>,
-    file: Arc<str>,
+/// What is read of the store up front: its schema, the tables it has and the sessions' links.
+pub(crate) struct Reader {
     schema: Schema,
-    sessions: std::vec::IntoIter<SessionRow>,
     /// The sub-sessions of each session that has some, in order.
     children: foldhash::HashMap<String, Vec<String>>,
     /// True when the store has the `session_message` table of newer releases.
     has_session_message: bool,
     /// True when the store has the `todo` table (each session's todo list).
     has_todo: bool,
-    max_record_bytes: usize,
-    /// Records still to hand out before (or instead of) the sessions: an error reading the
-    /// store.
-    pending: std::collections::VecDeque<RawRecord>,
-    orphans_checked: bool,
-    next_index: u64,
-    bytes: u64,
 }
 
-impl SessionRecords {
-    /// Opens the store at `path` (found in the input `input`). Problems with the store itself
-    /// (it cannot be opened, a table cannot be read, a schema this reader does not know)
-    /// become an error record rather than an `Err`, so that they are reported as a rejected
-    /// record naming the file.
-    pub fn open(
-        input: &str,
-        path: &str,
-        max_record_bytes: usize,
-    ) -> std::io::Result<SessionRecords> {
-        let bytes = std::fs::metadata(path)?.len();
-        let mut records = SessionRecords {
-            conn: None,
-            _copy: None,
-            input: Arc::from(input),
-            file: Arc::from(path),
-            schema: Schema::default(),
-            sessions: Vec::new().into_iter(),
-            children: foldhash::HashMap::default(),
-            has_session_message: false,
-            has_todo: false,
-            max_record_bytes,
-            pending: std::collections::VecDeque::new(),
-            orphans_checked: false,
-            next_index: 0,
-            bytes,
-        };
-        let mut copy = None;
-        let opened = open_store(Path::new(path), &mut copy)
-            .map_err(|e| format!("cannot open the OpenCode store: {e}"))
-            .and_then(|conn| {
-                conn.busy_timeout(BUSY_WAIT)
-                    .map_err(|e| table_error("sqlite_master", e))?;
-                Ok(conn)
-            });
-        let conn = match opened {
-            Ok(conn) => conn,
-            Err(e) => {
-                records.fail(1, FrameError::Read(e));
-                return Ok(records);
-            }
-        };
-        match records.read_head(&conn) {
-            Ok(()) => {
-                records.conn = Some(conn);
-                records._copy = copy;
-            }
-            Err(e) => records.fail(1, e),
-        }
-        Ok(records)
-    }
+/// Opens the store at `path` (found in the input `input`). Problems with the store itself (it
+/// cannot be opened, a table cannot be read, a schema this reader does not know) become an
+/// error record rather than an `Err`, so that they are reported as a rejected record naming
+/// the file.
+pub(crate) fn open(
+    input: &str,
+    path: &str,
+    max_record_bytes: usize,
+) -> std::io::Result<SessionSource<Reader>> {
+    let bytes = std::fs::metadata(path)?.len();
+    Ok(match open_reader(path) {
+        Ok(opened) => SessionSource::new(input, path, bytes, opened, max_record_bytes),
+        Err(e) => SessionSource::failed(input, path, bytes, e),
+    })
+}
 
-    /// Checks the columns, reads the schema version and the session rows.
-    fn read_head(&mut self, conn: &Connection) -> Result<(), FrameError> {
-        conn.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))
-            .map_err(|e| FrameError::Read(table_error("sqlite_master", e)))?;
-        for (table, needed) in REQUIRED {
-            let have = columns(conn, table).map_err(|e| FrameError::Read(table_error(table, e)))?;
-            if have.is_empty() {
-                return Err(FrameError::Invalid(format!(
-                    "not an OpenCode store: no table {table}"
-                )));
-            }
-            if let Some(c) = needed.iter().find(|c| !have.iter().any(|h| h == *c)) {
-                return Err(FrameError::Invalid(format!(
-                    "table {table}: no column {c} (it has {}): a schema of OpenCode's store \
-                     this reader does not know",
+/// The store at `path`, its reader and its sessions.
+fn open_reader(path: &str) -> Result<(Store, Reader, Vec<SessionRow>), FrameError> {
+    let store = Store::open(Path::new(path))
+        .map_err(|e| FrameError::Read(format!("cannot open the OpenCode store: {e}")))?;
+    store
+        .conn
+        .busy_timeout(BUSY_WAIT)
+        .in_table("sqlite_master")
+        .map_err(read_error)?;
+    let (reader, sessions) = read_head(&store.conn)?;
+    Ok((store, reader, sessions))
+}
+
+/// Checks the columns, reads the schema version and the session rows.
+fn read_head(conn: &Connection) -> Result<(Reader, Vec<SessionRow>), FrameError> {
+    conn.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))
+        .in_table("sqlite_master")
+        .map_err(read_error)?;
+    match missing(conn, REQUIRED).map_err(read_error)? {
+        None => {}
+        Some(m) => {
+            return Err(FrameError::Invalid(match m.column {
+                None => format!("not an OpenCode store: no table {}", m.table),
+                Some((c, have)) => format!(
+                    "table {}: no column {c} (it has {}): a schema of OpenCode's store this \
+                     reader does not know",
+                    m.table,
                     have.join(", ")
-                )));
-            }
-        }
-        self.schema = schema_version(conn)?;
-        self.has_session_message = !columns(conn, "session_message")
-            .map_err(|e| FrameError::Read(table_error("session_message", e)))?
-            .is_empty();
-        let todo = columns(conn, "todo").map_err(|e| FrameError::Read(table_error("todo", e)))?;
-        self.has_todo = ["session_id", "content", "status", "priority", "position"]
-            .iter()
-            .all(|c| todo.iter().any(|t| t == c));
-        let sessions =
-            read_sessions(conn).map_err(|e| FrameError::Read(table_error("session", e)))?;
-        for s in &sessions {
-            if let Some(parent) = &s.parent {
-                self.children
-                    .entry(parent.clone())
-                    .or_default()
-                    .push(s.id.clone());
-            }
-        }
-        self.sessions = sessions.into_iter();
-        Ok(())
-    }
-
-    /// Queues an error record at `line` (a row id, or 1 for the store as a whole).
-    fn fail(&mut self, line: u64, error: FrameError) {
-        self.pending.push_back(RawRecord {
-            provenance: self.provenance(line),
-            bytes: Vec::new(),
-            error: Some(error),
-        });
-    }
-
-    fn provenance(&self, line: u64) -> Provenance {
-        Provenance {
-            input: self.input.clone(),
-            file: self.file.clone(),
-            line,
-            index: 0,
+                ),
+            }))
         }
     }
+    let schema = schema_version(conn)?;
+    let has_session_message = !table_columns(conn, "session_message")
+        .in_table("session_message")
+        .map_err(read_error)?
+        .is_empty();
+    let todo = table_columns(conn, "todo")
+        .in_table("todo")
+        .map_err(read_error)?;
+    let has_todo = ["session_id", "content", "status", "priority", "position"]
+        .iter()
+        .all(|c| todo.iter().any(|t| t == c));
+    let sessions = read_session_rows(
+        conn,
+        "SELECT rowid, id, parent_id FROM session ORDER BY time_created, id",
+    )
+    .in_table("session")
+    .map_err(read_error)?;
+    let reader = Reader {
+        schema,
+        children: children(&sessions),
+        has_session_message,
+        has_todo,
+    };
+    Ok((reader, sessions))
+}
 
-    /// The record of session `s`: its bundle, or the error reading it.
-    fn session_record(&self, conn: &Connection, s: &SessionRow) -> RawRecord {
-        let line = u64::try_from(s.rowid).unwrap_or(0);
-        RawRecord::assembled(
-            self.provenance(line),
-            self.bundle(conn, s),
-            self.max_record_bytes,
-        )
-    }
+impl SessionReader for Reader {
+    type Session = SessionRow;
 
     /// The bundle of session `s` (see the module's documentation).
-    fn bundle(&self, conn: &Connection, s: &SessionRow) -> Result<Vec<u8>, String> {
+    fn record(&self, conn: &Connection, s: &SessionRow) -> Result<Vec<u8>, TableError> {
         let mut out = Vec::with_capacity(4096);
         // Writing to a `Vec` cannot fail.
         let _ = write!(out, "{{\"{MARKER}\":true,\"source\":\"store\",\"schema\":");
@@ -246,23 +177,22 @@ impl SessionRecords {
         schema.insert("table".into(), self.schema.table.into());
         let _ = serde_json::to_writer(&mut out, &schema);
         out.extend_from_slice(b",\"session\":");
-        let fields = session_columns(conn, s.rowid).map_err(|e| table_error("session", e))?;
+        let fields = session_columns(conn, s.rowid).in_table("session")?;
         let _ = serde_json::to_writer(&mut out, &fields);
         out.extend_from_slice(b",\"sub_sessions\":");
         let none = Vec::new();
         let _ = serde_json::to_writer(&mut out, self.children.get(&s.id).unwrap_or(&none));
         if let Some(parent) = &s.parent {
-            if let Some(call) = parent_call(conn, parent, &s.id)? {
+            if let Some(call) = parent_call(conn, parent, &s.id).in_table("part")? {
                 out.extend_from_slice(b",\"parent_call\":");
                 let _ = serde_json::to_writer(&mut out, &call);
             }
         }
         if self.has_session_message {
-            session_messages(conn, &s.id, &mut out)
-                .map_err(|e| table_error("session_message", e))?;
+            session_messages(conn, &s.id, &mut out).in_table("session_message")?;
         }
         if self.has_todo {
-            let todos = todos(conn, &s.id).map_err(|e| table_error("todo", e))?;
+            let todos = todos(conn, &s.id).in_table("todo")?;
             if !todos.is_empty() {
                 out.extend_from_slice(b",\"todos\":");
                 let _ = serde_json::to_writer(&mut out, &todos);
@@ -274,20 +204,18 @@ impl SessionRecords {
                 "SELECT id, time_created, data FROM message WHERE session_id = ?1 \
                  ORDER BY time_created, id",
             )
-            .map_err(|e| table_error("message", e))?;
+            .in_table("message")?;
         let mut parts = conn
             .prepare_cached("SELECT id, data FROM part WHERE message_id = ?1 ORDER BY id")
-            .map_err(|e| table_error("part", e))?;
-        let mut rows = messages
-            .query([&s.id])
-            .map_err(|e| table_error("message", e))?;
+            .in_table("part")?;
+        let mut rows = messages.query([&s.id]).in_table("message")?;
         let mut first = true;
-        while let Some(row) = rows.next().map_err(|e| table_error("message", e))? {
+        while let Some(row) = rows.next().in_table("message")? {
             if !first {
                 out.push(b',');
             }
             first = false;
-            let id = row.get_ref(0).map_err(|e| table_error("message", e))?;
+            let id = row.get_ref(0).in_table("message")?;
             let id_text = match id {
                 ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
                 other => json_of(other).to_string(),
@@ -295,28 +223,23 @@ impl SessionRecords {
             out.extend_from_slice(b"{\"id\":");
             let _ = serde_json::to_writer(&mut out, &id_text);
             out.extend_from_slice(b",\"time_created\":");
-            let time = row.get_ref(1).map_err(|e| table_error("message", e))?;
+            let time = row.get_ref(1).in_table("message")?;
             let _ = serde_json::to_writer(&mut out, &json_of(time));
             out.extend_from_slice(b",\"info\":");
-            write_json(
-                &mut out,
-                row.get_ref(2).map_err(|e| table_error("message", e))?,
-            );
+            write_json(&mut out, row.get_ref(2).in_table("message")?);
             out.extend_from_slice(b",\"parts\":[");
-            let mut part_rows = parts
-                .query([&id_text])
-                .map_err(|e| table_error("part", e))?;
+            let mut part_rows = parts.query([&id_text]).in_table("part")?;
             let mut first_part = true;
-            while let Some(p) = part_rows.next().map_err(|e| table_error("part", e))? {
+            while let Some(p) = part_rows.next().in_table("part")? {
                 if !first_part {
                     out.push(b',');
                 }
                 first_part = false;
                 out.extend_from_slice(b"{\"id\":");
-                let pid = p.get_ref(0).map_err(|e| table_error("part", e))?;
+                let pid = p.get_ref(0).in_table("part")?;
                 let _ = serde_json::to_writer(&mut out, &json_of(pid));
                 out.extend_from_slice(b",\"data\":");
-                write_json(&mut out, p.get_ref(1).map_err(|e| table_error("part", e))?);
+                write_json(&mut out, p.get_ref(1).in_table("part")?);
                 out.push(b'}');
             }
             out.extend_from_slice(b"]}");
@@ -325,11 +248,17 @@ impl SessionRecords {
         Ok(out)
     }
 
+    fn failed(&self, _s: &SessionRow, _file: &str, e: TableError) -> String {
+        describe(e)
+    }
+
+    fn line(&self, s: &SessionRow, _n: u64) -> u64 {
+        u64::try_from(s.rowid).unwrap_or(0)
+    }
+
     /// Counts the messages whose session has no row and the parts whose message has none
     /// (which no session's record holds): an error record for each table that has some.
-    fn check_orphans(&mut self) {
-        self.orphans_checked = true;
-        let Some(conn) = &self.conn else { return };
+    fn after_last(&self, conn: &Connection) -> Vec<FrameError> {
         let mut found = Vec::new();
         for (table, sql, of) in [
             (
@@ -344,17 +273,15 @@ impl SessionRecords {
             ),
         ] {
             let counted: rusqlite::Result<i64> = conn.query_row(sql, [], |r| r.get(0));
-            match counted {
+            match counted.in_table(table) {
                 Ok(0) => {}
                 Ok(n) => found.push(FrameError::Invalid(format!(
                     "table {table}: {n} rows belong to no {of}; they are not converted"
                 ))),
-                Err(e) => found.push(FrameError::Read(table_error(table, e))),
+                Err(e) => found.push(read_error(e)),
             }
         }
-        for e in found {
-            self.fail(1, e);
-        }
+        found
     }
 }
 
@@ -374,24 +301,19 @@ fn parent_call(
     conn: &Connection,
     parent: &str,
     child: &str,
-) -> Result<Option<serde_json::Map<String, Value>>, String> {
-    let mut q = conn
-        .prepare_cached(
-            "SELECT message_id, id, json_extract(data, '$.callID') FROM part \
-             WHERE session_id = ?1 AND json_valid(data) \
-             AND json_extract(data, '$.state.metadata.sessionId') = ?2 ORDER BY id LIMIT 1",
-        )
-        .map_err(|e| table_error("part", e))?;
-    let mut rows = q
-        .query([parent, child])
-        .map_err(|e| table_error("part", e))?;
-    let Some(row) = rows.next().map_err(|e| table_error("part", e))? else {
+) -> rusqlite::Result<Option<serde_json::Map<String, Value>>> {
+    let mut q = conn.prepare_cached(
+        "SELECT message_id, id, json_extract(data, '$.callID') FROM part \
+         WHERE session_id = ?1 AND json_valid(data) \
+         AND json_extract(data, '$.state.metadata.sessionId') = ?2 ORDER BY id LIMIT 1",
+    )?;
+    let mut rows = q.query([parent, child])?;
+    let Some(row) = rows.next()? else {
         return Ok(None);
     };
     let mut call = serde_json::Map::new();
     for (i, key) in ["message_id", "part_id", "call_id"].iter().enumerate() {
-        let v = row.get_ref(i).map_err(|e| table_error("part", e))?;
-        call.insert((*key).to_owned(), json_of(v));
+        call.insert((*key).to_owned(), json_of(row.get_ref(i)?));
     }
     Ok(Some(call))
 }
@@ -401,8 +323,13 @@ fn parent_call(
 /// `__drizzle_migrations` (`created_at`, the migration's time in milliseconds). A store with
 /// neither, or whose newest migration is older than OpenCode's first, is refused.
 fn schema_version(conn: &Connection) -> Result<Schema, FrameError> {
-    let read = |table: &'static str, e| FrameError::Read(table_error(table, e));
-    if !columns(conn, "migration")
+    let read = |table: &'static str, e: rusqlite::Error| {
+        FrameError::Read(describe(TableError {
+            table: table.to_owned(),
+            error: e.to_string(),
+        }))
+    };
+    if !table_columns(conn, "migration")
         .map_err(|e| read("migration", e))?
         .is_empty()
     {
@@ -423,7 +350,7 @@ fn schema_version(conn: &Connection) -> Result<Schema, FrameError> {
             applied,
         });
     }
-    if !columns(conn, "__drizzle_migrations")
+    if !table_columns(conn, "__drizzle_migrations")
         .map_err(|e| read("__drizzle_migrations", e))?
         .is_empty()
     {
@@ -482,29 +409,6 @@ fn digits_of_millis(millis: i64) -> i64 {
         + rest % 60
 }
 
-/// Every session's `rowid`, id and parent, by creation time then id.
-fn read_sessions(conn: &Connection) -> rusqlite::Result<Vec<SessionRow>> {
-    let mut stmt =
-        conn.prepare("SELECT rowid, id, parent_id FROM session ORDER BY time_created, id")?;
-    let mut rows = stmt.query([])?;
-    let mut out = Vec::new();
-    while let Some(row) = rows.next()? {
-        let text = |i: usize| -> rusqlite::Result<String> {
-            Ok(match json_of(row.get_ref(i)?) {
-                Value::String(s) => s,
-                Value::Null => String::new(),
-                other => other.to_string(),
-            })
-        };
-        out.push(SessionRow {
-            rowid: row.get(0)?,
-            id: text(1)?,
-            parent: Some(text(2)?).filter(|p| !p.is_empty()),
-        });
-    }
-    Ok(out)
-}
-
 /// The rows of the newer `session_message` table of session `id` (events such as a model
 /// switch, which the conversation's messages do not hold), as `,"session_messages":[...]`
 /// (nothing when there are none): each row's columns, `data` as the JSON it is.
@@ -560,60 +464,16 @@ fn todos(conn: &Connection, id: &str) -> rusqlite::Result<Vec<Value>> {
     Ok(out)
 }
 
-/// The columns of the session row at `rowid`, as JSON.
+/// The columns of the session row at `rowid`, as JSON (none when it has gone).
 fn session_columns(
     conn: &Connection,
     rowid: i64,
 ) -> rusqlite::Result<serde_json::Map<String, Value>> {
     let mut stmt = conn.prepare_cached("SELECT * FROM session WHERE rowid = ?1")?;
-    let names: Vec<String> = stmt.column_names().map(str::to_owned).collect();
     let mut rows = stmt.query([rowid])?;
-    let mut fields = serde_json::Map::new();
-    if let Some(row) = rows.next()? {
-        for (i, name) in names.iter().enumerate() {
-            fields.insert(name.clone(), json_of(row.get_ref(i)?));
-        }
-    }
-    Ok(fields)
-}
-
-/// A SQLite value as JSON: a blob as `{"blob_bytes": n}` (no column of the schema holds one),
-/// a real that is not finite as `null`.
-fn json_of(value: ValueRef<'_>) -> Value {
-    match value {
-        ValueRef::Null => Value::Null,
-        ValueRef::Integer(i) => Value::from(i),
-        ValueRef::Real(f) => serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
-        ValueRef::Text(t) => Value::String(String::from_utf8_lossy(t).into_owned()),
-        ValueRef::Blob(b) => serde_json::json!({ "blob_bytes": b.len() }),
-    }
-}
-
-impl Iterator for SessionRecords {
-    type Item = RawRecord;
-
-    fn next(&mut self) -> Option<RawRecord> {
-        let mut record = if let Some(r) = self.pending.pop_front() {
-            r
-        } else {
-            match (self.sessions.next(), self.conn.as_ref()) {
-                (Some(s), Some(conn)) => self.session_record(conn, &s),
-                _ if !self.orphans_checked => {
-                    self.check_orphans();
-                    self.pending.pop_front()?
-                }
-                _ => return None,
-            }
-        };
-        record.provenance.index = self.next_index;
-        self.next_index += 1;
-        Some(record)
-    }
-}
-
-impl RecordSource for SessionRecords {
-    fn bytes_read(&self) -> u64 {
-        self.bytes
+    match rows.next()? {
+        Some(row) => row_object(row, |_, v| Some(json_of(v))),
+        None => Ok(serde_json::Map::new()),
     }
 }
 

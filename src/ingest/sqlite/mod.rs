@@ -6,6 +6,8 @@ use std::path::Path;
 
 use rusqlite::{Connection, OpenFlags};
 
+pub(crate) mod sessions;
+
 /// `path` with `suffix` appended to its name (`episodic.db-wal`).
 fn sidecar(path: &Path, suffix: &str) -> std::path::PathBuf {
     let mut name = path.as_os_str().to_owned();
@@ -96,17 +98,8 @@ pub(crate) fn tables(path: &Path) -> Option<Vec<String>> {
 /// The column names of `table` in the SQLite store at `path` (empty when it has no such
 /// table), the store opened as `open_store` opens it. `None` when it cannot be read.
 pub(crate) fn columns(path: &Path, table: &str) -> Option<Vec<String>> {
-    let mut copy = None;
-    let conn = open_store(path, &mut copy).ok()?;
-    let mut query = conn
-        .prepare("SELECT name FROM pragma_table_info(?1)")
-        .ok()?;
-    let names = query
-        .query_map([table], |row| row.get::<_, String>(0))
-        .ok()?
-        .collect::<rusqlite::Result<Vec<String>>>()
-        .ok();
-    names
+    let store = sessions::Store::open(path).ok()?;
+    sessions::table_columns(&store.conn, table).ok()
 }
 
 /// A copy of a database and its `-wal` in a temporary directory of its own, removed on drop.

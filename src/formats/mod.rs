@@ -10,6 +10,7 @@ pub mod chat;
 pub mod detect;
 pub mod gemini_parts;
 pub mod kit;
+pub(crate) mod session_steps;
 pub mod spec;
 pub mod tree;
 

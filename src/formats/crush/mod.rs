@@ -179,7 +179,7 @@ fn to_partial<'a>(
         built.message(m, summary_id);
     }
     built.finish();
-    if built.content.is_empty() {
+    if built.steps.content.is_empty() {
         return Err(refuse(
             record,
             Some(id),
@@ -190,7 +190,7 @@ fn to_partial<'a>(
             ),
         ));
     }
-    built.left.messages = Some((messages.len() as u64, built.kept_messages));
+    built.steps.left.messages = Some((messages.len() as u64, built.steps.kept_messages));
 
     let parent = session["parent_session_id"]
         .as_str()
@@ -231,42 +231,23 @@ fn to_partial<'a>(
         (!subs.is_empty()).then_some(Node::Array(subs)),
     );
     put("files", bundle.get("files").cloned());
-    put("models", distinct(&built.messages, "model"));
-    put("providers", distinct(&built.messages, "provider"));
+    put("models", distinct(&built.steps.messages, "model"));
+    put("providers", distinct(&built.steps.messages, "provider"));
     let count = |n: u64| (n > 0).then(|| Node::from(n));
-    put("images", count(built.images));
+    put("images", count(built.steps.images));
     put("binaries_left_out", count(built.binaries_left_out));
-    let list = |items: Vec<Node<'a>>| (!items.is_empty()).then_some(Node::Array(items));
-    put("compactions", list(std::mem::take(&mut built.compactions)));
-    put(
-        "error_results",
-        list(std::mem::take(&mut built.error_results)),
-    );
-    put(
-        "unanswered_calls",
-        list(std::mem::take(&mut built.unanswered_calls)),
-    );
-    put(
-        "unlinked_results",
-        list(std::mem::take(&mut built.unlinked_results)),
-    );
-    put(
-        "renamed_call_ids",
-        list(std::mem::take(&mut built.renamed_call_ids)),
-    );
-    put(
-        "messages",
-        Some(Node::Array(std::mem::take(&mut built.messages))),
-    );
+    for (key, list) in built.steps.take_lists() {
+        put(key, list);
+    }
 
     let mut native = vec![("session_id", Node::from(id))];
     if let Some(p) = parent {
         native.push(("parent_session_id", Node::from(p)));
     }
     let mut source = source_node("crush", record, Node::object(native));
-    built.left.add_to_node(&mut source);
+    built.steps.left.add_to_node(&mut source);
     Ok(Partial {
-        trajectory: Trajectory::new(id.to_owned(), built.content, JsonObject::new()),
+        trajectory: Trajectory::new(id.to_owned(), built.steps.content, JsonObject::new()),
         tail: vec![("source", source), ("crush", Node::object(crush))],
     })
 }

@@ -8,9 +8,9 @@
 
 use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 
-use crate::convert::LeftOut;
-use crate::formats::chat::{call_step, parse_arguments, system_step, unlink_unanswered_calls};
+use crate::formats::chat::{call_step, parse_arguments, system_step};
 use crate::formats::kit::node_fields_except;
+use crate::formats::session_steps::{Pending, SessionSteps, Taken};
 use crate::json::Node;
 use crate::model::step::TextObservation;
 use crate::model::{Source, Step};
@@ -24,56 +24,25 @@ struct Open {
     name: String,
 }
 
-/// The steps of a session and what `details.crush` lists about them.
+/// The steps of a session and what `details.crush` lists about them: per message its columns
+/// (`parts` as what no step holds) and its first step; `{step, message_id, rowid, current}` of
+/// each summary message; the results that answer no call with their `rowid`.
 pub(super) struct Built<'a> {
-    pub content: Vec<Step>,
-    pub left: LeftOut,
-    /// Per message: its columns (`parts` as what no step holds) and its first step.
-    pub messages: Vec<Node<'a>>,
-    /// `{step, message_id, rowid, current}` of each summary message.
-    pub compactions: Vec<Node<'a>>,
-    /// `{step, tool_call_id}` of each result marked `is_error`.
-    pub error_results: Vec<Node<'a>>,
-    /// `{step, id, empty_result?}` of each call no result answers.
-    pub unanswered_calls: Vec<Node<'a>>,
-    /// `{step, tool_call_id, rowid}` of each result that answers no call before it.
-    pub unlinked_results: Vec<Node<'a>>,
-    /// `{step, id, as}` of each call whose id an earlier call had.
-    pub renamed_call_ids: Vec<Node<'a>>,
+    pub steps: SessionSteps<'a>,
     /// The native call id of each call, and its step (to place sub-sessions).
     pub call_steps: HashMap<String, usize>,
-    /// Messages that made a step.
-    pub kept_messages: u64,
-    /// Images kept as steps, and binary attachments no step holds.
-    pub images: u64,
+    /// Binary attachments no step holds.
     pub binaries_left_out: u64,
     open: HashMap<String, Open>,
     /// The link ids used so far.
     links: HashSet<String>,
 }
 
-/// Pending text and reasoning of an assistant message: the text, the reasoning and the parts
-/// they came from.
-#[derive(Default)]
-struct Pending {
-    text: Option<(String, usize)>,
-    thought: Option<(String, Vec<usize>)>,
-}
-
 impl<'a> Built<'a> {
     pub fn new() -> Built<'a> {
         Built {
-            content: Vec::new(),
-            left: LeftOut::new("details.crush"),
-            messages: Vec::new(),
-            compactions: Vec::new(),
-            error_results: Vec::new(),
-            unanswered_calls: Vec::new(),
-            unlinked_results: Vec::new(),
-            renamed_call_ids: Vec::new(),
+            steps: SessionSteps::new("details.crush"),
             call_steps: HashMap::new(),
-            kept_messages: 0,
-            images: 0,
             binaries_left_out: 0,
             open: HashMap::new(),
             links: HashSet::new(),
@@ -86,7 +55,7 @@ impl<'a> Built<'a> {
         let rowid = m["rowid"].as_u64().unwrap_or_default();
         let role = m["role"].as_str().unwrap_or_default();
         let id = m["id"].as_str();
-        let first_step = self.content.len();
+        let first_step = self.steps.content.len();
         let summary = m["is_summary_message"].as_i64().is_some_and(|f| f != 0)
             || (id.is_some() && id == summary_id);
         // Per part: the keys a step holds (removed from the part kept in details).
@@ -94,14 +63,14 @@ impl<'a> Built<'a> {
         let parts: Vec<Node<'a>> = match &m["parts"] {
             Node::Array(parts) => parts.clone(),
             _ => {
-                self.left.wrong_type(
+                self.steps.left.wrong_type(
                     rowid,
                     "/parts",
                     "the message's parts are not a JSON list of parts",
                 );
                 let mut kept = Node::Object(node_fields_except(m, &[]));
                 kept.insert("step", Node::Null);
-                self.messages.push(kept);
+                self.steps.messages.push(kept);
                 return;
             }
         };
@@ -114,10 +83,10 @@ impl<'a> Built<'a> {
             self.incoming(rowid, role, &parts, &mut taken);
         }
         if summary {
-            self.compactions.push(Node::object([
+            self.steps.compactions.push(Node::object([
                 (
                     "step",
-                    if self.content.len() > first_step {
+                    if self.steps.content.len() > first_step {
                         Node::from(first_step as u64)
                     } else {
                         Node::Null
@@ -128,8 +97,8 @@ impl<'a> Built<'a> {
                 ("current", Node::from(id.is_some() && id == summary_id)),
             ]));
         }
-        let made = self.content.len() > first_step;
-        self.kept_messages += u64::from(made);
+        let made = self.steps.content.len() > first_step;
+        self.steps.kept_messages += u64::from(made);
         let mut kept = Node::Object(node_fields_except(m, &["parts"]));
         kept.insert(
             "parts",
@@ -149,11 +118,11 @@ impl<'a> Built<'a> {
                 Node::Null
             },
         );
-        self.messages.push(kept);
+        self.steps.messages.push(kept);
     }
 
     /// A summary message: its text an observation named `compact_summary`.
-    fn summary(&mut self, rowid: u64, parts: &[Node<'a>], taken: &mut [&'static [&'static str]]) {
+    fn summary(&mut self, rowid: u64, parts: &[Node<'a>], taken: &mut Taken) {
         for (k, p) in parts.iter().enumerate() {
             match p["type"].as_str() {
                 Some("text") => {
@@ -172,13 +141,7 @@ impl<'a> Built<'a> {
     }
 
     /// A user (or system) message's parts: observations.
-    fn incoming(
-        &mut self,
-        rowid: u64,
-        role: &str,
-        parts: &[Node<'a>],
-        taken: &mut [&'static [&'static str]],
-    ) {
+    fn incoming(&mut self, rowid: u64, role: &str, parts: &[Node<'a>], taken: &mut Taken) {
         let source = if role == "user" {
             Source::User
         } else {
@@ -228,35 +191,26 @@ impl<'a> Built<'a> {
 
     /// An assistant message's parts: reasoning, texts and calls are actions; results (of the
     /// calls a provider ran) observations.
-    fn assistant(&mut self, rowid: u64, parts: &[Node<'a>], taken: &mut [&'static [&'static str]]) {
-        let mut pending = Pending::default();
+    fn assistant(&mut self, rowid: u64, parts: &[Node<'a>], taken: &mut Taken) {
+        let mut pending = Pending::new(&["text"], &["thinking"]);
         for (k, p) in parts.iter().enumerate() {
             let data = &p["data"];
             match p["type"].as_str() {
                 Some("reasoning") => {
                     if let Some(t) = data["thinking"].as_str().filter(|t| !t.is_empty()) {
-                        pending.thought = match pending.thought.take() {
-                            Some((prev, mut at)) => {
-                                at.push(k);
-                                Some((format!("{prev}\n\n{t}"), at))
-                            }
-                            None => Some((t.to_owned(), vec![k])),
-                        };
+                        pending.think(k, t);
                     }
                 }
                 Some("text") => {
                     if let Some(t) = self.text_of(rowid, k, p, "text") {
-                        self.flush(&mut pending, taken);
-                        pending.text = Some((t, k));
+                        if let Some(m) = pending.text(k, t, taken) {
+                            self.act(m);
+                        }
                     }
                 }
                 Some("tool_call") => {
                     taken[k] = &["name", "input"];
-                    let description = pending.text.take().map(|(t, at)| {
-                        taken[at] = &["text"];
-                        t
-                    });
-                    let reasoning = self.take_thought(&mut pending, taken);
+                    let (description, reasoning) = pending.for_call(taken);
                     self.call(rowid, k, p, description, reasoning);
                 }
                 Some("tool_result") => {
@@ -276,33 +230,15 @@ impl<'a> Built<'a> {
             }
         }
         self.flush(&mut pending, taken);
-        if pending.thought.is_some() {
+        if pending.thought_left() {
             // Reasoning with no text or call after it: kept whole in the message's parts.
-            self.left.blocks += 1;
+            self.steps.left.blocks += 1;
         }
     }
 
-    /// The pending reasoning, its parts marked as held by a step.
-    fn take_thought(
-        &mut self,
-        pending: &mut Pending,
-        taken: &mut [&'static [&'static str]],
-    ) -> Option<String> {
-        pending.thought.take().map(|(t, at)| {
-            for k in at {
-                taken[k] = &["thinking"];
-            }
-            t
-        })
-    }
-
     /// Writes the pending text as a message, with the pending reasoning.
-    fn flush(&mut self, pending: &mut Pending, taken: &mut [&'static [&'static str]]) {
-        if let Some((t, at)) = pending.text.take() {
-            taken[at] = &["text"];
-            let mut m = Step::message(t, None);
-            let reasoning = self.take_thought(pending, taken);
-            m.set_thought(None, reasoning);
+    fn flush(&mut self, pending: &mut Pending, taken: &mut Taken) {
+        if let Some(m) = pending.flush(taken) {
             self.act(m);
         }
     }
@@ -320,7 +256,7 @@ impl<'a> Built<'a> {
         let data = &p["data"];
         let name = data["name"].as_str().unwrap_or_default().to_owned();
         if name.is_empty() {
-            self.left.unmapped(
+            self.steps.left.unmapped(
                 rowid,
                 &format!("/parts/{k}/data/name"),
                 "a tool call without a tool name",
@@ -329,7 +265,8 @@ impl<'a> Built<'a> {
         let kwargs = match parse_arguments(&data["input"]) {
             Ok(kwargs) => kwargs,
             Err(why) => {
-                self.left
+                self.steps
+                    .left
                     .unmapped(rowid, &format!("/parts/{k}/data/input"), why);
                 crate::model::JsonObject::from_iter([(
                     "input".to_owned(),
@@ -340,7 +277,7 @@ impl<'a> Built<'a> {
         let mut step = call_step(&name, kwargs, CODE_TOOLS);
         step.set_thought(description, reasoning);
         let native = data["id"].as_str().unwrap_or_default().to_owned();
-        let at = self.content.len();
+        let at = self.steps.content.len();
         let link = if native.is_empty() {
             format!("call-{rowid}-{k}")
         } else {
@@ -355,11 +292,7 @@ impl<'a> Built<'a> {
                 }
                 n += 1;
             };
-            self.renamed_call_ids.push(Node::object([
-                ("step", Node::from(at as u64)),
-                ("id", Node::from(native.clone())),
-                ("as", Node::from(renamed.clone())),
-            ]));
+            self.steps.renamed_call(&native, &renamed);
             renamed
         } else {
             link
@@ -383,7 +316,7 @@ impl<'a> Built<'a> {
         let data = &p["data"];
         let native = data["tool_call_id"].as_str().unwrap_or_default();
         let Some(content) = data["content"].as_str() else {
-            self.left.unmapped(
+            self.steps.left.unmapped(
                 rowid,
                 &format!("/parts/{k}/data/content"),
                 "a tool result whose content is not text",
@@ -398,21 +331,13 @@ impl<'a> Built<'a> {
                 .map(str::to_owned)
         });
         let step = Step::environment_text(name, content);
-        let at = self.content.len();
         if data["is_error"].as_bool() == Some(true) {
-            self.error_results.push(Node::object([
-                ("step", Node::from(at as u64)),
-                ("tool_call_id", Node::from(native.to_owned())),
-            ]));
+            self.steps.error_result(native);
         }
         match open {
             Some(o) => self.observe(step.with_tool_call_id(o.link)),
             None => {
-                self.unlinked_results.push(Node::object([
-                    ("step", Node::from(at as u64)),
-                    ("tool_call_id", Node::from(native.to_owned())),
-                    ("rowid", Node::from(rowid)),
-                ]));
+                self.steps.unlinked_result(native, "rowid", rowid);
                 self.observe(step);
             }
         }
@@ -420,7 +345,7 @@ impl<'a> Built<'a> {
         let mime = data["mime_type"].as_str().unwrap_or_default();
         if let Some(b64) = data["data"].as_str().filter(|d| !d.is_empty()) {
             if mime.starts_with("image/") {
-                self.images += 1;
+                self.steps.images += 1;
                 self.observe(Step::image(
                     format!("data:{mime};base64,{b64}"),
                     Source::Environment,
@@ -428,7 +353,7 @@ impl<'a> Built<'a> {
                 return Some(&["content", "data"]);
             }
             self.binaries_left_out += 1;
-            self.left.blocks += 1;
+            self.steps.left.blocks += 1;
         }
         Some(&["content"])
     }
@@ -447,7 +372,7 @@ impl<'a> Built<'a> {
                     }
                     _ => {
                         self.binaries_left_out += 1;
-                        self.left.blocks += 1;
+                        self.steps.left.blocks += 1;
                         return false;
                     }
                 }
@@ -455,12 +380,12 @@ impl<'a> Built<'a> {
         };
         match uri.filter(|u| !u.is_empty()) {
             Some(uri) => {
-                self.images += 1;
+                self.steps.images += 1;
                 self.observe(Step::image(uri, source));
                 true
             }
             None => {
-                self.left.unmapped(
+                self.steps.left.unmapped(
                     rowid,
                     &format!("/parts/{k}/data"),
                     "an image part without an image",
@@ -477,7 +402,7 @@ impl<'a> Built<'a> {
             Node::String(s) if s.trim().is_empty() => None,
             Node::String(s) => Some(s.to_string()),
             _ => {
-                self.left.unmapped(
+                self.steps.left.unmapped(
                     rowid,
                     &format!("/parts/{k}/data/{key}"),
                     format!("a {key} part whose {key} is not text"),
@@ -490,7 +415,7 @@ impl<'a> Built<'a> {
     /// A part of a type no step holds here: kept whole in the message's parts, counted.
     fn other_part(&mut self, rowid: u64, k: usize, p: &Node<'a>) {
         let kind = p["type"].as_str().unwrap_or("(none)");
-        self.left.unmapped(
+        self.steps.left.unmapped(
             rowid,
             &format!("/parts/{k}/type"),
             format!("a part of type {kind:?} has no step here"),
@@ -499,12 +424,12 @@ impl<'a> Built<'a> {
 
     /// Adds an action.
     fn act(&mut self, step: Step) {
-        self.content.push(step);
+        self.steps.content.push(step);
     }
 
     /// Adds an observation.
     fn observe(&mut self, step: Step) {
-        self.content.push(step);
+        self.steps.content.push(step);
     }
 
     /// Settles the calls no result answered: one followed by an observation gets an empty
@@ -512,22 +437,27 @@ impl<'a> Built<'a> {
     /// answered), the others lose their id; each is listed in `unanswered_calls`.
     pub fn finish(&mut self) {
         let answered: HashSet<&str> = self
+            .steps
             .content
             .iter()
             .filter(|s| !s.is_action())
             .filter_map(Step::tool_call_id)
             .collect();
         // The steps after which an empty result goes.
-        let before: Vec<usize> = (0..self.content.len())
+        let before: Vec<usize> = (0..self.steps.content.len())
             .filter(|&i| {
-                let s = &self.content[i];
+                let s = &self.steps.content[i];
                 s.is_tool_action()
                     && s.tool_call_id().is_some_and(|id| !answered.contains(id))
-                    && self.content.get(i + 1).is_some_and(|n| !n.is_action())
+                    && self
+                        .steps
+                        .content
+                        .get(i + 1)
+                        .is_some_and(|n| !n.is_action())
             })
             .collect();
         if !before.is_empty() {
-            let old = std::mem::take(&mut self.content);
+            let old = std::mem::take(&mut self.steps.content);
             let mut at = before.iter().peekable();
             for (i, step) in old.into_iter().enumerate() {
                 let empty = (at.peek() == Some(&&i)).then(|| {
@@ -539,25 +469,26 @@ impl<'a> Built<'a> {
                     let id = step.tool_call_id().unwrap_or_default().to_owned();
                     (name, id)
                 });
-                self.content.push(step);
+                self.steps.content.push(step);
                 if let Some((name, id)) = empty {
-                    self.unanswered_calls.push(Node::object([
-                        ("step", Node::from((self.content.len() - 1) as u64)),
+                    self.steps.unanswered_calls.push(Node::object([
+                        ("step", Node::from((self.steps.content.len() - 1) as u64)),
                         ("id", Node::from(id.clone())),
                         ("empty_result", Node::Bool(true)),
                     ]));
-                    self.content
+                    self.steps
+                        .content
                         .push(Step::environment_text(name, "").with_tool_call_id(id));
                 }
             }
             // Steps after an inserted result moved on by one each.
             let moved = |s: u64| s + before.iter().filter(|&&b| (b as u64) < s).count() as u64;
             for list in [
-                &mut self.messages,
-                &mut self.compactions,
-                &mut self.error_results,
-                &mut self.unlinked_results,
-                &mut self.renamed_call_ids,
+                &mut self.steps.messages,
+                &mut self.steps.compactions,
+                &mut self.steps.error_results,
+                &mut self.steps.unlinked_results,
+                &mut self.steps.renamed_call_ids,
             ] {
                 for n in list.iter_mut() {
                     if let Some(s) = n["step"].as_u64() {
@@ -569,9 +500,7 @@ impl<'a> Built<'a> {
                 *s = moved(*s as u64) as usize;
             }
         }
-        for v in unlink_unanswered_calls(&mut self.content, |_| false) {
-            self.unanswered_calls.push(Node::from(v));
-        }
+        self.steps.unlink_unanswered();
     }
 }
 

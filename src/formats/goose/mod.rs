@@ -206,7 +206,7 @@ fn to_partial<'a>(
         built.message(m);
     }
     built.finish();
-    if built.content.is_empty() {
+    if built.steps.content.is_empty() {
         return Err(refuse(
             record,
             Some(&id),
@@ -217,7 +217,7 @@ fn to_partial<'a>(
             ),
         ));
     }
-    built.left.messages = Some((session.messages.len() as u64, built.kept_messages));
+    built.steps.left.messages = Some((session.messages.len() as u64, built.steps.kept_messages));
 
     let row = &session.row;
     let store = if bundle.get("lines").is_some() {
@@ -242,38 +242,19 @@ fn to_partial<'a>(
     put("usage", bundle.get("usage").cloned());
     put("session", Some(row.clone()));
     let count = |n: u64| (n > 0).then(|| Node::from(n));
-    put("images", count(built.images));
-    let list = |items: Vec<Node<'a>>| (!items.is_empty()).then_some(Node::Array(items));
-    put("compactions", list(std::mem::take(&mut built.compactions)));
-    put(
-        "error_results",
-        list(std::mem::take(&mut built.error_results)),
-    );
-    put(
-        "unanswered_calls",
-        list(std::mem::take(&mut built.unanswered_calls)),
-    );
-    put(
-        "unlinked_results",
-        list(std::mem::take(&mut built.unlinked_results)),
-    );
-    put(
-        "renamed_call_ids",
-        list(std::mem::take(&mut built.renamed_call_ids)),
-    );
-    put(
-        "messages",
-        Some(Node::Array(std::mem::take(&mut built.messages))),
-    );
+    put("images", count(built.steps.images));
+    for (key, list) in built.steps.take_lists() {
+        put(key, list);
+    }
 
     let mut native = vec![("session_id", Node::from(id.clone()))];
     if let Some(p) = row["parent_session_id"].as_str().filter(|p| !p.is_empty()) {
         native.push(("parent_session_id", Node::from(p.to_owned())));
     }
     let mut source = source_node("goose", record, Node::object(native));
-    built.left.add_to_node(&mut source);
+    built.steps.left.add_to_node(&mut source);
     Ok(Partial {
-        trajectory: Trajectory::new(id, built.content, JsonObject::new()),
+        trajectory: Trajectory::new(id, built.steps.content, JsonObject::new()),
         tail: vec![("source", source), ("goose", Node::object(goose))],
     })
 }

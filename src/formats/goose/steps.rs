@@ -9,9 +9,9 @@
 //! prompt replaced them) are no step. What no step holds stays in the message's entry of
 //! `details.goose.messages`, and is counted in a [`LeftOut`].
 
-use crate::convert::LeftOut;
-use crate::formats::chat::{call_step, parse_arguments, unlink_unanswered_calls, CodeTool};
+use crate::formats::chat::{call_step, parse_arguments, CodeTool};
 use crate::formats::kit::{node_fields_except, LinkIds};
+use crate::formats::session_steps::{Pending, SessionSteps, Taken};
 use crate::json::Node;
 use crate::model::{JsonObject, Source, Step};
 use foldhash::{HashMap, HashMapExt};
@@ -36,38 +36,15 @@ struct Open {
     name: String,
 }
 
-/// The steps of a session and what `details.goose` lists about them.
+/// The steps of a session and what `details.goose` lists about them: per message its fields,
+/// `content` holding only what no step holds, and its first step; `{step, line, kind}` of each
+/// compaction summary (and older `conversationCompacted`); the results that answer no call
+/// with their `line`.
 pub(super) struct Built<'a> {
-    pub content: Vec<Step>,
-    pub left: LeftOut,
-    /// Per message: its fields, `content` holding only what no step holds, and its first step.
-    pub messages: Vec<Node<'a>>,
-    /// `{step, line, kind}` of each compaction summary (and older `conversationCompacted`).
-    pub compactions: Vec<Node<'a>>,
-    /// `{step, tool_call_id}` of each result that is an error.
-    pub error_results: Vec<Node<'a>>,
-    /// `{step, id, empty_result?}` of each call no result answers.
-    pub unanswered_calls: Vec<Node<'a>>,
-    /// `{step, tool_call_id, line}` of each result that answers no call before it.
-    pub unlinked_results: Vec<Node<'a>>,
-    /// `{step, id, as}` of each call whose id an earlier call had.
-    pub renamed_call_ids: Vec<Node<'a>>,
-    /// Messages that made a step, and images kept as steps.
-    pub kept_messages: u64,
-    pub images: u64,
+    pub steps: SessionSteps<'a>,
     open: HashMap<String, Open>,
     links: LinkIds,
 }
-
-/// Pending text and reasoning of an assistant message, with the items they came from.
-#[derive(Default)]
-struct Pending {
-    text: Option<(String, usize)>,
-    thought: Option<(String, Vec<usize>)>,
-}
-
-/// Per content item, the keys its steps hold (what details keeps is the rest).
-type Taken = Vec<&'static [&'static str]>;
 
 /// Whether a message's `metadata` shows it to the user and to the model (both by default).
 fn visibility(m: &Node<'_>) -> (bool, bool) {
@@ -79,16 +56,7 @@ fn visibility(m: &Node<'_>) -> (bool, bool) {
 impl<'a> Built<'a> {
     pub fn new() -> Built<'a> {
         Built {
-            content: Vec::new(),
-            left: LeftOut::new("details.goose"),
-            messages: Vec::new(),
-            compactions: Vec::new(),
-            error_results: Vec::new(),
-            unanswered_calls: Vec::new(),
-            unlinked_results: Vec::new(),
-            renamed_call_ids: Vec::new(),
-            kept_messages: 0,
-            images: 0,
+            steps: SessionSteps::new("details.goose"),
             open: HashMap::new(),
             links: LinkIds::default(),
         }
@@ -97,11 +65,11 @@ impl<'a> Built<'a> {
     /// Adds the steps of message `msg`.
     pub fn message(&mut self, msg: &Message<'_, 'a>) {
         let (line, m) = (msg.line, msg.m);
-        let first_step = self.content.len();
+        let first_step = self.steps.content.len();
         let items: Vec<Node<'a>> = match &m["content"] {
             Node::Array(items) => items.clone(),
             _ => {
-                self.left.wrong_type(
+                self.steps.left.wrong_type(
                     line,
                     "/content",
                     "the message's content is not a JSON list of content items",
@@ -115,7 +83,7 @@ impl<'a> Built<'a> {
         let role = m["role"].as_str().unwrap_or_default();
         if !user_visible && !agent_visible {
             // Replaced by a compaction's copy: kept whole in details.
-            self.left.lines += 1;
+            self.steps.left.lines += 1;
             self.keep(m, None, items, &taken);
             return;
         }
@@ -126,8 +94,8 @@ impl<'a> Built<'a> {
         } else {
             self.incoming(line, role, &items, &mut taken);
         }
-        let made = self.content.len() > first_step;
-        self.kept_messages += u64::from(made);
+        let made = self.steps.content.len() > first_step;
+        self.steps.kept_messages += u64::from(made);
         self.keep(m, made.then_some(first_step), items, &taken);
     }
 
@@ -165,7 +133,7 @@ impl<'a> Built<'a> {
             );
         }
         kept.insert("step", step.map_or(Node::Null, |s| Node::from(s as u64)));
-        self.messages.push(kept);
+        self.steps.messages.push(kept);
     }
 
     /// A message Goose wrote for the model alone: a compaction's summary (a user message)
@@ -176,7 +144,7 @@ impl<'a> Built<'a> {
         } else {
             "compact_summary"
         };
-        let first = self.content.len();
+        let first = self.steps.content.len();
         for (k, item) in items.iter().enumerate() {
             match item["type"].as_str() {
                 Some("text") => {
@@ -188,14 +156,14 @@ impl<'a> Built<'a> {
                 _ => self.other(line, k, item, taken),
             }
         }
-        if role != "assistant" && self.content.len() > first {
+        if role != "assistant" && self.steps.content.len() > first {
             self.compaction(first, line, "summary");
         }
     }
 
     /// Lists a compaction whose step is `step`.
     fn compaction(&mut self, step: usize, line: u64, kind: &'static str) {
-        self.compactions.push(Node::object([
+        self.steps.compactions.push(Node::object([
             ("step", Node::from(step as u64)),
             ("line", Node::from(line)),
             ("kind", Node::from(kind)),
@@ -225,7 +193,7 @@ impl<'a> Built<'a> {
 
     /// An assistant message's items: reasoning, texts and calls are actions.
     fn assistant(&mut self, line: u64, items: &[Node<'a>], taken: &mut Taken) {
-        let mut pending = Pending::default();
+        let mut pending = Pending::new(&["type", "text"], THOUGHT_KEYS);
         for (k, item) in items.iter().enumerate() {
             match item["type"].as_str() {
                 Some(kind @ ("thinking" | "reasoning")) => {
@@ -235,27 +203,18 @@ impl<'a> Built<'a> {
                         "text"
                     };
                     if let Some(t) = item[key].as_str().filter(|t| !t.trim().is_empty()) {
-                        pending.thought = match pending.thought.take() {
-                            Some((prev, mut at)) => {
-                                at.push(k);
-                                Some((format!("{prev}\n\n{t}"), at))
-                            }
-                            None => Some((t.to_owned(), vec![k])),
-                        };
+                        pending.think(k, t);
                     }
                 }
                 Some("text") => {
                     if let Some(t) = self.text_of(line, k, item, "text") {
-                        self.flush(&mut pending, taken);
-                        pending.text = Some((t, k));
+                        if let Some(m) = pending.text(k, t, taken) {
+                            self.act(m);
+                        }
                     }
                 }
                 Some("toolRequest" | "frontendToolRequest") => {
-                    let description = pending.text.take().map(|(t, at)| {
-                        taken[at] = &["type", "text"];
-                        t
-                    });
-                    let reasoning = take_thought(&mut pending, taken);
+                    let (description, reasoning) = pending.for_call(taken);
                     self.call(line, k, item, description, reasoning, taken);
                 }
                 Some("toolResponse") => {
@@ -270,18 +229,15 @@ impl<'a> Built<'a> {
             }
         }
         self.flush(&mut pending, taken);
-        if pending.thought.is_some() {
+        if pending.thought_left() {
             // Reasoning with no text or call after it: kept whole in the message's content.
-            self.left.blocks += 1;
+            self.steps.left.blocks += 1;
         }
     }
 
     /// Writes the pending text as a message, with the pending reasoning.
     fn flush(&mut self, pending: &mut Pending, taken: &mut Taken) {
-        if let Some((t, at)) = pending.text.take() {
-            taken[at] = &["type", "text"];
-            let mut m = Step::message(t, None);
-            m.set_thought(None, take_thought(pending, taken));
+        if let Some(m) = pending.flush(taken) {
             self.act(m);
         }
     }
@@ -304,7 +260,8 @@ impl<'a> Built<'a> {
                 Some(e) => format!("a tool request Goose could not read: {e}"),
                 None => "a tool request without a tool name".to_owned(),
             };
-            self.left
+            self.steps
+                .left
                 .unmapped(line, &format!("/content/{k}/toolCall"), why);
             if let Some(d) = description {
                 self.act(Step::message(d, None));
@@ -314,8 +271,11 @@ impl<'a> Built<'a> {
         let kwargs = match &value["arguments"] {
             Node::Null => JsonObject::new(),
             args => parse_arguments(args).unwrap_or_else(|why| {
-                self.left
-                    .unmapped(line, &format!("/content/{k}/toolCall/value/arguments"), why);
+                self.steps.left.unmapped(
+                    line,
+                    &format!("/content/{k}/toolCall/value/arguments"),
+                    why,
+                );
                 JsonObject::from_iter([("arguments".to_owned(), args.to_value())])
             }),
         };
@@ -330,11 +290,7 @@ impl<'a> Built<'a> {
         };
         let (link, renamed) = self.links.unique(base);
         if renamed {
-            self.renamed_call_ids.push(Node::object([
-                ("step", Node::from(self.content.len() as u64)),
-                ("id", Node::from(native.clone())),
-                ("as", Node::from(link.clone())),
-            ]));
+            self.steps.renamed_call(&native, &link);
         }
         self.open.insert(
             native,
@@ -381,7 +337,7 @@ impl<'a> Built<'a> {
             }
             None if is_error => texts.push(result["error"].as_str().unwrap_or_default()),
             None => {
-                self.left.unmapped(
+                self.steps.left.unmapped(
                     line,
                     &format!("/content/{k}/toolResult"),
                     "a tool response with neither a result nor an error",
@@ -394,32 +350,26 @@ impl<'a> Built<'a> {
         } else {
             // An item of a kind no step holds (audio, a binary resource): the response is kept
             // whole in details.
-            self.left.blocks += 1;
+            self.steps.left.blocks += 1;
         }
         let open = self.open.remove(native);
         let name = open.as_ref().map(|o| o.name.clone());
         let step = Step::environment_text(name.clone(), texts.join("\n"));
-        let at = self.content.len();
         if is_error {
-            self.error_results.push(Node::object([
-                ("step", Node::from(at as u64)),
-                ("tool_call_id", Node::from(native.to_owned())),
-            ]));
+            self.steps.error_result(native);
         }
         match open {
-            Some(o) => self.content.push(step.with_tool_call_id(o.link)),
+            Some(o) => self.steps.content.push(step.with_tool_call_id(o.link)),
             None => {
-                self.unlinked_results.push(Node::object([
-                    ("step", Node::from(at as u64)),
-                    ("tool_call_id", Node::from(native.to_owned())),
-                    ("line", Node::from(line)),
-                ]));
+                self.steps.unlinked_result(native, "line", line);
                 self.observe(step);
             }
         }
         for uri in images {
-            self.images += 1;
-            self.content.push(Step::image(uri, Source::Environment));
+            self.steps.images += 1;
+            self.steps
+                .content
+                .push(Step::image(uri, Source::Environment));
         }
     }
 
@@ -428,10 +378,10 @@ impl<'a> Built<'a> {
         match image_uri(item) {
             Some(uri) => {
                 taken[k] = &["type", "data", "mimeType"];
-                self.images += 1;
+                self.steps.images += 1;
                 self.observe(Step::image(uri, source));
             }
-            None => self.left.unmapped(
+            None => self.steps.left.unmapped(
                 line,
                 &format!("/content/{k}/data"),
                 "an image item without image data",
@@ -448,7 +398,7 @@ impl<'a> Built<'a> {
     fn other(&mut self, line: u64, k: usize, item: &Node<'a>, taken: &mut Taken) {
         match item["type"].as_str() {
             Some("conversationCompacted") => {
-                let at = self.content.len();
+                let at = self.steps.content.len();
                 if let Some(t) = self.text_of(line, k, item, "msg") {
                     taken[k] = &["type", "msg"];
                     self.observe(Step::environment_text(Some("compaction".to_owned()), t));
@@ -471,8 +421,8 @@ impl<'a> Built<'a> {
                 | "document"
                 | "thinking"
                 | "reasoning",
-            ) => self.left.blocks += 1,
-            kind => self.left.unmapped(
+            ) => self.steps.left.blocks += 1,
+            kind => self.steps.left.unmapped(
                 line,
                 &format!("/content/{k}/type"),
                 format!(
@@ -489,7 +439,7 @@ impl<'a> Built<'a> {
             Node::String(s) if s.trim().is_empty() => None,
             Node::String(s) => Some(s.to_string()),
             _ => {
-                self.left.unmapped(
+                self.steps.left.unmapped(
                     line,
                     &format!("/content/{k}/{key}"),
                     format!("an item whose {key} is not text"),
@@ -501,14 +451,14 @@ impl<'a> Built<'a> {
 
     /// Adds an action.
     fn act(&mut self, step: Step) {
-        self.content.push(step);
+        self.steps.content.push(step);
     }
 
     /// Adds an observation that answers no call. When the step before it is a call no result
     /// answered yet (a call Goose canceled, then the next prompt), an empty result linked to
     /// the call goes first: a call followed by an observation must be answered.
     fn observe(&mut self, step: Step) {
-        if let Some(prev) = self.content.last().filter(|s| s.is_tool_action()) {
+        if let Some(prev) = self.steps.content.last().filter(|s| s.is_tool_action()) {
             if let Some(link) = prev.tool_call_id().map(str::to_owned) {
                 let native = self
                     .open
@@ -516,40 +466,29 @@ impl<'a> Built<'a> {
                     .find(|(_, o)| o.link == link)
                     .map(|(n, _)| n.clone());
                 if let Some(o) = native.and_then(|n| self.open.remove(&n)) {
-                    self.unanswered_calls.push(Node::object([
-                        ("step", Node::from((self.content.len() - 1) as u64)),
+                    self.steps.unanswered_calls.push(Node::object([
+                        ("step", Node::from((self.steps.content.len() - 1) as u64)),
                         ("id", Node::from(link.clone())),
                         ("empty_result", Node::Bool(true)),
                     ]));
-                    self.content
+                    self.steps
+                        .content
                         .push(Step::environment_text(Some(o.name), "").with_tool_call_id(link));
                 }
             }
         }
-        self.content.push(step);
+        self.steps.content.push(step);
     }
 
     /// Settles the calls no result answered: each loses its id and is listed in
     /// `unanswered_calls`.
     pub fn finish(&mut self) {
-        for v in unlink_unanswered_calls(&mut self.content, |_| false) {
-            self.unanswered_calls.push(Node::from(v));
-        }
+        self.steps.unlink_unanswered();
     }
 }
 
 /// The keys of a reasoning item a step holds (`thinking`'s text, or `reasoning`'s).
 const THOUGHT_KEYS: &[&str] = &["type", "thinking", "text"];
-
-/// The pending reasoning, its items marked as held by a step.
-fn take_thought(pending: &mut Pending, taken: &mut Taken) -> Option<String> {
-    pending.thought.take().map(|(t, at)| {
-        for k in at {
-            taken[k] = THOUGHT_KEYS;
-        }
-        t
-    })
-}
 
 /// A `data:` URI of an image item (`data` base64, `mimeType`).
 fn image_uri(item: &Node<'_>) -> Option<String> {

@@ -19,6 +19,7 @@ use foldhash::{HashMap, HashMapExt};
 use crate::convert::{LeftOut, Partial};
 use crate::formats::chat::{described_call_step, parse_arguments, system_step, CodeTool};
 use crate::formats::kit::{source_node, LinkIds};
+use crate::formats::session_steps::{Pending, Taken};
 use crate::ingest::RawRecord;
 use crate::json::Node;
 use crate::model::step::TextObservation;
@@ -78,16 +79,6 @@ struct Built<'a> {
     system: Option<String>,
     kept: u64,
 }
-
-/// Pending text and reasoning of an assistant message, with the parts they came from.
-#[derive(Default)]
-struct Pending {
-    text: Option<(String, usize)>,
-    thought: Option<(String, Vec<usize>)>,
-}
-
-/// The keys of a part that a step holds, by part (removed from what details keep).
-type Taken = Vec<&'static [&'static str]>;
 
 impl<'a> Built<'a> {
     fn new() -> Self {
@@ -266,18 +257,12 @@ impl<'a> Built<'a> {
     fn assistant(&mut self, m: &Message<'_, 'a>, pointer: &str, line: u64, taken: &mut Taken) {
         self.system_prompt(m.info);
         let summary = m.info["summary"].as_bool() == Some(true);
-        let mut pending = Pending::default();
+        let mut pending = Pending::new(&["text"], &["text"]);
         for (k, (_, p)) in m.parts.iter().enumerate() {
             match p["type"].as_str() {
                 Some("reasoning") => {
                     if let Some(t) = p["text"].as_str().filter(|t| !t.trim().is_empty()) {
-                        pending.thought = match pending.thought.take() {
-                            Some((prev, mut at)) => {
-                                at.push(k);
-                                Some((format!("{prev}\n\n{t}"), at))
-                            }
-                            None => Some((t.to_owned(), vec![k])),
-                        };
+                        pending.think(k, t);
                     }
                 }
                 Some("text") if summary => {
@@ -293,16 +278,13 @@ impl<'a> Built<'a> {
                 }
                 Some("text") => {
                     if let Some(t) = self.text_of(line, pointer, k, p, "text") {
-                        self.flush(&mut pending, taken);
-                        pending.text = Some((t, k));
+                        if let Some(step) = pending.text(k, t, taken) {
+                            self.content.push(step);
+                        }
                     }
                 }
                 Some("tool") => {
-                    let description = pending.text.take().map(|(t, at)| {
-                        taken[at] = &["text"];
-                        t
-                    });
-                    let reasoning = take_thought(&mut pending, taken);
+                    let (description, reasoning) = pending.for_call(taken);
                     taken[k] = self.tool(m, k, p, description, reasoning);
                 }
                 Some("file") => {
@@ -316,7 +298,7 @@ impl<'a> Built<'a> {
             }
         }
         self.flush(&mut pending, taken);
-        if pending.thought.is_some() {
+        if pending.thought_left() {
             // Reasoning with no text or call after it: kept whole in the message's parts.
             self.left.blocks += 1;
         }
@@ -344,10 +326,7 @@ impl<'a> Built<'a> {
 
     /// Writes the pending text as a message, with the pending reasoning.
     fn flush(&mut self, pending: &mut Pending, taken: &mut Taken) {
-        if let Some((t, at)) = pending.text.take() {
-            taken[at] = &["text"];
-            let mut step = Step::message(t, None);
-            step.set_thought(None, take_thought(pending, taken));
+        if let Some(step) = pending.flush(taken) {
             self.content.push(step);
         }
     }
@@ -483,16 +462,6 @@ impl<'a> Built<'a> {
 fn unreadable(n: &Node) -> Option<String> {
     let file = n["trajkit_unreadable"].as_str()?;
     Some(format!("{file}: {}", n["reason"].text()))
-}
-
-/// The pending reasoning, its parts marked as held by a step.
-fn take_thought(pending: &mut Pending, taken: &mut Taken) -> Option<String> {
-    pending.thought.take().map(|(t, at)| {
-        for k in at {
-            taken[k] = &["text"];
-        }
-        t
-    })
 }
 
 /// A part as kept in details: its id, then its fields without the keys a step holds (for a

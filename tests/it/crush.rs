@@ -6,13 +6,13 @@
 
 use std::path::{Path, PathBuf};
 
-use rusqlite::{params, Connection};
+use rusqlite::Connection;
 use serde_json::{json, Value};
 
 use crate::common::{
     agent_logs, assert_every_sft_target_accepts, convert, step_classes, tool_actions_and_links,
-    validate_adp,
 };
+use crate::stores::{converted_as, converted_copy_of_log, create_store, insert, snapshot};
 
 /// The schema of the Go OpenCode (migrations up to `summary_message_id`).
 const OPENCODE_SCHEMA: &str = "
@@ -46,32 +46,48 @@ INSERT INTO goose_db_version (version_id, is_applied) VALUES (20250624000000, 1)
 
 /// A store with the Go OpenCode's schema, or Crush's newest (`crush`).
 fn create(path: &Path, crush: bool) -> Connection {
-    let conn = Connection::open(path).expect("create");
-    conn.execute_batch(OPENCODE_SCHEMA).expect("schema");
-    if crush {
-        conn.execute_batch(CRUSH_MIGRATIONS).expect("migrations");
-    }
-    conn
+    let migrations: &[&str] = if crush {
+        &[OPENCODE_SCHEMA, CRUSH_MIGRATIONS]
+    } else {
+        &[OPENCODE_SCHEMA]
+    };
+    create_store(path, migrations)
 }
 
 fn session(conn: &Connection, id: &str, parent: Option<&str>, summary: Option<&str>) {
-    conn.execute(
-        "INSERT INTO sessions (id, parent_session_id, title, prompt_tokens, completion_tokens, \
-         cost, updated_at, created_at, summary_message_id) VALUES (?1, ?2, 'A title', 120, 30, \
-         0.25, 1700000100, 1700000000, ?3)",
-        params![id, parent, summary],
-    )
-    .expect("session");
+    insert(
+        conn,
+        "sessions",
+        &[
+            ("id", &id),
+            ("parent_session_id", &parent),
+            ("title", &"A title"),
+            ("prompt_tokens", &120),
+            ("completion_tokens", &30),
+            ("cost", &0.25),
+            ("updated_at", &1700000100),
+            ("created_at", &1700000000),
+            ("summary_message_id", &summary),
+        ],
+    );
 }
 
 /// Adds a message (`parts` as a JSON value, written as the text Crush writes).
 fn message(conn: &Connection, id: &str, session: &str, role: &str, parts: Value) {
-    conn.execute(
-        "INSERT INTO messages (id, session_id, role, parts, model, created_at, updated_at, \
-         finished_at) VALUES (?1, ?2, ?3, ?4, 'a-model', 1700000000, 1700000001, 1700000001)",
-        params![id, session, role, parts.to_string()],
-    )
-    .expect("message");
+    insert(
+        conn,
+        "messages",
+        &[
+            ("id", &id),
+            ("session_id", &session),
+            ("role", &role),
+            ("parts", &parts.to_string()),
+            ("model", &"a-model"),
+            ("created_at", &1700000000),
+            ("updated_at", &1700000001),
+            ("finished_at", &1700000001),
+        ],
+    );
 }
 
 fn text(t: &str) -> Value {
@@ -130,25 +146,7 @@ fn short_session(conn: &Connection, id: &str) {
 
 /// Converts `inputs`, asserting success; the trajectories, validated.
 fn converted(inputs: &[&Path], extra: &[&str]) -> Vec<Value> {
-    let (code, out, stderr) = convert(inputs, None, extra);
-    assert_eq!(code, 0, "{stderr}");
-    assert!(stderr.contains("detected crush"), "{stderr}");
-    assert_eq!(validate_adp(&out), 0);
-    out
-}
-
-/// The names of the files in `dir`, with their bytes.
-fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
-        .expect("dir")
-        .map(|e| {
-            let p = e.expect("entry").path();
-            let name = p.file_name().expect("name").to_string_lossy().into_owned();
-            (name, std::fs::read(&p).unwrap_or_default())
-        })
-        .collect();
-    out.sort();
-    out
+    converted_as("crush", inputs, extra)
 }
 
 fn corpus_store(name: &str) -> Option<PathBuf> {
@@ -575,15 +573,8 @@ fn rows_only_in_the_write_ahead_log_are_read_and_a_live_writer_is_not_blocked() 
         .execute_batch("COMMIT")
         .expect("the writer commits after the read");
     // The files of a writer gone without a checkpoint: the database and its log, without -shm.
-    let copy = dir.path().join("copy");
-    std::fs::create_dir(&copy).expect("mkdir");
-    for f in ["crush.db", "crush.db-wal"] {
-        std::fs::copy(live.join(f), copy.join(f)).expect("copy");
-    }
-    let before = snapshot(&copy);
-    let out = converted(&[&copy.join("crush.db")], &[]);
+    let out = converted_copy_of_log("crush", &db);
     assert_eq!(out.len(), 3);
-    assert_eq!(snapshot(&copy), before, "the store was touched");
     let rows: i64 = writer
         .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
         .expect("count");

@@ -4,15 +4,16 @@
 //! know; and the session files Goose wrote before its store. No corpus folder holds Goose
 //! files: the shapes are those of Goose's own source (`session_manager.rs`, `message.rs`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rusqlite::Connection;
 use serde_json::{json, Value};
 
 use crate::common::{
     assert_every_sft_target_accepts, convert, files_in, sample_data, step_classes,
-    tool_actions_and_links, validate_adp,
+    tool_actions_and_links,
 };
+use crate::stores::{converted_as, converted_copy_of_log, create_store, insert, keep_in_log};
 
 /// The tables of schema version 16, as Goose creates them.
 const SCHEMA_16: &str = "
@@ -75,55 +76,43 @@ fn result(id: &str, out: &str) -> Value {
 
 /// A store at `path` with `schema` and schema version `version`.
 fn store(path: &Path, schema: &str, version: i64) -> Connection {
-    let conn = Connection::open(path).expect("create");
-    conn.execute_batch(schema).expect("schema");
-    conn.execute(
-        "INSERT INTO schema_version (version) VALUES (?1)",
-        [version],
-    )
-    .expect("version");
+    let conn = create_store(path, &[schema]);
+    insert(&conn, "schema_version", &[("version", &version)]);
     conn
 }
 
 fn session(conn: &Connection, id: &str) {
-    conn.execute(
-        "INSERT INTO sessions (id, working_dir, created_at) VALUES (?1, '/w', '2026-01-01')",
-        [id],
-    )
-    .expect("session");
+    insert(
+        conn,
+        "sessions",
+        &[
+            ("id", &id),
+            ("working_dir", &"/w"),
+            ("created_at", &"2026-01-01"),
+        ],
+    );
 }
 
 /// A message with `metadata` (in version 2, which has no such column, none is written).
 fn message(conn: &Connection, session: &str, role: &str, content: Value, at: i64, meta: Value) {
-    let columns: Vec<String> = conn
-        .prepare("SELECT name FROM pragma_table_info('messages')")
-        .and_then(|mut q| q.query_map([], |r| r.get(0))?.collect())
-        .expect("columns");
-    if columns.iter().any(|c| c == "metadata_json") {
-        conn.execute(
-            "INSERT INTO messages (session_id, role, content_json, created_timestamp, metadata_json)
-             VALUES (?1, ?2, ?3, ?4, ?5)",
-            rusqlite::params![session, role, content.to_string(), at, meta.to_string()],
-        )
-    } else {
-        conn.execute(
-            "INSERT INTO messages (session_id, role, content_json, created_timestamp)
-             VALUES (?1, ?2, ?3, ?4)",
-            rusqlite::params![session, role, content.to_string(), at],
-        )
-    }
-    .expect("message");
+    insert(
+        conn,
+        "messages",
+        &[
+            ("session_id", &session),
+            ("role", &role),
+            ("content_json", &content.to_string()),
+            ("created_timestamp", &at),
+            ("metadata_json", &meta.to_string()),
+        ],
+    );
 }
 
 const BOTH: fn() -> Value = || json!({"userVisible": true, "agentVisible": true});
 
 /// Converts with `--from auto`: exit 0, detected as Goose, valid; the trajectories.
 fn converted(path: &Path) -> Vec<Value> {
-    let (code, out, err) = convert(&[path], None, &[]);
-    assert_eq!(code, 0, "{err}");
-    assert!(err.contains("detected goose"), "{err}");
-    assert_eq!(validate_adp(&out), 0);
-    out
+    converted_as("goose", &[path], &[])
 }
 
 #[test]
@@ -401,11 +390,9 @@ fn rows_in_the_write_ahead_log_are_read_and_a_writer_is_not_blocked() {
     let dir = tempfile::tempdir().expect("dir");
     let path = dir.path().join("sessions.db");
     let conn = Connection::open(&path).expect("create");
-    conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0;")
-        .expect("wal");
+    keep_in_log(&conn);
     conn.execute_batch(SCHEMA_16).expect("schema");
-    conn.execute("INSERT INTO schema_version (version) VALUES (16)", [])
-        .expect("version");
+    insert(&conn, "schema_version", &[("version", &16)]);
     session(&conn, "logged");
     message(&conn, "logged", "user", json!([text("hello")]), 1, BOTH());
     message(&conn, "logged", "assistant", json!([text("hi")]), 2, BOTH());
@@ -432,20 +419,8 @@ fn rows_in_the_write_ahead_log_are_read_and_a_writer_is_not_blocked() {
         BOTH(),
     );
 
-    let copy = tempfile::tempdir().expect("dir");
-    std::fs::copy(&path, copy.path().join("sessions.db")).expect("copy");
-    std::fs::copy(&wal, copy.path().join("sessions.db-wal")).expect("copy");
-    let out = converted(&copy.path().join("sessions.db"));
+    let out = converted_copy_of_log("goose", &path);
     assert_eq!(step_classes(&out[0]).len(), 4, "{}", out[0]);
-    let names: Vec<PathBuf> = std::fs::read_dir(copy.path())
-        .expect("list")
-        .map(|e| e.expect("entry").path())
-        .collect();
-    assert_eq!(
-        names.len(),
-        2,
-        "nothing written beside the store: {names:?}"
-    );
     drop(conn);
 }
 

@@ -4,15 +4,16 @@
 //! with rows only in the write-ahead log, a corrupt page, and a schema version it does not
 //! know.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rusqlite::Connection;
 use serde_json::{json, Value};
 
 use crate::common::{
     agent_logs, assert_every_sft_target_accepts, convert, sample_data, step_classes,
-    tool_actions_and_links, validate_adp,
+    tool_actions_and_links,
 };
+use crate::stores::{converted_as, converted_copy_of_log, create_store, insert, keep_in_log};
 
 /// The columns of the `sessions` and `messages` tables at schema version 8, as Hermes created
 /// them (the corpus's store has exactly these).
@@ -54,21 +55,28 @@ fn call(id: &str, name: &str, args: Value) -> Value {
 
 /// A store at `path` with `schema` and schema version `version`.
 fn store(path: &Path, schema: &str, version: i64) -> Connection {
-    let conn = Connection::open(path).expect("create");
-    conn.execute_batch(schema).expect("schema");
-    conn.execute("INSERT INTO schema_version VALUES (?1)", [version])
-        .expect("version");
+    let conn = create_store(path, &[schema]);
+    insert(&conn, "schema_version", &[("version", &version)]);
     conn
 }
 
 fn session(conn: &Connection, id: &str, parent: Option<&str>, started: f64, prompt: Option<&str>) {
-    conn.execute(
-        "INSERT INTO sessions (id, source, model, model_config, system_prompt, parent_session_id,
-            started_at, input_tokens, output_tokens, estimated_cost_usd)
-         VALUES (?1, 'cli', 'gpt-4o', '{\"max_iterations\": 90}', ?2, ?3, ?4, 1200, 80, 0.01)",
-        rusqlite::params![id, prompt, parent, started],
-    )
-    .expect("session");
+    insert(
+        conn,
+        "sessions",
+        &[
+            ("id", &id),
+            ("source", &"cli"),
+            ("model", &"gpt-4o"),
+            ("model_config", &"{\"max_iterations\": 90}"),
+            ("system_prompt", &prompt),
+            ("parent_session_id", &parent),
+            ("started_at", &started),
+            ("input_tokens", &1200),
+            ("output_tokens", &80),
+            ("estimated_cost_usd", &0.01),
+        ],
+    );
 }
 
 /// Inserts a message; `calls` as Hermes stores them (a JSON string) when given.
@@ -81,27 +89,29 @@ fn message(
     call_id: Option<&str>,
     at: f64,
 ) -> i64 {
-    conn.execute(
-        "INSERT INTO messages (session_id, role, content, tool_calls, tool_call_id, timestamp,
-            finish_reason, reasoning_content)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        rusqlite::params![
-            session,
-            role,
-            content,
-            calls.as_ref().map(Value::to_string),
-            call_id,
-            at,
-            (role == "assistant").then_some(if calls.is_some() {
-                "tool_calls"
-            } else {
-                "stop"
-            }),
-            (role == "assistant").then_some("I should look first."),
+    let assistant = role == "assistant";
+    let finish = assistant.then_some(if calls.is_some() {
+        "tool_calls"
+    } else {
+        "stop"
+    });
+    insert(
+        conn,
+        "messages",
+        &[
+            ("session_id", &session),
+            ("role", &role),
+            ("content", &content),
+            ("tool_calls", &calls.as_ref().map(Value::to_string)),
+            ("tool_call_id", &call_id),
+            ("timestamp", &at),
+            ("finish_reason", &finish),
+            (
+                "reasoning_content",
+                &assistant.then_some("I should look first."),
+            ),
         ],
     )
-    .expect("message");
-    conn.last_insert_rowid()
 }
 
 /// A store of schema version 8: a parent session whose turn delegated to a subagent (the
@@ -239,11 +249,7 @@ fn store_8(path: &Path) -> Connection {
 
 /// Converts the store with `--from auto`: exit 0, detected as Hermes, valid; the trajectories.
 fn converted(path: &Path) -> Vec<Value> {
-    let (code, out, err) = convert(&[path], None, &[]);
-    assert_eq!(code, 0, "{err}");
-    assert!(err.contains("detected hermes"), "{err}");
-    assert_eq!(validate_adp(&out), 0);
-    out
+    converted_as("hermes", &[path], &[])
 }
 
 /// The trajectories with an assistant turn (a session of a system prompt alone has none, and
@@ -449,11 +455,9 @@ fn rows_in_the_write_ahead_log_are_read_and_a_writer_is_not_blocked() {
     let dir = tempfile::tempdir().expect("dir");
     let path = dir.path().join("state.db");
     let conn = Connection::open(&path).expect("create");
-    conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0;")
-        .expect("wal");
+    keep_in_log(&conn);
     conn.execute_batch(SCHEMA_8).expect("schema");
-    conn.execute("INSERT INTO schema_version VALUES (8)", [])
-        .expect("version");
+    insert(&conn, "schema_version", &[("version", &8)]);
     session(&conn, "logged", None, 1.0, Some("You are Hermes."));
     message(&conn, "logged", "user", Some("hello"), None, None, 2.0);
     message(&conn, "logged", "assistant", Some("hi"), None, None, 3.0);
@@ -478,20 +482,8 @@ fn rows_in_the_write_ahead_log_are_read_and_a_writer_is_not_blocked() {
     message(&conn, "logged", "assistant", Some("after"), None, None, 5.0);
 
     // The store and its log copied elsewhere, without the -shm file.
-    let copy = tempfile::tempdir().expect("dir");
-    std::fs::copy(&path, copy.path().join("state.db")).expect("copy");
-    std::fs::copy(&wal, copy.path().join("state.db-wal")).expect("copy");
-    let out = converted(&copy.path().join("state.db"));
+    let out = converted_copy_of_log("hermes", &path);
     assert_eq!(step_classes(&out[0]).len(), 5, "{}", out[0]);
-    let names: Vec<PathBuf> = std::fs::read_dir(copy.path())
-        .expect("list")
-        .map(|e| e.expect("entry").path())
-        .collect();
-    assert_eq!(
-        names.len(),
-        2,
-        "nothing written beside the store: {names:?}"
-    );
     drop(conn);
 }
 

@@ -11,6 +11,7 @@
 //! from `CARGO_MANIFEST_DIR`.
 
 mod common;
+mod stores;
 
 mod agent_logs;
 mod aider;

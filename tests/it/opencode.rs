@@ -7,13 +7,13 @@
 
 use std::path::Path;
 
-use rusqlite::{params, Connection};
+use rusqlite::Connection;
 use serde_json::{json, Value};
 
 use crate::common::{
     agent_logs, assert_every_sft_target_accepts, convert, step_classes, tool_actions_and_links,
-    validate_adp,
 };
+use crate::stores::{converted_as, converted_copy_of_log, create_store, insert};
 
 /// The tables of OpenCode 1.2.0's store (its first migration), as far as the reader uses them.
 const FIRST_SCHEMA: &str = "
@@ -58,40 +58,59 @@ CREATE TABLE session_message (id text PRIMARY KEY, session_id text NOT NULL, typ
 
 /// A store with the first release's tables, or the newest's (`newer`).
 fn create(path: &Path, newer: bool) -> Connection {
-    let conn = Connection::open(path).expect("create");
-    conn.execute_batch(FIRST_SCHEMA).expect("schema");
-    if newer {
-        conn.execute_batch(NEWER).expect("migrations");
-    }
-    conn
+    let migrations: &[&str] = if newer {
+        &[FIRST_SCHEMA, NEWER]
+    } else {
+        &[FIRST_SCHEMA]
+    };
+    create_store(path, migrations)
 }
 
 fn session(conn: &Connection, id: &str, parent: Option<&str>, created: i64) {
-    conn.execute(
-        "INSERT INTO session (id, project_id, parent_id, slug, directory, title, version, \
-         time_created, time_updated) VALUES (?1, 'p1', ?2, 'calm-fox', '/work', 'A title', \
-         '1.2.21', ?3, ?3)",
-        params![id, parent, created],
-    )
-    .expect("session");
+    insert(
+        conn,
+        "session",
+        &[
+            ("id", &id),
+            ("project_id", &"p1"),
+            ("parent_id", &parent),
+            ("slug", &"calm-fox"),
+            ("directory", &"/work"),
+            ("title", &"A title"),
+            ("version", &"1.2.21"),
+            ("time_created", &created),
+            ("time_updated", &created),
+        ],
+    );
 }
 
 /// Adds a message (`info` without its id and session, as OpenCode writes `data`) and its
 /// parts (each without its ids; part `k` is `{id}-p0{k}`).
 fn message(conn: &Connection, id: &str, session: &str, created: i64, info: Value, parts: &[Value]) {
-    conn.execute(
-        "INSERT INTO message (id, session_id, time_created, time_updated, data) \
-         VALUES (?1, ?2, ?3, ?3, ?4)",
-        params![id, session, created, info.to_string()],
-    )
-    .expect("message");
+    insert(
+        conn,
+        "message",
+        &[
+            ("id", &id),
+            ("session_id", &session),
+            ("time_created", &created),
+            ("time_updated", &created),
+            ("data", &info.to_string()),
+        ],
+    );
     for (k, p) in parts.iter().enumerate() {
-        conn.execute(
-            "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) \
-             VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
-            params![format!("{id}-p{k:02}"), id, session, created, p.to_string()],
-        )
-        .expect("part");
+        insert(
+            conn,
+            "part",
+            &[
+                ("id", &format!("{id}-p{k:02}")),
+                ("message_id", &id),
+                ("session_id", &session),
+                ("time_created", &created),
+                ("time_updated", &created),
+                ("data", &p.to_string()),
+            ],
+        );
     }
 }
 
@@ -158,25 +177,7 @@ fn short_session(conn: &Connection, id: &str, created: i64) {
 
 /// Converts `inputs`, asserting success; the trajectories, validated.
 fn converted(inputs: &[&Path], extra: &[&str]) -> Vec<Value> {
-    let (code, out, stderr) = convert(inputs, None, extra);
-    assert_eq!(code, 0, "{stderr}");
-    assert!(stderr.contains("detected opencode"), "{stderr}");
-    assert_eq!(validate_adp(&out), 0);
-    out
-}
-
-/// The names of the files in `dir`, with their bytes.
-fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
-        .expect("dir")
-        .map(|e| {
-            let p = e.expect("entry").path();
-            let name = p.file_name().expect("name").to_string_lossy().into_owned();
-            (name, std::fs::read(&p).unwrap_or_default())
-        })
-        .collect();
-    out.sort();
-    out
+    converted_as("opencode", inputs, extra)
 }
 
 fn ids(out: &[Value]) -> Vec<&str> {
@@ -548,15 +549,8 @@ fn rows_only_in_the_write_ahead_log_are_read_and_a_live_writer_is_not_blocked() 
         .execute_batch("COMMIT")
         .expect("the writer commits after the read");
     // The files of a writer gone without a checkpoint: the database and its log, no -shm.
-    let copy = dir.path().join("copy");
-    std::fs::create_dir(&copy).expect("mkdir");
-    for f in ["opencode.db", "opencode.db-wal"] {
-        std::fs::copy(live.join(f), copy.join(f)).expect("copy");
-    }
-    let before = snapshot(&copy);
-    let out = converted(&[&copy.join("opencode.db")], &[]);
+    let out = converted_copy_of_log("opencode", &db);
     assert_eq!(out.len(), 3);
-    assert_eq!(snapshot(&copy), before, "the store was touched");
 }
 
 #[test]

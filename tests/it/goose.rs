@@ -13,7 +13,9 @@ use crate::common::{
     assert_every_sft_target_accepts, convert, files_in, sample_data, step_classes,
     tool_actions_and_links,
 };
-use crate::stores::{converted_as, converted_copy_of_log, create_store, insert, keep_in_log};
+use crate::stores::{
+    converted_as, converted_copy_of_log, create_store, insert, keep_in_log, overwrite,
+};
 
 /// The tables of schema version 16, as Goose creates them.
 const SCHEMA_16: &str = "
@@ -462,10 +464,7 @@ fn an_unknown_schema_version_and_a_corrupt_page_are_errors_naming_file_and_table
         message(&conn, "c", "user", json!([text(&long)]), i, BOTH());
     }
     drop(conn);
-    let mut bytes = std::fs::read(&path).expect("read");
-    let len = bytes.len();
-    bytes[len - 8192..].fill(0xA5);
-    std::fs::write(&path, &bytes).expect("write");
+    overwrite(&path, |len| len - 8192..len, 0xA5);
     let (code, _, err) = convert(&[&path], Some("goose"), &[]);
     assert_ne!(code, 0, "{err}");
     assert!(

@@ -13,7 +13,9 @@ use serde_json::{json, Value};
 use crate::common::{
     agent_logs, assert_every_sft_target_accepts, convert, step_classes, tool_actions_and_links,
 };
-use crate::stores::{converted_as, converted_copy_of_log, create_store, insert};
+use crate::stores::{
+    converted_as, converted_copy_of_log, create_store, insert, middle_page, overwrite,
+};
 
 /// The tables of OpenCode 1.2.0's store (its first migration), as far as the reader uses them.
 const FIRST_SCHEMA: &str = "
@@ -616,13 +618,7 @@ fn unknown_schemas_a_corrupt_page_and_orphans_are_clear_errors() {
         );
     }
     drop(conn);
-    let mut bytes = std::fs::read(&db).expect("read");
-    let page = 4096;
-    let pages = bytes.len() / page;
-    for b in &mut bytes[(pages / 2) * page..(pages / 2) * page + 64] {
-        *b = 0xFF;
-    }
-    std::fs::write(&db, bytes).expect("write");
+    overwrite(&db, middle_page, 0xFF);
     let (code, out, stderr) = convert(&[&db], Some("opencode"), &[]);
     assert_eq!(code, 1, "{stderr}");
     assert!(!out.is_empty() && out.len() < 40, "{}", out.len());

@@ -95,3 +95,19 @@ pub fn converted_copy_of_log(format: &str, db: &Path) -> Vec<Value> {
     );
     out
 }
+
+/// Overwrites the bytes `at` gives (from the file's length) of the store at `path` with
+/// `byte`: a corrupt page.
+pub fn overwrite(path: &Path, at: impl FnOnce(usize) -> std::ops::Range<usize>, byte: u8) {
+    let mut bytes = std::fs::read(path).expect("read");
+    let range = at(bytes.len());
+    bytes[range].fill(byte);
+    std::fs::write(path, &bytes).expect("write");
+}
+
+/// The first 64 bytes of the page in the middle of a file of `len` bytes (4 KiB pages).
+pub fn middle_page(len: usize) -> std::ops::Range<usize> {
+    let page = 4096;
+    let start = (len / page / 2) * page;
+    start..start + 64
+}

@@ -11,14 +11,13 @@
 //! the file (the record's provenance) and the table.
 
 use std::io::Write;
-use std::path::Path;
 
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, Row};
 
 use crate::ingest::sqlite::sessions::{
     children, json_of, read_session_rows, row_object, table_columns, InTable, SessionReader,
-    SessionRow, SessionSource, Store, TableError, BUSY_WAIT,
+    SessionRow, SessionSource, TableError,
 };
 use crate::ingest::{FrameError, RawRecord, RecordSource};
 use crate::json::strict;
@@ -75,29 +74,17 @@ struct Reader {
 /// The sessions of one store, one record each (numbered by [`Stores`]).
 type SessionRecords = SessionSource<Reader>;
 
-/// Opens the store at `path` (found in the directory `input`, or `input` itself). Problems
-/// with the store itself (it cannot be opened, a table cannot be read, an unknown schema
-/// version) become an error record rather than an `Err`, so that they are reported as a
-/// rejected record naming the file.
+/// Opens the store at `path` (found in the directory `input`, or `input` itself); problems
+/// with the store itself are an error record (see [`SessionSource::open_reporting`]).
 fn open(input: &str, path: &str, max_record_bytes: usize) -> std::io::Result<SessionRecords> {
-    let bytes = std::fs::metadata(path)?.len();
-    Ok(match open_reader(path) {
-        Ok(opened) => SessionSource::new(input, path, bytes, opened, max_record_bytes),
-        Err(e) => SessionSource::failed(input, path, bytes, e),
-    })
-}
-
-/// The store at `path`, its reader and its sessions.
-fn open_reader(path: &str) -> Result<(Store, Reader, Vec<SessionRow>), FrameError> {
-    let store = Store::open(Path::new(path))
-        .map_err(|e| FrameError::Read(format!("cannot open the Crush/OpenCode store: {e}")))?;
-    store
-        .conn
-        .busy_timeout(BUSY_WAIT)
-        .in_table("sqlite_master")
-        .map_err(read_error)?;
-    let (reader, sessions) = read_head(&store.conn)?;
-    Ok((store, reader, sessions))
+    SessionSource::open_reporting(
+        input,
+        path,
+        max_record_bytes,
+        "the Crush/OpenCode store",
+        read_error,
+        read_head,
+    )
 }
 
 /// Reads the schema version, the columns and the session rows.

@@ -25,8 +25,8 @@ use rusqlite::Connection;
 use serde_json::{Map, Value};
 
 use crate::ingest::sqlite::sessions::{
-    has_columns, json_of, missing, read_ids, row_object, table_columns, InTable, SessionReader,
-    SessionSource, Store, TableError, BUSY_WAIT,
+    has_columns, ids_with_orphans, json_of, missing, row_object, table_columns, InTable,
+    SessionReader, SessionSource, Store, TableError, BUSY_WAIT,
 };
 use crate::json::strict;
 
@@ -138,17 +138,7 @@ pub(crate) fn open(path: &str, max_record_bytes: usize) -> io::Result<SessionSou
     } else {
         "rowid"
     };
-    let mut ids = read_ids(conn, &format!("SELECT id FROM sessions ORDER BY {order}"))
-        .map_err(|e| store_error(path, "sessions", e))?;
-    // Messages whose session has no row are read as sessions of their own.
-    ids.extend(
-        read_ids(
-            conn,
-            "SELECT DISTINCT session_id FROM messages \
-             WHERE session_id NOT IN (SELECT id FROM sessions) ORDER BY session_id",
-        )
-        .map_err(|e| store_error(path, "messages", e))?,
-    );
+    let ids = ids_with_orphans(conn, order).map_err(fail)?;
     let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
     let reader = Reader {
         version,

@@ -24,8 +24,8 @@ use rusqlite::Connection;
 use serde_json::{Map, Value};
 
 use crate::ingest::sqlite::sessions::{
-    json_of, missing, read_ids, row_object, table_columns, InTable, SessionReader, SessionSource,
-    Store, TableError,
+    ids_with_orphans, json_of, missing, row_object, table_columns, InTable, SessionReader,
+    SessionSource, Store, TableError,
 };
 
 /// The latest schema version of Hermes' store this reader knows (`SCHEMA_VERSION` of
@@ -172,17 +172,7 @@ pub(crate) fn open(path: &str, max_record_bytes: usize) -> io::Result<SessionSou
         .iter()
         .any(|c| c == "parent_session_id")
         .then(|| format!("SELECT id FROM sessions WHERE parent_session_id = ?1 ORDER BY {order}"));
-    let mut ids = read_ids(conn, &format!("SELECT id FROM sessions ORDER BY {order}"))
-        .map_err(|e| store_error(path, "sessions", e))?;
-    // Messages whose session has no row are read as sessions of their own.
-    ids.extend(
-        read_ids(
-            conn,
-            "SELECT DISTINCT session_id FROM messages \
-             WHERE session_id NOT IN (SELECT id FROM sessions) ORDER BY session_id",
-        )
-        .map_err(|e| store_error(path, "messages", e))?,
-    );
+    let ids = ids_with_orphans(conn, order).map_err(fail)?;
     let bytes = std::fs::metadata(path).map_or(0, |m| m.len());
     let reader = Reader {
         version,

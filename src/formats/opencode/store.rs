@@ -19,7 +19,6 @@
 //! (`time_created`, then `id`), parts by `id`.
 
 use std::io::Write;
-use std::path::Path;
 
 use rusqlite::types::ValueRef;
 use rusqlite::Connection;
@@ -27,7 +26,7 @@ use serde_json::Value;
 
 use crate::ingest::sqlite::sessions::{
     children, has_columns, json_of, missing, read_session_rows, row_object, table_columns, InTable,
-    SessionReader, SessionRow, SessionSource, Store, TableError, BUSY_WAIT,
+    SessionReader, SessionRow, SessionSource, TableError,
 };
 use crate::ingest::FrameError;
 use crate::json::strict;
@@ -86,33 +85,21 @@ pub(crate) struct Reader {
     has_todo: bool,
 }
 
-/// Opens the store at `path` (found in the input `input`). Problems with the store itself (it
-/// cannot be opened, a table cannot be read, a schema this reader does not know) become an
-/// error record rather than an `Err`, so that they are reported as a rejected record naming
-/// the file.
+/// Opens the store at `path` (found in the input `input`); problems with the store itself are
+/// an error record (see [`SessionSource::open_reporting`]).
 pub(crate) fn open(
     input: &str,
     path: &str,
     max_record_bytes: usize,
 ) -> std::io::Result<SessionSource<Reader>> {
-    let bytes = std::fs::metadata(path)?.len();
-    Ok(match open_reader(path) {
-        Ok(opened) => SessionSource::new(input, path, bytes, opened, max_record_bytes),
-        Err(e) => SessionSource::failed(input, path, bytes, e),
-    })
-}
-
-/// The store at `path`, its reader and its sessions.
-fn open_reader(path: &str) -> Result<(Store, Reader, Vec<SessionRow>), FrameError> {
-    let store = Store::open(Path::new(path))
-        .map_err(|e| FrameError::Read(format!("cannot open the OpenCode store: {e}")))?;
-    store
-        .conn
-        .busy_timeout(BUSY_WAIT)
-        .in_table("sqlite_master")
-        .map_err(read_error)?;
-    let (reader, sessions) = read_head(&store.conn)?;
-    Ok((store, reader, sessions))
+    SessionSource::open_reporting(
+        input,
+        path,
+        max_record_bytes,
+        "the OpenCode store",
+        read_error,
+        read_head,
+    )
 }
 
 /// Checks the columns, reads the schema version and the session rows.

@@ -150,6 +150,22 @@ pub(crate) fn row_object(
     Ok(out)
 }
 
+/// The ids of the `sessions` table (ordered by `order`), then those of the sessions that only
+/// `messages` names (messages whose session has no row: read as sessions of their own).
+pub(crate) fn ids_with_orphans(conn: &Connection, order: &str) -> Result<Vec<String>, TableError> {
+    let mut ids = read_ids(conn, &format!("SELECT id FROM sessions ORDER BY {order}"))
+        .in_table("sessions")?;
+    ids.extend(
+        read_ids(
+            conn,
+            "SELECT DISTINCT session_id FROM messages \
+             WHERE session_id NOT IN (SELECT id FROM sessions) ORDER BY session_id",
+        )
+        .in_table("messages")?,
+    );
+    Ok(ids)
+}
+
 /// A session listed up front by its `rowid`, id and parent (its other columns are read with
 /// its record).
 pub(crate) struct SessionRow {
@@ -249,6 +265,36 @@ impl<R: SessionReader> SessionSource<R> {
             bytes,
             max_record_bytes,
         }
+    }
+
+    /// The sessions of the store at `path` (found in the input `input`), `head` reading what
+    /// is read up front. Problems with the store itself (it cannot be opened, a table cannot
+    /// be read, a schema the reader does not know) become an error record rather than an
+    /// `Err`, so that they are reported as a rejected record naming the file; `store` names
+    /// the store in them (`the OpenCode store`), `table` says a [`TableError`] of the store.
+    pub fn open_reporting(
+        input: &str,
+        path: &str,
+        max_record_bytes: usize,
+        store: &str,
+        table: fn(TableError) -> FrameError,
+        head: impl FnOnce(&Connection) -> Result<(R, Vec<R::Session>), FrameError>,
+    ) -> std::io::Result<Self> {
+        let bytes = std::fs::metadata(path)?.len();
+        let opened = Store::open(Path::new(path))
+            .map_err(|e| FrameError::Read(format!("cannot open {store}: {e}")))
+            .and_then(|s| {
+                s.conn
+                    .busy_timeout(BUSY_WAIT)
+                    .in_table("sqlite_master")
+                    .map_err(table)?;
+                let (reader, sessions) = head(&s.conn)?;
+                Ok((s, reader, sessions))
+            });
+        Ok(match opened {
+            Ok(opened) => SessionSource::new(input, path, bytes, opened, max_record_bytes),
+            Err(e) => SessionSource::failed(input, path, bytes, e),
+        })
     }
 
     /// A store that could not be read: one error record (at line 1), so that it is reported

@@ -3,6 +3,7 @@
 //! them, with rows only in the write-ahead log, a corrupt page and a schema version it does not
 //! know; and the session files Goose wrote before its store. No corpus folder holds Goose
 //! files: the shapes are those of Goose's own source (`session_manager.rs`, `message.rs`).
+//! `sample_data/goose/` is what [`write_sample`] writes (checked by converting both).
 
 use std::path::Path;
 
@@ -11,7 +12,7 @@ use serde_json::{json, Value};
 
 use crate::common::{
     assert_every_sft_target_accepts, convert, files_in, sample_data, step_classes,
-    tool_actions_and_links,
+    tool_actions_and_links, trajkit,
 };
 use crate::stores::{
     converted_as, converted_copy_of_log, create_store, insert, keep_in_log, overwrite,
@@ -472,6 +473,244 @@ fn an_unknown_schema_version_and_a_corrupt_page_are_errors_naming_file_and_table
             && (err.contains("table `messages`") || err.contains("table `sessions`")),
         "{err}"
     );
+}
+
+/// Goose's indexes of `messages` (the sample's store has them, as Goose's do).
+const MESSAGE_INDEXES: &str = "
+CREATE INDEX idx_messages_session ON messages(session_id);
+CREATE INDEX idx_messages_session_created ON messages(session_id, created_timestamp, id);
+";
+
+/// Writes the sample of `sample_data/goose/` into `dir`: a store of schema version 16 holding
+/// one session with a compaction, and one session file in the JSON lines shape Goose wrote
+/// before its store (a metadata line, then one message per line).
+fn write_sample(dir: &Path) {
+    let conn = create_store(&dir.join("sessions.db"), &[SCHEMA_16, MESSAGE_INDEXES]);
+    insert(&conn, "schema_version", &[("version", &16)]);
+    let sid = "20260312_4";
+    let model = json!({"model_name": "claude-sonnet-4-5", "context_limit": 200000,
+        "temperature": null, "max_tokens": null, "toolshim": false});
+    insert(
+        &conn,
+        "sessions",
+        &[
+            ("id", &sid),
+            ("name", &"Flaky date test"),
+            ("working_dir", &"/home/dev/ledger"),
+            ("created_at", &"2026-03-12 09:14:02"),
+            ("updated_at", &"2026-03-12 09:21:40"),
+            ("total_tokens", &9120),
+            ("input_tokens", &8710),
+            ("output_tokens", &410),
+            ("accumulated_total_tokens", &31466),
+            ("accumulated_input_tokens", &30102),
+            ("accumulated_output_tokens", &1364),
+            ("accumulated_cost", &0.1137),
+            ("provider_name", &"anthropic"),
+            ("model_config_json", &model.to_string()),
+        ],
+    );
+    let user_only = json!({"userVisible": true, "agentVisible": false});
+    let agent_only = json!({"userVisible": false, "agentVisible": true});
+    let mut failed = result(
+        "toolu_04",
+        "test dates::parses_month_end ... FAILED\nassertion failed: left: 28, right: 31",
+    );
+    failed["toolResult"]["value"]["isError"] = json!(true);
+    let rows = [
+        (
+            "user",
+            json!([text(
+                "The test `parses_month_end` fails about once a week. Find out why."
+            )]),
+            BOTH(),
+        ),
+        (
+            "assistant",
+            json!([
+                {"type": "thinking", "thinking": "A weekly failure smells like a date boundary. \
+                    Look at the test first.", "signature": "sig-a1"},
+                text("I'll look at the test and the parser it exercises."),
+                call("toolu_01", "developer__shell", json!({"command": "rg -n parses_month_end src"})),
+            ]),
+            user_only.clone(),
+        ),
+        (
+            "user",
+            json!([result(
+                "toolu_01",
+                "src/dates.rs:88:fn parses_month_end() {"
+            )]),
+            user_only.clone(),
+        ),
+        (
+            "assistant",
+            json!([call(
+                "toolu_02",
+                "developer__text_editor",
+                json!({"command": "view", "path": "src/dates.rs"})
+            )]),
+            user_only.clone(),
+        ),
+        (
+            "user",
+            json!([result(
+                "toolu_02",
+                "88 fn parses_month_end() {\n89     let today = Local::now().date();\n90     \
+                 assert_eq!(parse(\"+1m\", today).day(), today.day());"
+            )]),
+            user_only,
+        ),
+        (
+            "user",
+            json!([text(
+                "Summary: the test `parses_month_end` in src/dates.rs uses today's date; adding \
+                 a month to the 31st lands on a shorter month."
+            )]),
+            agent_only.clone(),
+        ),
+        (
+            "assistant",
+            json!([text(
+                "Your context was compacted. The previous message contains a summary of the \
+                 conversation so far."
+            )]),
+            agent_only,
+        ),
+        (
+            "assistant",
+            json!([
+                text("The test depends on today's date: I'll pin it to a fixed day."),
+                call(
+                    "toolu_03",
+                    "developer__text_editor",
+                    json!({"command": "str_replace",
+                    "path": "src/dates.rs", "old_str": "Local::now().date()",
+                    "new_str": "NaiveDate::from_ymd_opt(2026, 1, 31).unwrap()"})
+                ),
+            ]),
+            BOTH(),
+        ),
+        (
+            "user",
+            json!([result("toolu_03", "The file src/dates.rs has been edited.")]),
+            BOTH(),
+        ),
+        (
+            "assistant",
+            json!([call(
+                "toolu_04",
+                "developer__shell",
+                json!({"command": "cargo test parses_month_end"})
+            )]),
+            BOTH(),
+        ),
+        ("user", json!([failed]), BOTH()),
+        (
+            "assistant",
+            json!([text(
+                "The fixed date shows the real bug: `+1m` from January 31 gives February 28, \
+                 and the test expected the same day. The test's expectation is wrong for month \
+                 ends; I'll assert the clamped day instead if you agree."
+            )]),
+            BOTH(),
+        ),
+    ];
+    for (i, (role, content, meta)) in rows.iter().enumerate() {
+        insert(
+            &conn,
+            "messages",
+            &[
+                ("message_id", &format!("msg_{sid}_{}", i + 1)),
+                ("session_id", &sid),
+                ("role", role),
+                ("content_json", &content.to_string()),
+                ("created_timestamp", &(1773306842 + 9 * i as i64)),
+                ("metadata_json", &meta.to_string()),
+            ],
+        );
+    }
+    conn.execute_batch("UPDATE messages SET timestamp = datetime(created_timestamp, 'unixepoch')")
+        .expect("timestamps");
+    insert(
+        &conn,
+        "usage_ledger",
+        &[
+            ("session_id", &sid),
+            ("created_timestamp", &1773307300),
+            ("model", &"claude-sonnet-4-5"),
+            ("input_tokens", &30102),
+            ("output_tokens", &1364),
+            ("total_tokens", &31466),
+            ("cost", &0.1137),
+            ("cost_source", &"estimated"),
+        ],
+    );
+    conn.execute_batch("VACUUM").expect("vacuum");
+    drop(conn);
+    let lines = [
+        json!({"working_dir": "/home/dev/site", "description": "Broken link in footer",
+            "schedule_id": null, "message_count": 4, "total_tokens": 2210, "input_tokens": 2034,
+            "output_tokens": 176, "accumulated_total_tokens": 5012,
+            "accumulated_input_tokens": 4630, "accumulated_output_tokens": 382,
+            "extension_data": {}}),
+        json!({"role": "user", "created": 1747310102,
+            "content": [text("The footer's privacy link 404s. Fix it.")]}),
+        json!({"role": "assistant", "created": 1747310106, "content": [
+            text("Let me find the footer template."),
+            call("toolu_bdrk_11", "developer__shell",
+                json!({"command": "grep -rn privacy templates/"}))]}),
+        json!({"role": "user", "created": 1747310107, "content": [
+            {"type": "toolResponse", "id": "toolu_bdrk_11", "toolResult": {
+                "status": "success",
+                "value": [text("templates/footer.html:12:<a href=\"/privacy.htm\">")]}}]}),
+        json!({"role": "assistant", "created": 1747310111, "content": [
+            text("The link points to `/privacy.htm`, but the page is `/privacy/`. Change line \
+                12 of templates/footer.html to `href=\"/privacy/\"`.")]}),
+    ];
+    let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(dir.join("20250515_2.jsonl"), body).expect("write");
+}
+
+/// The trajectories of `file` in `dir`, converted from inside `dir` (so that their provenance
+/// names the file alone).
+fn converted_in(dir: &Path, file: &str) -> Vec<u8> {
+    let out = trajkit()
+        .current_dir(dir)
+        .args(["convert", file])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// `sample_data/goose/` converts to what [`write_sample`] writes converts to: the sample is
+/// this builder's. `TRAJKIT_WRITE_SAMPLE=goose` rewrites the sample with it (its bytes then
+/// change with the SQLite version and the JSON spacing, not what it converts to).
+#[test]
+fn the_sample_is_the_sample_builders() {
+    let sample = sample_data().join("goose");
+    if std::env::var("TRAJKIT_WRITE_SAMPLE").as_deref() == Ok("goose") {
+        for f in ["sessions.db", "20250515_2.jsonl"] {
+            let _ = std::fs::remove_file(sample.join(f));
+        }
+        write_sample(&sample);
+    }
+    let built = tempfile::tempdir().expect("dir");
+    write_sample(built.path());
+    for f in ["sessions.db", "20250515_2.jsonl"] {
+        let want = converted_in(&sample, f);
+        assert!(!want.is_empty(), "{f}");
+        assert_eq!(
+            String::from_utf8_lossy(&converted_in(built.path(), f)),
+            String::from_utf8_lossy(&want),
+            "{f}"
+        );
+    }
 }
 
 #[test]

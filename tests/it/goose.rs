@@ -475,6 +475,63 @@ fn an_unknown_schema_version_and_a_corrupt_page_are_errors_naming_file_and_table
     );
 }
 
+/// The tables of threads that schema version 10 added (a thread's messages keep the session
+/// they were written in).
+const THREADS_10: &str = "
+CREATE TABLE threads (id TEXT PRIMARY KEY, name TEXT NOT NULL DEFAULT 'New Chat',
+    user_set_name BOOLEAN DEFAULT FALSE, working_dir TEXT,
+    created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP, updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
+    archived_at TIMESTAMP, metadata_json TEXT DEFAULT '{}');
+CREATE TABLE thread_messages (id INTEGER PRIMARY KEY AUTOINCREMENT,
+    thread_id TEXT NOT NULL REFERENCES threads(id), session_id TEXT, message_id TEXT,
+    role TEXT NOT NULL, content_json TEXT NOT NULL, created_timestamp INTEGER NOT NULL,
+    metadata_json TEXT DEFAULT '{}');
+CREATE INDEX idx_thread_messages_thread ON thread_messages(thread_id);
+";
+
+#[test]
+fn thread_messages_are_counted_as_left_out_not_read() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("sessions.db");
+    let conn = store(&path, SCHEMA_16, 16);
+    conn.execute_batch(THREADS_10).expect("threads");
+    insert(&conn, "threads", &[("id", &"t1")]);
+    for id in ["s1", "s2"] {
+        session(&conn, id);
+        message(&conn, id, "user", json!([text("hello")]), 1, BOTH());
+        message(&conn, id, "assistant", json!([text("hi")]), 2, BOTH());
+    }
+    for (session, n) in [(Some("s1"), 3), (None, 1)] {
+        for i in 0..n {
+            insert(
+                &conn,
+                "thread_messages",
+                &[
+                    ("thread_id", &"t1"),
+                    ("session_id", &session),
+                    ("role", &"user"),
+                    ("content_json", &json!([text("hello")]).to_string()),
+                    ("created_timestamp", &i),
+                ],
+            );
+        }
+    }
+    drop(conn);
+    let out = converted(&path);
+    assert_eq!(out.len(), 2);
+    let s1 = &out[0];
+    assert_eq!(s1["id"], "s1");
+    assert_eq!(s1["details"]["goose"]["thread_messages_not_read"], 3);
+    assert_eq!(s1["details"]["source"]["left_out"]["lines"], 3);
+    let s2 = &out[1];
+    assert!(s2["details"]["goose"]
+        .get("thread_messages_not_read")
+        .is_none());
+    assert!(s2["details"]["source"]
+        .get("left_out")
+        .is_none_or(|l| l.get("lines").is_none()));
+}
+
 /// Goose's indexes of `messages` (the sample's store has them, as Goose's do).
 const MESSAGE_INDEXES: &str = "
 CREATE INDEX idx_messages_session ON messages(session_id);

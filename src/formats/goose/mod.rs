@@ -218,6 +218,9 @@ fn to_partial<'a>(
         ));
     }
     built.steps.left.messages = Some((session.messages.len() as u64, built.steps.kept_messages));
+    // The session's rows of `thread_messages`, which are not read.
+    let thread_rows = bundle["thread_messages"].as_u64().filter(|n| *n > 0);
+    built.steps.left.lines += thread_rows.unwrap_or(0);
 
     let row = &session.row;
     let store = if bundle.get("lines").is_some() {
@@ -240,6 +243,7 @@ fn to_partial<'a>(
     put("first_message_at", created(session.messages.first()));
     put("last_message_at", created(session.messages.last()));
     put("usage", bundle.get("usage").cloned());
+    put("thread_messages_not_read", thread_rows.map(Node::from));
     put("session", Some(row.clone()));
     let count = |n: u64| (n > 0).then(|| Node::from(n));
     put("images", count(built.steps.images));

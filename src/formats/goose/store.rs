@@ -12,8 +12,9 @@
 //!
 //! A record is `{"goose_session": true, "store": "sessions.db", "schema_version", "session":
 //! the row (its JSON columns decoded), "usage": the session's `usage_ledger` rows summed per
-//! model (schema 15 and later), "messages"}`; each message in the shape of Goose's session
-//! files: `row_id`, `id` (`message_id`), `role`, `created` (`created_timestamp`), `content`
+//! model (schema 15 and later), "thread_messages": how many rows of that table (schema 10 and
+//! later, the messages of Goose's threads) name the session, which are not read, "messages"}`;
+//! each message in the shape of Goose's session files: `row_id`, `id` (`message_id`), `role`, `created` (`created_timestamp`), `content`
 //! (`content_json`, the JSON it holds) and `metadata` (`metadata_json`), and any other column
 //! by its name. Messages are ordered by `created_timestamp`, then row id, as Goose reads them.
 
@@ -87,6 +88,9 @@ pub(crate) struct Reader {
     version: i64,
     message_columns: Vec<String>,
     has_ledger: bool,
+    /// True when the store has the `thread_messages` table (schema 10 and later), whose rows
+    /// are counted per session, not read.
+    has_thread_messages: bool,
 }
 
 /// Opens the store at `path` and reads its session ids (see the module's documentation).
@@ -129,6 +133,13 @@ pub(crate) fn open(path: &str, max_record_bytes: usize) -> io::Result<SessionSou
     if has_ledger {
         sum_usage(conn).map_err(|e| store_error(path, "usage_ledger", e))?;
     }
+    let has_thread_messages = table_columns(conn, "thread_messages")
+        .map_err(|e| store_error(path, "thread_messages", e))?
+        .iter()
+        .any(|c| c == "session_id");
+    if has_thread_messages {
+        count_thread_messages(conn).map_err(|e| store_error(path, "thread_messages", e))?;
+    }
     let order = if table_columns(conn, "sessions")
         .map_err(|e| store_error(path, "sessions", e))?
         .iter()
@@ -144,6 +155,7 @@ pub(crate) fn open(path: &str, max_record_bytes: usize) -> io::Result<SessionSou
         version,
         message_columns,
         has_ledger,
+        has_thread_messages,
     };
     Ok(SessionSource::new(
         path,
@@ -185,6 +197,16 @@ impl SessionReader for Reader {
             out.extend_from_slice(b",\"usage\":");
             let usage = usage(conn, id).in_table("usage_ledger")?;
             let _ = serde_json::to_writer(&mut out, &usage);
+        }
+        if self.has_thread_messages {
+            let rows: i64 = conn
+                .prepare_cached(
+                    "SELECT coalesce(sum(n), 0) FROM temp.thread_messages_by_session \
+                     WHERE session_id = ?1",
+                )
+                .and_then(|mut q| q.query_row([id], |r| r.get(0)))
+                .in_table("thread_messages")?;
+            let _ = write!(out, ",\"thread_messages\":{rows}");
         }
         out.extend_from_slice(b",\"messages\":[");
         let list: Vec<String> = self
@@ -294,6 +316,18 @@ fn usage(conn: &Connection, id: &str) -> rusqlite::Result<Vec<Value>> {
         Ok(Value::Object(m))
     })?;
     rows.collect()
+}
+
+/// Counts the `thread_messages` rows per session once, into a temporary table indexed by
+/// session (Goose indexes the table by thread only); the rows are not read (see the module's
+/// documentation).
+fn count_thread_messages(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(
+        "CREATE TEMP TABLE thread_messages_by_session AS \
+         SELECT session_id, count(*) AS n FROM main.thread_messages GROUP BY session_id; \
+         CREATE INDEX temp.thread_messages_by_session_id \
+         ON thread_messages_by_session(session_id);",
+    )
 }
 
 /// Sums the `usage_ledger` rows per session and model once, into a temporary table indexed by

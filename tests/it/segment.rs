@@ -449,3 +449,111 @@ fn subagents_of_the_corpus_sessions_are_linked_and_kept_with_their_parents() {
         "ae4a77f8-aedd-4bc1-888f-c94edc91af04"
     );
 }
+
+#[test]
+fn report_shows_each_compacted_sessions_segments_with_the_tokens_the_export_counts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = adp_file(
+        dir.path(),
+        &[
+            &fixture("segment/claude-code.jsonl"),
+            &fixture("segment/codex.jsonl"),
+            &fixture("segment/codex-subagent"),
+        ],
+    );
+    let template = fixture("templates/generation.jinja");
+    let tokenizer = fixture("templates/words.tokenizer.json");
+    let tokens = [
+        "--chat-template".as_ref(),
+        template.as_os_str(),
+        "--tokenizer".as_ref(),
+        tokenizer.as_os_str(),
+    ];
+    let page_path = dir.path().join("report.html");
+    let run = crate::common::trajkit()
+        .args(["report", "-q", "--context", "40", "-o"])
+        .arg(&page_path)
+        .args(tokens)
+        .arg(&input)
+        .output()
+        .expect("runs");
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let page = std::fs::read_to_string(&page_path).expect("page");
+    assert!(page.contains("<h2 id=\"segments\">Compaction segments</h2>"));
+    let start = page
+        .find("id=\"trajkit-report-data\">")
+        .expect("data block");
+    let body = &page[start + "id=\"trajkit-report-data\">".len()..];
+    let data: Value =
+        serde_json::from_str(&body[..body.find("</script>").expect("end")]).expect("json");
+    let seg = &data["profile"]["segments"];
+    assert_eq!(seg["compacted"], 3);
+    assert_eq!(seg["segments"], 6);
+    assert_eq!(seg["context"], 40);
+    // Each segment's tokens are those of its row in a token-counting export.
+    let out = dir.path().join("sharegpt");
+    let run = crate::common::trajkit()
+        .args([
+            "export",
+            "--to",
+            "sharegpt",
+            "--segments",
+            "compaction",
+            "-o",
+        ])
+        .arg(&out)
+        .args(tokens)
+        .arg(&input)
+        .output()
+        .expect("runs");
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let mut counted = std::collections::BTreeMap::new();
+    for entry in std::fs::read_dir(out.join("data")).expect("data") {
+        let path = entry.expect("entry").path();
+        for row in crate::common::json_lines(&std::fs::read(&path).expect("reads")) {
+            counted.insert(
+                row["id"].as_str().expect("id").to_owned(),
+                row["n_tokens"].clone(),
+            );
+        }
+    }
+    let mut over = 0;
+    for session in seg["sessions"].as_array().expect("sessions") {
+        let id = session["id"].as_str().expect("id");
+        let tokens = session["tokens"].as_array().expect("tokens");
+        assert_eq!(tokens.len(), 2, "{id}");
+        for (n, t) in tokens.iter().enumerate() {
+            assert_eq!(
+                t,
+                &counted[&format!("{id}#segment-{n}")],
+                "{id} segment {n}"
+            );
+            over += usize::from(t.as_u64().expect("a count") > 40);
+        }
+    }
+    assert_eq!(seg["segments_over_context"], over);
+    // A dataset without a compacted session has no such section.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = adp_file(
+        dir.path(),
+        &[&crate::common::sample_data().join("claude-code")],
+    );
+    let plain = dir.path().join("plain.html");
+    let run = crate::common::trajkit()
+        .args(["report", "-q", "-o"])
+        .arg(&plain)
+        .arg(&input)
+        .output()
+        .expect("runs");
+    assert!(run.status.success());
+    let page = std::fs::read_to_string(&plain).expect("page");
+    assert!(!page.contains("id=\"segments\""));
+}

@@ -28,12 +28,16 @@ pub struct ReportArgs {
     pub rejects: Option<String>,
     #[command(flatten)]
     pub tokens: TokenArgs,
+    /// The model's context, in tokens: the page says which compaction segments (and whole
+    /// compacted sessions) are longer (needs --tokenizer).
+    #[arg(long, value_name = "TOKENS", requires = "tokenizer")]
+    pub context: Option<usize>,
 }
 
 /// Runs `report`.
 pub fn run(args: ReportArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     let _locks = lock_files([Some(args.output.as_str())])?;
-    let tokens = token_options(&args.tokens, &args.inputs, global)?;
+    let tokens = token_options(&args.tokens, args.context, &args.inputs, global)?;
     let bar = global.progress(&args.inputs, "report");
     let opts = ReportOptions {
         inputs: &args.inputs,

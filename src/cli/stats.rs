@@ -45,9 +45,11 @@ pub struct TokenArgs {
     pub tokenizer: Option<String>,
 }
 
-/// The options of a `--to tokens` export that counts tokens as `args` ask, if they do.
+/// The options of a `--to tokens` export that counts tokens as `args` ask, if they do;
+/// `max_tokens` is the model's context (`report --context`).
 pub fn token_options(
     args: &TokenArgs,
+    max_tokens: Option<usize>,
     inputs: &[String],
     global: &GlobalArgs,
 ) -> Result<Option<ExportOptions>, CliError> {
@@ -60,6 +62,7 @@ pub fn token_options(
         "chat_template": template,
         "chat_template_name": args.chat_template_name,
         "tokenizer": tokenizer,
+        "max_tokens": max_tokens,
         "infer_tools": "trajectory",
     }))
     .map_err(|e| CliError::usage(e.to_string()))?;
@@ -69,7 +72,7 @@ pub fn token_options(
 /// Runs `stats`.
 pub fn run(args: StatsArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     let inputs = expand_adp(&args.inputs, &|m| global.notice(m))?;
-    let tokens = token_options(&args.tokens, &inputs, global)?;
+    let tokens = token_options(&args.tokens, None, &inputs, global)?;
     let bar = global.progress(&inputs, "stats");
     let stats = stats_inputs(&inputs, &global.run_options(), &bar, tokens.as_ref())?;
     bar.finish();

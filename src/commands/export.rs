@@ -8,7 +8,6 @@
 //! ([`crate::export::writer`]) drops duplicates and writes shards, so the output bytes do not
 //! depend on the thread count.
 
-use std::borrow::Cow;
 use std::io;
 use std::path::Path;
 
@@ -31,7 +30,6 @@ use crate::export::writer::Shards;
 use crate::export::{ExportError, ExportOptions, ExportSummary, InferTools, Target};
 use crate::ingest::RawRecord;
 use crate::redact::{MaskedReporter, Redactor, Tally};
-use crate::segment::Mode;
 use crate::validate::check::upgrade_checked;
 use crate::validate::check_adp;
 use crate::validate::report::Reporter;
@@ -95,12 +93,13 @@ pub fn open(
 }
 
 /// What one record became: its outcomes (a row each, several when `--segments` cut its
-/// trajectory), the number of rows its trajectory made (`None` when it was rejected before),
+/// trajectory), the number of rows its trajectory made and whether it is a subagent branch
+/// linked to its parent (`None` when it was rejected before),
 /// and with `--redact`, its replacements per rule (`Err` when redaction rejected it: its one
 /// outcome is that rejection).
 struct Exported<R> {
     outcomes: Vec<Outcome<R>>,
-    rows: Option<usize>,
+    rows: Option<(usize, bool)>,
     redact: Option<Result<Vec<u64>, ()>>,
 }
 
@@ -128,7 +127,8 @@ impl<W: ShardWriter> Sink for ExportSink<W> {
             }
         }
         if let Some(counts) = &mut self.segments {
-            counts.count(item.rows.unwrap_or(1));
+            let (rows, branch) = item.rows.unwrap_or((1, false));
+            counts.count(rows, branch);
         }
         for outcome in item.outcomes {
             if let Some(diagnostics) = self.out.add(outcome)? {
@@ -171,13 +171,10 @@ fn export_one<R>(
         Some(Ok(counts)) => Some(Ok(counts)),
         Some(Err(d)) => return rejected(d, Some(Err(()))),
     };
-    let rows = opts.segments.apply(traj);
+    let rows = opts.segments.rows(traj);
     Exported {
-        rows: Some(rows.len()),
-        outcomes: rows
-            .into_iter()
-            .map(|t| export_upgraded(Cow::Owned(t), prov, opts, encode))
-            .collect(),
+        rows: Some((rows.len(), rows.is_branch())),
+        outcomes: rows.each(|t| export_upgraded(t, prov, opts, encode)),
         redact,
     }
 }
@@ -214,7 +211,7 @@ impl Run<'_> {
             rejects: self.rejects,
             reporter: self.reporter,
             redact: redactor.map(|r| Tally::new(r.scanner())),
-            segments: (opts.segments != Mode::None).then(SegmentCounts::default),
+            segments: SegmentCounts::of_mode(opts.segments),
         };
         let (mut sink, inputs_read) = pipeline::run(
             self.inputs,
@@ -233,7 +230,7 @@ impl Run<'_> {
         let (mut summary, files, commit) =
             sink.out.into_commit(self.earlier).map_err(RunError::Io)?;
         summary.redaction = sink.redact.as_ref().map(Tally::report);
-        summary.segments = sink.segments;
+        summary.segments = sink.segments.map(Box::new);
         Ok((summary, files, commit, inputs_read))
     }
 }

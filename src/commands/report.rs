@@ -6,6 +6,7 @@
 //! `run.json` and redaction counts are shown), or the output directory of a `run` (the export
 //! directories in it, the first `adp` or else `parquet` export read, and its `rejects.jsonl`).
 
+use std::borrow::Cow;
 use std::fs;
 use std::io::{self, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -15,12 +16,17 @@ use super::stats::{check, Checked};
 use crate::config::ConfigError;
 use crate::engine::output::Output;
 use crate::engine::pipeline::{self, Flow, PipelineError, Progress, RunOptions, Sink};
+use crate::export::encode::{count_tokens, with_conversation};
 use crate::export::ExportOptions;
 use crate::ingest::RawRecord;
+use crate::model::Trajectory;
 use crate::redact::Redaction;
 use crate::report::html::{render, Report};
 use crate::report::outputs::{Manifest, Rejects, RunCounts};
+use crate::report::segments::{SegmentProfile, SessionSegments};
 use crate::report::Profile;
+use crate::segment::{self, Mode};
+use crate::validate::check::upgrade_checked;
 
 /// What the report reads: the trajectory files, and the files a run or export left beside
 /// them.
@@ -123,9 +129,9 @@ fn export_dir(dir: &Path, s: &mut Sources) -> Result<(), ConfigError> {
 struct ReportSink(Profile);
 
 impl Sink for ReportSink {
-    type Item = Checked;
+    type Item = (Checked, Option<SessionSegments>);
 
-    fn accept(&mut self, record: RawRecord, item: Self::Item) -> io::Result<Flow> {
+    fn accept(&mut self, record: RawRecord, (item, segments): Self::Item) -> io::Result<Flow> {
         let p = &mut self.0;
         let bytes = record.bytes.len() as u64;
         p.bytes += bytes;
@@ -133,8 +139,43 @@ impl Sink for ReportSink {
         if let Some((t, _, tokens)) = item {
             p.add(t, &record.provenance.file, bytes, tokens);
         }
+        if let Some(s) = segments {
+            p.segments.add(s);
+        }
         Ok(Flow::Continue)
     }
+}
+
+/// Checks one record ([`check`]) and measures its compaction segments: how many, and for a
+/// compacted session with `tokens_with`, each segment's tokens (cut as `export --segments
+/// compaction` cuts it: once upgraded).
+fn check_segments(
+    record: &RawRecord,
+    tokens_with: Option<&ExportOptions>,
+) -> (Checked, Option<SessionSegments>) {
+    let checked = check(record, tokens_with);
+    let measured = checked.as_ref().map(|(t, _, whole)| {
+        let segments = segment::count(t);
+        let tokens = tokens_with.filter(|_| segments > 1).and_then(|opts| {
+            let mut t = t.clone();
+            upgrade_checked(&mut t, &record.provenance, &opts.upgrade).ok()?;
+            let count = |row: Cow<'_, Trajectory>| {
+                with_conversation(row, &opts.sft, |conv, tools| {
+                    count_tokens(conv, tools, opts)
+                })
+                .ok()
+                .flatten()
+            };
+            Some(Mode::Compaction.rows(t).each(count))
+        });
+        SessionSegments {
+            id: t.id.clone(),
+            segments,
+            tokens,
+            whole: whole.map(|n| n as u64),
+        }
+    });
+    (checked, measured)
 }
 
 /// Counts what `files` hold in one pass: `stats`' numbers ([`check`], with tokens under
@@ -150,12 +191,24 @@ pub fn profile(
         &adp_source,
         run,
         progress,
-        |r| check(r, tokens_with),
-        ReportSink(Profile::default()),
+        |r| check_segments(r, tokens_with),
+        ReportSink(Profile {
+            segments: SegmentProfile::new(context(tokens_with)),
+            ..Profile::default()
+        }),
     )?;
     let mut p = sink.0;
     p.stats.finish();
     Ok(p)
+}
+
+/// The model's context the segments are measured against: the `max_tokens` of the token
+/// options (`report --context`).
+fn context(tokens_with: Option<&ExportOptions>) -> Option<u64> {
+    tokens_with
+        .and_then(|o| o.training.as_ref())
+        .and_then(|t| t.max_tokens)
+        .map(|n| n as u64)
 }
 
 /// A report that failed.

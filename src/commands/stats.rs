@@ -1,5 +1,6 @@
 //! `stats`: what a set of ADP trajectories contains.
 
+use std::borrow::Cow;
 use std::io;
 
 use super::inputs::adp_source;
@@ -36,7 +37,7 @@ pub fn check(record: &RawRecord, tokens_with: Option<&ExportOptions>) -> Checked
 /// it becomes a conversation the template renders: what an export's rows count.
 fn tokens(mut traj: Trajectory, record: &RawRecord, opts: &ExportOptions) -> Option<usize> {
     upgrade_checked(&mut traj, &record.provenance, &opts.upgrade).ok()?;
-    let n = with_conversation(traj, &opts.sft, |conv, tools| {
+    let n = with_conversation(Cow::Owned(traj), &opts.sft, |conv, tools| {
         count_tokens(conv, tools, opts)
     });
     usize::try_from(n.ok()??).ok()

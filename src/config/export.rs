@@ -164,8 +164,10 @@ pub struct ExportConfig {
     #[cfg_attr(feature = "cli", arg(long))]
     #[serde(default)]
     pub dedup: bool,
-    /// Rows per trajectory: none (one row each, as converted) or compaction (one row per
-    /// compaction segment, starting from the summary the model was given; docs/segments.md).
+    /// Rows per trajectory: none (one row each, as converted), compaction (one row per
+    /// compaction segment, starting from the summary the model was given), subagents (a
+    /// subagent's row linked to its parent's call, in its parent's split) or
+    /// compaction,subagents (both); docs/segments.md.
     #[cfg_attr(feature = "cli", arg(long, default_value_t, value_name = "MODE"))]
     #[serde(default, skip_serializing_if = "is_default_segments")]
     pub segments: Mode,

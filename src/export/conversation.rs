@@ -161,15 +161,24 @@ pub struct MapOptions {
 
 /// Builds the conversation of `traj`, consuming it.
 pub fn build(traj: Trajectory, opts: &MapOptions) -> Result<Conversation, Untrainable> {
-    let system = system_prompt(&traj.details, opts);
-    let untrained = untrained_steps(&traj.details);
+    build_from(traj.content, &traj.details, opts)
+}
+
+/// Builds the conversation of a trajectory's `content` (consumed) and `details`.
+pub fn build_from(
+    content: Vec<Step>,
+    details: &JsonObject,
+    opts: &MapOptions,
+) -> Result<Conversation, Untrainable> {
+    let system = system_prompt(details, opts);
+    let untrained = untrained_steps(details);
     let mut turns: Vec<Turn> = Vec::new();
     // Calls of the last assistant turn not answered yet.
     let mut pending: Vec<Pending> = Vec::new();
     let mut current: Option<(AssistantTurn, usize, bool)> = None;
     // User input arrived while calls were waiting: their results can no longer follow them.
     let mut interrupted = false;
-    for (i, step) in traj.content.into_iter().enumerate() {
+    for (i, step) in content.into_iter().enumerate() {
         if step.is_action() {
             let (turn, _, finish) = match &mut current {
                 Some(c) => c,

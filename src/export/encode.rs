@@ -221,8 +221,8 @@ fn line_row(
             serde_json::to_writer(&mut *body, &*traj)?;
             (false, hash)
         } else {
-            // Rendering takes the trajectory apart: a borrowed one is copied.
-            tokens = render_sft(traj.into_owned(), opts, body, share)?;
+            // Rendering takes the trajectory's steps apart: a borrowed one's are copied.
+            tokens = render_sft(traj, opts, body, share)?;
             // OpenAI's format has no id key; the others carry it first.
             (
                 opts.target != Target::Openai,
@@ -271,8 +271,9 @@ fn parquet_row(
     let mut row = crate::parquet::Row::new(&traj)?;
     let mut tokens = None;
     if opts.training.is_some() {
-        // Counting builds the conversation, which takes the trajectory apart.
-        tokens = with_conversation(traj.into_owned(), &opts.sft, |conv, tools| {
+        // Counting builds the conversation, which takes the steps apart (a borrowed
+        // trajectory's are copied).
+        tokens = with_conversation(traj, &opts.sft, |conv, tools| {
             count_sharing(conv, tools, opts, share)
         })?;
         if let Some(n) = tokens {
@@ -359,7 +360,7 @@ pub struct Share<'a> {
 /// An SFT record body (a JSON object without the id), and its tokens when the export counts
 /// them.
 fn render_sft(
-    traj: Trajectory,
+    traj: Cow<'_, Trajectory>,
     opts: &ExportOptions,
     body: &mut Vec<u8>,
     share: Option<Share<'_>>,

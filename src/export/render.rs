@@ -2,6 +2,8 @@
 //! ([`Encoded`]), or why there is none ([`RenderError`]); the conversation and tool specs the
 //! SFT and `tokens` targets start from ([`with_conversation`]).
 
+use std::borrow::Cow;
+
 use sha2::{Digest, Sha256};
 
 use super::conversation::{self, Conversation, Untrainable};
@@ -55,14 +57,20 @@ impl From<serde_json::Error> for RenderError {
 }
 
 /// Builds the conversation of `traj` and its tool specs, and hands them to `f`: what the SFT
-/// targets render, the `tokens` target tokenizes, and token counts count.
+/// targets render, the `tokens` target tokenizes, and token counts count. The conversation
+/// takes a given trajectory's steps apart; of a borrowed one it copies the steps, never the
+/// details (it only reads them).
 pub fn with_conversation<T>(
-    traj: Trajectory,
+    traj: Cow<'_, Trajectory>,
     sft: &SftOptions,
     f: impl FnOnce(&Conversation, &[ToolSpec<'_>]) -> Result<T, RenderError>,
 ) -> Result<T, RenderError> {
     let available = traj.available_custom_tools.clone().unwrap_or_default();
-    let conv = conversation::build(traj, &sft.map).map_err(RenderError::Untrainable)?;
+    let conv = match traj {
+        Cow::Owned(t) => conversation::build_from(t.content, &t.details, &sft.map),
+        Cow::Borrowed(t) => conversation::build_from(t.content.clone(), &t.details, &sft.map),
+    }
+    .map_err(RenderError::Untrainable)?;
     let tools = tool_specs(&conv, &available, &sft.map.code_tools, &sft.catalog);
     f(&conv, &tools)
 }

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::redact::Redaction;
+use crate::segment::Mode;
 
 /// Filter counts.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,14 +61,15 @@ pub struct ExportSummary {
     pub redaction: Option<Redaction>,
     /// How `--segments` cut trajectories into rows; absent when it did not cut (`none`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub segments: Option<SegmentCounts>,
+    pub segments: Option<Box<SegmentCounts>>,
     /// Inputs that held no records.
     #[serde(skip)]
     pub empty_inputs: Vec<String>,
 }
 
 /// The trajectories `--segments compaction` cut at their compactions, and the rows they became
-/// (each counted in `in` as a row of its own).
+/// (each counted in `in` as a row of its own); with `subagents`, the subagent branches linked to
+/// their parents.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SegmentCounts {
     /// Trajectories read.
@@ -76,16 +78,46 @@ pub struct SegmentCounts {
     pub cut: u64,
     /// The rows the cut trajectories became.
     pub segments: u64,
+    /// Of the trajectories, the subagent branches linked to their parent (`subagents` modes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagents: Option<u64>,
 }
 
 impl SegmentCounts {
-    /// Counts a trajectory that became `rows` rows.
-    pub fn count(&mut self, rows: usize) {
+    /// The counts an export in `mode` keeps: none for `none`.
+    pub fn of_mode(mode: Mode) -> Option<SegmentCounts> {
+        (mode != Mode::None).then(|| SegmentCounts {
+            subagents: mode.links_subagents().then_some(0),
+            ..SegmentCounts::default()
+        })
+    }
+
+    /// Counts a trajectory that became `rows` rows, a subagent branch when `branch`.
+    pub fn count(&mut self, rows: usize, branch: bool) {
         self.trajectories += 1;
         if rows > 1 {
             self.cut += 1;
             self.segments += rows as u64;
         }
+        if let (Some(n), true) = (&mut self.subagents, branch) {
+            *n += 1;
+        }
+    }
+
+    /// What the counts say, after `rows in`: `(53 trajectories, 4 cut at compactions into 12
+    /// segments, 3 subagent branches)`, each part where its mode counts it.
+    fn describe(&self) -> String {
+        let mut parts = vec![format!("{} trajectories", self.trajectories)];
+        if self.subagents.is_none() || self.cut > 0 {
+            parts.push(format!(
+                "{} cut at compactions into {} segments",
+                self.cut, self.segments
+            ));
+        }
+        if let Some(n) = self.subagents {
+            parts.push(format!("{n} subagent branches"));
+        }
+        format!("rows in ({})", parts.join(", "))
     }
 }
 
@@ -102,10 +134,7 @@ impl ExportSummary {
             None => String::new(),
         };
         let what = match &self.segments {
-            Some(c) => format!(
-                "rows in ({} trajectories, {} cut at compactions into {} segments)",
-                c.trajectories, c.cut, c.segments
-            ),
+            Some(c) => c.describe(),
             None => "trajectories in".to_owned(),
         };
         let mut out = vec![format!(
@@ -130,6 +159,9 @@ impl ExportSummary {
             a.trajectories += b.trajectories;
             a.cut += b.cut;
             a.segments += b.segments;
+            if let Some(n) = b.subagents {
+                *a.subagents.get_or_insert(0) += n;
+            }
         }
         let (a, b) = (&mut self.filtered_by, &other.filtered_by);
         a.min_reward += b.min_reward;

@@ -44,7 +44,6 @@ pub fn encode_tokens(
             "--to tokens needs --chat-template and --tokenizer".into(),
         ));
     };
-    let traj = traj.into_owned();
     let id = traj.id.clone();
     let sft = &opts.sft;
     let sample = with_conversation(traj, sft, |conv, tools| {

@@ -11,6 +11,7 @@ use serde::Serialize;
 use super::histogram::Log2Histogram;
 use super::outputs::{Rejects, RunCounts};
 use super::profile::{Profile, Share};
+use super::segments::SegmentProfile;
 use super::svg::{bar_chart, escape};
 use super::view::{Clipped, View};
 use crate::redact::Redaction;
@@ -89,6 +90,9 @@ pub fn render(r: &Report<'_>) -> String {
     overview(&mut out, r);
     if s.valid > 0 {
         distributions(&mut out, p);
+        if !p.segments.is_empty() {
+            segments(&mut out, &p.segments);
+        }
         tools(&mut out, p);
         breakdowns(&mut out, p);
     }
@@ -245,6 +249,78 @@ fn distributions(out: &mut String, p: &Profile) {
             p.rewards.max.unwrap_or(0.0)
         );
     }
+}
+
+/// The compacted sessions: segments per session, tokens per segment against the context, and
+/// the first sessions with each segment's tokens (`*` marks one over the context).
+fn segments(out: &mut String, s: &SegmentProfile) {
+    out.push_str("<h2 id=\"segments\">Compaction segments</h2>\n");
+    let _ = write!(
+        out,
+        "<p>{} sessions were compacted, into {} segments (<code>trajkit export --segments \
+         compaction</code> writes one row each).",
+        s.compacted, s.segments
+    );
+    if let (Some(c), Some(over), Some(whole)) =
+        (s.context, s.segments_over_context, s.sessions_over_context)
+    {
+        let _ = write!(
+            out,
+            " Against a context of {c} tokens: {over} of the segments are longer, and {whole} \
+             of the compacted sessions are as one row."
+        );
+    }
+    out.push_str("</p>\n<div class=\"grid\">\n");
+    figure(
+        out,
+        "chart-segments",
+        "Segments per session",
+        &s.segments_per_session.rows(),
+        "",
+    );
+    if let Some(t) = &s.tokens_per_segment {
+        figure(
+            out,
+            "chart-segment-tokens",
+            "Tokens per segment (compacted sessions)",
+            &t.rows(),
+            "",
+        );
+    }
+    out.push_str("</div>\n");
+    out.push_str(
+        "<table id=\"segments-table\"><tr><th>session</th><th class=\"n\">segments</th>\
+         <th class=\"n\">tokens per segment</th><th class=\"n\">tokens as one row</th></tr>\n",
+    );
+    let mark = |n: u64| match s.context {
+        Some(c) if n > c => format!("{n}*"),
+        _ => n.to_string(),
+    };
+    for session in s.sessions.iter().take(TABLE_ROWS) {
+        let tokens = session.tokens.as_ref().map_or_else(
+            || "-".to_owned(),
+            |t| {
+                t.iter()
+                    .map(|n| n.map_or_else(|| "-".to_owned(), mark))
+                    .collect::<Vec<_>>()
+                    .join(" · ")
+            },
+        );
+        let _ = writeln!(
+            out,
+            "<tr><td><code>{}</code></td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
+             <td class=\"n\">{}</td></tr>",
+            escape(&session.id),
+            session.segments,
+            tokens,
+            session.whole.map_or_else(|| "-".to_owned(), mark)
+        );
+    }
+    out.push_str("</table>\n");
+    if s.context.is_some() {
+        out.push_str("<p class=\"muted\">* longer than the context.</p>\n");
+    }
+    more(out, s.sessions.len());
 }
 
 fn tools(out: &mut String, p: &Profile) {

@@ -10,6 +10,7 @@ pub mod histogram;
 pub mod html;
 pub mod outputs;
 pub mod profile;
+pub mod segments;
 pub mod show;
 pub mod stats;
 pub mod svg;

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::examples::Examples;
 use super::histogram::{Log2Histogram, RewardHistogram};
+use super::segments::SegmentProfile;
 use super::stats::{capped, Stats};
 pub use super::stats::{MAX_KEYS, OTHER};
 use super::view::{links, outcome, reward, source_format};
@@ -61,6 +62,9 @@ pub struct Profile {
     pub formats: BTreeMap<String, Share>,
     /// By `details.source.file`, or the input file when absent.
     pub files: BTreeMap<String, Share>,
+    /// Compaction segments per session and their tokens; absent when no session was compacted.
+    #[serde(skip_serializing_if = "SegmentProfile::is_empty")]
+    pub segments: SegmentProfile,
     /// The example trajectories.
     #[serde(skip)]
     pub examples: Examples,

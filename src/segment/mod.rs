@@ -8,7 +8,14 @@
 //! Code, Copilot CLI), or text in the entry (Pi's `summary`, Droid's `summaryText`, Codex's
 //! `message` or `replacement_history`). Pi and Droid also keep the latest messages before the
 //! compaction (`kept_from_step`). Where no summary is recorded, the segment starts with a marker.
+//!
+//! Subagent branches (`subagent.rs`) are linked to the trajectory and call that spawned them.
+//! The rows of one trajectory share its details ([`Rows`]): a row is handed on with them in
+//! place, in turn, so that they are never copied.
 
+mod subagent;
+
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use serde_json::{json, Value};
@@ -44,27 +51,125 @@ choice!(
         None = "none",
         /// One row per compaction segment ([`segments`]).
         Compaction = "compaction",
+        /// One row per trajectory, a subagent's linked to its parent ([`branch`]).
+        Subagents = "subagents",
+        /// Both: subagents linked, then every trajectory cut at its compactions.
+        Both = "compaction,subagents" | "subagents,compaction",
     }
 );
 
-/// The id of the trajectory `traj` is a segment of (`details.segment.of`), else its own id:
-/// what keeps a session's segments together (splits).
+pub use subagent::branch;
+
+/// The id of the trajectory whose split `traj` goes to: the parent of a subagent branch
+/// (`details.subagent.parent`), else the trajectory a segment is of (`details.segment.of`),
+/// else its own id. It keeps a session's segments and subagents together.
 pub fn trajectory_of(traj: &Trajectory) -> &str {
-    traj.details
-        .get("segment")
-        .and_then(|s| s.get("of"))
-        .and_then(serde_json::Value::as_str)
+    let of = |key: &str, field: &str| {
+        traj.details
+            .get(key)
+            .and_then(|s| s.get(field))
+            .and_then(Value::as_str)
+    };
+    of("subagent", "parent")
+        .or_else(|| of("segment", "of"))
         .unwrap_or(&traj.id)
 }
 
 impl Mode {
-    /// The rows `traj` makes in this mode: itself for [`Mode::None`], its [`segments`] for
-    /// [`Mode::Compaction`].
-    pub fn apply(self, traj: Trajectory) -> Vec<Trajectory> {
-        match self {
-            Mode::None => vec![traj],
-            Mode::Compaction => segments(traj),
+    /// Whether this mode cuts trajectories at their compactions.
+    pub fn cuts_compactions(self) -> bool {
+        matches!(self, Mode::Compaction | Mode::Both)
+    }
+
+    /// Whether this mode links subagent branches to their parents.
+    pub fn links_subagents(self) -> bool {
+        matches!(self, Mode::Subagents | Mode::Both)
+    }
+
+    /// The rows `traj` makes in this mode, sharing its details: itself ([`Mode::None`]), its
+    /// [`segments`] ([`Mode::Compaction`]), itself as a [`branch`] ([`Mode::Subagents`]), or the
+    /// segments of the branch ([`Mode::Both`]).
+    pub fn rows(self, traj: Trajectory) -> Rows {
+        let traj = if self.links_subagents() {
+            branch(traj)
+        } else {
+            traj
+        };
+        if self.cuts_compactions() {
+            compaction_rows(traj)
+        } else {
+            Rows::one(traj)
         }
+    }
+
+    /// [`Mode::rows`] as trajectories, each with its own copy of the details.
+    pub fn apply(self, traj: Trajectory) -> Vec<Trajectory> {
+        self.rows(traj).into_trajectories()
+    }
+}
+
+/// The rows one trajectory makes: each row's steps and its own `details.segment`, and the
+/// trajectory's other details, which the rows share.
+#[derive(Debug)]
+pub struct Rows {
+    shared: JsonObject,
+    rows: Vec<(Trajectory, Option<Value>)>,
+}
+
+impl Rows {
+    /// `traj` as its only row.
+    fn one(mut traj: Trajectory) -> Rows {
+        Rows {
+            shared: std::mem::take(&mut traj.details),
+            rows: vec![(traj, None)],
+        }
+    }
+
+    /// How many rows.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Whether there is none (never: a trajectory makes one row at least).
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Whether the rows are a subagent's branch, linked to its parent.
+    pub fn is_branch(&self) -> bool {
+        self.shared.contains_key("subagent")
+    }
+
+    /// Hands each row to `f` in order, whole: with the shared details and its own
+    /// `details.segment` last. Every row but the last is lent (`Cow::Borrowed`) and the details
+    /// taken back after it; the last is given. Returns what `f` made of each.
+    pub fn each<T>(self, mut f: impl FnMut(Cow<'_, Trajectory>) -> T) -> Vec<T> {
+        let Rows { mut shared, rows } = self;
+        let last = rows.len().saturating_sub(1);
+        let mut out = Vec::with_capacity(rows.len());
+        for (k, (mut traj, segment)) in rows.into_iter().enumerate() {
+            traj.details = std::mem::take(&mut shared);
+            let own = segment.is_some();
+            if let Some(info) = segment {
+                traj.details.insert("segment".into(), info);
+            }
+            if k == last {
+                out.push(f(Cow::Owned(traj)));
+                break;
+            }
+            out.push(f(Cow::Borrowed(&traj)));
+            shared = std::mem::take(&mut traj.details);
+            if own {
+                // The key inserted last: removing it restores the order the details had.
+                shared.remove("segment");
+            }
+        }
+        out
+    }
+
+    /// The rows as trajectories, each with its own copy of the shared details.
+    pub fn into_trajectories(self) -> Vec<Trajectory> {
+        self.each(|row| row.into_owned())
     }
 }
 
@@ -101,12 +206,29 @@ struct Cut {
 /// `"marker"` or `null` (segment 0), and `unlinked` counts the call links cleared because the
 /// call or its result is in another segment.
 pub fn segments(traj: Trajectory) -> Vec<Trajectory> {
+    compaction_rows(traj).into_trajectories()
+}
+
+/// How many rows [`segments`] cuts `traj` into, without cutting it.
+pub fn count(traj: &Trajectory) -> usize {
     if traj.details.contains_key("segment") {
-        return vec![traj];
+        return 1;
+    }
+    let cuts = cuts(&traj.details, &traj.content);
+    match cuts.first() {
+        None => 1,
+        Some(first) => cuts.len() + usize::from(first.step > 0),
+    }
+}
+
+/// [`segments`] as [`Rows`] sharing the trajectory's details.
+fn compaction_rows(traj: Trajectory) -> Rows {
+    if traj.details.contains_key("segment") {
+        return Rows::one(traj);
     }
     let cuts = cuts(&traj.details, &traj.content);
     if cuts.is_empty() {
-        return vec![traj];
+        return Rows::one(traj);
     }
     let leading = leading_len(&traj.content[..cuts[0].step]);
     let mut bounds: Vec<(usize, usize, Option<&Cut>)> = Vec::new();
@@ -135,7 +257,7 @@ pub fn segments(traj: Trajectory) -> Vec<Trajectory> {
         available_apis,
         available_custom_tools,
         available_code_languages,
-        mut details,
+        details,
     } = traj;
     let mut steps = steps.into_iter();
     let mut out = Vec::with_capacity(count);
@@ -184,12 +306,6 @@ pub fn segments(traj: Trajectory) -> Vec<Trajectory> {
         if unlinked > 0 {
             info.insert("unlinked".into(), Value::from(unlinked));
         }
-        let mut segment_details = if index + 1 == count {
-            std::mem::take(&mut details)
-        } else {
-            details.clone()
-        };
-        segment_details.insert("segment".into(), Value::Object(info));
         let mut segment = Trajectory {
             schema_version: schema_version.clone(),
             id: format!("{id}#segment-{index}"),
@@ -197,15 +313,18 @@ pub fn segments(traj: Trajectory) -> Vec<Trajectory> {
             available_apis: available_apis.clone(),
             available_custom_tools: available_custom_tools.clone(),
             available_code_languages: None,
-            details: segment_details,
+            details: JsonObject::new(),
         };
         // The languages the segment's own code actions use, where the original lists them.
         if available_code_languages.is_some() {
             segment.available_code_languages = segment.used_code_languages();
         }
-        out.push(segment);
+        out.push((segment, Some(Value::Object(info))));
     }
-    out
+    Rows {
+        shared: details,
+        rows: out,
+    }
 }
 
 /// The compactions of a trajectory's details, ordered by step, one per step (the last one listed

@@ -49,7 +49,59 @@ fn texts(t: &Trajectory) -> Vec<String> {
 fn modes_parse_by_name() {
     assert_eq!("none".parse::<Mode>(), Ok(Mode::None));
     assert_eq!("compaction".parse::<Mode>(), Ok(Mode::Compaction));
-    assert!("subagents".parse::<Mode>().is_err());
+    assert_eq!("subagents".parse::<Mode>(), Ok(Mode::Subagents));
+    assert_eq!("compaction,subagents".parse::<Mode>(), Ok(Mode::Both));
+    assert_eq!("subagents,compaction".parse::<Mode>(), Ok(Mode::Both));
+    assert_eq!(Mode::Both.name(), "compaction,subagents");
+    assert!("compaction+subagents".parse::<Mode>().is_err());
+}
+
+#[test]
+fn rows_lend_the_details_and_give_them_back_in_order() {
+    let t = traj(
+        "claude-code",
+        vec![
+            user("task"),
+            reply("r1"),
+            env("compact_summary", "S1"),
+            reply("r2"),
+        ],
+        json!([{"step": 2}]),
+    );
+    let copies = segments(t.clone());
+    let rows = Mode::Compaction.rows(t);
+    assert_eq!(rows.len(), 2);
+    assert!(!rows.is_branch());
+    let mut kinds = Vec::new();
+    let lent = rows.each(|row| {
+        kinds.push(matches!(row, std::borrow::Cow::Borrowed(_)));
+        serde_json::to_vec(&*row).unwrap()
+    });
+    // Every row but the last is lent; each is the whole segment, byte for byte.
+    assert_eq!(kinds, [true, false]);
+    let copied: Vec<Vec<u8>> = copies
+        .iter()
+        .map(|s| serde_json::to_vec(s).unwrap())
+        .collect();
+    assert_eq!(lent, copied);
+    assert_eq!(count(&copies[0]), 1);
+}
+
+#[test]
+fn count_says_how_many_segments_without_cutting() {
+    let t = traj(
+        "pi",
+        vec![user("a"), reply("b"), reply("c"), reply("d")],
+        json!([{"step": 2, "summary": "S"}, {"step": 3, "summary": "T"}]),
+    );
+    assert_eq!(count(&t), 3);
+    assert_eq!(segments(t).len(), 3);
+    let starts = traj(
+        "droid",
+        vec![user("a")],
+        json!([{"step": 0, "summaryText": "S"}]),
+    );
+    assert_eq!(count(&starts), segments(starts).len());
 }
 
 #[test]

@@ -254,3 +254,306 @@ fn export_without_segments_writes_a_row_per_trajectory_and_a_pipeline_refuses_th
         "{err}"
     );
 }
+
+/// The trajectories converted from `inputs` (given together, so that subagents are linked to
+/// their calls), as one ADP file in `dir`.
+fn adp_file(dir: &Path, inputs: &[&Path]) -> PathBuf {
+    let (code, out, err) = convert(inputs, None, &[]);
+    assert_eq!(code, 0, "{err}");
+    let input = dir.join("in.jsonl");
+    let text: String = out.iter().map(|t| format!("{t}\n")).collect();
+    std::fs::write(&input, text).expect("writes");
+    input
+}
+
+/// Exports `input` `--to adp` with `--segments mode` over two splits: each row by id with its
+/// split, the summary line and the manifest.
+fn export_split(
+    dir: &Path,
+    input: &Path,
+    mode: &str,
+) -> (
+    std::collections::BTreeMap<String, (String, Value)>,
+    String,
+    Value,
+) {
+    let out = dir.join(format!("out-{}", mode.replace(',', "-")));
+    let run = crate::common::trajkit()
+        .args(["export", "--to", "adp", "--segments", mode])
+        .args(["--split", "train=0.5,validation=0.5", "-o"])
+        .arg(&out)
+        .arg(input)
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert!(run.status.success(), "{err}");
+    let mut rows = std::collections::BTreeMap::new();
+    for entry in std::fs::read_dir(out.join("data")).expect("data") {
+        let path = entry.expect("entry").path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let split = name.split('-').next().unwrap().to_owned();
+        for row in crate::common::json_lines(&std::fs::read(&path).expect("reads")) {
+            let id = row["id"].as_str().expect("an id").to_owned();
+            rows.insert(id, (split.clone(), row));
+        }
+    }
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(out.join("manifest.json")).expect("manifest"))
+            .expect("json");
+    (rows, err, manifest)
+}
+
+/// The first user text of a row, and the kwargs of the call `call` of another.
+fn first_user_text(row: &Value) -> &str {
+    row["content"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .find(|s| s["source"] == "user")
+        .and_then(|s| s["content"].as_str())
+        .expect("a user text")
+}
+
+fn call_kwargs<'a>(row: &'a Value, call: &str) -> &'a Value {
+    &row["content"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .find(|s| s["class_"] == "api_action" && s["tool_call_id"] == call)
+        .expect("the call")["kwargs"]
+}
+
+#[test]
+fn subagents_link_a_claude_code_subagent_to_the_task_call_that_prompted_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = adp_file(
+        dir.path(),
+        &[&crate::common::sample_data().join("claude-code")],
+    );
+    let (rows, err, manifest) = export_split(dir.path(), &input, "subagents");
+    let parent_id = "7f3c2a10-0000-4000-8000-000000000001";
+    let (parent_split, parent) = &rows[parent_id];
+    let (split, sub) = &rows[&format!("{parent_id}/agent-a1f0c3d")];
+    assert_eq!(
+        sub["details"]["subagent"],
+        serde_json::json!({"parent": parent_id, "call": "toolu_5", "prompt": "recorded"})
+    );
+    // The branch opens with the prompt the parent's Task call gave it, token for token.
+    assert_eq!(
+        first_user_text(sub),
+        call_kwargs(parent, "toolu_5")["prompt"]
+    );
+    assert_eq!(split, parent_split);
+    assert!(parent["details"].get("subagent").is_none());
+    assert!(
+        err.contains("(2 trajectories, 1 subagent branches), 2 written"),
+        "{err}"
+    );
+    assert_eq!(manifest["counts"]["segments"]["subagents"], 1);
+    assert_eq!(manifest["options"]["segments"], "subagents");
+}
+
+#[test]
+fn both_modes_cut_a_codex_subagent_thread_at_its_compaction_and_keep_it_with_its_parent() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = adp_file(dir.path(), &[&fixture("segment/codex-subagent")]);
+    let (rows, err, manifest) = export_split(dir.path(), &input, "subagents,compaction");
+    let parent_id = "0199a0c1-0000-7000-8000-00000000aa01";
+    let child = "0199a0c1-0000-7000-8000-00000000bb02";
+    let (parent_split, parent) = &rows[parent_id];
+    let spawn = call_kwargs(parent, "call_spawn_1");
+    for n in 0..2 {
+        let (split, seg) = &rows[&format!("{child}#segment-{n}")];
+        assert_eq!(split, parent_split, "segment {n}");
+        assert_eq!(
+            seg["details"]["subagent"],
+            serde_json::json!({"parent": parent_id, "call": null, "prompt": "recorded"})
+        );
+        assert_eq!(seg["details"]["segment"]["of"], child);
+        // Each segment starts from the spawn_agent message (the replacement history keeps it).
+        assert_eq!(first_user_text(seg), spawn["message"]);
+    }
+    assert!(
+        err.contains("3 rows in (2 trajectories, 1 cut at compactions into 2 segments, 1 subagent branches), 3 written"),
+        "{err}"
+    );
+    assert_eq!(
+        manifest["counts"]["segments"],
+        serde_json::json!({"trajectories": 2, "cut": 1, "segments": 2, "subagents": 1})
+    );
+    // The spelling the mode is written with.
+    assert_eq!(manifest["options"]["segments"], "compaction,subagents");
+}
+
+#[test]
+fn subagents_link_an_atif_embedded_subagent_and_leave_other_trajectories_alone() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = adp_file(dir.path(), &[&crate::common::sample_data().join("atif")]);
+    let (rows, _, _) = export_split(dir.path(), &input, "subagents");
+    let (split, sub) = &rows["atif-demo-1/sub-1"];
+    assert_eq!(
+        sub["details"]["subagent"],
+        serde_json::json!({"parent": "atif-demo-1", "call": null, "prompt": "recorded"})
+    );
+    assert_eq!(split, &rows["atif-demo-1"].0);
+    let linked = rows
+        .values()
+        .filter(|(_, r)| r["details"].get("subagent").is_some())
+        .count();
+    assert_eq!(linked, 1);
+}
+
+#[test]
+fn subagents_of_the_corpus_sessions_are_linked_and_kept_with_their_parents() {
+    let Some(root) = crate::common::agent_logs() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Kimi CLI: two ReadContext subagents, each named by the call whose result names its file.
+    let input = adp_file(dir.path(), &[&root.join("kimi-cli")]);
+    let (rows, _, _) = export_split(dir.path(), &input, "subagents");
+    let session = "kimi-cli__531d195b-6436-426e-b010-4bf723a992de";
+    for (n, call) in [(1, "ReadContext:1"), (2, "ReadContext:5")] {
+        let (split, sub) = &rows[&format!("{session}_read_{n}")];
+        assert_eq!(sub["details"]["subagent"]["parent"], session);
+        assert_eq!(sub["details"]["subagent"]["call"], call);
+        assert_eq!(sub["details"]["subagent"]["prompt"], "recorded");
+        assert_eq!(split, &rows[session].0);
+    }
+    // Hermes: delegate_task subagents are sessions of their own, each with its parent's split.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = adp_file(dir.path(), &[&root.join("hermes")]);
+    let (rows, err, _) = export_split(dir.path(), &input, "subagents");
+    let subs: Vec<_> = rows
+        .values()
+        .filter_map(|(split, r)| Some((split, r["details"].get("subagent")?)))
+        .collect();
+    assert!(subs.len() >= 4, "{err}");
+    for (split, link) in subs {
+        let parent = link["parent"].as_str().expect("a parent");
+        if let Some((parent_split, _)) = rows.get(parent) {
+            assert_eq!(split, parent_split, "{parent}");
+        }
+        assert_eq!(link["prompt"], "recorded");
+    }
+    // Claude Code: a subagent file read alone still names its session.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = adp_file(
+        dir.path(),
+        &[&root.join("claude-code/spotter__agent-aac57f5.jsonl")],
+    );
+    let (rows, _, _) = export_split(dir.path(), &input, "subagents");
+    let (_, sub) = rows.values().next().expect("a row");
+    assert_eq!(
+        sub["details"]["subagent"]["parent"],
+        "ae4a77f8-aedd-4bc1-888f-c94edc91af04"
+    );
+}
+
+#[test]
+fn report_shows_each_compacted_sessions_segments_with_the_tokens_the_export_counts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = adp_file(
+        dir.path(),
+        &[
+            &fixture("segment/claude-code.jsonl"),
+            &fixture("segment/codex.jsonl"),
+            &fixture("segment/codex-subagent"),
+        ],
+    );
+    let template = fixture("templates/generation.jinja");
+    let tokenizer = fixture("templates/words.tokenizer.json");
+    let tokens = [
+        "--chat-template".as_ref(),
+        template.as_os_str(),
+        "--tokenizer".as_ref(),
+        tokenizer.as_os_str(),
+    ];
+    let page_path = dir.path().join("report.html");
+    let run = crate::common::trajkit()
+        .args(["report", "-q", "--context", "40", "-o"])
+        .arg(&page_path)
+        .args(tokens)
+        .arg(&input)
+        .output()
+        .expect("runs");
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let page = std::fs::read_to_string(&page_path).expect("page");
+    assert!(page.contains("<h2 id=\"segments\">Compaction segments</h2>"));
+    let start = page
+        .find("id=\"trajkit-report-data\">")
+        .expect("data block");
+    let body = &page[start + "id=\"trajkit-report-data\">".len()..];
+    let data: Value =
+        serde_json::from_str(&body[..body.find("</script>").expect("end")]).expect("json");
+    let seg = &data["profile"]["segments"];
+    assert_eq!(seg["compacted"], 3);
+    assert_eq!(seg["segments"], 6);
+    assert_eq!(seg["context"], 40);
+    // Each segment's tokens are those of its row in a token-counting export.
+    let out = dir.path().join("sharegpt");
+    let run = crate::common::trajkit()
+        .args([
+            "export",
+            "--to",
+            "sharegpt",
+            "--segments",
+            "compaction",
+            "-o",
+        ])
+        .arg(&out)
+        .args(tokens)
+        .arg(&input)
+        .output()
+        .expect("runs");
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let mut counted = std::collections::BTreeMap::new();
+    for entry in std::fs::read_dir(out.join("data")).expect("data") {
+        let path = entry.expect("entry").path();
+        for row in crate::common::json_lines(&std::fs::read(&path).expect("reads")) {
+            counted.insert(
+                row["id"].as_str().expect("id").to_owned(),
+                row["n_tokens"].clone(),
+            );
+        }
+    }
+    let mut over = 0;
+    for session in seg["sessions"].as_array().expect("sessions") {
+        let id = session["id"].as_str().expect("id");
+        let tokens = session["tokens"].as_array().expect("tokens");
+        assert_eq!(tokens.len(), 2, "{id}");
+        for (n, t) in tokens.iter().enumerate() {
+            assert_eq!(
+                t,
+                &counted[&format!("{id}#segment-{n}")],
+                "{id} segment {n}"
+            );
+            over += usize::from(t.as_u64().expect("a count") > 40);
+        }
+    }
+    assert_eq!(seg["segments_over_context"], over);
+    // A dataset without a compacted session has no such section.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = adp_file(
+        dir.path(),
+        &[&crate::common::sample_data().join("claude-code")],
+    );
+    let plain = dir.path().join("plain.html");
+    let run = crate::common::trajkit()
+        .args(["report", "-q", "-o"])
+        .arg(&plain)
+        .arg(&input)
+        .output()
+        .expect("runs");
+    assert!(run.status.success());
+    let page = std::fs::read_to_string(&plain).expect("page");
+    assert!(!page.contains("id=\"segments\""));
+}

@@ -25,6 +25,7 @@ pub mod config;
 pub mod convert;
 pub mod engine;
 pub mod export;
+pub mod filter;
 pub mod formats;
 pub mod ingest;
 pub mod join;

@@ -7,3 +7,4 @@ pub mod output;
 pub mod partition;
 pub mod pipeline;
 pub mod rejects;
+pub mod stage;

@@ -22,6 +22,7 @@ mod packed;
 pub mod policy;
 pub mod side;
 pub mod spec;
+pub mod stage;
 
 use std::io;
 
@@ -34,6 +35,7 @@ pub use key::KeyExpr;
 pub use policy::{Conflicts, Duplicates, Orphans, Unmatched};
 pub use side::SideFormat;
 pub use spec::{SideFrom, SideSpec};
+pub use stage::JoinStage;
 
 use crate::engine::output::write_json;
 use crate::engine::pipeline::RunOptions;

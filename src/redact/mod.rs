@@ -22,6 +22,7 @@ pub mod mask;
 pub mod rules;
 pub mod ruleset;
 pub mod scan;
+pub mod stage;
 pub mod walk;
 
 use crate::engine::output::write_json;

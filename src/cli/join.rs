@@ -146,7 +146,7 @@ pub fn run(args: JoinArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     let bar = global.progress(&inputs, "join");
     let summary = join_inputs(
         &inputs,
-        &join,
+        join,
         &opts,
         &bar,
         files.output,

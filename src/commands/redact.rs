@@ -51,6 +51,23 @@ impl RedactSummary {
     pub fn replacements(&self) -> u64 {
         self.rules.iter().map(|r| r.count).sum()
     }
+
+    /// The summary `trajkit redact` prints, a line each: the trajectories (and `speed`, how
+    /// fast the inputs were read), then the replacements by rule, if any.
+    pub fn lines(&self, speed: &str) -> Vec<String> {
+        let s = self;
+        let mut out = vec![format!(
+            "redact: {} trajectories in, {} written ({} redacted, {} replacements), {} filtered, {} rejected; {}",
+            s.records, s.written, s.redacted, s.replacements(), s.filtered, s.rejected, speed
+        )];
+        if !s.rules.is_empty() {
+            let rules: Vec<String> = (s.rules.iter())
+                .map(|r| format!("{} {}", r.rule, r.count))
+                .collect();
+            out.push(format!("redact: by rule: {}", rules.join(", ")));
+        }
+        out
+    }
 }
 
 /// Redacts every trajectory of `inputs` (ADP, any version) with `redactor`, writing them to

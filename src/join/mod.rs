@@ -104,6 +104,35 @@ pub struct JoinSummary {
     pub empty_inputs: Vec<String>,
 }
 
+impl JoinSummary {
+    /// The summary `trajkit join` prints, a line each: the trajectories (and `speed`, how fast
+    /// the inputs were read), then each side file.
+    pub fn lines(&self, speed: &str) -> Vec<String> {
+        let s = self;
+        let mut out = vec![format!(
+            "join: {} trajectories in, {} written ({} matched, {} unmatched), {} dropped, {} rejected; {}",
+            s.records, s.written_records, s.matched, s.unmatched_kept, s.dropped, s.rejected, speed
+        )];
+        for f in &s.side_files {
+            let superseded = if f.superseded > 0 {
+                format!(", {} superseded by duplicates", f.superseded)
+            } else {
+                String::new()
+            };
+            let skipped = if f.skipped > 0 {
+                format!(", {} skipped (not attachable)", f.skipped)
+            } else {
+                String::new()
+            };
+            out.push(format!(
+                "join: {} {}: {} records, {} matched, {} orphans{superseded}{skipped}",
+                f.set, f.file, f.records, f.matched, f.orphans
+            ));
+        }
+        out
+    }
+}
+
 /// After a pass over the trajectories (`used[r]`: side record `r` was attached to one): reports
 /// the orphans under `opts.orphans` (rejected ones written to `rejects` as of `stage`) and fills
 /// the side-file counts of `summary`.

@@ -103,6 +103,13 @@ impl Stage for Filter {
     }
 }
 
+/// What the filter reports in a run's summary (its `filter` section).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FilterReport {
+    /// Trajectories left out, per reason (the key they failed first).
+    pub filtered: BTreeMap<String, u64>,
+}
+
 /// The ordered half: trajectories left out, per reason.
 #[derive(Default)]
 struct Reasons(BTreeMap<String, u64>);
@@ -125,8 +132,13 @@ impl Ordered for Reasons {
     }
 
     fn summarize(&self, sections: &mut Sections) {
-        let filtered = serde_json::to_value(&self.0).unwrap_or(Value::Null);
-        sections.set("filter", serde_json::json!({ "filtered": filtered }));
+        let report = FilterReport {
+            filtered: self.0.clone(),
+        };
+        sections.set(
+            "filter",
+            serde_json::to_value(report).unwrap_or(Value::Null),
+        );
     }
 }
 

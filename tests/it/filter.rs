@@ -101,6 +101,8 @@ fn a_filter_table_leaves_out_what_the_same_export_option_does() {
         f["in"], f["written"]
     );
     assert!(err.contains(&line), "{err}");
+    let reasons = format!("run: filter: left out by max_steps {left_out}\n");
+    assert!(err.contains(&reasons), "{err}");
     // Left out is not rejected: the rejects file has the same records either way.
     assert_eq!(
         fs::read(a.join("rejects.jsonl")).expect("rejects"),

@@ -27,7 +27,7 @@ use crate::engine::partition::{Partition, PartitionBy};
 use crate::engine::pipeline::{NoProgress, Progress, RunOptions};
 use crate::engine::stage::Stage;
 use crate::export::ExportError;
-use crate::filter::Filter;
+use crate::filter::{Filter, FilterReport};
 use crate::ingest::inputs::expand_glob;
 use crate::join::{IndexError, JoinRunOptions, JoinStage, JoinSummary, Orphans, SideSet};
 use crate::model::upgrade::UpgradeOptions;
@@ -224,8 +224,8 @@ pub struct Outcome {
 
 impl Outcome {
     /// The run's summary as a front end prints it, a line each: per input (and what its
-    /// readers left out), per stage (an export with its target and directory, from `p`), per
-    /// side file of a join, the totals and `speed` (how fast the inputs were read), then what
+    /// readers left out), per stage (an export with its target and directory, from `p`), the
+    /// filter's reasons, per side file of a join, the totals and `speed` (how fast the inputs were read), then what
     /// a partition left to the others, or the report written.
     pub fn lines(&self, p: &Pipeline, speed: &str) -> Vec<String> {
         let s = &self.summary;
@@ -258,6 +258,13 @@ impl Outcome {
                 "run: {}{target}: {} {what} in, {} written, {} filtered, {} rejected; {:.2} s busy",
                 st.stage, st.records_in, st.written, st.filtered, st.rejected, st.seconds
             ));
+        }
+        let reasons: Option<FilterReport> = s.sections.get("filter");
+        if let Some(r) = reasons.filter(|r| !r.filtered.is_empty()) {
+            let by: Vec<String> = (r.filtered.iter())
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect();
+            out.push(format!("run: filter: left out by {}", by.join(", ")));
         }
         let joins: Vec<JoinSummary> = s.sections.get("joins").unwrap_or_default();
         for (n, j) in joins.iter().enumerate() {

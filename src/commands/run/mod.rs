@@ -91,7 +91,7 @@ pub struct Plan<'a> {
     pub stages: &'a [&'a dyn Stage],
     /// The summary's sections reported even when no stage adds to them (`joins`).
     pub sections: &'a [&'a str],
-    /// Exports; every trajectory that leaves the joins goes to each.
+    /// Exports; every trajectory that leaves the stages goes to each.
     pub exports: &'a [ExportTarget],
     /// The partition this run makes, if any. By path, `inputs` is already its share and
     /// `all_inputs` every input; by id, trajectories of other partitions are left out.
@@ -206,7 +206,7 @@ struct TrajectoryItem {
     steps: Vec<Step>,
     /// One outcome per export (empty when a stage dropped or rejected it).
     exports: Vec<Outcome<AnyRow>>,
-    /// The trajectory as JSON, when a join or an export rejected it (for the rejects file).
+    /// The trajectory as JSON, when a stage or an export rejected it (for the rejects file).
     rejected_as: Option<Vec<u8>>,
     /// Its api calls (first pass only).
     calls: Vec<(String, JsonObject)>,
@@ -793,7 +793,7 @@ impl Sink for Calls {
 
 /// Runs `plan` in one pass (two when an SFT export infers tool specs from the dataset),
 /// writing every export, rejects from every stage to the file `rejects` (with the stage:
-/// `convert`, `join[N]`, `export[N]`) and their diagnostics to `reporter`. The exports are
+/// `convert`, each stage's name, `export[N]`) and their diagnostics to `reporter`. The exports are
 /// committed (shards renamed, manifest and card written) once the pass succeeded. With
 /// `plan.journal.resume`, restarts from where a killed run's journal says (see [`journal`]).
 pub fn run_plan<'a>(

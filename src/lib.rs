@@ -11,7 +11,7 @@
 //!   [`config::pipeline::load`] and run it with [`commands::run::file`]);
 //! - [`formats`]: the input formats, one folder each, and their registry;
 //! - the stages: [`convert`] (what a format implements, checking and writing what it makes),
-//!   [`join`], [`export`], [`validate`] (schemas, checks, diagnostics, reporters), and
+//!   [`join`], [`filter`], [`export`], [`validate`] (schemas, checks, diagnostics, reporters), and
 //!   [`report`] (a dataset's counts, its HTML page, a trajectory made ready to read);
 //! - [`engine`]: the streaming runner, outputs, rejects, partitions; it knows no format, stage
 //!   or command;
@@ -25,6 +25,7 @@ pub mod config;
 pub mod convert;
 pub mod engine;
 pub mod export;
+pub mod filter;
 pub mod formats;
 pub mod ingest;
 pub mod join;

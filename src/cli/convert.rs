@@ -171,22 +171,9 @@ pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
             warn(format_args!("trajkit: warning: {w}"));
         }
     }
-    for (input, left) in &summary.left_out {
-        global.summary(format_args!("convert: input {input}: {}", left.describe()));
+    let speed = throughput(bar.bytes_read(), started);
+    for line in summary.lines(&args.adp_version, &speed) {
+        global.summary(format_args!("{line}"));
     }
-    let warnings = match summary.warnings.len() {
-        0 => String::new(),
-        1 => ", 1 warning".to_owned(),
-        n => format!(", {n} warnings"),
-    };
-    global.summary(format_args!(
-        "convert: {} records in, {} written ({} trajectories, ADP {}), {} rejected{warnings}; {}",
-        summary.records,
-        summary.written_records,
-        summary.trajectories,
-        args.adp_version,
-        summary.rejected,
-        throughput(bar.bytes_read(), started)
-    ));
     Ok(u8::from(summary.rejected > 0))
 }

@@ -6,7 +6,7 @@ use clap::Args;
 use trajkit::commands::join::join_inputs;
 use trajkit::config::join::JoinConfig;
 use trajkit::formats::side_formats;
-use trajkit::join::{IndexError, JoinRunOptions, JoinSummary, Orphans};
+use trajkit::join::{IndexError, JoinRunOptions, Orphans};
 use trajkit::model::upgrade::UpgradeOptions;
 use trajkit::model::AdpVersion;
 use trajkit::validate::report::Reporter;
@@ -146,7 +146,7 @@ pub fn run(args: JoinArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     let bar = global.progress(&inputs, "join");
     let summary = join_inputs(
         &inputs,
-        &join,
+        join,
         &opts,
         &bar,
         files.output,
@@ -155,33 +155,12 @@ pub fn run(args: JoinArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     )?;
     bar.finish();
     warn_empty(global, summary.empty_inputs.iter().map(String::as_str));
-    print_summary(global, &summary, &throughput(bar.bytes_read(), started));
+    for line in summary.lines(&throughput(bar.bytes_read(), started)) {
+        global.summary(format_args!("{line}"));
+    }
     if let Some(path) = &args.summary_json {
         write_summary_json(path, &summary)?;
     }
     let orphans_rejected = config.orphans == Orphans::Reject && summary.side_orphans > 0;
     Ok(u8::from(summary.rejected > 0 || orphans_rejected))
-}
-
-fn print_summary(global: &GlobalArgs, s: &JoinSummary, speed: &str) {
-    global.summary(format_args!(
-        "join: {} trajectories in, {} written ({} matched, {} unmatched), {} dropped, {} rejected; {}",
-        s.records, s.written_records, s.matched, s.unmatched_kept, s.dropped, s.rejected, speed
-    ));
-    for f in &s.side_files {
-        let superseded = if f.superseded > 0 {
-            format!(", {} superseded by duplicates", f.superseded)
-        } else {
-            String::new()
-        };
-        let skipped = if f.skipped > 0 {
-            format!(", {} skipped (not attachable)", f.skipped)
-        } else {
-            String::new()
-        };
-        global.summary(format_args!(
-            "join: {} {}: {} records, {} matched, {} orphans{superseded}{skipped}",
-            f.set, f.file, f.records, f.matched, f.orphans
-        ));
-    }
 }

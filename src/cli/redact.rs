@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::time::Instant;
 
 use clap::Args;
-use trajkit::commands::redact::{redact_inputs, scan_inputs, RedactRunOptions, RedactSummary};
+use trajkit::commands::redact::{redact_inputs, scan_inputs, RedactRunOptions};
 use trajkit::config::redact::redactor;
 use trajkit::engine::output::print;
 use trajkit::model::upgrade::UpgradeOptions;
@@ -117,7 +117,9 @@ pub fn run(args: RedactArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     )?;
     bar.finish();
     warn_empty(global, summary.empty_inputs.iter().map(String::as_str));
-    print_summary(global, &summary, &throughput(bar.bytes_read(), started));
+    for line in summary.lines(&throughput(bar.bytes_read(), started)) {
+        global.summary(format_args!("{line}"));
+    }
     if let Some(path) = &args.summary_json {
         write_summary_json(path, &summary)?;
     }
@@ -158,25 +160,4 @@ fn rule_list(scanner: &Scanner) -> String {
         let _ = writeln!(out, "{:<28} {:<7} {}", r.name, r.kind.prefix(), r.help);
     }
     out
-}
-
-fn print_summary(global: &GlobalArgs, s: &RedactSummary, speed: &str) {
-    global.summary(format_args!(
-        "redact: {} trajectories in, {} written ({} redacted, {} replacements), {} filtered, {} rejected; {}",
-        s.records,
-        s.written,
-        s.redacted,
-        s.replacements(),
-        s.filtered,
-        s.rejected,
-        speed
-    ));
-    if !s.rules.is_empty() {
-        let rules: Vec<String> = s
-            .rules
-            .iter()
-            .map(|r| format!("{} {}", r.rule, r.count))
-            .collect();
-        global.summary(format_args!("redact: by rule: {}", rules.join(", ")));
-    }
 }

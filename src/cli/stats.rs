@@ -1,14 +1,11 @@
 //! `trajkit stats`
 
-use std::fmt::Write as _;
-
 use clap::Args;
 use trajkit::commands::inputs::expand_adp;
-use trajkit::commands::stats::{stats_inputs, Stats};
+use trajkit::commands::stats::{stats_inputs, table};
 use trajkit::config::export::ExportConfig;
 use trajkit::engine::output::print;
 use trajkit::export::ExportOptions;
-use trajkit::terminal::escape_controls;
 
 use super::common::{CliError, GlobalArgs};
 
@@ -83,61 +80,4 @@ pub fn run(args: StatsArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         print(&table(&stats, args.top)).map_err(CliError::io)?;
     }
     Ok(u8::from(stats.invalid > 0))
-}
-
-fn table(s: &Stats, top: usize) -> String {
-    let mut out = String::new();
-    let mut row = |k: &str, v: String| {
-        let _ = writeln!(out, "{k:<24} {v}");
-    };
-    row("records", s.records.to_string());
-    row("valid", s.valid.to_string());
-    row("invalid", s.invalid.to_string());
-    row(
-        "steps",
-        format!(
-            "{} (mean {:.1}, max {})",
-            s.steps, s.mean_steps, s.max_steps
-        ),
-    );
-    row("actions", s.actions.to_string());
-    row("observations", s.observations.to_string());
-    row("linked steps", s.linked_steps.to_string());
-    row(
-        "text characters",
-        format!(
-            "{} (mean {:.0}, max {})",
-            s.text_chars, s.mean_text_chars, s.max_text_chars
-        ),
-    );
-    let list = |m: &std::collections::BTreeMap<String, u64>| {
-        let mut v: Vec<(&String, &u64)> = m.iter().collect();
-        v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-        let shown: Vec<String> = v
-            .iter()
-            .take(top)
-            .map(|(k, n)| format!("{} {n}", escape_controls(k)))
-            .collect();
-        let more = v.len().saturating_sub(top);
-        if more > 0 {
-            format!("{}, ... {more} more", shown.join(", "))
-        } else {
-            shown.join(", ")
-        }
-    };
-    row("versions", list(&s.versions));
-    row("steps by class", list(&s.steps_by_class));
-    row("observation sources", list(&s.observations_by_source));
-    row("code languages", list(&s.code_languages));
-    row("functions", list(&s.functions));
-    if let Some(t) = &s.tokens {
-        row(
-            "tokens",
-            format!(
-                "{} (p50 {}, p90 {}, p99 {}, max {})",
-                t.total, t.p50, t.p90, t.p99, t.max
-            ),
-        );
-    }
-    out
 }

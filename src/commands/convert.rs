@@ -34,6 +34,26 @@ pub struct ConvertSummary {
     pub left_out: Vec<(String, LeftOut)>,
 }
 
+impl ConvertSummary {
+    /// The summary `trajkit convert` prints, a line each: what each input's readers left out,
+    /// then the records (written in ADP `version`; `speed`: how fast the inputs were read).
+    pub fn lines(&self, version: &dyn std::fmt::Display, speed: &str) -> Vec<String> {
+        let mut out: Vec<String> = (self.left_out.iter())
+            .map(|(input, left)| format!("convert: input {input}: {}", left.describe()))
+            .collect();
+        let warnings = match self.warnings.len() {
+            0 => String::new(),
+            1 => ", 1 warning".to_owned(),
+            n => format!(", {n} warnings"),
+        };
+        out.push(format!(
+            "convert: {} records in, {} written ({} trajectories, ADP {version}), {} rejected{warnings}; {speed}",
+            self.records, self.written_records, self.trajectories, self.rejected
+        ));
+        out
+    }
+}
+
 /// Adds `left` to the entry of `input` in `per_input` (a summary's `left_out`), unless it is
 /// empty.
 pub fn add_left_out(per_input: &mut Vec<(String, LeftOut)>, input: &str, left: &LeftOut) {

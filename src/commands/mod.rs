@@ -7,6 +7,7 @@ pub mod export;
 pub mod inputs;
 pub mod join;
 pub mod merge_manifests;
+pub mod pass;
 pub mod redact;
 pub mod report;
 pub mod run;

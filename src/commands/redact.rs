@@ -2,20 +2,19 @@
 //! placeholders, into one JSON-lines output; `redact --scan`: what would be replaced,
 //! reported without writing anything.
 
-use std::io::{self, Write};
+use std::io;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::pass::{run_pass, Pass};
 use crate::engine::output::Output;
-use crate::engine::pipeline::{
-    self, empty_inputs, Flow, PipelineError, Progress, RunOptions, Sink,
-};
-use crate::engine::rejects::{commit_outputs, reject, RejectsWriter};
+use crate::engine::pipeline::{self, Flow, PipelineError, Progress, RunOptions, Sink};
+use crate::engine::rejects::RejectsWriter;
+use crate::engine::stage::Outputs;
 use crate::ingest::RawRecord;
 use crate::model::upgrade::UpgradeOptions;
-use crate::redact::counts::rule_counts;
-use crate::redact::{redact_record, scan_record, Redacted, Redactor, RuleCount, Scanner};
+use crate::redact::{scan_record, Redaction, Redactor, RuleCount, Scanner};
 use crate::validate::report::{FileCounts, Reporter, ValidationSummary};
 
 /// Options of [`redact_inputs`].
@@ -52,49 +51,28 @@ impl RedactSummary {
     pub fn replacements(&self) -> u64 {
         self.rules.iter().map(|r| r.count).sum()
     }
-}
 
-struct RedactSink {
-    output: Output,
-    rejects: Option<RejectsWriter>,
-    reporter: Box<dyn Reporter>,
-    summary: RedactSummary,
-    counts: Vec<u64>,
-}
-
-impl Sink for RedactSink {
-    type Item = Redacted;
-
-    fn accept(&mut self, record: RawRecord, item: Redacted) -> io::Result<Flow> {
-        self.summary.records += 1;
-        match item {
-            Redacted::Written(bytes, counts) => {
-                self.output.write_all(&bytes)?;
-                self.summary.written += 1;
-                if counts.iter().any(|&c| c > 0) {
-                    self.summary.redacted += 1;
-                }
-                for (total, c) in self.counts.iter_mut().zip(counts) {
-                    *total += c;
-                }
-            }
-            Redacted::Rejected(diagnostics) => {
-                self.summary.rejected += 1;
-                reject(
-                    self.reporter.as_mut(),
-                    self.rejects.as_mut(),
-                    &record,
-                    "redact",
-                    &diagnostics,
-                )?;
-            }
+    /// The summary `trajkit redact` prints, a line each: the trajectories (and `speed`, how
+    /// fast the inputs were read), then the replacements by rule, if any.
+    pub fn lines(&self, speed: &str) -> Vec<String> {
+        let s = self;
+        let mut out = vec![format!(
+            "redact: {} trajectories in, {} written ({} redacted, {} replacements), {} filtered, {} rejected; {}",
+            s.records, s.written, s.redacted, s.replacements(), s.filtered, s.rejected, speed
+        )];
+        if !s.rules.is_empty() {
+            let rules: Vec<String> = (s.rules.iter())
+                .map(|r| format!("{} {}", r.rule, r.count))
+                .collect();
+            out.push(format!("redact: by rule: {}", rules.join(", ")));
         }
-        Ok(Flow::Continue)
+        out
     }
 }
 
 /// Redacts every trajectory of `inputs` (ADP, any version) with `redactor`, writing them to
-/// `output`, rejected records to `rejects` and their diagnostics to `reporter`.
+/// `output`, rejected records to `rejects` and their diagnostics to `reporter` (diagnostics
+/// show no text a rule finds): the redaction stage over ADP records ([`run_pass`]).
 pub fn redact_inputs(
     inputs: &[String],
     redactor: &Redactor,
@@ -104,27 +82,30 @@ pub fn redact_inputs(
     rejects: Option<RejectsWriter>,
     reporter: Box<dyn Reporter>,
 ) -> Result<RedactSummary, PipelineError> {
-    let sink = RedactSink {
-        output,
-        rejects,
-        reporter,
-        summary: RedactSummary::default(),
-        counts: vec![0; redactor.scanner().rules().len()],
+    let pass = Pass {
+        stage: redactor,
+        upgrade: &opts.upgrade,
+        run: &opts.run,
+        mask: Some(redactor.scanner()),
     };
-    let (mut sink, inputs_read) = pipeline::run(
+    let passed = run_pass(
         inputs,
-        &opts.run,
+        &pass,
         progress,
-        |r| redact_record(redactor, r, &opts.upgrade),
-        sink,
+        output,
+        Outputs { reporter, rejects },
     )?;
-    let write = |e: io::Error| PipelineError::Write(e);
-    sink.reporter.finish(&Default::default()).map_err(write)?;
-    commit_outputs(sink.output, sink.rejects).map_err(write)?;
-    let mut summary = sink.summary;
-    summary.rules = rule_counts(redactor.scanner(), &sink.counts);
-    summary.empty_inputs = empty_inputs(&inputs_read);
-    Ok(summary)
+    let redaction: Redaction = passed.sections.get("redaction").unwrap_or_default();
+    let c = passed.counts;
+    Ok(RedactSummary {
+        records: c.records_in,
+        written: c.written,
+        filtered: c.filtered,
+        rejected: c.rejected,
+        redacted: redaction.redacted,
+        rules: redaction.rules,
+        empty_inputs: passed.empty_inputs,
+    })
 }
 
 struct ScanSink {

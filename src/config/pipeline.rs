@@ -16,6 +16,7 @@ use super::ConfigError;
 use crate::convert::{FormatOptions, OptionValue};
 use crate::engine::partition::PartitionBy;
 use crate::export::{InferTools, Target};
+use crate::filter::FilterConfig;
 use crate::ingest::inputs::is_glob;
 use crate::located::{LocatedDoc, LocatedError};
 use crate::model::AdpVersion;
@@ -135,6 +136,8 @@ pub struct Pipeline {
     pub rejects: Option<String>,
     /// `[[join]]`, in order.
     pub joins: Vec<JoinConfig>,
+    /// `[filter]`: which trajectories go on to the exports, after the joins, when present.
+    pub filter: Option<FilterConfig>,
     /// `[redact]`: redaction before every export, when present.
     pub redact: Option<RedactConfig>,
     /// `[[export]]`, in order.
@@ -357,6 +360,10 @@ pub fn parse(path: &str, text: &str) -> Result<Pipeline, ConfigError> {
             AdpVersion::LATEST
         }
     };
+    let filter: Option<FilterConfig> = match section("filter") {
+        Value::Null => None,
+        v => problems.parse("/filter", &v),
+    };
     let redact: Option<RedactConfig> = match section("redact") {
         Value::Null => None,
         v => problems.parse("/redact", &v),
@@ -414,6 +421,7 @@ pub fn parse(path: &str, text: &str) -> Result<Pipeline, ConfigError> {
         max_reject_rate: validate.max_reject_rate.unwrap_or(0.0),
         rejects: validate.rejects,
         joins,
+        filter,
         redact,
         exports,
         report: report.map(|r| r.output),
@@ -525,6 +533,9 @@ impl Pipeline {
         });
         if !self.joins.is_empty() {
             out["join"] = json!(self.joins);
+        }
+        if let Some(f) = &self.filter {
+            out["filter"] = json!(f);
         }
         if let Some(r) = &self.report {
             out["report"] = json!({"output": r});
@@ -678,7 +689,7 @@ mod tests {
         assert_eq!(resolve(Path::new(""), ".."), "..");
     }
 
-    /// Every key of a `[[join]]` and `[[export]]` table in the pipeline schema is a field of
+    /// Every key of a `[[join]]`, `[[export]]` and `[filter]` table in the pipeline schema is a field of
     /// the stage's config, and every field is a key.
     #[test]
     fn stage_configs_and_the_schema_have_the_same_keys() {
@@ -722,9 +733,24 @@ mod tests {
             segments: crate::segment::Mode::Compaction,
             ..export
         };
-        for (kind, config) in [("join", json!(full_join)), ("export", json!(full_export))] {
+        let full_filter = FilterConfig {
+            min_reward: Some(0.5),
+            outcome: vec!["success".into()],
+            min_steps: Some(1),
+            max_steps: Some(1),
+            max_chars: Some(1),
+        };
+        for (kind, config) in [
+            ("join", json!(full_join)),
+            ("export", json!(full_export)),
+            ("filter", json!(full_filter)),
+        ] {
             let mut fields: Vec<&String> = config.as_object().expect("object").keys().collect();
-            let mut keys: Vec<&String> = schema["$defs"][kind]["properties"]
+            let table = match kind {
+                "filter" => &schema["properties"][kind],
+                _ => &schema["$defs"][kind],
+            };
+            let mut keys: Vec<&String> = table["properties"]
                 .as_object()
                 .expect("properties")
                 .keys()

@@ -85,7 +85,8 @@ pub trait Progress: Sync {
 /// Counts of one stage: `in == written + filtered + rejected`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StageSummary {
-    /// `convert`, `join[N]` or `export[N]` (1-based, in file order).
+    /// `convert`, a stage's name (`join[N]`, `filter`, `redact`: see `stage::names`) or
+    /// `export[N]` (1-based, in file order).
     pub stage: String,
     /// Records (convert) or trajectories (join, export) in.
     #[serde(rename = "in")]

@@ -10,8 +10,8 @@
 //! - [`attach`]: [`Join::apply`], the join of one trajectory (the stage `run` pipelines use);
 //! - [`policy`]: unmatched, orphan, duplicate and conflict policies.
 //!
-//! [`join_record`] reads one ADP trajectory (any version), joins it and writes it in the target
-//! version; the `join` command ([`crate::commands::join`]) streams inputs through it.
+//! [`JoinStage`] is the join as a stage of a pass: `run` applies it to each trajectory it
+//! converts, the `join` command ([`crate::commands::join`]) to each ADP record it reads.
 
 pub mod attach;
 pub mod generic;
@@ -22,6 +22,7 @@ mod packed;
 pub mod policy;
 pub mod side;
 pub mod spec;
+pub mod stage;
 
 use std::io;
 
@@ -34,15 +35,14 @@ pub use key::KeyExpr;
 pub use policy::{Conflicts, Duplicates, Orphans, Unmatched};
 pub use side::SideFormat;
 pub use spec::{SideFrom, SideSpec};
+pub use stage::JoinStage;
 
-use crate::engine::output::write_json;
 use crate::engine::pipeline::RunOptions;
 use crate::engine::rejects::RejectsWriter;
-use crate::ingest::{FramedRecords, RawRecord};
+use crate::ingest::FramedRecords;
 use crate::model::upgrade::UpgradeOptions;
-use crate::validate::check::upgrade_checked;
 use crate::validate::report::Reporter;
-use crate::validate::{check_adp, Diagnostic, Severity};
+use crate::validate::{Diagnostic, Severity};
 
 /// Options of the `join` command beyond the join itself.
 #[derive(Debug, Clone, Default)]
@@ -104,47 +104,32 @@ pub struct JoinSummary {
     pub empty_inputs: Vec<String>,
 }
 
-/// What the join made of one trajectory record.
-pub enum Joined {
-    /// Written: the JSON line, whether a side record matched, the side records used.
-    Written(Vec<u8>, bool, Vec<u32>),
-    /// Not written (`--unmatched drop`).
-    Dropped,
-    /// Rejected, with why.
-    Rejected(Vec<Diagnostic>),
-}
-
-/// Reads one ADP record (any version), upgrades it to `opts.target`, joins it, serializes it.
-pub fn join_record(join: &Join, record: &RawRecord, opts: &UpgradeOptions) -> Joined {
-    let trajectories = match check_adp(record).into_result() {
-        Ok(t) => [t],
-        Err(d) => return Joined::Rejected(d),
-    };
-    let prov = &record.provenance;
-    let mut out = Vec::with_capacity(record.bytes.len() + 256);
-    let mut matched = false;
-    let mut used = Vec::new();
-    for (mut traj, _) in trajectories {
-        if let Err(d) = upgrade_checked(&mut traj, prov, opts) {
-            return Joined::Rejected(d);
+impl JoinSummary {
+    /// The summary `trajkit join` prints, a line each: the trajectories (and `speed`, how fast
+    /// the inputs were read), then each side file.
+    pub fn lines(&self, speed: &str) -> Vec<String> {
+        let s = self;
+        let mut out = vec![format!(
+            "join: {} trajectories in, {} written ({} matched, {} unmatched), {} dropped, {} rejected; {}",
+            s.records, s.written_records, s.matched, s.unmatched_kept, s.dropped, s.rejected, speed
+        )];
+        for f in &s.side_files {
+            let superseded = if f.superseded > 0 {
+                format!(", {} superseded by duplicates", f.superseded)
+            } else {
+                String::new()
+            };
+            let skipped = if f.skipped > 0 {
+                format!(", {} skipped (not attachable)", f.skipped)
+            } else {
+                String::new()
+            };
+            out.push(format!(
+                "join: {} {}: {} records, {} matched, {} orphans{superseded}{skipped}",
+                f.set, f.file, f.records, f.matched, f.orphans
+            ));
         }
-        let applied = match join.apply(&mut traj, prov) {
-            Ok(a) => a,
-            Err(d) => return Joined::Rejected(d),
-        };
-        if !applied.keep {
-            continue;
-        }
-        matched |= applied.matched;
-        used.extend(applied.used);
-        if let Err(d) = write_json(&mut out, &traj, &traj.id, prov) {
-            return Joined::Rejected(vec![*d]);
-        }
-    }
-    if out.is_empty() {
-        Joined::Dropped
-    } else {
-        Joined::Written(out, matched, used)
+        out
     }
 }
 

@@ -152,14 +152,3 @@ fn zeros(scanner: &Scanner) -> Vec<RuleCount> {
         })
         .collect()
 }
-
-/// The rules of `scanner` that found something, with their `counts` (indexed like its rules),
-/// in rule order.
-pub fn rule_counts(scanner: &Scanner, counts: &[u64]) -> Vec<RuleCount> {
-    let mut rules = zeros(scanner);
-    for (r, c) in rules.iter_mut().zip(counts) {
-        r.count = *c;
-    }
-    rules.retain(|r| r.count > 0);
-    rules
-}

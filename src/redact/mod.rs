@@ -12,8 +12,8 @@
 //!
 //! [`Redactor::redact_trajectory`] redacts every free string of a trajectory and scans the
 //! result again (fail closed: anything still found rejects the trajectory as
-//! `redaction-residual`); [`redact_record`] does it to one ADP record and writes it;
-//! [`scan_record`] only reports what it finds, never the text found.
+//! `redaction-residual`); as a stage of a pass ([`stage`]) `run` and the `redact` command
+//! apply it to each trajectory; [`scan_record`] only reports what it finds, never the text found.
 
 pub mod checks;
 pub mod counts;
@@ -22,13 +22,11 @@ pub mod mask;
 pub mod rules;
 pub mod ruleset;
 pub mod scan;
+pub mod stage;
 pub mod walk;
 
-use crate::engine::output::write_json;
 use crate::ingest::{Provenance, RawRecord};
-use crate::model::upgrade::UpgradeOptions;
 use crate::model::Trajectory;
-use crate::validate::check::upgrade_checked;
 use crate::validate::{check_adp, Diagnostic};
 
 pub use counts::{Redaction, RuleCount, Tally};
@@ -230,52 +228,6 @@ fn find_unless_clean(scanner: &Scanner, traj: &mut Trajectory, clean: &[bool]) -
     };
     walk(traj, &mut v);
     v.found
-}
-
-/// What redaction made of one record.
-#[derive(Debug)]
-pub enum Redacted {
-    /// Written: the JSON line, and the replacements per rule (indexed like
-    /// [`Scanner::rules`]).
-    Written(Vec<u8>, Vec<u64>),
-    /// Rejected (invalid ADP, or `redaction-residual`), with why.
-    Rejected(Vec<Diagnostic>),
-}
-
-/// Reads one ADP record (any version), upgrades it to `upgrade.target`, redacts every free
-/// string, scans the result again and writes it, or rejects it if anything is still found.
-/// Diagnostics show no text a rule finds.
-pub fn redact_record(
-    redactor: &Redactor,
-    record: &RawRecord,
-    upgrade: &UpgradeOptions,
-) -> Redacted {
-    match redact_checked(redactor, record, upgrade) {
-        Redacted::Rejected(d) => Redacted::Rejected(redactor.scanner.masked(d)),
-        written => written,
-    }
-}
-
-fn redact_checked(redactor: &Redactor, record: &RawRecord, upgrade: &UpgradeOptions) -> Redacted {
-    let mut traj = match check_adp(record).into_result() {
-        Ok((t, _)) => t,
-        Err(d) => return Redacted::Rejected(d),
-    };
-    let prov = &record.provenance;
-    if let Err(d) = upgrade_checked(&mut traj, prov, upgrade) {
-        return Redacted::Rejected(d);
-    }
-    let (counts, grown) = match redactor.redact_counted(&mut traj, prov) {
-        Ok(c) => c,
-        Err(d) => return Redacted::Rejected(d),
-    };
-    // The line grows as its strings did (placeholders hold nothing JSON escapes): a text of
-    // many short secrets is not copied as its line grows.
-    let mut out = Vec::with_capacity(record.bytes.len() + grown + 64);
-    match write_json(&mut out, &traj, &traj.id, prov) {
-        Ok(()) => Redacted::Written(out, counts),
-        Err(d) => Redacted::Rejected(vec![*d]),
-    }
 }
 
 /// What a scan found in one record: its findings as diagnostics, or why it is not ADP.

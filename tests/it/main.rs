@@ -30,6 +30,7 @@ mod detection;
 mod droid;
 mod entire;
 mod export;
+mod filter;
 mod gemini_cli;
 mod goose;
 mod hermes;

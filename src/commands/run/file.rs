@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 
 use super::journal::{identity, JournalOptions, ResumeError};
-use super::{run_plan, ExportTarget, JoinStage, Plan, RunError, RunSummary};
+use super::{run_plan, ExportTarget, Plan, RunError, RunSummary};
 use crate::commands::report::{report, ReportOptions};
 use crate::config::convert::{named_converter, upgrade_options};
 use crate::config::export::ExportConfig;
@@ -25,9 +25,11 @@ use crate::convert::{ConvertOptions, Converter, OutputFormat};
 use crate::engine::output::{Lock, LockError};
 use crate::engine::partition::{Partition, PartitionBy};
 use crate::engine::pipeline::{NoProgress, Progress, RunOptions};
+use crate::engine::stage::Stage;
 use crate::export::ExportError;
+use crate::filter::{Filter, FilterReport};
 use crate::ingest::inputs::expand_glob;
-use crate::join::{IndexError, JoinRunOptions, Orphans, SideSet};
+use crate::join::{IndexError, JoinRunOptions, JoinStage, JoinSummary, Orphans, SideSet};
 use crate::model::upgrade::UpgradeOptions;
 use crate::redact::Redactor;
 use crate::segment::Mode;
@@ -202,6 +204,7 @@ pub struct Prepared<'p> {
     joins: Vec<JoinStage>,
     exports: Vec<ExportTarget>,
     rejects: Option<String>,
+    filter: Option<Filter>,
     redactor: Option<Redactor>,
     max_reject_rate: f64,
     _locks: Vec<Lock>,
@@ -221,8 +224,8 @@ pub struct Outcome {
 
 impl Outcome {
     /// The run's summary as a front end prints it, a line each: per input (and what its
-    /// readers left out), per stage (an export with its target and directory, from `p`), per
-    /// side file of a join, the totals and `speed` (how fast the inputs were read), then what
+    /// readers left out), per stage (an export with its target and directory, from `p`), the
+    /// filter's reasons, per side file of a join, the totals and `speed` (how fast the inputs were read), then what
     /// a partition left to the others, or the report written.
     pub fn lines(&self, p: &Pipeline, speed: &str) -> Vec<String> {
         let s = &self.summary;
@@ -256,7 +259,15 @@ impl Outcome {
                 st.stage, st.records_in, st.written, st.filtered, st.rejected, st.seconds
             ));
         }
-        for (n, j) in s.joins.iter().enumerate() {
+        let reasons: Option<FilterReport> = s.sections.get("filter");
+        if let Some(r) = reasons.filter(|r| !r.filtered.is_empty()) {
+            let by: Vec<String> = (r.filtered.iter())
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect();
+            out.push(format!("run: filter: left out by {}", by.join(", ")));
+        }
+        let joins: Vec<JoinSummary> = s.sections.get("joins").unwrap_or_default();
+        for (n, j) in joins.iter().enumerate() {
             for f in &j.side_files {
                 out.push(format!(
                     "run: join[{}] {} {}: {} records, {} matched, {} orphans",
@@ -389,6 +400,7 @@ impl<'p> Prepared<'p> {
             joins,
             exports,
             rejects,
+            filter: p.filter.as_ref().map(|f| f.stage()),
             redactor,
             _locks: locks,
         })
@@ -527,17 +539,22 @@ impl<'p> Prepared<'p> {
                 .map(|p| (p.clone(), text.clone()))
                 .collect()
         };
+        // The stages in pipeline order: the joins, the filter, then redaction.
+        let joins = self.joins.iter().map(|j| j as &dyn Stage);
+        let filter = self.filter.as_ref().map(|f| f as &dyn Stage);
+        let redact = self.redactor.as_ref().map(|r| r as &dyn Stage);
+        let stages: Vec<&dyn Stage> = joins.chain(filter).chain(redact).collect();
         let summary = run_plan(
             &Plan {
                 inputs: &self.share,
                 convert: &self.convert,
-                joins: &self.joins,
+                stages: &stages,
+                sections: &["joins"],
                 exports: &self.exports,
                 partition,
                 all_inputs: partition.map(|_| self.plan.as_slice()),
                 journal: &journal,
                 describe: Some(&describe),
-                redact: self.redactor.as_ref(),
             },
             progress,
             self.rejects.as_deref(),

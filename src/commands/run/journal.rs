@@ -8,8 +8,8 @@
 //! The lines:
 //! - `run`: the trajkit version and the run's identity (a hash of the effective configuration
 //!   and of each input's path, size and modification time); `--resume` refuses another;
-//! - `input`: at the start of each input, the run's counters, the side records the joins used
-//!   since the previous `input` line, the rejects file's length and the trajectories offered to
+//! - `input`: at the start of each input, the run's counters, each stage's counts and state
+//!   (a join: the side records it used since the previous `input` line), the rejects file's length and the trajectories offered to
 //!   the exports so far (every export is offered the same trajectories);
 //! - `shard`: each time a shard of an export starts, that export's state at that position (see
 //!   [`ShardCheckpoint`]) with the shard it completed, if any;
@@ -32,14 +32,13 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::redact::Tally;
 use sha2::{Digest, Sha256};
 
 use super::summary::{InputSummary, RunSummary};
 use crate::engine::output::Commit;
+use crate::engine::stage::Counts;
 use crate::export::shard::ClosedShard;
 use crate::export::{ExportRestart, ExportSummary, ShardCheckpoint};
-use crate::join::JoinSummary;
 
 /// Environment variable of the test hook that simulates a kill: the process aborts (no
 /// destructor runs, no buffer is flushed) right after accepting this many records.
@@ -72,14 +71,8 @@ pub struct GlobalState {
     /// Per input completed since the previous boundary journaled (in a restart: every input
     /// before it).
     pub inputs: Vec<InputSummary>,
-    /// Per join stage (the side-file counts are filled at the end).
-    pub joins: Vec<JoinSummary>,
-    /// The redaction's counts (`[redact]`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub redact: Option<Tally>,
-    /// Per join stage, the side records first used since the previous boundary (in a
-    /// restart: all side records used before it).
-    pub used: Vec<Vec<u32>>,
+    /// Per stage of the plan (after convert, before the exports), in order.
+    pub stages: Vec<StageState>,
     /// Bytes of the rejects file (`None` without one, or when it is stdout or a device).
     pub rejects: Option<u64>,
     /// In a partition: records and trajectories left to the other partitions so far.
@@ -88,6 +81,17 @@ pub struct GlobalState {
     /// See `elsewhere_records`.
     #[serde(default)]
     pub elsewhere_trajectories: u64,
+}
+
+/// A stage's counts and its own state ([`Ordered::checkpoint`]) at an input boundary.
+///
+/// [`Ordered::checkpoint`]: crate::engine::stage::Ordered::checkpoint
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StageState {
+    /// Its counts.
+    pub counts: Counts,
+    /// Its state.
+    pub state: serde_json::Value,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -106,7 +110,7 @@ enum Line {
         export: usize,
         seen: u64,
         #[serde(flatten)]
-        checkpoint: ShardCheckpoint,
+        checkpoint: Box<ShardCheckpoint>,
     },
     Commit(Box<Committing>),
 }
@@ -129,6 +133,9 @@ pub struct Restart {
     pub offered: u64,
     /// The run's counters there.
     pub state: GlobalState,
+    /// Per stage, the states it journaled at every boundary up to the restart one, in order
+    /// ([`Ordered::restore`](crate::engine::stage::Ordered::restore)).
+    pub stage_history: Vec<Vec<serde_json::Value>>,
     /// Per export, where it restarts.
     pub exports: Vec<ExportRestart>,
     /// The commit the interrupted run was making, when its pass was over: `--resume` finishes
@@ -277,7 +284,7 @@ impl Journal {
         self.write(&Line::Shard {
             export,
             seen,
-            checkpoint,
+            checkpoint: Box::new(checkpoint),
         })
     }
 
@@ -451,20 +458,20 @@ fn plan_restart(
             }
         }
     }
-    // Side records first used during an input after the restart one are used again by the
-    // replay; only those listed at or before it are kept.
-    let mut kept: Vec<Vec<u32>> = Vec::new();
+    // Each stage restarts from its states journaled at or before the restart input (what it
+    // did during a later input is done again by the replay).
+    let mut history: Vec<Vec<serde_json::Value>> = Vec::new();
     for line in lines {
         if let Line::Input { input, state, .. } = line {
             if *input <= restart.input {
-                kept.resize(kept.len().max(state.used.len()), Vec::new());
-                for (k, new) in kept.iter_mut().zip(&state.used) {
-                    k.extend_from_slice(new);
+                history.resize(history.len().max(state.stages.len()), Vec::new());
+                for (h, s) in history.iter_mut().zip(&state.stages) {
+                    h.push(s.state.clone());
                 }
             }
         }
     }
-    restart.state.used = kept;
+    restart.stage_history = history;
     restart.state.inputs = completed_inputs(lines, restart.input)?;
     for x in &mut exports {
         x.skip -= restart.offered;

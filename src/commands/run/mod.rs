@@ -1,6 +1,6 @@
 //! A whole pipeline in one streaming pass (`trajkit run`): each record is read once, converted
-//! with its input's converter, upgraded and checked, joined by each join stage in order, and
-//! fanned out to every export.
+//! with its input's converter, upgraded and checked, passed through each stage of the plan in
+//! order ([`Stage`]: joins, redaction, filters), and fanned out to every export.
 //!
 //! The heavy work (converting, joining, rendering and encoding rows) happens in the parallel
 //! processing closure of [`pipeline::run_with_sources`]; the ordered sink only counts, writes
@@ -10,7 +10,8 @@
 //! Each stage does what its subcommand does, so the one-pass run writes the same shards as
 //! `convert`, then `join` for each stage, then `export` for each target:
 //! - convert: [`Converter::convert`], then [`converted_checked`] to the convert target;
-//! - join: [`upgrade_checked`] to the join's target (1.5.0), then [`Join::apply`];
+//! - each stage: [`upgrade_checked`] to the version it asks for ([`Stage::upgrade`]), then
+//!   [`Stage::apply`] on the workers and its [`Ordered`] half in order;
 //! - export: [`export_trajectory`] with [`encode_any`].
 //!
 //! `--infer-tools dataset` (the export default) needs the tool calls of the whole export input
@@ -19,7 +20,7 @@
 //! reach the exports (what `export` would read), as `export`'s own first pass does.
 //!
 //! Stage times are busy times: the time spent in a stage's code, summed over the threads that
-//! ran it (convert: converting and checking; join: upgrading and joining; export: upgrading,
+//! ran it (convert: converting and checking; a stage: upgrading and applying it; export: upgrading,
 //! filtering, rendering and encoding rows on the workers, plus writing them and finishing the
 //! shards, by whichever worker writes). In a pipelined pass they overlap, so they add up to more than
 //! the wall time on several cores; reading and the first pass of `--infer-tools` are not in them.
@@ -54,28 +55,20 @@ use crate::engine::pipeline::{
     self, empty_inputs, Flow, PipelineError, Progress, Sink, StageSummary,
 };
 use crate::engine::rejects::{reject, RejectsWriter};
+use crate::engine::stage::{self, Counts, Ordered, Outputs, Sections, Stage, Step};
 use crate::export::infer::{trajectory_calls, Gather};
 use crate::export::{
     encode_any, export_trajectory, export_upgraded, AnyRow, ExportError, ExportOptions,
     ExportStage, ExportSummary, InferTools, Outcome, Share, SharedCounts, Target,
 };
 use crate::ingest::{Provenance, RawRecord};
-use crate::join::{finish_side, Join, JoinRunOptions, JoinSummary};
 use crate::model::upgrade::UpgradeOptions;
 use crate::model::{JsonObject, Trajectory};
-use crate::redact::{MaskedReporter, Redactor, Tally};
+use crate::redact::Redaction;
 use crate::validate::check::upgrade_checked;
 use crate::validate::report::Reporter;
 use crate::validate::Diagnostic;
-use journal::{GlobalState, Journal, JournalOptions, Restart, ResumeError};
-
-/// One join stage: the join and its run options (target version, orphan policy).
-pub struct JoinStage {
-    /// The join.
-    pub join: Join,
-    /// Its options; `run` is ignored (the pass has one).
-    pub opts: JoinRunOptions,
-}
+use journal::{GlobalState, Journal, JournalOptions, Restart, ResumeError, StageState};
 
 /// One export: its directory and options.
 pub struct ExportTarget {
@@ -94,9 +87,11 @@ pub struct Plan<'a> {
     pub inputs: &'a [(String, &'static dyn Converter)],
     /// Convert options (and the runner's).
     pub convert: &'a ConvertOptions,
-    /// Join stages, applied in order.
-    pub joins: &'a [JoinStage],
-    /// Exports; every trajectory that leaves the joins goes to each.
+    /// The stages between convert and the exports, applied in order.
+    pub stages: &'a [&'a dyn Stage],
+    /// The summary's sections reported even when no stage adds to them (`joins`).
+    pub sections: &'a [&'a str],
+    /// Exports; every trajectory that leaves the stages goes to each.
     pub exports: &'a [ExportTarget],
     /// The partition this run makes, if any. By path, `inputs` is already its share and
     /// `all_inputs` every input; by id, trajectories of other partitions are left out.
@@ -108,47 +103,34 @@ pub struct Plan<'a> {
     /// Files that describe the run (`run.json`), from its summary: written as part of the
     /// commit of its outputs.
     pub describe: Option<Describe<'a>>,
-    /// Redaction after the joins, before every export (`[redact]`). The rejects file and the
-    /// diagnostics then show what its rules find masked.
-    pub redact: Option<&'a Redactor>,
 }
 
 impl Plan<'_> {
-    /// The plan's stages in pipeline order: convert, the joins, redaction, the exports.
-    fn stages(&self) -> Vec<StageAt> {
-        let joins = (0..self.joins.len()).map(StageAt::Join);
-        let redact = self.redact.map(|_| StageAt::Redact);
-        let exports = (0..self.exports.len()).map(StageAt::Export);
-        std::iter::once(StageAt::Convert)
-            .chain(joins)
-            .chain(redact)
+    /// The plan's steps in pipeline order with their names: convert, its stages
+    /// ([`stage::names`]), the exports (`export[N]`).
+    fn steps(&self) -> Vec<(StageAt, String)> {
+        let convert = (StageAt::Convert, "convert".to_owned());
+        let stages = stage::names(self.stages)
+            .into_iter()
+            .enumerate()
+            .map(|(i, n)| (StageAt::Stage(i), n));
+        let exports =
+            (0..self.exports.len()).map(|i| (StageAt::Export(i), format!("export[{}]", i + 1)));
+        std::iter::once(convert)
+            .chain(stages)
             .chain(exports)
             .collect()
     }
 }
 
-/// A stage of the pass: what its busy time and its line of the summary are kept under.
+/// A step of the pass: what its busy time and its line of the summary are kept under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum StageAt {
     Convert,
-    /// The join of this index in the file (0-based).
-    Join(usize),
-    Redact,
+    /// The stage of this index in the plan (0-based).
+    Stage(usize),
     /// The export of this index in the file (0-based).
     Export(usize),
-}
-
-impl StageAt {
-    /// Its name in summaries and the rejects file: `convert`, `join[N]`, `redact`,
-    /// `export[N]` (1-based).
-    fn name(self) -> String {
-        match self {
-            StageAt::Convert => "convert".into(),
-            StageAt::Join(i) => format!("join[{}]", i + 1),
-            StageAt::Redact => "redact".into(),
-            StageAt::Export(i) => format!("export[{}]", i + 1),
-        }
-    }
 }
 
 /// A run that could not complete.
@@ -174,17 +156,28 @@ pub enum RunError {
     Report(String),
 }
 
-/// Busy time per stage of the plan, added to from any thread.
-struct Busy(Vec<(StageAt, AtomicU64)>);
+/// Busy time per step of the plan, with its name, added to from any thread.
+struct Busy(Vec<(StageAt, String, AtomicU64)>);
 
 impl Busy {
-    /// A clock for each of `stages` (none: a pass that times nothing).
-    fn new(stages: Vec<StageAt>) -> Self {
-        Busy(stages.into_iter().map(|s| (s, AtomicU64::new(0))).collect())
+    /// A clock for each of `steps` (none: a pass that times nothing).
+    fn new(steps: Vec<(StageAt, String)>) -> Self {
+        Busy(
+            steps
+                .into_iter()
+                .map(|(s, n)| (s, n, AtomicU64::new(0)))
+                .collect(),
+        )
     }
 
     fn clock(&self, stage: StageAt) -> Option<&AtomicU64> {
-        self.0.iter().find(|(s, _)| *s == stage).map(|(_, b)| b)
+        self.0.iter().find(|(s, ..)| *s == stage).map(|(.., b)| b)
+    }
+
+    /// The name of `stage` in summaries and the rejects file.
+    fn name(&self, stage: StageAt) -> String {
+        let name = self.0.iter().find(|(s, ..)| *s == stage);
+        name.map(|(_, n, _)| n.clone()).unwrap_or_default()
     }
 
     /// Adds the time since `since` to `stage`.
@@ -201,31 +194,19 @@ impl Busy {
         })
     }
 
-    /// The stages timed, in pipeline order.
-    fn stages(&self) -> impl Iterator<Item = StageAt> + '_ {
-        self.0.iter().map(|(s, _)| *s)
+    /// The steps timed, in pipeline order, with their names.
+    fn steps(&self) -> impl Iterator<Item = (StageAt, &str)> + '_ {
+        self.0.iter().map(|(s, n, _)| (*s, n.as_str()))
     }
 }
 
-/// What a join stage did to one trajectory.
-enum JoinStep {
-    Kept { matched: bool, used: Vec<u32> },
-    Dropped,
-    Rejected(Vec<Diagnostic>),
-}
-
-/// What redaction did to one trajectory: its replacements per rule, or why it is rejected.
-type RedactStep = Result<Vec<u64>, Vec<Diagnostic>>;
-
 /// What the stages after convert made of one trajectory.
 struct TrajectoryItem {
-    /// The join stages it reached, in order.
-    joins: Vec<JoinStep>,
-    /// Redaction, when the plan has it and the trajectory reached it.
-    redact: Option<RedactStep>,
-    /// One outcome per export (empty when a join dropped or rejected it).
+    /// The step of each stage it reached, in order.
+    steps: Vec<Step>,
+    /// One outcome per export (empty when a stage dropped or rejected it).
     exports: Vec<Outcome<AnyRow>>,
-    /// The trajectory as JSON, when a join or an export rejected it (for the rejects file).
+    /// The trajectory as JSON, when a stage or an export rejected it (for the rejects file).
     rejected_as: Option<Vec<u8>>,
     /// Its api calls (first pass only).
     calls: Vec<(String, JsonObject)>,
@@ -341,18 +322,11 @@ impl Stages<'_> {
         self.keep_own(&mut trajectories);
         let mut traj = trajectories.into_iter().nth(i)?;
         let mut done = &self.plan.convert.upgrade;
-        for stage in self.plan.joins {
-            upgrade_once(
-                &mut traj,
-                &record.provenance,
-                &stage.opts.upgrade,
-                &mut done,
-            )
-            .ok()?;
-            stage.join.apply(&mut traj, &record.provenance).ok()?;
-        }
-        if let Some(r) = self.plan.redact {
-            r.redact_trajectory(&mut traj, &record.provenance).ok()?;
+        for stage in self.plan.stages {
+            let step = apply(*stage, &mut traj, &record.provenance, &mut done);
+            if !matches!(step, Step::Kept(_)) {
+                return None;
+            }
         }
         Some(traj)
     }
@@ -366,47 +340,23 @@ impl Stages<'_> {
     ) -> TrajectoryItem {
         let prov = &record.provenance;
         let mut item = TrajectoryItem {
-            joins: Vec::with_capacity(self.plan.joins.len()),
-            redact: None,
+            steps: Vec::with_capacity(self.plan.stages.len()),
             exports: Vec::new(),
             rejected_as: None,
             calls: Vec::new(),
         };
         // The options the trajectory was last upgraded and checked with.
         let mut done = &self.plan.convert.upgrade;
-        for (n, stage) in self.plan.joins.iter().enumerate() {
+        for (n, stage) in self.plan.stages.iter().enumerate() {
             let started = Instant::now();
-            let step = match upgrade_once(&mut traj, prov, &stage.opts.upgrade, &mut done) {
-                Err(d) => JoinStep::Rejected(d),
-                Ok(()) => match stage.join.apply(&mut traj, prov) {
-                    Ok(a) if a.keep => JoinStep::Kept {
-                        matched: a.matched,
-                        used: a.used,
-                    },
-                    Ok(_) => JoinStep::Dropped,
-                    Err(d) => JoinStep::Rejected(d),
-                },
-            };
-            self.busy.add(StageAt::Join(n), started);
-            let stop = !matches!(step, JoinStep::Kept { .. });
-            if matches!(step, JoinStep::Rejected(_)) {
+            let step = apply(*stage, &mut traj, prov, &mut done);
+            self.busy.add(StageAt::Stage(n), started);
+            let stop = !matches!(step, Step::Kept(_));
+            if matches!(step, Step::Rejected(_)) {
                 item.rejected_as = serde_json::to_vec(&traj).ok();
             }
-            item.joins.push(step);
+            item.steps.push(step);
             if stop {
-                return item;
-            }
-        }
-        if let Some(r) = self.plan.redact {
-            let started = Instant::now();
-            let step = r.redact_trajectory(&mut traj, prov);
-            self.busy.add(StageAt::Redact, started);
-            let rejected = step.is_err();
-            if rejected {
-                item.rejected_as = serde_json::to_vec(&traj).ok();
-            }
-            item.redact = Some(step);
-            if rejected {
                 return item;
             }
         }
@@ -473,6 +423,22 @@ fn counts_like(exports: &[ExportOptions]) -> Vec<usize> {
         .collect()
 }
 
+/// What `stage` makes of `traj`, upgraded first to the version it asks for (rejected under its
+/// name when that fails).
+fn apply<'a>(
+    stage: &'a dyn Stage,
+    traj: &mut Trajectory,
+    prov: &Provenance,
+    done: &mut &'a UpgradeOptions,
+) -> Step {
+    if let Some(opts) = stage.upgrade() {
+        if let Err(d) = upgrade_once(traj, prov, opts, done) {
+            return Step::Rejected(d);
+        }
+    }
+    stage.apply(traj, prov)
+}
+
 /// Upgrades and checks `traj` with `opts`, unless the options it was last upgraded and checked
 /// with (`done`) make that a no-op ([`UpgradeOptions::is_done_by`]): with one ADP version
 /// throughout, the link and language rules run once per trajectory instead of at every stage.
@@ -514,13 +480,12 @@ const STAGES_PERIOD: Duration = Duration::from_millis(200);
 
 struct RunSink<'a> {
     exports: Vec<ExportStage>,
-    rejects: Option<RejectsWriter>,
-    reporter: Box<dyn Reporter>,
+    /// The diagnostics reporter and rejects file, as the stages guard them.
+    out: Outputs,
     summary: RunSummary,
-    joins: Vec<JoinSummary>,
-    /// The redaction's counts, when the plan has it.
-    redact: Option<Tally>,
-    used: Vec<Vec<bool>>,
+    /// Per stage of the plan, its counts and its ordered half.
+    counts: Vec<Counts>,
+    ordered: Vec<Box<dyn Ordered + 'a>>,
     convert_rejected: u64,
     busy: &'a Busy,
     progress: &'a dyn Progress,
@@ -534,8 +499,6 @@ struct RunSink<'a> {
     input: usize,
     /// Trajectories offered to the exports so far.
     offered: u64,
-    /// Per join, side records first used since the last journaled input boundary.
-    newly_used: Vec<Vec<u32>>,
     /// Inputs whose counts are journaled, and when the last input boundary was.
     journaled_inputs: usize,
     last_checkpoint: Option<Instant>,
@@ -590,8 +553,8 @@ impl Sink for RunSink<'_> {
                 rejected = true;
                 self.convert_rejected += 1;
                 reject(
-                    self.reporter.as_mut(),
-                    self.rejects.as_mut(),
+                    self.out.reporter.as_mut(),
+                    self.out.rejects.as_mut(),
                     &record,
                     "convert",
                     &d,
@@ -599,7 +562,7 @@ impl Sink for RunSink<'_> {
             }
             Item::Converted(trajectories, elsewhere, warnings, left) => {
                 for w in &warnings {
-                    self.reporter.diagnostic(w)?;
+                    self.out.reporter.diagnostic(w)?;
                 }
                 if let Some(input) = self.summary.inputs.last_mut() {
                     input.left_out.add(&left);
@@ -646,42 +609,39 @@ impl RunSink<'_> {
     /// The counts and busy times of every stage so far, in pipeline order.
     fn stages(&self) -> Vec<StageSummary> {
         let records = self.summary.records;
-        (self.busy.stages())
-            .map(|at| {
-                // In, written, filtered, rejected.
-                let (records_in, written, filtered, rejected) = match at {
-                    StageAt::Convert => (
-                        records,
-                        records - self.convert_rejected,
-                        0,
-                        self.convert_rejected,
-                    ),
-                    StageAt::Join(i) => self.joins.get(i).map_or((0, 0, 0, 0), |j| {
-                        (j.records, j.written_records, j.dropped, j.rejected)
-                    }),
-                    StageAt::Redact => self.redact.as_ref().map_or((0, 0, 0, 0), |r| {
-                        (r.records_in, r.records_in - r.rejected, 0, r.rejected)
-                    }),
-                    StageAt::Export(i) => self.exports.get(i).map_or((0, 0, 0, 0), |e| {
+        (self.busy.steps())
+            .map(|(at, name)| {
+                let counts = match at {
+                    StageAt::Convert => Counts {
+                        records_in: records,
+                        written: records - self.convert_rejected,
+                        filtered: 0,
+                        rejected: self.convert_rejected,
+                    },
+                    StageAt::Stage(i) => self.counts.get(i).copied().unwrap_or_default(),
+                    StageAt::Export(i) => self.exports.get(i).map_or_else(Counts::default, |e| {
                         let s = e.summary();
-                        (s.records_in, s.written, s.filtered, s.rejected)
+                        Counts {
+                            records_in: s.records_in,
+                            written: s.written,
+                            filtered: s.filtered,
+                            rejected: s.rejected,
+                        }
                     }),
                 };
-                StageSummary {
-                    stage: at.name(),
-                    records_in,
-                    written,
-                    filtered,
-                    rejected,
-                    seconds: self.busy.seconds(at),
-                }
+                counts.summary(name.to_owned(), self.busy.seconds(at))
             })
             .collect()
     }
 
     /// Journals the state at the start of input `self.input` (the rejects file synced first).
     fn checkpoint(&mut self) -> io::Result<()> {
-        let fresh = vec![Vec::new(); self.newly_used.len()];
+        let stages = (self.counts.iter().zip(&mut self.ordered))
+            .map(|(c, o)| StageState {
+                counts: *c,
+                state: o.checkpoint(),
+            })
+            .collect();
         let state = GlobalState {
             records: self.summary.records,
             trajectories: self.summary.trajectories,
@@ -693,12 +653,10 @@ impl RunSink<'_> {
                 .get(self.journaled_inputs..)
                 .unwrap_or_default()
                 .to_vec(),
-            joins: self.joins.clone(),
-            redact: self.redact.clone(),
-            used: std::mem::replace(&mut self.newly_used, fresh),
+            stages,
             elsewhere_records: self.elsewhere.records,
             elsewhere_trajectories: self.elsewhere.trajectories,
-            rejects: match &mut self.rejects {
+            rejects: match &mut self.out.rejects {
                 Some(r) => r.checkpoint()?,
                 None => None,
             },
@@ -720,7 +678,7 @@ impl RunSink<'_> {
             None => record.clone(),
         };
         let rejected_as = &t.rejected_as;
-        let (reporter, rejects) = (self.reporter.as_mut(), &mut self.rejects);
+        let (reporter, rejects) = (self.out.reporter.as_mut(), &mut self.out.rejects);
         let mut report = |stage: String, d: &[Diagnostic]| {
             reject(
                 reporter,
@@ -731,44 +689,15 @@ impl RunSink<'_> {
             )
         };
         let mut rejected = false;
-        for (i, step) in t.joins.into_iter().enumerate() {
-            let (Some(s), Some(used)) = (self.joins.get_mut(i), self.used.get_mut(i)) else {
+        for (i, step) in t.steps.iter().enumerate() {
+            let (Some(c), Some(o)) = (self.counts.get_mut(i), self.ordered.get_mut(i)) else {
                 continue;
             };
-            s.records += 1;
-            match step {
-                JoinStep::Kept { matched, used: u } => {
-                    s.written_records += 1;
-                    if matched {
-                        s.matched += 1;
-                    } else {
-                        s.unmatched_kept += 1;
-                    }
-                    for r in u {
-                        if let Some(x) = used.get_mut(r as usize).filter(|x| !**x) {
-                            *x = true;
-                            if let Some(n) = self.newly_used.get_mut(i) {
-                                n.push(r);
-                            }
-                        }
-                    }
-                }
-                JoinStep::Dropped => s.dropped += 1,
-                JoinStep::Rejected(d) => {
-                    s.rejected += 1;
-                    rejected = true;
-                    report(StageAt::Join(i).name(), &d)?;
-                }
-            }
-        }
-        if let (Some(step), Some(tally)) = (t.redact, &mut self.redact) {
-            match step {
-                Ok(counts) => tally.written(&counts),
-                Err(d) => {
-                    tally.rejected();
-                    rejected = true;
-                    report(StageAt::Redact.name(), &d)?;
-                }
+            c.add(step);
+            o.accept(step);
+            if let Step::Rejected(d) = step {
+                rejected = true;
+                report(self.busy.name(StageAt::Stage(i)), d)?;
             }
         }
         let offered = !t.exports.is_empty();
@@ -778,7 +707,7 @@ impl RunSink<'_> {
             self.busy.add(StageAt::Export(i), started);
             if let Some(d) = added {
                 rejected = true;
-                report(StageAt::Export(i).name(), &d)?;
+                report(self.busy.name(StageAt::Export(i)), &d)?;
             }
             for c in export.take_checkpoints() {
                 self.journal.shard(i, c)?;
@@ -792,33 +721,28 @@ impl RunSink<'_> {
 /// The sink of the pass, with the counters of `restart` (all zero for a fresh run), timing its
 /// stages in `busy` and reporting their counts to `progress`.
 fn restored_sink<'a>(
-    plan: &Plan<'_>,
+    plan: &Plan<'a>,
     restart: Restart,
     exports: Vec<ExportStage>,
-    rejects: Option<RejectsWriter>,
-    reporter: Box<dyn Reporter>,
+    out: Outputs,
     journal: Journal,
     (busy, progress): (&'a Busy, &'a dyn Progress),
 ) -> RunSink<'a> {
     let st = restart.state;
-    let mut used: Vec<Vec<bool>> = plan
-        .joins
-        .iter()
-        .map(|j| vec![false; j.join.index.len()])
-        .collect();
-    for (bits, list) in used.iter_mut().zip(&st.used) {
-        for &r in list {
-            if let Some(b) = bits.get_mut(r as usize) {
-                *b = true;
+    let mut counts: Vec<Counts> = st.stages.iter().map(|s| s.counts).collect();
+    counts.resize(plan.stages.len(), Counts::default());
+    let ordered = (plan.stages.iter().enumerate())
+        .map(|(i, s)| {
+            let mut o = s.ordered();
+            if let Some(history) = restart.stage_history.get(i) {
+                o.restore(history);
             }
-        }
-    }
-    let mut joins = st.joins;
-    joins.resize(plan.joins.len(), JoinSummary::default());
+            o
+        })
+        .collect();
     RunSink {
         exports,
-        rejects,
-        reporter,
+        out,
         summary: RunSummary {
             records: st.records,
             trajectories: st.trajectories,
@@ -826,14 +750,10 @@ fn restored_sink<'a>(
             inputs: st.inputs,
             ..RunSummary::default()
         },
-        joins,
-        redact: plan
-            .redact
-            .map(|r| st.redact.unwrap_or_else(|| Tally::new(r.scanner()))),
-        newly_used: vec![Vec::new(); used.len()],
+        counts,
+        ordered,
         journaled_inputs: restart.input,
         last_checkpoint: None,
-        used,
         convert_rejected: st.convert_rejected,
         journal,
         input: restart.input,
@@ -873,11 +793,11 @@ impl Sink for Calls {
 
 /// Runs `plan` in one pass (two when an SFT export infers tool specs from the dataset),
 /// writing every export, rejects from every stage to the file `rejects` (with the stage:
-/// `convert`, `join[N]`, `export[N]`) and their diagnostics to `reporter`. The exports are
+/// `convert`, each stage's name, `export[N]`) and their diagnostics to `reporter`. The exports are
 /// committed (shards renamed, manifest and card written) once the pass succeeded. With
 /// `plan.journal.resume`, restarts from where a killed run's journal says (see [`journal`]).
-pub fn run_plan(
-    plan: &Plan<'_>,
+pub fn run_plan<'a>(
+    plan: &Plan<'a>,
     progress: &dyn Progress,
     rejects: Option<&str>,
     reporter: Box<dyn Reporter>,
@@ -964,17 +884,13 @@ pub fn run_plan(
             (journal, Restart::default(), exports)
         }
     };
-    let busy = Busy::new(plan.stages());
+    let busy = Busy::new(plan.steps());
     let write = |e: io::Error| RunError::Pipeline(PipelineError::Write(e));
-    let mut rejects = rejects
+    let rejects = rejects
         .map(|p| RejectsWriter::resumable(p, restart.state.rejects.unwrap_or(0)))
         .transpose()
         .map_err(write)?;
-    let mut reporter = reporter;
-    if let Some(r) = plan.redact {
-        rejects = rejects.map(|w| w.masked(Box::new(r.scanner().clone())));
-        reporter = Box::new(MaskedReporter::new(reporter, r.scanner().clone()));
-    }
+    let out = (plan.stages.iter()).fold(Outputs { reporter, rejects }, |o, s| s.guard(o));
     let first = restart.input;
     let empty_before: Vec<String> = restart
         .state
@@ -983,15 +899,7 @@ pub fn run_plan(
         .filter(|i| i.records == 0 && i.elsewhere == 0)
         .map(|i| i.path.clone())
         .collect();
-    let sink = restored_sink(
-        plan,
-        restart,
-        exports,
-        rejects,
-        reporter,
-        journal,
-        (&busy, progress),
-    );
+    let sink = restored_sink(plan, restart, exports, out, journal, (&busy, progress));
     let stages = Stages {
         plan,
         by_path: by_path.clone(),
@@ -1013,7 +921,7 @@ pub fn run_plan(
     // the journal records the commit, after which a kill is finished by `--resume`.
     let mut commit = Commit::default();
     let completed = complete(&mut sink, plan, &export_opts, &busy, &mut commit);
-    let (stages, exports) = match completed {
+    let (stages, exports, sections) = match completed {
         Ok(done) => done,
         Err(e) => {
             commit.discard();
@@ -1026,8 +934,7 @@ pub fn run_plan(
     summary.empty_inputs.extend(empty_inputs(&inputs_read));
     summary.stages = stages;
     summary.exports = exports;
-    summary.joins = sink.joins;
-    summary.redaction = sink.redact.as_ref().map(Tally::report);
+    summary.sections = sections;
     summary.partition = plan.partition.map(|p| Elsewhere {
         partition: p.spec(),
         by: p.by.name().to_owned(),
@@ -1056,38 +963,36 @@ pub fn run_plan(
     Ok(summary)
 }
 
-/// Completes the run's outputs once its pass is over: the joins' side files are checked for
-/// orphans, the rejects file and every export's shards are completed and synced, and what
-/// commits them is added to `commit`. Returns the stages' counts and the exports' summaries.
+/// Completes the run's outputs once its pass is over: each stage finishes (a join reports its
+/// orphan side records), the rejects file and every export's shards are completed and synced,
+/// and what commits them is added to `commit`. Returns the stages' counts, the exports'
+/// summaries and the stages' sections of the summary.
 fn complete(
     sink: &mut RunSink<'_>,
     plan: &Plan<'_>,
     export_opts: &[ExportOptions],
     busy: &Busy,
     commit: &mut Commit,
-) -> Result<(Vec<StageSummary>, Vec<ExportSummary>), RunError> {
+) -> Result<(Vec<StageSummary>, Vec<ExportSummary>, Sections), RunError> {
     let write = |e: io::Error| RunError::Pipeline(PipelineError::Write(e));
-    for (i, stage) in plan.joins.iter().enumerate() {
-        let (Some(summary), Some(used)) = (sink.joins.get_mut(i), sink.used.get(i)) else {
-            continue;
-        };
-        finish_side(
-            &stage.join,
-            used,
-            &stage.opts,
-            &StageAt::Join(i).name(),
-            sink.reporter.as_mut(),
-            sink.rejects.as_mut(),
-            summary,
-        )
-        .map_err(write)?;
+    for (i, o) in sink.ordered.iter_mut().enumerate() {
+        o.finish(&busy.name(StageAt::Stage(i)), &mut sink.out)
+            .map_err(write)?;
     }
-    sink.reporter.finish(&Default::default()).map_err(write)?;
-    if let Some(r) = sink.rejects.take() {
+    sink.out
+        .reporter
+        .finish(&Default::default())
+        .map_err(write)?;
+    if let Some(r) = sink.out.rejects.take() {
         commit.rename.extend(r.into_pending().map_err(write)?);
     }
     let mut stages = sink.stages();
-    let redaction = sink.redact.as_ref().map(Tally::report);
+    let mut sections = Sections::with_lists(plan.sections);
+    for o in &sink.ordered {
+        o.summarize(&mut sections);
+    }
+    // Each export's manifest records what redaction replaced before it.
+    let redaction: Option<Redaction> = sections.get("redaction");
     let mut exports = Vec::new();
     for (i, (stage, o)) in std::mem::take(&mut sink.exports)
         .into_iter()
@@ -1102,11 +1007,12 @@ fn complete(
         exports.push(summary);
         let at = StageAt::Export(i);
         busy.add(at, started);
-        if let Some(s) = stages.iter_mut().find(|s| s.stage == at.name()) {
+        let name = busy.name(at);
+        if let Some(s) = stages.iter_mut().find(|s| s.stage == name) {
             s.seconds = busy.seconds(at);
         }
     }
-    Ok((stages, exports))
+    Ok((stages, exports, sections))
 }
 
 #[cfg(test)]

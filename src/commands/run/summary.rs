@@ -5,9 +5,8 @@ use serde::{Deserialize, Serialize};
 use crate::convert::LeftOut;
 use crate::engine::partition::Elsewhere;
 use crate::engine::pipeline::StageSummary;
+use crate::engine::stage::Sections;
 use crate::export::ExportSummary;
-use crate::join::JoinSummary;
-use crate::redact::Redaction;
 
 /// Counts of one input.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -49,11 +48,10 @@ pub struct RunSummary {
     pub inputs: Vec<InputSummary>,
     /// Per stage, in pipeline order.
     pub stages: Vec<StageSummary>,
-    /// Per join stage, with its side files.
-    pub joins: Vec<JoinSummary>,
-    /// What redaction replaced (`[redact]`), per rule; absent without it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub redaction: Option<Redaction>,
+    /// What the stages report beyond their counts, each under its section (`joins`: per join
+    /// stage, with its side files; `redaction`: what `[redact]` replaced, per rule).
+    #[serde(flatten)]
+    pub sections: Sections,
     /// Per export.
     pub exports: Vec<ExportSummary>,
     /// Inputs that held no records.

@@ -9,16 +9,17 @@ use std::path::{Component, Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
+use super::convert::ConvertConfig;
 use super::export::ExportConfig;
 use super::join::JoinConfig;
+use super::partition::PartitionConfig;
 use super::redact::RedactConfig;
+use super::report::ReportConfig;
+use super::validate::ValidateConfig;
 use super::ConfigError;
-use crate::convert::{FormatOptions, OptionValue};
-use crate::engine::partition::PartitionBy;
 use crate::export::{InferTools, Target};
 use crate::ingest::inputs::is_glob;
 use crate::located::{LocatedDoc, LocatedError};
-use crate::model::AdpVersion;
 use crate::validate::schemas::pipeline_validator;
 
 /// `trajkit join` options that are not pipeline keys, and where the pipeline says the same
@@ -60,15 +61,22 @@ const PATH_KEYS: &[&str] = &[
 ];
 
 /// An `[[input]]`: a path (or glob) and how to read it.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(inline, extend("not" = {"required": ["format", "spec"]}))]
 pub struct Input {
-    /// A file, directory or glob pattern, resolved against the pipeline file's directory.
+    /// A file, a directory or a glob pattern (`logs/**/*.jsonl`, `runs/*/trajectory.json`:
+    /// `*`, `?`, `[...]`, `**` for any directories; matches sorted, hidden files not matched,
+    /// no match is an error), resolved against the pipeline file's directory. Stdin is not read
+    /// by pipelines.
+    #[schemars(length(min = 1))]
     pub path: String,
-    /// A format's name, or `auto` (detected per file).
+    /// A format of `trajkit formats`, or auto (detected per input file).
     #[serde(default = "auto")]
+    #[schemars(length(min = 1))]
     pub format: String,
-    /// A declarative converter spec file, instead of `format`.
+    /// A declarative converter spec (TOML) instead of format.
+    #[schemars(length(min = 1))]
     pub spec: Option<String>,
     /// `path` is a glob pattern.
     #[serde(skip)]
@@ -77,37 +85,6 @@ pub struct Input {
 
 fn auto() -> String {
     "auto".to_owned()
-}
-
-#[derive(Debug, Default, Deserialize)]
-struct ConvertSection {
-    adp_version: Option<String>,
-    decode_details: Option<String>,
-    #[serde(default)]
-    strict: bool,
-    /// The formats' options, by pipeline key ([`crate::convert::FormatOption`]); the
-    /// pipeline schema has checked their names and types.
-    #[serde(flatten)]
-    formats: Map<String, Value>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PartitionSection {
-    by: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ValidateSection {
-    max_reject_rate: Option<f64>,
-    rejects: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ReportSection {
-    output: String,
 }
 
 /// A pipeline file, checked, with its paths resolved.
@@ -119,29 +96,21 @@ pub struct Pipeline {
     pub dir: String,
     /// `[[input]]`, in order.
     pub inputs: Vec<Input>,
-    /// `[partition] by`.
-    pub partition_by: PartitionBy,
-    /// `[convert] adp_version`.
-    pub adp_version: AdpVersion,
-    /// `[convert] decode_details`.
-    pub decode_details: Option<String>,
-    /// `[convert] strict`: reject a record whose reader could not map a value.
-    pub strict: bool,
-    /// The formats' options of `[convert]`.
-    pub formats: FormatOptions,
-    /// `[validate] max_reject_rate`.
-    pub max_reject_rate: f64,
-    /// `[validate] rejects`.
-    pub rejects: Option<String>,
+    /// `[partition]`.
+    pub partition: PartitionConfig,
+    /// `[convert]`.
+    pub convert: ConvertConfig,
+    /// `[validate]`.
+    pub validate: ValidateConfig,
     /// `[[join]]`, in order.
     pub joins: Vec<JoinConfig>,
     /// `[redact]`: redaction before every export, when present.
     pub redact: Option<RedactConfig>,
     /// `[[export]]`, in order.
     pub exports: Vec<ExportConfig>,
-    /// `[report] output`: the page `trajkit report` writes of the run's first `adp` or
-    /// `parquet` export (and its rejects), after a run that is not a partition.
-    pub report: Option<String>,
+    /// `[report]`: the page `trajkit report` writes of the run's first `adp` or `parquet`
+    /// export (and its rejects), after a run that is not a partition.
+    pub report: Option<ReportConfig>,
 }
 
 impl Pipeline {
@@ -333,30 +302,15 @@ pub fn parse(path: &str, text: &str) -> Result<Pipeline, ConfigError> {
         }
     }
     let or_default = |v: Value| if v.is_null() { json!({}) } else { v };
-    let convert: ConvertSection = problems
+    let convert: ConvertConfig = problems
         .parse("/convert", &or_default(section("convert")))
         .unwrap_or_default();
-    let partition: PartitionSection = problems
+    let partition: PartitionConfig = problems
         .parse("/partition", &or_default(section("partition")))
         .unwrap_or_default();
-    let partition_by = match partition.by.as_deref().unwrap_or("path").parse() {
-        Ok(by) => by,
-        Err(e) => {
-            problems.add("/partition/by".into(), e);
-            PartitionBy::Path
-        }
-    };
-    let validate: ValidateSection = problems
+    let validate: ValidateConfig = problems
         .parse("/validate", &or_default(section("validate")))
         .unwrap_or_default();
-    let formats = format_options(&convert.formats, &mut problems);
-    let adp_version = match convert.adp_version.as_deref().unwrap_or("1.5.0").parse() {
-        Ok(v) => v,
-        Err(e) => {
-            problems.add("/convert/adp_version".into(), format!("{e}"));
-            AdpVersion::LATEST
-        }
-    };
     let redact: Option<RedactConfig> = match section("redact") {
         Value::Null => None,
         v => problems.parse("/redact", &v),
@@ -375,7 +329,7 @@ pub fn parse(path: &str, text: &str) -> Result<Pipeline, ConfigError> {
         .enumerate()
         .filter_map(|(i, t)| problems.parse(&format!("/export/{i}"), t))
         .collect();
-    let report: Option<ReportSection> = match section("report") {
+    let report: Option<ReportConfig> = match section("report") {
         Value::Null => None,
         v => problems.parse("/report", &v),
     };
@@ -406,17 +360,13 @@ pub fn parse(path: &str, text: &str) -> Result<Pipeline, ConfigError> {
         file: path.to_owned(),
         dir: resolve(base, "."),
         inputs,
-        partition_by,
-        adp_version,
-        decode_details: convert.decode_details,
-        strict: convert.strict,
-        formats,
-        max_reject_rate: validate.max_reject_rate.unwrap_or(0.0),
-        rejects: validate.rejects,
+        partition,
+        convert,
+        validate,
         joins,
         redact,
         exports,
-        report: report.map(|r| r.output),
+        report,
     })
 }
 
@@ -457,39 +407,6 @@ fn not_pipeline_keys(value: &Value, problems: &mut Problems) {
     }
 }
 
-/// The formats' options of a `[convert]` table (its keys other than `adp_version` and
-/// `decode_details`); a key no format declares, or a value of the wrong type, is a problem.
-fn format_options(table: &Map<String, Value>, problems: &mut Problems) -> FormatOptions {
-    let mut opts = FormatOptions::default();
-    for (key, value) in table {
-        let Some(option) = crate::formats::option(key) else {
-            problems.add(format!("/convert/{key}"), "not a key of [convert]");
-            continue;
-        };
-        let value = match (option.default, value) {
-            (OptionValue::Bool(_), Value::Bool(b)) => Some(OptionValue::Bool(*b)),
-            (OptionValue::Int(_), v) => v.as_i64().map(OptionValue::Int),
-            (OptionValue::Choice(..), Value::String(name)) => {
-                match OptionValue::choice(option, name) {
-                    Ok(v) => Some(v),
-                    Err(e) => {
-                        problems.add(format!("/convert/{key}"), e);
-                        continue;
-                    }
-                }
-            }
-            _ => None,
-        };
-        let set = value
-            .ok_or_else(|| format!("not a {}", option.default.type_name()))
-            .and_then(|v| opts.set(option, v));
-        if let Err(e) = set {
-            problems.add(format!("/convert/{key}"), e);
-        }
-    }
-    opts
-}
-
 impl Pipeline {
     /// The effective configuration as JSON: every key with its value or default, paths
     /// resolved (what `run --print-config --json` prints, and what a run's journal is
@@ -503,31 +420,32 @@ impl Pipeline {
                 None => json!({"path": i.path, "format": i.format}),
             })
             .collect();
-        let mut convert = json!({"adp_version": self.adp_version.to_string()});
+        let c = &self.convert;
+        let mut convert = json!({"adp_version": c.adp_version.to_string()});
         for o in crate::formats::options() {
-            convert[o.key] = self.formats.get(o).to_json();
+            convert[o.key] = c.formats.get(o).to_json();
         }
-        if let Some(d) = &self.decode_details {
+        if let Some(d) = &c.decode_details {
             convert["decode_details"] = json!(d);
         }
-        if self.strict {
+        if c.strict {
             convert["strict"] = json!(true);
         }
-        let mut validate = json!({"max_reject_rate": self.max_reject_rate});
-        if let Some(r) = &self.rejects {
+        let mut validate = json!({"max_reject_rate": self.validate.max_reject_rate});
+        if let Some(r) = &self.validate.rejects {
             validate["rejects"] = json!(r);
         }
         let mut out = json!({
             "input": inputs,
             "convert": convert,
             "validate": validate,
-            "partition": {"by": self.partition_by.name()},
+            "partition": {"by": self.partition.by.name()},
         });
         if !self.joins.is_empty() {
             out["join"] = json!(self.joins);
         }
         if let Some(r) = &self.report {
-            out["report"] = json!({"output": r});
+            out["report"] = json!({"output": r.output});
         }
         if let Some(r) = &self.redact {
             out["redact"] = json!(r);
@@ -583,7 +501,7 @@ impl Pipeline {
                 ));
             }
         }
-        if let Some(rejects) = self.rejects.as_deref().filter(|r| *r != "-") {
+        if let Some(rejects) = self.validate.rejects.as_deref().filter(|r| *r != "-") {
             let inside = outputs
                 .iter()
                 .enumerate()

@@ -210,20 +210,11 @@ fn read_text(path: &str, what: &str) -> Result<String, ConfigError> {
 }
 
 impl ExportConfig {
-    /// The targets that count tokens with a chat template and tokenizer (besides `tokens`,
-    /// which needs them).
-    const COUNTING: [Target; 4] = [
-        Target::Parquet,
-        Target::Openai,
-        Target::Hf,
-        Target::Sharegpt,
-    ];
-
     /// True when this export counts its rows' tokens: a counting target (parquet, openai, hf,
     /// sharegpt) given a chat template or tokenizer (or `tokens`).
     pub fn counts_tokens(&self) -> bool {
-        self.to == Target::Tokens
-            || (Self::COUNTING.contains(&self.to)
+        self.to.writes_samples()
+            || (self.to.can_count_tokens()
                 && (self.chat_template.is_some()
                     || self.chat_template_name.is_some()
                     || self.tokenizer.is_some()))
@@ -233,8 +224,8 @@ impl ExportConfig {
     /// loaded; the length and loss options are refused on other targets than `tokens`.
     fn training(&self) -> Result<Option<Arc<Training>>, ConfigError> {
         let invalid = |m: String| ConfigError::Invalid(m);
-        if self.to != Target::Tokens {
-            let counting = Self::COUNTING.contains(&self.to);
+        if !self.to.writes_samples() {
+            let counting = self.to.can_count_tokens();
             let template = [
                 ("--chat-template", self.chat_template.is_some()),
                 ("--chat-template-name", self.chat_template_name.is_some()),
@@ -263,7 +254,7 @@ impl ExportConfig {
             }
         }
         let (Some(template), Some(tokenizer)) = (&self.chat_template, &self.tokenizer) else {
-            return Err(invalid(if self.to == Target::Tokens {
+            return Err(invalid(if self.to.writes_samples() {
                 "--to tokens needs --chat-template FILE and --tokenizer FILE".into()
             } else {
                 format!(
@@ -305,16 +296,17 @@ impl ExportConfig {
             to => to,
         };
         let thoughts = self.thoughts.unwrap_or(counted_as.default_thoughts());
-        if thoughts == Thoughts::Reasoning && !matches!(counted_as, Target::Hf | Target::Tokens) {
+        if thoughts == Thoughts::Reasoning && !counted_as.has_reasoning_field() {
             return Err(invalid(
                 "--thoughts reasoning needs --to hf or tokens, or parquet with --chat-template \
                  (openai and sharegpt have no reasoning field)",
             ));
         }
-        match (self.train_on, self.to) {
-            (TrainOn::Assistant, _) | (_, Target::Tokens) => {}
-            (TrainOn::LastAssistant | TrainOn::All, Target::Openai) => {}
-            (t, _) => {
+        match self.train_on {
+            _ if self.to.writes_samples() => {}
+            TrainOn::Assistant => {}
+            TrainOn::LastAssistant | TrainOn::All if self.to.weights_turns() => {}
+            t => {
                 return Err(ConfigError::Invalid(format!(
                     "--train-on {t} needs --to tokens{}",
                     if t == TrainOn::FinalAnswer {

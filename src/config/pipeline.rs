@@ -333,9 +333,7 @@ pub fn parse(path: &str, text: &str) -> Result<Pipeline, ConfigError> {
         Value::Null => None,
         v => problems.parse("/report", &v),
     };
-    let reads_trajectories = exports
-        .iter()
-        .any(|e| matches!(e.to, Target::Adp | Target::Parquet));
+    let reads_trajectories = exports.iter().any(|e| e.to.holds_trajectories());
     if report.is_some() && !reads_trajectories {
         problems.add(
             "/report".into(),

@@ -26,7 +26,7 @@ use super::validate::ValidateConfig;
     description = "Inputs, convert options, validation, join stages and exports, run in one streaming pass. Paths are relative to the pipeline file's directory. The keys of [[join]] and [[export]] are the long options of `trajkit join` and `trajkit export`, in snake_case, with the same values and defaults.",
     deny_unknown_fields
 )]
-#[allow(dead_code)] // ok: a type only described, never built
+#[allow(dead_code)] // described, never built: the file is read table by table
 struct PipelineFile {
     /// Inputs, read in order: files, directories (read recursively, or as one unit when a
     /// format claims them: Ralph memory directories, LedgerMind databases) and glob patterns.

@@ -14,8 +14,8 @@ pub struct ValidateConfig {
     #[serde(default)]
     #[schemars(range(min = 0, max = 1))]
     pub max_reject_rate: f64,
-    /// The rejects file of every stage (JSON lines, each with its stage: convert, join[N],
-    /// export[N]).
+    /// The rejects file of every stage (JSON lines, each with its stage: `convert`, `join[N]`,
+    /// `export[N]`).
     #[schemars(length(min = 1))]
     pub rejects: Option<String>,
 }

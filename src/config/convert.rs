@@ -110,7 +110,7 @@ pub struct ConvertConfig {
     pub strict: bool,
     /// The formats' options: keys of the table, and flags.
     #[cfg_attr(feature = "cli", command(flatten))]
-    #[serde(flatten, deserialize_with = "format_options")]
+    #[serde(flatten, deserialize_with = "format_options_field")]
     #[schemars(schema_with = "format_options_schema")]
     pub formats: FormatOptions,
 }
@@ -136,16 +136,18 @@ fn adp_version<'de, D: serde::Deserializer<'de>>(d: D) -> Result<AdpVersion, D::
     name.parse().map_err(serde::de::Error::custom)
 }
 
-/// The formats' options of a `[convert]` table (its keys other than the fixed ones): a key no
-/// format declares, or a value of the wrong type, is an error naming the key.
-fn format_options<'de, D: serde::Deserializer<'de>>(d: D) -> Result<FormatOptions, D::Error> {
-    let table = Map::<String, Value>::deserialize(d)?;
+/// The keys of `[convert]` that are not the formats' options.
+pub const FIXED_KEYS: &[&str] = &["adp_version", "decode_details", "strict"];
+
+/// The formats' options of a `[convert]` table's keys other than [`FIXED_KEYS`], or every
+/// problem as `(key, message)`: a key no format declares, a value of the wrong type.
+pub fn format_options(table: &Map<String, Value>) -> Result<FormatOptions, Vec<(String, String)>> {
     let mut opts = FormatOptions::default();
-    for (key, value) in &table {
+    let mut problems = Vec::new();
+    for (key, value) in table {
         let Some(option) = crate::formats::option(key) else {
-            return Err(serde::de::Error::custom(format!(
-                "{key}: not a key of [convert]"
-            )));
+            problems.push((key.clone(), "not a key of [convert]".to_owned()));
+            continue;
         };
         let wrong_type = || format!("not a {}", option.default.type_name());
         let value = match (option.default, value) {
@@ -155,10 +157,23 @@ fn format_options<'de, D: serde::Deserializer<'de>>(d: D) -> Result<FormatOption
             _ => Err(wrong_type()),
         };
         if let Err(e) = value.and_then(|v| opts.set(option, v)) {
-            return Err(serde::de::Error::custom(format!("{key}: {e}")));
+            problems.push((key.clone(), e));
         }
     }
-    Ok(opts)
+    if problems.is_empty() {
+        Ok(opts)
+    } else {
+        Err(problems)
+    }
+}
+
+/// [`format_options`] as serde reads the flattened keys; the first problem is the error.
+fn format_options_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<FormatOptions, D::Error> {
+    let table = Map::<String, Value>::deserialize(d)?;
+    format_options(&table).map_err(|problems| {
+        let (key, message) = &problems[0]; // ok: an error holds at least one problem
+        serde::de::Error::custom(format!("{key}: {message}"))
+    })
 }
 
 /// The formats' options as properties of `[convert]`: each with its type, default and help.

@@ -9,7 +9,7 @@ use std::path::{Component, Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use super::convert::ConvertConfig;
+use super::convert::{self, ConvertConfig};
 use super::export::ExportConfig;
 use super::join::JoinConfig;
 use super::partition::PartitionConfig;
@@ -302,9 +302,31 @@ pub fn parse(path: &str, text: &str) -> Result<Pipeline, ConfigError> {
         }
     }
     let or_default = |v: Value| if v.is_null() { json!({}) } else { v };
-    let convert: ConvertConfig = problems
-        .parse("/convert", &or_default(section("convert")))
+    // The formats' options are checked apart, each problem at its key.
+    let mut convert_table = or_default(section("convert"));
+    let mut format_keys = Map::new();
+    if let Value::Object(table) = &mut convert_table {
+        let keys: Vec<String> = table
+            .keys()
+            .filter(|k| !convert::FIXED_KEYS.contains(&k.as_str()))
+            .cloned()
+            .collect();
+        for k in keys {
+            if let Some(v) = table.remove(&k) {
+                format_keys.insert(k, v);
+            }
+        }
+    }
+    let formats = convert::format_options(&format_keys).unwrap_or_else(|list| {
+        for (key, message) in list {
+            problems.add(format!("/convert/{key}"), message);
+        }
+        Default::default()
+    });
+    let mut convert: ConvertConfig = problems
+        .parse("/convert", &convert_table)
         .unwrap_or_default();
+    convert.formats = formats;
     let partition: PartitionConfig = problems
         .parse("/partition", &or_default(section("partition")))
         .unwrap_or_default();
@@ -592,6 +614,29 @@ mod tests {
         assert_eq!(resolve(Path::new(""), "a/b"), "a/b");
         assert_eq!(resolve(Path::new("x"), "/abs"), "/abs");
         assert_eq!(resolve(Path::new(""), ".."), "..");
+    }
+
+    /// Problems the schema lets through are each reported at their key, all of them: a
+    /// format option's value and the ADP version.
+    #[test]
+    fn convert_problems_are_located_at_their_keys() {
+        let text = "[[input]]\npath = \"x\"\n[convert]\nadp_version = \"9.9\"\nidle_gap = 1.0\n\
+                    [[export]]\nto = \"hf\"\noutput = \"o\"\n";
+        let Err(ConfigError::Invalid(message)) = parse("p.toml", text) else {
+            panic!("the pipeline is refused");
+        };
+        assert!(
+            message.contains("p.toml:5: convert.idle_gap: not a integer")
+                && message.contains("p.toml:4: convert.adp_version: unsupported"),
+            "{message}"
+        );
+        let ok = parse("p.toml", &text.replace("9.9", "1.3").replace("1.0", "5"));
+        let convert = ok.expect("valid").convert;
+        assert_eq!(convert.adp_version, crate::model::AdpVersion::V1_3);
+        assert_eq!(
+            convert.formats.get(&crate::formats::ledgermind::IDLE_GAP),
+            crate::convert::OptionValue::Int(5)
+        );
     }
 
     /// Every key of a `[[join]]` and `[[export]]` table in the pipeline schema is a field of

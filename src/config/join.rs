@@ -122,9 +122,10 @@ fn side_from<'de, D: serde::Deserializer<'de>>(d: D) -> Result<SideFrom, D::Erro
     side_format(&name).map_err(serde::de::Error::custom)
 }
 
-/// The schema of a side format's name: one of the registry's.
+/// The schema of a side format's name: `generic` (the default), then the registry's.
 fn side_from_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    let names: Vec<&str> = crate::formats::side_formats().map(SideFrom::name).collect();
+    let mut names: Vec<&str> = crate::formats::side_formats().map(SideFrom::name).collect();
+    names.sort_by_key(|n| *n != SideFrom::Generic.name());
     schemars::json_schema!({"type": "string", "enum": names, "default": SideFrom::Generic.name()})
 }
 

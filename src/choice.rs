@@ -3,7 +3,8 @@
 /// Defines an enum of named choices: `name()`, `FromStr` and `Display` by name, serde as the
 /// name (so a pipeline key and a flag read the same words), and `Default` when a
 /// `default = Variant` follows `$what`. A variant may also be read by older names
-/// (`Variant = "name" | "alias"`); it is always written by its first. `$what` names the choice in the error for an unknown
+/// (`Variant = "name" | "alias"`); it is always written by its first. Its JSON Schema (for the
+/// pipeline schema) is a string enum of every name. `$what` names the choice in the error for an unknown
 /// name. Used by the join's policies, export's options and partitions.
 macro_rules! choice {
     ($(#[$doc:meta])* $name:ident, $what:literal $(, default = $default:ident)? { $($(#[$vdoc:meta])* $variant:ident = $text:literal $(| $alias:literal)*),+ $(,)? }) => {
@@ -59,6 +60,21 @@ macro_rules! choice {
         impl<'de> serde::Deserialize<'de> for $name {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 $crate::choice::from_name(d)
+            }
+        }
+
+        /// In the pipeline schema: a string, one of the names (older ones included).
+        impl schemars::JsonSchema for $name {
+            fn inline_schema() -> bool {
+                true
+            }
+
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!({"type": "string", "enum": [$($text $(, $alias)*),+]})
             }
         }
     };

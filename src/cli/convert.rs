@@ -2,14 +2,12 @@
 
 use std::time::Instant;
 
-use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
+use clap::Args;
 use trajkit::commands::convert::convert_inputs;
 use trajkit::commands::inputs::plan;
-use trajkit::config::convert::{named_converter, output_format, upgrade_options};
-use trajkit::convert::{ConvertOptions, FormatOption, FormatOptions, OptionValue};
+use trajkit::config::convert::{named_converter, output_format, upgrade_options, ConvertConfig};
+use trajkit::convert::ConvertOptions;
 use trajkit::engine::output::warn;
-use trajkit::formats;
-use trajkit::model::AdpVersion;
 
 use super::common::{open_stage_files, throughput, warn_empty, Capped, CliError, GlobalArgs};
 
@@ -40,26 +38,16 @@ pub struct ConvertArgs {
     /// same ADP back).
     #[arg(long, default_value = "adp")]
     pub to: String,
-    /// ADP version to write: 1.5.0 (default), 1.4.0 ... 1.0.0, or unversioned.
-    #[arg(long, default_value = "1.5.0", value_name = "VERSION")]
-    pub adp_version: AdpVersion,
     /// Output file (`-` for stdout). Written under a temporary name and renamed when complete.
     #[arg(short, long, default_value = "-", value_name = "FILE")]
     pub output: String,
     /// Write each rejected record, with its diagnostics, to this JSON-lines file.
     #[arg(long, value_name = "FILE")]
     pub rejects: Option<String>,
-    /// Decode JSON-encoded strings in `details` into JSON values: a comma-separated list of
-    /// keys, or `*` for every value that holds a JSON object or array (1.1.0+ only).
-    #[arg(long, value_name = "KEYS")]
-    pub decode_details: Option<String>,
-    /// Reject a record whose reader could not map a value or met a line of the wrong type,
-    /// rather than keep the value in `details` and count it (docs/inputs.md, "What a reader
-    /// leaves out").
-    #[arg(long)]
-    pub strict: bool,
+    /// ADP version, details decoding, strictness and the formats' options (the keys of a
+    /// pipeline's `[convert]` table).
     #[command(flatten)]
-    pub formats: FormatArgs,
+    pub convert: ConvertConfig,
 }
 
 /// Shown after the options, one example a line (kept out of the doc comment, which clap
@@ -69,79 +57,14 @@ const EXAMPLES: &str = "Examples:
   trajkit convert --from adp old.json.gz --adp-version 1.3.0 -o v13.jsonl
   trajkit convert std.jsonl --to atif -o trajectories.atif.jsonl";
 
-/// The options the formats declare ([`FormatOption`]), as flags: one per option, named and
-/// described by its declaration, so a format adds a flag by declaring an option in its folder
-/// (docs/inputs.md, "Mapping options"). What a choice leaves out of the steps stays in
-/// `details`.
-#[derive(Debug, Clone, Default)]
-pub struct FormatArgs {
-    /// The values given on the command line.
-    pub options: FormatOptions,
-}
-
-impl Args for FormatArgs {
-    fn augment_args(cmd: Command) -> Command {
-        let cmd = cmd.next_help_heading("Format options");
-        formats::options().fold(cmd, |cmd, o| cmd.arg(format_flag(o)))
-    }
-
-    fn augment_args_for_update(cmd: Command) -> Command {
-        Self::augment_args(cmd)
-    }
-}
-
-/// The flag of option `o`.
-fn format_flag(o: &'static FormatOption) -> Arg {
-    let parser: clap::builder::ValueParser = match o.default {
-        OptionValue::Bool(_) => clap::value_parser!(bool),
-        OptionValue::Int(_) => clap::value_parser!(i64).into(),
-        OptionValue::Choice(_, names) => clap::builder::PossibleValuesParser::new(names).into(),
-    };
-    Arg::new(o.key)
-        .long(o.flag)
-        .value_name(o.value_name)
-        .help(format!("{} [default: {}]", o.help, o.default))
-        .action(ArgAction::Set)
-        .value_parser(parser)
-}
-
-impl FromArgMatches for FormatArgs {
-    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
-        let mut args = FormatArgs::default();
-        args.update_from_arg_matches(matches)?;
-        Ok(args)
-    }
-
-    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
-        for o in formats::options() {
-            let value = match o.default {
-                OptionValue::Bool(_) => matches
-                    .get_one::<bool>(o.key)
-                    .copied()
-                    .map(OptionValue::Bool),
-                OptionValue::Int(_) => matches.get_one::<i64>(o.key).copied().map(OptionValue::Int),
-                OptionValue::Choice(..) => match matches.get_one::<String>(o.key) {
-                    Some(name) => Some(OptionValue::choice(o, name).map_err(|e| {
-                        clap::Error::raw(clap::error::ErrorKind::ValueValidation, e)
-                    })?),
-                    None => None,
-                },
-            };
-            if let Some(v) = value {
-                self.options
-                    .set(o, v)
-                    .map_err(|e| clap::Error::raw(clap::error::ErrorKind::ValueValidation, e))?;
-            }
-        }
-        Ok(())
-    }
-}
-
 /// Runs `convert`.
 pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     let named = named_converter(&args.from, args.spec.as_deref())?;
-    let to = output_format(&args.to, args.adp_version)?;
-    let upgrade = upgrade_options(args.adp_version, args.decode_details.as_deref())?;
+    let to = output_format(&args.to, args.convert.adp_version)?;
+    let upgrade = upgrade_options(
+        args.convert.adp_version,
+        args.convert.decode_details.as_deref(),
+    )?;
     let plan = plan(&args.inputs, named, &|m| global.notice(m))?;
     let inputs: Vec<String> = plan.iter().map(|(p, _)| p.clone()).collect();
     let files = open_stage_files(&args.output, args.rejects.as_deref(), None)?;
@@ -149,8 +72,8 @@ pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         to,
         upgrade,
         run: global.run_options(),
-        mapping: args.formats.options,
-        strict: args.strict,
+        mapping: args.convert.formats,
+        strict: args.convert.strict,
         inputs: std::sync::Arc::new(inputs.clone()),
     };
     let shown = Capped::stderr(global);
@@ -172,7 +95,7 @@ pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         }
     }
     let speed = throughput(bar.bytes_read(), started);
-    for line in summary.lines(&args.adp_version, &speed) {
+    for line in summary.lines(&args.convert.adp_version, &speed) {
         global.summary(format_args!("{line}"));
     }
     Ok(u8::from(summary.rejected > 0))

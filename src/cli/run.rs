@@ -97,7 +97,7 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         Some(spec) => {
             let by = match &args.partition_by {
                 Some(b) => b.parse().map_err(CliError::usage)?,
-                None => pipeline.partition_by,
+                None => pipeline.partition.by,
             };
             Some(Partition::parse(spec, by).map_err(CliError::usage)?)
         }

@@ -32,15 +32,20 @@ pub const ZSTD_LEVEL: i32 = 3;
 /// The field names are the pipeline keys; with the `cli` feature, the flags of `trajkit
 /// export`. A table deserializes with the defaults the flags have; [`ExportConfig::options`]
 /// checks the combinations.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[cfg_attr(feature = "cli", derive(clap::Args))]
 #[serde(deny_unknown_fields)]
+#[schemars(
+    rename = "export",
+    description = "An export (trajkit export): the trajectories written as a dataset of one target. The keys are the long options of `trajkit export`, in snake_case, with the same values and defaults."
+)]
 pub struct ExportConfig {
     /// Target: parquet, openai, hf, sharegpt, adp, tokens.
     #[cfg_attr(feature = "cli", arg(long, value_name = "TARGET"))]
     pub to: Target,
     /// Output directory.
     #[cfg_attr(feature = "cli", arg(short, long, value_name = "DIR"))]
+    #[schemars(length(min = 1))]
     pub output: String,
     /// Where thoughts (reasoning_content) go: content, reasoning (hf only), think (inline
     /// `<think>`), drop. Default: reasoning for hf, think otherwise.
@@ -82,6 +87,7 @@ pub struct ExportConfig {
     /// tokens: the longest row, in tokens (see --overlength).
     #[cfg_attr(feature = "cli", arg(long, value_name = "N"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub max_tokens: Option<usize>,
     /// tokens: a row over --max-tokens is dropped (filtered), or truncated after the last whole
     /// assistant turn that fits.
@@ -92,6 +98,7 @@ pub struct ExportConfig {
     /// it (default 8388608); a trajectory with a larger one is rejected before rendering.
     #[cfg_attr(feature = "cli", arg(long, value_name = "BYTES"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1), extend("default" = MAX_MESSAGE_BYTES))]
     pub max_message_bytes: Option<u64>,
     /// Map a code language to a tool: `LANG=TOOL[:ARG]` (ARG default `code`; LANG `*` for all
     /// others, whose calls also carry `language`). Defaults: bash/shell/sh=bash:command,
@@ -124,25 +131,30 @@ pub struct ExportConfig {
     /// At most N rows per shard.
     #[cfg_attr(feature = "cli", arg(long, value_name = "N"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub shard_rows: Option<u64>,
     /// At most N bytes of row data per shard (JSON lines, or Parquet column values; before
     /// compression; default 500000000).
     #[cfg_attr(feature = "cli", arg(long, value_name = "N"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub shard_bytes: Option<u64>,
     /// Parquet: a row group ends before the row that would take its data past N bytes
     /// (before encoding and compression).
     #[cfg_attr(feature = "cli", arg(long, default_value_t = ROW_GROUP_BYTES, value_name = "N"))]
     #[serde(default = "row_group_bytes")]
+    #[schemars(range(min = 1))]
     pub row_group_bytes: u64,
     /// Compress JSON-lines shards: zstd (Parquet pages are always zstd-compressed).
     #[cfg_attr(feature = "cli", arg(long, value_name = "CODEC", value_parser = ["zstd"]))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("enum" = ["zstd"]))]
     pub compress: Option<String>,
     /// zstd level of Parquet pages and of `--compress zstd` shards (1-22).
     #[cfg_attr(feature = "cli", arg(long, default_value_t = ZSTD_LEVEL, value_name = "LEVEL",
           value_parser = clap::value_parser!(i32).range(1..=22)))]
     #[serde(default = "zstd_level")]
+    #[schemars(range(min = 1, max = 22))]
     pub zstd_level: i32,
     /// Keep trajectories whose details.reward is at least R.
     #[cfg_attr(feature = "cli", arg(long, value_name = "R"))]
@@ -170,6 +182,7 @@ pub struct ExportConfig {
     /// compaction,subagents (both); docs/segments.md.
     #[cfg_attr(feature = "cli", arg(long, default_value_t, value_name = "MODE"))]
     #[serde(default, skip_serializing_if = "is_default_segments")]
+    #[schemars(extend("default" = "none"))]
     pub segments: Mode,
     /// Replace an earlier export in DIR.
     #[cfg_attr(feature = "cli", arg(long))]
@@ -199,20 +212,11 @@ fn read_text(path: &str, what: &str) -> Result<String, ConfigError> {
 }
 
 impl ExportConfig {
-    /// The targets that count tokens with a chat template and tokenizer (besides `tokens`,
-    /// which needs them).
-    const COUNTING: [Target; 4] = [
-        Target::Parquet,
-        Target::Openai,
-        Target::Hf,
-        Target::Sharegpt,
-    ];
-
     /// True when this export counts its rows' tokens: a counting target (parquet, openai, hf,
     /// sharegpt) given a chat template or tokenizer (or `tokens`).
     pub fn counts_tokens(&self) -> bool {
-        self.to == Target::Tokens
-            || (Self::COUNTING.contains(&self.to)
+        self.to.writes_samples()
+            || (self.to.can_count_tokens()
                 && (self.chat_template.is_some()
                     || self.chat_template_name.is_some()
                     || self.tokenizer.is_some()))
@@ -222,8 +226,8 @@ impl ExportConfig {
     /// loaded; the length and loss options are refused on other targets than `tokens`.
     fn training(&self) -> Result<Option<Arc<Training>>, ConfigError> {
         let invalid = |m: String| ConfigError::Invalid(m);
-        if self.to != Target::Tokens {
-            let counting = Self::COUNTING.contains(&self.to);
+        if !self.to.writes_samples() {
+            let counting = self.to.can_count_tokens();
             let template = [
                 ("--chat-template", self.chat_template.is_some()),
                 ("--chat-template-name", self.chat_template_name.is_some()),
@@ -252,7 +256,7 @@ impl ExportConfig {
             }
         }
         let (Some(template), Some(tokenizer)) = (&self.chat_template, &self.tokenizer) else {
-            return Err(invalid(if self.to == Target::Tokens {
+            return Err(invalid(if self.to.writes_samples() {
                 "--to tokens needs --chat-template FILE and --tokenizer FILE".into()
             } else {
                 format!(
@@ -294,16 +298,17 @@ impl ExportConfig {
             to => to,
         };
         let thoughts = self.thoughts.unwrap_or(counted_as.default_thoughts());
-        if thoughts == Thoughts::Reasoning && !matches!(counted_as, Target::Hf | Target::Tokens) {
+        if thoughts == Thoughts::Reasoning && !counted_as.has_reasoning_field() {
             return Err(invalid(
                 "--thoughts reasoning needs --to hf or tokens, or parquet with --chat-template \
                  (openai and sharegpt have no reasoning field)",
             ));
         }
-        match (self.train_on, self.to) {
-            (TrainOn::Assistant, _) | (_, Target::Tokens) => {}
-            (TrainOn::LastAssistant | TrainOn::All, Target::Openai) => {}
-            (t, _) => {
+        match self.train_on {
+            _ if self.to.writes_samples() => {}
+            TrainOn::Assistant => {}
+            TrainOn::LastAssistant | TrainOn::All if self.to.weights_turns() => {}
+            t => {
                 return Err(ConfigError::Invalid(format!(
                     "--train-on {t} needs --to tokens{}",
                     if t == TrainOn::FinalAnswer {

@@ -15,42 +15,57 @@ use crate::join::{
 /// The field names are the pipeline keys; with the `cli` feature, the flags of `trajkit join`
 /// (`--reflections-from` for `reflections_from`). A table deserializes with the defaults the
 /// flags have.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[cfg_attr(feature = "cli", derive(clap::Args))]
 #[serde(deny_unknown_fields)]
+#[schemars(
+    rename = "join",
+    description = "A join stage (trajkit join): reflections and rewards from side files attached to the trajectories they match. The keys are the long options of `trajkit join`, in snake_case, with the same values and defaults."
+)]
 pub struct JoinConfig {
     /// Side files of reflections (JSON lines or a JSON array; .gz/.zst read).
     #[cfg_attr(feature = "cli", arg(long, num_args = 1.., value_name = "FILE"))]
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(inner(length(min = 1)))]
     pub reflections: Vec<String>,
     /// Format of the --reflections files.
     #[cfg_attr(feature = "cli", arg(long, default_value_t, value_name = "FORMAT", value_parser = side_format))]
     #[serde(default, deserialize_with = "side_from")]
+    #[schemars(schema_with = "side_from_schema")]
     pub reflections_from: SideFrom,
     /// Side files of rewards.
     #[cfg_attr(feature = "cli", arg(long, num_args = 1.., value_name = "FILE"))]
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(inner(length(min = 1)))]
     pub rewards: Vec<String>,
     /// Format of the --rewards files.
     #[cfg_attr(feature = "cli", arg(long, default_value_t, value_name = "FORMAT", value_parser = side_format))]
     #[serde(default, deserialize_with = "side_from")]
+    #[schemars(schema_with = "side_from_schema")]
     pub rewards_from: SideFrom,
     /// Key of a generic side record (pointer, field path or template).
     #[cfg_attr(feature = "cli", arg(long, value_name = "EXPR"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
     pub key: Option<KeyExpr>,
     /// Key of a --reflections record, instead of its format's (or --key).
     #[cfg_attr(feature = "cli", arg(long, value_name = "EXPR"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
     pub reflections_key: Option<KeyExpr>,
     /// Key of a --rewards record, instead of its format's (or --key).
     #[cfg_attr(feature = "cli", arg(long, value_name = "EXPR"))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
     pub rewards_key: Option<KeyExpr>,
     /// Key of a trajectory: `id` (the default of most side formats), a details path or a
     /// template (`help::trajectory_key` names the formats).
     #[cfg_attr(feature = "cli", arg(long, value_name = "EXPR", help = help::trajectory_key()))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        with = "Option<String>",
+        description = "Key of a trajectory: `id` (the default of most side formats), a details path or a template (`trajkit join --help` names each format's)."
+    )]
     pub trajectory_key: Option<KeyExpr>,
     /// Generic: the reward (a number, or a boolean read as 1.0 / 0.0).
     #[cfg_attr(feature = "cli", arg(long, value_name = "POINTER"))]
@@ -78,6 +93,9 @@ pub struct JoinConfig {
     /// `details.prior_reflections` (`help::memory_window` names the side formats with loops).
     #[cfg_attr(feature = "cli", arg(long, default_value_t, value_name = "N", help = help::memory_window()))]
     #[serde(default)]
+    #[schemars(
+        description = "Attach the reflections of the previous N iterations of the same loop as `details.prior_reflections` (`trajkit join --help` names the side formats with loops)."
+    )]
     pub memory_window: usize,
     /// A trajectory no side record matches: keep, drop or reject.
     #[cfg_attr(feature = "cli", arg(long, default_value_t, value_name = "POLICY"))]
@@ -102,6 +120,13 @@ pub struct JoinConfig {
 fn side_from<'de, D: serde::Deserializer<'de>>(d: D) -> Result<SideFrom, D::Error> {
     let name = String::deserialize(d)?;
     side_format(&name).map_err(serde::de::Error::custom)
+}
+
+/// The schema of a side format's name: `generic` (the default), then the registry's.
+fn side_from_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let mut names: Vec<&str> = crate::formats::side_formats().map(SideFrom::name).collect();
+    names.sort_by_key(|n| *n != SideFrom::Generic.name());
+    schemars::json_schema!({"type": "string", "enum": names, "default": SideFrom::Generic.name()})
 }
 
 impl JoinConfig {

@@ -9,17 +9,18 @@ use std::path::{Component, Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
+use super::convert::{self, ConvertConfig};
 use super::export::ExportConfig;
 use super::join::JoinConfig;
+use super::partition::PartitionConfig;
 use super::redact::RedactConfig;
+use super::report::ReportConfig;
+use super::validate::ValidateConfig;
 use super::ConfigError;
-use crate::convert::{FormatOptions, OptionValue};
-use crate::engine::partition::PartitionBy;
 use crate::export::{InferTools, Target};
 use crate::filter::FilterConfig;
 use crate::ingest::inputs::is_glob;
 use crate::located::{LocatedDoc, LocatedError};
-use crate::model::AdpVersion;
 use crate::validate::schemas::pipeline_validator;
 
 /// `trajkit join` options that are not pipeline keys, and where the pipeline says the same
@@ -61,15 +62,22 @@ const PATH_KEYS: &[&str] = &[
 ];
 
 /// An `[[input]]`: a path (or glob) and how to read it.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(inline, extend("not" = {"required": ["format", "spec"]}))]
 pub struct Input {
-    /// A file, directory or glob pattern, resolved against the pipeline file's directory.
+    /// A file, a directory or a glob pattern (`logs/**/*.jsonl`, `runs/*/trajectory.json`:
+    /// `*`, `?`, `[...]`, `**` for any directories; matches sorted, hidden files not matched,
+    /// no match is an error), resolved against the pipeline file's directory. Stdin is not read
+    /// by pipelines.
+    #[schemars(length(min = 1))]
     pub path: String,
-    /// A format's name, or `auto` (detected per file).
+    /// A format of `trajkit formats`, or auto (detected per input file).
     #[serde(default = "auto")]
+    #[schemars(length(min = 1))]
     pub format: String,
-    /// A declarative converter spec file, instead of `format`.
+    /// A declarative converter spec (TOML) instead of format.
+    #[schemars(length(min = 1))]
     pub spec: Option<String>,
     /// `path` is a glob pattern.
     #[serde(skip)]
@@ -78,37 +86,6 @@ pub struct Input {
 
 fn auto() -> String {
     "auto".to_owned()
-}
-
-#[derive(Debug, Default, Deserialize)]
-struct ConvertSection {
-    adp_version: Option<String>,
-    decode_details: Option<String>,
-    #[serde(default)]
-    strict: bool,
-    /// The formats' options, by pipeline key ([`crate::convert::FormatOption`]); the
-    /// pipeline schema has checked their names and types.
-    #[serde(flatten)]
-    formats: Map<String, Value>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PartitionSection {
-    by: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ValidateSection {
-    max_reject_rate: Option<f64>,
-    rejects: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ReportSection {
-    output: String,
 }
 
 /// A pipeline file, checked, with its paths resolved.
@@ -120,20 +97,12 @@ pub struct Pipeline {
     pub dir: String,
     /// `[[input]]`, in order.
     pub inputs: Vec<Input>,
-    /// `[partition] by`.
-    pub partition_by: PartitionBy,
-    /// `[convert] adp_version`.
-    pub adp_version: AdpVersion,
-    /// `[convert] decode_details`.
-    pub decode_details: Option<String>,
-    /// `[convert] strict`: reject a record whose reader could not map a value.
-    pub strict: bool,
-    /// The formats' options of `[convert]`.
-    pub formats: FormatOptions,
-    /// `[validate] max_reject_rate`.
-    pub max_reject_rate: f64,
-    /// `[validate] rejects`.
-    pub rejects: Option<String>,
+    /// `[partition]`.
+    pub partition: PartitionConfig,
+    /// `[convert]`.
+    pub convert: ConvertConfig,
+    /// `[validate]`.
+    pub validate: ValidateConfig,
     /// `[[join]]`, in order.
     pub joins: Vec<JoinConfig>,
     /// `[filter]`: which trajectories go on to the exports, after the joins, when present.
@@ -142,9 +111,9 @@ pub struct Pipeline {
     pub redact: Option<RedactConfig>,
     /// `[[export]]`, in order.
     pub exports: Vec<ExportConfig>,
-    /// `[report] output`: the page `trajkit report` writes of the run's first `adp` or
-    /// `parquet` export (and its rejects), after a run that is not a partition.
-    pub report: Option<String>,
+    /// `[report]`: the page `trajkit report` writes of the run's first `adp` or `parquet`
+    /// export (and its rejects), after a run that is not a partition.
+    pub report: Option<ReportConfig>,
 }
 
 impl Pipeline {
@@ -336,30 +305,37 @@ pub fn parse(path: &str, text: &str) -> Result<Pipeline, ConfigError> {
         }
     }
     let or_default = |v: Value| if v.is_null() { json!({}) } else { v };
-    let convert: ConvertSection = problems
-        .parse("/convert", &or_default(section("convert")))
+    // The formats' options are checked apart, each problem at its key.
+    let mut convert_table = or_default(section("convert"));
+    let mut format_keys = Map::new();
+    if let Value::Object(table) = &mut convert_table {
+        let keys: Vec<String> = table
+            .keys()
+            .filter(|k| !convert::FIXED_KEYS.contains(&k.as_str()))
+            .cloned()
+            .collect();
+        for k in keys {
+            if let Some(v) = table.remove(&k) {
+                format_keys.insert(k, v);
+            }
+        }
+    }
+    let formats = convert::format_options(&format_keys).unwrap_or_else(|list| {
+        for (key, message) in list {
+            problems.add(format!("/convert/{key}"), message);
+        }
+        Default::default()
+    });
+    let mut convert: ConvertConfig = problems
+        .parse("/convert", &convert_table)
         .unwrap_or_default();
-    let partition: PartitionSection = problems
+    convert.formats = formats;
+    let partition: PartitionConfig = problems
         .parse("/partition", &or_default(section("partition")))
         .unwrap_or_default();
-    let partition_by = match partition.by.as_deref().unwrap_or("path").parse() {
-        Ok(by) => by,
-        Err(e) => {
-            problems.add("/partition/by".into(), e);
-            PartitionBy::Path
-        }
-    };
-    let validate: ValidateSection = problems
+    let validate: ValidateConfig = problems
         .parse("/validate", &or_default(section("validate")))
         .unwrap_or_default();
-    let formats = format_options(&convert.formats, &mut problems);
-    let adp_version = match convert.adp_version.as_deref().unwrap_or("1.5.0").parse() {
-        Ok(v) => v,
-        Err(e) => {
-            problems.add("/convert/adp_version".into(), format!("{e}"));
-            AdpVersion::LATEST
-        }
-    };
     let filter: Option<FilterConfig> = match section("filter") {
         Value::Null => None,
         v => problems.parse("/filter", &v),
@@ -382,13 +358,11 @@ pub fn parse(path: &str, text: &str) -> Result<Pipeline, ConfigError> {
         .enumerate()
         .filter_map(|(i, t)| problems.parse(&format!("/export/{i}"), t))
         .collect();
-    let report: Option<ReportSection> = match section("report") {
+    let report: Option<ReportConfig> = match section("report") {
         Value::Null => None,
         v => problems.parse("/report", &v),
     };
-    let reads_trajectories = exports
-        .iter()
-        .any(|e| matches!(e.to, Target::Adp | Target::Parquet));
+    let reads_trajectories = exports.iter().any(|e| e.to.holds_trajectories());
     if report.is_some() && !reads_trajectories {
         problems.add(
             "/report".into(),
@@ -413,18 +387,14 @@ pub fn parse(path: &str, text: &str) -> Result<Pipeline, ConfigError> {
         file: path.to_owned(),
         dir: resolve(base, "."),
         inputs,
-        partition_by,
-        adp_version,
-        decode_details: convert.decode_details,
-        strict: convert.strict,
-        formats,
-        max_reject_rate: validate.max_reject_rate.unwrap_or(0.0),
-        rejects: validate.rejects,
+        partition,
+        convert,
+        validate,
         joins,
         filter,
         redact,
         exports,
-        report: report.map(|r| r.output),
+        report,
     })
 }
 
@@ -465,39 +435,6 @@ fn not_pipeline_keys(value: &Value, problems: &mut Problems) {
     }
 }
 
-/// The formats' options of a `[convert]` table (its keys other than `adp_version` and
-/// `decode_details`); a key no format declares, or a value of the wrong type, is a problem.
-fn format_options(table: &Map<String, Value>, problems: &mut Problems) -> FormatOptions {
-    let mut opts = FormatOptions::default();
-    for (key, value) in table {
-        let Some(option) = crate::formats::option(key) else {
-            problems.add(format!("/convert/{key}"), "not a key of [convert]");
-            continue;
-        };
-        let value = match (option.default, value) {
-            (OptionValue::Bool(_), Value::Bool(b)) => Some(OptionValue::Bool(*b)),
-            (OptionValue::Int(_), v) => v.as_i64().map(OptionValue::Int),
-            (OptionValue::Choice(..), Value::String(name)) => {
-                match OptionValue::choice(option, name) {
-                    Ok(v) => Some(v),
-                    Err(e) => {
-                        problems.add(format!("/convert/{key}"), e);
-                        continue;
-                    }
-                }
-            }
-            _ => None,
-        };
-        let set = value
-            .ok_or_else(|| format!("not a {}", option.default.type_name()))
-            .and_then(|v| opts.set(option, v));
-        if let Err(e) = set {
-            problems.add(format!("/convert/{key}"), e);
-        }
-    }
-    opts
-}
-
 impl Pipeline {
     /// The effective configuration as JSON: every key with its value or default, paths
     /// resolved (what `run --print-config --json` prints, and what a run's journal is
@@ -511,25 +448,26 @@ impl Pipeline {
                 None => json!({"path": i.path, "format": i.format}),
             })
             .collect();
-        let mut convert = json!({"adp_version": self.adp_version.to_string()});
+        let c = &self.convert;
+        let mut convert = json!({"adp_version": c.adp_version.to_string()});
         for o in crate::formats::options() {
-            convert[o.key] = self.formats.get(o).to_json();
+            convert[o.key] = c.formats.get(o).to_json();
         }
-        if let Some(d) = &self.decode_details {
+        if let Some(d) = &c.decode_details {
             convert["decode_details"] = json!(d);
         }
-        if self.strict {
+        if c.strict {
             convert["strict"] = json!(true);
         }
-        let mut validate = json!({"max_reject_rate": self.max_reject_rate});
-        if let Some(r) = &self.rejects {
+        let mut validate = json!({"max_reject_rate": self.validate.max_reject_rate});
+        if let Some(r) = &self.validate.rejects {
             validate["rejects"] = json!(r);
         }
         let mut out = json!({
             "input": inputs,
             "convert": convert,
             "validate": validate,
-            "partition": {"by": self.partition_by.name()},
+            "partition": {"by": self.partition.by.name()},
         });
         if !self.joins.is_empty() {
             out["join"] = json!(self.joins);
@@ -538,7 +476,7 @@ impl Pipeline {
             out["filter"] = json!(f);
         }
         if let Some(r) = &self.report {
-            out["report"] = json!({"output": r});
+            out["report"] = json!({"output": r.output});
         }
         if let Some(r) = &self.redact {
             out["redact"] = json!(r);
@@ -594,7 +532,7 @@ impl Pipeline {
                 ));
             }
         }
-        if let Some(rejects) = self.rejects.as_deref().filter(|r| *r != "-") {
+        if let Some(rejects) = self.validate.rejects.as_deref().filter(|r| *r != "-") {
             let inside = outputs
                 .iter()
                 .enumerate()
@@ -687,6 +625,29 @@ mod tests {
         assert_eq!(resolve(Path::new(""), "a/b"), "a/b");
         assert_eq!(resolve(Path::new("x"), "/abs"), "/abs");
         assert_eq!(resolve(Path::new(""), ".."), "..");
+    }
+
+    /// Problems the schema lets through are each reported at their key, all of them: a
+    /// format option's value and the ADP version.
+    #[test]
+    fn convert_problems_are_located_at_their_keys() {
+        let text = "[[input]]\npath = \"x\"\n[convert]\nadp_version = \"9.9\"\nidle_gap = 1.0\n\
+                    [[export]]\nto = \"hf\"\noutput = \"o\"\n";
+        let Err(ConfigError::Invalid(message)) = parse("p.toml", text) else {
+            panic!("the pipeline is refused");
+        };
+        assert!(
+            message.contains("p.toml:5: convert.idle_gap: not a integer")
+                && message.contains("p.toml:4: convert.adp_version: unsupported"),
+            "{message}"
+        );
+        let ok = parse("p.toml", &text.replace("9.9", "1.3").replace("1.0", "5"));
+        let convert = ok.expect("valid").convert;
+        assert_eq!(convert.adp_version, crate::model::AdpVersion::V1_3);
+        assert_eq!(
+            convert.formats.get(&crate::formats::ledgermind::IDLE_GAP),
+            crate::convert::OptionValue::Int(5)
+        );
     }
 
     /// Every key of a `[[join]]`, `[[export]]` and `[filter]` table in the pipeline schema is a field of

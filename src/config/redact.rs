@@ -8,13 +8,15 @@ use super::ConfigError;
 use crate::redact::{Redactor, Scanner, HASH_KEY_ENV};
 
 /// `[redact]`: its presence turns redaction on.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(inline)]
 pub struct RedactConfig {
     /// The environment variable holding the key of the keyed hash in placeholders (`redact
     /// --hash-key`). A pipeline file holds no key: files are shared and committed. Default:
     /// TRAJKIT_REDACT_KEY, used when set; a variable named here must be set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
     pub hash_key_env: Option<String>,
     /// Count private IPv4 addresses too (`redact --private-ips`).
     #[serde(default)]
@@ -22,6 +24,7 @@ pub struct RedactConfig {
     /// A rule file of the user's own (`redact --rules`; docs/redaction.md): rules added,
     /// built-in rules disabled, values and paths allowed. Relative to the pipeline file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
     pub rules: Option<String>,
 }
 

@@ -13,11 +13,12 @@ use super::conversation::{self, Conversation};
 use super::filter::Filtered;
 use super::hf;
 use super::openai;
-use super::options::{Target, Thoughts};
+use super::options::Thoughts;
 use super::render::content_hash;
 pub use super::render::{sample_error, with_conversation, Encoded, RenderError};
 use super::settings::ExportOptions;
 use super::sharegpt;
+use super::target::Target;
 use super::tokens::{encode_tokens, TokenRow};
 use super::tools::ToolSpec;
 use crate::ingest::{Provenance, RawRecord};
@@ -225,12 +226,12 @@ fn line_row(
             tokens = render_sft(traj, opts, body, share)?;
             // OpenAI's format has no id key; the others carry it first.
             (
-                opts.target != Target::Openai,
+                opts.target.writes_id(),
                 opts.dedup.then(|| content_hash(body)),
             )
         };
         // OpenAI documents no key besides its own (docs/training.md): its rows carry no count.
-        let n_tokens = tokens.filter(|_| opts.target != Target::Openai);
+        let n_tokens = tokens.filter(|_| opts.target.writes_n_tokens());
         let row = line(with_id.then_some(id.as_str()), n_tokens, body);
         // A scratch buffer grown by one huge record is not kept for the rest of the run.
         if body.capacity() > SCRATCH_KEEP {

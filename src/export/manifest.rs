@@ -10,10 +10,10 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::options::Target;
 use super::settings::ExportOptions;
 use super::shard::ShardFile;
 use super::summary::ExportSummary;
+use super::target::Target;
 use crate::engine::output::Commit;
 use crate::engine::partition::{Partition, PartitionInfo};
 
@@ -191,12 +191,7 @@ fn manifest_files(
         .as_ref()
         .is_none_or(|p| p.index.is_none())
     {
-        let mut shape = target.shape().to_owned();
-        if manifest.counts.tokens.is_some()
-            && matches!(target, Target::Parquet | Target::Hf | Target::Sharegpt)
-        {
-            shape.push_str(" Each row also has `n_tokens`: its conversation's tokens under the chat template and tokenizer of the options.");
-        }
+        let shape = target.card_shape(manifest.counts.tokens.is_some());
         commit
             .write
             .push((dir.join("README.md"), manifest.card(&shape)));

@@ -42,6 +42,7 @@ pub mod sharegpt;
 pub mod split;
 pub mod stage;
 pub mod summary;
+pub mod target;
 pub mod tokens;
 pub mod tools;
 pub mod writer;
@@ -52,9 +53,10 @@ pub use encode::{
     Encoder, Outcome, RenderError, Share, SharedCounts,
 };
 pub use filter::{Filtered, Filters};
-pub use options::{visible, InferTools, SftOptions, Target, Thoughts, TrainOn};
+pub use options::{visible, InferTools, SftOptions, Thoughts, TrainOn};
 pub use sample::{Overlength, SampleError, Skip, Training, MAX_MESSAGE_BYTES};
 pub use settings::ExportOptions;
 pub use stage::ExportStage;
 pub use summary::{ExportSummary, FilteredBy, TokenCounts};
+pub use target::Target;
 pub use writer::{ExportRestart, ShardCheckpoint};

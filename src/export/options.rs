@@ -8,55 +8,6 @@ use super::tools::ToolCatalog;
 use crate::choice::choice;
 
 choice!(
-    /// What `export` writes.
-    Target, "export target" {
-        /// OpenAI chat fine-tuning JSONL.
-        Openai = "openai",
-        /// Hugging Face chat-template messages (TRL, transformers, axolotl).
-        Hf = "hf",
-        /// LLaMA-Factory ShareGPT.
-        Sharegpt = "sharegpt",
-        /// ADP 1.5.0 trajectories.
-        Adp = "adp",
-        /// Parquet, one row per ADP 1.5.0 trajectory.
-        Parquet = "parquet",
-        /// Pre-tokenized Parquet (`--chat-template`, `--tokenizer`): `input_ids`, masks,
-        /// `labels`.
-        Tokens = "tokens",
-    }
-);
-
-impl Target {
-    /// True for the SFT targets (openai, hf, sharegpt, tokens), which list tool specs.
-    pub fn is_sft(self) -> bool {
-        matches!(
-            self,
-            Target::Openai | Target::Hf | Target::Sharegpt | Target::Tokens
-        )
-    }
-
-    /// Where thoughts go unless `--thoughts` says otherwise.
-    pub fn default_thoughts(self) -> Thoughts {
-        match self {
-            Target::Hf | Target::Tokens => Thoughts::Reasoning,
-            _ => Thoughts::Think,
-        }
-    }
-
-    /// The row shape, for the dataset card.
-    pub(super) fn shape(self) -> &'static str {
-        match self {
-            Target::Openai => "Each row is an OpenAI chat fine-tuning record: `messages` (system, user, assistant with `tool_calls` whose `arguments` are JSON strings, tool with `tool_call_id`; optional `weight`), `tools` (function specs) and `parallel_tool_calls`.",
-            Target::Hf => "Each row has `id`, `messages` for chat templates (assistant `tool_calls` with `arguments` as objects, thoughts in `reasoning_content`, tool messages with `tool_call_id` and `name`) and `tools` (function specs).",
-            Target::Sharegpt => "Each row is LLaMA-Factory ShareGPT: `id`, `conversations` of `{from, value}` (human/observation at odd positions, gpt/function_call at even ones), `system` and `tools` (a JSON string).",
-            Target::Adp => "Each row is an ADP 1.5.0 trajectory (`schema_version`, `id`, `content`, `details`, ...).",
-            Target::Tokens => "Each row is one trajectory rendered by the model's chat template and tokenized: `id`, `input_ids` (list of int32), `attention_mask` (all 1), `assistant_masks` (1 on the tokens that train), `labels` (the token id where it trains, else -100) and `n_tokens`.",
-            Target::Parquet => "Each row is one ADP 1.5.0 trajectory: `id`, `schema_version`, columns derived from `details` (`source_format`, `outcome`, `reward`, `reward_components`, `reflections`), counts (`num_steps`, `num_actions`, `num_observations`, `num_chars`), `available_custom_tools`, `available_code_languages`, `steps` (a list of structs tagged by `class`; kwargs, JSON content and other free-form values as JSON text) and `details` (JSON text). `trajkit convert --from parquet` turns the files back into ADP JSON lines.",
-        }
-    }
-}
-
-choice!(
     /// Where an assistant turn's thought (`reasoning_content`, and descriptions with
     /// `--description-as thought`) goes.
     Thoughts, "thought placement" {

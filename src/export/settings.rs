@@ -7,11 +7,12 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::filter::Filters;
-use super::options::{SftOptions, Target};
+use super::options::SftOptions;
 use super::parquet::ParquetConfig;
 use super::sample::Training;
 use super::shard::ShardOptions;
 use super::split::Splits;
+use super::target::Target;
 use crate::engine::pipeline::RunOptions;
 use crate::model::upgrade::UpgradeOptions;
 
@@ -60,7 +61,7 @@ impl ExportOptions {
     /// holds the specs `--infer-tools dataset` found). The `tokens`
     /// target counts its samples instead, and no other export counts alike.
     pub fn counts_like(&self, other: &ExportOptions) -> bool {
-        let counts = |o: &ExportOptions| o.target != Target::Tokens;
+        let counts = |o: &ExportOptions| !o.target.writes_samples();
         match (&self.training, &other.training) {
             (Some(a), Some(b)) if counts(self) && counts(other) => {
                 a.counts_like(b)

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -18,22 +19,26 @@ use crate::model::Trajectory;
 
 /// A pipeline's `[filter]` table: every key is optional, and a trajectory must pass each one
 /// given.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(inline)]
 pub struct FilterConfig {
-    /// `details.reward` at least this (a trajectory without a reward is left out).
+    /// `details.reward` at least this (a trajectory without a reward is left out), as `export
+    /// --min-reward`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_reward: Option<f64>,
-    /// `details.outcome` (or its `status`) one of these.
+    /// `details.outcome` (or its `status`) one of these, as `export --outcome`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(inner(length(min = 1)))]
     pub outcome: Vec<String>,
     /// At least this many steps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_steps: Option<usize>,
-    /// At most this many steps.
+    /// At most this many steps, as `export --max-steps`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_steps: Option<usize>,
-    /// At most this many characters of free text (contents, code, pages, thoughts).
+    /// At most this many characters of free text (contents, code, pages, thoughts), as `export
+    /// --max-chars`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_chars: Option<usize>,
 }

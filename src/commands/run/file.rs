@@ -77,7 +77,7 @@ struct Checked {
 }
 
 fn checked(p: &Pipeline, partition: Option<&Partition>) -> Result<Checked, ConfigError> {
-    let upgrade = upgrade_options(p.adp_version, p.decode_details.as_deref())?;
+    let upgrade = upgrade_options(p.convert.adp_version, p.convert.decode_details.as_deref())?;
     let named = p
         .inputs
         .iter()
@@ -322,14 +322,18 @@ impl<'p> Prepared<'p> {
             ))
             .into());
         }
-        if request.resume && p.rejects.as_deref() == Some("-") {
+        if request.resume && p.validate.rejects.as_deref() == Some("-") {
             return Err(ConfigError::Invalid(
                 "not supported yet: --resume with the rejects written to stdout".into(),
             )
             .into());
         }
         // Each partition writes its own rejects file and run.json (stdout stays stdout).
-        let rejects = p.rejects.as_deref().map(|r| tagged(partition.as_ref(), r));
+        let rejects = p
+            .validate
+            .rejects
+            .as_deref()
+            .map(|r| tagged(partition.as_ref(), r));
         // Every output is locked for the whole run, before any input is read: another command
         // writing one is refused.
         let mut locks: Vec<Lock> = rejects
@@ -386,13 +390,15 @@ impl<'p> Prepared<'p> {
             to: OutputFormat::Adp,
             upgrade,
             run: request.run.clone(),
-            mapping: p.formats.clone(),
-            strict: p.strict,
+            mapping: p.convert.formats.clone(),
+            strict: p.convert.strict,
             inputs: std::sync::Arc::new(all_paths.clone()),
         };
         Ok(Prepared {
             pipeline: p,
-            max_reject_rate: request.max_reject_rate.unwrap_or(p.max_reject_rate),
+            max_reject_rate: request
+                .max_reject_rate
+                .unwrap_or(p.validate.max_reject_rate),
             request,
             plan,
             share,
@@ -473,8 +479,11 @@ impl<'p> Prepared<'p> {
         notice: &dyn Fn(&str),
     ) -> Result<Option<(String, String)>, RunError> {
         let p = self.pipeline;
-        let (Some(output), Some(export), None) = (&p.report, p.report_export(), &summary.partition)
-        else {
+        let (Some(output), Some(export), None) = (
+            p.report.as_ref().map(|r| &r.output),
+            p.report_export(),
+            &summary.partition,
+        ) else {
             return Ok(None);
         };
         let inputs = [export.to_owned()];

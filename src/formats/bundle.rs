@@ -255,7 +255,10 @@ fn marked_open(marker: &str) -> (String, &'static str) {
 
 /// Writes a bundled line: `{"line":N,"entry":<its bytes>}`.
 fn line_entry(text: &mut Vec<u8>, line: u64, bytes: &[u8]) {
-    text.extend_from_slice(format!("{{\"line\":{line},\"entry\":").as_bytes());
+    let mut buf = [0u8; 20];
+    text.extend_from_slice(b"{\"line\":");
+    text.extend_from_slice(super::kit::decimal(line, &mut buf).as_bytes());
+    text.extend_from_slice(b",\"entry\":");
     text.extend_from_slice(bytes);
     text.push(b'}');
 }

@@ -42,6 +42,23 @@ pub fn parse_bundle_node<'a>(
     }
 }
 
+/// `n` in decimal, written into `buf` without the formatting machinery: for the line numbers
+/// and indexes written once per line or block.
+pub fn decimal(n: u64, buf: &mut [u8; 20]) -> &str {
+    let mut at = buf.len();
+    let mut n = n;
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    // ok: ASCII digits.
+    std::str::from_utf8(&buf[at..]).unwrap_or_default()
+}
+
 /// The diagnostic of a record that is not the unit a reader bundled (`hint` says what to do).
 pub fn not_a_unit(record: &RawRecord, hint: &str) -> Vec<Diagnostic> {
     vec![Diagnostic::error(

@@ -6,6 +6,7 @@
 //! read whole); `spec` is the declarative converter interpreter.
 
 pub mod bundle;
+pub mod call_steps;
 pub mod chat;
 pub mod detect;
 pub mod gemini_parts;

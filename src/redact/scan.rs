@@ -476,6 +476,9 @@ impl<'s, 't> Search<'s, 't> {
         if !self.passes(r, &span) || scanner.rules.allow.value(&self.text[span.clone()]) {
             return;
         }
+        if self.kept.len() == self.kept.capacity() {
+            reserve_at_rate(&mut self.kept, span.end, self.text.len());
+        }
         self.kept.push(Found { rule, span });
     }
 
@@ -601,6 +604,24 @@ impl<'s, 't> Search<'s, 't> {
         pins.get(at)
             .is_some_and(|&i| run(text, i).starts_with(number.as_bytes()))
     }
+}
+
+/// Matches kept before [`reserve_at_rate`] reads a rate from them.
+const RATE_AFTER: usize = 1024;
+
+/// Makes room in a full `kept` for the matches still to come in the text of `len` bytes, at
+/// the rate seen up to `at`: a text of a match every few bytes (a URL password every 8) is
+/// not copied each time its list doubles, and its pages are touched once. Until
+/// [`RATE_AFTER`] matches the list doubles as usual, and it never reserves more than a match
+/// per 4 bytes of text.
+fn reserve_at_rate(kept: &mut Vec<Found>, at: usize, len: usize) {
+    let n = kept.len();
+    if n < RATE_AFTER || at == 0 {
+        return;
+    }
+    let expected = (n as u128 * len as u128 / at as u128) as usize;
+    let want = expected.saturating_add(expected / 16).min(len / 4);
+    kept.reserve(want.saturating_sub(n));
 }
 
 /// Where a regex iteration searches next after the match at `span`: at its end, or after the

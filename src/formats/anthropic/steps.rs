@@ -12,7 +12,7 @@ use crate::convert::LeftOut;
 use crate::formats::chat::{
     described_call_step, parse_arguments, system_step, unmapped_fields, CodeTool,
 };
-use crate::formats::kit::LinkIds;
+use crate::formats::kit::{decimal, LinkIds};
 use crate::json::Node;
 use crate::model::step::TextObservation;
 use crate::model::{Source, Step};
@@ -199,7 +199,10 @@ impl Places<'_> {
     /// The pointer of message `i` in its record.
     fn at(self, i: usize) -> String {
         match self {
-            Places::Record { .. } => format!("/messages/{i}"),
+            Places::Record { .. } => {
+                let mut buf = [0u8; 20];
+                ["/messages/", decimal(i as u64, &mut buf)].concat()
+            }
             Places::Lines(_) => "/message".to_owned(),
         }
     }
@@ -294,6 +297,17 @@ fn build_from(
     })
 }
 
+/// `{parent}/content/{k}`, written without the formatting machinery: every block has one.
+fn content_pointer(parent: &str, k: usize) -> String {
+    let mut buf = [0u8; 20];
+    let k = decimal(k as u64, &mut buf);
+    let mut p = String::with_capacity(parent.len() + 9 + k.len());
+    p.push_str(parent);
+    p.push_str("/content/");
+    p.push_str(k);
+    p
+}
+
 /// A call waiting for its result: its link id and tool name.
 struct Link {
     id: String,
@@ -374,11 +388,11 @@ impl<'n, 'a> Builder<'n, 'a, '_> {
             return;
         };
         if let Places::Record { .. } = self.places {
-            self.notes
-                .message_fields
-                .extend(unmapped_fields(m, at.clone(), |k, _| {
-                    matches!(k, "role" | "content")
-                }));
+            let mapped = |k: &str| matches!(k, "role" | "content");
+            if (m.as_object()).is_some_and(|o| o.iter().any(|(k, _)| !mapped(k))) {
+                let fields = unmapped_fields(m, at.clone(), |k, _| mapped(k));
+                self.notes.message_fields.extend(fields);
+            }
         }
         match &m["content"] {
             Node::String(s) => {
@@ -394,7 +408,7 @@ impl<'n, 'a> Builder<'n, 'a, '_> {
                 "system" => {
                     let mut texts = Vec::new();
                     for (k, block) in blocks.iter().enumerate() {
-                        let p = format!("{at}/content/{k}");
+                        let p = content_pointer(&at, k);
                         match self.text_of(&p, block) {
                             Some(t) => texts.push(t),
                             None => self.other_block(&p, block, "in a system message"),
@@ -413,9 +427,10 @@ impl<'n, 'a> Builder<'n, 'a, '_> {
     /// A user message's blocks: text, images and documents as observations; results not
     /// written after their call's message yet (they answer no call) as unlinked observations.
     fn user(&mut self, i: usize, blocks: &'n [Node<'a>]) {
+        let at = self.places.at(i);
         let mut blocks = blocks.iter().enumerate().peekable();
         while let Some((k, block)) = blocks.next() {
-            let p = format!("{}/content/{k}", self.places.at(i));
+            let p = content_pointer(&at, k);
             let kind = block["type"].as_str().unwrap_or_default();
             if is_result(kind) {
                 if !self.pairs.answering.contains(&(i, k)) {
@@ -459,8 +474,9 @@ impl<'n, 'a> Builder<'n, 'a, '_> {
         let mut text: Option<String> = None;
         let mut thought: Option<(String, String)> = None;
         let mut later: Vec<(At, Link)> = Vec::new();
+        let at = self.places.at(i);
         for (k, block) in blocks.iter().enumerate() {
-            let p = format!("{}/content/{k}", self.places.at(i));
+            let p = content_pointer(&at, k);
             let kind = block["type"].as_str().unwrap_or_default();
             // Roo Code writes the reasoning of other providers as a `reasoning` block.
             let key = match kind {
@@ -541,7 +557,7 @@ impl<'n, 'a> Builder<'n, 'a, '_> {
             // ok: the pairs hold only places of blocks of these messages.
             let blocks = self.messages.get(mi).and_then(|m| m["content"].as_array());
             if let Some(block) = blocks.and_then(|b| b.get(k)) {
-                let p = format!("{}/content/{k}", self.places.at(mi));
+                let p = content_pointer(&self.places.at(mi), k);
                 self.current = mi;
                 self.result(&p, block, Some(link), mi);
             }
@@ -645,7 +661,7 @@ impl<'n, 'a> Builder<'n, 'a, '_> {
 
     /// A result that answers no call: an observation without a link, listed.
     fn unlinked(&mut self, i: usize, k: usize, block: &Node<'a>) {
-        let p = format!("{}/content/{k}", self.places.at(i));
+        let p = content_pointer(&self.places.at(i), k);
         let reason = self
             .pairs
             .unmatched
@@ -690,7 +706,7 @@ impl<'n, 'a> Builder<'n, 'a, '_> {
         let mut texts = Vec::new();
         let mut images = Vec::new();
         for (k, b) in items.iter().enumerate() {
-            let at = format!("{p}/content/{k}");
+            let at = content_pointer(p, k);
             if let Some(t) = self.text_of(&at, b) {
                 texts.push(t);
             } else if b["type"].as_str() == Some("image") {
@@ -822,6 +838,11 @@ impl<'n, 'a> Builder<'n, 'a, '_> {
 
     /// Keeps the keys of a mapped block other than `mapped`.
     fn fields(&mut self, p: &str, block: &Node<'a>, mapped: &[&str]) {
+        let extra = (block.as_object())
+            .is_some_and(|o| o.iter().any(|(k, _)| !mapped.contains(&k.as_ref())));
+        if !extra {
+            return;
+        }
         let fields = unmapped_fields(block, p.to_owned(), |k, _| mapped.contains(&k));
         if let Some(note) = fields {
             let note = self.located(note);

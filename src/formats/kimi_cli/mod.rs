@@ -186,7 +186,7 @@ fn subagents<'a>(built: &Built<'a>, own: &str, kind: &Kind) -> Vec<Node<'a>> {
         return out;
     }
     for (step, native, text) in &built.lists.results {
-        let called = built.content[*step]
+        let called = built.calls.content[*step]
             .tool_call_id()
             .and_then(|id| built.call_names.get(id))
             .map(String::as_str);
@@ -243,7 +243,7 @@ fn to_partial<'a>(
         built.line(line, entry);
     }
     built.finish();
-    if built.content.is_empty() {
+    if built.calls.content.is_empty() {
         return Err(refuse(
             record,
             Some(&named.id),
@@ -251,7 +251,7 @@ fn to_partial<'a>(
             "it holds no message, call or result that ADP can carry",
         ));
     }
-    built.left.messages = Some((built.messages_in, built.messages_kept));
+    built.calls.left.messages = Some((built.messages_in, built.messages_kept));
     let spawned = subagents(&built, &named.id, &named.kind);
     let mut kimi: Vec<(Cow<'a, str>, Node<'a>)> = Vec::new();
     let mut put = |key: &'static str, value: Option<Node<'a>>| {
@@ -290,10 +290,13 @@ fn to_partial<'a>(
     put("usage", list(lists.usage));
     put("subagents", list(spawned));
     put("error_results", list(lists.error_results));
-    put("unanswered_calls", list(lists.unanswered_calls));
+    put(
+        "unanswered_calls",
+        list(std::mem::take(&mut built.calls.unanswered_calls)),
+    );
     put("unlinked_results", list(lists.unlinked_results));
     put("extra_fields", list(lists.extra_fields));
-    put("unmapped", list(lists.unmapped));
+    put("unmapped", list(std::mem::take(&mut built.calls.unmapped)));
     put(
         "thinking_signatures",
         (built.signatures > 0).then(|| Node::from(built.signatures)),
@@ -307,9 +310,9 @@ fn to_partial<'a>(
         record,
         Node::object([("session_id", Node::from(session))]),
     );
-    built.left.add_to_node(&mut source);
+    built.calls.left.add_to_node(&mut source);
     Ok(Partial {
-        trajectory: Trajectory::new(named.id, built.content, JsonObject::new()),
+        trajectory: Trajectory::new(named.id, built.calls.content, JsonObject::new()),
         tail: vec![("source", source), ("kimi_cli", Node::Object(kimi))],
     })
 }

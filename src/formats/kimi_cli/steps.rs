@@ -11,9 +11,10 @@
 
 use std::borrow::Cow;
 
-use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
+use foldhash::{HashMap, HashMapExt};
 
 use crate::convert::LeftOut;
+use crate::formats::call_steps::CallSteps;
 use crate::formats::chat::{call_step, parse_arguments, system_step, CodeTool};
 use crate::formats::kit::node_fields_except;
 use crate::json::Node;
@@ -32,25 +33,14 @@ const MESSAGE_KEYS: &[&str] = &["role", "content", "tool_calls", "tool_call_id"]
 /// `Agent` result's first line.
 const SUBAGENT_MARKS: &[&str] = &[TRANSCRIPT_SAVED, AGENT_ID];
 
-/// A call waiting for its result.
-struct Pending {
-    /// Its id in the trajectory.
-    id: String,
-    name: String,
-    step: usize,
-}
-
 /// The steps of a file, and the lists `details.kimi_cli` keeps about them.
 pub(super) struct Built<'a> {
-    pub content: Vec<Step>,
-    pub left: LeftOut,
+    /// The steps, the calls waiting (by their id in the file, or their link id when they
+    /// have none), `unanswered_calls` and `unmapped`.
+    pub calls: CallSteps<'a>,
     /// Message lines (not pseudo-roles), and those that became steps.
     pub messages_in: u64,
     pub messages_kept: u64,
-    /// Calls waiting for their result, by their id in the file.
-    pending: HashMap<String, Pending>,
-    /// Call ids used so far in the trajectory.
-    used_ids: HashSet<String>,
     /// The name of each call, by its id in the trajectory.
     pub call_names: HashMap<String, String>,
     pub lists: Lists<'a>,
@@ -71,10 +61,8 @@ pub(super) struct Lists<'a> {
     /// `(step, tool call id in the file, text)` of each result that may name a subagent
     /// ([`SUBAGENT_MARKS`]), for the subagent links.
     pub results: Vec<(usize, String, String)>,
-    pub unanswered_calls: Vec<Node<'a>>,
     pub unlinked_results: Vec<Node<'a>>,
     pub extra_fields: Vec<Node<'a>>,
-    pub unmapped: Vec<Node<'a>>,
 }
 
 fn num<'a>(n: usize) -> Node<'a> {
@@ -130,41 +118,16 @@ fn is_kimi_note(text: &str) -> bool {
 impl<'a> Built<'a> {
     pub(super) fn new(left: LeftOut) -> Built<'a> {
         Built {
-            content: Vec::new(),
-            left,
+            // Kimi answers no call for the model: a call no result answers keeps no link.
+            calls: CallSteps::new(left, ""),
             messages_in: 0,
             messages_kept: 0,
-            pending: HashMap::new(),
-            used_ids: HashSet::new(),
             call_names: HashMap::new(),
             lists: Lists::default(),
             signatures: 0,
             blank_texts: 0,
             system_prompt_line: None,
         }
-    }
-
-    /// Keeps a value no step holds, with why, in `unmapped`: counted as a part no step holds
-    /// (`part`), or as a value that could not be mapped.
-    fn unmapped(
-        &mut self,
-        line: u64,
-        pointer: String,
-        reason: String,
-        value: &Node<'a>,
-        part: bool,
-    ) {
-        if part {
-            self.left.blocks += 1;
-        } else {
-            self.left.unmapped(line, &pointer, reason.clone());
-        }
-        self.lists.unmapped.push(Node::object([
-            ("line", Node::from(line)),
-            ("pointer", Node::from(pointer)),
-            ("reason", Node::from(reason)),
-            ("value", value.clone()),
-        ]));
     }
 
     /// Keeps the parts no step holds of a content at `pointer`.
@@ -174,31 +137,33 @@ impl<'a> Built<'a> {
                 Some(t) => format!("a {t:?} part is not mapped"),
                 None => "a part without a string type is not mapped".to_owned(),
             };
-            self.unmapped(line, format!("{pointer}/{k}"), reason, b, true);
+            self.calls
+                .unmapped(line, format!("{pointer}/{k}"), reason, b, true);
         }
     }
 
     /// Reads one line of the file.
     pub(super) fn line(&mut self, line: u64, entry: &Node<'a>) {
         let Some(role) = entry["role"].as_str() else {
-            self.left.wrong_type(
+            self.calls.left.wrong_type(
                 line,
                 "/role",
                 "a line without a string role is neither a message nor Kimi's bookkeeping",
             );
             return;
         };
-        let at = self.content.len();
+        let at = self.calls.content.len();
         match role {
             "_system_prompt" => match entry["content"].as_str() {
                 Some(prompt) => {
                     self.system_prompt_line.get_or_insert(line);
-                    self.content.push(system_step(prompt.to_owned()));
+                    self.calls.content.push(system_step(prompt.to_owned()));
                 }
-                None => {
-                    self.left
-                        .wrong_type(line, "/content", "a system prompt that is not a string")
-                }
+                None => self.calls.left.wrong_type(
+                    line,
+                    "/content",
+                    "a system prompt that is not a string",
+                ),
             },
             "_checkpoint" => match entry["id"].as_u64() {
                 Some(id) => self.lists.checkpoints.push(Node::object([
@@ -206,10 +171,11 @@ impl<'a> Built<'a> {
                     ("line", Node::from(line)),
                     ("step", num(at)),
                 ])),
-                None => {
-                    self.left
-                        .wrong_type(line, "/id", "a checkpoint whose id is not a whole number")
-                }
+                None => self.calls.left.wrong_type(
+                    line,
+                    "/id",
+                    "a checkpoint whose id is not a whole number",
+                ),
             },
             "_usage" => match entry["token_count"].as_u64() {
                 Some(n) => self.lists.usage.push(Node::object([
@@ -217,7 +183,7 @@ impl<'a> Built<'a> {
                     ("line", Node::from(line)),
                     ("step", num(at)),
                 ])),
-                None => self.left.wrong_type(
+                None => self.calls.left.wrong_type(
                     line,
                     "/token_count",
                     "a usage line whose token_count is not a whole number",
@@ -232,13 +198,14 @@ impl<'a> Built<'a> {
                     "assistant" => self.assistant(line, entry),
                     _ => self.tool_result(line, entry),
                 }
-                if self.content.len() > at {
+                if self.calls.content.len() > at {
                     self.messages_kept += 1;
                 }
             }
             other => {
                 let reason = format!("a line of role {other:?} is not mapped");
-                self.unmapped(line, "/role".into(), reason, entry, false);
+                self.calls
+                    .unmapped(line, "/role".into(), reason, entry, false);
             }
         }
     }
@@ -260,7 +227,8 @@ impl<'a> Built<'a> {
     fn observe(&mut self, line: u64, entry: &Node<'a>, source: Source, name: Option<&str>) {
         let Some(p) = parts(&entry["content"]) else {
             let reason = "content is neither a string nor a list of parts".to_owned();
-            self.unmapped(line, "/content".into(), reason, &entry["content"], false);
+            self.calls
+                .unmapped(line, "/content".into(), reason, &entry["content"], false);
             return;
         };
         self.blank_texts += p.blank;
@@ -273,13 +241,13 @@ impl<'a> Built<'a> {
             (source, name)
         };
         for t in &p.texts {
-            self.content.push(match source {
+            self.calls.content.push(match source {
                 Source::User => Step::user_text(*t),
                 _ => Step::environment_text(name.map(str::to_owned), *t),
             });
         }
         for uri in p.images {
-            self.content.push(Step::image(uri, source));
+            self.calls.content.push(Step::image(uri, source));
         }
         self.other_parts(line, "/content", &p.other);
     }
@@ -309,7 +277,8 @@ impl<'a> Built<'a> {
             Node::Null => Vec::new(),
             other => {
                 let reason = "content is neither a string nor a list of parts".to_owned();
-                self.unmapped(line, "/content".into(), reason, other, false);
+                self.calls
+                    .unmapped(line, "/content".into(), reason, other, false);
                 Vec::new()
             }
         };
@@ -335,7 +304,7 @@ impl<'a> Built<'a> {
                     if let Some(prev) = text.replace(t.to_owned()) {
                         let mut step = Step::message(prev, None);
                         step.set_thought(None, thought.take().map(|t| t.0));
-                        self.content.push(step);
+                        self.calls.content.push(step);
                     }
                 }
                 (kind, _, _) => {
@@ -343,7 +312,7 @@ impl<'a> Built<'a> {
                         Some(k) => format!("a {k:?} part of an assistant message is not mapped"),
                         None => "a part without a string type is not mapped".to_owned(),
                     };
-                    self.unmapped(line, pointer, reason, &b, true);
+                    self.calls.unmapped(line, pointer, reason, &b, true);
                 }
             }
         }
@@ -352,7 +321,8 @@ impl<'a> Built<'a> {
             Node::Null => &[],
             other => {
                 let reason = "tool_calls is not a list".to_owned();
-                self.unmapped(line, "/tool_calls".into(), reason, other, false);
+                self.calls
+                    .unmapped(line, "/tool_calls".into(), reason, other, false);
                 &[]
             }
         };
@@ -360,7 +330,7 @@ impl<'a> Built<'a> {
             let pointer = format!("/tool_calls/{k}");
             let Some(name) = call["function"]["name"].as_str() else {
                 let reason = "a tool call without a function name".to_owned();
-                self.unmapped(line, pointer, reason, call, false);
+                self.calls.unmapped(line, pointer, reason, call, false);
                 continue;
             };
             let arguments = &call["function"]["arguments"];
@@ -368,7 +338,7 @@ impl<'a> Built<'a> {
                 Ok(k) => k,
                 Err(_) if arguments.is_null() => Default::default(),
                 Err(why) => {
-                    self.unmapped(
+                    self.calls.unmapped(
                         line,
                         format!("{pointer}/function/arguments"),
                         why,
@@ -381,12 +351,9 @@ impl<'a> Built<'a> {
             let mut step = call_step(name, kwargs, CODE_TOOLS);
             step.set_thought(text.take(), thought.take().map(|t| t.0));
             let native = call["id"].as_str().unwrap_or_default();
-            let id = if !native.is_empty() && !self.used_ids.contains(native) {
-                native.to_owned()
-            } else {
+            let id = (self.calls).link_id(Some(native).filter(|n| !n.is_empty()), || {
                 format!("kimi-call:{line}:{k}")
-            };
-            self.used_ids.insert(id.clone());
+            });
             self.call_names.insert(id.clone(), name.to_owned());
             let extras = node_fields_except(call, &["type", "id", "function"]);
             if !extras.is_empty() {
@@ -396,31 +363,24 @@ impl<'a> Built<'a> {
                     ("fields", Node::Object(extras)),
                 ]));
             }
-            let at = self.content.len();
-            self.content.push(step.with_tool_call_id(id.clone()));
             let key = if native.is_empty() {
                 id.clone()
             } else {
                 native.to_owned()
             };
-            self.pending.insert(
-                key,
-                Pending {
-                    id,
-                    name: name.to_owned(),
-                    step: at,
-                },
-            );
+            // A later call of the same id is the one a result of that id answers.
+            self.calls.answer(|p| p.native.as_deref() == Some(&key));
+            self.calls.call(step, id, Some(key), name.to_owned());
         }
         if let Some(t) = text {
             let mut step = Step::message(t, None);
             step.set_thought(None, thought.take().map(|t| t.0));
-            self.content.push(step);
+            self.calls.content.push(step);
         }
         if let Some((t, pointer)) = thought {
             let reason = "thinking with no text or call after it in its message".to_owned();
             let value = Node::object([("type", Node::from("think")), ("think", Node::from(t))]);
-            self.unmapped(line, pointer, reason, &value, true);
+            self.calls.unmapped(line, pointer, reason, &value, true);
         }
     }
 
@@ -430,7 +390,8 @@ impl<'a> Built<'a> {
         let native = entry["tool_call_id"].as_str().unwrap_or_default();
         let Some(p) = parts(&entry["content"]) else {
             let reason = "content is neither a string nor a list of parts".to_owned();
-            self.unmapped(line, "/content".into(), reason, &entry["content"], false);
+            self.calls
+                .unmapped(line, "/content".into(), reason, &entry["content"], false);
             return;
         };
         self.blank_texts += p.blank;
@@ -439,14 +400,14 @@ impl<'a> Built<'a> {
             .iter()
             .any(|m| text.contains(m))
             .then(|| text.clone());
-        let waiting = self.pending.remove(native);
+        let waiting = self.calls.answer(|p| p.native.as_deref() == Some(native));
         let name = waiting.as_ref().map(|w| w.name.clone());
         let mut step = Step::environment_text(name, text);
-        let at = self.content.len();
+        let at = self.calls.content.len();
         match &waiting {
             Some(w) => step = step.with_tool_call_id(w.id.clone()),
             None => {
-                let reason = if self.used_ids.contains(native) {
+                let reason = if self.calls.used(native) {
                     "its call was answered already"
                 } else {
                     "no call before it in the file has this id"
@@ -459,9 +420,11 @@ impl<'a> Built<'a> {
                 ]));
             }
         }
-        self.content.push(step);
+        self.calls.content.push(step);
         for uri in p.images {
-            self.content.push(Step::image(uri, Source::Environment));
+            self.calls
+                .content
+                .push(Step::image(uri, Source::Environment));
         }
         self.other_parts(line, "/content", &p.other);
         let first = p.texts.first().copied().unwrap_or_default();
@@ -483,11 +446,9 @@ impl<'a> Built<'a> {
 
     /// Ends the file: calls no result answered keep no link id, and are listed.
     pub(super) fn finish(&mut self) {
-        let mut left: Vec<Pending> = self.pending.drain().map(|(_, p)| p).collect();
-        left.sort_by_key(|p| p.step);
-        for p in left {
-            *self.content[p.step].tool_call_id_mut() = None;
-            self.lists.unanswered_calls.push(Node::object([
+        for p in std::mem::take(&mut self.calls.pending) {
+            *self.calls.content[p.step].tool_call_id_mut() = None;
+            self.calls.unanswered_calls.push(Node::object([
                 ("step", num(p.step)),
                 ("tool_call_id", Node::from(p.id)),
             ]));

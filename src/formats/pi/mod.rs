@@ -160,8 +160,8 @@ fn to_partial<'a>(
         let (line, entry) = body[i];
         built.entry(i, &Entry { line, entry });
     }
-    built.finish();
-    if built.content.is_empty() {
+    built.calls.finish();
+    if built.calls.content.is_empty() {
         return Err(refuse(
             record,
             Some(&id),
@@ -179,7 +179,7 @@ fn to_partial<'a>(
             )
         })
         .count() as u64;
-    built.left.messages = Some((in_source, built.kept_messages));
+    built.calls.left.messages = Some((in_source, built.kept_messages));
 
     // Where each compaction's kept messages start: the first kept entry's first step.
     let mut by_id: HashMap<&str, usize> = HashMap::new();
@@ -253,7 +253,10 @@ fn to_partial<'a>(
     put("errors", list(lists.errors));
     put("error_results", list(lists.error_results));
     put("result_details", list(lists.result_details));
-    put("unanswered_calls", list(lists.unanswered_calls));
+    put(
+        "unanswered_calls",
+        list(std::mem::take(&mut built.calls.unanswered_calls)),
+    );
     put("unlinked_results", list(lists.unlinked_results));
     put(
         "branches_left_out",
@@ -267,7 +270,7 @@ fn to_partial<'a>(
     );
     put("other_entries", list(lists.other_entries));
     put("extra_fields", list(lists.extra_fields));
-    put("unmapped", list(lists.unmapped));
+    put("unmapped", list(std::mem::take(&mut built.calls.unmapped)));
     put(
         "thinking_signatures",
         (built.usage.signatures > 0).then(|| Node::from(built.usage.signatures)),
@@ -277,9 +280,9 @@ fn to_partial<'a>(
         (built.usage.blank_texts > 0).then(|| Node::from(built.usage.blank_texts)),
     );
     let mut source = source_node("pi", record, Node::object([("session_id", session)]));
-    built.left.add_to_node(&mut source);
+    built.calls.left.add_to_node(&mut source);
     Ok(Partial {
-        trajectory: Trajectory::new(id, built.content, JsonObject::new()),
+        trajectory: Trajectory::new(id, built.calls.content, JsonObject::new()),
         tail: vec![("source", source), ("pi", Node::Object(pi))],
     })
 }

@@ -10,10 +10,11 @@
 
 use std::borrow::Cow;
 
-use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
+use foldhash::{HashMap, HashMapExt};
 use serde_json::Value;
 
 use crate::convert::LeftOut;
+use crate::formats::call_steps::CallSteps;
 use crate::formats::chat::{call_step, parse_arguments, CodeTool};
 use crate::formats::kit::node_fields_except;
 use crate::json::Node;
@@ -31,25 +32,12 @@ pub(super) struct Entry<'n, 'a> {
     pub entry: &'n Node<'a>,
 }
 
-/// A call of the latest assistant message, waiting for its result.
-struct Pending {
-    /// The call's id in the trajectory (its own id, unless another call had it already).
-    id: String,
-    /// Its id in the session, if it had one.
-    native: Option<String>,
-    name: String,
-    step: usize,
-}
-
 /// The steps of a path, and the lists `details.pi` keeps about them.
 pub(super) struct Built<'a> {
-    pub content: Vec<Step>,
-    pub left: LeftOut,
+    /// The steps, the calls waiting, `unanswered_calls` and `unmapped`.
+    pub calls: CallSteps<'a>,
     /// Message entries (and context entries) on the path that became steps.
     pub kept_messages: u64,
-    pending: Vec<Pending>,
-    /// Call ids used so far in the trajectory.
-    used_ids: HashSet<String>,
     /// The step each path entry's steps start at, by its index in the file's entries.
     pub first_step: HashMap<usize, usize>,
     pub lists: Lists<'a>,
@@ -72,9 +60,7 @@ pub(super) struct Lists<'a> {
     pub errors: Vec<Node<'a>>,
     pub error_results: Vec<Node<'a>>,
     pub result_details: Vec<Node<'a>>,
-    pub unanswered_calls: Vec<Node<'a>>,
     pub unlinked_results: Vec<Node<'a>>,
-    pub unmapped: Vec<Node<'a>>,
     pub extra_fields: Vec<Node<'a>>,
     pub other_entries: Vec<Node<'a>>,
 }
@@ -167,77 +153,11 @@ fn image_uri(block: &Node<'_>) -> Option<String> {
 impl<'a> Built<'a> {
     pub(super) fn new(left: LeftOut) -> Built<'a> {
         Built {
-            content: Vec::new(),
-            left,
+            calls: CallSteps::new(left, NO_RESULT),
             kept_messages: 0,
-            pending: Vec::new(),
-            used_ids: HashSet::new(),
             first_step: HashMap::new(),
             lists: Lists::default(),
             usage: Usage::default(),
-        }
-    }
-
-    /// Keeps a value no step holds, with why, in `unmapped`; counted as unmapped, or as a
-    /// block of a type no step holds.
-    fn unmapped(
-        &mut self,
-        line: u64,
-        pointer: String,
-        reason: String,
-        value: &Node<'a>,
-        block: bool,
-    ) {
-        if block {
-            self.left.blocks += 1;
-        } else {
-            self.left.unmapped(line, &pointer, reason.clone());
-        }
-        self.lists.unmapped.push(Node::object([
-            ("line", Node::from(line)),
-            ("pointer", Node::from(pointer)),
-            ("reason", Node::from(reason)),
-            ("value", value.clone()),
-        ]));
-    }
-
-    /// Answers the calls of the latest assistant message no result answered, as Pi does when
-    /// the conversation goes on: with its "No result provided" error.
-    fn close_calls(&mut self) {
-        for p in std::mem::take(&mut self.pending) {
-            let at = self.content.len();
-            self.content.push(
-                Step::environment_text(Some(p.name), NO_RESULT).with_tool_call_id(p.id.clone()),
-            );
-            self.lists.unanswered_calls.push(Node::object([
-                ("step", num(p.step)),
-                ("id", p.native.map_or(Node::Null, Node::from)),
-                ("result_step", num(at)),
-            ]));
-        }
-    }
-
-    /// Adds a step that is not the result of a pending call.
-    fn push(&mut self, step: Step) -> usize {
-        self.close_calls();
-        self.content.push(step);
-        self.content.len() - 1
-    }
-
-    /// Ends the path: calls still waiting keep no link when nothing but actions follows them;
-    /// when a result of their message does, they are answered as Pi answers them.
-    pub(super) fn finish(&mut self) {
-        let observed = |p: &Pending| self.content[p.step + 1..].iter().any(|s| !s.is_action());
-        if self.pending.iter().any(observed) {
-            self.close_calls();
-        }
-        for p in std::mem::take(&mut self.pending) {
-            *self.content[p.step].tool_call_id_mut() = None;
-            self.lists.unanswered_calls.push(Node::object([
-                ("step", num(p.step)),
-                ("id", p.native.map_or(Node::Null, Node::from)),
-                ("result_step", Node::Null),
-            ]));
         }
     }
 
@@ -258,21 +178,21 @@ impl<'a> Built<'a> {
         let mut n = 0;
         match content {
             Node::String(s) => {
-                self.push(text(s));
+                self.calls.push(text(s));
                 n += 1;
             }
             Node::Array(blocks) => {
                 for (k, b) in blocks.iter().enumerate() {
                     match (b["type"].as_str(), b["text"].as_str(), image_uri(b)) {
                         (Some("text"), Some(t), _) => {
-                            self.push(text(t));
+                            self.calls.push(text(t));
                             n += 1;
                         }
                         (Some("image"), _, Some(uri)) => {
-                            self.push(Step::image(uri, source));
+                            self.calls.push(Step::image(uri, source));
                             n += 1;
                         }
-                        (kind, _, _) => self.unmapped(
+                        (kind, _, _) => self.calls.unmapped(
                             line,
                             format!("{pointer}/{k}"),
                             format!("a {} block is not mapped", kind.unwrap_or("typeless")),
@@ -282,7 +202,7 @@ impl<'a> Built<'a> {
                     }
                 }
             }
-            other => self.unmapped(
+            other => self.calls.unmapped(
                 line,
                 pointer.to_owned(),
                 "content is neither a string nor blocks".into(),
@@ -295,13 +215,13 @@ impl<'a> Built<'a> {
 
     /// Reads one entry of the path (`index` into the file's entries).
     pub(super) fn entry(&mut self, index: usize, e: &Entry<'_, 'a>) {
-        self.first_step.insert(index, self.content.len());
+        self.first_step.insert(index, self.calls.content.len());
         let (line, entry) = (e.line, e.entry);
         match entry["type"].as_str().unwrap_or_default() {
             "message" => self.message(line, entry),
             "custom_message" => {
-                self.close_calls();
-                let at = self.content.len();
+                self.calls.close_calls();
+                let at = self.calls.content.len();
                 let name = entry["customType"].as_str().unwrap_or("custom");
                 let content = &entry["content"];
                 if self.observe_content(line, "/content", content, Source::Environment, Some(name))
@@ -313,7 +233,7 @@ impl<'a> Built<'a> {
                 self.lists.custom_messages.push(note);
             }
             "branch_summary" => {
-                let at = self.push(Step::environment_text(
+                let at = self.calls.push(Step::environment_text(
                     Some("branch_summary".into()),
                     entry["summary"].as_str().unwrap_or_default(),
                 ));
@@ -322,16 +242,16 @@ impl<'a> Built<'a> {
                 self.lists.branch_summaries.push(note);
             }
             "compaction" => {
-                let mut note = noted(self.content.len(), entry, &[]);
+                let mut note = noted(self.calls.content.len(), entry, &[]);
                 note.insert("line", Node::from(line));
                 self.lists.compactions.push(note);
             }
             "model_change" => {
-                let note = noted(self.content.len(), entry, &["id"]);
+                let note = noted(self.calls.content.len(), entry, &["id"]);
                 self.lists.model_changes.push(note);
             }
             "thinking_level_change" => {
-                let note = noted(self.content.len(), entry, &["id"]);
+                let note = noted(self.calls.content.len(), entry, &["id"]);
                 self.lists.thinking_levels.push(note);
             }
             "session_info" => self.lists.names.push(entry["name"].clone()),
@@ -340,12 +260,12 @@ impl<'a> Built<'a> {
                 self.lists.labels.push(note);
             }
             "custom" => {
-                let note = noted(self.content.len(), entry, &["id"]);
+                let note = noted(self.calls.content.len(), entry, &["id"]);
                 self.lists.custom.push(note);
             }
             // OMP's bookkeeping: rules injected, a subagent's set-up, a mode switch.
             "ttsr_injection" | "session_init" | "mode_change" => {
-                let note = noted(self.content.len(), entry, &["id"]);
+                let note = noted(self.calls.content.len(), entry, &["id"]);
                 let mut note = note;
                 note.insert("type", entry["type"].clone());
                 self.lists.other_entries.push(note);
@@ -355,7 +275,8 @@ impl<'a> Built<'a> {
                     Some(_) => format!("an entry of type {kind:?} is not mapped"),
                     None => "an entry without a string type".to_owned(),
                 };
-                self.unmapped(line, "/type".into(), reason, entry, false);
+                self.calls
+                    .unmapped(line, "/type".into(), reason, entry, false);
             }
         }
     }
@@ -363,7 +284,7 @@ impl<'a> Built<'a> {
     /// A `message` entry, by its role.
     fn message(&mut self, line: u64, entry: &Node<'a>) {
         let m = &entry["message"];
-        let before = self.content.len();
+        let before = self.calls.content.len();
         self.extra_fields(line, entry, m);
         match m["role"].as_str().unwrap_or_default() {
             "user" => {
@@ -373,8 +294,8 @@ impl<'a> Built<'a> {
             "toolResult" => self.tool_result(line, m),
             "bashExecution" => self.bash(line, entry, m),
             role @ ("custom" | "hookMessage") => {
-                self.close_calls();
-                let at = self.content.len();
+                self.calls.close_calls();
+                let at = self.calls.content.len();
                 let name = m["customType"].as_str().unwrap_or(role);
                 self.observe_content(
                     line,
@@ -393,7 +314,7 @@ impl<'a> Built<'a> {
                 } else {
                     "compaction_summary"
                 };
-                self.push(Step::environment_text(
+                self.calls.push(Step::environment_text(
                     Some(name.into()),
                     m["summary"].as_str().unwrap_or_default(),
                 ));
@@ -403,10 +324,11 @@ impl<'a> Built<'a> {
                     Some(r) => format!("a message of role {r:?} is not mapped"),
                     None => "a message without a string role".to_owned(),
                 };
-                self.unmapped(line, "/message/role".into(), reason, entry, false);
+                self.calls
+                    .unmapped(line, "/message/role".into(), reason, entry, false);
             }
         }
-        if self.content.len() > before {
+        if self.calls.content.len() > before {
             self.kept_messages += 1;
         }
     }
@@ -458,7 +380,7 @@ impl<'a> Built<'a> {
     /// text right before a call its description; its calls wait for their results; an error
     /// it ended on is observed after them.
     fn assistant(&mut self, line: u64, m: &Node<'a>) {
-        self.close_calls();
+        self.calls.close_calls();
         let model = compact([
             ("api", m["api"].clone()),
             ("provider", m["provider"].clone()),
@@ -486,7 +408,7 @@ impl<'a> Built<'a> {
                 .collect(),
             Node::Null => Vec::new(),
             other => {
-                self.unmapped(
+                self.calls.unmapped(
                     line,
                     "/message/content".into(),
                     "content is neither a string nor blocks".into(),
@@ -522,7 +444,7 @@ impl<'a> Built<'a> {
                     if let Some(prev) = text.replace(t.to_owned()) {
                         let mut step = Step::message(prev, None);
                         step.set_thought(None, thought.take().map(|t| t.0));
-                        self.content.push(step);
+                        self.calls.content.push(step);
                     }
                 }
                 "toolCall" => {
@@ -531,7 +453,7 @@ impl<'a> Built<'a> {
                         Ok(k) => k,
                         Err(_) if b["arguments"].is_null() => Default::default(),
                         Err(why) => {
-                            self.unmapped(
+                            self.calls.unmapped(
                                 line,
                                 format!("{pointer}/arguments"),
                                 why,
@@ -543,34 +465,26 @@ impl<'a> Built<'a> {
                     };
                     let mut step = call_step(name, kwargs, CODE_TOOLS);
                     step.set_thought(text.take(), thought.take().map(|t| t.0));
-                    let native = b["id"].as_str().map(str::to_owned);
-                    let id = match &native {
-                        Some(n) if !self.used_ids.contains(n) => n.clone(),
-                        _ => format!(
+                    let native = b["id"].as_str();
+                    let id = self.calls.link_id(native, || {
+                        format!(
                             "pi-call:{line}:{}",
                             pointer.rsplit('/').next().unwrap_or("")
-                        ),
-                    };
-                    self.used_ids.insert(id.clone());
-                    let at = self.content.len();
-                    self.content.push(step.with_tool_call_id(id.clone()));
-                    self.pending.push(Pending {
-                        id,
-                        native,
-                        name: name.to_owned(),
-                        step: at,
+                        )
                     });
+                    let native = native.map(str::to_owned);
+                    self.calls.call(step, id, native, name.to_owned());
                 }
                 kind => {
                     let reason = format!("a {kind:?} block is not mapped");
-                    self.unmapped(line, pointer, reason, &b, true);
+                    self.calls.unmapped(line, pointer, reason, &b, true);
                 }
             }
         }
         if let Some(t) = text {
             let mut step = Step::message(t, None);
             step.set_thought(None, thought.take().map(|t| t.0));
-            self.content.push(step);
+            self.calls.content.push(step);
         }
         if let Some((t, pointer)) = thought {
             let reason = "thinking with no text or call after it in its message".to_owned();
@@ -578,12 +492,14 @@ impl<'a> Built<'a> {
                 ("type", Node::from("thinking")),
                 ("thinking", Node::from(t)),
             ]);
-            self.unmapped(line, pointer, reason, &value, true);
+            self.calls.unmapped(line, pointer, reason, &value, true);
         }
         let reason = m["stopReason"].as_str();
         if let Some(error) = m["errorMessage"].as_str() {
             let name = reason.unwrap_or("error");
-            let at = self.push(Step::environment_text(Some(name.to_owned()), error));
+            let at = self
+                .calls
+                .push(Step::environment_text(Some(name.to_owned()), error));
             self.lists.errors.push(compact([
                 ("step", num(at)),
                 ("line", Node::from(line)),
@@ -604,7 +520,7 @@ impl<'a> Built<'a> {
                     match (b["type"].as_str(), b["text"].as_str(), image_uri(b)) {
                         (Some("text"), Some(t), _) => texts.push(t),
                         (Some("image"), _, Some(uri)) => images.push(uri),
-                        (kind, _, _) => self.unmapped(
+                        (kind, _, _) => self.calls.unmapped(
                             line,
                             format!("/message/content/{k}"),
                             format!("a {} block is not mapped", kind.unwrap_or("typeless")),
@@ -615,7 +531,7 @@ impl<'a> Built<'a> {
                 }
             }
             Node::Null => {}
-            other => self.unmapped(
+            other => self.calls.unmapped(
                 line,
                 "/message/content".into(),
                 "content is neither a string nor blocks".into(),
@@ -637,23 +553,19 @@ impl<'a> Built<'a> {
                 Step::environment_text(name.clone(), text)
             }
         };
-        let waiting = self
-            .pending
-            .iter()
-            .position(|p| p.native.as_deref() == Some(native));
+        let waiting = self.calls.answer(|p| p.native.as_deref() == Some(native));
         let at = match waiting {
-            Some(k) => {
-                let p = self.pending.remove(k);
-                self.content.push(first.with_tool_call_id(p.id));
-                self.content.len() - 1
+            Some(p) => {
+                self.calls.content.push(first.with_tool_call_id(p.id));
+                self.calls.content.len() - 1
             }
             None => {
-                let reason = if self.used_ids.contains(native) {
+                let reason = if self.calls.used(native) {
                     "its call was answered already, or is not of the message before it"
                 } else {
                     "no call before it in the conversation has this id"
                 };
-                let at = self.push(first);
+                let at = self.calls.push(first);
                 self.lists.unlinked_results.push(Node::object([
                     ("step", num(at)),
                     ("line", Node::from(line)),
@@ -664,7 +576,9 @@ impl<'a> Built<'a> {
             }
         };
         for uri in images {
-            self.content.push(Step::image(uri, Source::Environment));
+            self.calls
+                .content
+                .push(Step::image(uri, Source::Environment));
         }
         if m["isError"].as_bool() == Some(true) {
             self.lists.error_results.push(owned(native));
@@ -685,9 +599,12 @@ impl<'a> Built<'a> {
             None => format!("pi-bash:{line}"),
         };
         let command = m["command"].as_str().unwrap_or_default();
-        let at = self.push(Step::code("bash", command, None).with_tool_call_id(id.clone()));
+        let at = self
+            .calls
+            .push(Step::code("bash", command, None).with_tool_call_id(id.clone()));
         let output = m["output"].as_str().unwrap_or_default();
-        self.content
+        self.calls
+            .content
             .push(Step::environment_text(Some("bash".into()), output).with_tool_call_id(id));
         let mut note = vec![(Cow::Borrowed("step"), num(at))];
         note.extend(node_fields_except(

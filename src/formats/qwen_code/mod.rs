@@ -297,8 +297,8 @@ fn log_partial<'a>(
             copies: &copies,
         });
     }
-    built.finish();
-    if built.content.is_empty() {
+    built.calls.finish();
+    if built.calls.content.is_empty() {
         return Err(refuse(
             record,
             Some(&id),
@@ -318,7 +318,7 @@ fn log_partial<'a>(
         })
         .filter(|e| e["uuid"].as_str().is_none_or(|u| seen.insert(u)))
         .count() as u64;
-    built.left.messages = Some((in_source, built.kept_messages));
+    built.calls.left.messages = Some((in_source, built.kept_messages));
     let timestamps: Vec<&str> = taken
         .path
         .iter()
@@ -360,19 +360,22 @@ fn log_partial<'a>(
     );
     put("compactions", list(lists.compactions));
     put("error_results", list(lists.error_results));
-    put("unanswered_calls", list(lists.unanswered_calls));
+    put(
+        "unanswered_calls",
+        list(std::mem::take(&mut built.calls.unanswered_calls)),
+    );
     put("unlinked_results", list(lists.unlinked_results));
     put("records", list(lists.records));
     put("left_out", list(left_out));
-    put("unmapped", list(lists.unmapped));
+    put("unmapped", list(std::mem::take(&mut built.calls.unmapped)));
     let mut source = source_node(
         "qwen-code",
         record,
         Node::object([("session_id", session.map_or(Node::Null, Node::from))]),
     );
-    built.left.add_to_node(&mut source);
+    built.calls.left.add_to_node(&mut source);
     Ok(Partial {
-        trajectory: Trajectory::new(id, built.content, JsonObject::new()),
+        trajectory: Trajectory::new(id, built.calls.content, JsonObject::new()),
         tail: vec![("source", source), ("qwen_code", Node::Object(qc))],
     })
 }

@@ -12,9 +12,8 @@
 
 use std::borrow::Cow;
 
-use foldhash::{HashSet, HashSetExt};
-
 use crate::convert::LeftOut;
+use crate::formats::call_steps::CallSteps;
 use crate::formats::gemini_parts::{call_action, image_uri, result_text};
 use crate::json::Node;
 use crate::model::{Source, Step};
@@ -51,26 +50,14 @@ pub(super) struct Record<'n, 'a> {
     pub copies: &'n [(u64, &'n Node<'a>)],
 }
 
-/// A call of the model waiting for its result.
-struct Pending {
-    /// The call's id in the trajectory (its own id, unless another call had it already).
-    id: String,
-    /// Its id in the session, if it had one.
-    native: Option<String>,
-    name: String,
-    step: usize,
-}
-
 /// The lists of `details.qwen_code`, each written only when not empty.
 #[derive(Default)]
 pub(super) struct Lists<'a> {
     pub models: Vec<Node<'a>>,
     pub compactions: Vec<Node<'a>>,
     pub error_results: Vec<Node<'a>>,
-    pub unanswered_calls: Vec<Node<'a>>,
     pub unlinked_results: Vec<Node<'a>>,
     pub records: Vec<Node<'a>>,
-    pub unmapped: Vec<Node<'a>>,
 }
 
 /// Token counts summed over the model's records on the path.
@@ -124,12 +111,10 @@ fn num<'a>(n: usize) -> Node<'a> {
 
 /// The steps of a path, and the lists `details.qwen_code` keeps about them.
 pub(super) struct Built<'a> {
-    pub content: Vec<Step>,
-    pub left: LeftOut,
+    /// The steps, the calls waiting, `unanswered_calls` and `unmapped`.
+    pub calls: CallSteps<'a>,
     /// User, model and result records on the path that became steps.
     pub kept_messages: u64,
-    pending: Vec<Pending>,
-    used_ids: HashSet<String>,
     envelope: Node<'a>,
     pub lists: Lists<'a>,
     pub usage: Usage,
@@ -138,82 +123,18 @@ pub(super) struct Built<'a> {
 impl<'a> Built<'a> {
     pub(super) fn new(left: LeftOut, envelope: &Node<'a>) -> Built<'a> {
         Built {
-            content: Vec::new(),
-            left,
+            calls: CallSteps::new(left, NO_RESULT),
             kept_messages: 0,
-            pending: Vec::new(),
-            used_ids: HashSet::new(),
             envelope: envelope.clone(),
             lists: Lists::default(),
             usage: Usage::default(),
         }
     }
 
-    /// Keeps a value no step holds, with why, in `unmapped`; counted as a block no step
-    /// holds (`block`), or as a value not mapped.
-    fn unmapped(
-        &mut self,
-        line: u64,
-        pointer: String,
-        reason: String,
-        value: &Node<'a>,
-        block: bool,
-    ) {
-        if block {
-            self.left.blocks += 1;
-        } else {
-            self.left.unmapped(line, &pointer, reason.clone());
-        }
-        self.lists.unmapped.push(Node::object([
-            ("line", Node::from(line)),
-            ("pointer", Node::from(pointer)),
-            ("reason", Node::from(reason)),
-            ("value", value.clone()),
-        ]));
-    }
-
-    /// Answers the calls still waiting, when the conversation goes on without their results.
-    fn close_calls(&mut self) {
-        for p in std::mem::take(&mut self.pending) {
-            let at = self.content.len();
-            self.content.push(
-                Step::environment_text(Some(p.name), NO_RESULT).with_tool_call_id(p.id.clone()),
-            );
-            self.lists.unanswered_calls.push(Node::object([
-                ("step", num(p.step)),
-                ("id", p.native.map_or(Node::Null, Node::from)),
-                ("result_step", num(at)),
-            ]));
-        }
-    }
-
-    /// Adds a step that is not the result of a waiting call.
-    fn push(&mut self, step: Step) {
-        self.close_calls();
-        self.content.push(step);
-    }
-
-    /// Ends the path: calls still waiting keep no link when nothing but actions follows them;
-    /// when an observation does, they are answered as a conversation going on answers them.
-    pub(super) fn finish(&mut self) {
-        let observed = |p: &Pending| self.content[p.step + 1..].iter().any(|s| !s.is_action());
-        if self.pending.iter().any(observed) {
-            self.close_calls();
-        }
-        for p in std::mem::take(&mut self.pending) {
-            *self.content[p.step].tool_call_id_mut() = None;
-            self.lists.unanswered_calls.push(Node::object([
-                ("step", num(p.step)),
-                ("id", p.native.map_or(Node::Null, Node::from)),
-                ("result_step", Node::Null),
-            ]));
-        }
-    }
-
     /// Reads one record of the path.
     pub(super) fn record(&mut self, r: &Record<'_, 'a>) {
         let (line, e) = (r.line, r.entry);
-        let start = self.content.len();
+        let start = self.calls.content.len();
         let kind = e["type"].as_str();
         match kind {
             Some("user" | "assistant" | "tool_result") => {
@@ -225,7 +146,7 @@ impl<'a> Built<'a> {
                     }
                 }
                 self.message(line, &e["message"], kind == Some("tool_result"), e);
-                if self.content.len() > start {
+                if self.calls.content.len() > start {
                     self.kept_messages += 1;
                 }
             }
@@ -236,7 +157,7 @@ impl<'a> Built<'a> {
                     // A record the model saw (a notification turn): its message is read.
                     self.message(line, &e["message"], false, e);
                 } else {
-                    self.left.lines += 1;
+                    self.calls.left.lines += 1;
                 }
             }
             _ => {
@@ -244,7 +165,7 @@ impl<'a> Built<'a> {
                     Some(k) => format!("a record of type {k:?} is not mapped"),
                     None => "a record without a string type".to_owned(),
                 };
-                self.unmapped(line, "/type".into(), reason, e, false);
+                self.calls.unmapped(line, "/type".into(), reason, e, false);
                 return;
             }
         }
@@ -267,7 +188,7 @@ impl<'a> Built<'a> {
         }
         v.push((
             Cow::Borrowed("steps"),
-            Node::Array((start..self.content.len()).map(num).collect()),
+            Node::Array((start..self.calls.content.len()).map(num).collect()),
         ));
         let fields: Vec<(Cow<'a, str>, Node<'a>)> = e
             .as_object()
@@ -323,7 +244,7 @@ impl<'a> Built<'a> {
             Node::Array(parts) => parts.as_slice(),
             Node::Null if m.is_null() => return,
             other => {
-                self.unmapped(
+                self.calls.unmapped(
                     line,
                     "/message/parts".into(),
                     "parts is not a list".into(),
@@ -348,7 +269,7 @@ impl<'a> Built<'a> {
         let mut texts: Vec<String> = Vec::new();
         let flush = |b: &mut Built<'a>, t: &mut Vec<String>| {
             if !t.is_empty() {
-                b.push(Step::user_text(t.join("\n")));
+                b.calls.push(Step::user_text(t.join("\n")));
                 t.clear();
             }
         };
@@ -360,12 +281,12 @@ impl<'a> Built<'a> {
                 texts.push(t.to_owned());
             } else if let Some(uri) = image_uri(p) {
                 flush(self, &mut texts);
-                self.push(Step::image(uri, Source::User));
+                self.calls.push(Step::image(uri, Source::User));
             } else if p.get("functionResponse").is_some() {
                 flush(self, &mut texts);
                 self.results(line, std::slice::from_ref(p), record);
             } else {
-                self.unmapped(
+                self.calls.unmapped(
                     line,
                     format!("/message/parts/{k}"),
                     "a part of a user message that is neither text, an image nor a function response".into(),
@@ -380,7 +301,7 @@ impl<'a> Built<'a> {
     /// A model message: thought parts become the reasoning of the text or call after them,
     /// a text right before a call its description; its calls wait for their results.
     fn model(&mut self, line: u64, parts: &[Node<'a>]) {
-        self.close_calls();
+        self.calls.close_calls();
         let mut thought: Option<(String, usize)> = None;
         let mut text: Option<String> = None;
         for (k, p) in parts.iter().enumerate() {
@@ -407,32 +328,21 @@ impl<'a> Built<'a> {
                 let description = match &step {
                     Step::CodeAction(c) if c.description.is_some() => {
                         if let Some(t) = text.take().filter(|t| !t.trim().is_empty()) {
-                            self.content.push(Step::message(t, None));
+                            self.calls.content.push(Step::message(t, None));
                         }
                         c.description.clone()
                     }
                     _ => text.take().filter(|t| !t.trim().is_empty()),
                 };
                 step.set_thought(description, thought.take().map(|t| t.0));
-                let native = call["id"]
-                    .as_str()
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_owned);
-                let id = match &native {
-                    Some(n) if !self.used_ids.contains(n) => n.clone(),
-                    _ => format!("qwen-call:{line}:{k}"),
-                };
-                self.used_ids.insert(id.clone());
-                let at = self.content.len();
-                self.content.push(step.with_tool_call_id(id.clone()));
-                self.pending.push(Pending {
-                    id,
-                    native,
-                    name: call["name"].as_str().unwrap_or("tool").to_owned(),
-                    step: at,
-                });
+                let native = call["id"].as_str().filter(|s| !s.is_empty());
+                let id = self
+                    .calls
+                    .link_id(native, || format!("qwen-call:{line}:{k}"));
+                let name = call["name"].as_str().unwrap_or("tool").to_owned();
+                self.calls.call(step, id, native.map(str::to_owned), name);
             } else {
-                self.unmapped(
+                self.calls.unmapped(
                     line,
                     format!("/message/parts/{k}"),
                     "a part of a model message that is neither text nor a function call".into(),
@@ -445,12 +355,13 @@ impl<'a> Built<'a> {
             (Some(t), thought) => {
                 let mut step = Step::message(t, None);
                 step.set_thought(None, thought.map(|t| t.0));
-                self.content.push(step);
+                self.calls.content.push(step);
             }
             (None, Some((t, k))) => {
                 let value = Node::object([("text", Node::from(t)), ("thought", Node::Bool(true))]);
                 let reason = "a thought with no text or call after it in its message".to_owned();
-                self.unmapped(line, format!("/message/parts/{k}"), reason, &value, true);
+                self.calls
+                    .unmapped(line, format!("/message/parts/{k}"), reason, &value, true);
             }
             (None, None) => {}
         }
@@ -478,7 +389,7 @@ impl<'a> Built<'a> {
             } else if let Some(uri) = image_uri(p) {
                 group.2.push(uri);
             } else {
-                self.unmapped(
+                self.calls.unmapped(
                     line,
                     format!("/message/parts/{k}"),
                     "a part of a tool result that is neither a function response, text nor an image".into(),
@@ -493,10 +404,10 @@ impl<'a> Built<'a> {
             let Some(response) = response else {
                 // Texts before any response: the user's.
                 if !text.is_empty() {
-                    self.push(Step::user_text(text));
+                    self.calls.push(Step::user_text(text));
                 }
                 for uri in images {
-                    self.push(Step::image(uri, Source::User));
+                    self.calls.push(Step::image(uri, Source::User));
                 }
                 continue;
             };
@@ -507,31 +418,24 @@ impl<'a> Built<'a> {
                 .or_else(|| outcome["callId"].as_str());
             let name = fr["name"].as_str().map(str::to_owned);
             let waiting = match native {
-                Some(n) => self
-                    .pending
-                    .iter()
-                    .position(|p| p.native.as_deref() == Some(n)),
-                None => self
-                    .pending
-                    .iter()
-                    .position(|p| Some(&p.name) == name.as_ref()),
+                Some(n) => self.calls.answer(|p| p.native.as_deref() == Some(n)),
+                None => self.calls.answer(|p| Some(&p.name) == name.as_ref()),
             };
             let step = Step::environment_text(name, text);
-            let at = self.content.len();
+            let at = self.calls.content.len();
             match waiting {
-                Some(k) => {
-                    let p = self.pending.remove(k);
-                    self.content.push(step.with_tool_call_id(p.id));
+                Some(p) => {
+                    self.calls.content.push(step.with_tool_call_id(p.id));
                 }
                 None => {
-                    let reason = if native.is_some_and(|n| self.used_ids.contains(n)) {
+                    let reason = if native.is_some_and(|n| self.calls.used(n)) {
                         "its call was answered already"
                     } else {
                         "no call before it in the conversation has this id"
                     };
-                    self.push(step);
+                    self.calls.push(step);
                     self.lists.unlinked_results.push(Node::object([
-                        ("step", num(self.content.len() - 1)),
+                        ("step", num(self.calls.content.len() - 1)),
                         ("line", Node::from(line)),
                         (
                             "id",
@@ -542,7 +446,9 @@ impl<'a> Built<'a> {
                 }
             }
             for uri in images {
-                self.content.push(Step::image(uri, Source::Environment));
+                self.calls
+                    .content
+                    .push(Step::image(uri, Source::Environment));
             }
             let failed = outcome["status"].as_str() == Some("error")
                 || (fr["response"].get("error").is_some()
@@ -590,13 +496,14 @@ impl<'a> Built<'a> {
             });
         let summary = summary.filter(|s| !s.trim().is_empty());
         let kept = history.len() - usize::from(summary.is_some());
-        self.left.blocks += kept as u64;
+        self.calls.left.blocks += kept as u64;
         let step = match summary {
             Some(s) => {
-                self.push(Step::environment_text(Some("compaction_summary".into()), s));
-                self.content.len() - 1
+                self.calls
+                    .push(Step::environment_text(Some("compaction_summary".into()), s));
+                self.calls.content.len() - 1
             }
-            None => self.content.len(),
+            None => self.calls.content.len(),
         };
         self.lists.compactions.push(Node::object([
             ("step", num(step)),

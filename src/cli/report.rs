@@ -30,14 +30,16 @@ pub struct ReportArgs {
     pub tokens: TokenArgs,
     /// The model's context, in tokens: the page says which compaction segments (and whole
     /// compacted sessions) are longer (needs --tokenizer).
-    #[arg(long, value_name = "TOKENS", requires = "tokenizer")]
-    pub context: Option<usize>,
+    #[arg(long, value_name = "TOKENS", requires = "tokenizer",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub context: Option<u64>,
 }
 
 /// Runs `report`.
 pub fn run(args: ReportArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     let _locks = lock_files([Some(args.output.as_str())])?;
-    let tokens = token_options(&args.tokens, args.context, &args.inputs, global)?;
+    let context = args.context.and_then(|n| usize::try_from(n).ok());
+    let tokens = token_options(&args.tokens, context, &args.inputs, global)?;
     let bar = global.progress(&args.inputs, "report");
     let opts = ReportOptions {
         inputs: &args.inputs,

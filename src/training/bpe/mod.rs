@@ -485,13 +485,16 @@ impl ByteLevelBpe {
     }
 }
 
+/// A merge as ids: left, right, merged.
+type Merge = (u32, u32, u32);
+
 /// `merges` as ids `(left, right, merged)`, and whether a merged token holds a character
 /// before a `▁` (with a SentencePiece-style `metaspace`); or why they are not reproduced.
 fn merge_ids(
     merges: &[(Cow<'_, str>, Cow<'_, str>)],
     ids: &HashMap<&str, u32, FixedState>,
     metaspace: Option<&Metaspace>,
-) -> Result<(Vec<(u32, u32, u32)>, bool), String> {
+) -> Result<(Vec<Merge>, bool), String> {
     let mut ranked = Vec::with_capacity(merges.len());
     let mut joined = String::new();
     let mut crosses_words = false;

@@ -50,7 +50,7 @@ pub struct Metaspace {
     /// Symbol id of each character the vocabulary has, and of each ASCII one (`NONE` when
     /// absent) without hashing.
     chars: HashMap<char, u32, FixedState>,
-    ascii: [u32; 128],
+    ascii: Box<[u32; 128]>,
     /// The `<0xXX>` token of each byte (`NONE` when absent).
     bytes: Box<[u32; 256]>,
     /// Whether an id is a byte token.
@@ -168,7 +168,7 @@ impl Metaspace {
                 chars.insert(one, id);
             }
         }
-        let mut ascii = [NONE; 128];
+        let mut ascii = Box::new([NONE; 128]);
         for (c, slot) in ascii.iter_mut().enumerate() {
             if let Some(&id) = chars.get(&(c as u8 as char)) {
                 *slot = id;

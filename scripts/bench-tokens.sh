@@ -14,10 +14,12 @@
 # is the chat template (default tests/fixtures/templates/generation.jinja: masks from
 # {% generation %} blocks, as transformers computes them). PYTHON needs transformers and
 # tokenizers. For each tokenizer: which encoder trajkit takes (its own or the library's), both
-# wall times (trajkit's with the default threads, transformers' on one core as it runs), the
-# ratio and trajkit's tokens per second. Then what counting tokens costs `trajkit run` with the
-# first tokenizer: a pipeline with a parquet and an openai export, timed without and with
-# `chat_template`/`tokenizer` on both exports (the median of RUNS runs each, default 3, in turns).
+# wall and CPU times (trajkit's whole process with the default threads, transformers' loop on
+# one core as it runs), the ratios and trajkit's tokens per second. On a shared machine compare
+# the CPU times: wall times there measure the other work. Then what counting tokens costs
+# `trajkit run` with the first tokenizer: a pipeline with a parquet and an openai export, timed
+# without and with `chat_template`/`tokenizer` on both exports (the median of RUNS runs each,
+# default 3, in turns).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -45,14 +47,21 @@ fi
 
 for tok in "${tokenizers[@]}"; do
   out="$DIR/tokens-$(echo "$tok" | md5sum | cut -c1-8)"
-  start=$(date +%s.%N)
-  "$TRAJKIT" export --no-progress --to tokens -o "$out" --chat-template "$TEMPLATE" \
-    --tokenizer "$tok" "$DIR/in.jsonl" 2> "$DIR/stderr" || true
-  end=$(date +%s.%N)
-  trajkit=$(echo "$end - $start" | bc)
+  # Wall and CPU time (user + system) of the whole trajkit process.
+  read -r trajkit tcpu <<< "$("$PYTHON" - "$DIR/stderr" "$TRAJKIT" export --no-progress \
+    --to tokens -o "$out" --chat-template "$TEMPLATE" --tokenizer "$tok" "$DIR/in.jsonl" <<'PY'
+import resource, subprocess, sys, time
+start = time.perf_counter()
+with open(sys.argv[1], "w") as err:
+    subprocess.run(sys.argv[2:], stderr=err)
+wall = time.perf_counter() - start
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(f"{wall:.3f} {usage.ru_utime + usage.ru_stime:.3f}")
+PY
+)"
   encoder=$(sed -n 's/^trajkit: --tokenizer [^:]*: //p' "$DIR/stderr" | head -1)
   tokens=$(grep -oE '[0-9]+ tokens' "$DIR/stderr" | head -1 | cut -d' ' -f1)
-  read -r ptime prows ptokens <<< "$("$PYTHON" - "$DIR/hf" "$TEMPLATE" "$tok" <<'PY'
+  read -r ptime prows ptokens pcpu <<< "$("$PYTHON" - "$DIR/hf" "$TEMPLATE" "$tok" <<'PY'
 import json, sys, time
 from pathlib import Path
 import transformers
@@ -61,20 +70,22 @@ transformers.logging.set_verbosity_error()
 hf, template, tokenizer = sys.argv[1], Path(sys.argv[2]).read_text(), sys.argv[3]
 rows = [json.loads(l) for p in sorted(Path(hf, "data").glob("*.jsonl")) for l in p.open() if l.strip()]
 tok = PreTrainedTokenizerFast(tokenizer_file=tokenizer)
-start = time.perf_counter()
+start, cpu = time.perf_counter(), time.process_time()
 n = 0
 for r in rows:
     out = tok.apply_chat_template(r["messages"], tools=r["tools"], chat_template=template, tokenize=True,
                                   return_dict=True, return_assistant_tokens_mask=True)
     n += len(out["input_ids"])
-print(f"{time.perf_counter() - start:.3f} {len(rows)} {n}")
+print(f"{time.perf_counter() - start:.3f} {len(rows)} {n} {time.process_time() - cpu:.3f}")
 PY
 )"
   echo "$tok: $encoder"
-  echo "  trajkit export --to tokens (read, convert, render, tokenize, write): ${trajkit}s," \
-    "$tokens tokens, $(echo "$tokens / $trajkit" | bc) tokens/s"
-  echo "  transformers apply_chat_template (render, tokenize, masks; $prows rows, $ptokens tokens): ${ptime}s"
-  echo "  ratio: $(echo "scale=1; $ptime / $trajkit" | bc)x"
+  echo "  trajkit export --to tokens (load, read, convert, render, tokenize, write): ${trajkit}s" \
+    "(CPU ${tcpu}s), $tokens tokens, $(echo "$tokens / $trajkit" | bc) tokens/s"
+  echo "  transformers apply_chat_template (render, tokenize, masks; $prows rows, $ptokens tokens):" \
+    "${ptime}s (CPU ${pcpu}s)"
+  echo "  ratio: $(echo "scale=1; $ptime / $trajkit" | bc)x wall," \
+    "$(echo "scale=1; $pcpu / $tcpu" | bc)x CPU"
 done
 
 # `trajkit run` with a parquet and an openai export, without and with token counts on both.

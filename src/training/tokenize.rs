@@ -12,9 +12,9 @@
 use std::ops::Range;
 use std::path::PathBuf;
 use std::str::FromStr;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
-use super::bpe::{ByteLevelBpe, Cache};
+use super::bpe::{ByteLevelBpe, Cache, TokenizerJson};
 use super::guard;
 use super::tokenizer_checks;
 pub use super::tokens::Tokens;
@@ -33,7 +33,12 @@ pub use super::tokens::Tokens;
 /// merges again): on 2 threads that cost 40 % more CPU time than on one. So each thread has its
 /// own copy of the library's tokenizer too.
 pub struct TokenizerFile {
-    loaded: tokenizers::Tokenizer,
+    /// The `tokenizers` library's tokenizer of the file: built when the file loads if the own
+    /// encoder does not take it, else the first time a text goes to the library (it costs
+    /// as much as the own encoder's loading again).
+    library: OnceLock<Result<tokenizers::Tokenizer, String>>,
+    /// The file's text, for building the library's tokenizer later.
+    text: Box<str>,
     idle: Mutex<Vec<tokenizers::Tokenizer>>,
     fast: Option<ByteLevelBpe>,
     /// Why the own encoder does not take the file, when it does not.
@@ -60,43 +65,52 @@ impl TokenizerFile {
             return Ok(t);
         }
         let text = std::fs::read_to_string(&key).map_err(|e| bad(&e))?;
-        let t = Arc::new(Self::from_json(&text).map_err(|e| bad(&e))?);
+        let t = Arc::new(Self::from_json_checked(text.into(), true).map_err(|e| bad(&e))?);
         loaded.push((key, Arc::downgrade(&t)));
         Ok(t)
     }
 
     /// The tokenizer of a `tokenizer.json`'s text, refused when it has a setting that makes
-    /// tokenizing unsafe or nondeterministic ([`super::tokenizer_checks`]) or the library
-    /// panics on a few plain texts.
+    /// tokenizing unsafe or nondeterministic ([`super::tokenizer_checks`]), the library does
+    /// not load it, or (when the library encodes) the library panics on a few plain texts.
     pub fn from_json(text: &str) -> Result<Self, String> {
-        Self::from_json_checked(text, true)
+        Self::from_json_checked(text.into(), true)
     }
 
     /// [`TokenizerFile::from_json`], with the checks of its settings or without.
-    fn from_json_checked(text: &str, check: bool) -> Result<Self, String> {
+    fn from_json_checked(text: Box<str>, check: bool) -> Result<Self, String> {
         let bad = |e: &dyn std::fmt::Display| format!("not a tokenizer.json that loads: {e}");
-        let json: serde_json::Value = serde_json::from_str(text).map_err(|e| bad(&e))?;
-        if let Some((pointer, why)) = check.then(|| tokenizer_checks::check(&json)).flatten() {
+        let file = TokenizerJson::read(&text).map_err(|e| bad(&e))?;
+        if let Some((pointer, why)) = check
+            .then(|| tokenizer_checks::check(&file.settings))
+            .flatten()
+        {
             return Err(format!("refused: {pointer}: {why}"));
         }
-        let loaded = guard::call(|| tokenizers::Tokenizer::from_str(text))
-            .map_err(|panic| bad(&format!("the tokenizers library {panic}")))?
-            .map_err(|e| bad(&e))?;
-        for probe in PROBES.iter().filter(|_| check) {
-            // An error (a word a vocabulary without an unknown token lacks) is the record's
-            // problem when it happens; only a panic refuses the file.
-            let _encoded = guard::call(|| loaded.encode(*probe, false)).map_err(|panic| {
-                format!("refused: the tokenizers library {panic} encoding the text {probe:?}")
-            })?;
-        }
-        let own = guard::call(|| ByteLevelBpe::new(&json, |t| loaded.token_to_id(t)))
+        let own = guard::call(|| ByteLevelBpe::new(&file))
             .unwrap_or_else(|panic| Err(format!("reading it panicked: {panic}")));
         let (fast, library_because) = match own {
             Ok(own) => (Some(own), None),
             Err(why) => (None, Some(why)),
         };
+        let library = OnceLock::new();
+        if fast.is_some() {
+            // The parts the own encoder does not read must still load in the library.
+            check_loads(file.settings).map_err(|e| bad(&e))?;
+        } else {
+            let loaded = library_tokenizer(&text).map_err(|e| bad(&e))?;
+            for probe in PROBES.iter().filter(|_| check) {
+                // An error (a word a vocabulary without an unknown token lacks) is the
+                // record's problem when it happens; only a panic refuses the file.
+                let _encoded = guard::call(|| loaded.encode(*probe, false)).map_err(|panic| {
+                    format!("refused: the tokenizers library {panic} encoding the text {probe:?}")
+                })?;
+            }
+            let _ = library.set(Ok(loaded));
+        }
         Ok(TokenizerFile {
-            loaded,
+            library,
+            text,
             idle: Mutex::new(Vec::new()),
             fast,
             library_because,
@@ -142,7 +156,14 @@ impl TokenizerFile {
     /// panic in it unwinds, and the copy it panicked in is dropped, not used again).
     pub fn encode_with_library(&self, text: &str) -> Result<Tokens, String> {
         let idle = || self.idle.lock().unwrap_or_else(PoisonError::into_inner);
-        let copy = idle().pop().unwrap_or_else(|| self.loaded.clone());
+        let copy = match idle().pop() {
+            Some(copy) => copy,
+            None => self
+                .library
+                .get_or_init(|| library_tokenizer(&self.text))
+                .clone()
+                .map_err(|e| format!("the tokenizers library does not load the file: {e}"))?,
+        };
         let encoded = copy.encode(text, false);
         idle().push(copy);
         let e = encoded.map_err(|e| format!("the tokenizer failed: {e}"))?;
@@ -171,7 +192,24 @@ impl TokenizerFile {
     }
 }
 
-/// Plain texts every tokenizer file is tried on when it loads.
+/// The `tokenizers` library's tokenizer of a file's text (a panic in it is an error).
+fn library_tokenizer(text: &str) -> Result<tokenizers::Tokenizer, String> {
+    guard::call(|| tokenizers::Tokenizer::from_str(text))
+        .map_err(|panic| format!("the tokenizers library {panic}"))?
+        .map_err(|e| e.to_string())
+}
+
+/// Whether the library loads a file of `settings` (a file without its model's vocabulary and
+/// merges, which the own encoder has read): the error it gives if not.
+fn check_loads(mut settings: serde_json::Value) -> Result<(), String> {
+    if let Some(model) = settings.get_mut("model").and_then(|m| m.as_object_mut()) {
+        model.insert("vocab".into(), serde_json::json!({}));
+        model.insert("merges".into(), serde_json::json!([]));
+    }
+    library_tokenizer(&settings.to_string()).map(|_| ())
+}
+
+/// Plain texts every tokenizer file is tried on when it loads (by the library).
 const PROBES: &[&str] = &[
     "Hello, world!",
     " two  spaces and\ttabs\r\nlines ",
@@ -254,7 +292,7 @@ mod tests {
     fn a_panic_the_checks_do_not_foresee_fails_the_text_not_the_process() {
         // Loaded without the checks, as a file whose panic they do not foresee would be.
         let text = replace_then_bert(serde_json::json!({"String": ""}));
-        let file = TokenizerFile::from_json_checked(&text, false).expect("loads");
+        let file = TokenizerFile::from_json_checked(text.into(), false).expect("loads");
         let e = file.encode("hello").expect_err("fails");
         assert!(
             e.starts_with("the tokenizer failed: the tokenizers library panicked at ")

@@ -21,10 +21,12 @@
 //! (not in NFC under an NFC normalizer, a byte or character without a token, a pattern
 //! matching an empty piece) goes to the library too: [`ByteLevelBpe::encode`] returns `false`.
 
+pub mod file;
 mod merge;
 mod sentencepiece;
 mod split;
 
+use std::borrow::Cow;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use aho_corasick::{AhoCorasick, MatchKind};
@@ -32,7 +34,8 @@ use foldhash::fast::FixedState;
 use hashbrown::HashMap;
 use serde_json::Value;
 
-use merge::{Merges, Pieces};
+pub use file::TokenizerJson;
+use merge::{Merges, Pieces, Whole};
 use sentencepiece::{Buffers, Metaspace};
 use split::{Caches, Chain, Splitter};
 
@@ -96,7 +99,6 @@ pub struct Cache {
     stretches: Stretches,
     split: Vec<Caches>,
     metaspace: Buffers,
-    symbols: Vec<u32>,
     scratch: Tokens,
 }
 
@@ -130,10 +132,10 @@ const STRETCH_LEN: usize = 1 << 20;
 const STRETCH_BYTES: usize = 32 << 20;
 
 impl ByteLevelBpe {
-    /// The encoder of the parsed `tokenizer.json`, or why not: the part of it this encoder
-    /// does not reproduce. `added_id` gives an added token's id as the library assigned it
-    /// (the file's `id` is a hint: a token the model's vocabulary lacks gets the next free id).
-    pub fn new(json: &Value, added_id: impl Fn(&str) -> Option<u32>) -> Result<Self, String> {
+    /// The encoder of the read `tokenizer.json`, or why not: the part of it this encoder
+    /// does not reproduce.
+    pub fn new(file: &TokenizerJson<'_>) -> Result<Self, String> {
+        let json = &file.settings;
         let model = json.get("model").ok_or("no model")?;
         let kind = model.get("type").and_then(Value::as_str);
         if kind.is_some_and(|t| t != "BPE") {
@@ -170,30 +172,21 @@ impl ByteLevelBpe {
             }
         }
         let unreadable = || "the model's vocabulary or merges do not read".to_owned();
-        let vocab = model
-            .get("vocab")
-            .and_then(Value::as_object)
-            .ok_or_else(unreadable)?;
-        let mut ids: HashMap<&str, u32, FixedState> = HashMap::with_hasher(FixedState::default());
-        let size = vocab.len().max(
-            1 + vocab
-                .values()
-                .filter_map(Value::as_u64)
-                .max()
-                .ok_or_else(unreadable)? as usize,
-        );
+        let bpe = file.bpe.as_ref().ok_or_else(unreadable)?;
+        let mut ids: HashMap<&str, u32, FixedState> =
+            HashMap::with_capacity_and_hasher(bpe.vocab.len(), FixedState::default());
+        let mut size = 0;
+        for (token, id) in &bpe.vocab {
+            ids.insert(token, *id);
+            size = size.max(*id as usize + 1);
+        }
         let mut lens = vec![0u32; size];
         let mut spaces = vec![(0u8, 0u8); size];
-        for (token, id) in vocab {
-            let id = id
-                .as_u64()
-                .and_then(|id| u32::try_from(id).ok())
-                .ok_or_else(unreadable)?;
-            ids.insert(token, id);
-            lens[id as usize] = token.chars().count() as u32;
-            spaces[id as usize] = space_counts(token);
+        for (token, id) in &bpe.vocab {
+            lens[*id as usize] = token.chars().count() as u32;
+            spaces[*id as usize] = space_counts(token);
         }
-        let words = match (splitter, metaspace) {
+        let mut words = match (splitter, metaspace) {
             (Some(splitter), _) => {
                 let mut byte_ids = Box::new([NONE; 256]);
                 for (b, c) in byte_chars().iter().enumerate() {
@@ -207,34 +200,23 @@ impl ByteLevelBpe {
                 Words::Metaspace(Metaspace::new(shape.ok_or("no pre-tokenizer")?, &ids, size))
             }
         };
-        let merges = model
-            .get("merges")
-            .and_then(Value::as_array)
-            .ok_or_else(unreadable)?;
-        let mut ranked = Vec::with_capacity(merges.len());
-        for m in merges {
-            let pair = match m {
-                Value::String(s) => {
-                    let mut parts = s.split(' ');
-                    let pair = parts.next().zip(parts.next());
-                    pair.filter(|_| parts.next().is_none())
-                }
-                Value::Array(a) if a.len() == 2 => a[0].as_str().zip(a[1].as_str()),
-                _ => None,
-            };
-            let (l, r) = pair.ok_or_else(unreadable)?;
-            let id = |t: &str| {
-                ids.get(t).copied().ok_or_else(|| {
-                    format!("the merge of {l:?} and {r:?} names a token the vocabulary lacks")
-                })
-            };
-            let merge = (id(l)?, id(r)?, id(&format!("{l}{r}"))?);
-            if let Words::Metaspace(m) = &words {
-                if m.is_byte(merge.0) || m.is_byte(merge.1) {
-                    return Err(format!("the merge of {l:?} and {r:?} merges byte tokens"));
-                }
-            }
-            ranked.push(merge);
+        // The merges as ids, in two halves on two threads (the second half's error only
+        // counts when the first has none).
+        let (first, second) = bpe.merges.split_at(bpe.merges.len() / 2);
+        let sentencepiece = match &words {
+            Words::Metaspace(m) => Some(m),
+            Words::ByteLevel { .. } => None,
+        };
+        let (first, second) = std::thread::scope(|s| {
+            let second = s.spawn(|| merge_ids(second, &ids, sentencepiece));
+            (merge_ids(first, &ids, sentencepiece), second.join())
+        });
+        let (mut ranked, crosses_first) = first?;
+        let (rest, crosses_second) = second.map_err(|_| "reading the merges panicked")??;
+        ranked.extend(rest);
+        let crosses_words = crosses_first || crosses_second;
+        if let (Words::Metaspace(m), false) = (&mut words, crosses_words) {
+            m.cut_before_words();
         }
         let whole = match model.get("ignore_merges").and_then(Value::as_bool) {
             Some(true) if matches!(words, Words::Metaspace(_)) => {
@@ -246,9 +228,12 @@ impl ByteLevelBpe {
         if matches!(words, Words::Metaspace(_)) && trim.is_some() {
             return Err("a SentencePiece-style model with byte-level offsets trimmed".into());
         }
+        let added = file
+            .added_ids(&ids)
+            .ok_or("the added tokens' ids run out")?;
         let (raw_added, normalized_added) = added_tokens(
             json.get("added_tokens"),
-            &added_id,
+            &|t: &str| added.get(t).copied(),
             nfc,
             &mut lens,
             &mut spaces,
@@ -280,7 +265,6 @@ impl ByteLevelBpe {
                 Words::Metaspace(_) => Vec::new(),
             },
             metaspace: Buffers::default(),
-            symbols: Vec::new(),
             stretches: Stretches::default(),
             scratch: Tokens::default(),
         }
@@ -392,7 +376,8 @@ impl ByteLevelBpe {
         cache: &mut Cache,
         out: &mut Tokens,
     ) -> bool {
-        if self.nfc && !unicode_normalization_alignments::is_nfc(&text[start..end]) {
+        let part = &text[start..end];
+        if self.nfc && !part.is_ascii() && !unicode_normalization_alignments::is_nfc(part) {
             return false;
         }
         let mut ok = true;
@@ -426,7 +411,6 @@ impl ByteLevelBpe {
         let Cache {
             pieces,
             split,
-            symbols,
             metaspace,
             ..
         } = cache;
@@ -452,14 +436,18 @@ impl ByteLevelBpe {
                 return;
             }
             let piece = &part.as_bytes()[a..b];
-            symbols.clear();
-            symbols.extend(piece.iter().map(|&b| byte_ids[b as usize]));
-            if symbols.contains(&NONE) {
+            let from = out.ids.len();
+            let symbols_of = |symbols: &mut Vec<u32>| {
+                symbols.extend(piece.iter().map(|&b| byte_ids[b as usize]));
+                !symbols.contains(&NONE)
+            };
+            if !self
+                .merges
+                .tokenize(piece, symbols_of, pieces, &mut out.ids)
+            {
                 ok = false;
                 return;
             }
-            let from = out.ids.len();
-            self.merges.tokenize(piece, symbols, pieces, &mut out.ids);
             let mut at = start + a;
             for &id in &out.ids[from..] {
                 let len = self.lens.get(id as usize).copied().unwrap_or(0) as usize;
@@ -495,6 +483,40 @@ impl ByteLevelBpe {
             }
         }
     }
+}
+
+/// A merge as ids: left, right, merged.
+type Merge = (u32, u32, u32);
+
+/// `merges` as ids `(left, right, merged)`, and whether a merged token holds a character
+/// before a `▁` (with a SentencePiece-style `metaspace`); or why they are not reproduced.
+fn merge_ids(
+    merges: &[(Cow<'_, str>, Cow<'_, str>)],
+    ids: &HashMap<&str, u32, FixedState>,
+    metaspace: Option<&Metaspace>,
+) -> Result<(Vec<Merge>, bool), String> {
+    let mut ranked = Vec::with_capacity(merges.len());
+    let mut joined = String::new();
+    let mut crosses_words = false;
+    for (l, r) in merges {
+        let id = |t: &str| {
+            ids.get(t).copied().ok_or_else(|| {
+                format!("the merge of {l:?} and {r:?} names a token the vocabulary lacks")
+            })
+        };
+        joined.clear();
+        joined.push_str(l);
+        joined.push_str(r);
+        let merge = (id(l)?, id(r)?, id(&joined)?);
+        if let Some(m) = metaspace {
+            if m.is_byte(merge.0) || m.is_byte(merge.1) {
+                return Err(format!("the merge of {l:?} and {r:?} merges byte tokens"));
+            }
+            crosses_words = crosses_words || m.crosses_words(&joined);
+        }
+        ranked.push(merge);
+    }
+    Ok((ranked, crosses_words))
 }
 
 /// Appends an added token; `true`.
@@ -728,16 +750,24 @@ fn added_tokens(
 }
 
 /// With `ignore_merges`, pieces that are a token of the vocabulary, by their bytes.
-fn whole_tokens(ids: &HashMap<&str, u32, FixedState>) -> HashMap<Box<[u8]>, u32, FixedState> {
+fn whole_tokens(ids: &HashMap<&str, u32, FixedState>) -> Whole {
     let mut byte_of = HashMap::<char, u8, FixedState>::with_hasher(FixedState::default());
     for (b, c) in byte_chars().iter().enumerate() {
         byte_of.insert(*c, b as u8);
     }
-    let mut whole = HashMap::with_hasher(FixedState::default());
+    let mut whole = Whole::default();
+    let mut bytes = Vec::new();
     for (token, &id) in ids {
-        let bytes: Option<Box<[u8]>> = token.chars().map(|c| byte_of.get(&c).copied()).collect();
-        if let Some(bytes) = bytes {
-            whole.insert(bytes, id);
+        bytes.clear();
+        let all = token.chars().all(|c| match byte_of.get(&c) {
+            Some(&b) => {
+                bytes.push(b);
+                true
+            }
+            None => false,
+        });
+        if all {
+            whole.insert(&bytes, id);
         }
     }
     whole

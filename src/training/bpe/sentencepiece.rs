@@ -43,8 +43,14 @@ pub struct Metaspace {
     prepend: Prepend,
     /// Each `▁` starts a word (`Metaspace` with `split`).
     split: bool,
-    /// Symbol id of each character the vocabulary has.
+    /// A `▁` after another character starts a word: no merge makes a token holding a
+    /// character before a `▁`, so no merge crosses there, and the words (short, repeated)
+    /// merge as the whole stretch would, from the cache of pieces.
+    cut_before_words: bool,
+    /// Symbol id of each character the vocabulary has, and of each ASCII one (`NONE` when
+    /// absent) without hashing.
     chars: HashMap<char, u32, FixedState>,
+    ascii: Box<[u32; 128]>,
     /// The `<0xXX>` token of each byte (`NONE` when absent).
     bytes: Box<[u32; 256]>,
     /// Whether an id is a byte token.
@@ -58,7 +64,6 @@ pub struct Buffers {
     /// Per character of `normalized`: the original byte range it stands for, and its own
     /// length in bytes.
     origin: Vec<(usize, usize, usize)>,
-    symbols: Vec<u32>,
 }
 
 impl Metaspace {
@@ -163,6 +168,12 @@ impl Metaspace {
                 chars.insert(one, id);
             }
         }
+        let mut ascii = Box::new([NONE; 128]);
+        for (c, slot) in ascii.iter_mut().enumerate() {
+            if let Some(&id) = chars.get(&(c as u8 as char)) {
+                *slot = id;
+            }
+        }
         let mut bytes = Box::new([NONE; 256]);
         let mut byte_token = vec![false; size];
         for (b, slot) in bytes.iter_mut().enumerate() {
@@ -178,8 +189,34 @@ impl Metaspace {
             prepend,
             split,
             chars,
+            ascii,
             bytes,
             byte_token,
+            cut_before_words: false,
+        }
+    }
+
+    /// Whether the merged token `token` holds a character before a `▁`; when none does, words
+    /// are cut there ([`Metaspace::cut_before_words`]).
+    pub fn crosses_words(&self, token: &str) -> bool {
+        let mut previous = None;
+        token.chars().any(|c| {
+            let crosses = c == self.replacement && previous.is_some_and(|p| p != c);
+            previous = Some(c);
+            crosses
+        })
+    }
+
+    /// Cuts words before each `▁` that follows another character.
+    pub fn cut_before_words(&mut self) {
+        self.cut_before_words = true;
+    }
+
+    /// The symbol of the character `c`, when the vocabulary has it.
+    fn symbol(&self, c: char) -> Option<u32> {
+        match self.ascii.get(c as usize) {
+            Some(&id) => (id != NONE).then_some(id),
+            None => self.chars.get(&c).copied(),
         }
     }
 
@@ -205,11 +242,7 @@ impl Metaspace {
         offsets: &mut Vec<(usize, usize)>,
     ) -> bool {
         let part = &text[start..end];
-        let Buffers {
-            normalized,
-            origin,
-            symbols,
-        } = buffers;
+        let Buffers { normalized, origin } = buffers;
         normalized.clear();
         origin.clear();
         let Some(first) = part.chars().next() else {
@@ -234,30 +267,37 @@ impl Metaspace {
         let mut char_at = 0;
         let mut word_start = 0;
         let mut chars = normalized.char_indices().peekable();
-        while chars.next().is_some() {
-            let next = chars.peek().map(|&(j, n)| (j, n));
-            if next.is_some_and(|(_, n)| !(self.split && n == self.replacement)) {
+        while let Some((_, c)) = chars.next() {
+            let next = chars.peek().copied();
+            let cut = next.is_none_or(|(_, n)| {
+                n == self.replacement && (self.split || (self.cut_before_words && c != n))
+            });
+            if !cut {
                 continue;
             }
             let word_end = next.map_or(normalized.len(), |(j, _)| j);
             let word = &normalized[word_start..word_end];
             word_start = word_end;
-            symbols.clear();
-            for c in word.chars() {
-                if let Some(&id) = self.chars.get(&c) {
-                    symbols.push(id);
-                    continue;
-                }
-                for b in c.encode_utf8(&mut [0; 4]).bytes() {
-                    let id = self.bytes[b as usize];
-                    if id == NONE {
-                        return false;
-                    }
-                    symbols.push(id);
-                }
-            }
             let from = ids.len();
-            merges.tokenize(word.as_bytes(), symbols, pieces, ids);
+            let symbols_of = |symbols: &mut Vec<u32>| {
+                for c in word.chars() {
+                    if let Some(id) = self.symbol(c) {
+                        symbols.push(id);
+                        continue;
+                    }
+                    for b in c.encode_utf8(&mut [0; 4]).bytes() {
+                        let id = self.bytes[b as usize];
+                        if id == NONE {
+                            return false;
+                        }
+                        symbols.push(id);
+                    }
+                }
+                true
+            };
+            if !merges.tokenize(word.as_bytes(), symbols_of, pieces, ids) {
+                return false;
+            }
             let mut byte_of_char = 0;
             for &id in &ids[from..] {
                 let Some(&(s, e, width)) = origin.get(char_at) else {

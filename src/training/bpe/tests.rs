@@ -2,12 +2,10 @@
 //! to find the edges (white space runs, contractions, digits, accents, combining marks, wide
 //! and four-byte characters, added tokens), for each supported shape of `tokenizer.json`.
 
-use std::str::FromStr;
-
 use serde_json::{json, Value};
 
 use super::split::{Splitter, BYTE_LEVEL};
-use super::{byte_chars, ByteLevelBpe};
+use super::{byte_chars, ByteLevelBpe, TokenizerJson};
 use crate::training::tokenize::{TokenizerFile, Tokens};
 
 /// A `Split` pattern in the style of recent byte-level models, written for these tests.
@@ -191,9 +189,9 @@ fn same_as_library(json: &str) -> usize {
 fn same_as_library_on(json: &str, texts: &[String]) -> usize {
     let t = TokenizerFile::from_json(json).expect("loads"); // ok: test code on built-in strings
     assert!(t.is_own(), "the own encoder takes {json:.200}");
-    let library = tokenizers::Tokenizer::from_str(json).expect("loads"); // ok: test code on built-in strings
-    let parsed: Value = serde_json::from_str(json).expect("json"); // ok: test code on built-in strings
-    let own = ByteLevelBpe::new(&parsed, |c| library.token_to_id(c)).expect("own"); // ok: test code
+    let parsed = TokenizerJson::read(json).expect("json"); // ok: test code on built-in strings
+                                                           // Added tokens' ids are the library's (its encodings below hold them).
+    let own = ByteLevelBpe::new(&parsed).expect("own"); // ok: test code
 
     // The second round is a new thread's: its stretches come from the encoder's shared cache.
     let mut caches = [own.cache(), own.cache()];
@@ -303,7 +301,11 @@ fn family_patterns_in_sequences() {
 fn unsupported_shapes_go_to_the_library() {
     let json = tokenizer(gpt2(), Value::Null, Value::Null, false, false);
     let mut v: Value = serde_json::from_str(&json).expect("json"); // ok: test code on built-in strings
-    let why = |v: &Value| ByteLevelBpe::new(v, |_| Some(0)).err();
+    let why = |v: &Value| {
+        let text = v.to_string();
+        let file = TokenizerJson::read(&text).expect("json"); // ok: test code
+        ByteLevelBpe::new(&file).err()
+    };
     assert_eq!(why(&v), None);
     v["added_tokens"][0]["lstrip"] = json!(true);
     assert_eq!(
@@ -372,7 +374,9 @@ fn real_tokenizers_match_the_library() {
 /// A SentencePiece-style vocabulary and merges from `texts` (spaces as `▁`): the control
 /// tokens, the 256 byte tokens, the characters of the ASCII and Latin texts (the others fall
 /// back to bytes), then `n` rounds of merging the most frequent pair (the smallest on ties).
-fn train_pieces(texts: &[String], n: usize) -> (Value, Value) {
+/// With `words_only`, no merge crosses from a character to a `▁` (as in real vocabularies, whose
+/// trainer splits at spaces); without, merges cross anywhere.
+fn train_pieces(texts: &[String], n: usize, words_only: bool) -> (Value, Value) {
     let mut vocab: Vec<String> = ["<unk>", "<s>", "</s>"].map(str::to_owned).to_vec();
     vocab.extend((0..=255u8).map(|b| format!("<0x{b:02X}>")));
     let mut words: Vec<Vec<String>> = texts
@@ -391,6 +395,21 @@ fn train_pieces(texts: &[String], n: usize) -> (Value, Value) {
     vocab.extend(known.iter().cloned());
     for w in &mut words {
         w.retain(|c| known.contains(c));
+    }
+    if words_only {
+        words = words
+            .iter()
+            .flat_map(|w| {
+                let mut cut = vec![Vec::new()];
+                for (i, c) in w.iter().enumerate() {
+                    if c == "▁" && i > 0 && w[i - 1] != "▁" {
+                        cut.push(Vec::new());
+                    }
+                    cut.last_mut().expect("one").push(c.clone()); // ok: test code
+                }
+                cut
+            })
+            .collect();
     }
     let mut merges = Vec::new();
     for _ in 0..n {
@@ -430,9 +449,11 @@ fn train_pieces(texts: &[String], n: usize) -> (Value, Value) {
 
 /// A SentencePiece-style `tokenizer.json` with `normalizer` and `pre` (its added tokens
 /// normalized when `normalized`).
-fn pieces_tokenizer(normalizer: Value, pre: Value, normalized: bool) -> String {
-    static TRAINED: std::sync::OnceLock<(Value, Value)> = std::sync::OnceLock::new();
-    let (vocab, merges) = TRAINED.get_or_init(|| train_pieces(&texts(), 300)).clone();
+fn pieces_tokenizer(normalizer: Value, pre: Value, normalized: bool, words_only: bool) -> String {
+    static TRAINED: std::sync::OnceLock<[(Value, Value); 2]> = std::sync::OnceLock::new();
+    let trained = TRAINED
+        .get_or_init(|| [false, true].map(|words_only| train_pieces(&texts(), 300, words_only)));
+    let (vocab, merges) = trained[usize::from(words_only)].clone();
     let n = vocab.as_object().map_or(0, |v| v.len());
     json!({
         "version": "1.0", "truncation": null, "padding": null,
@@ -476,7 +497,18 @@ fn sentencepiece_bpe_with_byte_fallback() {
         ("Llama 2", llama2, Value::Null, false),
         ("Gemma", replace, Value::Null, false),
     ] {
-        let json = pieces_tokenizer(normalizer, pre, normalized);
-        assert_eq!(same_as_library(&json), all, "{name}");
+        for words_only in [false, true] {
+            let json = pieces_tokenizer(normalizer.clone(), pre.clone(), normalized, words_only);
+            // Words are cut before `▁` (no merge crosses there) with `words_only` alone.
+            let crossing = serde_json::from_str::<Value>(&json).expect("json")["model"]["merges"] // ok: test code
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|m| Some(format!("{}{}", m[0].as_str()?, m[1].as_str()?)))
+                .filter(|t| t.trim_start_matches('▁').contains('▁'))
+                .count();
+            assert_eq!(crossing == 0, words_only, "{name}");
+            assert_eq!(same_as_library(&json), all, "{name}, {words_only}");
+        }
     }
 }

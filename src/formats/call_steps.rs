@@ -2,7 +2,7 @@
 //! steps message by message (Pi, Qwen Code, Kimi CLI): each call gets a link id unique in the
 //! trajectory (its own id when no call had it yet), waits until a result names it, and, when
 //! the conversation goes on without one, is answered by the text the agent itself gives the
-//! model for it ([`CallSteps::close_calls`]), or keeps no link ([`CallSteps::finish`]). Both
+//! model for it (`CallSteps::close_calls`), or keeps no link (`CallSteps::finish`). Both
 //! are listed in `unanswered_calls`; what no step holds is kept in `unmapped`.
 
 use foldhash::{HashSet, HashSetExt};

@@ -3,6 +3,7 @@
 use std::time::Instant;
 
 use clap::Args;
+use trajkit::commands::files::{write_summary_json, StageFiles};
 use trajkit::commands::join::join_inputs;
 use trajkit::config::join::JoinConfig;
 use trajkit::formats::side_formats;
@@ -12,10 +13,7 @@ use trajkit::model::AdpVersion;
 use trajkit::validate::report::Reporter;
 use trajkit::validate::Diagnostic;
 
-use super::common::{
-    inputs, open_stage_files, throughput, warn_empty, write_summary_json, Capped, CliError,
-    GlobalArgs,
-};
+use super::common::{inputs, throughput, warn_empty, Capped, CliError, GlobalArgs};
 
 /// Attach reflections and rewards from side files to ADP trajectories, by declared keys.
 ///
@@ -129,7 +127,7 @@ pub fn run(args: JoinArgs, global: &GlobalArgs) -> Result<u8, CliError> {
             IndexError::Invalid(problems) => side_file_problems(&problems, global),
             other => CliError::io(other),
         })?;
-    let files = open_stage_files(
+    let files = StageFiles::open(
         &args.output,
         args.rejects.as_deref(),
         args.summary_json.as_deref(),

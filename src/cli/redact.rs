@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 use std::time::Instant;
 
 use clap::Args;
+use trajkit::commands::files::{write_summary_json, StageFiles};
 use trajkit::commands::redact::{redact_inputs, scan_inputs, RedactRunOptions};
 use trajkit::config::redact::redactor;
 use trajkit::engine::output::print;
@@ -12,10 +13,7 @@ use trajkit::model::AdpVersion;
 use trajkit::redact::{Redactor, Scanner};
 use trajkit::validate::report::{reporter, ReportFormat};
 
-use super::common::{
-    inputs, open_stage_files, throughput, warn_empty, write_summary_json, Capped, CliError,
-    GlobalArgs,
-};
+use super::common::{inputs, throughput, warn_empty, Capped, CliError, GlobalArgs};
 use super::validate::report_to;
 
 /// Replace secrets and personal data in ADP trajectories by placeholders naming the rule that
@@ -93,7 +91,7 @@ pub fn run(args: RedactArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     if args.scan {
         return scan(&args, &inputs, &redactor, global, started);
     }
-    let files = open_stage_files(
+    let files = StageFiles::open(
         &args.output,
         args.rejects.as_deref(),
         args.summary_json.as_deref(),

@@ -6,12 +6,11 @@ use std::time::Instant;
 
 use clap::Args;
 
+use trajkit::commands::files::{lock_files, rejects_writer};
 use trajkit::commands::validate::{validate_inputs, validate_specs, Target, ValidateOptions};
 use trajkit::validate::report::{reporter, ReportFormat};
 
-use super::common::{
-    inputs, lock_files, rejects_writer, throughput, warn_empty, CliError, GlobalArgs,
-};
+use super::common::{inputs, throughput, warn_empty, CliError, GlobalArgs};
 
 /// Check ADP trajectories against the JSON Schema of their version and trajkit's semantic rules
 /// (tool-call links, code languages, available_code_languages).

@@ -36,7 +36,7 @@ pub enum ConfigError {
     /// A value or combination of options that cannot work; the message names the options.
     #[error("{0}")]
     Invalid(String),
-    /// A file the options name could not be read.
+    /// A file the options name could not be read, or created, locked or written.
     #[error("{0}")]
     Io(String),
 }

@@ -70,6 +70,16 @@ impl GlobalArgs {
         }
     }
 
+    /// How many diagnostics (and a join's orphans) are shown on stderr: none when quiet, the
+    /// first 20, or all (`None`) with `-v`.
+    pub fn shown_diagnostics(&self) -> Option<u64> {
+        match (self.quiet, self.verbose) {
+            (true, _) => Some(0),
+            (false, 0) => Some(20),
+            (false, _) => None,
+        }
+    }
+
     /// Prints a summary line to stderr unless quiet.
     pub fn summary(&self, line: fmt::Arguments<'_>) {
         if !self.quiet {
@@ -166,11 +176,7 @@ impl Capped {
         Capped {
             inner: reporter(ReportFormat::Human, Box::new(Stderr)),
             shown: 0,
-            limit: match (global.quiet, global.verbose) {
-                (true, _) => 0,
-                (false, 0) => 20,
-                (false, _) => u64::MAX,
-            },
+            limit: global.shown_diagnostics().unwrap_or(u64::MAX),
         }
     }
 }

@@ -9,7 +9,7 @@ use trajkit::engine::output::print;
 use trajkit::engine::partition::Partition;
 
 use super::common::{throughput, warn_empty, Capped, CliError, GlobalArgs};
-use super::join::{orphan_diagnostics, side_file_problems};
+use super::join::side_file_problems;
 use super::progress::Bar;
 
 /// Run a pipeline file: inputs, convert options, validation, joins and exports, in one
@@ -129,7 +129,7 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         resume: args.resume,
         partition,
         run: global.run_options(),
-        orphan_diagnostics: orphan_diagnostics(global),
+        orphan_diagnostics: global.shown_diagnostics(),
     };
     let prepared =
         Prepared::new(&pipeline, request, &|m| global.notice(m)).map_err(|e| match e {

@@ -1,9 +1,12 @@
 //! The files a command writes besides its exports: its output, rejects file and JSON summary,
-//! each locked against another trajkit process writing it and written under a temporary name.
-//! Every failure is a [`ConfigError::Io`] naming the file.
+//! each locked against another trajkit process writing it and written under a temporary name,
+//! and its report. Every failure is a [`ConfigError::Io`] naming the file.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
 
 use crate::config::ConfigError;
-use crate::engine::output::{Lock, Output};
+use crate::engine::output::{stdout, Lock, Output};
 use crate::engine::rejects::RejectsWriter;
 
 /// Locks the output files a command writes (`-o`, `--rejects`; `None`s, stdout and devices are
@@ -63,6 +66,18 @@ pub fn write_summary_json(path: &str, summary: &impl serde::Serialize) -> Result
         Output::create(path).map_err(|e| ConfigError::Io(format!("cannot create {path}: {e}")))?;
     let io = |e: std::io::Error| ConfigError::Io(format!("cannot write {path}: {e}"));
     serde_json::to_writer_pretty(&mut out, summary).map_err(|e| io(e.into()))?;
-    std::io::Write::write_all(&mut out, b"\n").map_err(io)?;
+    out.write_all(b"\n").map_err(io)?;
     out.finish().map_err(io)
+}
+
+/// Where a report goes (`--report-file`): `file`, or stdout.
+pub fn report_writer(file: Option<&str>) -> Result<Box<dyn Write + Send>, ConfigError> {
+    Ok(match file {
+        Some(path) => {
+            Box::new(BufWriter::new(File::create(path).map_err(|e| {
+                ConfigError::Io(format!("cannot create {path}: {e}"))
+            })?))
+        }
+        None => Box::new(BufWriter::new(stdout())),
+    })
 }

@@ -7,10 +7,8 @@ use std::time::Instant;
 use clap::Args;
 use trajkit::commands::inputs::expand;
 use trajkit::config::ConfigError;
-use trajkit::engine::output::{warn, Lock, LockError, Output, Stderr};
-use trajkit::engine::partition::Partition;
+use trajkit::engine::output::{warn, LockError, Stderr};
 use trajkit::engine::pipeline::{PipelineError, RunOptions};
-use trajkit::engine::rejects::RejectsWriter;
 use trajkit::validate::report::{reporter, ReportFormat, Reporter, ValidationSummary};
 use trajkit::validate::Diagnostic;
 
@@ -72,6 +70,16 @@ impl GlobalArgs {
         }
     }
 
+    /// How many diagnostics (and a join's orphans) are shown on stderr: none when quiet, the
+    /// first 20, or all (`None`) with `-v`.
+    pub fn shown_diagnostics(&self) -> Option<u64> {
+        match (self.quiet, self.verbose) {
+            (true, _) => Some(0),
+            (false, 0) => Some(20),
+            (false, _) => None,
+        }
+    }
+
     /// Prints a summary line to stderr unless quiet.
     pub fn summary(&self, line: fmt::Arguments<'_>) {
         if !self.quiet {
@@ -128,70 +136,6 @@ impl From<LockError> for CliError {
     }
 }
 
-/// Locks the output files a command writes (`-o`, `--rejects`; `None`s, stdout and devices are
-/// passed over) for as long as the locks are kept: another command writing one of them is
-/// refused at once.
-pub fn lock_files<'a>(
-    paths: impl IntoIterator<Item = Option<&'a str>>,
-) -> Result<Vec<Lock>, CliError> {
-    let mut locks = Vec::new();
-    for path in paths.into_iter().flatten() {
-        locks.extend(Lock::file(path)?);
-    }
-    Ok(locks)
-}
-
-/// Locks an export directory (see [`Lock::dir`]).
-pub fn lock_dir(dir: &std::path::Path, partition: Option<&Partition>) -> Result<Lock, CliError> {
-    Ok(Lock::dir(dir, partition)?)
-}
-
-/// Opens the `--rejects` file when one was asked for.
-pub fn rejects_writer(path: Option<&str>) -> Result<Option<RejectsWriter>, CliError> {
-    path.map(RejectsWriter::create)
-        .transpose()
-        .map_err(|e| CliError::io(format!("cannot create the rejects file: {e}")))
-}
-
-/// What a command that writes one JSON-lines output opens before its first record: the locks
-/// on its files (kept until the value is dropped), the output and the `--rejects` file.
-pub struct StageFiles {
-    /// The locks on the output, the rejects file and the JSON summary, held while the value
-    /// lives (its other fields may be moved out).
-    _locks: Vec<Lock>,
-    /// The output (`-o`).
-    pub output: Output,
-    /// The rejects file, when one was asked for.
-    pub rejects: Option<RejectsWriter>,
-}
-
-/// Locks `output`, `rejects` and `summary_json` (see [`lock_files`]), then creates the output
-/// and the rejects file.
-pub fn open_stage_files(
-    output: &str,
-    rejects: Option<&str>,
-    summary_json: Option<&str>,
-) -> Result<StageFiles, CliError> {
-    let locks = lock_files([Some(output), rejects, summary_json])?;
-    let out =
-        Output::create(output).map_err(|e| CliError::io(format!("cannot create {output}: {e}")))?;
-    Ok(StageFiles {
-        _locks: locks,
-        output: out,
-        rejects: rejects_writer(rejects)?,
-    })
-}
-
-/// Writes a command's summary as pretty JSON to `path` (`--summary-json`).
-pub fn write_summary_json(path: &str, summary: &impl serde::Serialize) -> Result<(), CliError> {
-    let mut out =
-        Output::create(path).map_err(|e| CliError::io(format!("cannot create {path}: {e}")))?;
-    let io = |e: std::io::Error| CliError::io(format!("cannot write {path}: {e}"));
-    serde_json::to_writer_pretty(&mut out, summary).map_err(|e| io(e.into()))?;
-    std::io::Write::write_all(&mut out, b"\n").map_err(io)?;
-    out.finish().map_err(io)
-}
-
 /// Warns on stderr about inputs that held no records (unless quiet).
 pub fn warn_empty<'a>(global: &GlobalArgs, paths: impl IntoIterator<Item = &'a str>) {
     if !global.quiet {
@@ -232,11 +176,7 @@ impl Capped {
         Capped {
             inner: reporter(ReportFormat::Human, Box::new(Stderr)),
             shown: 0,
-            limit: match (global.quiet, global.verbose) {
-                (true, _) => 0,
-                (false, 0) => 20,
-                (false, _) => u64::MAX,
-            },
+            limit: global.shown_diagnostics().unwrap_or(u64::MAX),
         }
     }
 }

@@ -4,12 +4,13 @@ use std::time::Instant;
 
 use clap::Args;
 use trajkit::commands::convert::convert_inputs;
+use trajkit::commands::files::StageFiles;
 use trajkit::commands::inputs::plan;
 use trajkit::config::convert::{named_converter, output_format, upgrade_options, ConvertConfig};
 use trajkit::convert::ConvertOptions;
 use trajkit::engine::output::warn;
 
-use super::common::{open_stage_files, throughput, warn_empty, Capped, CliError, GlobalArgs};
+use super::common::{throughput, warn_empty, Capped, CliError, GlobalArgs};
 
 /// Convert records of any supported format into ADP trajectories, one compact JSON object per
 /// line. Every trajectory is validated before it is written.
@@ -67,7 +68,7 @@ pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     )?;
     let plan = plan(&args.inputs, named, &|m| global.notice(m))?;
     let inputs: Vec<String> = plan.iter().map(|(p, _)| p.clone()).collect();
-    let files = open_stage_files(&args.output, args.rejects.as_deref(), None)?;
+    let files = StageFiles::open(&args.output, args.rejects.as_deref(), None)?;
     let opts = ConvertOptions {
         to,
         upgrade,

@@ -3,19 +3,17 @@
 use std::time::Instant;
 
 use clap::Args;
-use trajkit::commands::join::join_inputs;
+use trajkit::commands::files::{write_summary_json, StageFiles};
+use trajkit::commands::join::{check_stdin, join_inputs, side_sets};
 use trajkit::config::join::JoinConfig;
 use trajkit::formats::side_formats;
-use trajkit::join::{IndexError, JoinRunOptions, Orphans};
+use trajkit::join::{IndexError, JoinRunOptions};
 use trajkit::model::upgrade::UpgradeOptions;
 use trajkit::model::AdpVersion;
 use trajkit::validate::report::Reporter;
 use trajkit::validate::Diagnostic;
 
-use super::common::{
-    inputs, open_stage_files, throughput, warn_empty, write_summary_json, Capped, CliError,
-    GlobalArgs,
-};
+use super::common::{inputs, throughput, warn_empty, Capped, CliError, GlobalArgs};
 
 /// Attach reflections and rewards from side files to ADP trajectories, by declared keys.
 ///
@@ -90,38 +88,12 @@ pub fn side_file_problems(problems: &[Diagnostic], global: &GlobalArgs) -> CliEr
     }
 }
 
-/// How many orphans a join reports as warnings: none when quiet, the first 20, or all with
-/// `-v`.
-pub fn orphan_diagnostics(global: &GlobalArgs) -> Option<u64> {
-    match (global.quiet, global.verbose) {
-        (true, _) => Some(0),
-        (false, 0) => Some(20),
-        (false, _) => None,
-    }
-}
-
 /// Runs `join`.
 pub fn run(args: JoinArgs, global: &GlobalArgs) -> Result<u8, CliError> {
-    if !args.adp_version.has_free_details() {
-        return Err(CliError::usage(format!(
-            "join writes JSON values into details, which ADP {} cannot hold; use 1.1.0 or later",
-            args.adp_version
-        )));
-    }
     let config = &args.config;
-    let sets = config.side_sets()?;
+    let sets = side_sets(config, args.adp_version)?;
     let inputs = inputs(&args.inputs, global)?;
-    let side_stdin = config
-        .reflections
-        .iter()
-        .chain(&config.rewards)
-        .filter(|f| *f == "-")
-        .count();
-    if side_stdin + usize::from(inputs.iter().any(|i| i == "-")) > 1 {
-        return Err(CliError::usage(
-            "stdin (`-`) can be read once: give the trajectories or one side file on stdin, not several",
-        ));
-    }
+    check_stdin(config, &inputs)?;
     let started = Instant::now();
     let join = config
         .build(sets, global.max_record_bytes)
@@ -129,7 +101,7 @@ pub fn run(args: JoinArgs, global: &GlobalArgs) -> Result<u8, CliError> {
             IndexError::Invalid(problems) => side_file_problems(&problems, global),
             other => CliError::io(other),
         })?;
-    let files = open_stage_files(
+    let files = StageFiles::open(
         &args.output,
         args.rejects.as_deref(),
         args.summary_json.as_deref(),
@@ -141,7 +113,7 @@ pub fn run(args: JoinArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         },
         run: global.run_options(),
         orphans: Some(config.orphans),
-        orphan_diagnostics: orphan_diagnostics(global),
+        orphan_diagnostics: global.shown_diagnostics(),
     };
     let bar = global.progress(&inputs, "join");
     let summary = join_inputs(
@@ -161,6 +133,5 @@ pub fn run(args: JoinArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     if let Some(path) = &args.summary_json {
         write_summary_json(path, &summary)?;
     }
-    let orphans_rejected = config.orphans == Orphans::Reject && summary.side_orphans > 0;
-    Ok(u8::from(summary.rejected > 0 || orphans_rejected))
+    Ok(u8::from(summary.failed(config.orphans)))
 }

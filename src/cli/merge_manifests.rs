@@ -4,8 +4,9 @@ use std::path::Path;
 
 use clap::Args;
 use trajkit::commands::merge_manifests::{merge_parts, MergeError};
+use trajkit::engine::output::Lock;
 
-use super::common::{lock_dir, CliError, GlobalArgs};
+use super::common::{CliError, GlobalArgs};
 
 /// Combine the part manifests of a partitioned export (`trajkit run --partition I/N`, one run
 /// per I, writing to the same export directory or copied into one) into `manifest.json` and
@@ -30,7 +31,7 @@ const EXAMPLES: &str = "Examples:
 /// Runs `merge-manifests`.
 pub fn run(args: MergeManifestsArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     for dir in &args.dirs {
-        let _lock = lock_dir(Path::new(dir), None)?;
+        let _lock = Lock::dir(Path::new(dir), None)?;
         let merged = merge_parts(Path::new(dir)).map_err(|e| match e {
             MergeError::Parts { .. } => CliError::usage(e.to_string()),
             MergeError::Io { .. } => CliError::io(e),

@@ -1,22 +1,20 @@
 //! `trajkit redact`
 
-use std::fmt::Write as _;
 use std::time::Instant;
 
 use clap::Args;
-use trajkit::commands::redact::{redact_inputs, scan_inputs, RedactRunOptions};
+use trajkit::commands::files::{report_writer, write_summary_json, StageFiles};
+use trajkit::commands::redact::{
+    redact_inputs, rule_list, scan_inputs, scan_line, RedactRunOptions,
+};
 use trajkit::config::redact::redactor;
 use trajkit::engine::output::print;
 use trajkit::model::upgrade::UpgradeOptions;
 use trajkit::model::AdpVersion;
-use trajkit::redact::{Redactor, Scanner};
+use trajkit::redact::Redactor;
 use trajkit::validate::report::{reporter, ReportFormat};
 
-use super::common::{
-    inputs, open_stage_files, throughput, warn_empty, write_summary_json, Capped, CliError,
-    GlobalArgs,
-};
-use super::validate::report_to;
+use super::common::{inputs, throughput, warn_empty, Capped, CliError, GlobalArgs};
 
 /// Replace secrets and personal data in ADP trajectories by placeholders naming the rule that
 /// found them (`<SECRET:github_token>`, `<PII:email>`), or, with --scan, report them.
@@ -93,7 +91,7 @@ pub fn run(args: RedactArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     if args.scan {
         return scan(&args, &inputs, &redactor, global, started);
     }
-    let files = open_stage_files(
+    let files = StageFiles::open(
         &args.output,
         args.rejects.as_deref(),
         args.summary_json.as_deref(),
@@ -133,7 +131,7 @@ fn scan(
     global: &GlobalArgs,
     started: Instant,
 ) -> Result<u8, CliError> {
-    let out = report_to(args.report_file.as_deref())?;
+    let out = report_writer(args.report_file.as_deref())?;
     let bar = global.progress(inputs, "redact --scan");
     let summary = scan_inputs(
         inputs,
@@ -143,21 +141,7 @@ fn scan(
         reporter(args.report, out),
     )?;
     bar.finish();
-    global.summary(format_args!(
-        "redact --scan: {} records, {} clean, {} with findings or not ADP, {} findings; {}",
-        summary.records,
-        summary.valid,
-        summary.invalid,
-        summary.diagnostics,
-        throughput(bar.bytes_read(), started)
-    ));
-    Ok(u8::from(summary.invalid > 0))
-}
-
-fn rule_list(scanner: &Scanner) -> String {
-    let mut out = String::new();
-    for r in scanner.rules() {
-        let _ = writeln!(out, "{:<28} {:<7} {}", r.name, r.kind.prefix(), r.help);
-    }
-    out
+    let speed = throughput(bar.bytes_read(), started);
+    global.summary(format_args!("{}", scan_line(&summary, &speed)));
+    Ok(u8::from(summary.failed()))
 }

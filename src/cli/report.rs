@@ -1,9 +1,10 @@
 //! `trajkit report`
 
 use clap::Args;
+use trajkit::commands::files::lock_files;
 use trajkit::commands::report::{report, ReportOptions};
 
-use super::common::{lock_files, CliError, GlobalArgs};
+use super::common::{CliError, GlobalArgs};
 use super::stats::{token_options, TokenArgs};
 
 /// Write one self-contained HTML page about a dataset: overview, distributions (steps, tokens,

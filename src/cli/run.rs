@@ -9,7 +9,7 @@ use trajkit::engine::output::print;
 use trajkit::engine::partition::Partition;
 
 use super::common::{throughput, warn_empty, Capped, CliError, GlobalArgs};
-use super::join::{orphan_diagnostics, side_file_problems};
+use super::join::side_file_problems;
 use super::progress::Bar;
 
 /// Run a pipeline file: inputs, convert options, validation, joins and exports, in one
@@ -129,7 +129,7 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         resume: args.resume,
         partition,
         run: global.run_options(),
-        orphan_diagnostics: orphan_diagnostics(global),
+        orphan_diagnostics: global.shown_diagnostics(),
     };
     let prepared =
         Prepared::new(&pipeline, request, &|m| global.notice(m)).map_err(|e| match e {
@@ -172,7 +172,7 @@ pub fn run(args: RunArgs, global: &GlobalArgs) -> Result<u8, CliError> {
 #[cfg(test)]
 mod tests {
     use clap::{Args, Command};
-    use serde_json::{json, Map, Value};
+    use serde_json::Value;
     use trajkit::config::export::ExportConfig;
     use trajkit::config::join::JoinConfig;
     use trajkit::config::pipeline::{EXPORT_ELSEWHERE, JOIN_ELSEWHERE};
@@ -231,114 +231,6 @@ mod tests {
             others.sort_unstable();
             listed.sort_unstable();
             assert_eq!(others, listed, "{kind}");
-        }
-    }
-
-    /// The arguments a table stands for: `--key=value` per key (a flag for `true`, one per
-    /// item of an array).
-    fn argv(table: &Map<String, Value>) -> Vec<String> {
-        let mut argv = Vec::new();
-        for (key, value) in table {
-            let flag = format!("--{}", key.replace('_', "-"));
-            match value {
-                Value::Bool(true) => argv.push(flag),
-                Value::Array(items) => argv.extend(
-                    items
-                        .iter()
-                        .map(|i| format!("{flag}={}", i.as_str().unwrap_or_default())),
-                ),
-                Value::String(s) => argv.push(format!("{flag}={s}")),
-                other => argv.push(format!("{flag}={other}")),
-            }
-        }
-        argv
-    }
-
-    /// A table and the flags it stands for make the same config: the same names, values and
-    /// defaults.
-    fn agree<C>(table: Value)
-    where
-        C: Args + clap::FromArgMatches + serde::Serialize + serde::de::DeserializeOwned,
-    {
-        let from_table: C = serde_json::from_value(table.clone()).expect("the table reads");
-        let map = table.as_object().expect("a table");
-        let matches = command::<C>()
-            .try_get_matches_from(argv(map))
-            .expect("the flags parse");
-        let from_flags = C::from_arg_matches(&matches).expect("the flags make a config");
-        assert_eq!(json!(from_flags), json!(from_table), "{table}");
-    }
-
-    #[test]
-    fn pipeline_tables_and_flags_make_the_same_stage_configs() {
-        agree::<JoinConfig>(json!({"rewards": ["r.jsonl"]}));
-        agree::<JoinConfig>(json!({
-            "reflections": ["a", "b"], "reflections_from": "ralph", "rewards": ["r"],
-            "rewards_from": "generic", "key": "/instance_id", "reflections_key": "{task}#{n:03}",
-            "rewards_key": "/id", "trajectory_key": "/details/x", "value": "/v",
-            "components": "/c", "outcome": "/o", "step_rewards": "/s", "text": "/t",
-            "memory_window": 3, "unmatched": "drop", "orphans": "reject",
-            "duplicates": "last", "conflicts": "replace"
-        }));
-        agree::<ExportConfig>(json!({"to": "hf", "output": "o"}));
-        agree::<ExportConfig>(json!({
-            "to": "openai", "output": "o", "thoughts": "drop", "description_as": "thought",
-            "train_on": "last", "code_tool": ["r=run:src", "*=x"], "tools": "t.json",
-            "infer_tools": "trajectory", "system_prompt": "p.txt", "inject_reflections": true,
-            "split": "train=0.9,test=0.1", "shard_rows": 7, "shard_bytes": 1000,
-            "row_group_bytes": 500, "compress": "zstd", "zstd_level": 9, "min_reward": 0.5,
-            "outcome": ["success", "partial_success"], "max_steps": 40, "max_chars": 9000,
-            "dedup": true, "force": true
-        }));
-    }
-
-    /// The pipeline schema's `[convert]` keys are `adp_version`, `decode_details`, `strict` and the
-    /// formats' options, each with the option's type, default and help.
-    #[test]
-    fn every_format_option_is_a_convert_key_of_the_schema() {
-        let schema: Value = serde_json::from_str(PIPELINE_SCHEMA).expect("schema is JSON");
-        let props = schema["properties"]["convert"]["properties"]
-            .as_object()
-            .expect("properties");
-        let mut keys: Vec<&str> = trajkit::formats::options().map(|o| o.key).collect();
-        for o in trajkit::formats::options() {
-            let prop = &props[o.key];
-            assert_eq!(prop["type"], o.default.type_name(), "{}", o.key);
-            assert_eq!(prop["default"], o.default.to_json(), "{}", o.key);
-            if let trajkit::convert::OptionValue::Choice(_, names) = o.default {
-                assert_eq!(prop["enum"], json!(names), "{}", o.key);
-            }
-            let text = prop["description"].as_str().unwrap_or_default();
-            assert!(
-                text.starts_with(o.help) && text.ends_with(&format!("(convert --{}).", o.flag)),
-                "{}: the schema's description is the option's help and its flag",
-                o.key
-            );
-        }
-        keys.extend(["adp_version", "decode_details", "strict"]);
-        keys.sort_unstable();
-        let mut schema_keys: Vec<&str> = props.keys().map(String::as_str).collect();
-        schema_keys.sort_unstable();
-        assert_eq!(schema_keys, keys);
-    }
-
-    /// The pipeline schema's `reflections_from` and `rewards_from` name the registry's side
-    /// formats, and only them.
-    #[test]
-    fn every_side_format_is_a_join_format_of_the_schema() {
-        let schema: Value = serde_json::from_str(PIPELINE_SCHEMA).expect("schema is JSON");
-        let mut names: Vec<&str> = trajkit::formats::side_formats().map(|s| s.name()).collect();
-        names.sort_unstable();
-        for key in ["reflections_from", "rewards_from"] {
-            let prop = &schema["$defs"]["join"]["properties"][key];
-            let mut listed: Vec<&str> = prop["enum"]
-                .as_array()
-                .expect("an enum")
-                .iter()
-                .filter_map(Value::as_str)
-                .collect();
-            listed.sort_unstable();
-            assert_eq!(listed, names, "{key}");
         }
     }
 }

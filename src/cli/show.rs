@@ -4,7 +4,7 @@ use std::io::{IsTerminal, Write};
 use std::process::{Command, Stdio};
 
 use clap::{Args, ValueEnum};
-use trajkit::commands::show::{find, Found, ShowError, Wanted};
+use trajkit::commands::show::{find, ShowError, Wanted};
 use trajkit::engine::output::print;
 use trajkit::report::show::{render, Paint, FOLD_BYTES};
 use trajkit::report::view::{view, Limits};
@@ -58,9 +58,9 @@ pub fn run(args: ShowArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         (Some(id), _) => Wanted::Id(id.clone()),
         (None, n) => Wanted::Index(n.unwrap_or(0)),
     };
-    let found = find(
+    let (traj, provenance) = find(
         std::slice::from_ref(&args.file),
-        wanted.clone(),
+        wanted,
         &global.run_options(),
         &trajkit::engine::pipeline::NoProgress,
         &|m| global.notice(m),
@@ -68,29 +68,11 @@ pub fn run(args: ShowArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     .map_err(|e| match e {
         ShowError::Config(c) => CliError::from(c),
         ShowError::Pipeline(p) => CliError::from(p),
+        not_found => CliError {
+            code: 1,
+            message: not_found.to_string(),
+        },
     })?;
-    let (traj, provenance) = match found {
-        Found::Trajectory(t, p) => (t, p),
-        Found::Invalid(p) => {
-            return Err(CliError {
-                code: 1,
-                message: format!(
-                    "{}:{}: the record is not valid ADP (trajkit validate says why)",
-                    p.file, p.line
-                ),
-            })
-        }
-        Found::Missing(n) => {
-            let what = match wanted {
-                Wanted::Id(id) => format!("no trajectory has the id {id:?}"),
-                Wanted::Index(i) => format!("there is no record {i}"),
-            };
-            return Err(CliError {
-                code: 1,
-                message: format!("{}: {what} ({n} records read)", args.file),
-            });
-        }
-    };
     let terminal = std::io::stdout().is_terminal();
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let colour = match args.color {

@@ -1,17 +1,16 @@
 //! `trajkit validate`
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::time::Instant;
 
 use clap::Args;
 
-use trajkit::commands::validate::{validate_inputs, validate_specs, Target, ValidateOptions};
+use trajkit::commands::files::{lock_files, rejects_writer, report_writer};
+use trajkit::commands::validate::{
+    specs_line, summary_line, validate_inputs, validate_specs, Target, ValidateOptions,
+};
 use trajkit::validate::report::{reporter, ReportFormat};
 
-use super::common::{
-    inputs, lock_files, rejects_writer, throughput, warn_empty, CliError, GlobalArgs,
-};
+use super::common::{inputs, throughput, warn_empty, CliError, GlobalArgs};
 
 /// Check ADP trajectories against the JSON Schema of their version and trajkit's semantic rules
 /// (tool-call links, code languages, available_code_languages).
@@ -55,7 +54,7 @@ pub fn run(args: ValidateArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     let target = Target::named(&args.schema, args.lenient)?;
     let inputs = inputs(&args.inputs, global)?;
     let _locks = lock_files([args.rejects.as_deref()])?;
-    let out = report_to(args.report_file.as_deref())?;
+    let out = report_writer(args.report_file.as_deref())?;
     let rejects = rejects_writer(args.rejects.as_deref())?;
     let opts = ValidateOptions {
         target,
@@ -74,35 +73,9 @@ pub fn run(args: ValidateArgs, global: &GlobalArgs) -> Result<u8, CliError> {
             .filter(|f| f.records == 0)
             .map(|f| f.file.as_ref()),
     );
-    global.summary(format_args!(
-        "validate: {} records, {} valid, {} invalid{}; {}",
-        summary.records,
-        summary.valid,
-        summary.invalid,
-        if summary.stopped_early {
-            " (stopped early: --max-errors reached)"
-        } else {
-            ""
-        },
-        throughput(bar.bytes_read(), started)
-    ));
-    Ok(if summary.invalid == 0 && !summary.stopped_early {
-        0
-    } else {
-        1
-    })
-}
-
-/// Where a report goes: `file`, or stdout.
-pub fn report_to(file: Option<&str>) -> Result<Box<dyn Write + Send>, CliError> {
-    Ok(match file {
-        Some(path) => {
-            Box::new(BufWriter::new(File::create(path).map_err(|e| {
-                CliError::io(format!("cannot create {path}: {e}"))
-            })?))
-        }
-        None => Box::new(BufWriter::new(trajkit::engine::output::stdout())),
-    })
+    let speed = throughput(bar.bytes_read(), started);
+    global.summary(format_args!("{}", summary_line(&summary, &speed)));
+    Ok(u8::from(summary.failed()))
 }
 
 /// `validate --schema converter-spec`: loads each spec file and reports its problems.
@@ -112,12 +85,9 @@ fn check_specs(args: &ValidateArgs, global: &GlobalArgs) -> Result<u8, CliError>
             "--schema converter-spec needs the spec files to check",
         ));
     }
-    let mut report = reporter(args.report, report_to(args.report_file.as_deref())?);
+    let mut report = reporter(args.report, report_writer(args.report_file.as_deref())?);
     let summary = validate_specs(&args.inputs, report.as_mut())
         .map_err(|e| CliError::io(format!("cannot write the report: {e}")))?;
-    global.summary(format_args!(
-        "validate: {} converter specs, {} valid, {} invalid",
-        summary.records, summary.valid, summary.invalid
-    ));
-    Ok(u8::from(summary.invalid > 0))
+    global.summary(format_args!("{}", specs_line(&summary)));
+    Ok(u8::from(summary.failed()))
 }

@@ -4,6 +4,7 @@
 
 pub mod convert;
 pub mod export;
+pub mod files;
 pub mod inputs;
 pub mod join;
 pub mod merge_manifests;

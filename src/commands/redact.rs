@@ -2,6 +2,7 @@
 //! placeholders, into one JSON-lines output; `redact --scan`: what would be replaced,
 //! reported without writing anything.
 
+use std::fmt::Write as _;
 use std::io;
 use std::sync::Arc;
 
@@ -134,6 +135,24 @@ impl Sink for ScanSink {
         }
         Ok(Flow::Continue)
     }
+}
+
+/// The summary line `trajkit redact --scan` prints; `speed` is how fast the inputs were read.
+pub fn scan_line(summary: &ValidationSummary, speed: &str) -> String {
+    let s = summary;
+    format!(
+        "redact --scan: {} records, {} clean, {} with findings or not ADP, {} findings; {speed}",
+        s.records, s.valid, s.invalid, s.diagnostics
+    )
+}
+
+/// `trajkit redact --list-rules`: a line per rule of `scanner` (name, kind, what it finds).
+pub fn rule_list(scanner: &Scanner) -> String {
+    let mut out = String::new();
+    for r in scanner.rules() {
+        let _ = writeln!(out, "{:<28} {:<7} {}", r.name, r.kind.prefix(), r.help);
+    }
+    out
 }
 
 /// Scans every trajectory of `inputs` and reports each finding to `reporter` (file, line, id,

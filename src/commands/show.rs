@@ -18,15 +18,22 @@ pub enum Wanted {
     Index(u64),
 }
 
+impl Wanted {
+    /// What is missing when no record is the one wanted.
+    fn missing(&self) -> String {
+        match self {
+            Wanted::Id(id) => format!("no trajectory has the id {id:?}"),
+            Wanted::Index(i) => format!("there is no record {i}"),
+        }
+    }
+}
+
 /// What the search found.
-#[derive(Debug)]
-pub enum Found {
+enum Found {
     /// The trajectory, with where it was read.
     Trajectory(Box<Trajectory>, Provenance),
     /// The record wanted is there but is not valid ADP.
     Invalid(Provenance),
-    /// No record matches; the records read.
-    Missing(u64),
 }
 
 struct FindSink {
@@ -57,15 +64,16 @@ impl Sink for FindSink {
     }
 }
 
-/// Reads `given` (files, directories, Parquet) in order until the wanted trajectory; the
-/// rest is not read.
+/// Reads `given` (files, directories, Parquet) in order until the wanted trajectory, and
+/// returns it with where it was read; the rest is not read. A wanted record that is not valid
+/// ADP, or none, is an error ([`ShowError::Invalid`], [`ShowError::Missing`]).
 pub fn find(
     given: &[String],
     wanted: Wanted,
     run: &RunOptions,
     progress: &dyn Progress,
     notice: &dyn Fn(&str),
-) -> Result<Found, ShowError> {
+) -> Result<(Box<Trajectory>, Provenance), ShowError> {
     let files = expand_adp(given, notice)?;
     let sink = FindSink {
         wanted,
@@ -74,12 +82,33 @@ pub fn find(
     };
     let (sink, _) =
         pipeline::run_with_sources(&files, &adp_source, run, progress, |r| check(r, None), sink)?;
-    Ok(sink.found.unwrap_or(Found::Missing(sink.seen)))
+    match sink.found {
+        Some(Found::Trajectory(t, p)) => Ok((t, p)),
+        Some(Found::Invalid(p)) => Err(ShowError::Invalid(p)),
+        None => Err(ShowError::Missing {
+            given: given.join(" "),
+            wanted: sink.wanted,
+            read: sink.seen,
+        }),
+    }
 }
 
-/// A search that could not run.
+/// A search that could not run, or found nothing to show.
 #[derive(Debug, thiserror::Error)]
 pub enum ShowError {
+    /// The record wanted is there but is not valid ADP.
+    #[error("{}:{}: the record is not valid ADP (trajkit validate says why)", .0.file, .0.line)]
+    Invalid(Provenance),
+    /// No record is the one wanted.
+    #[error("{given}: {} ({read} records read)", .wanted.missing())]
+    Missing {
+        /// The inputs as given, separated by spaces.
+        given: String,
+        /// The record wanted.
+        wanted: Wanted,
+        /// The records read.
+        read: u64,
+    },
     /// The inputs could not be expanded.
     #[error("{0}")]
     Config(#[from] ConfigError),

@@ -84,6 +84,29 @@ pub fn validate_specs(
     Ok(summary)
 }
 
+/// The summary line `trajkit validate` prints; `speed` is how fast the inputs were read.
+pub fn summary_line(summary: &ValidationSummary, speed: &str) -> String {
+    let s = summary;
+    let stopped = if s.stopped_early {
+        " (stopped early: --max-errors reached)"
+    } else {
+        ""
+    };
+    format!(
+        "validate: {} records, {} valid, {} invalid{stopped}; {speed}",
+        s.records, s.valid, s.invalid
+    )
+}
+
+/// The summary line of `trajkit validate --schema converter-spec`.
+pub fn specs_line(summary: &ValidationSummary) -> String {
+    let s = summary;
+    format!(
+        "validate: {} converter specs, {} valid, {} invalid",
+        s.records, s.valid, s.invalid
+    )
+}
+
 /// Options of [`validate_inputs`].
 #[derive(Debug, Clone, Default)]
 pub struct ValidateOptions {
@@ -173,4 +196,37 @@ pub fn validate_inputs(
         r.finish().map_err(PipelineError::Write)?;
     }
     Ok(sink.summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_line_says_when_max_errors_stopped_the_run() {
+        let mut s = ValidationSummary {
+            records: 3,
+            valid: 2,
+            invalid: 1,
+            ..ValidationSummary::default()
+        };
+        assert_eq!(
+            summary_line(&s, "1 MB"),
+            "validate: 3 records, 2 valid, 1 invalid; 1 MB"
+        );
+        assert_eq!(
+            specs_line(&s),
+            "validate: 3 converter specs, 2 valid, 1 invalid"
+        );
+        assert!(s.failed());
+        s.invalid = 0;
+        assert!(!s.failed());
+        s.stopped_early = true;
+        assert!(s.failed(), "--max-errors stopped it");
+        s.invalid = 1;
+        assert_eq!(
+            summary_line(&s, "1 MB"),
+            "validate: 3 records, 2 valid, 1 invalid (stopped early: --max-errors reached); 1 MB"
+        );
+    }
 }

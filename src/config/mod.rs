@@ -26,6 +26,9 @@ pub mod rule_file;
 pub mod schema;
 pub mod validate;
 
+#[cfg(all(test, feature = "cli"))]
+mod flag_tests;
+
 /// Options that cannot work: wrong values or combinations (a usage error, exit 2 on the
 /// command line), or a file they name that cannot be read (exit 3).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -33,7 +36,7 @@ pub enum ConfigError {
     /// A value or combination of options that cannot work; the message names the options.
     #[error("{0}")]
     Invalid(String),
-    /// A file the options name could not be read.
+    /// A file the options name could not be read, or created, locked or written.
     #[error("{0}")]
     Io(String),
 }

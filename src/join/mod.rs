@@ -105,6 +105,12 @@ pub struct JoinSummary {
 }
 
 impl JoinSummary {
+    /// Whether the join failed (`trajkit join` exits 1): a record was rejected, or side records
+    /// matched no trajectory under `orphans` = [`Orphans::Reject`].
+    pub fn failed(&self, orphans: Orphans) -> bool {
+        self.rejected > 0 || (orphans == Orphans::Reject && self.side_orphans > 0)
+    }
+
     /// The summary `trajkit join` prints, a line each: the trajectories (and `speed`, how fast
     /// the inputs were read), then each side file.
     pub fn lines(&self, speed: &str) -> Vec<String> {

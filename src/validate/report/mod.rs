@@ -56,6 +56,12 @@ impl ValidationSummary {
         }
         self.diagnostics += diagnostics as u64;
     }
+
+    /// Whether the run failed (exit 1 of `validate` and `redact --scan`): a record was flagged,
+    /// or `--max-errors` stopped it early.
+    pub fn failed(&self) -> bool {
+        self.invalid > 0 || self.stopped_early
+    }
 }
 
 /// Receives diagnostics as they are found, then the summary.

@@ -100,9 +100,20 @@ fn a_pipeline_segments_its_export_as_export_segments_does() {
     let inputs = inputs(tmp.path(), false);
     let out = tmp.path().join("work");
     let file = pipeline(tmp.path(), &inputs, &out);
-    let done = run(&file, false, None);
+    let done = trajkit().arg("run").arg(&file).output().expect("runs");
     let err = String::from_utf8_lossy(&done.stderr);
     assert!(done.status.success(), "{err}");
+    assert!(
+        err.contains(
+            "/segments: 25 rows in (15 trajectories, 10 cut at compactions into 20 segments), \
+             21 written, 4 filtered, 0 rejected"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("/openai: 15 trajectories in, 15 written"),
+        "{err}"
+    );
     let exported = tmp.path().join("exported");
     let plain = trajkit()
         .arg("export")

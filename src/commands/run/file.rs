@@ -222,21 +222,25 @@ impl Outcome {
             }
         }
         // The export stages are the exports of the file, in order.
-        let mut exports = p.exports.iter();
+        let mut exports = p.exports.iter().zip(&s.exports);
         for st in &s.stages {
-            let what = if st.stage == "convert" {
-                "records"
+            let mut what = if st.stage == "convert" {
+                "records in".to_owned()
             } else {
-                "trajectories"
+                "trajectories in".to_owned()
             };
-            let target = match st.stage.starts_with("export[") {
-                true => (exports.next())
-                    .map(|e| format!(" --to {} -> {}", e.to.name(), e.output))
-                    .unwrap_or_default(),
-                false => String::new(),
-            };
+            let mut target = String::new();
+            if st.stage.starts_with("export[") {
+                if let Some((e, summary)) = exports.next() {
+                    target = format!(" --to {} -> {}", e.to.name(), e.output);
+                    // A segmented export counts rows, and says what it cut.
+                    if let Some(c) = &summary.segments {
+                        what = c.describe();
+                    }
+                }
+            }
             out.push(format!(
-                "run: {}{target}: {} {what} in, {} written, {} filtered, {} rejected; {:.2} s busy",
+                "run: {}{target}: {} {what}, {} written, {} filtered, {} rejected; {:.2} s busy",
                 st.stage, st.records_in, st.written, st.filtered, st.rejected, st.seconds
             ));
         }

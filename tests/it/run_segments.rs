@@ -210,3 +210,87 @@ fn a_segmenting_pipeline_killed_at_any_record_resumes_to_the_same_bytes() {
         fs::remove_dir_all(&out).expect("clear");
     }
 }
+
+/// The sample data's compacted sessions and subagent branches: a pipeline reading the logs
+/// writes the rows `trajkit export --segments compaction,subagents` writes from their
+/// conversion, and resumes them byte for byte after a kill.
+#[test]
+fn sample_sessions_segment_in_a_pipeline_as_in_export_and_resume() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let sd = crate::common::sample_data();
+    let out = tmp.path().join("work");
+    let file = tmp.path().join("p.toml");
+    fs::write(
+        &file,
+        format!(
+            "[[input]]\npath = {:?}\n[[export]]\nto = \"openai\"\noutput = {:?}\n\
+             segments = \"compaction,subagents\"\nsplit = \"train=0.7,test=0.3\"\nshard_rows = 5\ninfer_tools = \"dataset\"\n",
+            sd.display().to_string(),
+            out.display().to_string()
+        ),
+    )
+    .expect("writes");
+    let done = run(&file, false, None);
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let want = tree(&out);
+    let counts = manifest(&out)["counts"].clone();
+    assert!(counts["segments"]["cut"].as_u64() > Some(0), "{counts}");
+    assert!(
+        counts["segments"]["subagents"].as_u64() > Some(0),
+        "{counts}"
+    );
+    // The same rows and counts as an export of the converted sessions.
+    let converted = trajkit().arg("convert").arg(&sd).output().expect("runs");
+    assert!(converted.status.success());
+    let adp = tmp.path().join("sample.jsonl");
+    fs::write(&adp, &converted.stdout).expect("writes");
+    let exported = tmp.path().join("exported");
+    let plain = trajkit()
+        .args([
+            "export",
+            "--to",
+            "openai",
+            "--segments",
+            "compaction,subagents",
+        ])
+        .args(["--split", "train=0.7,test=0.3", "--shard-rows", "5"])
+        .args(["--infer-tools", "dataset", "-o"])
+        .arg(&exported)
+        .arg(&adp)
+        .output()
+        .expect("runs");
+    assert!(
+        plain.status.success(),
+        "{}",
+        String::from_utf8_lossy(&plain.stderr)
+    );
+    assert!(
+        tree(&exported.join("data")) == tree(&out.join("data")),
+        "the shards differ"
+    );
+    assert_eq!(manifest(&exported)["counts"], counts);
+    let records: u64 = {
+        let run: Value = serde_json::from_slice(&want["run.json"]).expect("run.json");
+        run["summary"]["records"].as_u64().expect("records")
+    };
+    fs::remove_dir_all(&out).expect("clear");
+    for n in [1, records / 3, records / 2, records - 1] {
+        let killed = run(&file, false, Some(n));
+        assert!(!killed.status.success(), "not killed after {n} records");
+        let resumed = run(&file, true, None);
+        assert!(
+            resumed.status.success(),
+            "resume after {n}: {}",
+            String::from_utf8_lossy(&resumed.stderr)
+        );
+        assert!(
+            tree(&out) == want,
+            "killed after {n} records: the outputs differ"
+        );
+        fs::remove_dir_all(&out).expect("clear");
+    }
+}

@@ -59,9 +59,14 @@ impl ExportOptions {
     /// trajectory with equal `--thoughts`): the same template and tokenizer, and the same
     /// trajectory (ADP version) mapped to the same conversation and tool specs (the catalog
     /// holds the specs `--infer-tools dataset` found). The `tokens`
-    /// target counts its samples instead, and no other export counts alike.
+    /// target counts its samples instead, an export with `segments` counts each segment, and
+    /// neither counts alike with another.
     pub fn counts_like(&self, other: &ExportOptions) -> bool {
-        let counts = |o: &ExportOptions| !o.target.writes_samples();
+        // A trajectory's shared count is of the whole trajectory: an export that cuts it into
+        // segments counts each row itself.
+        let counts = |o: &ExportOptions| {
+            !o.target.writes_samples() && o.segments == crate::segment::Mode::None
+        };
         match (&self.training, &other.training) {
             (Some(a), Some(b)) if counts(self) && counts(other) => {
                 a.counts_like(b)

@@ -12,7 +12,7 @@ use super::manifest::manifest_commit;
 use super::parquet::ParquetShard;
 use super::settings::ExportOptions;
 use super::shard::{self, JsonLines};
-use super::summary::ExportSummary;
+use super::summary::{ExportSummary, SegmentCounts};
 use super::target::Target;
 use super::tokens::TokensShard;
 use super::writer::{ExportRestart, ShardCheckpoint, Shards};
@@ -34,7 +34,7 @@ pub struct ExportStage {
     dir: PathBuf,
     earlier: Earlier,
     shards: AnyShards,
-    /// Trajectories still to pass over (a resumed run, before the restart position).
+    /// Rows still to pass over (a resumed run, before the restart position).
     skip: u64,
 }
 
@@ -52,12 +52,14 @@ impl ExportStage {
             AnyShards::Parquet(s) => s.checkpoints = true,
             AnyShards::Tokens(s) => s.checkpoints = true,
         }
-        Ok(ExportStage {
+        let mut stage = ExportStage {
             dir: dir.to_owned(),
             earlier,
             shards,
             skip: 0,
-        })
+        };
+        stage.summary_mut().segments = SegmentCounts::of_mode(opts.segments).map(Box::new);
+        Ok(stage)
     }
 
     /// Reopens `dir` for a resumed run: keeps the completed shards `restart` lists and removes
@@ -107,12 +109,18 @@ impl ExportStage {
                 Shards::resume(&data, opts, &opts.shards.zstd, restart).map_err(io_err)?,
             ),
         };
-        Ok(ExportStage {
+        let mut stage = ExportStage {
             dir: dir.to_owned(),
             earlier,
             shards,
             skip,
-        })
+        };
+        // A restart before any checkpoint starts from empty counts.
+        let counts = &mut stage.summary_mut().segments;
+        if counts.is_none() {
+            *counts = SegmentCounts::of_mode(opts.segments).map(Box::new);
+        }
+        Ok(stage)
     }
 
     /// The checkpoints collected since the last call, in order: one each time a shard starts.
@@ -124,8 +132,31 @@ impl ExportStage {
         }
     }
 
+    /// Writes or counts the outcomes of one trajectory, a row each in order (several when
+    /// `segments` cut it). `made` is what it became with `segments` (its rows, and whether it is
+    /// a subagent branch linked to its parent; `None` when it was rejected before it was cut).
+    /// The rejections' diagnostics are handed back to report, in order.
+    pub fn add_trajectory(
+        &mut self,
+        outcomes: Vec<Outcome<AnyRow>>,
+        made: Option<(usize, bool)>,
+    ) -> io::Result<Vec<Vec<Diagnostic>>> {
+        let mut rejected = Vec::new();
+        for (k, outcome) in outcomes.into_iter().enumerate() {
+            // The trajectory is counted with its first row, after the checkpoint that row may
+            // take: a resumed run that passes over the row passes over the count too.
+            let first = k == 0 && self.skip == 0;
+            rejected.extend(self.add(outcome)?);
+            if let Some(counts) = self.summary_mut().segments.as_deref_mut().filter(|_| first) {
+                let (rows, branch) = made.unwrap_or((1, false));
+                counts.count(rows, branch);
+            }
+        }
+        Ok(rejected)
+    }
+
     /// Writes or counts one outcome; a rejection's diagnostics are handed back to report.
-    pub fn add(&mut self, item: Outcome<AnyRow>) -> io::Result<Option<Vec<Diagnostic>>> {
+    fn add(&mut self, item: Outcome<AnyRow>) -> io::Result<Option<Vec<Diagnostic>>> {
         if self.skip > 0 {
             self.skip -= 1;
             return Ok(match item {
@@ -165,13 +196,17 @@ impl ExportStage {
         }
     }
 
+    fn summary_mut(&mut self) -> &mut ExportSummary {
+        match &mut self.shards {
+            AnyShards::Lines(s) => &mut s.summary,
+            AnyShards::Parquet(s) => &mut s.summary,
+            AnyShards::Tokens(s) => &mut s.summary,
+        }
+    }
+
     /// Records what the redaction before this export replaced, for its manifest and card.
     pub fn set_redaction(&mut self, redaction: Option<crate::redact::Redaction>) {
-        match &mut self.shards {
-            AnyShards::Lines(s) => s.summary.redaction = redaction,
-            AnyShards::Parquet(s) => s.summary.redaction = redaction,
-            AnyShards::Tokens(s) => s.summary.redaction = redaction,
-        }
+        self.summary_mut().redaction = redaction;
     }
 
     /// Completes the shards, and hands back the export's counts and the commit that renames

@@ -106,7 +106,7 @@ impl SegmentCounts {
 
     /// What the counts say, after `rows in`: `(53 trajectories, 4 cut at compactions into 12
     /// segments, 3 subagent branches)`, each part where its mode counts it.
-    fn describe(&self) -> String {
+    pub fn describe(&self) -> String {
         let mut parts = vec![format!("{} trajectories", self.trajectories)];
         if self.subagents.is_none() || self.cut > 0 {
             parts.push(format!(

@@ -29,19 +29,19 @@ pub struct Shards<W: ShardWriter> {
     pub(super) pending: Vec<ShardCheckpoint>,
     /// `--dedup` hashes seen since the last checkpoint, in order.
     new_seen: Vec<[u8; 16]>,
-    /// Per split: rows of trajectories offered before this position are already in completed
-    /// shards of a resumed run, and are counted but not written again.
+    /// Per split: rows offered before this position are already in completed shards of a
+    /// resumed run, and are counted but not written again.
     written_from: Vec<u64>,
 }
 
 /// The state of an export at the moment one of its shards starts: what a resumed run
-/// restarts that split from. `at` counts the trajectories offered to the export before the
-/// one whose row starts the shard.
+/// restarts that split from. `at` counts the rows offered to the export before the one that
+/// starts the shard (a row per trajectory, or per segment with `segments`).
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct ShardCheckpoint {
     /// The split whose shard starts.
     pub split: usize,
-    /// Trajectories offered before.
+    /// Rows offered before.
     pub at: u64,
     /// The shard it completed (synced to disk), when it was not the split's first.
     pub closed: Option<ClosedShard>,
@@ -63,7 +63,7 @@ pub struct ExportRestart {
     pub closed: Vec<Vec<ClosedShard>>,
     /// Per split, the position its open shard started at (its rows before are kept).
     pub written_from: Vec<u64>,
-    /// Trajectories the resumed pass offers before the restart position: passed over, except
+    /// Rows the resumed pass offers before the restart position: passed over, except
     /// that their rejections are still reported (the rejects file is rewound further back).
     pub skip: u64,
 }

@@ -57,6 +57,7 @@ mod resume;
 mod robust_frame;
 mod robust_outputs;
 mod run;
+mod run_segments;
 mod seed_formats;
 mod segment;
 mod specs;

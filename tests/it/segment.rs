@@ -157,7 +157,7 @@ fn codex_segment_is_the_replacement_history_then_what_follows() {
 }
 
 /// The trajectories converted from the Claude Code and Codex fixtures, as one ADP file.
-fn compacted_adp(dir: &Path) -> PathBuf {
+pub fn compacted_adp(dir: &Path) -> PathBuf {
     let mut lines = Vec::new();
     for f in ["segment/claude-code.jsonl", "segment/codex.jsonl"] {
         let (code, out, err) = convert(&[&fixture(f)], None, &[]);
@@ -221,7 +221,7 @@ fn export_segments_writes_a_row_per_segment_and_keeps_a_session_in_one_split() {
 }
 
 #[test]
-fn export_without_segments_writes_a_row_per_trajectory_and_a_pipeline_refuses_them() {
+fn export_without_segments_writes_a_row_per_trajectory() {
     let dir = tempfile::tempdir().expect("tempdir");
     let input = compacted_adp(dir.path());
     let run = crate::common::trajkit()
@@ -232,27 +232,6 @@ fn export_without_segments_writes_a_row_per_trajectory_and_a_pipeline_refuses_th
         .expect("runs");
     let err = String::from_utf8_lossy(&run.stderr);
     assert!(err.contains("2 trajectories in, 2 written"), "{err}");
-    let pipeline = dir.path().join("p.toml");
-    std::fs::write(
-        &pipeline,
-        format!(
-            "[[input]]\npath = {:?}\n[[export]]\nto = \"openai\"\noutput = {:?}\nsegments = \"compaction\"\n",
-            input.display().to_string(),
-            dir.path().join("p").display().to_string()
-        ),
-    )
-    .expect("writes");
-    let run = crate::common::trajkit()
-        .arg("run")
-        .arg(&pipeline)
-        .output()
-        .expect("runs");
-    let err = String::from_utf8_lossy(&run.stderr);
-    assert_eq!(run.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("trajkit export --segments compaction"),
-        "{err}"
-    );
 }
 
 /// The trajectories converted from `inputs` (given together, so that subagents are linked to

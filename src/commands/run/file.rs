@@ -17,7 +17,6 @@ use super::journal::{identity, JournalOptions, ResumeError};
 use super::{run_plan, ExportTarget, Plan, RunError, RunSummary};
 use crate::commands::report::{report, ReportOptions};
 use crate::config::convert::{named_converter, upgrade_options};
-use crate::config::export::ExportConfig;
 use crate::config::pipeline::Pipeline;
 use crate::config::redact::RedactConfig;
 use crate::config::ConfigError;
@@ -32,7 +31,6 @@ use crate::ingest::inputs::expand_glob;
 use crate::join::{IndexError, JoinRunOptions, JoinStage, JoinSummary, Orphans, SideSet};
 use crate::model::upgrade::UpgradeOptions;
 use crate::redact::Redactor;
-use crate::segment::Mode;
 use crate::validate::report::Reporter;
 use crate::validate::Diagnostic;
 
@@ -107,22 +105,6 @@ fn checked(p: &Pipeline, partition: Option<&Partition>) -> Result<Checked, Confi
     })
 }
 
-/// Refuses `segments` other than `none` in a pipeline's export: `run` checkpoints and resumes
-/// its exports by trajectory, and a trajectory cut into several rows would break that count.
-// A `[segment]` stage will take this place once stages share one runner (issue "A stage is a
-// shape"); until then `trajkit export --segments` cuts the run's ADP output.
-fn one_row_per_trajectory(e: &ExportConfig) -> Result<(), ConfigError> {
-    if e.segments == Mode::None {
-        return Ok(());
-    }
-    Err(ConfigError::Invalid(format!(
-        "segments = {:?}: a pipeline's exports write one row per trajectory for now; export \
-         the run's ADP output with `trajkit export --segments {}`",
-        e.segments.name(),
-        e.segments.name()
-    )))
-}
-
 /// Checks everything the pipeline names without reading an input or writing anything: the
 /// converters and converter specs, the joins' keys, the exports' options (their tool and
 /// system-prompt files are read) and outputs that would collide.
@@ -135,7 +117,6 @@ fn fully_checked(p: &Pipeline, partition: Option<&Partition>) -> Result<Checked,
     let found = checked(p, partition)?;
     for (i, e) in p.exports.iter().enumerate() {
         e.options(&[], RunOptions::default())
-            .and_then(|_| one_row_per_trajectory(e))
             .map_err(|err| p.stage_error("export", i, err))?;
     }
     if let Some(r) = &p.redact {
@@ -241,21 +222,25 @@ impl Outcome {
             }
         }
         // The export stages are the exports of the file, in order.
-        let mut exports = p.exports.iter();
+        let mut exports = p.exports.iter().zip(&s.exports);
         for st in &s.stages {
-            let what = if st.stage == "convert" {
-                "records"
+            let mut what = if st.stage == "convert" {
+                "records in".to_owned()
             } else {
-                "trajectories"
+                "trajectories in".to_owned()
             };
-            let target = match st.stage.starts_with("export[") {
-                true => (exports.next())
-                    .map(|e| format!(" --to {} -> {}", e.to.name(), e.output))
-                    .unwrap_or_default(),
-                false => String::new(),
-            };
+            let mut target = String::new();
+            if st.stage.starts_with("export[") {
+                if let Some((e, summary)) = exports.next() {
+                    target = format!(" --to {} -> {}", e.to.name(), e.output);
+                    // A segmented export counts rows, and says what it cut.
+                    if let Some(c) = &summary.segments {
+                        what = c.describe();
+                    }
+                }
+            }
             out.push(format!(
-                "run: {}{target}: {} {what} in, {} written, {} filtered, {} rejected; {:.2} s busy",
+                "run: {}{target}: {} {what}, {} written, {} filtered, {} rejected; {:.2} s busy",
                 st.stage, st.records_in, st.written, st.filtered, st.rejected, st.seconds
             ));
         }
@@ -357,7 +342,6 @@ impl<'p> Prepared<'p> {
             // Every partition records every input, so their options agree.
             let mut opts = e
                 .options(&all_paths, request.run.clone())
-                .and_then(|o| one_row_per_trajectory(e).map(|()| o))
                 .map_err(|err| p.stage_error("export", i, err))?;
             opts.shards.partition = partition;
             exports.push(ExportTarget {

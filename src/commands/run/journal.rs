@@ -9,8 +9,9 @@
 //! - `run`: the trajkit version and the run's identity (a hash of the effective configuration
 //!   and of each input's path, size and modification time); `--resume` refuses another;
 //! - `input`: at the start of each input, the run's counters, each stage's counts and state
-//!   (a join: the side records it used since the previous `input` line), the rejects file's length and the trajectories offered to
-//!   the exports so far (every export is offered the same trajectories);
+//!   (a join: the side records it used since the previous `input` line), the rejects file's
+//!   length and, per export, the rows offered to it so far (one per trajectory, or each of its
+//!   segments with `segments`: exports may cut trajectories differently);
 //! - `shard`: each time a shard of an export starts, that export's state at that position (see
 //!   [`ShardCheckpoint`]) with the shard it completed, if any;
 //! - `commit`: the pass is over and every output is complete under a temporary name; the line
@@ -103,7 +104,7 @@ enum Line {
     },
     Input {
         input: usize,
-        offered: u64,
+        offered: Vec<u64>,
         state: GlobalState,
     },
     Shard {
@@ -129,8 +130,8 @@ pub struct Committing {
 pub struct Restart {
     /// The first input to read (its index in the plan).
     pub input: usize,
-    /// Trajectories offered to the exports before it.
-    pub offered: u64,
+    /// Per export, the rows offered to it before it.
+    pub offered: Vec<u64>,
     /// The run's counters there.
     pub state: GlobalState,
     /// Per stage, the states it journaled at every boundary up to the restart one, in order
@@ -248,7 +249,8 @@ impl Journal {
     }
 
     /// Records the state at the start of input `input`.
-    pub fn input(&mut self, input: usize, offered: u64, state: GlobalState) -> io::Result<()> {
+    pub fn input(&mut self, input: usize, offered: &[u64], state: GlobalState) -> io::Result<()> {
+        let offered = offered.to_vec();
         self.write(&Line::Input {
             input,
             offered,
@@ -442,8 +444,18 @@ fn plan_restart(
             skip: at,
         });
     }
-    let oldest = exports.iter().map(|x| x.skip).min().unwrap_or(0);
-    let mut restart = Restart::default();
+    // The last input boundary at or before every export's restart position (rows offered to
+    // each export grow with the inputs, so the latest such boundary is the one to replay from).
+    let before = |offered: &[u64]| {
+        exports
+            .iter()
+            .enumerate()
+            .all(|(e, x)| offered.get(e).copied().unwrap_or(0) <= x.skip)
+    };
+    let mut restart = Restart {
+        offered: vec![0; exports.len()],
+        ..Restart::default()
+    };
     for line in lines {
         if let Line::Input {
             input,
@@ -451,9 +463,10 @@ fn plan_restart(
             state,
         } = line
         {
-            if *offered <= oldest && *input >= restart.input {
+            if before(offered) && *input >= restart.input {
                 restart.input = *input;
-                restart.offered = *offered;
+                restart.offered = offered.clone();
+                restart.offered.resize(exports.len(), 0);
                 restart.state = state.clone();
             }
         }
@@ -473,8 +486,8 @@ fn plan_restart(
     }
     restart.stage_history = history;
     restart.state.inputs = completed_inputs(lines, restart.input)?;
-    for x in &mut exports {
-        x.skip -= restart.offered;
+    for (x, offered) in exports.iter_mut().zip(&restart.offered) {
+        x.skip -= offered;
     }
     restart.exports = exports;
     Ok(restart)
@@ -568,7 +581,7 @@ mod tests {
         };
         let at = |input: usize, inputs: Vec<InputSummary>| Line::Input {
             input,
-            offered: 0,
+            offered: vec![0],
             state: GlobalState {
                 inputs,
                 ..GlobalState::default()

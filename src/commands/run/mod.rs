@@ -65,6 +65,7 @@ use crate::ingest::{Provenance, RawRecord};
 use crate::model::upgrade::UpgradeOptions;
 use crate::model::{JsonObject, Trajectory};
 use crate::redact::Redaction;
+use crate::segment::Mode as SegmentMode;
 use crate::validate::check::upgrade_checked;
 use crate::validate::report::Reporter;
 use crate::validate::Diagnostic;
@@ -204,12 +205,20 @@ impl Busy {
 struct TrajectoryItem {
     /// The step of each stage it reached, in order.
     steps: Vec<Step>,
-    /// One outcome per export (empty when a stage dropped or rejected it).
-    exports: Vec<Outcome<AnyRow>>,
+    /// What each export made of it (empty when a stage dropped or rejected it).
+    exports: Vec<ExportRows>,
     /// The trajectory as JSON, when a stage or an export rejected it (for the rejects file).
     rejected_as: Option<Vec<u8>>,
     /// Its api calls (first pass only).
     calls: Vec<(String, JsonObject)>,
+}
+
+/// What one export made of a trajectory: an outcome per row (one, or one per segment with
+/// `segments`), and with `segments`, what the trajectory became (its rows, and whether it is a
+/// subagent branch; `None` when it was rejected before it was cut).
+struct ExportRows {
+    outcomes: Vec<Outcome<AnyRow>>,
+    made: Option<(usize, bool)>,
 }
 
 /// What one record became.
@@ -365,12 +374,12 @@ impl Stages<'_> {
             return item;
         }
         // One export takes the trajectory: the last one that needs its own copy (an SFT target
-        // renders from one), else the last. The others borrow it (Parquet) or copy it, and run
-        // first, so rejects can still show the trajectory.
+        // renders from one, segments are cut from one), else the last. The others borrow it
+        // (Parquet) or copy it, and run first, so rejects can still show the trajectory.
         let Some(owner) = self
             .exports
             .iter()
-            .rposition(|o| o.target != Target::Parquet)
+            .rposition(|o| o.target != Target::Parquet || o.segments != SegmentMode::None)
             .or(self.exports.len().checked_sub(1))
         else {
             return item;
@@ -380,20 +389,21 @@ impl Stages<'_> {
             counts: &counts,
             like: self.counts_like[n],
         };
-        let mut outcomes: Vec<Option<Outcome<AnyRow>>> = Vec::with_capacity(self.exports.len());
+        let mut outcomes: Vec<Option<ExportRows>> = Vec::with_capacity(self.exports.len());
         for (n, opts) in self.exports.iter().enumerate() {
             let started = Instant::now();
             outcomes.push(
-                (n != owner).then(|| export_once(Cow::Borrowed(&traj), prov, opts, done, share(n))),
+                (n != owner).then(|| export_rows(Cow::Borrowed(&traj), prov, opts, done, share(n))),
             );
             self.busy.add(StageAt::Export(n), started);
         }
-        let rejected = |o: &Outcome<AnyRow>| matches!(o, Outcome::Rejected(_));
+        let rejected =
+            |r: &ExportRows| (r.outcomes.iter()).any(|o| matches!(o, Outcome::Rejected(_)));
         if outcomes.iter().flatten().any(rejected) {
             item.rejected_as = serde_json::to_vec(&traj).ok();
         }
         let started = Instant::now();
-        let last = export_once(
+        let last = export_rows(
             Cow::Owned(traj),
             prov,
             &self.exports[owner],
@@ -472,6 +482,39 @@ fn export_once(
     }
 }
 
+/// What export `opts` makes of `traj`: [`export_once`], or with `segments`, the trajectory
+/// upgraded, cut into rows and each row exported as `trajkit export --segments` does (each row
+/// counts its own tokens: a trajectory's shared counts are of the whole trajectory).
+fn export_rows(
+    traj: Cow<'_, Trajectory>,
+    prov: &Provenance,
+    opts: &ExportOptions,
+    done: &UpgradeOptions,
+    share: Share<'_>,
+) -> ExportRows {
+    if opts.segments == SegmentMode::None {
+        return ExportRows {
+            outcomes: vec![export_once(traj, prov, opts, done, share)],
+            made: None,
+        };
+    }
+    let mut traj = traj.into_owned();
+    if !opts.upgrade.is_done_by(done) {
+        if let Err(d) = upgrade_checked(&mut traj, prov, &opts.upgrade) {
+            return ExportRows {
+                outcomes: vec![Outcome::Rejected(d)],
+                made: None,
+            };
+        }
+    }
+    let rows = opts.segments.rows(traj);
+    let encode = |t: Cow<'_, Trajectory>, o: &ExportOptions| encode_any(t, o, None);
+    ExportRows {
+        made: Some((rows.len(), rows.is_branch())),
+        outcomes: rows.each(|t| export_upgraded(t, prov, opts, &encode)),
+    }
+}
+
 /// Records between two looks at the clock for [`Progress::stages`].
 const STAGES_EVERY: u64 = 256;
 
@@ -497,8 +540,8 @@ struct RunSink<'a> {
     journal: Journal,
     /// The plan index of the next input.
     input: usize,
-    /// Trajectories offered to the exports so far.
-    offered: u64,
+    /// Per export, the rows offered to it so far.
+    offered: Vec<u64>,
     /// Inputs whose counts are journaled, and when the last input boundary was.
     journaled_inputs: usize,
     last_checkpoint: Option<Instant>,
@@ -661,7 +704,7 @@ impl RunSink<'_> {
                 None => None,
             },
         };
-        self.journal.input(self.input, self.offered, state)?;
+        self.journal.input(self.input, &self.offered, state)?;
         self.journaled_inputs = self.summary.inputs.len();
         self.last_checkpoint = Some(Instant::now());
         Ok(())
@@ -700,12 +743,13 @@ impl RunSink<'_> {
                 report(self.busy.name(StageAt::Stage(i)), d)?;
             }
         }
-        let offered = !t.exports.is_empty();
-        for (i, (outcome, export)) in t.exports.into_iter().zip(&mut self.exports).enumerate() {
+        let exports = t.exports.into_iter().zip(&mut self.exports);
+        for (i, ((rows, export), offered)) in exports.zip(&mut self.offered).enumerate() {
             let started = Instant::now();
-            let added = export.add(outcome)?;
+            *offered += rows.outcomes.len() as u64;
+            let added = export.add_trajectory(rows.outcomes, rows.made)?;
             self.busy.add(StageAt::Export(i), started);
-            if let Some(d) = added {
+            for d in added {
                 rejected = true;
                 report(self.busy.name(StageAt::Export(i)), &d)?;
             }
@@ -713,7 +757,6 @@ impl RunSink<'_> {
                 self.journal.shard(i, c)?;
             }
         }
-        self.offered += u64::from(offered);
         Ok(rejected)
     }
 }
@@ -740,6 +783,8 @@ fn restored_sink<'a>(
             o
         })
         .collect();
+    let mut offered = restart.offered;
+    offered.resize(exports.len(), 0);
     RunSink {
         exports,
         out,
@@ -757,7 +802,7 @@ fn restored_sink<'a>(
         convert_rejected: st.convert_rejected,
         journal,
         input: restart.input,
-        offered: restart.offered,
+        offered,
         busy,
         progress,
         input_started: None,

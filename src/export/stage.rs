@@ -27,7 +27,7 @@ enum AnyShards {
 
 /// One export as a stage of a larger pass (`trajkit run`): the caller encodes rows with
 /// [`export_trajectory`](super::export_trajectory) and [`encode_any`](super::encode_any) in
-/// parallel, and hands the outcomes to [`ExportStage::add`] in input order. Like
+/// parallel, and hands the outcomes to `ExportStage::add` in input order. Like
 /// [`crate::commands::export::export_inputs`], nothing in the directory looks finished until
 /// [`ExportStage::into_commit`].
 pub struct ExportStage {

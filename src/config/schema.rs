@@ -87,8 +87,7 @@ pub fn pipeline_schema() -> Value {
 
 /// The schema as the checked-in file holds it: pretty-printed, with a final newline.
 pub fn pipeline_schema_text() -> String {
-    // ok: a JSON value always serializes
-    let mut text = serde_json::to_string_pretty(&pipeline_schema()).expect("JSON");
+    let mut text = serde_json::to_string_pretty(&pipeline_schema()).expect("JSON"); // ok: a Value always serializes
     text.push('\n');
     text
 }

@@ -332,6 +332,37 @@ fn subagents_link_a_claude_code_subagent_to_the_task_call_that_prompted_it() {
     assert_eq!(manifest["options"]["segments"], "subagents");
 }
 
+/// A 2.1.x project without sidecars (`<session>/subagents/agent-<id>.jsonl`): the subagent is
+/// linked to the parent's `Task` call and its prompt, whether the project is read whole or its
+/// files are given one by one.
+#[test]
+fn subagents_link_a_claude_code_subagent_read_apart_from_its_session() {
+    let project = fixture("segment/claude-code-project");
+    let session = project.join("cc-proj.jsonl");
+    let agent = project.join("cc-proj/subagents/agent-b41c9e2.jsonl");
+    for inputs in [vec![project.as_path()], vec![&agent, &session]] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let input = adp_file(dir.path(), &inputs);
+        let (rows, err, _) = export_split(dir.path(), &input, "subagents");
+        let (parent_split, parent) = &rows["cc-proj"];
+        let (split, sub) = &rows["cc-proj/agent-b41c9e2"];
+        assert_eq!(
+            sub["details"]["subagent"],
+            serde_json::json!({"parent": "cc-proj", "call": "toolu_task1", "prompt": "recorded"}),
+            "{inputs:?}"
+        );
+        assert_eq!(
+            first_user_text(sub),
+            call_kwargs(parent, "toolu_task1")["prompt"]
+        );
+        assert_eq!(split, parent_split);
+        assert!(
+            err.contains("(2 trajectories, 1 subagent branches)"),
+            "{err}"
+        );
+    }
+}
+
 #[test]
 fn both_modes_cut_a_codex_subagent_thread_at_its_compaction_and_keep_it_with_its_parent() {
     let dir = tempfile::tempdir().expect("tempdir");

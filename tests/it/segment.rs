@@ -567,3 +567,66 @@ fn report_shows_each_compacted_sessions_segments_with_the_tokens_the_export_coun
     let page = std::fs::read_to_string(&plain).expect("page");
     assert!(!page.contains("id=\"segments\""));
 }
+
+/// The rows `trajkit export --to TARGET --segments MODE` writes for the trajectories converted
+/// from `inputs` (given together), in order, over one split.
+fn rows_of(inputs: &[&Path], target: &str, mode: &str) -> Vec<Value> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = adp_file(dir.path(), inputs);
+    let out = dir.path().join("out");
+    let run = crate::common::trajkit()
+        .args(["export", "--to", target, "--segments", mode, "-o"])
+        .arg(&out)
+        .arg(&input)
+        .output()
+        .expect("runs");
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let mut files: Vec<PathBuf> = std::fs::read_dir(out.join("data"))
+        .expect("data")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .flat_map(|f| crate::common::json_lines(&std::fs::read(f).expect("reads")))
+        .collect()
+}
+
+/// A Terminus-2 run cut by context summarization (Harbor's `trajectory.json` naming
+/// `trajectory.cont-1.json`, which starts with the context it copies): read together, one
+/// trajectory that `--segments compaction` cuts where the continuation starts. Each row equals,
+/// message for message (so token for token under any chat template), the row of the file
+/// that holds what the model saw: the first file for segment 0, the continuation file (read
+/// alone, its copied context included and not trained on) for segment 1.
+#[test]
+fn an_atif_continuation_is_a_segment_starting_from_the_context_it_copies() {
+    let dir = fixture("segment/atif");
+    let (first, cont) = (
+        dir.join("trajectory.json"),
+        dir.join("trajectory.cont-1.json"),
+    );
+    // The rows but their ids (`<id>#segment-<n>` against the files' own).
+    let rows = |inputs: &[&Path], target: &str, mode: &str| -> Vec<Value> {
+        let mut rows = rows_of(inputs, target, mode);
+        for r in &mut rows {
+            r.as_object_mut().expect("a row").remove("id");
+        }
+        rows
+    };
+    for target in ["openai", "hf", "sharegpt"] {
+        let segmented = rows(&[&dir], target, "compaction");
+        assert_eq!(segmented.len(), 2, "{target}");
+        let whole = rows(&[&first], target, "none");
+        let continued = rows(&[&cont], target, "none");
+        assert_eq!(segmented, [&whole[..], &continued[..]].concat(), "{target}");
+    }
+    let adp = rows_of(&[&dir], "adp", "compaction");
+    let seg = &adp[1]["details"]["segment"];
+    assert_eq!(seg["summary"], "recorded");
+    assert_eq!(seg["excluded_from_training"], serde_json::json!([1, 2, 3]));
+    assert_eq!(adp[1]["id"], "run-42#segment-1");
+}

@@ -6,8 +6,9 @@
 //! Where the model-facing summary is differs by format: a step at `step` (an environment
 //! observation named `compact_summary` or `compaction_summary`: Claude Code, Crush, Hermes, Qwen
 //! Code, Copilot CLI), or text in the entry (Pi's `summary`, Droid's `summaryText`, Codex's
-//! `message` or `replacement_history`), or steps listed by index (an ATIF continuation's copied
-//! context, `context_steps`). Pi and Droid also keep the latest messages before the
+//! `message` or `replacement_history`), or steps listed by index (`context_steps`: an ATIF
+//! continuation's copied context, the events an OpenHands condensation kept, with its summary
+//! at `summary_at`). Pi and Droid also keep the latest messages before the
 //! compaction (`kept_from_step`). Where no summary is recorded, the segment starts with a marker.
 //!
 //! Subagent branches (`subagent.rs`) are linked to the trajectory and call that spawned them.
@@ -183,10 +184,11 @@ enum Start {
     Text(String),
     /// The history the model went on from, as recorded (Codex's `replacement_history`).
     History(Vec<Step>, bool),
-    /// The trajectory's steps the model went on from, by content index, in order: the context
-    /// an ATIF continuation file copies (`context_steps`). Those at or after the cut are the
-    /// segment's own first steps and are not repeated.
-    Context(Vec<usize>),
+    /// The trajectory's steps the model went on from, by content index, in order (`context_steps`:
+    /// the context an ATIF continuation file copies, the events an OpenHands condensation
+    /// kept), and the summary given among them at a position (`summary`, `summary_at`). Steps
+    /// at or after the cut are the segment's own first steps and are not repeated.
+    Context(Vec<usize>, Option<(usize, String)>),
     /// No summary recorded: a marker.
     Marker,
 }
@@ -260,7 +262,7 @@ fn compaction_rows(traj: Trajectory) -> Rows {
     let context_steps: std::collections::HashMap<usize, Step> = cuts
         .iter()
         .filter_map(|c| match &c.start {
-            Start::Context(indices) => Some(indices),
+            Start::Context(indices, _) => Some(indices),
             _ => None,
         })
         .flatten()
@@ -295,9 +297,20 @@ fn compaction_rows(traj: Trajectory) -> Rows {
                     origins.extend(history.iter().map(|_| None));
                     *recorded
                 }
-                Start::Context(indices) => {
-                    content.extend(indices.iter().map(|&i| context_steps[&i].clone()));
-                    origins.extend(indices.iter().map(|&i| Some(i)));
+                Start::Context(indices, summary) => {
+                    for (k, &i) in indices.iter().enumerate() {
+                        if let Some((_, text)) = summary.as_ref().filter(|(at, _)| *at == k) {
+                            content.push(summary_step(text));
+                            origins.push(None);
+                        }
+                        content.push(context_steps[&i].clone());
+                        origins.push(Some(i));
+                    }
+                    if let Some((_, text)) = summary.as_ref().filter(|(at, _)| *at >= indices.len())
+                    {
+                        content.push(summary_step(text));
+                        origins.push(None);
+                    }
                     repeated = indices;
                     true
                 }
@@ -306,10 +319,7 @@ fn compaction_rows(traj: Trajectory) -> Rows {
                     content.extend(leading_steps[..lead].iter().cloned());
                     origins.extend((0..lead).map(Some));
                     match start {
-                        Start::Text(text) => content.push(Step::environment_text(
-                            Some("compaction_summary".into()),
-                            text.clone(),
-                        )),
+                        Start::Text(text) => content.push(summary_step(text)),
                         Start::Marker => content.push(marker()),
                         // The summary step at `from`: the segment's first own step.
                         _ => {
@@ -414,16 +424,8 @@ fn cuts(details: &JsonObject, content: &[Step]) -> Vec<Cut> {
             .and_then(Value::as_u64)
             .map(|k| k as usize)
             .filter(|&k| k < step);
-        let context: Vec<usize> = entry
-            .get("context_steps")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|i| i.as_u64().map(|i| i as usize))
-            .filter(|&i| i < content.len())
-            .collect();
-        let start = if !context.is_empty() {
-            Start::Context(context)
+        let start = if let Some(context) = context_start(entry, content.len()) {
+            context
         } else if is_summary(&content[step]) {
             Start::SummaryStep
         } else {
@@ -444,6 +446,28 @@ fn cuts(details: &JsonObject, content: &[Step]) -> Vec<Cut> {
         }
     }
     one_per_step
+}
+
+/// The context an entry lists the segment starting from (`context_steps`, content indices below
+/// `len`), with the summary given among them (`summary` before the `summary_at`-th, else after
+/// them); `None` when it lists none and gives no summary with them.
+fn context_start(entry: &Value, len: usize) -> Option<Start> {
+    let listed = entry.get("context_steps")?.as_array()?;
+    let indices: Vec<usize> = listed
+        .iter()
+        .filter_map(|i| i.as_u64().map(|i| i as usize))
+        .filter(|&i| i < len)
+        .collect();
+    let summary = entry.get("summary").and_then(Value::as_str).map(|text| {
+        let at = entry.get("summary_at").and_then(Value::as_u64);
+        (at.map_or(indices.len(), |a| a as usize), text.to_owned())
+    });
+    (!indices.is_empty() || summary.is_some()).then_some(Start::Context(indices, summary))
+}
+
+/// The summary observation given with a context.
+fn summary_step(text: &str) -> Step {
+    Step::environment_text(Some("compaction_summary".into()), text)
 }
 
 /// What an entry says the segment starts from: Codex's replacement history, else the summary

@@ -630,3 +630,44 @@ fn an_atif_continuation_is_a_segment_starting_from_the_context_it_copies() {
     assert_eq!(seg["excluded_from_training"], serde_json::json!([1, 2, 3]));
     assert_eq!(adp[1]["id"], "run-42#segment-1");
 }
+
+/// An OpenHands run condensed once (a `condensation` action forgetting events 3 to 4, its
+/// summary at offset 2 of the events kept): the segment after it is OpenHands' view of the
+/// history at that point, step for step: the events kept (the task, the later call and its
+/// result), the summary where the view puts it (after the system and task events), then the
+/// steps that followed.
+#[test]
+fn an_openhands_condensation_starts_from_the_view_it_left() {
+    let got = segmented(&fixture("segment/openhands-condensed.json"));
+    let (segs, _) = &got[0];
+    assert_eq!(segs.len(), 2);
+    let task = "Fix the failing test in tests/test_calc.py.";
+    let cat = "def add(a, b):\n    return a - b";
+    assert_eq!(
+        texts(&segs[0]),
+        [
+            task,
+            "code_action:toolu_01",
+            "F.\nFAILED tests/test_calc.py::test_add - assert -1 == 3\n1 failed, 1 passed",
+            "code_action:toolu_02",
+            cat
+        ]
+    );
+    assert_eq!(
+        texts(&segs[1]),
+        [
+            task,
+            "USER_CONTEXT: fix the failing test in tests/test_calc.py\nTESTS: test_add fails: assert -1 == 3",
+            "code_action:toolu_02",
+            cat,
+            "api_action:toolu_03",
+            "The file /workspace/calc.py has been edited.",
+            "<finish> add now adds; the test passes. </finish>"
+        ]
+    );
+    let seg = &segs[1].details["segment"];
+    assert_eq!(seg["summary"], "recorded");
+    assert_eq!(seg["steps"], serde_json::json!([5, 8]));
+    // The system prompt, an event of no step, opens every row from the details.
+    assert!(segs[1].details["openhands"]["system_prompt"].is_string());
+}

@@ -571,12 +571,18 @@ fn report_shows_each_compacted_sessions_segments_with_the_tokens_the_export_coun
 /// The rows `trajkit export --to TARGET --segments MODE` writes for the trajectories converted
 /// from `inputs` (given together), in order, over one split.
 fn rows_of(inputs: &[&Path], target: &str, mode: &str) -> Vec<Value> {
+    rows_with(inputs, target, mode, &[])
+}
+
+/// [`rows_of`] with more export arguments.
+fn rows_with(inputs: &[&Path], target: &str, mode: &str, args: &[&std::ffi::OsStr]) -> Vec<Value> {
     let dir = tempfile::tempdir().expect("tempdir");
     let input = adp_file(dir.path(), inputs);
     let out = dir.path().join("out");
     let run = crate::common::trajkit()
         .args(["export", "--to", target, "--segments", mode, "-o"])
         .arg(&out)
+        .args(args)
         .arg(&input)
         .output()
         .expect("runs");
@@ -670,4 +676,89 @@ fn an_openhands_condensation_starts_from_the_view_it_left() {
     assert_eq!(seg["steps"], serde_json::json!([5, 8]));
     // The system prompt, an event of no step, opens every row from the details.
     assert!(segs[1].details["openhands"]["system_prompt"].is_string());
+}
+
+/// The rows of a segmented export of `compacted` and, for each segment after the first, those of
+/// a file holding only what the agent gave the model from that compaction on (`seen`, written
+/// in the agent's own format), all without their ids: ShareGPT rows with their tokens counted
+/// under a chat template, so equal rows are equal token for token.
+fn compare_with_what_was_seen(compacted: &Path, seen: &[Vec<String>]) {
+    let template = fixture("templates/generation.jinja");
+    let tokenizer = fixture("templates/words.tokenizer.json");
+    let args = [
+        "--chat-template".as_ref(),
+        template.as_os_str(),
+        "--tokenizer".as_ref(),
+        tokenizer.as_os_str(),
+    ];
+    let strip = |mut rows: Vec<Value>| -> Vec<Value> {
+        for r in &mut rows {
+            r.as_object_mut().expect("a row").remove("id");
+        }
+        rows
+    };
+    let segmented = strip(rows_with(&[compacted], "sharegpt", "compaction", &args));
+    assert_eq!(segmented.len(), seen.len() + 1, "{compacted:?}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (k, lines) in seen.iter().enumerate() {
+        let file = dir.path().join(format!("seen-{k}.jsonl"));
+        std::fs::write(&file, lines.join("\n") + "\n").expect("writes");
+        let whole = strip(rows_with(&[&file], "sharegpt", "none", &args));
+        assert_eq!(whole.len(), 1);
+        assert!(whole[0]["n_tokens"].as_u64().is_some_and(|n| n > 0));
+        assert_eq!(
+            segmented[k + 1],
+            whole[0],
+            "{compacted:?} segment {}",
+            k + 1
+        );
+    }
+}
+
+/// The lines of a fixture, as text.
+fn lines_of(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .expect("reads")
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Claude Code goes on from the compact summary it records (`isCompactSummary`): the segment
+/// after the boundary equals the session as Claude Code resumes it, the summary line first.
+#[test]
+fn a_claude_code_segment_is_token_for_token_what_the_model_saw() {
+    let path = fixture("segment/claude-code.jsonl");
+    let lines = lines_of(&path);
+    let boundary = lines
+        .iter()
+        .position(|l| l.contains("\"compact_boundary\""))
+        .expect("a boundary");
+    compare_with_what_was_seen(&path, &[lines[boundary + 1..].to_vec()]);
+}
+
+/// Codex goes on from the `compacted` line's replacement history: the segment after it equals
+/// a rollout that starts with that history (as response items) and goes on as the session did.
+#[test]
+fn a_codex_segment_is_token_for_token_what_the_model_saw() {
+    let path = fixture("segment/codex.jsonl");
+    let lines = lines_of(&path);
+    let at = lines
+        .iter()
+        .position(|l| l.contains("\"type\":\"compacted\""))
+        .expect("a compaction");
+    let compacted: Value = serde_json::from_str(&lines[at]).expect("json");
+    let mut seen = vec![lines[0].clone()];
+    for item in compacted["payload"]["replacement_history"]
+        .as_array()
+        .expect("a history")
+    {
+        seen.push(
+            serde_json::json!({"timestamp": compacted["timestamp"], "type": "response_item",
+                "payload": item})
+            .to_string(),
+        );
+    }
+    seen.extend(lines[at + 1..].iter().cloned());
+    compare_with_what_was_seen(&path, &[seen]);
 }

@@ -154,23 +154,21 @@ pub(super) fn spawned_agents<'n, 'a: 'n>(
 }
 
 /// The session file a subagent's file at `path` belongs to, where Claude Code keeps it:
-/// `<project>/<session>.jsonl` for a file under `<project>/<session>/subagents/`, or the file
-/// beside it (2.0.x); compressed too. `None` when there is none, or when `session` is not a
-/// plain file name.
+/// `<project>/<session>.jsonl` for a file anywhere under `<project>/<session>/` (`subagents/`,
+/// or deeper for workflow agents), or the file beside it (2.0.x); compressed too. `None` when
+/// there is none, or when `session` is not a plain file name.
 fn session_file_of(path: &Path, session: &str) -> Option<PathBuf> {
     if session.is_empty() || session.starts_with('.') || session.contains(['/', '\\']) {
         return None;
     }
     let dir = path.parent()?;
-    let mut bases = Vec::new();
-    if dir.file_name().is_some_and(|n| n == "subagents") {
-        if let Some(own) = dir
-            .parent()
-            .filter(|d| d.file_name().is_some_and(|n| n == session))
-        {
-            bases.extend(own.parent());
-        }
-    }
+    let mut bases: Vec<&Path> = dir
+        .ancestors()
+        .take(6)
+        .filter(|d| d.file_name().is_some_and(|n| n == session))
+        .filter_map(Path::parent)
+        .take(1)
+        .collect();
     bases.push(dir);
     bases.into_iter().find_map(|base| {
         ["jsonl", "jsonl.gz", "jsonl.zst"]
@@ -459,6 +457,11 @@ mod tests {
         );
         // The folder must be the session's own.
         assert_eq!(session_file_of(&nested, "s2"), None);
+        let workflow = sub.join("workflows/wf_1/agent-a3.jsonl");
+        assert_eq!(
+            session_file_of(&workflow, "s1"),
+            Some(tmp.path().join("s1.jsonl"))
+        );
         let beside = tmp.path().join("agent-a2.jsonl");
         assert_eq!(
             session_file_of(&beside, "s2"),

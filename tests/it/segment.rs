@@ -762,3 +762,26 @@ fn a_codex_segment_is_token_for_token_what_the_model_saw() {
     seen.extend(lines[at + 1..].iter().cloned());
     compare_with_what_was_seen(&path, &[seen]);
 }
+
+/// A summary OpenHands recorded as a `condense` observation (no `condensation` action says
+/// what it kept): the segment after it starts from the summary.
+#[test]
+fn an_openhands_condense_observation_starts_a_segment_from_its_summary() {
+    let text = std::fs::read_to_string(fixture("segment/openhands-condensed.json")).expect("reads");
+    let mut events: Vec<Value> = serde_json::from_str(&text).expect("json");
+    events[7] = serde_json::json!({"id": 7, "timestamp": "2026-04-02T08:00:07", "source": "agent",
+        "message": "Summary", "observation": "condense", "content": "The test fails: add subtracts.",
+        "extras": {}});
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("condense.json");
+    std::fs::write(&file, serde_json::to_string(&events).expect("json")).expect("writes");
+    let got = segmented(&file);
+    let (segs, firsts) = &got[0];
+    assert_eq!(segs.len(), 2);
+    assert_eq!(firsts[1].as_deref(), Some("compaction_summary"));
+    assert_eq!(
+        texts(&segs[1])[..2],
+        ["The test fails: add subtracts.", "api_action:toolu_03"]
+    );
+    assert_eq!(segs[1].details["segment"]["summary"], "recorded");
+}

@@ -38,9 +38,15 @@ pub fn run(args: MergeManifestsArgs, global: &GlobalArgs) -> Result<u8, CliError
         })?;
         let c = &merged.counts;
         global.summary(format_args!(
-            "merge-manifests: {dir}: {} partitions, {} files; {} trajectories in, {} written, \
+            "merge-manifests: {dir}: {} partitions, {} files; {} {}, {} written, \
              {} filtered, {} rejected",
-            merged.parts, merged.files, c.records_in, c.written, c.filtered, c.rejected
+            merged.parts,
+            merged.files,
+            c.records_in,
+            c.what_in(),
+            c.written,
+            c.filtered,
+            c.rejected
         ));
     }
     Ok(0)

@@ -268,10 +268,15 @@ pub fn build_from(
 }
 
 /// The content indices a converter marked not for training: `excluded_from_training` in any
-/// object of `details` (`details.atif`, `details.swe_agent`).
+/// object of `details` (`details.atif`, `details.swe_agent`); in a compaction segment, those
+/// the cut mapped to the segment's own indices (`details.segment`).
 fn untrained_steps(details: &JsonObject) -> Vec<usize> {
-    details
-        .values()
+    let marking: Vec<&serde_json::Value> = match details.get("segment") {
+        Some(s) if s.is_object() => vec![s],
+        _ => details.values().collect(),
+    };
+    marking
+        .into_iter()
         .filter_map(|v| v.get("excluded_from_training")?.as_array())
         .flatten()
         .filter_map(|i| usize::try_from(i.as_u64()?).ok())

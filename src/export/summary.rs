@@ -133,19 +133,28 @@ impl ExportSummary {
             ),
             None => String::new(),
         };
-        let what = match &self.segments {
-            Some(c) => c.describe(),
-            None => "trajectories in".to_owned(),
-        };
         let mut out = vec![format!(
-            "export --to {target}: {} {what}, {} written, {} filtered, {} rejected -> \
+            "export --to {target}: {} {}, {} written, {} filtered, {} rejected -> \
              {output}{tokens}; {speed}",
-            self.records_in, self.written, self.filtered, self.rejected,
+            self.records_in,
+            self.what_in(),
+            self.written,
+            self.filtered,
+            self.rejected,
         )];
         if let Some(r) = &self.redaction {
             out.push(format!("export: redaction: {}", r.describe()));
         }
         out
+    }
+
+    /// What `in` counts, as printed after it: `trajectories in`, or for a segmented export the
+    /// rows and what they were cut from ([`SegmentCounts::describe`]).
+    pub fn what_in(&self) -> String {
+        match &self.segments {
+            Some(c) => c.describe(),
+            None => "trajectories in".to_owned(),
+        }
     }
 
     /// Adds the counts of `other` (another partition's) to these.

@@ -6,7 +6,9 @@
 //! Where the model-facing summary is differs by format: a step at `step` (an environment
 //! observation named `compact_summary` or `compaction_summary`: Claude Code, Crush, Hermes, Qwen
 //! Code, Copilot CLI), or text in the entry (Pi's `summary`, Droid's `summaryText`, Codex's
-//! `message` or `replacement_history`). Pi and Droid also keep the latest messages before the
+//! `message` or `replacement_history`), or steps listed by index (`context_steps`: an ATIF
+//! continuation's copied context, the events an OpenHands condensation kept, with its summary
+//! at `summary_at`). Pi and Droid also keep the latest messages before the
 //! compaction (`kept_from_step`). Where no summary is recorded, the segment starts with a marker.
 //!
 //! Subagent branches (`subagent.rs`) are linked to the trajectory and call that spawned them.
@@ -182,6 +184,11 @@ enum Start {
     Text(String),
     /// The history the model went on from, as recorded (Codex's `replacement_history`).
     History(Vec<Step>, bool),
+    /// The trajectory's steps the model went on from, by content index, in order (`context_steps`:
+    /// the context an ATIF continuation file copies, the events an OpenHands condensation
+    /// kept), and the summary given among them at a position (`summary`, `summary_at`). Steps
+    /// at or after the cut are the segment's own first steps and are not repeated.
+    Context(Vec<usize>, Option<(usize, String)>),
     /// No summary recorded: a marker.
     Marker,
 }
@@ -201,10 +208,11 @@ struct Cut {
 /// compaction (or already a segment) is returned unchanged, alone.
 ///
 /// Segment ids are `<id>#segment-<n>`; `details` is the original's, plus `details.segment`:
-/// `{of, index, count, summary, steps: [from, to], kept: [from, to]?, unlinked?}` where `steps` is
-/// the range of the original's steps the segment's own steps are, `summary` is `"recorded"`,
-/// `"marker"` or `null` (segment 0), and `unlinked` counts the call links cleared because the
-/// call or its result is in another segment.
+/// `{of, index, count, summary, steps: [from, to], kept: [from, to]?, excluded_from_training?,
+/// unlinked?}` where `steps` is the range of the original's steps the segment's own steps are,
+/// `summary` is `"recorded"`, `"marker"` or `null` (segment 0), `excluded_from_training` the
+/// segment's steps the original marks not for training (where it marks any), and `unlinked`
+/// counts the call links cleared because the call or its result is in another segment.
 pub fn segments(traj: Trajectory) -> Vec<Trajectory> {
     compaction_rows(traj).into_trajectories()
 }
@@ -250,6 +258,16 @@ fn compaction_rows(traj: Trajectory) -> Rows {
                 .map(|k| traj.content[k..from].to_vec())
         })
         .collect();
+    let untrained = untrained_steps(&traj.details);
+    let context_steps: std::collections::HashMap<usize, Step> = cuts
+        .iter()
+        .filter_map(|c| match &c.start {
+            Start::Context(indices, _) => Some(indices),
+            _ => None,
+        })
+        .flatten()
+        .map(|&i| (i, traj.content[i].clone()))
+        .collect();
     let Trajectory {
         schema_version,
         id,
@@ -268,29 +286,56 @@ fn compaction_rows(traj: Trajectory) -> Rows {
         info.insert("index".into(), Value::from(index));
         info.insert("count".into(), Value::from(count));
         // The bounds cover the steps from 0 in order: the segment's own steps come next.
-        let mut own = steps.by_ref().take(to - from);
+        let mut own = (from..to).zip(steps.by_ref().take(to - from));
+        // The original's index of each step of the segment (`None`: a step the cut made).
+        let mut origins: Vec<Option<usize>> = Vec::new();
+        let mut repeated: &[usize] = &[];
         let summary = cut.map(|c| {
             let recorded = match &c.start {
                 Start::History(history, recorded) => {
                     content.extend(history.iter().cloned());
+                    origins.extend(history.iter().map(|_| None));
                     *recorded
                 }
+                Start::Context(indices, summary) => {
+                    for (k, &i) in indices.iter().enumerate() {
+                        if let Some((_, text)) = summary.as_ref().filter(|(at, _)| *at == k) {
+                            content.push(summary_step(text));
+                            origins.push(None);
+                        }
+                        content.push(context_steps[&i].clone());
+                        origins.push(Some(i));
+                    }
+                    if let Some((_, text)) = summary.as_ref().filter(|(at, _)| *at >= indices.len())
+                    {
+                        content.push(summary_step(text));
+                        origins.push(None);
+                    }
+                    repeated = indices;
+                    true
+                }
                 start => {
-                    content.extend(leading_steps[..leading.min(from)].iter().cloned());
+                    let lead = leading.min(from);
+                    content.extend(leading_steps[..lead].iter().cloned());
+                    origins.extend((0..lead).map(Some));
                     match start {
-                        Start::Text(text) => content.push(Step::environment_text(
-                            Some("compaction_summary".into()),
-                            text.clone(),
-                        )),
+                        Start::Text(text) => content.push(summary_step(text)),
                         Start::Marker => content.push(marker()),
                         // The summary step at `from`: the segment's first own step.
-                        _ => content.extend(own.next()),
+                        _ => {
+                            content.extend(own.next().map(|(_, s)| s));
+                            origins.push(Some(from));
+                        }
+                    }
+                    if !matches!(start, Start::SummaryStep) {
+                        origins.push(None);
                     }
                     !matches!(start, Start::Marker)
                 }
             };
             if let (Some(k), Some(steps)) = (c.kept_from, &kept) {
                 content.extend(steps.iter().cloned());
+                origins.extend((k..from).map(Some));
                 info.insert("kept".into(), json!([k, from]));
             }
             if recorded {
@@ -300,8 +345,18 @@ fn compaction_rows(traj: Trajectory) -> Rows {
             }
         });
         info.insert("summary".into(), summary.map_or(Value::Null, Value::from));
-        content.extend(own);
+        for (i, step) in own.filter(|(i, _)| !repeated.contains(i)) {
+            content.push(step);
+            origins.push(Some(i));
+        }
         info.insert("steps".into(), json!([from, to]));
+        if let Some(untrained) = &untrained {
+            // The steps the original marks not for training, as the segment's indices.
+            let mine: Vec<usize> = (0..origins.len())
+                .filter(|&k| origins[k].is_some_and(|i| untrained.contains(&i)))
+                .collect();
+            info.insert("excluded_from_training".into(), json!(mine));
+        }
         let unlinked = unlink_across(&mut content);
         if unlinked > 0 {
             info.insert("unlinked".into(), Value::from(unlinked));
@@ -369,7 +424,9 @@ fn cuts(details: &JsonObject, content: &[Step]) -> Vec<Cut> {
             .and_then(Value::as_u64)
             .map(|k| k as usize)
             .filter(|&k| k < step);
-        let start = if is_summary(&content[step]) {
+        let start = if let Some(context) = context_start(entry, content.len()) {
+            context
+        } else if is_summary(&content[step]) {
             Start::SummaryStep
         } else {
             entry_start(entry)
@@ -389,6 +446,28 @@ fn cuts(details: &JsonObject, content: &[Step]) -> Vec<Cut> {
         }
     }
     one_per_step
+}
+
+/// The context an entry lists the segment starting from (`context_steps`, content indices below
+/// `len`), with the summary given among them (`summary` before the `summary_at`-th, else after
+/// them); `None` when it lists none and gives no summary with them.
+fn context_start(entry: &Value, len: usize) -> Option<Start> {
+    let listed = entry.get("context_steps")?.as_array()?;
+    let indices: Vec<usize> = listed
+        .iter()
+        .filter_map(|i| i.as_u64().map(|i| i as usize))
+        .filter(|&i| i < len)
+        .collect();
+    let summary = entry.get("summary").and_then(Value::as_str).map(|text| {
+        let at = entry.get("summary_at").and_then(Value::as_u64);
+        (at.map_or(indices.len(), |a| a as usize), text.to_owned())
+    });
+    (!indices.is_empty() || summary.is_some()).then_some(Start::Context(indices, summary))
+}
+
+/// The summary observation given with a context.
+fn summary_step(text: &str) -> Step {
+    Step::environment_text(Some("compaction_summary".into()), text)
 }
 
 /// What an entry says the segment starts from: Codex's replacement history, else the summary
@@ -449,6 +528,22 @@ fn codex_history(history: &[Value]) -> Start {
         }
     }
     Start::History(steps, recorded)
+}
+
+/// The content indices the trajectory's reader marked not for training
+/// (`excluded_from_training` in any object of its details: ATIF, SWE-agent), if it marks any.
+fn untrained_steps(details: &JsonObject) -> Option<HashSet<usize>> {
+    let lists: Vec<&Vec<Value>> = details
+        .values()
+        .filter_map(|v| v.get("excluded_from_training")?.as_array())
+        .collect();
+    (!lists.is_empty()).then(|| {
+        lists
+            .into_iter()
+            .flatten()
+            .filter_map(|i| usize::try_from(i.as_u64()?).ok())
+            .collect()
+    })
 }
 
 /// Whether a step is a summary observation a reader kept.

@@ -332,3 +332,56 @@ fn a_segment_is_not_cut_again() {
     let out = segments(t);
     assert_eq!(segments(out[1].clone()), vec![out[1].clone()]);
 }
+
+/// An ATIF continuation: the segment starts from the context the continuation file copies, in
+/// its order (an earlier step a copy repeats, then the copies kept), then its own steps; the
+/// steps marked not for training are given as the segment's indices.
+#[test]
+fn an_atif_continuation_starts_from_the_context_it_copies() {
+    let content = vec![
+        user("task"),
+        reply("a"),
+        env("terminal", "o1"),
+        env("system", "handed off"),
+        user("summary"),
+        reply("questions"),
+        user("answers"),
+        reply("b"),
+        env("terminal", "o2"),
+    ];
+    let mut t = traj(
+        "atif",
+        content,
+        json!([{"step": 4, "file": "t.cont-1.json", "context_steps": [0, 4, 5, 6]}]),
+    );
+    t.details
+        .get_mut("atif")
+        .and_then(Value::as_object_mut)
+        .unwrap() // ok: built above
+        .insert("excluded_from_training".into(), json!([4, 5, 6]));
+    let segs = segments(t);
+    assert_eq!(segs.len(), 2);
+    assert_eq!(
+        texts(&segs[0]),
+        ["-:task", "reply:a", "terminal:o1", "system:handed off"]
+    );
+    assert_eq!(
+        texts(&segs[1]),
+        [
+            "-:task",
+            "-:summary",
+            "reply:questions",
+            "-:answers",
+            "reply:b",
+            "terminal:o2"
+        ]
+    );
+    let seg = &segs[1].details["segment"];
+    assert_eq!(seg["summary"], "recorded");
+    assert_eq!(seg["steps"], json!([4, 9]));
+    assert_eq!(seg["excluded_from_training"], json!([1, 2, 3]));
+    assert_eq!(
+        segs[0].details["segment"]["excluded_from_training"],
+        json!([])
+    );
+}

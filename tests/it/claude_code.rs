@@ -246,6 +246,75 @@ fn a_project_directory_converts_whole_with_its_subagents() {
     );
 }
 
+/// A 2.1.x project without `meta.json` sidecars (as 2.1.3x writes it): a subagent under
+/// `<session>/subagents/` is linked to the `Task` call through the session's result
+/// (`toolUseResult.agentId`), whether the project, its `subagents/` folder or the subagent's
+/// file alone is read; an empty session file beside does not stop the project being read whole.
+#[test]
+fn a_subagent_is_linked_to_its_call_from_its_session_file_wherever_it_is_read_from() {
+    let tmp = tempfile::tempdir().expect("dir");
+    let project = tmp.path().join("-home-dev-app");
+    let subagents = project.join("s1/subagents");
+    std::fs::create_dir_all(&subagents).expect("mkdir");
+    std::fs::create_dir_all(project.join("s2/subagents")).expect("mkdir");
+    let mut done = turn("u3", Some("u2"), "user", "", result("t1", "two failures"));
+    done["toolUseResult"] = json!({"status": "completed", "prompt": "run the tests",
+        "agentId": "a7c1", "content": [{"type": "text", "text": "two failures"}]});
+    let main = [
+        turn("u1", None, "user", "", json!("check the tests")),
+        turn("u2", Some("u1"), "assistant", "m1", call("t1", "Task")),
+        done,
+        turn("u4", Some("u3"), "assistant", "m2", json!("Two fail.")),
+    ];
+    let text = |lines: &[Value]| -> String { lines.iter().map(|l| format!("{l}\n")).collect() };
+    std::fs::write(project.join("s1.jsonl"), text(&main)).expect("write");
+    let side = |lines: &mut [Value], session: &str, agent: &str| {
+        for l in lines.iter_mut() {
+            l["isSidechain"] = json!(true);
+            l["agentId"] = json!(agent);
+            l["sessionId"] = json!(session);
+        }
+    };
+    let mut agent = [
+        turn("b1", None, "user", "", json!("run the tests")),
+        turn("b2", Some("b1"), "assistant", "m3", json!("two failures")),
+    ];
+    side(&mut agent, "s1", "a7c1");
+    std::fs::write(subagents.join("agent-a7c1.jsonl"), text(&agent)).expect("write");
+    // A session Claude Code created and never wrote, with a subagent of its own.
+    std::fs::write(project.join("s2.jsonl"), "").expect("write");
+    side(&mut agent, "s2", "a8d2");
+    std::fs::write(project.join("s2/subagents/agent-a8d2.jsonl"), text(&agent)).expect("write");
+
+    let (code, out, stderr) = convert(&[&project], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("detected claude-code"), "{stderr}");
+    let ids: Vec<&str> = out.iter().filter_map(|t| t["id"].as_str()).collect();
+    assert_eq!(ids, vec!["s1", "s1/agent-a7c1", "s2/agent-a8d2"]);
+    let session = project.join("s1.jsonl").display().to_string();
+    let linked = json!({"tool_use_id": "t1", "via": "toolUseResult", "file": session});
+    assert_eq!(
+        out[1]["details"]["claude_code"]["agent"]["spawned_by"],
+        linked
+    );
+    assert_eq!(
+        out[2]["details"]["claude_code"]["agent"]["spawned_by"],
+        Value::Null
+    );
+    assert_eq!(validate_adp(&out), 0);
+    for alone in [subagents.clone(), subagents.join("agent-a7c1.jsonl")] {
+        let (code, out, stderr) = convert(&[&alone], None, &[]);
+        assert_eq!(code, 0, "{stderr}");
+        assert_eq!(out.len(), 1, "{}", alone.display());
+        assert_eq!(
+            out[0]["details"]["claude_code"]["agent"]["spawned_by"],
+            linked,
+            "{}",
+            alone.display()
+        );
+    }
+}
+
 #[test]
 fn parallel_results_are_kept_in_call_order_and_edits_left_out() {
     let dir = tempfile::tempdir().expect("dir");

@@ -585,3 +585,35 @@ fn list_inputs_prints_each_partitions_share() {
     assert_eq!(list(&["--partition", "1/2", "--partition-by", "id"]), all);
     assert!(!tmp.path().join("out").exists(), "nothing written");
 }
+
+/// A segmented export counts rows: its merged summary says so, as the export's own does; an
+/// export without segments still counts trajectories.
+#[test]
+fn merging_a_segmented_export_counts_rows() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/segment");
+    let (segmented, whole) = (tmp.path().join("seg"), tmp.path().join("whole"));
+    let mut text = String::new();
+    for f in ["claude-code.jsonl", "codex.jsonl"] {
+        text += &format!("[[input]]\npath = \"{}\"\n\n", s(&fixtures.join(f)));
+    }
+    text += &format!(
+        "[partition]\nby = \"id\"\n\n[[export]]\nto = \"openai\"\noutput = \"{}\"\n\
+         segments = \"compaction\"\n\n[[export]]\nto = \"openai\"\noutput = \"{}\"\n",
+        s(&segmented),
+        s(&whole)
+    );
+    let file = tmp.path().join("p.toml");
+    fs::write(&file, text).expect("write");
+    for i in ["0/2", "1/2"] {
+        let (code, err) = run(&file, &["--partition", i]);
+        assert_eq!(code, 0, "{err}");
+    }
+    let (code, err) = merge(&[&segmented, &whole]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("4 rows in (2 trajectories, 2 cut at compactions into 4 segments), 4 written"),
+        "{err}"
+    );
+    assert!(err.contains("2 trajectories in, 2 written"), "{err}");
+}

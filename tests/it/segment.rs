@@ -332,6 +332,37 @@ fn subagents_link_a_claude_code_subagent_to_the_task_call_that_prompted_it() {
     assert_eq!(manifest["options"]["segments"], "subagents");
 }
 
+/// A 2.1.x project without sidecars (`<session>/subagents/agent-<id>.jsonl`): the subagent is
+/// linked to the parent's `Task` call and its prompt, whether the project is read whole or its
+/// files are given one by one.
+#[test]
+fn subagents_link_a_claude_code_subagent_read_apart_from_its_session() {
+    let project = fixture("segment/claude-code-project");
+    let session = project.join("cc-proj.jsonl");
+    let agent = project.join("cc-proj/subagents/agent-b41c9e2.jsonl");
+    for inputs in [vec![project.as_path()], vec![&agent, &session]] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let input = adp_file(dir.path(), &inputs);
+        let (rows, err, _) = export_split(dir.path(), &input, "subagents");
+        let (parent_split, parent) = &rows["cc-proj"];
+        let (split, sub) = &rows["cc-proj/agent-b41c9e2"];
+        assert_eq!(
+            sub["details"]["subagent"],
+            serde_json::json!({"parent": "cc-proj", "call": "toolu_task1", "prompt": "recorded"}),
+            "{inputs:?}"
+        );
+        assert_eq!(
+            first_user_text(sub),
+            call_kwargs(parent, "toolu_task1")["prompt"]
+        );
+        assert_eq!(split, parent_split);
+        assert!(
+            err.contains("(2 trajectories, 1 subagent branches)"),
+            "{err}"
+        );
+    }
+}
+
 #[test]
 fn both_modes_cut_a_codex_subagent_thread_at_its_compaction_and_keep_it_with_its_parent() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -535,4 +566,222 @@ fn report_shows_each_compacted_sessions_segments_with_the_tokens_the_export_coun
     assert!(run.status.success());
     let page = std::fs::read_to_string(&plain).expect("page");
     assert!(!page.contains("id=\"segments\""));
+}
+
+/// The rows `trajkit export --to TARGET --segments MODE` writes for the trajectories converted
+/// from `inputs` (given together), in order, over one split.
+fn rows_of(inputs: &[&Path], target: &str, mode: &str) -> Vec<Value> {
+    rows_with(inputs, target, mode, &[])
+}
+
+/// [`rows_of`] with more export arguments.
+fn rows_with(inputs: &[&Path], target: &str, mode: &str, args: &[&std::ffi::OsStr]) -> Vec<Value> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = adp_file(dir.path(), inputs);
+    let out = dir.path().join("out");
+    let run = crate::common::trajkit()
+        .args(["export", "--to", target, "--segments", mode, "-o"])
+        .arg(&out)
+        .args(args)
+        .arg(&input)
+        .output()
+        .expect("runs");
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let mut files: Vec<PathBuf> = std::fs::read_dir(out.join("data"))
+        .expect("data")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .flat_map(|f| crate::common::json_lines(&std::fs::read(f).expect("reads")))
+        .collect()
+}
+
+/// A Terminus-2 run cut by context summarization (Harbor's `trajectory.json` naming
+/// `trajectory.cont-1.json`, which starts with the context it copies): read together, one
+/// trajectory that `--segments compaction` cuts where the continuation starts. Each row equals,
+/// message for message (so token for token under any chat template), the row of the file
+/// that holds what the model saw: the first file for segment 0, the continuation file (read
+/// alone, its copied context included and not trained on) for segment 1.
+#[test]
+fn an_atif_continuation_is_a_segment_starting_from_the_context_it_copies() {
+    let dir = fixture("segment/atif");
+    let (first, cont) = (
+        dir.join("trajectory.json"),
+        dir.join("trajectory.cont-1.json"),
+    );
+    // The rows but their ids (`<id>#segment-<n>` against the files' own).
+    let rows = |inputs: &[&Path], target: &str, mode: &str| -> Vec<Value> {
+        let mut rows = rows_of(inputs, target, mode);
+        for r in &mut rows {
+            r.as_object_mut().expect("a row").remove("id");
+        }
+        rows
+    };
+    for target in ["openai", "hf", "sharegpt"] {
+        let segmented = rows(&[&dir], target, "compaction");
+        assert_eq!(segmented.len(), 2, "{target}");
+        let whole = rows(&[&first], target, "none");
+        let continued = rows(&[&cont], target, "none");
+        assert_eq!(segmented, [&whole[..], &continued[..]].concat(), "{target}");
+    }
+    let adp = rows_of(&[&dir], "adp", "compaction");
+    let seg = &adp[1]["details"]["segment"];
+    assert_eq!(seg["summary"], "recorded");
+    assert_eq!(seg["excluded_from_training"], serde_json::json!([1, 2, 3]));
+    assert_eq!(adp[1]["id"], "run-42#segment-1");
+}
+
+/// An OpenHands run condensed once (a `condensation` action forgetting events 3 to 4, its
+/// summary at offset 2 of the events kept): the segment after it is OpenHands' view of the
+/// history at that point, step for step: the events kept (the task, the later call and its
+/// result), the summary where the view puts it (after the system and task events), then the
+/// steps that followed.
+#[test]
+fn an_openhands_condensation_starts_from_the_view_it_left() {
+    let got = segmented(&fixture("segment/openhands-condensed.json"));
+    let (segs, _) = &got[0];
+    assert_eq!(segs.len(), 2);
+    let task = "Fix the failing test in tests/test_calc.py.";
+    let cat = "def add(a, b):\n    return a - b";
+    assert_eq!(
+        texts(&segs[0]),
+        [
+            task,
+            "code_action:toolu_01",
+            "F.\nFAILED tests/test_calc.py::test_add - assert -1 == 3\n1 failed, 1 passed",
+            "code_action:toolu_02",
+            cat
+        ]
+    );
+    assert_eq!(
+        texts(&segs[1]),
+        [
+            task,
+            "USER_CONTEXT: fix the failing test in tests/test_calc.py\nTESTS: test_add fails: assert -1 == 3",
+            "code_action:toolu_02",
+            cat,
+            "api_action:toolu_03",
+            "The file /workspace/calc.py has been edited.",
+            "<finish> add now adds; the test passes. </finish>"
+        ]
+    );
+    let seg = &segs[1].details["segment"];
+    assert_eq!(seg["summary"], "recorded");
+    assert_eq!(seg["steps"], serde_json::json!([5, 8]));
+    // The system prompt, an event of no step, opens every row from the details.
+    assert!(segs[1].details["openhands"]["system_prompt"].is_string());
+}
+
+/// The rows of a segmented export of `compacted` and, for each segment after the first, those of
+/// a file holding only what the agent gave the model from that compaction on (`seen`, written
+/// in the agent's own format), all without their ids: ShareGPT rows with their tokens counted
+/// under a chat template, so equal rows are equal token for token.
+fn compare_with_what_was_seen(compacted: &Path, seen: &[Vec<String>]) {
+    let template = fixture("templates/generation.jinja");
+    let tokenizer = fixture("templates/words.tokenizer.json");
+    let args = [
+        "--chat-template".as_ref(),
+        template.as_os_str(),
+        "--tokenizer".as_ref(),
+        tokenizer.as_os_str(),
+    ];
+    let strip = |mut rows: Vec<Value>| -> Vec<Value> {
+        for r in &mut rows {
+            r.as_object_mut().expect("a row").remove("id");
+        }
+        rows
+    };
+    let segmented = strip(rows_with(&[compacted], "sharegpt", "compaction", &args));
+    assert_eq!(segmented.len(), seen.len() + 1, "{compacted:?}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (k, lines) in seen.iter().enumerate() {
+        let file = dir.path().join(format!("seen-{k}.jsonl"));
+        std::fs::write(&file, lines.join("\n") + "\n").expect("writes");
+        let whole = strip(rows_with(&[&file], "sharegpt", "none", &args));
+        assert_eq!(whole.len(), 1);
+        assert!(whole[0]["n_tokens"].as_u64().is_some_and(|n| n > 0));
+        assert_eq!(
+            segmented[k + 1],
+            whole[0],
+            "{compacted:?} segment {}",
+            k + 1
+        );
+    }
+}
+
+/// The lines of a fixture, as text.
+fn lines_of(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .expect("reads")
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Claude Code goes on from the compact summary it records (`isCompactSummary`): the segment
+/// after the boundary equals the session as Claude Code resumes it, the summary line first.
+#[test]
+fn a_claude_code_segment_is_token_for_token_what_the_model_saw() {
+    let path = fixture("segment/claude-code.jsonl");
+    let lines = lines_of(&path);
+    let boundary = lines
+        .iter()
+        .position(|l| l.contains("\"compact_boundary\""))
+        .expect("a boundary");
+    compare_with_what_was_seen(&path, &[lines[boundary + 1..].to_vec()]);
+}
+
+/// Codex goes on from the `compacted` line's replacement history: the segment after it equals
+/// a rollout that starts with that history (as response items) and goes on as the session did.
+#[test]
+fn a_codex_segment_is_token_for_token_what_the_model_saw() {
+    let path = fixture("segment/codex.jsonl");
+    let lines = lines_of(&path);
+    let at = lines
+        .iter()
+        .position(|l| l.contains("\"type\":\"compacted\""))
+        .expect("a compaction");
+    let compacted: Value = serde_json::from_str(&lines[at]).expect("json");
+    let mut seen = vec![lines[0].clone()];
+    for item in compacted["payload"]["replacement_history"]
+        .as_array()
+        .expect("a history")
+    {
+        seen.push(
+            serde_json::json!({"timestamp": compacted["timestamp"], "type": "response_item",
+                "payload": item})
+            .to_string(),
+        );
+    }
+    seen.extend(lines[at + 1..].iter().cloned());
+    compare_with_what_was_seen(&path, &[seen]);
+}
+
+/// A summary OpenHands recorded as a `condense` observation (no `condensation` action says
+/// what it kept): the segment after it starts from the summary.
+#[test]
+fn an_openhands_condense_observation_starts_a_segment_from_its_summary() {
+    let text = std::fs::read_to_string(fixture("segment/openhands-condensed.json")).expect("reads");
+    let mut events: Vec<Value> = serde_json::from_str(&text).expect("json");
+    events[7] = serde_json::json!({"id": 7, "timestamp": "2026-04-02T08:00:07", "source": "agent",
+        "message": "Summary", "observation": "condense", "content": "The test fails: add subtracts.",
+        "extras": {}});
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("condense.json");
+    std::fs::write(&file, serde_json::to_string(&events).expect("json")).expect("writes");
+    let got = segmented(&file);
+    let (segs, firsts) = &got[0];
+    assert_eq!(segs.len(), 2);
+    assert_eq!(firsts[1].as_deref(), Some("compaction_summary"));
+    assert_eq!(
+        texts(&segs[1])[..2],
+        ["The test fails: add subtracts.", "api_action:toolu_03"]
+    );
+    assert_eq!(segs[1].details["segment"]["summary"], "recorded");
 }

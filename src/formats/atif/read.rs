@@ -314,10 +314,22 @@ fn bundle<'a>(
     let steps = reader.document(&doc);
     let mut continuations = Vec::new();
     let mut out = Vec::new();
+    let mut compactions = Vec::new();
     for part in &parts[1..] {
         let cont = Node::from_value(&part["document"]);
         reader.dedupe_copies = true;
+        let at = reader.content.len();
         let (steps, copied) = (reader.document(&cont), std::mem::take(&mut reader.copied));
+        // The continuation starts where its steps do, from the context it copies.
+        let context = std::mem::take(&mut reader.context);
+        compactions.push(Node::object([
+            ("step", Node::from(at as u64)),
+            ("file", Node::from_value(&part["file"])),
+            (
+                "context_steps",
+                Node::Array(context.into_iter().map(|i| Node::from(i as u64)).collect()),
+            ),
+        ]));
         let mut entry = Node::object([("file", Node::from_value(&part["file"]))]);
         if let Node::Object(rest) = root_rest(&cont) {
             for (k, v) in rest {
@@ -335,6 +347,7 @@ fn bundle<'a>(
     }
     let mut details = reader.native_details(&doc, steps);
     details.insert("continuations", Node::Array(continuations));
+    details.insert("compactions", Node::Array(compactions));
     let mut first_subagents = Vec::new();
     subagents(&doc, &id, record, &mut details, &mut first_subagents);
     first_subagents.extend(out);
@@ -499,6 +512,9 @@ struct Reader<'a> {
     dedupe_copies: bool,
     seen: Vec<(Value, usize)>,
     copied: Vec<Node<'a>>,
+    /// The content indices of a continuation's copied context, in its order: the earlier step
+    /// a copy left out repeats, or the steps a kept copy became.
+    context: Vec<usize>,
     /// What no step holds: copied steps left out, content parts that are neither text nor an
     /// image with a path.
     left: LeftOut,
@@ -526,6 +542,7 @@ impl<'a> Reader<'a> {
                         ("step_id", s["step_id"].clone()),
                         ("same_as", Node::from(*at as u64)),
                     ]));
+                    self.context.push(*at);
                     self.left.lines += 1;
                     continue;
                 }
@@ -535,6 +552,9 @@ impl<'a> Reader<'a> {
                 self.own_step(s);
             } else {
                 self.step(s);
+            }
+            if self.dedupe_copies && copied {
+                self.context.extend(first..self.content.len());
             }
             if copied || s["llm_call_count"].as_i64() == Some(0) {
                 self.excluded.extend(first..self.content.len());

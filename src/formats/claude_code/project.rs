@@ -66,7 +66,9 @@ pub(super) fn is_transcript_dir(dir: &Path) -> bool {
         let data = [".json", ".jsonl", ".ndjson", ".traj"]
             .iter()
             .any(|s| base.ends_with(s));
-        if !data || !path.is_file() || is_sidecar(name) {
+        // An empty file (a session Claude Code created and never wrote) says nothing either way.
+        let empty = fs::metadata(&path).is_ok_and(|m| m.len() == 0);
+        if !data || !path.is_file() || is_sidecar(name) || empty {
             continue;
         }
         if !is_jsonl(name) || !first_value(&path).is_some_and(|v| ClaudeCode.sniff(&v)) {
@@ -149,6 +151,83 @@ pub(super) fn spawned_agents<'n, 'a: 'n>(
         }
     }
     out
+}
+
+/// The session file a subagent's file at `path` belongs to, where Claude Code keeps it:
+/// `<project>/<session>.jsonl` for a file anywhere under `<project>/<session>/` (`subagents/`,
+/// or deeper for workflow agents), or the file beside it (2.0.x); compressed too. `None` when
+/// there is none, or when `session` is not a plain file name.
+fn session_file_of(path: &Path, session: &str) -> Option<PathBuf> {
+    if session.is_empty() || session.starts_with('.') || session.contains(['/', '\\']) {
+        return None;
+    }
+    let dir = path.parent()?;
+    let mut bases: Vec<&Path> = dir
+        .ancestors()
+        .take(6)
+        .filter(|d| d.file_name().is_some_and(|n| n == session))
+        .filter_map(Path::parent)
+        .take(1)
+        .collect();
+    bases.push(dir);
+    bases.into_iter().find_map(|base| {
+        ["jsonl", "jsonl.gz", "jsonl.zst"]
+            .iter()
+            .map(|ext| base.join(format!("{session}.{ext}")))
+            .find(|f| f.is_file() && f.as_path() != path)
+    })
+}
+
+/// The subagents the session file at `path` says it spawned ([`spawned_agents`]); only its
+/// lines that name an agent are parsed. Empty when it cannot be read.
+fn spawns_in(path: &Path, max_record_bytes: usize) -> Vec<(String, String, &'static str)> {
+    let Some(name) = path.to_str() else {
+        return Vec::new();
+    };
+    let Ok(reader) = open::open(name) else {
+        return Vec::new();
+    };
+    let [agent_id, escape] = [&b"agentId"[..], b"\\u"].map(memchr::memmem::Finder::new);
+    let lines: Vec<Value> = Framer::new(reader, layout_hint(name), max_record_bytes)
+        .filter(|f| f.error.is_none())
+        .filter(|f| agent_id.find(&f.bytes).is_some() || escape.find(&f.bytes).is_some())
+        .filter_map(|f| serde_json::from_slice::<Value>(&f.bytes).ok())
+        .collect();
+    let nodes: Vec<Node> = lines.iter().map(Node::from_value).collect();
+    spawned_agents(nodes.iter())
+}
+
+/// Where a subagent's file read apart from its session finds the call that spawned it: its
+/// session's file ([`session_file_of`]), read once per session file.
+#[derive(Default)]
+struct SessionFiles {
+    spawns: HashMap<PathBuf, Vec<(String, String, &'static str)>>,
+}
+
+impl SessionFiles {
+    /// The `spawned_by` of agent `agent` of session `session` for the subagent file at `path`,
+    /// from its session's file unless `skip` says that file was read already.
+    fn spawned_by(
+        &mut self,
+        path: &Path,
+        session: &str,
+        agent: &str,
+        max_record_bytes: usize,
+        skip: impl Fn(&Path) -> bool,
+    ) -> Option<Value> {
+        let file = session_file_of(path, session).filter(|f| !skip(f))?;
+        let spawns = self
+            .spawns
+            .entry(file.clone())
+            .or_insert_with(|| spawns_in(&file, max_record_bytes));
+        let (_, tool, via) = spawns.iter().find(|(a, _, _)| a == agent)?;
+        Some(json!({"tool_use_id": tool, "via": via, "file": file.display().to_string()}))
+    }
+}
+
+/// Whether the bundle keys of a subagent file name its call already (its sidecar's `toolUseId`).
+fn meta_names_call(keys: &Map<String, Value>) -> bool {
+    keys.get("meta").is_some_and(|m| m["toolUseId"].is_string())
 }
 
 /// The fields of a bundled line (`{"line", "entry"}`) that link a project's files, borrowed
@@ -278,23 +357,39 @@ fn attach_meta(path: &Path, bundle: &mut Map<String, Value>) {
     }
 }
 
-/// The session file at `path` as one bundle record (and its bad lines), with its sidecar.
+/// The session file at `path` as one bundle record (and its bad lines), with its sidecar; a
+/// subagent's file carries `spawned_by` when its session's file names the call that spawned it.
 pub(super) fn open_file(path: &str, max_record_bytes: usize) -> io::Result<FileBundle> {
-    FileBundle::open_with(path, max_record_bytes, MARKER, &mut |_| {
+    FileBundle::open_with(path, max_record_bytes, MARKER, &mut |lines| {
         let mut keys = Map::new();
-        attach_meta(Path::new(path), &mut keys);
+        let path = Path::new(path);
+        attach_meta(path, &mut keys);
+        let links = file_links(lines);
+        if let Some(agent) = links.agent.filter(|_| !meta_names_call(&keys)) {
+            let found = SessionFiles::default().spawned_by(
+                path,
+                &links.session,
+                &agent,
+                max_record_bytes,
+                |_| false,
+            );
+            keys.extend(found.map(|v| ("spawned_by".to_owned(), v)));
+        }
         keys
     })
 }
 
 /// The records of a transcript directory: each file's bundle, in the order of [`transcripts`];
 /// a subagent's bundle carries `spawned_by` when a session read before it names the call
-/// that spawned it.
+/// that spawned it, or its session's file outside the directory does (a `subagents/` folder
+/// read alone).
 pub(super) fn dir_records(dir: &str, max_record_bytes: usize) -> io::Result<Box<dyn RecordSource>> {
     let (top, below) = transcripts(Path::new(dir))?;
+    let read: HashSet<PathBuf> = top.iter().cloned().collect();
     let files: Vec<PathBuf> = top.into_iter().chain(below).collect();
     // `(session id, agent id)` → `(tool_use id, how it is known, the file that says so)`.
     let mut links: HashMap<(String, String), (String, &'static str, String)> = HashMap::new();
+    let mut outside = SessionFiles::default();
     let keys = move |path: &Path, lines: &[&[u8]]| {
         let mut keys = Map::new();
         attach_meta(path, &mut keys);
@@ -304,11 +399,16 @@ pub(super) fn dir_records(dir: &str, max_record_bytes: usize) -> io::Result<Box<
             spawned,
         } = file_links(lines);
         if let Some(agent) = agent {
-            if let Some((tool, via, file)) = links.get(&(session.clone(), agent)) {
+            if let Some((tool, via, file)) = links.get(&(session.clone(), agent.clone())) {
                 keys.insert(
                     "spawned_by".into(),
                     json!({"tool_use_id": tool, "via": via, "file": file}),
                 );
+            } else if !meta_names_call(&keys) {
+                let found = outside.spawned_by(path, &session, &agent, max_record_bytes, |f| {
+                    read.contains(f)
+                });
+                keys.extend(found.map(|v| ("spawned_by".to_owned(), v)));
             }
         }
         for (agent, tool, via) in spawned {
@@ -341,6 +441,35 @@ mod tests {
         assert_eq!(agent_of_name("agent-.jsonl"), None);
         assert_eq!(agent_of_name("journal.jsonl"), None);
         assert!(is_sidecar("agent-a1.meta.json") && !is_sidecar("wf_1.json"));
+    }
+
+    #[test]
+    fn a_subagents_session_file_is_looked_for_where_claude_code_keeps_it() {
+        let tmp = tempfile::tempdir().expect("dir");
+        let sub = tmp.path().join("s1/subagents");
+        fs::create_dir_all(&sub).expect("mkdir");
+        fs::write(tmp.path().join("s1.jsonl"), "{}").expect("write");
+        fs::write(tmp.path().join("s2.jsonl.gz"), "").expect("write");
+        let nested = sub.join("agent-a1.jsonl");
+        assert_eq!(
+            session_file_of(&nested, "s1"),
+            Some(tmp.path().join("s1.jsonl"))
+        );
+        // The folder must be the session's own.
+        assert_eq!(session_file_of(&nested, "s2"), None);
+        let workflow = sub.join("workflows/wf_1/agent-a3.jsonl");
+        assert_eq!(
+            session_file_of(&workflow, "s1"),
+            Some(tmp.path().join("s1.jsonl"))
+        );
+        let beside = tmp.path().join("agent-a2.jsonl");
+        assert_eq!(
+            session_file_of(&beside, "s2"),
+            Some(tmp.path().join("s2.jsonl.gz"))
+        );
+        for bad in ["", "../s1", "..", "a/b"] {
+            assert_eq!(session_file_of(&nested, bad), None, "{bad}");
+        }
     }
 
     /// Lines after the session's that name no agent are skipped unparsed; a key spelled with

@@ -326,6 +326,70 @@ struct Run {
     /// What no step holds besides the skipped events: system prompts after the first (one is
     /// kept), content parts without text.
     left: LeftOut,
+    /// The condensations seen so far ([`Condensations`]).
+    condensed: Condensations,
+}
+
+/// What OpenHands' condensations did to the history the model is given (its `View`,
+/// `openhands/memory/view.py`): each event with an id that is not a condensation, with the
+/// steps it made; the events forgotten so far; the latest summary and where it stands; and
+/// one entry per condensation for `details.openhands.compactions`.
+#[derive(Default)]
+struct Condensations {
+    events: Vec<(i64, std::ops::Range<usize>)>,
+    forgotten: HashSet<i64>,
+    forgotten_ranges: Vec<(i64, i64)>,
+    summary: Option<(String, usize)>,
+    entries: Vec<Value>,
+}
+
+impl Condensations {
+    fn is_forgotten(&self, id: i64) -> bool {
+        self.forgotten.contains(&id)
+            || self
+                .forgotten_ranges
+                .iter()
+                .any(|&(a, b)| (a..=b).contains(&id))
+    }
+
+    /// A `condensation` action at content index `step`: the events it forgets
+    /// (`forgotten_event_ids`, else `forgotten_events_start_id` to `forgotten_events_end_id`)
+    /// leave the history, its `summary` stands at `summary_offset` among the events kept; the
+    /// entry lists the steps of the events kept (`context_steps`) and the summary with its
+    /// place among them (`summary_at`, a step index in `context_steps`).
+    fn condensation(&mut self, v: &Value, step: usize) {
+        let args = &v["args"];
+        match args["forgotten_event_ids"].as_array() {
+            Some(ids) => self.forgotten.extend(ids.iter().filter_map(Value::as_i64)),
+            None => {
+                if let (Some(a), Some(b)) = (
+                    args["forgotten_events_start_id"].as_i64(),
+                    args["forgotten_events_end_id"].as_i64(),
+                ) {
+                    self.forgotten_ranges.push((a, b));
+                }
+            }
+        }
+        if let (Some(text), Some(offset)) =
+            (args["summary"].as_str(), args["summary_offset"].as_u64())
+        {
+            self.summary = Some((text.to_owned(), offset as usize));
+        }
+        let kept: Vec<std::ops::Range<usize>> = self
+            .events
+            .iter()
+            .filter(|(id, _)| !self.is_forgotten(*id))
+            .map(|(_, r)| r.clone())
+            .collect();
+        let context: Vec<usize> = kept.iter().cloned().flatten().collect();
+        let mut entry = json!({"step": step, "event": v["id"], "context_steps": context});
+        if let Some((text, offset)) = &self.summary {
+            let at: usize = kept.iter().take(*offset).map(|r| r.len()).sum();
+            entry["summary"] = json!(text);
+            entry["summary_at"] = json!(at);
+        }
+        self.entries.push(entry);
+    }
 }
 
 /// An event's keys its steps hold (`source` says who speaks; `cause` and the call metadata's
@@ -556,6 +620,22 @@ impl Run {
             }
             if let Some(id) = e.v["id"].as_i64() {
                 self.seen.insert(id, seen);
+                match e.v["action"].as_str() {
+                    Some("condensation") => {
+                        self.condensed.condensation(&e.v, self.content.len());
+                    }
+                    Some("condensation_request") => {}
+                    _ => self.condensed.events.push((id, first..self.content.len())),
+                }
+            }
+            if e.v["observation"].as_str() == Some("condense") {
+                // A summary recorded as an observation: the history it stood in is not.
+                if let Some(text) = e.v["content"].as_str().filter(|t| !t.trim().is_empty()) {
+                    let step = self.content.len();
+                    self.condensed
+                        .entries
+                        .push(json!({"step": step, "summary": text}));
+                }
             }
         }
         Ok(())
@@ -875,6 +955,9 @@ impl Run {
         }
         if !self.event_fields.is_empty() {
             extra.insert("event_fields".into(), Value::Array(self.event_fields));
+        }
+        if !self.condensed.entries.is_empty() {
+            extra.insert("compactions".into(), Value::Array(self.condensed.entries));
         }
         extend_details(d, "openhands", extra);
         traj

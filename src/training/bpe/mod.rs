@@ -9,7 +9,9 @@
 //! This encoder keeps only what the ids and byte offsets need:
 //! - the added tokens are found as the library finds them (leftmost-longest, the
 //!   non-normalized ones first, then the normalized ones in the text between);
-//! - the text between is split by the pre-tokenizer's pattern (`split.rs`);
+//! - the text between is split by the pre-tokenizer's patterns (`split.rs`): the ones real
+//!   tokenizers ship by hand-written matchers (`pattern.rs`, on the Unicode classes of
+//!   `classes.rs`), any other on the regex engine;
 //! - each piece's bytes are merged (`merge.rs`), through a per-thread cache of pieces;
 //! - a token's offsets are its bytes' range, widened to whole characters (the library aligns
 //!   each byte-level character to the whole character it came from), and trimmed of spaces

@@ -8,6 +8,9 @@
 //! result back: a white-space run that the rest of the pattern does not match, followed by a
 //! non-space character, loses its last character. A pattern with look-around elsewhere is
 //! not supported (the tokenizer then runs on the `tokenizers` library).
+//!
+//! The patterns real tokenizers ship skip the engine: [`Step`] takes `pattern.rs`'s hand-written
+//! matcher of a pattern when it has one, and [`Chain`] runs DeepSeek's three as one pass.
 
 use regex_automata::meta::{Cache, Regex};
 use regex_automata::{Anchored, Input};

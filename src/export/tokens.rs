@@ -10,10 +10,16 @@ use std::borrow::Cow;
 use std::io;
 use std::sync::{Arc, LazyLock};
 
-use arrow_array::{ArrayRef, Int32Array, Int8Array, ListArray, RecordBatch, StringArray};
+use arrow_array::{ArrayRef, Int32Array, Int8Array, ListArray, StringArray};
 use arrow_buffer::OffsetBuffer;
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use parquet::arrow::arrow_writer::{
+    compute_leaves, ArrowColumnChunk, ArrowColumnWriter, ArrowRowGroupWriterFactory,
+};
 use parquet::arrow::ArrowWriter;
+use parquet::errors::ParquetError;
+use parquet::file::writer::SerializedFileWriter;
+use rayon::prelude::*;
 
 use super::filter::Filtered;
 use super::parquet::ParquetConfig;
@@ -111,15 +117,23 @@ fn list_of(item: DataType) -> DataType {
 pub const IGNORE: i32 = -100;
 
 /// A `tokens` Parquet shard being written.
+///
+/// The columns of a row group are encoded and compressed in parallel, each by its own column
+/// writer (the ids and labels, the largest, on different threads): a column's pages depend only
+/// on its values and the order they come in, so the file's bytes are those of one writer
+/// encoding the columns in turn, whatever the thread count.
 pub struct TokensShard {
-    writer: ArrowWriter<HashingFile>,
+    file: SerializedFileWriter<HashingFile>,
+    factory: ArrowRowGroupWriterFactory,
+    /// The column writers of the row group being written.
+    columns: Option<Vec<ArrowColumnWriter>>,
     pending: Vec<TokenRow>,
     pending_bytes: u64,
     group_bytes: u64,
     row_group_bytes: u64,
 }
 
-/// Rows are handed to the Parquet writer in record batches of about this many bytes.
+/// Rows are handed to the column writers in batches of about this many bytes.
 const BATCH_BYTES: u64 = 8 << 20;
 
 fn io_error(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> io::Error {
@@ -127,54 +141,100 @@ fn io_error(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> io::Error
 }
 
 impl TokensShard {
+    /// Encodes the pending rows into the row group's columns, each column on its own task.
     fn write_pending(&mut self) -> io::Result<()> {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let batch = batch(&self.pending).map_err(io_error)?;
+        let columns = match &mut self.columns {
+            Some(c) => c,
+            None => {
+                let index = self.file.flushed_row_groups().len();
+                let writers = self
+                    .factory
+                    .create_column_writers(index)
+                    .map_err(io_error)?;
+                self.columns.insert(writers)
+            }
+        };
+        let rows = &self.pending;
+        let fields = schema();
+        columns
+            .par_iter_mut()
+            .zip(fields.fields().par_iter())
+            .enumerate()
+            .try_for_each(|(i, (writer, field))| -> Result<(), ParquetError> {
+                let array = column(rows, i)?;
+                for leaf in compute_leaves(field, &array)? {
+                    writer.write(&leaf)?;
+                }
+                Ok(())
+            })
+            .map_err(io_error)?;
         self.pending.clear();
         self.pending_bytes = 0;
-        self.writer.write(&batch).map_err(io_error)
+        Ok(())
+    }
+
+    /// Ends the row group: its columns' last pages, in parallel, then the chunks in order.
+    fn flush(&mut self) -> io::Result<()> {
+        let Some(columns) = self.columns.take() else {
+            return Ok(());
+        };
+        let chunks: Vec<ArrowColumnChunk> = columns
+            .into_par_iter()
+            .map(ArrowColumnWriter::close)
+            .collect::<Result<_, _>>()
+            .map_err(io_error)?;
+        let mut group = self.file.next_row_group().map_err(io_error)?;
+        for chunk in chunks {
+            chunk.append_to_row_group(&mut group).map_err(io_error)?;
+        }
+        group.close().map_err(io_error)?;
+        Ok(())
     }
 }
 
-/// `rows` as a record batch of [`schema`].
-fn batch(rows: &[TokenRow]) -> Result<RecordBatch, arrow_schema::ArrowError> {
-    let lengths = rows.iter().map(|r| r.ids.len());
-    let offsets = OffsetBuffer::<i32>::from_lengths(lengths);
+/// Column `i` of [`schema`] for `rows`.
+fn column(rows: &[TokenRow], i: usize) -> Result<ArrayRef, arrow_schema::ArrowError> {
     let list = |item: DataType, values: ArrayRef| -> Result<ArrayRef, arrow_schema::ArrowError> {
+        let offsets = OffsetBuffer::<i32>::from_lengths(rows.iter().map(|r| r.ids.len()));
         Ok(Arc::new(ListArray::try_new(
             Arc::new(Field::new("item", item, false)),
-            offsets.clone(),
+            offsets,
             values,
             None,
         )?))
     };
-    let ids: Vec<i32> = rows
-        .iter()
-        .flat_map(|r| r.ids.iter().map(|&t| t as i32))
-        .collect();
-    let trained: Vec<i8> = rows
-        .iter()
-        .flat_map(|r| r.trained.iter().map(|&m| m as i8))
-        .collect();
-    let labels: Vec<i32> = ids
-        .iter()
-        .zip(&trained)
-        .map(|(&t, &m)| if m == 1 { t } else { IGNORE })
-        .collect();
-    let ones = vec![1i8; ids.len()];
-    let columns: Vec<ArrayRef> = vec![
-        Arc::new(StringArray::from_iter_values(rows.iter().map(|r| &r.id))),
-        list(DataType::Int32, Arc::new(Int32Array::from(ids)))?,
-        list(DataType::Int8, Arc::new(Int8Array::from(ones)))?,
-        list(DataType::Int8, Arc::new(Int8Array::from(trained)))?,
-        list(DataType::Int32, Arc::new(Int32Array::from(labels)))?,
-        Arc::new(Int32Array::from_iter_values(
+    let ids = || rows.iter().flat_map(|r| r.ids.iter().map(|&t| t as i32));
+    let trained = || rows.iter().flat_map(|r| r.trained.iter().map(|&m| m as i8));
+    Ok(match i {
+        0 => Arc::new(StringArray::from_iter_values(rows.iter().map(|r| &r.id))),
+        1 => list(
+            DataType::Int32,
+            Arc::new(Int32Array::from_iter_values(ids())),
+        )?,
+        2 => {
+            let n = rows.iter().map(|r| r.ids.len()).sum();
+            list(DataType::Int8, Arc::new(Int8Array::from(vec![1i8; n])))?
+        }
+        3 => list(
+            DataType::Int8,
+            Arc::new(Int8Array::from_iter_values(trained())),
+        )?,
+        4 => {
+            let labels = ids()
+                .zip(trained())
+                .map(|(t, m)| if m == 1 { t } else { IGNORE });
+            list(
+                DataType::Int32,
+                Arc::new(Int32Array::from_iter_values(labels)),
+            )?
+        }
+        _ => Arc::new(Int32Array::from_iter_values(
             rows.iter().map(|r| r.ids.len() as i32),
         )),
-    ];
-    RecordBatch::try_new(schema(), columns)
+    })
 }
 
 impl ShardWriter for TokensShard {
@@ -187,8 +247,12 @@ impl ShardWriter for TokensShard {
 
     fn start(file: HashingFile, config: &ParquetConfig) -> io::Result<Self> {
         let props = config.properties(PLAIN_COLUMNS).map_err(io_error)?;
+        let writer = ArrowWriter::try_new(file, schema(), Some(props)).map_err(io_error)?;
+        let (file, factory) = writer.into_serialized_writer().map_err(io_error)?;
         Ok(TokensShard {
-            writer: ArrowWriter::try_new(file, schema(), Some(props)).map_err(io_error)?,
+            file,
+            factory,
+            columns: None,
             pending: Vec::new(),
             pending_bytes: 0,
             group_bytes: 0,
@@ -199,7 +263,7 @@ impl ShardWriter for TokensShard {
     fn write(&mut self, row: TokenRow, len: u64) -> io::Result<()> {
         if self.group_bytes > 0 && self.group_bytes + len > self.row_group_bytes {
             self.write_pending()?;
-            self.writer.flush().map_err(io_error)?;
+            self.flush()?;
             self.group_bytes = 0;
         }
         self.pending.push(row);
@@ -213,7 +277,8 @@ impl ShardWriter for TokensShard {
 
     fn finish(mut self) -> io::Result<HashingFile> {
         self.write_pending()?;
-        self.writer.into_inner().map_err(io_error)
+        self.flush()?;
+        self.file.into_inner().map_err(io_error)
     }
 }
 
@@ -228,12 +293,8 @@ mod tests {
             ids: vec![5, 6, 7],
             trained: vec![0, 1, 1],
         }];
-        let b = batch(&rows).expect("batch");
-        let labels = b
-            .column(4)
-            .as_any()
-            .downcast_ref::<ListArray>()
-            .expect("list");
+        let labels = column(&rows, 4).expect("column");
+        let labels = labels.as_any().downcast_ref::<ListArray>().expect("list");
         let values = labels.value(0);
         let values = values.as_any().downcast_ref::<Int32Array>().expect("int32");
         assert_eq!(values.values().to_vec(), vec![IGNORE, 6, 7]);

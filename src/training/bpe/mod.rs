@@ -9,7 +9,9 @@
 //! This encoder keeps only what the ids and byte offsets need:
 //! - the added tokens are found as the library finds them (leftmost-longest, the
 //!   non-normalized ones first, then the normalized ones in the text between);
-//! - the text between is split by the pre-tokenizer's pattern (`split.rs`);
+//! - the text between is split by the pre-tokenizer's patterns (`split.rs`): the ones real
+//!   tokenizers ship by hand-written matchers (`pattern.rs`, on the Unicode classes of
+//!   `classes.rs`), any other on the regex engine;
 //! - each piece's bytes are merged (`merge.rs`), through a per-thread cache of pieces;
 //! - a token's offsets are its bytes' range, widened to whole characters (the library aligns
 //!   each byte-level character to the whole character it came from), and trimmed of spaces
@@ -21,8 +23,10 @@
 //! (not in NFC under an NFC normalizer, a byte or character without a token, a pattern
 //! matching an empty piece) goes to the library too: [`ByteLevelBpe::encode`] returns `false`.
 
+mod classes;
 pub mod file;
 mod merge;
+mod pattern;
 mod sentencepiece;
 mod split;
 
@@ -37,7 +41,7 @@ use serde_json::Value;
 pub use file::TokenizerJson;
 use merge::{Merges, Pieces, Whole};
 use sentencepiece::{Buffers, Metaspace};
-use split::{Caches, Chain, Splitter};
+use split::{Caches, Chain, Step};
 
 use super::tokens::Tokens;
 
@@ -97,7 +101,7 @@ const NONE: u32 = u32::MAX;
 pub struct Cache {
     pieces: Pieces,
     stretches: Stretches,
-    split: Vec<Caches>,
+    split: Vec<Option<Caches>>,
     metaspace: Buffers,
     scratch: Tokens,
 }
@@ -642,13 +646,13 @@ fn pre_tokenizer(p: &Value) -> Result<Chain, String> {
             (None, Some(s)) => regex::escape(s),
             _ => return Err("a Split pre-tokenizer's pattern does not read".into()),
         };
-        chain.push(Splitter::new(&regex).ok_or_else(|| {
+        chain.push(Step::new(&regex).ok_or_else(|| {
             "a Split pattern has look-around or back-references, or matches the empty text"
                 .to_owned()
         })?);
     }
     if flag(last, "use_regex").unwrap_or(true) {
-        chain.push(Splitter::new(split::BYTE_LEVEL).ok_or("GPT-2's pattern does not compile")?);
+        chain.push(Step::new(split::BYTE_LEVEL).ok_or("GPT-2's pattern does not compile")?);
     }
     Ok(Chain::new(chain))
 }

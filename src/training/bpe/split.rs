@@ -8,9 +8,14 @@
 //! result back: a white-space run that the rest of the pattern does not match, followed by a
 //! non-space character, loses its last character. A pattern with look-around elsewhere is
 //! not supported (the tokenizer then runs on the `tokenizers` library).
+//!
+//! The patterns real tokenizers ship skip the engine: [`Step`] takes `pattern.rs`'s hand-written
+//! matcher of a pattern when it has one, and [`Chain`] runs DeepSeek's three as one pass.
 
 use regex_automata::meta::{Cache, Regex};
 use regex_automata::{Anchored, Input};
+
+use super::pattern::Known;
 
 /// The tail of a pattern whose look-ahead [`Splitter`] emulates.
 const SPACE_TAIL: &str = r"|\s+(?!\S)|\s+";
@@ -119,20 +124,56 @@ impl Splitter {
     }
 }
 
-/// Splitters run in turn, as a `Sequence` of pre-tokenizers runs: each cuts the pieces of
+/// One pre-tokenizer pattern: matched by hand when it is one real tokenizers ship
+/// (`pattern.rs`), else on the regex engine.
+#[derive(Debug)]
+pub enum Step {
+    /// A pattern matched by hand.
+    Known(Known),
+    /// Any other pattern.
+    Regex(Splitter),
+}
+
+impl Step {
+    /// The step of `pattern`; `None` when the regex engine cannot run it (see
+    /// [`Splitter::new`]).
+    pub fn new(pattern: &str) -> Option<Self> {
+        match Known::of(pattern) {
+            Some(known) => Some(Step::Known(known)),
+            None => Splitter::new(pattern).map(Step::Regex),
+        }
+    }
+}
+
+/// Patterns run in turn, as a `Sequence` of pre-tokenizers runs: each cuts the pieces of
 /// the one before it (DeepSeek's numbers, then CJK runs, then its main pattern).
 #[derive(Debug)]
-pub struct Chain(Vec<Splitter>);
+pub struct Chain(Vec<Step>);
 
 impl Chain {
-    /// The chain of `splitters`, first to last.
-    pub fn new(splitters: Vec<Splitter>) -> Self {
-        Chain(splitters)
+    /// The chain of `steps`, first to last; DeepSeek's three patterns become one pass.
+    pub fn new(mut steps: Vec<Step>) -> Self {
+        let deepseek = [Known::Digits, Known::Cjk, Known::DeepSeek];
+        if let Some(at) = (0..steps.len().saturating_sub(2)).find(|&i| {
+            steps[i..i + 3]
+                .iter()
+                .zip(deepseek)
+                .all(|(s, k)| matches!(s, Step::Known(known) if *known == k))
+        }) {
+            steps.splice(at..at + 3, [Step::Known(Known::DeepSeekSequence)]);
+        }
+        Chain(steps)
     }
 
-    /// A thread's search state for each splitter.
-    pub fn caches(&self) -> Vec<Caches> {
-        self.0.iter().map(Splitter::caches).collect()
+    /// A thread's search state for each step (none for a pattern matched by hand).
+    pub fn caches(&self) -> Vec<Option<Caches>> {
+        self.0
+            .iter()
+            .map(|s| match s {
+                Step::Known(_) => None,
+                Step::Regex(r) => Some(r.caches()),
+            })
+            .collect()
     }
 
     /// Calls `piece` with the byte range of each final piece of `text`, in order; `false`
@@ -140,32 +181,47 @@ impl Chain {
     pub fn split(
         &self,
         text: &str,
-        caches: &mut [Caches],
+        caches: &mut [Option<Caches>],
         mut piece: impl FnMut(usize, usize),
     ) -> bool {
         split_with(&self.0, caches, text, 0, &mut piece)
     }
 }
 
-/// `text` (at `base` in the whole) cut by `splitters[0]`, each piece cut by the rest.
+/// `text` (at `base` in the whole) cut by `steps[0]`, each piece cut by the rest.
 fn split_with(
-    splitters: &[Splitter],
-    caches: &mut [Caches],
+    steps: &[Step],
+    caches: &mut [Option<Caches>],
     text: &str,
     base: usize,
     piece: &mut dyn FnMut(usize, usize),
 ) -> bool {
-    let (Some((first, rest)), [cache, rest_caches @ ..]) = (splitters.split_first(), caches) else {
+    let (Some((first, rest)), [cache, rest_caches @ ..]) = (steps.split_first(), caches) else {
         piece(base, base + text.len());
         return true;
     };
     if rest.is_empty() {
-        return first.split(text, cache, |a, b| piece(base + a, base + b));
+        return match (first, cache) {
+            (Step::Known(k), _) => {
+                k.split(text, base, piece);
+                true
+            }
+            (Step::Regex(r), Some(cache)) => r.split(text, cache, |a, b| piece(base + a, base + b)),
+            (Step::Regex(_), None) => false,
+        };
     }
     let mut ok = true;
-    let split = first.split(text, cache, |a, b| {
+    let mut each = |a: usize, b: usize| {
         ok = ok && split_with(rest, rest_caches, &text[a..b], base + a, piece);
-    });
+    };
+    let split = match (first, cache) {
+        (Step::Known(k), _) => {
+            k.split(text, 0, &mut each);
+            true
+        }
+        (Step::Regex(r), Some(cache)) => r.split(text, cache, each),
+        (Step::Regex(_), None) => false,
+    };
     ok && split
 }
 

@@ -59,6 +59,8 @@ pub struct RejectsWriter {
     out: Output,
     /// Masks each record and diagnostic written (a redacting run).
     mask: Option<Box<dyn Mask>>,
+    /// Whether the mask leaves the records as they were read (masking their diagnostics only).
+    records_as_read: bool,
 }
 
 /// Reports a rejected record: its diagnostics to `reporter`, and the record with them to
@@ -85,6 +87,7 @@ impl RejectsWriter {
         Ok(RejectsWriter {
             out: Output::create(path)?,
             mask: None,
+            records_as_read: false,
         })
     }
 
@@ -95,6 +98,7 @@ impl RejectsWriter {
         Ok(RejectsWriter {
             out: Output::resumable(path, keep)?,
             mask: None,
+            records_as_read: false,
         })
     }
 
@@ -104,6 +108,15 @@ impl RejectsWriter {
     pub fn masked(self, mask: Box<dyn Mask>) -> RejectsWriter {
         RejectsWriter {
             mask: Some(mask),
+            ..self
+        }
+    }
+
+    /// This writer, writing each record as it was read: a mask it has (or is given) masks the
+    /// diagnostics only (`trajkit redact`, whose rejects file shows what was found).
+    pub fn records_as_read(self) -> RejectsWriter {
+        RejectsWriter {
+            records_as_read: true,
             ..self
         }
     }
@@ -134,6 +147,10 @@ impl RejectsWriter {
         };
         let masked;
         let diagnostics = match &self.mask {
+            Some(mask) if self.records_as_read => {
+                masked = mask.mask_diagnostics(diagnostics.to_vec());
+                &masked[..]
+            }
             Some(mask) => {
                 if let Some(v) = &mut parsed {
                     mask.mask_value(v);

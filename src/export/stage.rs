@@ -17,6 +17,7 @@ use super::target::Target;
 use super::tokens::TokensShard;
 use super::writer::{ExportRestart, ShardCheckpoint, Shards};
 use crate::engine::output::Commit;
+use crate::engine::stage::Sections;
 use crate::validate::Diagnostic;
 
 enum AnyShards {
@@ -204,9 +205,10 @@ impl ExportStage {
         }
     }
 
-    /// Records what the redaction before this export replaced, for its manifest and card.
-    pub fn set_redaction(&mut self, redaction: Option<crate::redact::Redaction>) {
-        self.summary_mut().redaction = redaction;
+    /// Takes what the stages before this export report (the summary's sections) that its
+    /// manifest and card describe: what redaction replaced (the `redaction` section).
+    pub fn set_upstream(&mut self, sections: &Sections) {
+        self.summary_mut().redaction = sections.get("redaction");
     }
 
     /// Completes the shards, and hands back the export's counts and the commit that renames

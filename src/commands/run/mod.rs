@@ -40,7 +40,7 @@ pub use summary::{InputSummary, RunSummary};
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::io;
+use std::io::{self, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -49,7 +49,7 @@ use std::time::{Duration, Instant};
 use crate::convert::{
     converted_checked, left_out_checked, left_out_of, ConvertOptions, Converter, LeftOut,
 };
-use crate::engine::output::Commit;
+use crate::engine::output::{write_json, Commit, Output as OutputFile};
 use crate::engine::partition::{state_dir, Elsewhere, Partition, PartitionBy};
 use crate::engine::pipeline::{
     self, empty_inputs, Flow, PipelineError, Progress, Sink, StageSummary,
@@ -64,9 +64,8 @@ use crate::export::{
 use crate::ingest::{Provenance, RawRecord};
 use crate::model::upgrade::UpgradeOptions;
 use crate::model::{JsonObject, Trajectory};
-use crate::redact::Redaction;
 use crate::segment::Mode as SegmentMode;
-use crate::validate::check::upgrade_checked;
+use crate::validate::check::{check_adp, upgrade_checked};
 use crate::validate::report::Reporter;
 use crate::validate::Diagnostic;
 use journal::{GlobalState, Journal, JournalOptions, Restart, ResumeError, StageState};
@@ -82,45 +81,123 @@ pub struct ExportTarget {
 /// Makes the files that describe a run from its summary: paths and texts.
 pub type Describe<'a> = &'a (dyn Fn(&RunSummary) -> Vec<(PathBuf, String)> + Sync);
 
+/// Where a plan's trajectories come from.
+#[derive(Clone, Copy)]
+pub enum Source<'a> {
+    /// Each input with its format's converter, in order (`trajkit run`): each record converted,
+    /// upgraded and checked to the plan's version (the `convert` step of the summary).
+    Formats(&'a [(String, &'static dyn Converter)]),
+    /// ADP records of any version (`trajkit join`, `redact`): each checked as ADP and upgraded
+    /// to the plan's version. A record that fails is a rejection of the first stage (of
+    /// `convert` in a plan without stages), and every rejected record goes to the rejects
+    /// file as it was read.
+    Adp(&'a [String]),
+}
+
+impl Source<'_> {
+    /// The input paths, in order.
+    fn paths(&self) -> Vec<String> {
+        match self {
+            Source::Formats(inputs) => inputs.iter().map(|(p, _)| p.clone()).collect(),
+            Source::Adp(inputs) => inputs.to_vec(),
+        }
+    }
+
+    /// The inputs and their converters (none for ADP records).
+    fn converters(&self) -> &[(String, &'static dyn Converter)] {
+        match self {
+            Source::Formats(inputs) => inputs,
+            Source::Adp(_) => &[],
+        }
+    }
+}
+
+/// Where the trajectories that leave a plan's stages go.
+pub enum Output<'a> {
+    /// One compact ADP JSON line each, to this file (`-`: stdout), written under a temporary
+    /// name and renamed with the rejects file once the pass succeeded (`trajkit join`,
+    /// `redact`). A trajectory that cannot be written is a rejection of the last stage.
+    AdpLines(&'a str),
+    /// Each export (`trajkit run`).
+    Exports(&'a [ExportTarget]),
+}
+
+impl Output<'_> {
+    /// The exports (none for ADP lines).
+    fn exports(&self) -> &[ExportTarget] {
+        match self {
+            Output::Exports(e) => e,
+            Output::AdpLines(_) => &[],
+        }
+    }
+}
+
 /// What a pipeline runs.
 pub struct Plan<'a> {
-    /// Each input with its converter, in order.
-    pub inputs: &'a [(String, &'static dyn Converter)],
-    /// Convert options (and the runner's).
+    /// The inputs, in order, and how their records become trajectories.
+    pub inputs: Source<'a>,
+    /// Convert options (and the runner's): with [`Source::Adp`], only the version and the
+    /// runner's options count.
     pub convert: &'a ConvertOptions,
-    /// The stages between convert and the exports, applied in order.
+    /// The stages between convert and the outputs, applied in order.
     pub stages: &'a [&'a dyn Stage],
+    /// Whether the kinds that can repeat are numbered (`join[1]`) even when they appear once,
+    /// as in a pipeline file; else a stage is named by its kind (a command's stage).
+    pub numbered: bool,
     /// The summary's sections reported even when no stage adds to them (`joins`).
     pub sections: &'a [&'a str],
-    /// Exports; every trajectory that leaves the stages goes to each.
-    pub exports: &'a [ExportTarget],
+    /// Where every trajectory that leaves the stages goes.
+    pub output: Output<'a>,
     /// The partition this run makes, if any. By path, `inputs` is already its share and
     /// `all_inputs` every input; by id, trajectories of other partitions are left out.
     pub partition: Option<Partition>,
     /// Every input of the pipeline (for the first pass), when `inputs` is a partition's share.
     pub all_inputs: Option<&'a [(String, &'static dyn Converter)]>,
-    /// The journal (kept in the first export's directory) and whether to resume from it.
-    pub journal: &'a JournalOptions,
+    /// The journal (kept in the first export's directory) and whether to resume from it;
+    /// `None`: no journal, and a killed run starts again (ADP lines have none).
+    pub journal: Option<&'a JournalOptions>,
     /// Files that describe the run (`run.json`), from its summary: written as part of the
     /// commit of its outputs.
     pub describe: Option<Describe<'a>>,
 }
 
-impl Plan<'_> {
-    /// The plan's steps in pipeline order with their names: convert, its stages
-    /// ([`stage::names`]), the exports (`export[N]`).
+impl<'a> Plan<'a> {
+    /// A plan of `stages` over ADP records (`inputs`) into ADP lines at `output`, with no
+    /// journal: what a command of stages (`trajkit join`, `redact`) runs. Of `convert`, the
+    /// version and the runner's options count.
+    pub fn adp_lines(
+        inputs: &'a [String],
+        convert: &'a ConvertOptions,
+        stages: &'a [&'a dyn Stage],
+        output: &'a str,
+    ) -> Plan<'a> {
+        Plan {
+            inputs: Source::Adp(inputs),
+            convert,
+            stages,
+            numbered: false,
+            sections: &[],
+            output: Output::AdpLines(output),
+            partition: None,
+            all_inputs: None,
+            journal: None,
+            describe: None,
+        }
+    }
+
+    /// The plan's steps in pipeline order with their names: convert (when the inputs are
+    /// converted, or nothing else can reject them), its stages ([`stage::names`]), the exports
+    /// (`export[N]`).
     fn steps(&self) -> Vec<(StageAt, String)> {
-        let convert = (StageAt::Convert, "convert".to_owned());
-        let stages = stage::names(self.stages)
+        let converts = matches!(self.inputs, Source::Formats(_)) || self.stages.is_empty();
+        let convert = converts.then(|| (StageAt::Convert, "convert".to_owned()));
+        let stages = stage::names(self.stages, self.numbered)
             .into_iter()
             .enumerate()
             .map(|(i, n)| (StageAt::Stage(i), n));
-        let exports =
-            (0..self.exports.len()).map(|i| (StageAt::Export(i), format!("export[{}]", i + 1)));
-        std::iter::once(convert)
-            .chain(stages)
-            .chain(exports)
-            .collect()
+        let exports = (0..self.output.exports().len())
+            .map(|i| (StageAt::Export(i), format!("export[{}]", i + 1)));
+        convert.into_iter().chain(stages).chain(exports).collect()
     }
 }
 
@@ -152,6 +229,14 @@ pub enum RunError {
          finish committing them"
     )]
     Commit(io::Error),
+    /// The ADP lines or the rejects file could not be created.
+    #[error("cannot create {what}: {source}")]
+    Create {
+        /// The file (or "the rejects file").
+        what: String,
+        /// Why.
+        source: io::Error,
+    },
     /// The outputs are committed, but the `[report]` page could not be written.
     #[error("[report]: {0}")]
     Report(String),
@@ -202,6 +287,7 @@ impl Busy {
 }
 
 /// What the stages after convert made of one trajectory.
+#[derive(Default)]
 struct TrajectoryItem {
     /// The step of each stage it reached, in order.
     steps: Vec<Step>,
@@ -211,6 +297,8 @@ struct TrajectoryItem {
     rejected_as: Option<Vec<u8>>,
     /// Its api calls (first pass only).
     calls: Vec<(String, JsonObject)>,
+    /// Its ADP JSON line, when it left the stages for [`Output::AdpLines`].
+    line: Option<Vec<u8>>,
 }
 
 /// What one export made of a trajectory: an outcome per row (one, or one per segment with
@@ -244,6 +332,9 @@ struct Stages<'a> {
 
 impl Stages<'_> {
     fn process(&self, record: &RawRecord, encode: bool) -> Item {
+        if let Source::Adp(_) = self.plan.inputs {
+            return self.read_adp(record, encode);
+        }
         let started = Instant::now();
         let converted = self.convert(record);
         self.busy.add(StageAt::Convert, started);
@@ -274,6 +365,25 @@ impl Stages<'_> {
             warnings,
             left_out,
         )
+    }
+
+    /// A record of [`Source::Adp`]: its trajectory checked and upgraded, then through the
+    /// stages; when it is not valid ADP (or not of the plan's version), the first stage's
+    /// rejection.
+    fn read_adp(&self, record: &RawRecord, encode: bool) -> Item {
+        let prov = &record.provenance;
+        let read = check_adp(record).into_result().and_then(|(mut traj, _)| {
+            upgrade_checked(&mut traj, prov, &self.plan.convert.upgrade).map(|()| traj)
+        });
+        let item = match read {
+            Ok(traj) => self.trajectory(traj, record, 0, encode),
+            Err(d) if self.plan.stages.is_empty() => return Item::Rejected(d),
+            Err(d) => TrajectoryItem {
+                steps: vec![Step::Rejected(d)],
+                ..TrajectoryItem::default()
+            },
+        };
+        Item::Converted(vec![item], 0, Vec::new(), LeftOut::default())
     }
 
     /// Keeps only this partition's trajectories (by id; all when not partitioned by id).
@@ -350,10 +460,10 @@ impl Stages<'_> {
         let prov = &record.provenance;
         let mut item = TrajectoryItem {
             steps: Vec::with_capacity(self.plan.stages.len()),
-            exports: Vec::new(),
-            rejected_as: None,
-            calls: Vec::new(),
+            ..TrajectoryItem::default()
         };
+        // ADP records are rejected as they were read.
+        let converted = matches!(self.plan.inputs, Source::Formats(_));
         // The options the trajectory was last upgraded and checked with.
         let mut done = &self.plan.convert.upgrade;
         for (n, stage) in self.plan.stages.iter().enumerate() {
@@ -361,7 +471,7 @@ impl Stages<'_> {
             let step = apply(*stage, &mut traj, prov, &mut done);
             self.busy.add(StageAt::Stage(n), started);
             let stop = !matches!(step, Step::Kept(_));
-            if matches!(step, Step::Rejected(_)) {
+            if converted && matches!(step, Step::Rejected(_)) {
                 item.rejected_as = serde_json::to_vec(&traj).ok();
             }
             item.steps.push(step);
@@ -371,6 +481,20 @@ impl Stages<'_> {
         }
         if !encode {
             item.calls = trajectory_calls(&traj);
+            return item;
+        }
+        if let Output::AdpLines(_) = self.plan.output {
+            let mut line = Vec::with_capacity(record.bytes.len() + 256);
+            match write_json(&mut line, &traj, &traj.id, prov) {
+                Ok(()) => item.line = Some(line),
+                // A trajectory serializes to JSON (its maps have text keys, its numbers are
+                // finite): with no stage to reject it, this cannot be reached.
+                Err(d) => {
+                    if let Some(last) = item.steps.last_mut() {
+                        *last = Step::Rejected(vec![*d]);
+                    }
+                }
+            }
             return item;
         }
         // One export takes the trajectory: the last one that needs its own copy (an SFT target
@@ -523,6 +647,8 @@ const STAGES_PERIOD: Duration = Duration::from_millis(200);
 
 struct RunSink<'a> {
     exports: Vec<ExportStage>,
+    /// With [`Output::AdpLines`], the file the lines go to.
+    lines: Option<OutputFile>,
     /// The diagnostics reporter and rejects file, as the stages guard them.
     out: Outputs,
     summary: RunSummary,
@@ -537,7 +663,7 @@ struct RunSink<'a> {
     /// When the stage counts were last reported.
     reported: Instant,
     elsewhere: Elsewhere,
-    journal: Journal,
+    journal: Option<Journal>,
     /// The plan index of the next input.
     input: usize,
     /// Per export, the rows offered to it so far.
@@ -704,7 +830,9 @@ impl RunSink<'_> {
                 None => None,
             },
         };
-        self.journal.input(self.input, &self.offered, state)?;
+        if let Some(journal) = &mut self.journal {
+            journal.input(self.input, &self.offered, state)?;
+        }
         self.journaled_inputs = self.summary.inputs.len();
         self.last_checkpoint = Some(Instant::now());
         Ok(())
@@ -743,6 +871,9 @@ impl RunSink<'_> {
                 report(self.busy.name(StageAt::Stage(i)), d)?;
             }
         }
+        if let (Some(line), Some(out)) = (&t.line, &mut self.lines) {
+            out.write_all(line)?;
+        }
         let exports = t.exports.into_iter().zip(&mut self.exports);
         for (i, ((rows, export), offered)) in exports.zip(&mut self.offered).enumerate() {
             let started = Instant::now();
@@ -754,7 +885,9 @@ impl RunSink<'_> {
                 report(self.busy.name(StageAt::Export(i)), &d)?;
             }
             for c in export.take_checkpoints() {
-                self.journal.shard(i, c)?;
+                if let Some(journal) = &mut self.journal {
+                    journal.shard(i, c)?;
+                }
             }
         }
         Ok(rejected)
@@ -766,9 +899,9 @@ impl RunSink<'_> {
 fn restored_sink<'a>(
     plan: &Plan<'a>,
     restart: Restart,
-    exports: Vec<ExportStage>,
+    (exports, lines): (Vec<ExportStage>, Option<OutputFile>),
     out: Outputs,
-    journal: Journal,
+    journal: Option<Journal>,
     (busy, progress): (&'a Busy, &'a dyn Progress),
 ) -> RunSink<'a> {
     let st = restart.state;
@@ -787,6 +920,7 @@ fn restored_sink<'a>(
     offered.resize(exports.len(), 0);
     RunSink {
         exports,
+        lines,
         out,
         summary: RunSummary {
             records: st.records,
@@ -837,36 +971,41 @@ impl Sink for Calls {
 }
 
 /// Runs `plan` in one pass (two when an SFT export infers tool specs from the dataset),
-/// writing every export, rejects from every stage to the file `rejects` (with the stage:
-/// `convert`, each stage's name, `export[N]`) and their diagnostics to `reporter`. The exports are
-/// committed (shards renamed, manifest and card written) once the pass succeeded. With
-/// `plan.journal.resume`, restarts from where a killed run's journal says (see [`journal`]).
+/// writing its output (every export, or ADP lines), rejects from every stage to the file
+/// `rejects` (with the stage: `convert`, each stage's name, `export[N]`) and their diagnostics
+/// to `reporter`. The outputs are committed (shards renamed, manifest and card written, the
+/// lines and the rejects file renamed) once the pass succeeded. With a journal that says
+/// `resume`, restarts from where a killed run's journal says (see [`journal`]).
 pub fn run_plan<'a>(
     plan: &Plan<'a>,
     progress: &dyn Progress,
     rejects: Option<&str>,
     reporter: Box<dyn Reporter>,
 ) -> Result<RunSummary, RunError> {
-    let paths: Vec<String> = plan.inputs.iter().map(|(p, _)| p.clone()).collect();
-    let all_inputs = plan.all_inputs.unwrap_or(plan.inputs);
+    let paths = plan.inputs.paths();
+    let all_inputs = plan.all_inputs.unwrap_or(plan.inputs.converters());
     let by_path: HashMap<&str, &'static dyn Converter> = all_inputs
         .iter()
-        .chain(plan.inputs)
+        .chain(plan.inputs.converters())
         .map(|(p, c)| (p.as_str(), *c))
         .collect();
     let opts = plan.convert;
     let sources = |path: &str| by_path.get(path).and_then(|c| c.open_source(path, opts));
-    let mut export_opts: Vec<ExportOptions> = plan.exports.iter().map(|e| e.opts.clone()).collect();
-    let state_dir = match plan.exports.first() {
-        Some(e) => state_dir(&e.dir, plan.partition.as_ref()),
-        None => return Err(RunError::Resume(ResumeError::Refused("no export".into()))),
+    let targets = plan.output.exports();
+    let mut export_opts: Vec<ExportOptions> = targets.iter().map(|e| e.opts.clone()).collect();
+    let journal_at = match (plan.journal, &plan.output) {
+        (Some(j), Output::Exports(_)) => match targets.first() {
+            Some(e) => Some((j, state_dir(&e.dir, plan.partition.as_ref()))),
+            None => return Err(RunError::Resume(ResumeError::Refused("no export".into()))),
+        },
+        _ => None,
     };
     let splits: Vec<usize> = export_opts.iter().map(|o| o.splits.names().len()).collect();
     // A resumed run reads the journal first (refusals come before any work); a fresh one
     // replaces it only once the export directories could be opened.
     let mut resumed = None;
-    if plan.journal.resume {
-        resumed = Some(Journal::start(&state_dir, plan.journal, &splits)?);
+    if let Some((j, dir)) = journal_at.as_ref().filter(|(j, _)| j.resume) {
+        resumed = Some(Journal::start(dir, j, &splits)?);
     }
     let infer =
         |o: &ExportOptions| o.builds_conversations() && o.sft.infer_tools == InferTools::Dataset;
@@ -879,7 +1018,10 @@ pub fn run_plan<'a>(
             busy: &Busy::new(Vec::new()),
             by_id: None,
         };
-        let all: Vec<String> = all_inputs.iter().map(|(p, _)| p.clone()).collect();
+        let all: Vec<String> = match plan.all_inputs {
+            Some(all) => all.iter().map(|(p, _)| p.clone()).collect(),
+            None => paths.clone(),
+        };
         let (calls, _) = pipeline::run_with_sources(
             &all,
             &sources,
@@ -906,8 +1048,7 @@ pub fn run_plan<'a>(
         }
         Some((journal, restart)) => {
             let restart = restart.unwrap_or_default();
-            let exports = plan
-                .exports
+            let exports = targets
                 .iter()
                 .zip(&export_opts)
                 .enumerate()
@@ -916,25 +1057,42 @@ pub fn run_plan<'a>(
                     ExportStage::resume(&e.dir, o, x)
                 })
                 .collect::<Result<Vec<_>, _>>()?;
-            (journal, restart, exports)
+            (Some(journal), restart, exports)
         }
         None => {
-            let exports = plan
-                .exports
+            let exports = targets
                 .iter()
                 .zip(&export_opts)
                 .map(|(e, o)| ExportStage::open(&e.dir, o))
                 .collect::<Result<Vec<_>, _>>()?;
-            let (journal, _) = Journal::start(&state_dir, plan.journal, &splits)?;
+            let journal = match &journal_at {
+                Some((j, dir)) => Some(Journal::start(dir, j, &splits)?.0),
+                None => None,
+            };
             (journal, Restart::default(), exports)
         }
     };
+    let lines = match plan.output {
+        Output::AdpLines(path) => {
+            Some(OutputFile::create(path).map_err(|source| RunError::Create {
+                what: path.to_owned(),
+                source,
+            })?)
+        }
+        Output::Exports(_) => None,
+    };
     let busy = Busy::new(plan.steps());
     let write = |e: io::Error| RunError::Pipeline(PipelineError::Write(e));
-    let rejects = rejects
-        .map(|p| RejectsWriter::resumable(p, restart.state.rejects.unwrap_or(0)))
-        .transpose()
-        .map_err(write)?;
+    let rejects = match (rejects, &journal) {
+        (Some(p), Some(_)) => {
+            Some(RejectsWriter::resumable(p, restart.state.rejects.unwrap_or(0)).map_err(write)?)
+        }
+        (Some(p), None) => Some(RejectsWriter::create(p).map_err(|source| RunError::Create {
+            what: "the rejects file".to_owned(),
+            source,
+        })?),
+        (None, _) => None,
+    };
     let out = (plan.stages.iter()).fold(Outputs { reporter, rejects }, |o, s| s.guard(o));
     let first = restart.input;
     let empty_before: Vec<String> = restart
@@ -944,7 +1102,14 @@ pub fn run_plan<'a>(
         .filter(|i| i.records == 0 && i.elsewhere == 0)
         .map(|i| i.path.clone())
         .collect();
-    let sink = restored_sink(plan, restart, exports, out, journal, (&busy, progress));
+    let sink = restored_sink(
+        plan,
+        restart,
+        (exports, lines),
+        out,
+        journal,
+        (&busy, progress),
+    );
     let stages = Stages {
         plan,
         by_path: by_path.clone(),
@@ -983,19 +1148,26 @@ pub fn run_plan<'a>(
     summary.partition = plan.partition.map(|p| Elsewhere {
         partition: p.spec(),
         by: p.by.name().to_owned(),
-        inputs: (all_inputs.len() - plan.inputs.len()) as u64,
+        inputs: (all_inputs.len() - paths.len()) as u64,
         ..sink.elsewhere
     });
     if let Some(describe) = plan.describe {
         commit.write.extend(describe(&summary));
     }
+    let Some(mut journal) = sink.journal else {
+        // Nothing to resume: the outputs are renamed into place, or removed.
+        commit
+            .apply()
+            .inspect_err(|_| commit.discard())
+            .map_err(write)?;
+        return Ok(summary);
+    };
     if let Some(ms) = std::env::var(journal::PAUSE_BEFORE_COMMIT)
         .ok()
         .and_then(|v| v.parse().ok())
     {
         std::thread::sleep(Duration::from_millis(ms));
     }
-    let mut journal = sink.journal;
     let recorded = commit
         .make_absolute()
         .and_then(|()| journal.commit(&commit, &summary));
@@ -1009,9 +1181,10 @@ pub fn run_plan<'a>(
 }
 
 /// Completes the run's outputs once its pass is over: each stage finishes (a join reports its
-/// orphan side records), the rejects file and every export's shards are completed and synced,
-/// and what commits them is added to `commit`. Returns the stages' counts, the exports'
-/// summaries and the stages' sections of the summary.
+/// orphan side records), the rejects file, the ADP lines and every export's shards are
+/// completed and synced, and what commits them is added to `commit` (the rejects file first).
+/// Returns the stages' counts, the exports' summaries and the stages' sections of the summary,
+/// which each export's manifest is told of.
 fn complete(
     sink: &mut RunSink<'_>,
     plan: &Plan<'_>,
@@ -1031,13 +1204,14 @@ fn complete(
     if let Some(r) = sink.out.rejects.take() {
         commit.rename.extend(r.into_pending().map_err(write)?);
     }
+    if let Some(lines) = sink.lines.take() {
+        commit.rename.extend(lines.into_pending().map_err(write)?);
+    }
     let mut stages = sink.stages();
     let mut sections = Sections::with_lists(plan.sections);
     for o in &sink.ordered {
         o.summarize(&mut sections);
     }
-    // Each export's manifest records what redaction replaced before it.
-    let redaction: Option<Redaction> = sections.get("redaction");
     let mut exports = Vec::new();
     for (i, (stage, o)) in std::mem::take(&mut sink.exports)
         .into_iter()
@@ -1046,7 +1220,7 @@ fn complete(
     {
         let started = Instant::now();
         let mut stage = stage;
-        stage.set_redaction(redaction.clone());
+        stage.set_upstream(&sections);
         let (summary, c) = stage.into_commit(o)?;
         commit.extend(c);
         exports.push(summary);

@@ -34,20 +34,22 @@
 
 pub mod file;
 pub mod journal;
+mod lines;
 pub mod summary;
 
 pub use summary::{InputSummary, RunSummary};
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::io::{self, Write};
+use std::io;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::convert::{
-    converted_checked, left_out_checked, left_out_of, ConvertOptions, Converter, LeftOut,
+    convert_record, converted_checked, left_out_checked, left_out_of, ConvertOptions, Converted,
+    Converter, LeftOut,
 };
 use crate::engine::output::{write_json, Commit, Output as OutputFile};
 use crate::engine::partition::{state_dir, Elsewhere, Partition, PartitionBy};
@@ -69,6 +71,7 @@ use crate::validate::check::{check_adp, upgrade_checked};
 use crate::validate::report::Reporter;
 use crate::validate::Diagnostic;
 use journal::{GlobalState, Journal, JournalOptions, Restart, ResumeError, StageState};
+use lines::Lines;
 
 /// One export: its directory and options.
 pub struct ExportTarget {
@@ -183,6 +186,14 @@ impl<'a> Plan<'a> {
             journal: None,
             describe: None,
         }
+    }
+
+    /// Whether records go straight from their converter to the lines: converted inputs, no
+    /// stage, ADP lines out (`trajkit convert`).
+    fn writes_converted(&self) -> bool {
+        matches!(self.inputs, Source::Formats(_))
+            && self.stages.is_empty()
+            && matches!(self.output, Output::AdpLines(_))
     }
 
     /// The plan's steps in pipeline order with their names: convert (when the inputs are
@@ -317,6 +328,9 @@ enum Item {
     Converted(Vec<TrajectoryItem>, u64, Vec<Diagnostic>, LeftOut),
     /// Nothing of it belongs to this partition (by id); its trajectories, all elsewhere.
     Elsewhere(u64),
+    /// Its lines as its converter wrote them, when they go straight to ADP lines (no stage):
+    /// as [`Converted::Written`].
+    Lines(Vec<u8>, u64, Vec<Diagnostic>, Vec<String>, LeftOut),
 }
 
 struct Stages<'a> {
@@ -334,6 +348,9 @@ impl Stages<'_> {
     fn process(&self, record: &RawRecord, encode: bool) -> Item {
         if let Source::Adp(_) = self.plan.inputs {
             return self.read_adp(record, encode);
+        }
+        if self.plan.writes_converted() {
+            return self.convert_lines(record);
         }
         let started = Instant::now();
         let converted = self.convert(record);
@@ -365,6 +382,23 @@ impl Stages<'_> {
             warnings,
             left_out,
         )
+    }
+
+    /// A record converted straight into the lines its converter writes ([`convert_record`]:
+    /// ADP, or the format of `--to`).
+    fn convert_lines(&self, record: &RawRecord) -> Item {
+        let started = Instant::now();
+        let converted = match self.by_path.get(record.provenance.input.as_ref()) {
+            Some(converter) => convert_record(*converter, record, self.plan.convert),
+            None => Converted::Rejected(vec![no_converter(&record.provenance)]),
+        };
+        self.busy.add(StageAt::Convert, started);
+        match converted {
+            Converted::Written(bytes, n, warnings, ids, left) => {
+                Item::Lines(bytes, n, warnings, ids, left)
+            }
+            Converted::Rejected(d) => Item::Rejected(d),
+        }
     }
 
     /// A record of [`Source::Adp`]: its trajectory checked and upgraded, then through the
@@ -401,13 +435,7 @@ impl Stages<'_> {
     ) -> Result<(Vec<Trajectory>, LeftOut, Vec<Diagnostic>), Vec<Diagnostic>> {
         let prov = &record.provenance;
         let Some(converter) = self.by_path.get(prov.input.as_ref()) else {
-            return Err(vec![Diagnostic::error(
-                prov,
-                None,
-                "",
-                "no-converter",
-                "no converter was chosen for this input",
-            )]);
+            return Err(vec![no_converter(prov)]);
         };
         let converted = converter.convert(record, &self.plan.convert.mapping)?;
         let mut trajectories = Vec::with_capacity(converted.len());
@@ -546,6 +574,17 @@ impl Stages<'_> {
     }
 }
 
+/// Why a record of an input no converter was chosen for is rejected.
+fn no_converter(prov: &Provenance) -> Diagnostic {
+    Diagnostic::error(
+        prov,
+        None,
+        "",
+        "no-converter",
+        "no converter was chosen for this input",
+    )
+}
+
 /// For each export, the first export that counts tokens like it
 /// ([`ExportOptions::counts_like`]), or itself: exports alike share each trajectory's count.
 fn counts_like(exports: &[ExportOptions]) -> Vec<usize> {
@@ -648,7 +687,7 @@ const STAGES_PERIOD: Duration = Duration::from_millis(200);
 struct RunSink<'a> {
     exports: Vec<ExportStage>,
     /// With [`Output::AdpLines`], the file the lines go to.
-    lines: Option<OutputFile>,
+    lines: Option<Lines<'a>>,
     /// The diagnostics reporter and rejects file, as the stages guard them.
     out: Outputs,
     summary: RunSummary,
@@ -720,14 +759,28 @@ impl Sink for RunSink<'_> {
         match item {
             Item::Rejected(d) => {
                 rejected = true;
-                self.convert_rejected += 1;
-                reject(
-                    self.out.reporter.as_mut(),
-                    self.out.rejects.as_mut(),
-                    &record,
-                    "convert",
-                    &d,
-                )?;
+                self.reject_converting(&record, &d)?;
+            }
+            Item::Lines(bytes, n, warnings, ids, left) => {
+                let written = match &mut self.lines {
+                    Some(lines) => lines.write_checked(&record, bytes, ids)?,
+                    None => Ok(()),
+                };
+                match written {
+                    Ok(()) => {
+                        for w in &warnings {
+                            self.out.reporter.diagnostic(w)?;
+                        }
+                        if let Some(input) = self.summary.inputs.last_mut() {
+                            input.left_out.add(&left);
+                        }
+                        converted = n;
+                    }
+                    Err(d) => {
+                        rejected = true;
+                        self.reject_converting(&record, &d)?;
+                    }
+                }
             }
             Item::Converted(trajectories, elsewhere, warnings, left) => {
                 for w in &warnings {
@@ -766,6 +819,13 @@ impl Sink for RunSink<'_> {
 const INPUT_CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
 
 impl RunSink<'_> {
+    /// Counts and reports a record the convert step rejected.
+    fn reject_converting(&mut self, record: &RawRecord, d: &[Diagnostic]) -> io::Result<()> {
+        self.convert_rejected += 1;
+        let (reporter, rejects) = (self.out.reporter.as_mut(), self.out.rejects.as_mut());
+        reject(reporter, rejects, record, "convert", d)
+    }
+
     /// Sets the time of the input whose records came last.
     fn close_input(&mut self) {
         if let (Some(started), Some(input)) =
@@ -872,7 +932,7 @@ impl RunSink<'_> {
             }
         }
         if let (Some(line), Some(out)) = (&t.line, &mut self.lines) {
-            out.write_all(line)?;
+            out.write(line)?;
         }
         let exports = t.exports.into_iter().zip(&mut self.exports);
         for (i, ((rows, export), offered)) in exports.zip(&mut self.offered).enumerate() {
@@ -899,7 +959,7 @@ impl RunSink<'_> {
 fn restored_sink<'a>(
     plan: &Plan<'a>,
     restart: Restart,
-    (exports, lines): (Vec<ExportStage>, Option<OutputFile>),
+    (exports, lines): (Vec<ExportStage>, Option<Lines<'a>>),
     out: Outputs,
     journal: Option<Journal>,
     (busy, progress): (&'a Busy, &'a dyn Progress),
@@ -1074,10 +1134,11 @@ pub fn run_plan<'a>(
     };
     let lines = match plan.output {
         Output::AdpLines(path) => {
-            Some(OutputFile::create(path).map_err(|source| RunError::Create {
+            let file = OutputFile::create(path).map_err(|source| RunError::Create {
                 what: path.to_owned(),
                 source,
-            })?)
+            })?;
+            Some(Lines::new(file, by_path.clone(), opts))
         }
         Output::Exports(_) => None,
     };

@@ -58,7 +58,7 @@ use crate::engine::pipeline::{
 };
 use crate::engine::rejects::{reject, RejectsWriter};
 use crate::engine::stage::{self, Counts, Ordered, Outputs, Sections, Stage, Step};
-use crate::export::infer::{trajectory_calls, Gather};
+use crate::export::infer::{scan_inputs, trajectory_calls, Gather};
 use crate::export::{
     encode_any, export_trajectory, export_upgraded, AnyRow, ExportError, ExportOptions,
     ExportStage, ExportSummary, InferTools, Outcome, Share, SharedCounts, Target,
@@ -90,11 +90,23 @@ pub enum Source<'a> {
     /// Each input with its format's converter, in order (`trajkit run`): each record converted,
     /// upgraded and checked to the plan's version (the `convert` step of the summary).
     Formats(&'a [(String, &'static dyn Converter)]),
-    /// ADP records of any version (`trajkit join`, `redact`): each checked as ADP and upgraded
-    /// to the plan's version. A record that fails is a rejection of the first stage (of
-    /// `convert` in a plan without stages), and every rejected record goes to the rejects
-    /// file as it was read.
-    Adp(&'a [String]),
+    /// ADP records of any version (`trajkit join`, `redact`, `export`): each checked as ADP
+    /// and upgraded to the plan's version; a record that fails is counted where [`Unread`]
+    /// says. Every rejected record goes to the rejects file as it was read.
+    Adp(&'a [String], Unread),
+}
+
+/// Where a plan over ADP records counts a record that is not valid ADP (or does not fit its
+/// version).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unread {
+    /// A rejection of the first stage, whose counts hold every record (`trajkit join`,
+    /// `redact`); of `convert` in a plan without stages.
+    FirstStage,
+    /// A rejection of each export, which the stages never see; and a trajectory a stage
+    /// rejects is counted as rejected by each export too (reported once, under the stage): the
+    /// exports count every record (`trajkit export`).
+    Exports,
 }
 
 impl Source<'_> {
@@ -102,7 +114,7 @@ impl Source<'_> {
     fn paths(&self) -> Vec<String> {
         match self {
             Source::Formats(inputs) => inputs.iter().map(|(p, _)| p.clone()).collect(),
-            Source::Adp(inputs) => inputs.to_vec(),
+            Source::Adp(inputs, _) => inputs.to_vec(),
         }
     }
 
@@ -110,7 +122,7 @@ impl Source<'_> {
     fn converters(&self) -> &[(String, &'static dyn Converter)] {
         match self {
             Source::Formats(inputs) => inputs,
-            Source::Adp(_) => &[],
+            Source::Adp(..) => &[],
         }
     }
 }
@@ -175,7 +187,7 @@ impl<'a> Plan<'a> {
         output: &'a str,
     ) -> Plan<'a> {
         Plan {
-            inputs: Source::Adp(inputs),
+            inputs: Source::Adp(inputs, Unread::FirstStage),
             convert,
             stages,
             numbered: false,
@@ -206,8 +218,11 @@ impl<'a> Plan<'a> {
             .into_iter()
             .enumerate()
             .map(|(i, n)| (StageAt::Stage(i), n));
-        let exports = (0..self.output.exports().len())
-            .map(|i| (StageAt::Export(i), format!("export[{}]", i + 1)));
+        let n = self.output.exports().len();
+        let exports = (0..n).map(|i| match self.numbered || n > 1 {
+            true => (StageAt::Export(i), format!("export[{}]", i + 1)),
+            false => (StageAt::Export(i), "export".to_owned()),
+        });
         convert.into_iter().chain(stages).chain(exports).collect()
     }
 }
@@ -346,8 +361,8 @@ struct Stages<'a> {
 
 impl Stages<'_> {
     fn process(&self, record: &RawRecord, encode: bool) -> Item {
-        if let Source::Adp(_) = self.plan.inputs {
-            return self.read_adp(record, encode);
+        if let Source::Adp(_, unread) = self.plan.inputs {
+            return self.read_adp(record, unread, encode);
         }
         if self.plan.writes_converted() {
             return self.convert_lines(record);
@@ -402,15 +417,24 @@ impl Stages<'_> {
     }
 
     /// A record of [`Source::Adp`]: its trajectory checked and upgraded, then through the
-    /// stages; when it is not valid ADP (or not of the plan's version), the first stage's
-    /// rejection.
-    fn read_adp(&self, record: &RawRecord, encode: bool) -> Item {
+    /// stages; when it is not valid ADP (or not of the plan's version), a rejection where
+    /// `unread` says.
+    fn read_adp(&self, record: &RawRecord, unread: Unread, encode: bool) -> Item {
         let prov = &record.provenance;
         let read = check_adp(record).into_result().and_then(|(mut traj, _)| {
             upgrade_checked(&mut traj, prov, &self.plan.convert.upgrade).map(|()| traj)
         });
         let item = match read {
             Ok(traj) => self.trajectory(traj, record, 0, encode),
+            Err(d) if unread == Unread::Exports => TrajectoryItem {
+                exports: (self.exports.iter())
+                    .map(|_| ExportRows {
+                        outcomes: vec![Outcome::Rejected(d.clone())],
+                        made: None,
+                    })
+                    .collect(),
+                ..TrajectoryItem::default()
+            },
             Err(d) if self.plan.stages.is_empty() => return Item::Rejected(d),
             Err(d) => TrajectoryItem {
                 steps: vec![Step::Rejected(d)],
@@ -499,6 +523,17 @@ impl Stages<'_> {
             let step = apply(*stage, &mut traj, prov, &mut done);
             self.busy.add(StageAt::Stage(n), started);
             let stop = !matches!(step, Step::Kept(_));
+            if let (Step::Rejected(_), Source::Adp(_, Unread::Exports), true) =
+                (&step, self.plan.inputs, encode)
+            {
+                // Counted by the exports, with nothing more to report.
+                item.exports = (self.exports.iter())
+                    .map(|_| ExportRows {
+                        outcomes: vec![Outcome::Rejected(Vec::new())],
+                        made: None,
+                    })
+                    .collect();
+            }
             if converted && matches!(step, Step::Rejected(_)) {
                 item.rejected_as = serde_json::to_vec(&traj).ok();
             }
@@ -549,8 +584,9 @@ impl Stages<'_> {
             );
             self.busy.add(StageAt::Export(n), started);
         }
-        let rejected =
-            |r: &ExportRows| (r.outcomes.iter()).any(|o| matches!(o, Outcome::Rejected(_)));
+        let rejected = |r: &ExportRows| {
+            converted && (r.outcomes.iter()).any(|o| matches!(o, Outcome::Rejected(_)))
+        };
         if outcomes.iter().flatten().any(rejected) {
             item.rejected_as = serde_json::to_vec(&traj).ok();
         }
@@ -931,6 +967,7 @@ impl RunSink<'_> {
                 report(self.busy.name(StageAt::Stage(i)), d)?;
             }
         }
+        let by_stage = rejected;
         if let (Some(line), Some(out)) = (&t.line, &mut self.lines) {
             out.write(line)?;
         }
@@ -940,7 +977,8 @@ impl RunSink<'_> {
             *offered += rows.outcomes.len() as u64;
             let added = export.add_trajectory(rows.outcomes, rows.made)?;
             self.busy.add(StageAt::Export(i), started);
-            for d in added {
+            // A stage's rejection, which the export counts too, is reported already.
+            for d in added.into_iter().filter(|d| !(by_stage && d.is_empty())) {
                 rejected = true;
                 report(self.busy.name(StageAt::Export(i)), &d)?;
             }
@@ -1069,7 +1107,16 @@ pub fn run_plan<'a>(
     }
     let infer =
         |o: &ExportOptions| o.builds_conversations() && o.sft.infer_tools == InferTools::Dataset;
-    if export_opts.iter().any(infer) {
+    if export_opts.iter().any(infer)
+        && matches!(plan.inputs, Source::Adp(..))
+        && plan.stages.is_empty()
+    {
+        // Every call of the records as they are written (`trajkit export`).
+        let calls = scan_inputs(&paths, &opts.run, progress)?;
+        for o in export_opts.iter_mut().filter(|o| infer(o)) {
+            o.sft.catalog.set_inferred(&calls);
+        }
+    } else if export_opts.iter().any(infer) {
         let stages = Stages {
             plan,
             by_path: by_path.clone(),

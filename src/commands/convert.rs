@@ -76,23 +76,8 @@ pub fn convert_inputs(
         inputs: Arc::new(inputs),
         ..opts.clone()
     };
-    let run = run_plan(
-        &Plan {
-            inputs: Source::Formats(plan),
-            convert: opts,
-            stages: &[],
-            numbered: false,
-            sections: &[],
-            output: Output::AdpLines(output),
-            partition: None,
-            all_inputs: None,
-            journal: None,
-            describe: None,
-        },
-        progress,
-        rejects,
-        reporter,
-    )?;
+    let command = Plan::command(Source::Formats(plan), opts, &[], Output::AdpLines(output));
+    let run = run_plan(&command, progress, rejects, reporter)?;
     let convert = run.stages.first().cloned().unwrap_or_default();
     let mut summary = ConvertSummary {
         records: run.records,

@@ -98,18 +98,8 @@ pub fn export_inputs(
         dir: dir.to_owned(),
         opts: opts.clone(),
     }];
-    let plan = Plan {
-        inputs: Source::Adp(inputs, Unread::Exports),
-        convert: &convert,
-        stages: &stages,
-        numbered: false,
-        sections: &[],
-        output: Output::Exports(&exports),
-        partition: None,
-        all_inputs: None,
-        journal: None,
-        describe: None,
-    };
+    let source = Source::Adp(inputs, Unread::Exports);
+    let plan = Plan::command(source, &convert, &stages, Output::Exports(&exports));
     let run = run_plan(&plan, progress, rejects, reporter)?;
     let mut summary = run.exports.into_iter().next().unwrap_or_default();
     summary.empty_inputs = run.empty_inputs;

@@ -1,8 +1,8 @@
 //! `join`: every trajectory of the inputs joined with side files, into one JSON-lines output,
 //! with the rejected records and their diagnostics, and the orphans reported: a plan of the
-//! join stage ([`JoinStage`]) over ADP records ([`Plan::adp_lines`]), on `run`'s runner.
+//! join stage ([`JoinStage`]) over ADP records ([`Plan::command`]), on `run`'s runner.
 
-use super::run::{run_plan, Plan, RunError};
+use super::run::{run_plan, Output, Plan, RunError, Source, Unread};
 use crate::config::join::JoinConfig;
 use crate::config::ConfigError;
 use crate::convert::ConvertOptions;
@@ -60,7 +60,8 @@ pub fn join_inputs(
         ..ConvertOptions::default()
     };
     let stages: [&dyn Stage; 1] = [&stage];
-    let plan = Plan::adp_lines(inputs, &convert, &stages, output);
+    let source = Source::Adp(inputs, Unread::FirstStage);
+    let plan = Plan::command(source, &convert, &stages, Output::AdpLines(output));
     let run = run_plan(&plan, progress, rejects, reporter)?;
     let mut summaries: Vec<JoinSummary> = run.sections.get("joins").unwrap_or_default();
     let mut summary = summaries.pop().unwrap_or_default();

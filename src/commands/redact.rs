@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::run::{run_plan, Plan, RunError};
+use super::run::{run_plan, Output, Plan, RunError, Source, Unread};
 use crate::convert::ConvertOptions;
 use crate::engine::pipeline::{self, Flow, PipelineError, Progress, RunOptions, Sink};
 use crate::engine::rejects::RejectsWriter;
@@ -102,7 +102,7 @@ impl Stage for RedactAsRead<'_> {
 /// Redacts every trajectory of `inputs` (ADP, any version) with `redactor`, writing them to the
 /// file `output` (`-`: stdout), rejected records to the file `rejects` and their diagnostics
 /// to `reporter` (diagnostics show no text a rule finds): a plan of the redaction stage over
-/// ADP records ([`Plan::adp_lines`]), on `run`'s runner.
+/// ADP records ([`Plan::command`]), on `run`'s runner.
 pub fn redact_inputs(
     inputs: &[String],
     redactor: &Redactor,
@@ -119,7 +119,8 @@ pub fn redact_inputs(
     };
     let stage = RedactAsRead(redactor);
     let stages: [&dyn Stage; 1] = [&stage];
-    let plan = Plan::adp_lines(inputs, &convert, &stages, output);
+    let source = Source::Adp(inputs, Unread::FirstStage);
+    let plan = Plan::command(source, &convert, &stages, Output::AdpLines(output));
     let run = run_plan(&plan, progress, rejects, reporter)?;
     let redaction: Redaction = run.sections.get("redaction").unwrap_or_default();
     let c = run.stages.first().cloned().unwrap_or_default();

@@ -1,5 +1,5 @@
-//! [`ExportStage`]: one export as a stage of a larger pass (`trajkit run`), its rows of any
-//! target, checkpointed and resumable.
+//! [`ExportStage`]: one export as the output of a pass (`trajkit run`, `trajkit export`), its
+//! rows of any target, checkpointed and resumable.
 
 use std::collections::HashSet;
 use std::fs;
@@ -26,10 +26,10 @@ enum AnyShards {
     Tokens(Shards<TokensShard>),
 }
 
-/// One export as a stage of a larger pass (`trajkit run`): the caller encodes rows with
-/// [`export_trajectory`](super::export_trajectory) and [`encode_any`](super::encode_any) in
-/// parallel, and hands the outcomes to `ExportStage::add` in input order. Like
-/// [`crate::commands::export::export_inputs`], nothing in the directory looks finished until
+/// One export as the output of a pass (`trajkit run`, `trajkit export`): the caller encodes
+/// rows with [`export_trajectory`](super::export_trajectory) and
+/// [`encode_any`](super::encode_any) in parallel, and hands the outcomes to
+/// [`ExportStage::add_trajectory`] in input order. Nothing in the directory looks finished until
 /// [`ExportStage::into_commit`].
 pub struct ExportStage {
     dir: PathBuf,

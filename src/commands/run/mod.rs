@@ -2,6 +2,11 @@
 //! with its input's converter, upgraded and checked, passed through each stage of the plan in
 //! order ([`Stage`]: joins, redaction, filters), and fanned out to every export.
 //!
+//! Every command of stages is such a plan too ([`Plan::command`]): `convert` from the formats
+//! to ADP lines ([`Source::Formats`], [`Output::AdpLines`], no stage), `join` and `redact` one
+//! stage over ADP records ([`Source::Adp`]) to ADP lines, `export` ADP records to one export
+//! ([`Output::Exports`]). The runner names none of them, nor any stage.
+//!
 //! The heavy work (converting, joining, rendering and encoding rows) happens in the parallel
 //! processing closure of [`pipeline::run_with_sources`]; the ordered sink only counts, writes
 //! rows into each export's shards and writes rejects, so the output bytes do not depend on the
@@ -17,7 +22,8 @@
 //! `--infer-tools dataset` (the export default) needs the tool calls of the whole export input
 //! before the first row is rendered: when an SFT export asks for it, a first pass converts and
 //! joins every record without encoding anything and gathers the calls of the trajectories that
-//! reach the exports (what `export` would read), as `export`'s own first pass does.
+//! reach the exports (what `export` would read); over ADP records with no stage, the calls of
+//! every record as it is written ([`scan_inputs`]).
 //!
 //! Stage times are busy times: the time spent in a stage's code, summed over the threads that
 //! ran it (convert: converting and checking; a stage: upgrading and applying it; export: upgrading,
@@ -29,7 +35,7 @@
 //! only its trajectories (by id, [`Plan::partition`]); the first pass still reads every input
 //! with every trajectory, so each partition infers the same tool specs as one unpartitioned run.
 //!
-//! Every run keeps a [`journal`] of checkpoints (at input boundaries and shard starts), from
+//! A run with a journal (`trajkit run`'s) keeps a [`journal`] of checkpoints (at input boundaries and shard starts), from
 //! which `--resume` restarts a killed run to the same output bytes.
 
 pub mod file;
@@ -156,8 +162,9 @@ pub struct Plan<'a> {
     pub convert: &'a ConvertOptions,
     /// The stages between convert and the outputs, applied in order.
     pub stages: &'a [&'a dyn Stage],
-    /// Whether the kinds that can repeat are numbered (`join[1]`) even when they appear once,
-    /// as in a pipeline file; else a stage is named by its kind (a command's stage).
+    /// Whether the kinds that can repeat, and the exports, are numbered (`join[1]`,
+    /// `export[1]`) even when they appear once, as in a pipeline file; else a stage is named by
+    /// its kind and a lone export `export` (a command's).
     pub numbered: bool,
     /// The summary's sections reported even when no stage adds to them (`joins`).
     pub sections: &'a [&'a str],
@@ -177,22 +184,21 @@ pub struct Plan<'a> {
 }
 
 impl<'a> Plan<'a> {
-    /// A plan of `stages` over ADP records (`inputs`) into ADP lines at `output`, with no
-    /// journal: what a command of stages (`trajkit join`, `redact`) runs. Of `convert`, the
-    /// version and the runner's options count.
-    pub fn adp_lines(
-        inputs: &'a [String],
+    /// The plan of a command (`trajkit convert`, `join`, `redact`, `export`): `stages` between
+    /// `inputs` and `output`, named by their kinds, with no journal and no partition.
+    pub fn command(
+        inputs: Source<'a>,
         convert: &'a ConvertOptions,
         stages: &'a [&'a dyn Stage],
-        output: &'a str,
+        output: Output<'a>,
     ) -> Plan<'a> {
         Plan {
-            inputs: Source::Adp(inputs, Unread::FirstStage),
+            inputs,
             convert,
             stages,
             numbered: false,
             sections: &[],
-            output: Output::AdpLines(output),
+            output,
             partition: None,
             all_inputs: None,
             journal: None,
@@ -1129,11 +1135,16 @@ pub fn run_plan<'a>(
             Some(all) => all.iter().map(|(p, _)| p.clone()).collect(),
             None => paths.clone(),
         };
+        // Over ADP records the bar shows both passes, as it did before they were a plan.
+        let first_progress = match plan.inputs {
+            Source::Adp(..) => progress,
+            Source::Formats(_) => &pipeline::NoProgress,
+        };
         let (calls, _) = pipeline::run_with_sources(
             &all,
             &sources,
             &opts.run,
-            &pipeline::NoProgress,
+            first_progress,
             |r| stages.process(r, false),
             Calls(Gather::default()),
         )?;

@@ -113,7 +113,7 @@ impl RejectsWriter {
     }
 
     /// This writer, writing each record as it was read: a mask it has (or is given) masks the
-    /// diagnostics only (`trajkit redact`, whose rejects file shows what was found).
+    /// diagnostics only (for a rejects file meant to show what the mask hides).
     pub fn records_as_read(self) -> RejectsWriter {
         RejectsWriter {
             records_as_read: true,

@@ -41,21 +41,22 @@
 pub mod file;
 pub mod journal;
 mod lines;
+mod plan;
 pub mod summary;
 
+use plan::StageAt;
+pub use plan::{Describe, ExportTarget, Output, Plan, Source, Unread};
 pub use summary::{InputSummary, RunSummary};
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::convert::{
-    convert_record, converted_checked, left_out_checked, left_out_of, ConvertOptions, Converted,
-    Converter, LeftOut,
+    convert_record, converted_checked, left_out_checked, left_out_of, Converted, Converter, LeftOut,
 };
 use crate::engine::output::{write_json, Commit, Output as OutputFile};
 use crate::engine::partition::{state_dir, Elsewhere, Partition, PartitionBy};
@@ -63,7 +64,7 @@ use crate::engine::pipeline::{
     self, empty_inputs, Flow, PipelineError, Progress, Sink, StageSummary,
 };
 use crate::engine::rejects::{reject, RejectsWriter};
-use crate::engine::stage::{self, Counts, Ordered, Outputs, Sections, Stage, Step};
+use crate::engine::stage::{Counts, Ordered, Outputs, Sections, Stage, Step};
 use crate::export::infer::{scan_inputs, trajectory_calls, Gather};
 use crate::export::{
     encode_any, export_trajectory, export_upgraded, AnyRow, ExportError, ExportOptions,
@@ -76,172 +77,8 @@ use crate::segment::Mode as SegmentMode;
 use crate::validate::check::{check_adp, upgrade_checked};
 use crate::validate::report::Reporter;
 use crate::validate::Diagnostic;
-use journal::{GlobalState, Journal, JournalOptions, Restart, ResumeError, StageState};
+use journal::{GlobalState, Journal, Restart, ResumeError, StageState};
 use lines::Lines;
-
-/// One export: its directory and options.
-pub struct ExportTarget {
-    /// The output directory.
-    pub dir: PathBuf,
-    /// The options.
-    pub opts: ExportOptions,
-}
-
-/// Makes the files that describe a run from its summary: paths and texts.
-pub type Describe<'a> = &'a (dyn Fn(&RunSummary) -> Vec<(PathBuf, String)> + Sync);
-
-/// Where a plan's trajectories come from.
-#[derive(Clone, Copy)]
-pub enum Source<'a> {
-    /// Each input with its format's converter, in order (`trajkit run`): each record converted,
-    /// upgraded and checked to the plan's version (the `convert` step of the summary).
-    Formats(&'a [(String, &'static dyn Converter)]),
-    /// ADP records of any version (`trajkit join`, `redact`, `export`): each checked as ADP
-    /// and upgraded to the plan's version; a record that fails is counted where [`Unread`]
-    /// says. Every rejected record goes to the rejects file as it was read.
-    Adp(&'a [String], Unread),
-}
-
-/// Where a plan over ADP records counts a record that is not valid ADP (or does not fit its
-/// version).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unread {
-    /// A rejection of the first stage, whose counts hold every record (`trajkit join`,
-    /// `redact`); of `convert` in a plan without stages.
-    FirstStage,
-    /// A rejection of each export, which the stages never see; and a trajectory a stage
-    /// rejects is counted as rejected by each export too (reported once, under the stage): the
-    /// exports count every record (`trajkit export`).
-    Exports,
-}
-
-impl Source<'_> {
-    /// The input paths, in order.
-    fn paths(&self) -> Vec<String> {
-        match self {
-            Source::Formats(inputs) => inputs.iter().map(|(p, _)| p.clone()).collect(),
-            Source::Adp(inputs, _) => inputs.to_vec(),
-        }
-    }
-
-    /// The inputs and their converters (none for ADP records).
-    fn converters(&self) -> &[(String, &'static dyn Converter)] {
-        match self {
-            Source::Formats(inputs) => inputs,
-            Source::Adp(..) => &[],
-        }
-    }
-}
-
-/// Where the trajectories that leave a plan's stages go.
-pub enum Output<'a> {
-    /// One compact ADP JSON line each, to this file (`-`: stdout), written under a temporary
-    /// name and renamed with the rejects file once the pass succeeded (`trajkit join`,
-    /// `redact`). A trajectory that cannot be written is a rejection of the last stage.
-    AdpLines(&'a str),
-    /// Each export (`trajkit run`).
-    Exports(&'a [ExportTarget]),
-}
-
-impl Output<'_> {
-    /// The exports (none for ADP lines).
-    fn exports(&self) -> &[ExportTarget] {
-        match self {
-            Output::Exports(e) => e,
-            Output::AdpLines(_) => &[],
-        }
-    }
-}
-
-/// What a pipeline runs.
-pub struct Plan<'a> {
-    /// The inputs, in order, and how their records become trajectories.
-    pub inputs: Source<'a>,
-    /// Convert options (and the runner's): with [`Source::Adp`], only the version and the
-    /// runner's options count.
-    pub convert: &'a ConvertOptions,
-    /// The stages between convert and the outputs, applied in order.
-    pub stages: &'a [&'a dyn Stage],
-    /// Whether the kinds that can repeat, and the exports, are numbered (`join[1]`,
-    /// `export[1]`) even when they appear once, as in a pipeline file; else a stage is named by
-    /// its kind and a lone export `export` (a command's).
-    pub numbered: bool,
-    /// The summary's sections reported even when no stage adds to them (`joins`).
-    pub sections: &'a [&'a str],
-    /// Where every trajectory that leaves the stages goes.
-    pub output: Output<'a>,
-    /// The partition this run makes, if any. By path, `inputs` is already its share and
-    /// `all_inputs` every input; by id, trajectories of other partitions are left out.
-    pub partition: Option<Partition>,
-    /// Every input of the pipeline (for the first pass), when `inputs` is a partition's share.
-    pub all_inputs: Option<&'a [(String, &'static dyn Converter)]>,
-    /// The journal (kept in the first export's directory) and whether to resume from it;
-    /// `None`: no journal, and a killed run starts again (ADP lines have none).
-    pub journal: Option<&'a JournalOptions>,
-    /// Files that describe the run (`run.json`), from its summary: written as part of the
-    /// commit of its outputs.
-    pub describe: Option<Describe<'a>>,
-}
-
-impl<'a> Plan<'a> {
-    /// The plan of a command (`trajkit convert`, `join`, `redact`, `export`): `stages` between
-    /// `inputs` and `output`, named by their kinds, with no journal and no partition.
-    pub fn command(
-        inputs: Source<'a>,
-        convert: &'a ConvertOptions,
-        stages: &'a [&'a dyn Stage],
-        output: Output<'a>,
-    ) -> Plan<'a> {
-        Plan {
-            inputs,
-            convert,
-            stages,
-            numbered: false,
-            sections: &[],
-            output,
-            partition: None,
-            all_inputs: None,
-            journal: None,
-            describe: None,
-        }
-    }
-
-    /// Whether records go straight from their converter to the lines: converted inputs, no
-    /// stage, ADP lines out (`trajkit convert`).
-    fn writes_converted(&self) -> bool {
-        matches!(self.inputs, Source::Formats(_))
-            && self.stages.is_empty()
-            && matches!(self.output, Output::AdpLines(_))
-    }
-
-    /// The plan's steps in pipeline order with their names: convert (when the inputs are
-    /// converted, or nothing else can reject them), its stages ([`stage::names`]), the exports
-    /// (`export[N]`).
-    fn steps(&self) -> Vec<(StageAt, String)> {
-        let converts = matches!(self.inputs, Source::Formats(_)) || self.stages.is_empty();
-        let convert = converts.then(|| (StageAt::Convert, "convert".to_owned()));
-        let stages = stage::names(self.stages, self.numbered)
-            .into_iter()
-            .enumerate()
-            .map(|(i, n)| (StageAt::Stage(i), n));
-        let n = self.output.exports().len();
-        let exports = (0..n).map(|i| match self.numbered || n > 1 {
-            true => (StageAt::Export(i), format!("export[{}]", i + 1)),
-            false => (StageAt::Export(i), "export".to_owned()),
-        });
-        convert.into_iter().chain(stages).chain(exports).collect()
-    }
-}
-
-/// A step of the pass: what its busy time and its line of the summary are kept under.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum StageAt {
-    Convert,
-    /// The stage of this index in the plan (0-based).
-    Stage(usize),
-    /// The export of this index in the file (0-based).
-    Export(usize),
-}
 
 /// A run that could not complete.
 #[derive(Debug, thiserror::Error)]

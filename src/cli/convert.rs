@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use clap::Args;
 use trajkit::commands::convert::convert_inputs;
-use trajkit::commands::files::StageFiles;
+use trajkit::commands::files::lock_files;
 use trajkit::commands::inputs::plan;
 use trajkit::config::convert::{named_converter, output_format, upgrade_options, ConvertConfig};
 use trajkit::convert::ConvertOptions;
@@ -68,7 +68,7 @@ pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     )?;
     let plan = plan(&args.inputs, named, &|m| global.notice(m))?;
     let inputs: Vec<String> = plan.iter().map(|(p, _)| p.clone()).collect();
-    let files = StageFiles::open(&args.output, args.rejects.as_deref(), None)?;
+    let _locks = lock_files([Some(args.output.as_str()), args.rejects.as_deref()])?;
     let opts = ConvertOptions {
         to,
         upgrade,
@@ -84,10 +84,11 @@ pub fn run(args: ConvertArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         &plan,
         &opts,
         &bar,
-        files.output,
-        files.rejects,
+        &args.output,
+        args.rejects.as_deref(),
         Box::new(shown),
-    )?;
+    )
+    .map_err(CliError::io)?;
     bar.finish();
     warn_empty(global, summary.empty_inputs.iter().map(String::as_str));
     if !global.quiet {

@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use clap::Args;
 use trajkit::commands::export::{export_inputs, open, OpenError, RedactFlags};
+use trajkit::commands::run::RunError;
 use trajkit::config::export::ExportConfig;
 
 use super::common::{inputs, throughput, warn_empty, Capped, CliError, GlobalArgs};
@@ -86,13 +87,13 @@ pub fn run(args: ExportArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         Path::new(&config.output),
         &opts,
         &bar,
-        opened.rejects,
+        args.rejects.as_deref(),
         Box::new(Capped::stderr(global)),
         opened.redactor.as_ref(),
     )
-    .map_err(|e| match e.is_usage() {
-        true => CliError::usage(e.to_string()),
-        false => CliError::io(e),
+    .map_err(|e| match e {
+        RunError::Export(e) if e.is_usage() => CliError::usage(e.to_string()),
+        e => CliError::io(e),
     })?;
     bar.finish();
     warn_empty(global, summary.empty_inputs.iter().map(String::as_str));

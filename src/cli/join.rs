@@ -3,7 +3,7 @@
 use std::time::Instant;
 
 use clap::Args;
-use trajkit::commands::files::{write_summary_json, StageFiles};
+use trajkit::commands::files::{lock_files, write_summary_json};
 use trajkit::commands::join::{check_stdin, join_inputs, side_sets};
 use trajkit::config::join::JoinConfig;
 use trajkit::formats::side_formats;
@@ -101,11 +101,11 @@ pub fn run(args: JoinArgs, global: &GlobalArgs) -> Result<u8, CliError> {
             IndexError::Invalid(problems) => side_file_problems(&problems, global),
             other => CliError::io(other),
         })?;
-    let files = StageFiles::open(
-        &args.output,
+    let _locks = lock_files([
+        Some(args.output.as_str()),
         args.rejects.as_deref(),
         args.summary_json.as_deref(),
-    )?;
+    ])?;
     let opts = JoinRunOptions {
         upgrade: UpgradeOptions {
             target: args.adp_version,
@@ -121,10 +121,11 @@ pub fn run(args: JoinArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         join,
         &opts,
         &bar,
-        files.output,
-        files.rejects,
+        &args.output,
+        args.rejects.as_deref(),
         Box::new(Capped::stderr(global)),
-    )?;
+    )
+    .map_err(CliError::io)?;
     bar.finish();
     warn_empty(global, summary.empty_inputs.iter().map(String::as_str));
     for line in summary.lines(&throughput(bar.bytes_read(), started)) {

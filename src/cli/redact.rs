@@ -3,7 +3,7 @@
 use std::time::Instant;
 
 use clap::Args;
-use trajkit::commands::files::{report_writer, write_summary_json, StageFiles};
+use trajkit::commands::files::{lock_files, report_writer, write_summary_json};
 use trajkit::commands::redact::{
     redact_inputs, rule_list, scan_inputs, scan_line, RedactRunOptions,
 };
@@ -91,11 +91,11 @@ pub fn run(args: RedactArgs, global: &GlobalArgs) -> Result<u8, CliError> {
     if args.scan {
         return scan(&args, &inputs, &redactor, global, started);
     }
-    let files = StageFiles::open(
-        &args.output,
+    let _locks = lock_files([
+        Some(args.output.as_str()),
         args.rejects.as_deref(),
         args.summary_json.as_deref(),
-    )?;
+    ])?;
     let opts = RedactRunOptions {
         upgrade: UpgradeOptions {
             target: args.adp_version,
@@ -109,10 +109,11 @@ pub fn run(args: RedactArgs, global: &GlobalArgs) -> Result<u8, CliError> {
         &redactor,
         &opts,
         &bar,
-        files.output,
-        files.rejects,
+        &args.output,
+        args.rejects.as_deref(),
         Box::new(Capped::stderr(global)),
-    )?;
+    )
+    .map_err(CliError::io)?;
     bar.finish();
     warn_empty(global, summary.empty_inputs.iter().map(String::as_str));
     for line in summary.lines(&throughput(bar.bytes_read(), started)) {

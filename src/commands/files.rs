@@ -29,37 +29,6 @@ pub fn rejects_writer(path: Option<&str>) -> Result<Option<RejectsWriter>, Confi
         .map_err(|e| ConfigError::Io(format!("cannot create the rejects file: {e}")))
 }
 
-/// What a command that writes one JSON-lines output opens before its first record: the locks
-/// on its files (kept until the value is dropped), the output and the `--rejects` file.
-pub struct StageFiles {
-    /// The locks on the output, the rejects file and the JSON summary, held while the value
-    /// lives (its other fields may be moved out).
-    _locks: Vec<Lock>,
-    /// The output (`-o`).
-    pub output: Output,
-    /// The rejects file, when one was asked for.
-    pub rejects: Option<RejectsWriter>,
-}
-
-impl StageFiles {
-    /// Locks `output`, `rejects` and `summary_json` (see [`lock_files`]), then creates the
-    /// output and the rejects file.
-    pub fn open(
-        output: &str,
-        rejects: Option<&str>,
-        summary_json: Option<&str>,
-    ) -> Result<StageFiles, ConfigError> {
-        let locks = lock_files([Some(output), rejects, summary_json])?;
-        let out = Output::create(output)
-            .map_err(|e| ConfigError::Io(format!("cannot create {output}: {e}")))?;
-        Ok(StageFiles {
-            _locks: locks,
-            output: out,
-            rejects: rejects_writer(rejects)?,
-        })
-    }
-}
-
 /// Writes a command's summary as pretty JSON to `path` (`--summary-json`).
 pub fn write_summary_json(path: &str, summary: &impl serde::Serialize) -> Result<(), ConfigError> {
     let mut out =

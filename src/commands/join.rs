@@ -1,14 +1,13 @@
 //! `join`: every trajectory of the inputs joined with side files, into one JSON-lines output,
-//! with the rejected records and their diagnostics, and the orphans reported: the join stage
-//! ([`JoinStage`]) over ADP records ([`run_pass`]).
+//! with the rejected records and their diagnostics, and the orphans reported: a plan of the
+//! join stage ([`JoinStage`]) over ADP records ([`Plan::command`]), on `run`'s runner.
 
-use super::pass::{run_pass, Pass};
+use super::run::{run_plan, Output, Plan, RunError, Source, Unread};
 use crate::config::join::JoinConfig;
 use crate::config::ConfigError;
-use crate::engine::output::Output;
-use crate::engine::pipeline::{PipelineError, Progress};
-use crate::engine::rejects::RejectsWriter;
-use crate::engine::stage::Outputs;
+use crate::convert::ConvertOptions;
+use crate::engine::pipeline::Progress;
+use crate::engine::stage::Stage;
 use crate::join::{Join, JoinRunOptions, JoinStage, JoinSummary, SideSet};
 use crate::model::AdpVersion;
 use crate::validate::report::Reporter;
@@ -37,39 +36,36 @@ pub fn check_stdin(config: &JoinConfig, inputs: &[String]) -> Result<(), ConfigE
     Ok(())
 }
 
-/// Joins every trajectory of `inputs` (ADP, any version) with `join`, writing them to
-/// `output`, rejected records to `rejects` and diagnostics to `reporter`. Side records no
-/// trajectory matched are reported through `reporter` (as warnings under
-/// [`crate::join::Orphans::Report`], as errors written to `rejects` under [`crate::join::Orphans::Reject`]).
+/// Joins every trajectory of `inputs` (ADP, any version) with `join`, writing them to the file
+/// `output` (`-`: stdout), rejected records to the file `rejects` and diagnostics to
+/// `reporter`. Side records no trajectory matched are reported through `reporter` (as warnings
+/// under [`crate::join::Orphans::Report`], as errors written to `rejects` under
+/// [`crate::join::Orphans::Reject`]).
 pub fn join_inputs(
     inputs: &[String],
     join: Join,
     opts: &JoinRunOptions,
     progress: &dyn Progress,
-    output: Output,
-    rejects: Option<RejectsWriter>,
+    output: &str,
+    rejects: Option<&str>,
     reporter: Box<dyn Reporter>,
-) -> Result<JoinSummary, PipelineError> {
+) -> Result<JoinSummary, RunError> {
     let stage = JoinStage {
         join,
         opts: opts.clone(),
     };
-    let pass = Pass {
-        stage: &stage,
-        upgrade: &opts.upgrade,
-        run: &opts.run,
-        mask: None,
+    let convert = ConvertOptions {
+        upgrade: opts.upgrade.clone(),
+        run: opts.run.clone(),
+        ..ConvertOptions::default()
     };
-    let passed = run_pass(
-        inputs,
-        &pass,
-        progress,
-        output,
-        Outputs { reporter, rejects },
-    )?;
-    let mut summaries: Vec<JoinSummary> = passed.sections.get("joins").unwrap_or_default();
+    let stages: [&dyn Stage; 1] = [&stage];
+    let source = Source::Adp(inputs, Unread::FirstStage);
+    let plan = Plan::command(source, &convert, &stages, Output::AdpLines(output));
+    let run = run_plan(&plan, progress, rejects, reporter)?;
+    let mut summaries: Vec<JoinSummary> = run.sections.get("joins").unwrap_or_default();
     let mut summary = summaries.pop().unwrap_or_default();
-    summary.empty_inputs = passed.empty_inputs;
+    summary.empty_inputs = run.empty_inputs;
     Ok(summary)
 }
 

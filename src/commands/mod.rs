@@ -8,7 +8,6 @@ pub mod files;
 pub mod inputs;
 pub mod join;
 pub mod merge_manifests;
-pub mod pass;
 pub mod redact;
 pub mod report;
 pub mod run;

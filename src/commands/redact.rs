@@ -8,13 +8,14 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::pass::{run_pass, Pass};
-use crate::engine::output::Output;
+use super::run::{run_plan, Output, Plan, RunError, Source, Unread};
+use crate::convert::ConvertOptions;
 use crate::engine::pipeline::{self, Flow, PipelineError, Progress, RunOptions, Sink};
 use crate::engine::rejects::RejectsWriter;
-use crate::engine::stage::Outputs;
-use crate::ingest::RawRecord;
+use crate::engine::stage::{Ordered, Outputs, Stage, Step};
+use crate::ingest::{Provenance, RawRecord};
 use crate::model::upgrade::UpgradeOptions;
+use crate::model::Trajectory;
 use crate::redact::{scan_record, Redaction, Redactor, RuleCount, Scanner};
 use crate::validate::report::{FileCounts, Reporter, ValidationSummary};
 
@@ -71,33 +72,58 @@ impl RedactSummary {
     }
 }
 
-/// Redacts every trajectory of `inputs` (ADP, any version) with `redactor`, writing them to
-/// `output`, rejected records to `rejects` and their diagnostics to `reporter` (diagnostics
-/// show no text a rule finds): the redaction stage over ADP records ([`run_pass`]).
+/// The redaction stage as `trajkit redact` runs it: as in a pipeline, except that the rejects
+/// file keeps each record as it was read (only its diagnostics masked), for the user to see
+/// what was found (docs/redaction.md: keep it as private as the input).
+struct RedactAsRead<'a>(&'a Redactor);
+
+impl Stage for RedactAsRead<'_> {
+    fn kind(&self) -> &'static str {
+        self.0.kind()
+    }
+
+    fn apply(&self, traj: &mut Trajectory, prov: &Provenance) -> Step {
+        self.0.apply(traj, prov)
+    }
+
+    fn ordered(&self) -> Box<dyn Ordered + '_> {
+        self.0.ordered()
+    }
+
+    fn guard(&self, outputs: Outputs) -> Outputs {
+        let guarded = self.0.guard(outputs);
+        Outputs {
+            rejects: guarded.rejects.map(RejectsWriter::records_as_read),
+            ..guarded
+        }
+    }
+}
+
+/// Redacts every trajectory of `inputs` (ADP, any version) with `redactor`, writing them to the
+/// file `output` (`-`: stdout), rejected records to the file `rejects` and their diagnostics
+/// to `reporter` (diagnostics show no text a rule finds): a plan of the redaction stage over
+/// ADP records ([`Plan::command`]), on `run`'s runner.
 pub fn redact_inputs(
     inputs: &[String],
     redactor: &Redactor,
     opts: &RedactRunOptions,
     progress: &dyn Progress,
-    output: Output,
-    rejects: Option<RejectsWriter>,
+    output: &str,
+    rejects: Option<&str>,
     reporter: Box<dyn Reporter>,
-) -> Result<RedactSummary, PipelineError> {
-    let pass = Pass {
-        stage: redactor,
-        upgrade: &opts.upgrade,
-        run: &opts.run,
-        mask: Some(redactor.scanner()),
+) -> Result<RedactSummary, RunError> {
+    let convert = ConvertOptions {
+        upgrade: opts.upgrade.clone(),
+        run: opts.run.clone(),
+        ..ConvertOptions::default()
     };
-    let passed = run_pass(
-        inputs,
-        &pass,
-        progress,
-        output,
-        Outputs { reporter, rejects },
-    )?;
-    let redaction: Redaction = passed.sections.get("redaction").unwrap_or_default();
-    let c = passed.counts;
+    let stage = RedactAsRead(redactor);
+    let stages: [&dyn Stage; 1] = [&stage];
+    let source = Source::Adp(inputs, Unread::FirstStage);
+    let plan = Plan::command(source, &convert, &stages, Output::AdpLines(output));
+    let run = run_plan(&plan, progress, rejects, reporter)?;
+    let redaction: Redaction = run.sections.get("redaction").unwrap_or_default();
+    let c = run.stages.first().cloned().unwrap_or_default();
     Ok(RedactSummary {
         records: c.records_in,
         written: c.written,
@@ -105,7 +131,7 @@ pub fn redact_inputs(
         rejected: c.rejected,
         redacted: redaction.redacted,
         rules: redaction.rules,
-        empty_inputs: passed.empty_inputs,
+        empty_inputs: run.empty_inputs,
     })
 }
 

@@ -3,14 +3,14 @@
 //! is not UTF-8).
 
 use std::borrow::Cow;
-use std::fs;
+
 use std::io::{self, Write};
 use std::path::PathBuf;
 
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::engine::output::{Commit, Output};
+use crate::engine::output::Output;
 use crate::ingest::RawRecord;
 use crate::validate::report::Reporter;
 use crate::validate::Diagnostic;
@@ -59,6 +59,8 @@ pub struct RejectsWriter {
     out: Output,
     /// Masks each record and diagnostic written (a redacting run).
     mask: Option<Box<dyn Mask>>,
+    /// Whether the mask leaves the records as they were read (masking their diagnostics only).
+    records_as_read: bool,
 }
 
 /// Reports a rejected record: its diagnostics to `reporter`, and the record with them to
@@ -85,6 +87,7 @@ impl RejectsWriter {
         Ok(RejectsWriter {
             out: Output::create(path)?,
             mask: None,
+            records_as_read: false,
         })
     }
 
@@ -95,6 +98,7 @@ impl RejectsWriter {
         Ok(RejectsWriter {
             out: Output::resumable(path, keep)?,
             mask: None,
+            records_as_read: false,
         })
     }
 
@@ -104,6 +108,15 @@ impl RejectsWriter {
     pub fn masked(self, mask: Box<dyn Mask>) -> RejectsWriter {
         RejectsWriter {
             mask: Some(mask),
+            ..self
+        }
+    }
+
+    /// This writer, writing each record as it was read: a mask it has (or is given) masks the
+    /// diagnostics only (for a rejects file meant to show what the mask hides).
+    pub fn records_as_read(self) -> RejectsWriter {
+        RejectsWriter {
+            records_as_read: true,
             ..self
         }
     }
@@ -134,6 +147,10 @@ impl RejectsWriter {
         };
         let masked;
         let diagnostics = match &self.mask {
+            Some(mask) if self.records_as_read => {
+                masked = mask.mask_diagnostics(diagnostics.to_vec());
+                &masked[..]
+            }
             Some(mask) => {
                 if let Some(v) = &mut parsed {
                     mask.mask_value(v);
@@ -191,35 +208,4 @@ impl RejectsWriter {
     pub fn into_pending(self) -> io::Result<Option<(PathBuf, PathBuf)>> {
         self.out.into_pending()
     }
-}
-
-/// Completes a command's `output` and its rejects file together: both are flushed and synced
-/// before either is renamed into place, so an output is never committed when its rejects file
-/// could not be written (nor the other way round); on an error both temporaries are removed.
-pub fn commit_outputs(output: Output, rejects: Option<RejectsWriter>) -> io::Result<()> {
-    let out = output.into_pending();
-    let rej = match rejects {
-        Some(r) => r.into_pending(),
-        None => Ok(None),
-    };
-    let (out, rej) = match (out, rej) {
-        (Ok(o), Ok(r)) => (o, r),
-        (out, rej) => {
-            let pending = [&out, &rej].map(|p| p.as_ref().ok().cloned().flatten());
-            for (temp, _) in pending.into_iter().flatten() {
-                let _ = fs::remove_file(temp);
-            }
-            return Err(out
-                .err()
-                .or(rej.err())
-                .unwrap_or_else(|| io::Error::other("output not completed")));
-        }
-    };
-    // The rejects file first: a command that fails after it still tells which records it
-    // rejected.
-    let commit = Commit {
-        rename: rej.into_iter().chain(out).collect(),
-        ..Commit::default()
-    };
-    commit.apply().inspect_err(|_| commit.discard())
 }

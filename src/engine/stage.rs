@@ -188,8 +188,10 @@ impl Counts {
     }
 }
 
-/// The names of `stages` in a plan: the kind, numbered (`join[2]`) for kinds that repeat.
-pub fn names(stages: &[&dyn Stage]) -> Vec<String> {
+/// The names of `stages` in a plan: the kind, numbered (`join[2]`) for kinds that repeat when
+/// `numbered` (a pipeline file's stages) or when the kind appears more than once.
+pub fn names(stages: &[&dyn Stage], numbered: bool) -> Vec<String> {
+    let times = |kind: &str| stages.iter().filter(|s| s.kind() == kind).count();
     let mut seen: Vec<(&str, usize)> = Vec::new();
     stages
         .iter()
@@ -204,7 +206,7 @@ pub fn names(stages: &[&dyn Stage]) -> Vec<String> {
                     1
                 }
             };
-            match s.repeats() {
+            match s.repeats() && (numbered || times(s.kind()) > 1) {
                 true => format!("{}[{n}]", s.kind()),
                 false => s.kind().to_owned(),
             }

@@ -32,7 +32,6 @@ use super::manifest::manifest_name;
 use super::shard;
 use crate::engine::output::{Commit, Prepare};
 use crate::engine::partition::{state_dir, Partition};
-use crate::engine::pipeline::PipelineError;
 
 /// Why an export could not start.
 #[derive(Debug, thiserror::Error)]
@@ -54,9 +53,6 @@ pub enum ExportError {
         /// What is wrong with it.
         why: String,
     },
-    /// The run failed.
-    #[error(transparent)]
-    Pipeline(#[from] PipelineError),
     /// Creating or finishing the outputs failed.
     #[error("cannot write the export in {dir}: {source}")]
     Io {

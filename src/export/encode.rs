@@ -1,7 +1,7 @@
 //! Encoding: one trajectory into a row of the target. [`export_record`] and
 //! [`export_trajectory`] parse, upgrade and check, filter, encode and assign the split
-//! ([`Outcome`]); [`encode_line`] renders a JSON line (an SFT record, or the trajectory for
-//! `adp`), [`encode_parquet`] a Parquet row, [`encode_any`] either; with `--dedup` each row
+//! ([`Outcome`]); [`encode_any`] renders a JSON line (an SFT record, or the trajectory for
+//! `adp`), a Parquet row or a token row, as the target says; with `--dedup` each row
 //! carries the hash of its content without the id. With a chat template and tokenizer
 //! ([`ExportOptions::training`]), [`count_tokens`] counts each row's tokens as `stats` does;
 //! the exports of a run count a trajectory once where they count alike ([`SharedCounts`]).
@@ -186,19 +186,12 @@ fn trajectory_hash(traj: &mut Trajectory) -> Result<[u8; 16], serde_json::Error>
     Ok(content_hash(&body?))
 }
 
-/// Encodes a JSON-lines row: an SFT record, or the trajectory itself for `adp`.
+/// Encodes a JSON-lines row: an SFT record, or the trajectory itself for `adp`, with its token
+/// count maybe `share`d.
 ///
 /// The body is rendered into a per-thread scratch buffer and copied out once into a line of
 /// exactly its size: the rows of a batch wait for their turn to be written, so a buffer grown while
 /// rendering (or a generous first capacity) would be held that long for each of them.
-pub fn encode_line(
-    traj: Cow<'_, Trajectory>,
-    opts: &ExportOptions,
-) -> Result<Encoded<Vec<u8>>, RenderError> {
-    line_row(traj, opts, None)
-}
-
-/// [`encode_line`], with its token count maybe `share`d.
 fn line_row(
     traj: Cow<'_, Trajectory>,
     opts: &ExportOptions,
@@ -246,18 +239,10 @@ fn line_row(
     })
 }
 
-/// The largest scratch buffer [`encode_line`] keeps between rows.
+/// The largest scratch buffer [`line_row`] keeps between rows.
 const SCRATCH_KEEP: usize = 4 << 20;
 
-/// Encodes a Parquet row.
-pub fn encode_parquet(
-    traj: Cow<'_, Trajectory>,
-    opts: &ExportOptions,
-) -> Result<Encoded<crate::parquet::Row>, RenderError> {
-    parquet_row(traj, opts, None)
-}
-
-/// [`encode_parquet`], with its token count maybe `share`d.
+/// Encodes a Parquet row, with its token count maybe `share`d.
 fn parquet_row(
     traj: Cow<'_, Trajectory>,
     opts: &ExportOptions,

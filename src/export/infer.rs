@@ -15,11 +15,7 @@ use serde::Deserialize;
 use super::tools::ArgShapes;
 use crate::engine::pipeline::{self, Flow, PipelineError, Progress, RunOptions, Sink};
 use crate::ingest::RawRecord;
-use crate::model::upgrade::UpgradeOptions;
 use crate::model::{JsonObject, Step, Trajectory};
-use crate::redact::Redactor;
-use crate::validate::check::upgrade_checked;
-use crate::validate::check_adp;
 
 #[derive(Deserialize)]
 struct Record {
@@ -86,35 +82,14 @@ impl Sink for Gather {
     }
 }
 
-/// The argument shapes of every tool called in `inputs`, by tool name. Keys keep the order in
-/// which the input first uses them, so the result does not depend on the thread count.
-///
-/// With `redact`, the calls are those of each trajectory once redacted (the whole record is
-/// read, upgraded and checked), and a trajectory redaction rejects adds none.
+/// The argument shapes of every tool called in `inputs` (every call of the records as they
+/// are written, whether or not they are valid ADP), by tool name. Keys keep the order in which
+/// the input first uses them, so the result does not depend on the thread count.
 pub fn scan_inputs(
     inputs: &[String],
     opts: &RunOptions,
     progress: &dyn Progress,
-    redact: Option<&Redactor>,
 ) -> Result<BTreeMap<String, ArgShapes>, PipelineError> {
-    let gather = Gather(BTreeMap::new());
-    let (gathered, _) = match redact {
-        Some(r) => pipeline::run(inputs, opts, progress, |rec| redacted_calls(rec, r), gather)?,
-        None => pipeline::run(inputs, opts, progress, calls, gather)?,
-    };
+    let (gathered, _) = pipeline::run(inputs, opts, progress, calls, Gather(BTreeMap::new()))?;
     Ok(gathered.0)
-}
-
-/// The api calls of one record once its trajectory is redacted; none when it does not
-/// upgrade or redaction rejects it.
-fn redacted_calls(record: &RawRecord, redactor: &Redactor) -> Vec<(String, JsonObject)> {
-    let Ok((mut traj, _)) = check_adp(record).into_result() else {
-        return Vec::new();
-    };
-    let prov = &record.provenance;
-    let upgraded = upgrade_checked(&mut traj, prov, &UpgradeOptions::default());
-    if upgraded.is_err() || redactor.redact_trajectory(&mut traj, prov).is_err() {
-        return Vec::new();
-    }
-    trajectory_calls(&traj)
 }

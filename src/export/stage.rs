@@ -1,5 +1,5 @@
-//! [`ExportStage`]: one export as a stage of a larger pass (`trajkit run`), its rows of any
-//! target, checkpointed and resumable.
+//! [`ExportStage`]: one export as the output of a pass (`trajkit run`, `trajkit export`), its
+//! rows of any target, checkpointed and resumable.
 
 use std::collections::HashSet;
 use std::fs;
@@ -17,6 +17,7 @@ use super::target::Target;
 use super::tokens::TokensShard;
 use super::writer::{ExportRestart, ShardCheckpoint, Shards};
 use crate::engine::output::Commit;
+use crate::engine::stage::Sections;
 use crate::validate::Diagnostic;
 
 enum AnyShards {
@@ -25,10 +26,10 @@ enum AnyShards {
     Tokens(Shards<TokensShard>),
 }
 
-/// One export as a stage of a larger pass (`trajkit run`): the caller encodes rows with
-/// [`export_trajectory`](super::export_trajectory) and [`encode_any`](super::encode_any) in
-/// parallel, and hands the outcomes to `ExportStage::add` in input order. Like
-/// [`crate::commands::export::export_inputs`], nothing in the directory looks finished until
+/// One export as the output of a pass (`trajkit run`, `trajkit export`): the caller encodes
+/// rows with [`export_trajectory`](super::export_trajectory) and
+/// [`encode_any`](super::encode_any) in parallel, and hands the outcomes to
+/// [`ExportStage::add_trajectory`] in input order. Nothing in the directory looks finished until
 /// [`ExportStage::into_commit`].
 pub struct ExportStage {
     dir: PathBuf,
@@ -204,9 +205,10 @@ impl ExportStage {
         }
     }
 
-    /// Records what the redaction before this export replaced, for its manifest and card.
-    pub fn set_redaction(&mut self, redaction: Option<crate::redact::Redaction>) {
-        self.summary_mut().redaction = redaction;
+    /// Takes what the stages before this export report (the summary's sections) that its
+    /// manifest and card describe: what redaction replaced (the `redaction` section).
+    pub fn set_upstream(&mut self, sections: &Sections) {
+        self.summary_mut().redaction = sections.get("redaction");
     }
 
     /// Completes the shards, and hands back the export's counts and the commit that renames

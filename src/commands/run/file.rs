@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 
 use super::journal::{identity, JournalOptions, ResumeError};
-use super::{run_plan, ExportTarget, Plan, RunError, RunSummary};
+use super::{run_plan, ExportTarget, Output, Plan, RunError, RunSummary, Source};
 use crate::commands::report::{report, ReportOptions};
 use crate::config::convert::{named_converter, upgrade_options};
 use crate::config::pipeline::Pipeline;
@@ -539,14 +539,15 @@ impl<'p> Prepared<'p> {
         let stages: Vec<&dyn Stage> = joins.chain(filter).chain(redact).collect();
         let summary = run_plan(
             &Plan {
-                inputs: &self.share,
+                inputs: Source::Formats(&self.share),
                 convert: &self.convert,
                 stages: &stages,
+                numbered: true,
                 sections: &["joins"],
-                exports: &self.exports,
+                output: Output::Exports(&self.exports),
                 partition,
                 all_inputs: partition.map(|_| self.plan.as_slice()),
-                journal: &journal,
+                journal: Some(&journal),
                 describe: Some(&describe),
             },
             progress,

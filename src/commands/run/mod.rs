@@ -2,6 +2,11 @@
 //! with its input's converter, upgraded and checked, passed through each stage of the plan in
 //! order ([`Stage`]: joins, redaction, filters), and fanned out to every export.
 //!
+//! Every command of stages is such a plan too ([`Plan::command`]): `convert` from the formats
+//! to ADP lines ([`Source::Formats`], [`Output::AdpLines`], no stage), `join` and `redact` one
+//! stage over ADP records ([`Source::Adp`]) to ADP lines, `export` ADP records to one export
+//! ([`Output::Exports`]). The runner names none of them, nor any stage.
+//!
 //! The heavy work (converting, joining, rendering and encoding rows) happens in the parallel
 //! processing closure of [`pipeline::run_with_sources`]; the ordered sink only counts, writes
 //! rows into each export's shards and writes rejects, so the output bytes do not depend on the
@@ -17,7 +22,8 @@
 //! `--infer-tools dataset` (the export default) needs the tool calls of the whole export input
 //! before the first row is rendered: when an SFT export asks for it, a first pass converts and
 //! joins every record without encoding anything and gathers the calls of the trajectories that
-//! reach the exports (what `export` would read), as `export`'s own first pass does.
+//! reach the exports (what `export` would read); over ADP records with no stage, the calls of
+//! every record as it is written ([`scan_inputs`]).
 //!
 //! Stage times are busy times: the time spent in a stage's code, summed over the threads that
 //! ran it (convert: converting and checking; a stage: upgrading and applying it; export: upgrading,
@@ -29,34 +35,37 @@
 //! only its trajectories (by id, [`Plan::partition`]); the first pass still reads every input
 //! with every trajectory, so each partition infers the same tool specs as one unpartitioned run.
 //!
-//! Every run keeps a [`journal`] of checkpoints (at input boundaries and shard starts), from
+//! A run with a journal (`trajkit run`'s) keeps a [`journal`] of checkpoints (at input boundaries and shard starts), from
 //! which `--resume` restarts a killed run to the same output bytes.
 
 pub mod file;
 pub mod journal;
+mod lines;
+mod plan;
 pub mod summary;
 
+use plan::StageAt;
+pub use plan::{Describe, ExportTarget, Output, Plan, Source, Unread};
 pub use summary::{InputSummary, RunSummary};
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::convert::{
-    converted_checked, left_out_checked, left_out_of, ConvertOptions, Converter, LeftOut,
+    convert_record, converted_checked, left_out_checked, left_out_of, Converted, Converter, LeftOut,
 };
-use crate::engine::output::Commit;
+use crate::engine::output::{write_json, Commit, Output as OutputFile};
 use crate::engine::partition::{state_dir, Elsewhere, Partition, PartitionBy};
 use crate::engine::pipeline::{
     self, empty_inputs, Flow, PipelineError, Progress, Sink, StageSummary,
 };
 use crate::engine::rejects::{reject, RejectsWriter};
-use crate::engine::stage::{self, Counts, Ordered, Outputs, Sections, Stage, Step};
-use crate::export::infer::{trajectory_calls, Gather};
+use crate::engine::stage::{Counts, Ordered, Outputs, Sections, Stage, Step};
+use crate::export::infer::{scan_inputs, trajectory_calls, Gather};
 use crate::export::{
     encode_any, export_trajectory, export_upgraded, AnyRow, ExportError, ExportOptions,
     ExportStage, ExportSummary, InferTools, Outcome, Share, SharedCounts, Target,
@@ -64,75 +73,12 @@ use crate::export::{
 use crate::ingest::{Provenance, RawRecord};
 use crate::model::upgrade::UpgradeOptions;
 use crate::model::{JsonObject, Trajectory};
-use crate::redact::Redaction;
 use crate::segment::Mode as SegmentMode;
-use crate::validate::check::upgrade_checked;
+use crate::validate::check::{check_adp, upgrade_checked};
 use crate::validate::report::Reporter;
 use crate::validate::Diagnostic;
-use journal::{GlobalState, Journal, JournalOptions, Restart, ResumeError, StageState};
-
-/// One export: its directory and options.
-pub struct ExportTarget {
-    /// The output directory.
-    pub dir: PathBuf,
-    /// The options.
-    pub opts: ExportOptions,
-}
-
-/// Makes the files that describe a run from its summary: paths and texts.
-pub type Describe<'a> = &'a (dyn Fn(&RunSummary) -> Vec<(PathBuf, String)> + Sync);
-
-/// What a pipeline runs.
-pub struct Plan<'a> {
-    /// Each input with its converter, in order.
-    pub inputs: &'a [(String, &'static dyn Converter)],
-    /// Convert options (and the runner's).
-    pub convert: &'a ConvertOptions,
-    /// The stages between convert and the exports, applied in order.
-    pub stages: &'a [&'a dyn Stage],
-    /// The summary's sections reported even when no stage adds to them (`joins`).
-    pub sections: &'a [&'a str],
-    /// Exports; every trajectory that leaves the stages goes to each.
-    pub exports: &'a [ExportTarget],
-    /// The partition this run makes, if any. By path, `inputs` is already its share and
-    /// `all_inputs` every input; by id, trajectories of other partitions are left out.
-    pub partition: Option<Partition>,
-    /// Every input of the pipeline (for the first pass), when `inputs` is a partition's share.
-    pub all_inputs: Option<&'a [(String, &'static dyn Converter)]>,
-    /// The journal (kept in the first export's directory) and whether to resume from it.
-    pub journal: &'a JournalOptions,
-    /// Files that describe the run (`run.json`), from its summary: written as part of the
-    /// commit of its outputs.
-    pub describe: Option<Describe<'a>>,
-}
-
-impl Plan<'_> {
-    /// The plan's steps in pipeline order with their names: convert, its stages
-    /// ([`stage::names`]), the exports (`export[N]`).
-    fn steps(&self) -> Vec<(StageAt, String)> {
-        let convert = (StageAt::Convert, "convert".to_owned());
-        let stages = stage::names(self.stages)
-            .into_iter()
-            .enumerate()
-            .map(|(i, n)| (StageAt::Stage(i), n));
-        let exports =
-            (0..self.exports.len()).map(|i| (StageAt::Export(i), format!("export[{}]", i + 1)));
-        std::iter::once(convert)
-            .chain(stages)
-            .chain(exports)
-            .collect()
-    }
-}
-
-/// A step of the pass: what its busy time and its line of the summary are kept under.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum StageAt {
-    Convert,
-    /// The stage of this index in the plan (0-based).
-    Stage(usize),
-    /// The export of this index in the file (0-based).
-    Export(usize),
-}
+use journal::{GlobalState, Journal, Restart, ResumeError, StageState};
+use lines::Lines;
 
 /// A run that could not complete.
 #[derive(Debug, thiserror::Error)]
@@ -152,6 +98,14 @@ pub enum RunError {
          finish committing them"
     )]
     Commit(io::Error),
+    /// The ADP lines or the rejects file could not be created.
+    #[error("cannot create {what}: {source}")]
+    Create {
+        /// The file (or "the rejects file").
+        what: String,
+        /// Why.
+        source: io::Error,
+    },
     /// The outputs are committed, but the `[report]` page could not be written.
     #[error("[report]: {0}")]
     Report(String),
@@ -202,6 +156,7 @@ impl Busy {
 }
 
 /// What the stages after convert made of one trajectory.
+#[derive(Default)]
 struct TrajectoryItem {
     /// The step of each stage it reached, in order.
     steps: Vec<Step>,
@@ -211,6 +166,8 @@ struct TrajectoryItem {
     rejected_as: Option<Vec<u8>>,
     /// Its api calls (first pass only).
     calls: Vec<(String, JsonObject)>,
+    /// Its ADP JSON line, when it left the stages for [`Output::AdpLines`].
+    line: Option<Vec<u8>>,
 }
 
 /// What one export made of a trajectory: an outcome per row (one, or one per segment with
@@ -229,6 +186,9 @@ enum Item {
     Converted(Vec<TrajectoryItem>, u64, Vec<Diagnostic>, LeftOut),
     /// Nothing of it belongs to this partition (by id); its trajectories, all elsewhere.
     Elsewhere(u64),
+    /// Its lines as its converter wrote them, when they go straight to ADP lines (no stage):
+    /// as [`Converted::Written`].
+    Lines(Vec<u8>, u64, Vec<Diagnostic>, Vec<String>, LeftOut),
 }
 
 struct Stages<'a> {
@@ -244,6 +204,12 @@ struct Stages<'a> {
 
 impl Stages<'_> {
     fn process(&self, record: &RawRecord, encode: bool) -> Item {
+        if let Source::Adp(_, unread) = self.plan.inputs {
+            return self.read_adp(record, unread, encode);
+        }
+        if self.plan.writes_converted() {
+            return self.convert_lines(record);
+        }
         let started = Instant::now();
         let converted = self.convert(record);
         self.busy.add(StageAt::Convert, started);
@@ -276,6 +242,51 @@ impl Stages<'_> {
         )
     }
 
+    /// A record converted straight into the lines its converter writes ([`convert_record`]:
+    /// ADP, or the format of `--to`).
+    fn convert_lines(&self, record: &RawRecord) -> Item {
+        let started = Instant::now();
+        let converted = match self.by_path.get(record.provenance.input.as_ref()) {
+            Some(converter) => convert_record(*converter, record, self.plan.convert),
+            None => Converted::Rejected(vec![no_converter(&record.provenance)]),
+        };
+        self.busy.add(StageAt::Convert, started);
+        match converted {
+            Converted::Written(bytes, n, warnings, ids, left) => {
+                Item::Lines(bytes, n, warnings, ids, left)
+            }
+            Converted::Rejected(d) => Item::Rejected(d),
+        }
+    }
+
+    /// A record of [`Source::Adp`]: its trajectory checked and upgraded, then through the
+    /// stages; when it is not valid ADP (or not of the plan's version), a rejection where
+    /// `unread` says.
+    fn read_adp(&self, record: &RawRecord, unread: Unread, encode: bool) -> Item {
+        let prov = &record.provenance;
+        let read = check_adp(record).into_result().and_then(|(mut traj, _)| {
+            upgrade_checked(&mut traj, prov, &self.plan.convert.upgrade).map(|()| traj)
+        });
+        let item = match read {
+            Ok(traj) => self.trajectory(traj, record, 0, encode),
+            Err(d) if unread == Unread::Exports => TrajectoryItem {
+                exports: (self.exports.iter())
+                    .map(|_| ExportRows {
+                        outcomes: vec![Outcome::Rejected(d.clone())],
+                        made: None,
+                    })
+                    .collect(),
+                ..TrajectoryItem::default()
+            },
+            Err(d) if self.plan.stages.is_empty() => return Item::Rejected(d),
+            Err(d) => TrajectoryItem {
+                steps: vec![Step::Rejected(d)],
+                ..TrajectoryItem::default()
+            },
+        };
+        Item::Converted(vec![item], 0, Vec::new(), LeftOut::default())
+    }
+
     /// Keeps only this partition's trajectories (by id; all when not partitioned by id).
     fn keep_own(&self, trajectories: &mut Vec<Trajectory>) {
         if let Some(p) = self.by_id {
@@ -291,13 +302,7 @@ impl Stages<'_> {
     ) -> Result<(Vec<Trajectory>, LeftOut, Vec<Diagnostic>), Vec<Diagnostic>> {
         let prov = &record.provenance;
         let Some(converter) = self.by_path.get(prov.input.as_ref()) else {
-            return Err(vec![Diagnostic::error(
-                prov,
-                None,
-                "",
-                "no-converter",
-                "no converter was chosen for this input",
-            )]);
+            return Err(vec![no_converter(prov)]);
         };
         let converted = converter.convert(record, &self.plan.convert.mapping)?;
         let mut trajectories = Vec::with_capacity(converted.len());
@@ -350,10 +355,10 @@ impl Stages<'_> {
         let prov = &record.provenance;
         let mut item = TrajectoryItem {
             steps: Vec::with_capacity(self.plan.stages.len()),
-            exports: Vec::new(),
-            rejected_as: None,
-            calls: Vec::new(),
+            ..TrajectoryItem::default()
         };
+        // ADP records are rejected as they were read.
+        let converted = matches!(self.plan.inputs, Source::Formats(_));
         // The options the trajectory was last upgraded and checked with.
         let mut done = &self.plan.convert.upgrade;
         for (n, stage) in self.plan.stages.iter().enumerate() {
@@ -361,7 +366,18 @@ impl Stages<'_> {
             let step = apply(*stage, &mut traj, prov, &mut done);
             self.busy.add(StageAt::Stage(n), started);
             let stop = !matches!(step, Step::Kept(_));
-            if matches!(step, Step::Rejected(_)) {
+            if let (Step::Rejected(_), Source::Adp(_, Unread::Exports), true) =
+                (&step, self.plan.inputs, encode)
+            {
+                // Counted by the exports, with nothing more to report.
+                item.exports = (self.exports.iter())
+                    .map(|_| ExportRows {
+                        outcomes: vec![Outcome::Rejected(Vec::new())],
+                        made: None,
+                    })
+                    .collect();
+            }
+            if converted && matches!(step, Step::Rejected(_)) {
                 item.rejected_as = serde_json::to_vec(&traj).ok();
             }
             item.steps.push(step);
@@ -371,6 +387,20 @@ impl Stages<'_> {
         }
         if !encode {
             item.calls = trajectory_calls(&traj);
+            return item;
+        }
+        if let Output::AdpLines(_) = self.plan.output {
+            let mut line = Vec::with_capacity(record.bytes.len() + 256);
+            match write_json(&mut line, &traj, &traj.id, prov) {
+                Ok(()) => item.line = Some(line),
+                // A trajectory serializes to JSON (its maps have text keys, its numbers are
+                // finite): with no stage to reject it, this cannot be reached.
+                Err(d) => {
+                    if let Some(last) = item.steps.last_mut() {
+                        *last = Step::Rejected(vec![*d]);
+                    }
+                }
+            }
             return item;
         }
         // One export takes the trajectory: the last one that needs its own copy (an SFT target
@@ -397,8 +427,9 @@ impl Stages<'_> {
             );
             self.busy.add(StageAt::Export(n), started);
         }
-        let rejected =
-            |r: &ExportRows| (r.outcomes.iter()).any(|o| matches!(o, Outcome::Rejected(_)));
+        let rejected = |r: &ExportRows| {
+            converted && (r.outcomes.iter()).any(|o| matches!(o, Outcome::Rejected(_)))
+        };
         if outcomes.iter().flatten().any(rejected) {
             item.rejected_as = serde_json::to_vec(&traj).ok();
         }
@@ -420,6 +451,17 @@ impl Stages<'_> {
         item.exports = outcomes.into_iter().flatten().collect();
         item
     }
+}
+
+/// Why a record of an input no converter was chosen for is rejected.
+fn no_converter(prov: &Provenance) -> Diagnostic {
+    Diagnostic::error(
+        prov,
+        None,
+        "",
+        "no-converter",
+        "no converter was chosen for this input",
+    )
 }
 
 /// For each export, the first export that counts tokens like it
@@ -523,6 +565,8 @@ const STAGES_PERIOD: Duration = Duration::from_millis(200);
 
 struct RunSink<'a> {
     exports: Vec<ExportStage>,
+    /// With [`Output::AdpLines`], the file the lines go to.
+    lines: Option<Lines<'a>>,
     /// The diagnostics reporter and rejects file, as the stages guard them.
     out: Outputs,
     summary: RunSummary,
@@ -537,7 +581,7 @@ struct RunSink<'a> {
     /// When the stage counts were last reported.
     reported: Instant,
     elsewhere: Elsewhere,
-    journal: Journal,
+    journal: Option<Journal>,
     /// The plan index of the next input.
     input: usize,
     /// Per export, the rows offered to it so far.
@@ -594,14 +638,28 @@ impl Sink for RunSink<'_> {
         match item {
             Item::Rejected(d) => {
                 rejected = true;
-                self.convert_rejected += 1;
-                reject(
-                    self.out.reporter.as_mut(),
-                    self.out.rejects.as_mut(),
-                    &record,
-                    "convert",
-                    &d,
-                )?;
+                self.reject_converting(&record, &d)?;
+            }
+            Item::Lines(bytes, n, warnings, ids, left) => {
+                let written = match &mut self.lines {
+                    Some(lines) => lines.write_checked(&record, bytes, ids)?,
+                    None => Ok(()),
+                };
+                match written {
+                    Ok(()) => {
+                        for w in &warnings {
+                            self.out.reporter.diagnostic(w)?;
+                        }
+                        if let Some(input) = self.summary.inputs.last_mut() {
+                            input.left_out.add(&left);
+                        }
+                        converted = n;
+                    }
+                    Err(d) => {
+                        rejected = true;
+                        self.reject_converting(&record, &d)?;
+                    }
+                }
             }
             Item::Converted(trajectories, elsewhere, warnings, left) => {
                 for w in &warnings {
@@ -640,6 +698,13 @@ impl Sink for RunSink<'_> {
 const INPUT_CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
 
 impl RunSink<'_> {
+    /// Counts and reports a record the convert step rejected.
+    fn reject_converting(&mut self, record: &RawRecord, d: &[Diagnostic]) -> io::Result<()> {
+        self.convert_rejected += 1;
+        let (reporter, rejects) = (self.out.reporter.as_mut(), self.out.rejects.as_mut());
+        reject(reporter, rejects, record, "convert", d)
+    }
+
     /// Sets the time of the input whose records came last.
     fn close_input(&mut self) {
         if let (Some(started), Some(input)) =
@@ -704,7 +769,9 @@ impl RunSink<'_> {
                 None => None,
             },
         };
-        self.journal.input(self.input, &self.offered, state)?;
+        if let Some(journal) = &mut self.journal {
+            journal.input(self.input, &self.offered, state)?;
+        }
         self.journaled_inputs = self.summary.inputs.len();
         self.last_checkpoint = Some(Instant::now());
         Ok(())
@@ -743,18 +810,25 @@ impl RunSink<'_> {
                 report(self.busy.name(StageAt::Stage(i)), d)?;
             }
         }
+        let by_stage = rejected;
+        if let (Some(line), Some(out)) = (&t.line, &mut self.lines) {
+            out.write(line)?;
+        }
         let exports = t.exports.into_iter().zip(&mut self.exports);
         for (i, ((rows, export), offered)) in exports.zip(&mut self.offered).enumerate() {
             let started = Instant::now();
             *offered += rows.outcomes.len() as u64;
             let added = export.add_trajectory(rows.outcomes, rows.made)?;
             self.busy.add(StageAt::Export(i), started);
-            for d in added {
+            // A stage's rejection, which the export counts too, is reported already.
+            for d in added.into_iter().filter(|d| !(by_stage && d.is_empty())) {
                 rejected = true;
                 report(self.busy.name(StageAt::Export(i)), &d)?;
             }
             for c in export.take_checkpoints() {
-                self.journal.shard(i, c)?;
+                if let Some(journal) = &mut self.journal {
+                    journal.shard(i, c)?;
+                }
             }
         }
         Ok(rejected)
@@ -766,9 +840,9 @@ impl RunSink<'_> {
 fn restored_sink<'a>(
     plan: &Plan<'a>,
     restart: Restart,
-    exports: Vec<ExportStage>,
+    (exports, lines): (Vec<ExportStage>, Option<Lines<'a>>),
     out: Outputs,
-    journal: Journal,
+    journal: Option<Journal>,
     (busy, progress): (&'a Busy, &'a dyn Progress),
 ) -> RunSink<'a> {
     let st = restart.state;
@@ -787,6 +861,7 @@ fn restored_sink<'a>(
     offered.resize(exports.len(), 0);
     RunSink {
         exports,
+        lines,
         out,
         summary: RunSummary {
             records: st.records,
@@ -837,40 +912,54 @@ impl Sink for Calls {
 }
 
 /// Runs `plan` in one pass (two when an SFT export infers tool specs from the dataset),
-/// writing every export, rejects from every stage to the file `rejects` (with the stage:
-/// `convert`, each stage's name, `export[N]`) and their diagnostics to `reporter`. The exports are
-/// committed (shards renamed, manifest and card written) once the pass succeeded. With
-/// `plan.journal.resume`, restarts from where a killed run's journal says (see [`journal`]).
+/// writing its output (every export, or ADP lines), rejects from every stage to the file
+/// `rejects` (with the stage: `convert`, each stage's name, `export[N]`) and their diagnostics
+/// to `reporter`. The outputs are committed (shards renamed, manifest and card written, the
+/// lines and the rejects file renamed) once the pass succeeded. With a journal that says
+/// `resume`, restarts from where a killed run's journal says (see [`journal`]).
 pub fn run_plan<'a>(
     plan: &Plan<'a>,
     progress: &dyn Progress,
     rejects: Option<&str>,
     reporter: Box<dyn Reporter>,
 ) -> Result<RunSummary, RunError> {
-    let paths: Vec<String> = plan.inputs.iter().map(|(p, _)| p.clone()).collect();
-    let all_inputs = plan.all_inputs.unwrap_or(plan.inputs);
+    let paths = plan.inputs.paths();
+    let all_inputs = plan.all_inputs.unwrap_or(plan.inputs.converters());
     let by_path: HashMap<&str, &'static dyn Converter> = all_inputs
         .iter()
-        .chain(plan.inputs)
+        .chain(plan.inputs.converters())
         .map(|(p, c)| (p.as_str(), *c))
         .collect();
     let opts = plan.convert;
     let sources = |path: &str| by_path.get(path).and_then(|c| c.open_source(path, opts));
-    let mut export_opts: Vec<ExportOptions> = plan.exports.iter().map(|e| e.opts.clone()).collect();
-    let state_dir = match plan.exports.first() {
-        Some(e) => state_dir(&e.dir, plan.partition.as_ref()),
-        None => return Err(RunError::Resume(ResumeError::Refused("no export".into()))),
+    let targets = plan.output.exports();
+    let mut export_opts: Vec<ExportOptions> = targets.iter().map(|e| e.opts.clone()).collect();
+    let journal_at = match (plan.journal, &plan.output) {
+        (Some(j), Output::Exports(_)) => match targets.first() {
+            Some(e) => Some((j, state_dir(&e.dir, plan.partition.as_ref()))),
+            None => return Err(RunError::Resume(ResumeError::Refused("no export".into()))),
+        },
+        _ => None,
     };
     let splits: Vec<usize> = export_opts.iter().map(|o| o.splits.names().len()).collect();
     // A resumed run reads the journal first (refusals come before any work); a fresh one
     // replaces it only once the export directories could be opened.
     let mut resumed = None;
-    if plan.journal.resume {
-        resumed = Some(Journal::start(&state_dir, plan.journal, &splits)?);
+    if let Some((j, dir)) = journal_at.as_ref().filter(|(j, _)| j.resume) {
+        resumed = Some(Journal::start(dir, j, &splits)?);
     }
     let infer =
         |o: &ExportOptions| o.builds_conversations() && o.sft.infer_tools == InferTools::Dataset;
-    if export_opts.iter().any(infer) {
+    if export_opts.iter().any(infer)
+        && matches!(plan.inputs, Source::Adp(..))
+        && plan.stages.is_empty()
+    {
+        // Every call of the records as they are written (`trajkit export`).
+        let calls = scan_inputs(&paths, &opts.run, progress)?;
+        for o in export_opts.iter_mut().filter(|o| infer(o)) {
+            o.sft.catalog.set_inferred(&calls);
+        }
+    } else if export_opts.iter().any(infer) {
         let stages = Stages {
             plan,
             by_path: by_path.clone(),
@@ -879,12 +968,20 @@ pub fn run_plan<'a>(
             busy: &Busy::new(Vec::new()),
             by_id: None,
         };
-        let all: Vec<String> = all_inputs.iter().map(|(p, _)| p.clone()).collect();
+        let all: Vec<String> = match plan.all_inputs {
+            Some(all) => all.iter().map(|(p, _)| p.clone()).collect(),
+            None => paths.clone(),
+        };
+        // Over ADP records the bar shows both passes, as it did before they were a plan.
+        let first_progress = match plan.inputs {
+            Source::Adp(..) => progress,
+            Source::Formats(_) => &pipeline::NoProgress,
+        };
         let (calls, _) = pipeline::run_with_sources(
             &all,
             &sources,
             &opts.run,
-            &pipeline::NoProgress,
+            first_progress,
             |r| stages.process(r, false),
             Calls(Gather::default()),
         )?;
@@ -906,8 +1003,7 @@ pub fn run_plan<'a>(
         }
         Some((journal, restart)) => {
             let restart = restart.unwrap_or_default();
-            let exports = plan
-                .exports
+            let exports = targets
                 .iter()
                 .zip(&export_opts)
                 .enumerate()
@@ -916,25 +1012,43 @@ pub fn run_plan<'a>(
                     ExportStage::resume(&e.dir, o, x)
                 })
                 .collect::<Result<Vec<_>, _>>()?;
-            (journal, restart, exports)
+            (Some(journal), restart, exports)
         }
         None => {
-            let exports = plan
-                .exports
+            let exports = targets
                 .iter()
                 .zip(&export_opts)
                 .map(|(e, o)| ExportStage::open(&e.dir, o))
                 .collect::<Result<Vec<_>, _>>()?;
-            let (journal, _) = Journal::start(&state_dir, plan.journal, &splits)?;
+            let journal = match &journal_at {
+                Some((j, dir)) => Some(Journal::start(dir, j, &splits)?.0),
+                None => None,
+            };
             (journal, Restart::default(), exports)
         }
     };
+    let lines = match plan.output {
+        Output::AdpLines(path) => {
+            let file = OutputFile::create(path).map_err(|source| RunError::Create {
+                what: path.to_owned(),
+                source,
+            })?;
+            Some(Lines::new(file, by_path.clone(), opts))
+        }
+        Output::Exports(_) => None,
+    };
     let busy = Busy::new(plan.steps());
     let write = |e: io::Error| RunError::Pipeline(PipelineError::Write(e));
-    let rejects = rejects
-        .map(|p| RejectsWriter::resumable(p, restart.state.rejects.unwrap_or(0)))
-        .transpose()
-        .map_err(write)?;
+    let rejects = match (rejects, &journal) {
+        (Some(p), Some(_)) => {
+            Some(RejectsWriter::resumable(p, restart.state.rejects.unwrap_or(0)).map_err(write)?)
+        }
+        (Some(p), None) => Some(RejectsWriter::create(p).map_err(|source| RunError::Create {
+            what: "the rejects file".to_owned(),
+            source,
+        })?),
+        (None, _) => None,
+    };
     let out = (plan.stages.iter()).fold(Outputs { reporter, rejects }, |o, s| s.guard(o));
     let first = restart.input;
     let empty_before: Vec<String> = restart
@@ -944,7 +1058,14 @@ pub fn run_plan<'a>(
         .filter(|i| i.records == 0 && i.elsewhere == 0)
         .map(|i| i.path.clone())
         .collect();
-    let sink = restored_sink(plan, restart, exports, out, journal, (&busy, progress));
+    let sink = restored_sink(
+        plan,
+        restart,
+        (exports, lines),
+        out,
+        journal,
+        (&busy, progress),
+    );
     let stages = Stages {
         plan,
         by_path: by_path.clone(),
@@ -983,19 +1104,26 @@ pub fn run_plan<'a>(
     summary.partition = plan.partition.map(|p| Elsewhere {
         partition: p.spec(),
         by: p.by.name().to_owned(),
-        inputs: (all_inputs.len() - plan.inputs.len()) as u64,
+        inputs: (all_inputs.len() - paths.len()) as u64,
         ..sink.elsewhere
     });
     if let Some(describe) = plan.describe {
         commit.write.extend(describe(&summary));
     }
+    let Some(mut journal) = sink.journal else {
+        // Nothing to resume: the outputs are renamed into place, or removed.
+        commit
+            .apply()
+            .inspect_err(|_| commit.discard())
+            .map_err(write)?;
+        return Ok(summary);
+    };
     if let Some(ms) = std::env::var(journal::PAUSE_BEFORE_COMMIT)
         .ok()
         .and_then(|v| v.parse().ok())
     {
         std::thread::sleep(Duration::from_millis(ms));
     }
-    let mut journal = sink.journal;
     let recorded = commit
         .make_absolute()
         .and_then(|()| journal.commit(&commit, &summary));
@@ -1009,9 +1137,10 @@ pub fn run_plan<'a>(
 }
 
 /// Completes the run's outputs once its pass is over: each stage finishes (a join reports its
-/// orphan side records), the rejects file and every export's shards are completed and synced,
-/// and what commits them is added to `commit`. Returns the stages' counts, the exports'
-/// summaries and the stages' sections of the summary.
+/// orphan side records), the rejects file, the ADP lines and every export's shards are
+/// completed and synced, and what commits them is added to `commit` (the rejects file first).
+/// Returns the stages' counts, the exports' summaries and the stages' sections of the summary,
+/// which each export's manifest is told of.
 fn complete(
     sink: &mut RunSink<'_>,
     plan: &Plan<'_>,
@@ -1031,13 +1160,14 @@ fn complete(
     if let Some(r) = sink.out.rejects.take() {
         commit.rename.extend(r.into_pending().map_err(write)?);
     }
+    if let Some(lines) = sink.lines.take() {
+        commit.rename.extend(lines.into_pending().map_err(write)?);
+    }
     let mut stages = sink.stages();
     let mut sections = Sections::with_lists(plan.sections);
     for o in &sink.ordered {
         o.summarize(&mut sections);
     }
-    // Each export's manifest records what redaction replaced before it.
-    let redaction: Option<Redaction> = sections.get("redaction");
     let mut exports = Vec::new();
     for (i, (stage, o)) in std::mem::take(&mut sink.exports)
         .into_iter()
@@ -1046,7 +1176,7 @@ fn complete(
     {
         let started = Instant::now();
         let mut stage = stage;
-        stage.set_redaction(redaction.clone());
+        stage.set_upstream(&sections);
         let (summary, c) = stage.into_commit(o)?;
         commit.extend(c);
         exports.push(summary);

@@ -192,6 +192,12 @@ impl FileBundle {
         entry: fn(&mut Vec<u8>, u64, &[u8]),
     ) -> (FileBundle, Vec<Range<usize>>) {
         let mut text = open.into_bytes();
+        // Room for the whole file and the wrapping of its lines (about 20 bytes each), so that
+        // the text is not copied as it grows.
+        if let Some(size) = framed.file_size() {
+            let room = size.saturating_add(size / 4).min(MAX_RESERVED);
+            text.reserve(usize::try_from(room).unwrap_or(0));
+        }
         let mut spans = Vec::new();
         let mut entries = 0usize;
         let mut bad = Vec::new();
@@ -245,6 +251,9 @@ impl FileBundle {
         (bundle, spans)
     }
 }
+
+/// The most room a bundle's text reserves up front (a larger file's grows as it is read).
+const MAX_RESERVED: u64 = 1 << 30;
 
 /// The opening text of a bundle marked `marker`, in two parts: the marker, then the start of
 /// its `lines` (keys added to the bundle go between them).

@@ -48,6 +48,21 @@ impl FramedRecords {
     }
 }
 
+impl FramedRecords {
+    /// The size of the input file, when it is one (not stdin): what a reader gathering the
+    /// whole input into one record reserves room for. Of a compressed file, its compressed
+    /// size (a lower bound).
+    pub fn file_size(&self) -> Option<u64> {
+        if &*self.file == "-" {
+            return None;
+        }
+        std::fs::metadata(&*self.file)
+            .ok()
+            .filter(|m| m.is_file())
+            .map(|m| m.len())
+    }
+}
+
 impl Iterator for FramedRecords {
     type Item = RawRecord;
 

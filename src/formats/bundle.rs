@@ -202,7 +202,8 @@ impl FileBundle {
         let mut entries = 0usize;
         let mut bad = Vec::new();
         let mut head: Option<RawRecord> = None;
-        for mut record in read.into_iter().chain(framed.by_ref()) {
+        let mut read = read.into_iter();
+        while let Some(mut record) = read.next().or_else(|| framed.next()) {
             let rewritten = match &record.error {
                 Some(_) => {
                     bad.push(record);
@@ -227,8 +228,9 @@ impl FileBundle {
             let start = text.len();
             entry(&mut text, record.provenance.line, bytes);
             spans.push(start..text.len());
+            // Its bytes are copied: the framer reads the next line into them.
+            framed.recycle(std::mem::take(&mut record.bytes));
             if head.is_none() {
-                record.bytes = Vec::new();
                 head = Some(record);
             }
         }

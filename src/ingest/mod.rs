@@ -63,6 +63,13 @@ impl FramedRecords {
     }
 }
 
+impl FramedRecords {
+    /// Gives back the bytes of a record the caller is done with: see [`Framer::recycle`].
+    pub fn recycle(&mut self, bytes: Vec<u8>) {
+        self.framer.recycle(bytes);
+    }
+}
+
 impl Iterator for FramedRecords {
     type Item = RawRecord;
 

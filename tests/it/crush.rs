@@ -726,18 +726,9 @@ fn write_sample(dir: &Path) {
     let t0: i64 = 1767261600;
     let (parent, sub) = ("5f0c1d2e-0000-4a1b-9c3d-7e8f90a1b2c3", "m2$$call_find");
     let todos = r#"[{"content": "fix parse_list", "status": "completed"}]"#;
-    let sessions: [(
-        &str,
-        Option<&str>,
-        &str,
-        i64,
-        i64,
-        i64,
-        f64,
-        i64,
-        i64,
-        Option<&str>,
-    ); 2] = [
+    // id, parent, title, message count, prompt and completion tokens, cost, updated and
+    // created times, todos.
+    let sessions = [
         (
             parent,
             None,

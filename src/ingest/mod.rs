@@ -46,9 +46,7 @@ impl FramedRecords {
             index: 0,
         })
     }
-}
 
-impl FramedRecords {
     /// The size of the input file, when it is one (not stdin): what a reader gathering the
     /// whole input into one record reserves room for. Of a compressed file, its compressed
     /// size (a lower bound).
@@ -61,9 +59,7 @@ impl FramedRecords {
             .filter(|m| m.is_file())
             .map(|m| m.len())
     }
-}
 
-impl FramedRecords {
     /// Gives back the bytes of a record the caller is done with: see [`Framer::recycle`].
     pub fn recycle(&mut self, bytes: Vec<u8>) {
         self.framer.recycle(bytes);

@@ -192,11 +192,18 @@ impl FileBundle {
         entry: fn(&mut Vec<u8>, u64, &[u8]),
     ) -> (FileBundle, Vec<Range<usize>>) {
         let mut text = open.into_bytes();
+        // Room for the whole file and the wrapping of its lines (about 20 bytes each), so that
+        // the text is not copied as it grows.
+        if let Some(size) = framed.file_size() {
+            let room = size.saturating_add(size / 4).min(MAX_RESERVED);
+            text.reserve(usize::try_from(room).unwrap_or(0));
+        }
         let mut spans = Vec::new();
         let mut entries = 0usize;
         let mut bad = Vec::new();
         let mut head: Option<RawRecord> = None;
-        for mut record in read.into_iter().chain(framed.by_ref()) {
+        let mut read = read.into_iter();
+        while let Some(mut record) = read.next().or_else(|| framed.next()) {
             let rewritten = match &record.error {
                 Some(_) => {
                     bad.push(record);
@@ -221,8 +228,9 @@ impl FileBundle {
             let start = text.len();
             entry(&mut text, record.provenance.line, bytes);
             spans.push(start..text.len());
+            // Its bytes are copied: the framer reads the next line into them.
+            framed.recycle(std::mem::take(&mut record.bytes));
             if head.is_none() {
-                record.bytes = Vec::new();
                 head = Some(record);
             }
         }
@@ -245,6 +253,9 @@ impl FileBundle {
         (bundle, spans)
     }
 }
+
+/// The most room a bundle's text reserves up front (a larger file's grows as it is read).
+const MAX_RESERVED: u64 = 1 << 30;
 
 /// The opening text of a bundle marked `marker`, in two parts: the marker, then the start of
 /// its `lines` (keys added to the bundle go between them).

@@ -117,8 +117,14 @@ struct CappedBytes {
 
 impl CappedBytes {
     fn new(limit: usize) -> Self {
+        CappedBytes::reusing(Vec::new(), limit)
+    }
+
+    /// Bytes read into `room` (emptied first), which keeps its allocation.
+    fn reusing(mut room: Vec<u8>, limit: usize) -> Self {
+        room.clear();
         CappedBytes {
-            bytes: Vec::new(),
+            bytes: room,
             size: 0,
             limit: limit as u64,
         }
@@ -174,6 +180,8 @@ pub struct Framer<R> {
     emitted: u64,
     /// Bytes consumed from the (decompressed) stream so far.
     pub bytes_read: u64,
+    /// A frame's bytes given back ([`Framer::recycle`]), to read the next line into.
+    spare: Vec<u8>,
 }
 
 impl<R: BufRead> Framer<R> {
@@ -188,7 +196,15 @@ impl<R: BufRead> Framer<R> {
             done: false,
             emitted: 0,
             bytes_read: 0,
+            spare: Vec::new(),
         }
+    }
+
+    /// Takes back the bytes of a frame the caller is done with (copied elsewhere): the next
+    /// line is read into them, so that a reader gathering a file's lines allocates once
+    /// rather than once a line.
+    pub fn recycle(&mut self, bytes: Vec<u8>) {
+        self.spare = bytes;
     }
 
     fn consume(&mut self, n: usize) {
@@ -258,7 +274,7 @@ impl<R: BufRead> Framer<R> {
         loop {
             let start = self.line;
             let offset = self.bytes_read;
-            let mut record = CappedBytes::new(self.max_bytes);
+            let mut record = CappedBytes::reusing(std::mem::take(&mut self.spare), self.max_bytes);
             let mut saw_any = false;
             loop {
                 let chunk = self.reader.fill_buf()?;

@@ -46,6 +46,24 @@ impl FramedRecords {
             index: 0,
         })
     }
+
+    /// The size of the input file, when it is one (not stdin): what a reader gathering the
+    /// whole input into one record reserves room for. Of a compressed file, its compressed
+    /// size (a lower bound).
+    pub fn file_size(&self) -> Option<u64> {
+        if &*self.file == "-" {
+            return None;
+        }
+        std::fs::metadata(&*self.file)
+            .ok()
+            .filter(|m| m.is_file())
+            .map(|m| m.len())
+    }
+
+    /// Gives back the bytes of a record the caller is done with: see [`Framer::recycle`].
+    pub fn recycle(&mut self, bytes: Vec<u8>) {
+        self.framer.recycle(bytes);
+    }
 }
 
 impl Iterator for FramedRecords {

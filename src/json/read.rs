@@ -19,15 +19,24 @@ use std::borrow::Cow;
 
 use serde_json::Number;
 
+use super::node::{Entries, Node};
+
 /// The deepest nesting read: `serde_json`'s recursion limit (128 levels counted from one)
 /// leaves 127 open arrays and objects, so no text this reader takes is one it refuses.
 const MAX_DEPTH: u32 = 127;
 
-/// A position in a JSON text.
+/// A position in a JSON text, and room to gather the items of the arrays and objects being
+/// read.
 pub(super) struct Reader<'a> {
     text: &'a str,
     at: usize,
     depth: u32,
+    /// The items read so far of the arrays being read, innermost last: an array's items are
+    /// gathered here and moved into a vector of their exact number when it closes, so that
+    /// no array grows by reallocation (records are mostly small arrays and objects).
+    pub(super) items: Vec<Node<'a>>,
+    /// Likewise the entries of the objects being read.
+    pub(super) entries: Entries<'a>,
 }
 
 impl<'a> Reader<'a> {
@@ -37,6 +46,8 @@ impl<'a> Reader<'a> {
             text,
             at: 0,
             depth: 0,
+            items: Vec::new(),
+            entries: Vec::new(),
         }
     }
 

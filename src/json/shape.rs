@@ -28,6 +28,7 @@
 //! ([`crate::validate::check::check_raw`]), which reports the schema's diagnostics (or the
 //! broken JSON rule) for invalid ones and reads the valid ones as values.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -181,7 +182,7 @@ pub fn any_object_fields<'a>(bytes: &'a [u8], names: &[String]) -> Option<Entrie
             any.read_into(r, &mut value)?;
             found.push((key.clone(), value));
         } else {
-            skip(r)?;
+            skip(r, &mut Vec::new())?;
         }
         keys.push(key);
         Some(())
@@ -198,7 +199,7 @@ pub fn skim(bytes: &[u8]) -> Option<bool> {
     let text = std::str::from_utf8(bytes).ok()?;
     let mut r = Reader::new(text);
     let object = r.peek()? == b'{';
-    skip(&mut r)?;
+    skip(&mut r, &mut Vec::new())?;
     r.at_end().then_some(object)
 }
 
@@ -578,15 +579,19 @@ impl<'s> Checked<'s> {
     /// Reads an array into `out`, each item checked by `items`.
     fn array<'a>(self, r: &mut Reader<'a>, out: &mut Node<'a>) -> Option<()> {
         let item = self.of(self.shape().items);
-        *out = Node::Array(Vec::new());
-        let Node::Array(items) = out else {
-            return None;
-        };
+        // The items gather on the reader's stack (an inner array's are taken off it before
+        // the next item goes on), then move into a vector of their number.
+        let base = r.items.len();
         r.elements(b']', |r| {
-            items.push(Node::Null);
-            item.read_into(r, items.last_mut()?)
+            let mut value = Node::Null;
+            item.read_into(r, &mut value)?;
+            r.items.push(value);
+            Some(())
         })?;
-        self.admits_len(items.len()).then_some(())
+        let items: Vec<Node<'a>> = r.items.drain(base..).collect();
+        let fits = self.admits_len(items.len());
+        *out = Node::Array(items);
+        fits.then_some(())
     }
 
     /// Whether `minItems` and `maxItems` admit an array of `len` items.
@@ -651,10 +656,8 @@ impl<'s> Checked<'s> {
     /// by none (refused when the shape is closed), then the required keys looked for.
     fn object<'a>(self, r: &mut Reader<'a>, out: &mut Node<'a>) -> Option<()> {
         let s = self.shape();
-        *out = Node::Object(Vec::with_capacity(s.properties.len()));
-        let Node::Object(entries) = out else {
-            return None;
-        };
+        // The entries gather on the reader's stack, as an array's items do.
+        let base = r.entries.len();
         // Keys usually come in the schema's order: try the property after the last one first.
         let mut next = 0;
         let mut seen = 0u64;
@@ -682,38 +685,47 @@ impl<'s> Checked<'s> {
                     ANY
                 }
             };
-            entries.push((key, Node::Null));
-            let (_, value) = entries.last_mut()?;
-            self.of(id).read_into(r, value)
+            let mut value = Node::Null;
+            self.of(id).read_into(r, &mut value)?;
+            r.entries.push((key, value));
+            Some(())
         })?;
+        let entries: Entries<'a> = r.entries.drain(base..).collect();
         let complete = seen & s.required == s.required
             && s.required_others
                 .iter()
                 .all(|r| entries.iter().any(|(k, _)| k == r));
         // Keys of properties were checked above; others can only repeat each other.
-        let unique = !(others && has_duplicate_key(entries, |(k, _)| k.as_ref()));
+        let unique = !(others && has_duplicate_key(&entries, |(k, _)| k.as_ref()));
+        *out = Node::Object(entries);
         (complete && unique && self.conditionals_hold(out)).then_some(())
     }
 }
 
 /// Reads a value as [`Shapes::any`] reads it (the same checks, the same refusals), building
-/// nothing.
-fn skip(r: &mut Reader<'_>) -> Option<()> {
+/// nothing. `keys` is scratch room for the keys of the objects being read, shared by the
+/// nested ones (each reads its keys after those of the objects around it and takes them out
+/// when done), so that a value allocates once rather than once per object.
+fn skip<'a>(r: &mut Reader<'a>, keys: &mut Vec<Cow<'a, str>>) -> Option<()> {
     match r.peek()? {
         b'"' => r.string().map(drop),
         b'{' => {
-            let mut keys = Vec::new();
+            let outer = keys.len();
             r.elements(b'}', |r| {
                 if r.peek()? != b'"' {
                     return None;
                 }
-                keys.push(r.string()?);
+                let key = r.string()?;
                 r.eat(b':')?;
-                skip(r)
+                skip(r, keys)?;
+                keys.push(key);
+                Some(())
             })?;
-            (!has_duplicate_key(&keys, |k| k.as_ref())).then_some(())
+            let unique = !has_duplicate_key(&keys[outer..], |k| k.as_ref());
+            keys.truncate(outer);
+            unique.then_some(())
         }
-        b'[' => r.elements(b']', skip),
+        b'[' => r.elements(b']', |r| skip(r, keys)),
         b't' => r.literal("true"),
         b'f' => r.literal("false"),
         b'n' => r.literal("null"),

@@ -2,7 +2,8 @@
 //! (`.opencode/opencode.db`), read from the corpus's real stores and from stores these tests
 //! build with rusqlite in each schema version's shape (columns added by Crush's migrations
 //! present or not), with rows only in the write-ahead log, a live writer holding a write
-//! transaction, a corrupt page and an unknown schema version.
+//! transaction, a corrupt page and an unknown schema version. `sample_data/crush/` is what
+//! [`write_sample`] writes (checked by converting both).
 
 use std::path::{Path, PathBuf};
 
@@ -10,7 +11,8 @@ use rusqlite::Connection;
 use serde_json::{json, Value};
 
 use crate::common::{
-    agent_logs, assert_every_sft_target_accepts, convert, step_classes, tool_actions_and_links,
+    agent_logs, assert_every_sft_target_accepts, convert, sample_data, step_classes,
+    tool_actions_and_links, trajkit,
 };
 use crate::stores::{
     converted_as, converted_copy_of_log, create_store, insert, middle_page, overwrite, snapshot,
@@ -671,4 +673,357 @@ fn a_stray_record_is_not_a_session() {
     assert_eq!(code, 1, "{stderr}");
     assert!(out.is_empty());
     assert!(stderr.contains("not a Crush/OpenCode session"), "{stderr}");
+}
+
+/// The schema of Crush's newest migration, as Crush creates it (the sample's store).
+const SAMPLE_SCHEMA: &str = "
+PRAGMA page_size = 1024;
+CREATE TABLE goose_db_version (id INTEGER PRIMARY KEY AUTOINCREMENT, version_id INTEGER NOT NULL,
+    is_applied INTEGER NOT NULL, tstamp TIMESTAMP DEFAULT (datetime('now')));
+CREATE TABLE sessions (id TEXT PRIMARY KEY, parent_session_id TEXT, title TEXT NOT NULL,
+    message_count INTEGER NOT NULL DEFAULT 0, prompt_tokens INTEGER NOT NULL DEFAULT 0,
+    completion_tokens INTEGER NOT NULL DEFAULT 0, cost REAL NOT NULL DEFAULT 0.0,
+    updated_at INTEGER NOT NULL, created_at INTEGER NOT NULL, summary_message_id TEXT, todos TEXT);
+CREATE TABLE files (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, path TEXT NOT NULL,
+    content TEXT NOT NULL, version INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL, UNIQUE(path, session_id, version));
+CREATE INDEX idx_files_session_id ON files (session_id);
+CREATE TABLE messages (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, role TEXT NOT NULL,
+    parts TEXT NOT NULL DEFAULT '[]', model TEXT, created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL, finished_at INTEGER, provider TEXT,
+    is_summary_message INTEGER DEFAULT 0 NOT NULL);
+CREATE INDEX idx_messages_session_id ON messages (session_id);
+CREATE TABLE read_files (session_id TEXT NOT NULL, path TEXT NOT NULL, read_at INTEGER NOT NULL,
+    PRIMARY KEY (path, session_id));
+";
+
+/// Writes the sample of `sample_data/crush/` into `dir`: a `crush.db` of Crush's newest schema
+/// holding one session, in which the agent tool runs a sub-session, with two versions of a
+/// file it edited.
+fn write_sample(dir: &Path) {
+    let conn = create_store(&dir.join("crush.db"), &[SAMPLE_SCHEMA]);
+    for v in [
+        0i64,
+        20250424200609,
+        20250515105448,
+        20250624000000,
+        20250627000000,
+        20250810000000,
+        20250812000000,
+        20260127000000,
+    ] {
+        insert(
+            &conn,
+            "goose_db_version",
+            &[
+                ("version_id", &v),
+                ("is_applied", &1),
+                ("tstamp", &"2026-01-01 09:00:00"),
+            ],
+        );
+    }
+    // 2026-01-01T10:00:00Z
+    let t0: i64 = 1767261600;
+    let (parent, sub) = ("5f0c1d2e-0000-4a1b-9c3d-7e8f90a1b2c3", "m2$$call_find");
+    let todos = r#"[{"content": "fix parse_list", "status": "completed"}]"#;
+    // id, parent, title, message count, prompt and completion tokens, cost, updated and
+    // created times, todos.
+    let sessions = [
+        (
+            parent,
+            None,
+            "Fix the failing parser test",
+            10,
+            4210,
+            388,
+            0.0123,
+            t0 + 60,
+            t0,
+            Some(todos),
+        ),
+        (
+            sub,
+            Some(parent),
+            "Find the parser",
+            4,
+            900,
+            40,
+            0.002,
+            t0 + 12,
+            t0 + 5,
+            None,
+        ),
+    ];
+    for (id, up, title, count, prompt, completion, cost, updated, created, todos) in sessions {
+        insert(
+            &conn,
+            "sessions",
+            &[
+                ("id", &id),
+                ("parent_session_id", &up),
+                ("title", &title),
+                ("message_count", &count),
+                ("prompt_tokens", &prompt),
+                ("completion_tokens", &completion),
+                ("cost", &cost),
+                ("updated_at", &updated),
+                ("created_at", &created),
+                ("todos", &todos),
+            ],
+        );
+    }
+    let finish =
+        |reason: &str, at: i64| json!({"type": "finish", "data": {"reason": reason, "time": at}});
+    // A call's input and a result's metadata are JSON texts as Crush writes them.
+    let call = |id: &str, name: &str, input: &str| {
+        json!({"type": "tool_call", "data": {"id": id, "name": name, "input": input,
+            "provider_executed": false, "finished": true}})
+    };
+    let result = |id: &str, content: &str, metadata: &str, is_error: bool| {
+        json!({"type": "tool_result", "data": {"tool_call_id": id, "name": "", "content": content,
+            "data": "", "mime_type": "", "metadata": metadata, "is_error": is_error}})
+    };
+    let model = Some(("anthropic/claude-sonnet-4", "openrouter"));
+    let test = r#"{"command": "cargo test parse_list"}"#;
+    let rows = [
+        (
+            "m1",
+            parent,
+            "user",
+            json!([
+                text("The test parse_list fails. Can you fix it?"),
+                finish("stop", 0)
+            ]),
+            None,
+        ),
+        (
+            "m2",
+            parent,
+            "assistant",
+            json!([
+                {"type": "reasoning", "data": {"thinking": "First find where lists are parsed.",
+                    "signature": ""}},
+                text("Let me find the parser."),
+                call("call_find", "agent", r#"{"prompt": "Find the function that parses lists."}"#),
+                finish("tool_use", t0 + 13),
+            ]),
+            model,
+        ),
+        (
+            "m3",
+            parent,
+            "tool",
+            json!([result(
+                "call_find",
+                "src/parse.rs: fn parse_list",
+                "",
+                false
+            )]),
+            None,
+        ),
+        (
+            "m4",
+            parent,
+            "assistant",
+            json!([call("call_test", "bash", test), finish("tool_use", t0 + 20)]),
+            model,
+        ),
+        (
+            "m5",
+            parent,
+            "tool",
+            json!([result(
+                "call_test",
+                "test parse_list ... FAILED: expected 3 items, got 2",
+                r#"{"exit_code": 101}"#,
+                true
+            )]),
+            None,
+        ),
+        (
+            "m6",
+            parent,
+            "assistant",
+            json!([
+                text("The loop stops one item early."),
+                call(
+                    "call_edit",
+                    "edit",
+                    r#"{"file_path": "src/parse.rs", "old_string": "i < n - 1", "new_string": "i < n"}"#
+                ),
+                finish("tool_use", t0 + 30),
+            ]),
+            model,
+        ),
+        (
+            "m7",
+            parent,
+            "tool",
+            json!([result(
+                "call_edit",
+                "Edited src/parse.rs",
+                r#"{"additions": 1, "removals": 1}"#,
+                false
+            )]),
+            None,
+        ),
+        (
+            "m8",
+            parent,
+            "assistant",
+            json!([
+                call("call_retest", "bash", test),
+                finish("tool_use", t0 + 40)
+            ]),
+            model,
+        ),
+        (
+            "m9",
+            parent,
+            "tool",
+            json!([result(
+                "call_retest",
+                "test parse_list ... ok",
+                r#"{"exit_code": 0}"#,
+                false
+            )]),
+            None,
+        ),
+        (
+            "m10",
+            parent,
+            "assistant",
+            json!([
+                text("Fixed: `parse_list` stopped one item early; the test passes now."),
+                finish("end_turn", t0 + 50),
+            ]),
+            model,
+        ),
+        (
+            "k1",
+            sub,
+            "user",
+            json!([text("Find the function that parses lists.")]),
+            None,
+        ),
+        (
+            "k2",
+            sub,
+            "assistant",
+            json!([
+                call(
+                    "call_grep",
+                    "grep",
+                    r#"{"pattern": "fn parse_list", "path": "src"}"#
+                ),
+                finish("tool_use", t0 + 8),
+            ]),
+            model,
+        ),
+        (
+            "k3",
+            sub,
+            "tool",
+            json!([result(
+                "call_grep",
+                "src/parse.rs:42: fn parse_list",
+                "",
+                false
+            )]),
+            None,
+        ),
+        (
+            "k4",
+            sub,
+            "assistant",
+            json!([
+                text("src/parse.rs: fn parse_list"),
+                finish("end_turn", t0 + 12)
+            ]),
+            model,
+        ),
+    ];
+    for (i, (id, session, role, parts, model)) in rows.into_iter().enumerate() {
+        let at = t0 + i as i64;
+        // A message ends with its finish part, whose time (0: none) is the message's.
+        let last = parts
+            .as_array()
+            .and_then(|p| p.last())
+            .cloned()
+            .unwrap_or_default();
+        let finished = (last["type"] == "finish")
+            .then(|| last["data"]["time"].as_i64())
+            .flatten()
+            .filter(|t| *t != 0);
+        insert(
+            &conn,
+            "messages",
+            &[
+                ("id", &id),
+                ("session_id", &session),
+                ("role", &role),
+                ("parts", &parts.to_string()),
+                ("model", &model.map_or("", |(m, _)| m)),
+                ("created_at", &at),
+                ("updated_at", &at),
+                ("finished_at", &finished),
+                ("provider", &model.map(|(_, p)| p)),
+                ("is_summary_message", &0),
+            ],
+        );
+    }
+    for (id, content, version) in [
+        ("f1", "fn parse_list() { /* i < n - 1 */ }", 0),
+        ("f2", "fn parse_list() { /* i < n */ }", 1),
+    ] {
+        insert(
+            &conn,
+            "files",
+            &[
+                ("id", &id),
+                ("session_id", &parent),
+                ("path", &"src/parse.rs"),
+                ("content", &content),
+                ("version", &version),
+                ("created_at", &(t0 + 30)),
+                ("updated_at", &(t0 + 30)),
+            ],
+        );
+    }
+    conn.execute_batch("VACUUM").expect("vacuum");
+}
+
+/// `trajkit convert FILE` run in `dir`: its output.
+fn converted_in(dir: &Path, file: &str) -> Vec<u8> {
+    let out = trajkit()
+        .current_dir(dir)
+        .args(["convert", file])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// `sample_data/crush/` converts to what [`write_sample`] writes converts to: the sample is
+/// this builder's. `TRAJKIT_WRITE_SAMPLE=crush` rewrites the sample with it (its bytes then
+/// change with the SQLite version, not what it converts to).
+#[test]
+fn the_sample_is_the_sample_builders() {
+    let sample = sample_data().join("crush");
+    if std::env::var("TRAJKIT_WRITE_SAMPLE").as_deref() == Ok("crush") {
+        let _ = std::fs::remove_file(sample.join("crush.db"));
+        write_sample(&sample);
+    }
+    let built = tempfile::tempdir().expect("dir");
+    write_sample(built.path());
+    let want = converted_in(&sample, "crush.db");
+    assert!(!want.is_empty());
+    assert_eq!(
+        String::from_utf8_lossy(&converted_in(built.path(), "crush.db")),
+        String::from_utf8_lossy(&want)
+    );
 }

@@ -15,23 +15,35 @@ use crate::ingest::{FrameError, Provenance, RawRecord, RecordSource};
 /// True when `line` (without its line break) starts a session: `# aider chat started at …`
 /// (`# Aider chat started at …` in the earliest versions).
 pub fn is_session_header(line: &str) -> bool {
-    line.get(..23)
-        .is_some_and(|h| h.eq_ignore_ascii_case("# aider chat started at"))
+    starts_session(line.as_bytes())
 }
 
-/// True when `line` is a user turn that is not a command: `#### ` followed by anything but
-/// `/` or `!` (the in-chat commands, which send nothing to the model by themselves) or a
-/// confirmation ([`is_confirmation`]).
-fn is_user_turn(line: &str) -> bool {
-    line.strip_prefix("#### ").is_some_and(|rest| {
-        !rest.starts_with('/') && !rest.starts_with('!') && !is_confirmation(rest)
+/// [`is_session_header`] of a line's bytes (the header is ASCII: bytes that are not UTF-8
+/// never match it, in the bytes or in their lossy text).
+fn starts_session(line: &[u8]) -> bool {
+    line.get(..23)
+        .is_some_and(|h| h.eq_ignore_ascii_case(b"# aider chat started at"))
+}
+
+/// True when `line` (its bytes, line break included or not) is a user turn that is not a
+/// command: `#### ` followed by anything but `/` or `!` (the in-chat commands, which send
+/// nothing to the model by themselves) or a confirmation ([`is_confirmation`]). The marks
+/// are ASCII, so the bytes are looked at as they are, not made text.
+fn is_user_turn(line: &[u8]) -> bool {
+    line.strip_prefix(b"#### ").is_some_and(|rest| {
+        !rest.starts_with(b"/")
+            && !rest.starts_with(b"!")
+            && memchr::memmem::find(rest, CONFIRMATION.as_bytes()).is_none()
     })
 }
+
+/// What a confirmation's line holds ([`is_confirmation`]).
+const CONFIRMATION: &str = "? (Y)es/(N)o";
 
 /// A question Aider answered for the user from an earlier "(A)ll" or "(S)kip all", which it
 /// logs as a user line (`Add file to the chat? (Y)es/(N)o/(A)ll/... [Yes]: skip`).
 pub fn is_confirmation(text: &str) -> bool {
-    text.contains("? (Y)es/(N)o")
+    text.contains(CONFIRMATION)
 }
 
 /// The lines of one session (or of several, when sessions without a turn ride along).
@@ -185,16 +197,14 @@ impl SessionRecords {
                 Ok(n) => {
                     self.bytes_read += n as u64;
                     self.line += 1;
-                    let text = String::from_utf8_lossy(&buf);
-                    let text = text.trim_end_matches(['\n', '\r']);
-                    if is_session_header(text) {
+                    if starts_session(&buf) {
                         if let Some(chunk) = self.current.take() {
                             self.close(chunk);
                         }
                     }
                     let line = self.line;
                     let chunk = self.current.get_or_insert_with(|| Chunk::start(line));
-                    chunk.has_turn |= is_user_turn(text);
+                    chunk.has_turn |= is_user_turn(&buf);
                     chunk.push(&buf, self.limit);
                 }
                 Err(e) => {

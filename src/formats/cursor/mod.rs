@@ -8,17 +8,16 @@
 
 use std::io;
 
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
-use crate::convert::{ConvertOptions, Converter, FormatOptions};
+use crate::convert::{ConvertOptions, Converter, FormatOptions, Partial, PartialSink};
 use crate::formats::anthropic::steps;
 use crate::formats::bundle::{take_bundle_node_lines, FileBundle};
-use crate::formats::chat::extend_details;
-use crate::formats::kit::{file_stem, node_fields_except, parse_bundle_node, source_details};
+use crate::formats::kit::{file_stem, node_fields_except, parse_bundle_node, source_node};
 use crate::formats::Format;
 use crate::ingest::{boxed, RawRecord, RecordSource};
 use crate::json::Node;
-use crate::model::{AdpVersion, Trajectory};
+use crate::model::{JsonObject, Trajectory};
 use crate::validate::Diagnostic;
 
 /// Reads Cursor agent transcripts.
@@ -106,14 +105,15 @@ impl Converter for Cursor {
         )))
     }
 
-    fn convert(
+    fn each_partial(
         &self,
         record: &RawRecord,
         _map: &FormatOptions,
-    ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
+        to: &mut PartialSink<'_>,
+    ) -> Option<Result<(), Vec<Diagnostic>>> {
         let mut slow = None;
-        let bundle = parse_bundle_node(record, &mut slow, MARKER, NOT_A_TRANSCRIPT)?;
-        Ok(vec![(transcript(bundle, record)?, AdpVersion::V1_5)])
+        let bundle = parse_bundle_node(record, &mut slow, MARKER, NOT_A_TRANSCRIPT);
+        Some(bundle.and_then(|b| to(transcript(b, record)?)))
     }
 }
 
@@ -141,22 +141,26 @@ fn transcript_id(file: &str) -> (String, Option<String>) {
     }
 }
 
-fn transcript(mut bundle: Node<'_>, record: &RawRecord) -> Result<Trajectory, Vec<Diagnostic>> {
+/// The trajectory of a transcript; `details.cursor` is written from nodes borrowed from it.
+fn transcript<'a>(
+    mut bundle: Node<'a>,
+    record: &'a RawRecord,
+) -> Result<Partial<'a>, Vec<Diagnostic>> {
     let (id, parent) = transcript_id(record.provenance.file.as_ref());
     let mut messages: Vec<Node> = Vec::new();
-    let mut message_lines: Vec<Value> = Vec::new();
-    let mut line_fields: Vec<Value> = Vec::new();
-    let mut models: Vec<Value> = Vec::new();
-    let mut turns: Vec<Value> = Vec::new();
-    let mut other_lines: Vec<Value> = Vec::new();
+    let mut message_lines: Vec<Node> = Vec::new();
+    let mut line_fields: Vec<Node> = Vec::new();
+    let mut models: Vec<Node> = Vec::new();
+    let mut turns: Vec<Node> = Vec::new();
+    let mut other_lines: Vec<Node> = Vec::new();
     for (line, mut l) in take_bundle_node_lines(&mut bundle) {
         match (l["role"].as_str(), l["type"].as_str()) {
             (Some(role), _) if l["message"].is_object() => {
                 let role = Node::from(role.to_owned());
                 let mut m = l.take("message");
                 if let Some(model) = m["model"].as_str() {
-                    if !models.iter().any(|x| x == model) {
-                        models.push(json!(model));
+                    if !models.iter().any(|x| x.as_str() == Some(model)) {
+                        models.push(m["model"].clone());
                     }
                 }
                 let mut msg = vec![("role".into(), role), ("content".into(), m.take("content"))];
@@ -168,19 +172,27 @@ fn transcript(mut bundle: Node<'_>, record: &RawRecord) -> Result<Trajectory, Ve
                     );
                 }
                 messages.push(Node::Object(msg));
-                message_lines.push(json!(line));
+                message_lines.push(Node::from(line));
                 let outer = node_fields_except(&l, &["role", "message"]);
                 if !outer.is_empty() {
-                    line_fields
-                        .push(json!({"line": line, "fields": Node::Object(outer).to_value()}));
+                    line_fields.push(Node::object([
+                        ("line", Node::from(line)),
+                        ("fields", Node::Object(outer)),
+                    ]));
                 }
             }
-            (_, Some("turn_ended")) => turns.push(json!({
-                "line": line,
-                "after_message": messages.len().checked_sub(1),
-                "status": l["status"].to_value(),
-            })),
-            _ => other_lines.push(json!({"line": line, "value": l.to_value()})),
+            (_, Some("turn_ended")) => turns.push(Node::object([
+                ("line", Node::from(line)),
+                (
+                    "after_message",
+                    messages
+                        .len()
+                        .checked_sub(1)
+                        .map_or(Node::Null, |n| Node::from(n as u64)),
+                ),
+                ("status", l.take("status")),
+            ])),
+            _ => other_lines.push(Node::object([("line", Node::from(line)), ("value", l)])),
         }
     }
     let conversation = Node::object([("messages", Node::Array(messages))]);
@@ -197,7 +209,14 @@ fn transcript(mut bundle: Node<'_>, record: &RawRecord) -> Result<Trajectory, Ve
     }
     let mut left = built.left;
     left.lines += (turns.len() + other_lines.len()) as u64;
-    let mut cursor = built.notes.into_map();
+    let mut cursor = Node::Object(
+        built
+            .notes
+            .into_map()
+            .into_iter()
+            .map(|(k, v)| (k.into(), Node::from(v)))
+            .collect(),
+    );
     // What the transcript does not record.
     let tool_uses: Vec<&Node> = conversation["messages"]
         .as_array()
@@ -215,52 +234,50 @@ fn transcript(mut bundle: Node<'_>, record: &RawRecord) -> Result<Trajectory, Ve
         .count();
     let unanswered = cursor
         .get("unanswered_calls")
-        .and_then(Value::as_array)
-        .map_or(0, Vec::len);
-    let mut missing = Map::new();
-    missing.insert("timestamps".into(), json!(true));
+        .and_then(Node::as_array)
+        .map_or(0, <[Node]>::len);
+    let mut missing = vec![("timestamps".into(), Node::Bool(true))];
     if !tool_uses.is_empty() {
-        missing.insert(
-            "tool_call_ids".into(),
-            json!(tool_uses
-                .iter()
-                .filter(|b| b["id"].as_str().is_none())
-                .count()),
-        );
-        missing.insert("tool_results".into(), json!(unanswered));
+        let no_id = tool_uses
+            .iter()
+            .filter(|b| b["id"].as_str().is_none())
+            .count();
+        missing.push(("tool_call_ids".into(), Node::from(no_id as u64)));
+        missing.push(("tool_results".into(), Node::from(unanswered as u64)));
     }
-    cursor.insert("missing".into(), Value::Object(missing));
-    cursor.insert("tool_results_in_transcript".into(), json!(results));
+    cursor.insert("missing", Node::Object(missing));
+    cursor.insert("tool_results_in_transcript", Node::from(results as u64));
     if !models.is_empty() {
-        cursor.insert("models".into(), Value::Array(models));
+        cursor.insert("models", Node::Array(models));
     }
-    cursor.insert("message_lines".into(), Value::Array(message_lines));
+    cursor.insert("message_lines", Node::Array(message_lines));
     for (key, list) in [
         ("turns", turns),
         ("line_fields", line_fields),
         ("other_lines", other_lines),
     ] {
         if !list.is_empty() {
-            cursor.insert(key.into(), Value::Array(list));
+            cursor.insert(key, Node::Array(list));
         }
     }
     if let Some(parent) = parent {
-        cursor.insert("agent".into(), json!({"parent_trajectory_id": parent}));
+        let agent = Node::object([("parent_trajectory_id", Node::from(parent))]);
+        cursor.insert("agent", agent);
     }
-    let native = json!({"conversation_id": id});
-    let mut source = source_details("cursor", record, native);
-    left.add_to(&mut source);
-    let mut details = Map::new();
-    details.insert("source".into(), source);
-    let mut traj = Trajectory::new(id, built.content, details);
-    extend_details(&mut traj.details, "cursor", cursor);
-    Ok(traj)
+    let native = Node::object([("conversation_id", Node::from(id.clone()))]);
+    let mut source = source_node("cursor", record, native);
+    left.add_to_node(&mut source);
+    Ok(Partial {
+        trajectory: Trajectory::new(id, built.content, JsonObject::new()),
+        tail: vec![("source", source), ("cursor", cursor)],
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::formats::openai::OpenAi;
+    use serde_json::json;
 
     #[test]
     fn sniffs_message_lines_with_their_body_under_message() {

@@ -4,19 +4,20 @@
 //! `argsText`, and the call's result in the same row: `resultText`, `resultOk`). One
 //! trajectory per file; the mapping is in docs/formats/letta-code.md.
 
+use std::borrow::Cow;
 use std::io;
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
-use crate::convert::{ConvertOptions, Converter, FormatOptions, LeftOut};
+use crate::convert::{ConvertOptions, Converter, FormatOptions, LeftOut, Partial, PartialSink};
 use crate::formats::bundle::{bundle_node_lines, FileBundle};
-use crate::formats::chat::{described_call_step, extend_details, CodeTool};
+use crate::formats::chat::{described_call_step, CodeTool};
 use crate::formats::kit::LinkIds;
-use crate::formats::kit::{file_stem, node_fields_except, parse_bundle_node, source_details};
+use crate::formats::kit::{file_stem, node_fields_except, parse_bundle_node, source_node};
 use crate::formats::Format;
 use crate::ingest::{boxed, RawRecord, RecordSource};
 use crate::json::Node;
-use crate::model::{AdpVersion, Step, Trajectory};
+use crate::model::{JsonObject, Step, Trajectory};
 use crate::validate::Diagnostic;
 
 /// Reads Letta Code transcripts.
@@ -100,14 +101,15 @@ impl Converter for LettaCode {
         )))
     }
 
-    fn convert(
+    fn each_partial(
         &self,
         record: &RawRecord,
         _map: &FormatOptions,
-    ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
+        to: &mut PartialSink<'_>,
+    ) -> Option<Result<(), Vec<Diagnostic>>> {
         let mut slow = None;
-        let bundle = parse_bundle_node(record, &mut slow, MARKER, NOT_A_TRANSCRIPT)?;
-        Ok(vec![(transcript(&bundle, record)?, AdpVersion::V1_5)])
+        let bundle = parse_bundle_node(record, &mut slow, MARKER, NOT_A_TRANSCRIPT);
+        Some(bundle.and_then(|b| to(transcript(&b, record)?)))
     }
 }
 
@@ -128,24 +130,25 @@ fn transcript_id(file: &str) -> (String, Option<(String, String)>) {
     }
 }
 
-/// The steps of a transcript's rows and what `details.letta_code` keeps of them.
+/// The steps of a transcript's rows and what `details.letta_code` keeps of them (as nodes
+/// borrowed from the transcript: they are written as they are).
 #[derive(Default)]
-struct Built {
+struct Built<'a> {
     content: Vec<Step>,
     /// Reasoning waiting for the assistant text or call after it.
     reasoning: Option<String>,
     ids: LinkIds,
-    rows: Vec<Value>,
-    error_results: Vec<Value>,
-    unanswered_calls: Vec<Value>,
-    unmapped: Vec<Value>,
+    rows: Vec<Node<'a>>,
+    error_results: Vec<Node<'a>>,
+    unanswered_calls: Vec<Node<'a>>,
+    unmapped: Vec<Node<'a>>,
     kept: u64,
     /// The last step's call when it has no result: its link id, tool name and entry in
     /// `unanswered_calls`.
     open: Option<(String, String, usize)>,
 }
 
-impl Built {
+impl<'a> Built<'a> {
     /// Appends an action.
     fn act(&mut self, step: Step) {
         self.open = None;
@@ -160,7 +163,7 @@ impl Built {
             let call = self.content.len() - 1;
             *self.content[call].tool_call_id_mut() = Some(id.clone());
             if let Some(e) = self.unanswered_calls.get_mut(entry) {
-                e["empty_result"] = json!(self.content.len());
+                e.insert("empty_result", Node::from(self.content.len() as u64));
             }
             self.content
                 .push(Step::environment_text(Some(name), "").with_tool_call_id(id));
@@ -177,7 +180,7 @@ impl Built {
         }
     }
 
-    fn row(&mut self, line: u64, row: &Node, left: &mut LeftOut) {
+    fn row(&mut self, line: u64, row: &Node<'a>, left: &mut LeftOut) {
         let at = self.content.len();
         let text = row["text"].as_str();
         match (row["kind"].as_str(), text) {
@@ -209,8 +212,11 @@ impl Built {
                     None => "a row without a string kind".to_owned(),
                 };
                 left.unmapped(line, "/kind", reason.clone());
-                self.unmapped
-                    .push(json!({"line": line, "reason": reason, "value": row.to_value()}));
+                self.unmapped.push(Node::object([
+                    ("line", Node::from(line)),
+                    ("reason", Node::from(reason)),
+                    ("value", row.clone()),
+                ]));
                 return;
             }
         }
@@ -219,20 +225,16 @@ impl Built {
     }
 
     /// Keeps the row's fields no step holds (`captured_at`, its ids), with its step and line.
-    fn note(&mut self, at: usize, line: u64, row: &Node) {
-        let mut note = Map::new();
-        note.insert("step".into(), json!(at));
-        note.insert("line".into(), json!(line));
-        note.extend(
-            node_fields_except(row, MAPPED)
-                .into_iter()
-                .map(|(k, v)| (k.into_owned(), v.to_value())),
-        );
-        self.rows.push(Value::Object(note));
+    fn note(&mut self, at: usize, line: u64, row: &Node<'a>) {
+        let mut note = Node::object([("step", Node::from(at as u64)), ("line", Node::from(line))]);
+        for (k, v) in node_fields_except(row, MAPPED) {
+            note.insert(k, v);
+        }
+        self.rows.push(note);
     }
 
     /// A tool call and, in the same row, its result.
-    fn call(&mut self, line: u64, row: &Node, left: &mut LeftOut) {
+    fn call(&mut self, line: u64, row: &Node<'a>, left: &mut LeftOut) {
         let name = row["name"].as_str().unwrap_or_default();
         let args = row["argsText"].as_str().unwrap_or_default();
         let kwargs = match serde_json::from_str::<Value>(args) {
@@ -241,9 +243,12 @@ impl Built {
             _ => {
                 let reason = "argsText does not hold a JSON object".to_owned();
                 left.unmapped(line, "/argsText", reason.clone());
-                self.unmapped.push(
-                    json!({"line": line, "pointer": "/argsText", "reason": reason, "value": args}),
-                );
+                self.unmapped.push(Node::object([
+                    ("line", Node::from(line)),
+                    ("pointer", Node::from("/argsText")),
+                    ("reason", Node::from(reason)),
+                    ("value", Node::from(args.to_owned())),
+                ]));
                 Map::new()
             }
         };
@@ -260,8 +265,10 @@ impl Built {
         let (id, _) = self.ids.unique(base);
         let answered = !row["resultText"].is_null() || row["resultOk"].as_bool().is_some();
         if !answered {
-            self.unanswered_calls
-                .push(json!({"step": self.content.len(), "id": row["source_line_id"].to_value()}));
+            self.unanswered_calls.push(Node::object([
+                ("step", Node::from(self.content.len() as u64)),
+                ("id", row["source_line_id"].clone()),
+            ]));
             self.act(step);
             self.open = Some((id, name.to_owned(), self.unanswered_calls.len() - 1));
             return;
@@ -273,14 +280,17 @@ impl Built {
             other => other.to_string(),
         };
         if row["resultOk"].as_bool() == Some(false) {
-            self.error_results.push(json!(id));
+            self.error_results.push(Node::from(id.clone()));
         }
         self.content
             .push(Step::environment_text(Some(name.to_owned()), result).with_tool_call_id(id));
     }
 }
 
-fn transcript(bundle: &Node, record: &RawRecord) -> Result<Trajectory, Vec<Diagnostic>> {
+fn transcript<'a>(
+    bundle: &'a Node<'a>,
+    record: &'a RawRecord,
+) -> Result<Partial<'a>, Vec<Diagnostic>> {
     let (id, names) = transcript_id(record.provenance.file.as_ref());
     let mut left = LeftOut::new("details.letta_code");
     let mut b = Built::default();
@@ -310,13 +320,14 @@ fn transcript(bundle: &Node, record: &RawRecord) -> Result<Trajectory, Vec<Diagn
             .filter(|u| u.get("pointer").is_none())
             .count();
     left.messages = Some((messages as u64, b.kept));
-    let mut d = Map::new();
+    let mut d: Vec<(Cow<'a, str>, Node<'a>)> = Vec::new();
     if let Some((agent, conv)) = names {
-        d.insert("agent_id".into(), json!(agent));
-        d.insert("conversation_id".into(), json!(conv));
+        d.push((Cow::Borrowed("agent_id"), Node::from(agent)));
+        d.push((Cow::Borrowed("conversation_id"), Node::from(conv)));
     }
     if let (Some(f), Some(l)) = (stamps.first(), stamps.last()) {
-        d.insert("timestamps".into(), json!({"first": f, "last": l}));
+        let stamps = Node::object([("first", Node::from(*f)), ("last", Node::from(*l))]);
+        d.push((Cow::Borrowed("timestamps"), stamps));
     }
     for (key, list) in [
         ("rows", b.rows),
@@ -325,21 +336,26 @@ fn transcript(bundle: &Node, record: &RawRecord) -> Result<Trajectory, Vec<Diagn
         ("unmapped", b.unmapped),
     ] {
         if !list.is_empty() {
-            d.insert(key.into(), Value::Array(list));
+            d.push((Cow::Borrowed(key), Node::Array(list)));
         }
     }
-    let mut source = source_details("letta-code", record, json!({"transcript_id": id}));
-    left.add_to(&mut source);
-    let mut details = Map::new();
-    details.insert("source".into(), source);
-    let mut traj = Trajectory::new(id, b.content, details);
-    extend_details(&mut traj.details, "letta_code", d);
-    Ok(traj)
+    let native = Node::object([("transcript_id", Node::from(id.clone()))]);
+    let mut source = source_node("letta-code", record, native);
+    left.add_to_node(&mut source);
+    let mut tail = vec![("source", source)];
+    if !d.is_empty() {
+        tail.push(("letta_code", Node::Object(d)));
+    }
+    Ok(Partial {
+        trajectory: Trajectory::new(id, b.content, JsonObject::new()),
+        tail,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn sniffs_rows_by_their_kind_and_capture_time() {

@@ -652,7 +652,7 @@ fn pre_tokenizer(p: &Value) -> Result<Chain, String> {
         })?);
     }
     if flag(last, "use_regex").unwrap_or(true) {
-        chain.push(Step::new(split::BYTE_LEVEL).ok_or("GPT-2's pattern does not compile")?);
+        chain.push(Step::new(pattern::BYTE_LEVEL).ok_or("GPT-2's pattern does not compile")?);
     }
     Ok(Chain::new(chain))
 }

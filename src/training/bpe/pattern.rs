@@ -9,7 +9,10 @@
 //! on generated and real texts.
 
 use super::classes::{self, LETTER, LOWER, MARK, NUMBER, PUNCT, SPACE, SYMBOL, UPPER};
-use super::split::BYTE_LEVEL;
+
+/// The pattern of the GPT-2 byte-level pre-tokenizer (`ByteLevel` with `use_regex`).
+pub const BYTE_LEVEL: &str =
+    r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
 
 /// GPT-4's pattern (cl100k; Llama 3 uses it too): digits in threes.
 pub const CL100K: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";

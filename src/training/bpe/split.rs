@@ -16,13 +16,11 @@ use regex_automata::meta::{Cache, Regex};
 use regex_automata::{Anchored, Input};
 
 use super::pattern::Known;
+#[cfg(test)]
+use super::pattern::BYTE_LEVEL;
 
 /// The tail of a pattern whose look-ahead [`Splitter`] emulates.
 const SPACE_TAIL: &str = r"|\s+(?!\S)|\s+";
-
-/// The pattern of the GPT-2 byte-level pre-tokenizer (`ByteLevel` with `use_regex`).
-pub const BYTE_LEVEL: &str =
-    r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
 
 /// A compiled pre-tokenizer pattern.
 #[derive(Debug)]

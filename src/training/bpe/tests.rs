@@ -4,7 +4,8 @@
 
 use serde_json::{json, Value};
 
-use super::split::{Splitter, BYTE_LEVEL};
+use super::pattern::BYTE_LEVEL;
+use super::split::Splitter;
 use super::{byte_chars, ByteLevelBpe, TokenizerJson};
 use crate::training::tokenize::{TokenizerFile, Tokens};
 

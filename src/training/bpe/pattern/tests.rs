@@ -6,7 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use super::super::classes::{self, TABLE};
-use super::super::split::{Chain, Splitter, Step, BYTE_LEVEL};
+use super::super::split::{Chain, Splitter, Step};
+use super::BYTE_LEVEL;
 use super::*;
 
 /// Each matcher, and the patterns (run one after another) it stands for.

@@ -98,6 +98,12 @@ for i, text in enumerate(texts):
 fixtures = pathlib.Path("tests/fixtures/templates")
 for t in sorted(fixtures.glob("*.jinja")):
     put("template", f"seed-{t.stem}", t.read_bytes())
+# Templates that build past their budgets: a list doubled past minijinja's 32 lazy
+# concatenations (copied whole), a dict nested in itself written out, tuples added together.
+for name, body in [("list_doubling", "{% set ns = namespace(l=[1, 2]) %}{% for i in range(40) %}{% set ns.l = ns.l + ns.l %}{% endfor %}{{ ns.l|length }}"),
+                   ("dict_doubling", "{% set ns = namespace(d={'a': 1}) %}{% for i in range(40) %}{% set ns.d = {'x': ns.d, 'y': ns.d} %}{% endfor %}{{ ns.d|string|length }}"),
+                   ("tuple_doubling", "{% set ns = namespace(t=('a', 'b')) %}{% for i in range(40) %}{% set ns.t = ns.t + ns.t %}{% endfor %}{{ ns.t|length }}")]:
+    put("template", f"seed-{name}", body.encode())
 config = json.loads((fixtures / "header_blocks.tokenizer_config.json").read_text())
 for named in config["chat_template"]:
     put("template", f"seed-header_blocks-{named['name']}", named["template"].encode())

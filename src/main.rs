@@ -3,10 +3,16 @@
 mod cli;
 
 /// jemalloc: parsing builds many small maps and strings, and the Parquet writer grows and frees
-/// page buffers of about a megabyte; see Cargo.toml for what it was measured against.
+/// page buffers of about a megabyte; see Cargo.toml for what it was measured against. Counted,
+/// so that a chat template's rendering holds at most its memory budget (`training::memory`).
 #[cfg(not(target_env = "msvc"))]
 #[global_allocator]
-static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+static GLOBAL: Budgeted<tikv_jemallocator::Jemalloc> = Budgeted::new(tikv_jemallocator::Jemalloc);
+#[cfg(target_env = "msvc")]
+#[global_allocator]
+static GLOBAL: Budgeted<std::alloc::System> = Budgeted::new(std::alloc::System);
+
+use trajkit::training::memory::Budgeted;
 
 use std::process::ExitCode;
 

@@ -1,7 +1,8 @@
 //! The chat-template renderer: the fuzz bytes as a template's text and, after a `\n%%\n`, the
 //! messages it renders (a JSON array; a fixed conversation when they do not parse). Rendering
 //! must end within its budget (libFuzzer's time and memory limits catch one that does not)
-//! and never panic; an error is an expected outcome.
+//! and never panic; an error is an expected outcome. The counting allocator is installed as in
+//! the binary, so a rendering past its memory budget is refused as there.
 #![no_main]
 
 use std::collections::BTreeMap;
@@ -9,8 +10,12 @@ use std::collections::BTreeMap;
 use libfuzzer_sys::fuzz_target;
 use minijinja::value::Serde;
 use minijinja::Value;
+use trajkit::training::memory::Budgeted;
 use trajkit::training::ChatTemplate;
 use trajkit_fuzz::split_once;
+
+#[global_allocator]
+static GLOBAL: Budgeted<std::alloc::System> = Budgeted::new(std::alloc::System);
 
 const MESSAGES: &str = r#"[{"role": "system", "content": "Be brief."},
 {"role": "user", "content": "List the files."},

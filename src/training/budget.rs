@@ -14,6 +14,8 @@
 use minijinja::value::ValueKind;
 use minijinja::{Error, ErrorKind, State, Value};
 
+use super::render_thread::{Refused, MAX_STOPPED};
+
 /// Fuel every rendering gets, whatever its input: 2 million instructions, or 128 MiB of
 /// strings and lists built. (TRL's 55 templates and the test templates spend at most
 /// 25,000 on any trajectory of the shared corpus, but one that walks string content as a list
@@ -30,6 +32,15 @@ pub const UNITS_PER_BYTE: u64 = 48;
 const UNITS_PER_FUEL: u64 = 64;
 /// What a list slot costs (minijinja's cost: a value and the list's growth).
 const SLOT_UNITS: u64 = 32;
+
+/// Bytes a rendering may hold at once, whatever its input: 32 MiB ([`Budget::memory`]). (What
+/// minijinja writes without fuel it may write slowly: a lazily doubled list as a string
+/// reaches this in a few seconds.)
+pub const BASE_MEMORY: u64 = 32 << 20;
+/// Bytes a rendering may hold at once per byte of the input's strings.
+pub const MEMORY_PER_BYTE: u64 = 16;
+/// Bytes a rendering may hold at once per value of the input.
+pub const MEMORY_PER_VALUE: u64 = 1024;
 
 /// The largest `indent` `tojson` takes (real templates write 2 or 4).
 pub const MAX_INDENT: usize = 64;
@@ -80,6 +91,33 @@ impl Budget {
         BASE_FUEL
             .saturating_add(self.values.saturating_mul(FUEL_PER_VALUE))
             .saturating_add(self.bytes.saturating_mul(UNITS_PER_BYTE) / UNITS_PER_FUEL)
+    }
+}
+
+impl Budget {
+    /// The bytes a rendering of this input may hold at once: what minijinja builds without
+    /// asking its fuel is bounded by this ([`super::render_thread`]).
+    pub fn memory(&self) -> usize {
+        let bytes = BASE_MEMORY
+            .saturating_add(self.values.saturating_mul(MEMORY_PER_VALUE))
+            .saturating_add(self.bytes.saturating_mul(MEMORY_PER_BYTE));
+        usize::try_from(bytes).unwrap_or(usize::MAX)
+    }
+}
+
+/// The message of a rendering that [`super::render_thread::run`] refused.
+pub fn refused(why: &Refused) -> String {
+    match why {
+        Refused::OverBudget(limit) => format!(
+            "the template ran out of its memory budget for this record: it held more than \
+             {limit} bytes at once (strings, lists and maps it built); a template that builds \
+             without bound"
+        ),
+        Refused::TooManyStopped => format!(
+            "not rendered: {MAX_STOPPED} renderings of this run already ran out of their memory \
+             budget (each keeps what it held until the run ends); fix the template"
+        ),
+        Refused::NoThread(e) => format!("cannot start a thread to render it: {e}"),
     }
 }
 

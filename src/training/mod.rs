@@ -5,7 +5,8 @@
 //! - [`template`]: [`ChatTemplate`], the Jinja environment of transformers; [`generation`]:
 //!   the `{% generation %}` blocks; [`literals`]: string literals decoded as Python decodes
 //!   them; [`pyjson`]: Python's `json.dumps` and `repr`; [`budget`]: what one rendering may
-//!   spend;
+//!   spend; [`memory`] and [`render_thread`]: the memory one rendering may hold, on a thread
+//!   of its own;
 //! - [`guard`]: calls into the libraries a user's file can make panic;
 //! - [`tokenize`]: [`TokenizerFile`] and the assistant mask of tokens; [`tokens`]: a text's
 //!   [`Tokens`]; [`bpe`]: trajkit's own
@@ -20,7 +21,9 @@ pub mod budget;
 pub mod generation;
 pub mod guard;
 pub mod literals;
+pub mod memory;
 pub mod pyjson;
+pub mod render_thread;
 pub mod template;
 pub mod tokenize;
 pub mod tokenizer_checks;

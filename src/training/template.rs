@@ -24,6 +24,7 @@ use super::budget::{self, Budget};
 use super::generation;
 use super::literals;
 use super::pyjson;
+use super::render_thread;
 
 /// The name the template is compiled under (it appears in nothing users see).
 const NAME: &str = "chat_template";
@@ -231,40 +232,52 @@ impl ChatTemplate {
         self.render_with(name, messages, tools, add_generation_prompt)
     }
 
-    /// Renders the template `name` within the budget of its input ([`super::budget`]). A
-    /// panic inside the engine fails the rendering, as an error would.
+    /// Renders the template `name` within the budget of its input ([`super::budget`]: fuel,
+    /// and memory on a render thread of its own, [`super::render_thread`]). A panic inside the
+    /// engine fails the rendering, as an error would.
     fn render_with(
         &self,
-        name: &str,
+        name: &'static str,
         messages: &[Value],
         tools: &Value,
         add_generation_prompt: bool,
     ) -> Result<String, TemplateError> {
-        let fuel = Budget::of(messages, tools).fuel();
+        let budget = Budget::of(messages, tools);
+        let (fuel, limit) = (budget.fuel(), budget.memory());
         let mut env = self.env.clone();
         env.set_fuel(Some(fuel));
-        let template = env.get_template(name)?;
         let ctx = minijinja::context! {
             messages => Value::from(messages.to_vec()),
-            tools => tools,
+            tools => tools.clone(),
             documents => (),
             add_generation_prompt => add_generation_prompt,
             ..self.special.clone()
         };
-        let rendered = crate::training::guard::call(|| template.render(ctx)).map_err(|panic| {
-            TemplateError {
-                message: format!("the template engine failed: {panic}"),
+        // On a thread of its own, holding at most `limit` bytes: the engine copies some values
+        // without asking its fuel ([`super::render_thread`]).
+        let rendered = render_thread::run(limit, move || {
+            let rendered =
+                crate::training::guard::call(|| env.get_template(name).and_then(|t| t.render(ctx)));
+            rendered
+                .map_err(|panic| TemplateError {
+                    message: format!("the template engine failed: {panic}"),
+                    line: None,
+                })?
+                .map_err(|e| {
+                    let exhausted = (e.kind() == ErrorKind::OutOfFuel)
+                        .then(|| budget::exhausted(fuel, e.detail()));
+                    let mut error = TemplateError::from(e);
+                    if let Some(message) = exhausted {
+                        error.message = message;
+                    }
+                    error
+                })
+        });
+        rendered.unwrap_or_else(|refused| {
+            Err(TemplateError {
+                message: budget::refused(&refused),
                 line: None,
-            }
-        })?;
-        rendered.map_err(|e| {
-            let exhausted =
-                (e.kind() == ErrorKind::OutOfFuel).then(|| budget::exhausted(fuel, e.detail()));
-            let mut error = TemplateError::from(e);
-            if let Some(message) = exhausted {
-                error.message = message;
-            }
-            error
+            })
         })
     }
 }

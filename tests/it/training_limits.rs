@@ -51,14 +51,16 @@ fn bombing(bomb: &str) -> String {
 #[test]
 fn a_template_that_builds_or_loops_without_bound_rejects_its_record_and_the_run_goes_on() {
     let bombs = [
-        // A string doubled in a loop (the run grew past 2.6 GB and aborted).
-        ("{% set ns = namespace(s='ab') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s }}", "ran out of its budget"),
+        // A string doubled in a loop (the run grew past 2.6 GB and aborted): it holds more than
+        // its memory budget before its copies spend its fuel.
+        ("{% set ns = namespace(s='ab') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s }}", "ran out of its memory budget"),
         // A huge indent.
         ("{{ messages|tojson(indent=1000000000) }}", "over the limit of 64"),
         // Nested loops of 10^10 steps.
         ("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", "ran out of its budget"),
-        // 50 million spaces split into a list.
-        ("{{ (' ' * 50000000).split(' ')|length }}", "str.split would make a list"),
+        // 50 million spaces (more than the memory budget of the record), to be split into a
+        // list.
+        ("{{ (' ' * 50000000).split(' ')|length }}", "ran out of its memory budget"),
     ];
     for (bomb, want) in bombs {
         let tmp = tempfile::tempdir().expect("temp dir");
@@ -92,6 +94,158 @@ fn a_template_that_builds_or_loops_without_bound_rejects_its_record_and_the_run_
             "{bomb}: the lock is left"
         );
     }
+}
+
+/// Templates that build what minijinja copies or writes without asking its fuel, each with
+/// what its record's rejection says: the rendering held more than its memory budget.
+const MEMORY_BOMBS: [(&str, &str); 4] = [
+    // A list doubled 40 times: past 32 concatenations of concatenations minijinja copies the
+    // whole list at once (2^33 items; the run aborted with SIGABRT).
+    (
+        "{% set ns = namespace(l=[1, 2]) %}{% for i in range(40) %}{% set ns.l = ns.l + ns.l %}{% endfor %}{{ ns.l|length }}",
+        "ran out of its memory budget",
+    ),
+    // A dict holding itself twice, 40 deep, written as a string (2^40 entries; aborted).
+    (
+        "{% set ns = namespace(d={'a': 1}) %}{% for i in range(40) %}{% set ns.d = {'x': ns.d, 'y': ns.d} %}{% endfor %}{{ ns.d|string|length }}",
+        "ran out of its memory budget",
+    ),
+    // A list doubled lazily 30 times, then written as one string (ran for minutes).
+    (
+        "{% set ns = namespace(l=['ab']) %}{% for i in range(30) %}{% set ns.l = ns.l + ns.l %}{% endfor %}{{ ns.l|string|length }}",
+        "ran out of its memory budget",
+    ),
+    // Tuples added together (copied at each addition), doubled in a loop.
+    (
+        "{% set ns = namespace(t=('a', 'b')) %}{% for i in range(40) %}{% set ns.t = ns.t + ns.t %}{% endfor %}{{ ns.t|length }}",
+        "ran out of its memory budget",
+    ),
+];
+
+/// Runs `trajkit export --to tokens` with `template` on `trajectories` in `tmp`: exit code,
+/// rejects, seconds taken and peak resident memory in bytes (read from /proc while it runs).
+fn export_measured(
+    tmp: &Path,
+    template: &str,
+    trajectories: &[Value],
+    extra: &[&str],
+) -> (i32, String, f64, u64) {
+    let path = tmp.join("t.jinja");
+    std::fs::write(&path, template).expect("write");
+    let input = write_input(tmp, trajectories);
+    let rejects = tmp.join("rejects.jsonl");
+    let started = Instant::now();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("trajkit"))
+        .args(["export", "-q", "--to", "tokens", "-o"])
+        .arg(tmp.join("out"))
+        .arg("--chat-template")
+        .arg(&path)
+        .arg("--tokenizer")
+        .arg(fixture("words.tokenizer.json"))
+        .arg("--rejects")
+        .arg(&rejects)
+        .args(extra)
+        .arg(&input)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("runs");
+    let status = format!("/proc/{}/status", child.id());
+    let mut peak = 0;
+    let code = loop {
+        if let Some(s) = child.try_wait().expect("waits") {
+            break s.code().unwrap_or(-1);
+        }
+        // VmHWM: the peak resident set so far.
+        let hwm = std::fs::read_to_string(&status)
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|kb| kb.trim().trim_end_matches(" kB").trim().parse::<u64>().ok());
+        peak = peak.max(hwm.unwrap_or(0) * 1024);
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    (
+        code,
+        std::fs::read_to_string(&rejects).unwrap_or_default(),
+        started.elapsed().as_secs_f64(),
+        peak,
+    )
+}
+
+/// The seconds a bomb may take: under 10 in release, as the robustness audit asks (a debug
+/// build of minijinja is several times slower).
+const BOMB_SECONDS: f64 = if cfg!(debug_assertions) { 90.0 } else { 10.0 };
+
+#[test]
+fn a_template_past_its_memory_budget_rejects_its_record_in_bounded_time_and_memory() {
+    if !cfg!(target_os = "linux") {
+        return; // (the peak is read from /proc)
+    }
+    for (bomb, want) in MEMORY_BOMBS {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let (code, rejects, secs, peak) = export_measured(
+            tmp.path(),
+            &bombing(bomb),
+            &[trajectory("calm", "task"), trajectory("bomb", "boom")],
+            &[],
+        );
+        assert_eq!(code, 1, "{bomb}: {rejects}");
+        assert!(
+            rejects.contains("chat-template")
+                && rejects.contains(want)
+                && rejects.contains("\"bomb\""),
+            "{bomb}: {rejects}"
+        );
+        let out = tmp.path().join("out");
+        let counts = &manifest(&out)["counts"];
+        assert_eq!(
+            (&counts["written"], &counts["rejected"]),
+            (&json!(1), &json!(1)),
+            "{bomb}"
+        );
+        assert!(
+            !out.join(".trajkit.lock").exists(),
+            "{bomb}: the lock is left"
+        );
+        assert!(secs < BOMB_SECONDS, "{bomb}: {secs:.1} s");
+        assert!(peak < 1 << 30, "{bomb}: peak RSS {} MB", peak >> 20);
+    }
+}
+
+#[test]
+fn past_the_stopped_renderings_a_run_may_keep_every_rendering_is_refused() {
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    // Ten records over their budgets: eight renderings stop and keep what they held, the
+    // rest are refused without rendering; the run ends, every record rejected with a reason.
+    // (One thread: with more, each other worker may stop one more before it sees the count.)
+    let bombs: Vec<Value> = (0..10)
+        .map(|i| trajectory(&format!("bomb-{i}"), "boom"))
+        .collect();
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let (code, rejects, _, peak) = export_measured(
+        tmp.path(),
+        &bombing(MEMORY_BOMBS[0].0),
+        &bombs,
+        &["--threads", "1"],
+    );
+    assert_eq!(code, 1, "{rejects}");
+    assert_eq!(
+        rejects.matches("ran out of its memory budget").count(),
+        8,
+        "{rejects}"
+    );
+    assert_eq!(
+        rejects.matches("not rendered: 8 renderings").count(),
+        2,
+        "{rejects}"
+    );
+    let out = tmp.path().join("out");
+    assert_eq!(manifest(&out)["counts"]["rejected"], json!(10));
+    assert!(!out.join(".trajkit.lock").exists(), "the lock is left");
+    assert!(peak < 1 << 30, "peak RSS {} MB", peak >> 20);
 }
 
 /// The words tokenizer of the fixtures with `part` set to `value`, written to `tmp`.

@@ -4,9 +4,10 @@ use std::path::Path;
 use std::time::Instant;
 
 use clap::Args;
-use trajkit::commands::export::{export_inputs, open, OpenError, RedactFlags};
+use trajkit::commands::export::{export_inputs, open, OpenError};
 use trajkit::commands::run::RunError;
 use trajkit::config::export::ExportConfig;
+use trajkit::config::redact::RedactFlags;
 
 use super::common::{inputs, throughput, warn_empty, Capped, CliError, GlobalArgs};
 
@@ -20,6 +21,9 @@ use super::common::{inputs, throughput, warn_empty, Capped, CliError, GlobalArgs
 /// conversation goes on, an empty turn) are rejected with a reason. See docs/export.md.
 #[derive(Debug, Args)]
 #[command(after_help = EXAMPLES)]
+#[command(mut_arg("hash_key", |a| a.requires("redact").help_heading("With --redact")))]
+#[command(mut_arg("private_ips", |a| a.requires("redact").help_heading("With --redact")))]
+#[command(mut_arg("rules", |a| a.requires("redact").help_heading("With --redact")))]
 pub struct ExportArgs {
     /// ADP trajectory files or directories; none or `-` reads stdin.
     pub inputs: Vec<String>,
@@ -34,16 +38,9 @@ pub struct ExportArgs {
     /// (docs/redaction.md).
     #[arg(long)]
     pub redact: bool,
-    /// With --redact: key of the keyed hash added to placeholders. Default: the
-    /// TRAJKIT_REDACT_KEY environment variable.
-    #[arg(long, value_name = "KEY", requires = "redact")]
-    pub hash_key: Option<String>,
-    /// With --redact: count private IPv4 addresses too.
-    #[arg(long, requires = "redact")]
-    pub private_ips: bool,
-    /// With --redact: a rule file of your own (as `trajkit redact --rules`).
-    #[arg(long, value_name = "FILE", requires = "redact")]
-    pub rules: Option<String>,
+    /// With --redact: its options, as `trajkit redact`'s.
+    #[command(flatten)]
+    pub redaction: RedactFlags,
 }
 
 /// Shown after the options (kept out of the doc comment, which clap re-wraps).
@@ -65,11 +62,7 @@ pub fn run(args: ExportArgs, global: &GlobalArgs) -> Result<u8, CliError> {
             training.tokenizer.encoder()
         ));
     }
-    let redact = args.redact.then_some(RedactFlags {
-        hash_key: args.hash_key.as_deref(),
-        rules: args.rules.as_deref(),
-        private_ips: args.private_ips,
-    });
+    let redact = args.redact.then_some(&args.redaction);
     let opened = open(
         Path::new(&config.output),
         &opts,

@@ -7,7 +7,7 @@ use trajkit::commands::files::{lock_files, report_writer, write_summary_json};
 use trajkit::commands::redact::{
     redact_inputs, rule_list, scan_inputs, scan_line, RedactRunOptions,
 };
-use trajkit::config::redact::redactor;
+use trajkit::config::redact::RedactFlags;
 use trajkit::engine::output::print;
 use trajkit::model::upgrade::UpgradeOptions;
 use trajkit::model::AdpVersion;
@@ -33,18 +33,9 @@ pub struct RedactArgs {
     /// found) and write nothing; exit 1 when anything is found.
     #[arg(long)]
     pub scan: bool,
-    /// Key of the keyed hash (HMAC-SHA256) added to placeholders, so that the same secret gets
-    /// the same placeholder across a dataset (`<SECRET:github_token:7f3a91c2>`). Default: the
-    /// TRAJKIT_REDACT_KEY environment variable; without either, placeholders carry no hash.
-    #[arg(long, value_name = "KEY")]
-    pub hash_key: Option<String>,
-    /// Count private IPv4 addresses (10/8, 172.16/12, 192.168/16, link-local, CGNAT) too.
-    #[arg(long)]
-    pub private_ips: bool,
-    /// Add the rules of this TOML file to the built-in ones, disable built-in ones, allow
-    /// values and JSON paths (docs/redaction.md#rules-of-your-own).
-    #[arg(long, value_name = "FILE")]
-    pub rules: Option<String>,
+    /// The redaction options.
+    #[command(flatten)]
+    pub redaction: RedactFlags,
     /// List the rules (with --rules, the file's too) and exit.
     #[arg(long)]
     pub list_rules: bool,
@@ -77,11 +68,7 @@ const EXAMPLES: &str = "Examples:
 
 /// Runs `redact`.
 pub fn run(args: RedactArgs, global: &GlobalArgs) -> Result<u8, CliError> {
-    let redactor = redactor(
-        args.hash_key.as_deref(),
-        args.rules.as_deref(),
-        args.private_ips,
-    )?;
+    let redactor = args.redaction.redactor()?;
     if args.list_rules {
         print(&rule_list(redactor.scanner())).map_err(CliError::io)?;
         return Ok(0);

@@ -11,7 +11,7 @@
 use std::path::Path;
 
 use super::run::{run_plan, ExportTarget, Output, Plan, RunError, Source, Unread};
-use crate::config::redact::redactor;
+use crate::config::redact::RedactFlags;
 use crate::config::ConfigError;
 use crate::convert::ConvertOptions;
 use crate::engine::output::{Lock, LockError};
@@ -40,32 +40,19 @@ pub enum OpenError {
     Config(#[from] ConfigError),
 }
 
-/// The redaction flags of `export --redact` (as `trajkit redact`'s).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct RedactFlags<'a> {
-    /// `--hash-key`.
-    pub hash_key: Option<&'a str>,
-    /// `--rules`.
-    pub rules: Option<&'a str>,
-    /// `--private-ips`.
-    pub private_ips: bool,
-}
-
 /// Locks `dir` (this partition's share of it) and `rejects` and, with `redact`, makes the
 /// redactor: what [`export_inputs`] is handed.
 pub fn open(
     dir: &Path,
     opts: &ExportOptions,
     rejects: Option<&str>,
-    redact: Option<RedactFlags<'_>>,
+    redact: Option<&RedactFlags>,
 ) -> Result<Opened, OpenError> {
     let locks = (
         Lock::dir(dir, opts.shards.partition.as_ref())?,
         rejects.map(Lock::file).transpose()?.flatten(),
     );
-    let redactor = redact
-        .map(|r| redactor(r.hash_key, r.rules, r.private_ips))
-        .transpose()?;
+    let redactor = redact.map(RedactFlags::redactor).transpose()?;
     Ok(Opened {
         _locks: locks,
         redactor,

@@ -28,6 +28,37 @@ pub struct RedactConfig {
     pub rules: Option<String>,
 }
 
+/// The redaction options on a command line (`trajkit redact`, `export --redact`): the
+/// `[redact]` table's, with the key itself (`--hash-key`) where the table names the
+/// environment variable that holds it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
+pub struct RedactFlags {
+    /// Key of the keyed hash (HMAC-SHA256) added to placeholders, so that the same secret gets
+    /// the same placeholder across a dataset (`<SECRET:github_token:7f3a91c2>`). Default: the
+    /// TRAJKIT_REDACT_KEY environment variable; without either, placeholders carry no hash.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "KEY"))]
+    pub hash_key: Option<String>,
+    /// Count private IPv4 addresses (10/8, 172.16/12, 192.168/16, link-local, CGNAT) too.
+    #[cfg_attr(feature = "cli", arg(long))]
+    pub private_ips: bool,
+    /// Add the rules of this TOML file to the built-in ones, disable built-in ones, allow
+    /// values and JSON paths (docs/redaction.md#rules-of-your-own).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "FILE"))]
+    pub rules: Option<String>,
+}
+
+impl RedactFlags {
+    /// The redactor these flags make (the rule file read and checked).
+    pub fn redactor(&self) -> Result<Redactor, ConfigError> {
+        redactor(
+            self.hash_key.as_deref(),
+            self.rules.as_deref(),
+            self.private_ips,
+        )
+    }
+}
+
 impl RedactConfig {
     /// The key of the keyed hash, read from the environment.
     pub fn hash_key(&self) -> Result<Option<String>, ConfigError> {

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::common::{adp_corpus, converted_samples, corpus_std_files, trajkit};
+use crate::common::{adp_corpus, agent_logs, converted_samples, corpus_std_files, trajkit};
 
 pub(crate) fn python() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("TRAJKIT_PYTHON") {
@@ -23,10 +23,11 @@ pub(crate) fn python() -> Option<PathBuf> {
     None
 }
 
-fn export(inputs: &[PathBuf], to: &str, dir: &Path) {
+fn export(inputs: &[PathBuf], to: &str, dir: &Path, extra: &[&str]) {
     let out = trajkit()
         .args(["export", "-q", "--to", to, "-o"])
         .arg(dir)
+        .args(extra)
         .args(["--split", "train=0.8,validation=0.2", "--shard-rows", "30"])
         .args(inputs)
         .output()
@@ -57,10 +58,57 @@ fn python_readers_load_every_export() {
         .iter()
         .map(|to| {
             let dir = tmp.path().join(to);
-            export(&inputs, to, &dir);
+            export(&inputs, to, &dir, &[]);
             dir
         })
         .collect();
+    check(&python, &dirs, tmp.path());
+}
+
+/// Segment rows (`--segments compaction,subagents`) of the real compacted and subagent sessions
+/// of the corpus (Claude Code, Codex, Copilot CLI, Kimi CLI, ATIF continuations) and of
+/// `sample_data/`: every target loads in the four readers as whole-session exports do.
+#[test]
+fn python_readers_load_segmented_exports() {
+    let Some(logs) = agent_logs() else { return };
+    let Some(python) = python() else { return };
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let mut inputs = vec![converted_samples(tmp.path())];
+    for format in ["claude-code", "codex", "copilot-cli", "kimi-cli", "atif"] {
+        let adp = tmp.path().join(format!("{format}.jsonl"));
+        let out = trajkit()
+            .args(["convert", "-q", "--from", format])
+            .arg(logs.join(format))
+            .arg("-o")
+            .arg(&adp)
+            .output()
+            .expect("runs");
+        // A corpus folder may hold a file its reader rejects on purpose (exit 1).
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "{format}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        inputs.push(adp);
+    }
+    let segments = ["--segments", "compaction,subagents"];
+    let dirs: Vec<PathBuf> = ["adp", "parquet", "openai", "hf", "sharegpt"]
+        .iter()
+        .map(|to| {
+            let dir = tmp.path().join(to);
+            export(&inputs, to, &dir, &segments);
+            dir
+        })
+        .collect();
+    let manifest: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dirs[2].join("manifest.json")).expect("openai manifest"),
+    )
+    .expect("json");
+    let text = manifest.to_string();
+    assert!(
+        text.contains("\"segments\""),
+        "the openai manifest counts no segments: {text}"
+    );
     check(&python, &dirs, tmp.path());
 }
 

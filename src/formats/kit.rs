@@ -1,7 +1,7 @@
 //! Helpers the format converters share: bundles, ids from file names, sniffing, and
 //! `details.source`.
 
-use std::collections::{HashMap, HashSet};
+use foldhash::{HashMap, HashSet};
 
 use serde_json::{json, Map, Value};
 
@@ -162,7 +162,8 @@ mod tests {
 
 /// Call ids made unique within a trajectory, so that each result links to its own call: an id
 /// met again becomes `{id}#2`, `#3`, ... (the smallest free). Each id's last suffix is
-/// remembered, so a file that repeats one id stays linear.
+/// remembered, so a file that repeats one id stays linear. (Looked up once per call: the sets
+/// use a fast hash; nothing iterates them.)
 #[derive(Debug, Default)]
 pub struct LinkIds {
     used: HashSet<String>,

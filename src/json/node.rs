@@ -71,11 +71,13 @@ impl<'a> Node<'a> {
 
     /// The entries of an object as a `Value` map; empty for any other node.
     pub fn to_map(&self) -> Map<String, Value> {
-        self.as_object()
-            .into_iter()
-            .flatten()
-            .map(|(k, v)| (k.as_ref().to_owned(), v.to_value()))
-            .collect()
+        let entries = self.as_object().map_or(&[][..], Vec::as_slice);
+        // Sized once: collecting from a flattened iterator would grow the map from empty.
+        let mut map = Map::with_capacity(entries.len());
+        for (k, v) in entries {
+            map.insert(k.as_ref().to_owned(), v.to_value());
+        }
+        map
     }
 
     /// An object node from `(key, value)` pairs.

@@ -4,16 +4,15 @@
 //! ([`build`]) or, for agents that write one message a line (Factory Droid), messages gathered
 //! from their lines ([`build_lines`]).
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 
-use serde_json::{json, Value};
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
+use serde_json::Value;
 
 use crate::convert::LeftOut;
-use crate::formats::chat::{
-    described_call_step, parse_arguments, system_step, unmapped_fields, CodeTool,
-};
+use crate::formats::chat::{described_call_step, parse_arguments, system_step, CodeTool};
 use crate::formats::kit::{decimal, LinkIds};
-use crate::json::Node;
+use crate::json::{Entries, Node};
 use crate::model::step::TextObservation;
 use crate::model::{Source, Step};
 
@@ -42,35 +41,36 @@ fn is_result(kind: &str) -> bool {
 }
 
 /// What `details.anthropic` lists about the steps, so that nothing is dropped. Read from lines
-/// ([`build_lines`]), each entry with a `pointer` also has the `line` it points into.
+/// ([`build_lines`]), each entry with a `pointer` also has the `line` it points into. The
+/// entries are nodes borrowing from the conversation's text.
 #[derive(Default)]
-pub(crate) struct Notes {
+pub(crate) struct Notes<'a> {
     /// `{pointer, fields}`: a message's keys besides `role` and `content` (Cline's `ts`,
     /// `modelInfo`, `metrics`; a dataset's ids).
-    pub message_fields: Vec<Value>,
+    pub message_fields: Vec<Node<'a>>,
     /// `{pointer, fields}`: a mapped block's keys no step holds (a thinking block's
     /// `signature`, `cache_control`, `citations`, ...).
-    pub block_fields: Vec<Value>,
+    pub block_fields: Vec<Node<'a>>,
     /// `{pointer, reason, value}`: blocks of a type no step holds and values that could not be
     /// mapped (counted in `details.source.left_out`).
-    pub unmapped: Vec<Value>,
+    pub unmapped: Vec<Node<'a>>,
     /// The `tool_use_id` of each result marked `is_error`.
-    pub error_results: Vec<Value>,
+    pub error_results: Vec<Node<'a>>,
     /// `{step, id}` of each call no result answers (`empty_result`: the empty result given to
     /// it because an observation follows it).
-    pub unanswered_calls: Vec<Value>,
+    pub unanswered_calls: Vec<Node<'a>>,
     /// `{step, id, pointer, reason}` of each result that answers no call before it.
-    pub unlinked_results: Vec<Value>,
+    pub unlinked_results: Vec<Node<'a>>,
     /// `{step, id, as}` of each call whose id an earlier call had: its link id.
-    pub renamed_call_ids: Vec<Value>,
+    pub renamed_call_ids: Vec<Node<'a>>,
     /// `{step, id, pointer}` of each call answered by a text rather than a `tool_result`:
     /// Cline's `[read_file for 'x'] Result:` (see [`text_result`]), linked by the tool's name.
-    pub text_results: Vec<Value>,
+    pub text_results: Vec<Node<'a>>,
 }
 
-impl Notes {
-    /// The non-empty lists, by their `details.anthropic` key.
-    pub(crate) fn into_map(self) -> serde_json::Map<String, Value> {
+impl<'a> Notes<'a> {
+    /// The non-empty lists, by their `details.anthropic` key, in a fixed order.
+    pub(crate) fn into_entries(self) -> Vec<(&'static str, Node<'a>)> {
         [
             ("message_fields", self.message_fields),
             ("block_fields", self.block_fields),
@@ -83,17 +83,24 @@ impl Notes {
         ]
         .into_iter()
         .filter(|(_, v)| !v.is_empty())
-        .map(|(k, v)| (k.to_owned(), Value::Array(v)))
+        .map(|(k, v)| (k, Node::Array(v)))
         .collect()
+    }
+
+    /// [`Notes::into_entries`] as a `Value` map, for readers that build `details` as values.
+    pub(crate) fn into_map(self) -> serde_json::Map<String, Value> {
+        (self.into_entries().into_iter())
+            .map(|(k, v)| (k.to_owned(), v.to_value()))
+            .collect()
     }
 }
 
 /// The steps of a conversation, with what `details` keeps of it and what was left out.
-pub(crate) struct Built {
+pub(crate) struct Built<'a> {
     pub content: Vec<Step>,
     /// The tool specs: `tools` as a list, or a JSON text holding one.
     pub tools: Vec<Value>,
-    pub notes: Notes,
+    pub notes: Notes<'a>,
     pub left: LeftOut,
     /// The index of each message's first step (`None` for a message that gave none).
     pub first_step: Vec<Option<usize>>,
@@ -219,7 +226,11 @@ impl Places<'_> {
 /// Builds the steps of `record` (a conversation read from line `line`): the system prompt,
 /// then each message's blocks; what is left out is counted for `place` (`details.anthropic`,
 /// or the details of a format whose messages are the Messages API's, as Cursor's).
-pub(crate) fn build(record: &Node<'_>, line: u64, place: &'static str) -> Result<Built, Problem> {
+pub(crate) fn build<'a>(
+    record: &Node<'a>,
+    line: u64,
+    place: &'static str,
+) -> Result<Built<'a>, Problem> {
     let messages: Vec<&Node> = record["messages"]
         .as_array()
         .unwrap_or(&[])
@@ -231,22 +242,22 @@ pub(crate) fn build(record: &Node<'_>, line: u64, place: &'static str) -> Result
 /// Builds the steps of `messages`, one message a line (message `i` is the `message` of line
 /// `lines[i]`), their left-out counts under `details_key`. The messages' own keys besides
 /// `role` and `content` are not listed: the caller keeps them with the rest of each line.
-pub(crate) fn build_lines(
-    messages: &[&Node<'_>],
+pub(crate) fn build_lines<'a>(
+    messages: &[&Node<'a>],
     lines: &[u64],
     details_key: &'static str,
-) -> Result<Built, Problem> {
+) -> Result<Built<'a>, Problem> {
     build_from(messages, None, Places::Lines(lines), details_key)
 }
 
 /// Builds the steps of `messages`, after the `system` prompt and with the `tools` of `record`
 /// when there is one.
-fn build_from(
-    messages: &[&Node<'_>],
-    record: Option<&Node<'_>>,
+fn build_from<'a>(
+    messages: &[&Node<'a>],
+    record: Option<&Node<'a>>,
     places: Places<'_>,
     details_key: &'static str,
-) -> Result<Built, Problem> {
+) -> Result<Built<'a>, Problem> {
     for (i, m) in messages.iter().enumerate() {
         let present = |k: &&&str| match &m[**k] {
             Node::Null => false,
@@ -297,6 +308,33 @@ fn build_from(
     })
 }
 
+/// `{pointer, fields}`: the keys of the object `node` that `mapped` does not name; `None` when
+/// there are none.
+fn fields_note<'a>(
+    node: &Node<'a>,
+    pointer: String,
+    mapped: impl Fn(&str) -> bool,
+) -> Option<Node<'a>> {
+    let fields: Entries<'a> = (node.as_object().into_iter().flatten())
+        .filter(|(k, _)| !mapped(k))
+        .cloned()
+        .collect();
+    (!fields.is_empty()).then(|| {
+        Node::object([
+            ("pointer", Node::from(pointer)),
+            ("fields", Node::Object(fields)),
+        ])
+    })
+}
+
+/// A string node as it is; anything else as null (an id that is not a string).
+fn string_or_null<'a>(node: &Node<'a>) -> Node<'a> {
+    match node {
+        Node::String(_) => node.clone(),
+        _ => Node::Null,
+    }
+}
+
 /// `{parent}/content/{k}`, written without the formatting machinery: every block has one.
 fn content_pointer(parent: &str, k: usize) -> String {
     let mut buf = [0u8; 20];
@@ -321,7 +359,7 @@ struct Builder<'n, 'a, 'p> {
     current: usize,
     pairs: Pairs,
     content: Vec<Step>,
-    notes: Notes,
+    notes: Notes<'a>,
     left: LeftOut,
     /// Link ids given so far.
     ids: LinkIds,
@@ -379,18 +417,18 @@ impl<'n, 'a> Builder<'n, 'a, '_> {
         let Some(role) = m["role"].as_str() else {
             // Not a message: a reasoning item Roo Code keeps between messages, or bookkeeping.
             self.left.lines += 1;
-            let note = self.located(json!({
-                "pointer": at,
-                "reason": "an entry without a role is not a message",
-                "value": m.to_value(),
-            }));
+            let note = self.located(Node::object([
+                ("pointer", Node::from(at)),
+                ("reason", "an entry without a role is not a message".into()),
+                ("value", (*m).clone()),
+            ]));
             self.notes.unmapped.push(note);
             return;
         };
         if let Places::Record { .. } = self.places {
             let mapped = |k: &str| matches!(k, "role" | "content");
             if (m.as_object()).is_some_and(|o| o.iter().any(|(k, _)| !mapped(k))) {
-                let fields = unmapped_fields(m, at.clone(), |k, _| mapped(k));
+                let fields = fields_note(m, at.clone(), mapped);
                 self.notes.message_fields.extend(fields);
             }
         }
@@ -525,9 +563,11 @@ impl<'n, 'a> Builder<'n, 'a, '_> {
                     }
                     None => {
                         let entry = self.notes.unanswered_calls.len();
-                        self.notes
-                            .unanswered_calls
-                            .push(json!({"step": self.content.len(), "id": native}));
+                        let note = Node::object([
+                            ("step", Node::from(self.content.len() as u64)),
+                            ("id", string_or_null(&block["id"])),
+                        ]);
+                        self.notes.unanswered_calls.push(note);
                         self.act(step, i);
                         self.open = Some((entry, native.map(str::to_owned), name));
                     }
@@ -546,11 +586,15 @@ impl<'n, 'a> Builder<'n, 'a, '_> {
         self.flush(&mut text, &mut thought, i);
         if let Some((t, p)) = thought {
             self.left.blocks += 1;
-            let note = self.located(json!({
-                "pointer": p,
-                "reason": "a thinking block with no text or call after it in its message",
-                "value": {"type": "thinking", "thinking": t},
-            }));
+            let value = Node::object([("type", "thinking".into()), ("thinking", Node::from(t))]);
+            let note = self.located(Node::object([
+                ("pointer", Node::from(p)),
+                (
+                    "reason",
+                    "a thinking block with no text or call after it in its message".into(),
+                ),
+                ("value", value),
+            ]));
             self.notes.unmapped.push(note);
         }
         for ((mi, k), link) in later {
@@ -608,9 +652,15 @@ impl<'n, 'a> Builder<'n, 'a, '_> {
         };
         let (id, renamed) = self.ids.unique(base);
         if renamed {
-            self.notes
-                .renamed_call_ids
-                .push(json!({"step": at, "id": native, "as": id}));
+            let note = Node::object([
+                ("step", Node::from(at as u64)),
+                (
+                    "id",
+                    native.map_or(Node::Null, |n| Node::from(n.to_owned())),
+                ),
+                ("as", Node::from(id.clone())),
+            ]);
+            self.notes.renamed_call_ids.push(note);
         }
         id
     }
@@ -620,9 +670,7 @@ impl<'n, 'a> Builder<'n, 'a, '_> {
     fn result(&mut self, p: &str, block: &Node<'a>, link: Option<Link>, i: usize) {
         self.fields(p, block, &["type", "tool_use_id", "content", "is_error"]);
         if block["is_error"].as_bool() == Some(true) {
-            self.notes
-                .error_results
-                .push(block["tool_use_id"].to_value());
+            self.notes.error_results.push(block["tool_use_id"].clone());
         }
         let client = block["type"].as_str() == Some("tool_result");
         let (text, images) = self.result_content(p, &block["content"], client);
@@ -653,7 +701,11 @@ impl<'n, 'a> Builder<'n, 'a, '_> {
         if entry + 1 == self.notes.unanswered_calls.len() {
             self.notes.unanswered_calls.pop();
         }
-        let note = self.located(json!({"step": call, "id": native, "pointer": p}));
+        let note = self.located(Node::object([
+            ("step", Node::from(call as u64)),
+            ("id", native.map_or(Node::Null, Node::from)),
+            ("pointer", Node::from(p.to_owned())),
+        ]));
         self.notes.text_results.push(note);
         let step = Step::environment_text(Some(name), text).with_tool_call_id(id);
         self.observe(step, i);
@@ -670,12 +722,12 @@ impl<'n, 'a> Builder<'n, 'a, '_> {
             .unwrap_or("a result of a tool the API runs, outside its call's message");
         let step = self.content.len();
         self.result(&p, block, None, i);
-        let note = self.located(json!({
-            "step": step,
-            "id": block["tool_use_id"].to_value(),
-            "pointer": p,
-            "reason": reason,
-        }));
+        let note = self.located(Node::object([
+            ("step", Node::from(step as u64)),
+            ("id", block["tool_use_id"].clone()),
+            ("pointer", Node::from(p)),
+            ("reason", Node::from(reason)),
+        ]));
         self.notes.unlinked_results.push(note);
     }
 
@@ -825,14 +877,22 @@ impl<'n, 'a> Builder<'n, 'a, '_> {
 
     fn left_block(&mut self, p: &str, reason: &str, block: &Node<'a>) {
         self.left.blocks += 1;
-        let note = self.located(json!({"pointer": p, "reason": reason, "value": block.to_value()}));
+        let note = self.located(Node::object([
+            ("pointer", Node::from(p.to_owned())),
+            ("reason", Node::from(reason.to_owned())),
+            ("value", block.clone()),
+        ]));
         self.notes.unmapped.push(note);
     }
 
     fn unmapped(&mut self, p: &str, reason: String, value: &Node<'a>) {
         self.left
             .unmapped(self.places.line(self.current), p, reason.clone());
-        let note = self.located(json!({"pointer": p, "reason": reason, "value": value.to_value()}));
+        let note = self.located(Node::object([
+            ("pointer", Node::from(p.to_owned())),
+            ("reason", Node::from(reason)),
+            ("value", value.clone()),
+        ]));
         self.notes.unmapped.push(note);
     }
 
@@ -843,7 +903,7 @@ impl<'n, 'a> Builder<'n, 'a, '_> {
         if !extra {
             return;
         }
-        let fields = unmapped_fields(block, p.to_owned(), |k, _| mapped.contains(&k));
+        let fields = fields_note(block, p.to_owned(), |k| mapped.contains(&k));
         if let Some(note) = fields {
             let note = self.located(note);
             self.notes.block_fields.push(note);
@@ -851,9 +911,10 @@ impl<'n, 'a> Builder<'n, 'a, '_> {
     }
 
     /// A note about the message being read, with its line when the messages are lines.
-    fn located(&self, mut note: Value) -> Value {
-        if let (Places::Lines(_), Value::Object(fields)) = (self.places, &mut note) {
-            fields.shift_insert(0, "line".into(), self.places.line(self.current).into());
+    fn located(&self, mut note: Node<'a>) -> Node<'a> {
+        if let (Places::Lines(_), Node::Object(fields)) = (self.places, &mut note) {
+            let line = Node::from(self.places.line(self.current));
+            fields.insert(0, ("line".into(), line));
         }
         note
     }
@@ -873,7 +934,7 @@ impl<'n, 'a> Builder<'n, 'a, '_> {
             let id = self.link_id(native.as_deref(), call);
             *self.content[call].tool_call_id_mut() = Some(id.clone());
             if let Some(e) = self.notes.unanswered_calls.get_mut(entry) {
-                e["empty_result"] = json!(self.content.len());
+                e.insert("empty_result", Node::from(self.content.len() as u64));
             }
             self.content
                 .push(Step::environment_text(Some(name), "").with_tool_call_id(id));

@@ -209,14 +209,7 @@ fn transcript<'a>(
     }
     let mut left = built.left;
     left.lines += (turns.len() + other_lines.len()) as u64;
-    let mut cursor = Node::Object(
-        built
-            .notes
-            .into_map()
-            .into_iter()
-            .map(|(k, v)| (k.into(), Node::from(v)))
-            .collect(),
-    );
+    let mut cursor = Node::object(built.notes.into_entries());
     // What the transcript does not record.
     let tool_uses: Vec<&Node> = conversation["messages"]
         .as_array()

@@ -118,7 +118,7 @@ impl<'n, 'a> Sorted<'n, 'a> {
         bundle: &'n Node<'a>,
         first_step: &[Option<usize>],
         steps: usize,
-        notes: Notes,
+        notes: Notes<'a>,
         left: &mut LeftOut,
     ) -> Node<'a> {
         let step = |at: usize| Node::from(step_at(first_step, at, steps));
@@ -265,8 +265,8 @@ impl<'n, 'a> Sorted<'n, 'a> {
         put("other_lines", list(placed(&self.others)));
         put("reused_ids", list(reused));
         put("thinking_copies", (copies > 0).then(|| Node::from(copies)));
-        for (key, value) in notes.into_map() {
-            droid.push((Cow::Owned(key), Node::from(value)));
+        for (key, value) in notes.into_entries() {
+            droid.push((Cow::Borrowed(key), value));
         }
         Node::Object(droid)
     }

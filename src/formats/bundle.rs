@@ -446,7 +446,9 @@ pub fn bundle_node_lines<'n, 'a>(
 
 /// [`bundle_node_lines`], moved out of the bundle (a reader that keeps parts of its lines
 /// takes them instead of copying them; the bundle is left without its lines).
-pub fn take_bundle_node_lines<'a>(bundle: &mut Node<'a>) -> impl Iterator<Item = (u64, Node<'a>)> {
+pub fn take_bundle_node_lines<'a>(
+    bundle: &mut Node<'a>,
+) -> impl ExactSizeIterator<Item = (u64, Node<'a>)> {
     let lines = match bundle.take("lines") {
         Node::Array(lines) => lines,
         _ => Vec::new(),

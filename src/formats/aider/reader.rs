@@ -59,8 +59,10 @@ struct Chunk {
 }
 
 impl Chunk {
-    fn start(line: u64) -> Chunk {
+    /// A chunk starting on `line`, with room for `room` bytes.
+    fn start(line: u64, room: usize) -> Chunk {
         Chunk {
+            bytes: Vec::with_capacity(room),
             line,
             ..Chunk::default()
         }
@@ -95,6 +97,9 @@ impl Chunk {
 /// How much of an oversized session a rejected record shows.
 const PREVIEW: usize = 4096;
 
+/// The most room a session starts with.
+const MAX_ROOM: usize = 1 << 20;
+
 /// The sessions of one chat history file, a record each.
 pub struct SessionRecords {
     input: Option<Box<dyn BufRead + Send>>,
@@ -111,6 +116,11 @@ pub struct SessionRecords {
     /// Sessions without a turn read before any session with one.
     leading: Option<Chunk>,
     ready: VecDeque<RawRecord>,
+    /// The line being read (kept: its room is reused).
+    buf: Vec<u8>,
+    /// The size of the last session read: the room a new one starts with, so that its bytes
+    /// are not copied as they grow (sessions of a file are alike).
+    room: usize,
 }
 
 impl SessionRecords {
@@ -128,6 +138,8 @@ impl SessionRecords {
             held: None,
             leading: None,
             ready: VecDeque::new(),
+            buf: Vec::new(),
+            room: 0,
         })
     }
 
@@ -152,6 +164,7 @@ impl SessionRecords {
     /// Files the session just read: a session with a turn is held (the one held before goes
     /// out), one without rides with the held session or waits for the first one with a turn.
     fn close(&mut self, chunk: Chunk) {
+        self.room = chunk.bytes.len().min(MAX_ROOM);
         if chunk.has_turn {
             let mut chunk = chunk;
             if let Some(mut leading) = self.leading.take() {
@@ -174,10 +187,10 @@ impl SessionRecords {
 
     /// Reads lines until a record is ready or the input ends.
     fn fill(&mut self) {
-        let mut buf = Vec::new();
+        let mut buf = std::mem::take(&mut self.buf);
         while self.ready.is_empty() {
             let Some(input) = self.input.as_mut() else {
-                return;
+                break;
             };
             buf.clear();
             match input.read_until(b'\n', &mut buf) {
@@ -202,8 +215,8 @@ impl SessionRecords {
                             self.close(chunk);
                         }
                     }
-                    let line = self.line;
-                    let chunk = self.current.get_or_insert_with(|| Chunk::start(line));
+                    let (line, room) = (self.line, self.room);
+                    let chunk = self.current.get_or_insert_with(|| Chunk::start(line, room));
                     chunk.has_turn |= is_user_turn(&buf);
                     chunk.push(&buf, self.limit);
                 }
@@ -224,6 +237,7 @@ impl SessionRecords {
                 }
             }
         }
+        self.buf = buf;
     }
 }
 

@@ -276,7 +276,8 @@ fn build_from<'a>(
         places,
         current: 0,
         pairs: pair(messages),
-        content: Vec::new(),
+        // At least a step a message, most often.
+        content: Vec::with_capacity(messages.len()),
         notes: Notes::default(),
         left: LeftOut::new(details_key),
         ids: LinkIds::default(),

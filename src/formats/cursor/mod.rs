@@ -147,16 +147,19 @@ fn transcript<'a>(
     record: &'a RawRecord,
 ) -> Result<Partial<'a>, Vec<Diagnostic>> {
     let (id, parent) = transcript_id(record.provenance.file.as_ref());
-    let mut messages: Vec<Node> = Vec::new();
-    let mut message_lines: Vec<Node> = Vec::new();
+    let lines = take_bundle_node_lines(&mut bundle);
+    // Nearly every line is a message.
+    let mut messages: Vec<Node> = Vec::with_capacity(lines.len());
+    let mut message_lines: Vec<Node> = Vec::with_capacity(lines.len());
     let mut line_fields: Vec<Node> = Vec::new();
     let mut models: Vec<Node> = Vec::new();
     let mut turns: Vec<Node> = Vec::new();
     let mut other_lines: Vec<Node> = Vec::new();
-    for (line, mut l) in take_bundle_node_lines(&mut bundle) {
-        match (l["role"].as_str(), l["type"].as_str()) {
-            (Some(role), _) if l["message"].is_object() => {
-                let role = Node::from(role.to_owned());
+    for (line, mut l) in lines {
+        let message = l["role"].as_str().is_some() && l["message"].is_object();
+        match l["type"].as_str() {
+            _ if message => {
+                let role = l.take("role");
                 let mut m = l.take("message");
                 if let Some(model) = m["model"].as_str() {
                     if !models.iter().any(|x| x.as_str() == Some(model)) {
@@ -181,7 +184,7 @@ fn transcript<'a>(
                     ]));
                 }
             }
-            (_, Some("turn_ended")) => turns.push(Node::object([
+            Some("turn_ended") => turns.push(Node::object([
                 ("line", Node::from(line)),
                 (
                     "after_message",
@@ -210,36 +213,34 @@ fn transcript<'a>(
     let mut left = built.left;
     left.lines += (turns.len() + other_lines.len()) as u64;
     let mut cursor = Node::object(built.notes.into_entries());
-    // What the transcript does not record.
-    let tool_uses: Vec<&Node> = conversation["messages"]
+    // What the transcript does not record: counted in one pass over the blocks.
+    let (mut calls, mut no_id, mut results) = (0u64, 0u64, 0u64);
+    let blocks = (conversation["messages"]
         .as_array()
         .unwrap_or_default()
-        .iter()
-        .flat_map(|m| m["content"].as_array().unwrap_or_default())
-        .filter(|b| b["type"].as_str() == Some("tool_use"))
-        .collect();
-    let results = conversation["messages"]
-        .as_array()
-        .unwrap_or_default()
-        .iter()
-        .flat_map(|m| m["content"].as_array().unwrap_or_default())
-        .filter(|b| b["type"].as_str() == Some("tool_result"))
-        .count();
+        .iter())
+    .flat_map(|m| m["content"].as_array().unwrap_or_default());
+    for b in blocks {
+        match b["type"].as_str() {
+            Some("tool_use") => {
+                calls += 1;
+                no_id += u64::from(b["id"].as_str().is_none());
+            }
+            Some("tool_result") => results += 1,
+            _ => {}
+        }
+    }
     let unanswered = cursor
         .get("unanswered_calls")
         .and_then(Node::as_array)
         .map_or(0, <[Node]>::len);
     let mut missing = vec![("timestamps".into(), Node::Bool(true))];
-    if !tool_uses.is_empty() {
-        let no_id = tool_uses
-            .iter()
-            .filter(|b| b["id"].as_str().is_none())
-            .count();
-        missing.push(("tool_call_ids".into(), Node::from(no_id as u64)));
+    if calls > 0 {
+        missing.push(("tool_call_ids".into(), Node::from(no_id)));
         missing.push(("tool_results".into(), Node::from(unanswered as u64)));
     }
     cursor.insert("missing", Node::Object(missing));
-    cursor.insert("tool_results_in_transcript", Node::from(results as u64));
+    cursor.insert("tool_results_in_transcript", Node::from(results));
     if !models.is_empty() {
         cursor.insert("models", Node::Array(models));
     }

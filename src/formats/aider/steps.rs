@@ -104,6 +104,10 @@ fn model_and_format(rest: &str) -> (String, Option<String>) {
 
 /// The session's running cost in a token line (`… Cost: $0.01 message, $0.02 session.`).
 fn session_cost(entry: &str) -> Option<f64> {
+    // Every status line is asked: most have no `$`, found faster than the word.
+    if !entry.contains('$') {
+        return None;
+    }
     let at = entry.find(" session")?;
     let head = &entry[..at];
     let dollar = head.rfind('$')?;

@@ -363,9 +363,9 @@ struct Message<'a> {
 }
 
 /// The messages of a request's lines: after each `-------` (since v0.49), or between blank
-/// lines (before). A message with no line (empty content: Aider writes nothing of it, not even
-/// its role) is counted in `empty`.
-fn messages<'a>(lines: &[Line<'a>], empty: &mut u64, left: &mut LeftOut) -> Vec<Message<'a>> {
+/// lines (before); how many the request holds, and how many of them have no line (an empty
+/// content: Aider writes nothing of it, not even its role), which make no message.
+fn messages<'a>(lines: &[Line<'a>], left: &mut LeftOut) -> (Vec<Message<'a>>, u64, u64) {
     let dashed = lines.first().is_none_or(|(_, l)| !l.trim().is_empty());
     let mut groups: Vec<Vec<Line<'a>>> = Vec::new();
     for &(at, l) in lines {
@@ -380,10 +380,10 @@ fn messages<'a>(lines: &[Line<'a>], empty: &mut u64, left: &mut LeftOut) -> Vec<
             _ => groups.push(Vec::new()),
         }
     }
-    let before = groups.len();
-    groups.retain(|g| !g.is_empty());
-    *empty += (before - groups.len()) as u64;
-    groups.iter().filter_map(|g| message(g, left)).collect()
+    let all = groups.len() as u64;
+    let empty = groups.iter().filter(|g| g.is_empty()).count() as u64;
+    let read = groups.iter().filter_map(|g| message(g, left)).collect();
+    (read, all, empty)
 }
 
 /// One message's lines as a message: a string content (every line prefixed with the role), or
@@ -523,15 +523,15 @@ pub(super) fn convert(
             failed.push(json!({"line": f.line, "sent_at": f.sent_at, "replied_at": f.replied_at}));
         }
     }
-    let mut empty = 0;
-    let msgs = messages(&r.messages, &mut empty, &mut left);
-    let in_source = msgs.len() as u64 + empty + 1;
+    let (msgs, in_request, empty) = messages(&r.messages, &mut left);
+    let in_source = in_request + 1;
+    let kept = msgs.len() as u64 + 1;
     let mut content = Vec::with_capacity(msgs.len() + 1);
     for m in msgs {
         step_of(m, &mut content, &mut left);
     }
     let reply = r.reply_text().unwrap_or_default();
-    let lines: Vec<&str> = reply.lines().collect();
+    let lines: Vec<&str> = reply.split('\n').collect();
     let step = match reasoning(&lines) {
         // A reply of reasoning alone keeps its text as Aider logged it.
         Some((thought, n)) if lines[n..].iter().any(|l| !l.trim().is_empty()) => {
@@ -542,7 +542,7 @@ pub(super) fn convert(
         _ => Step::message(reply, None),
     };
     content.push(step);
-    left.messages = Some((in_source, in_source - empty));
+    left.messages = Some((in_source, kept));
 
     let mut source = source_details("aider", record, json!({"sent_at": r.sent_at}));
     if let Some(o) = source.as_object_mut() {
@@ -567,4 +567,193 @@ pub(super) fn convert(
         Trajectory::new(id, content, details),
         AdpVersion::V1_5,
     )])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T1: &str = "2025-01-02T03:04:05";
+
+    /// The records of `text`: their first line and text.
+    fn records(text: &str) -> Vec<(u64, String)> {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join(".aider.llm.history");
+        std::fs::write(&path, text).expect("write");
+        Records::open(path.to_str().expect("utf-8"), 1 << 20)
+            .expect("open")
+            .map(|r| {
+                assert!(r.error.is_none());
+                let text = String::from_utf8(r.bytes).expect("utf-8");
+                (r.provenance.line, text)
+            })
+            .collect()
+    }
+
+    /// A request of one user message `ask`, its reply `reply` (empty: a failed call).
+    fn request(ask: &str, reply: &str) -> String {
+        let body = if reply.is_empty() {
+            "\n".to_owned()
+        } else {
+            format!("ASSISTANT {reply}\n")
+        };
+        format!("TO LLM {T1}\n-------\nUSER {ask}\nLLM RESPONSE {T1}\n{body}")
+    }
+
+    fn record(bytes: &[u8]) -> RawRecord {
+        RawRecord {
+            provenance: Provenance {
+                input: "x.aider.llm.history".into(),
+                file: "x.aider.llm.history".into(),
+                line: 1,
+                index: 0,
+            },
+            bytes: bytes.to_vec(),
+            error: None,
+        }
+    }
+
+    fn convert_text(text: &str) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
+        convert(&record(text.as_bytes()))
+    }
+
+    fn trajectory(text: &str) -> Value {
+        let out = convert_text(text).expect("converts");
+        assert_eq!(out.len(), 1);
+        serde_json::to_value(&out[0].0).expect("json")
+    }
+
+    #[test]
+    fn headers_need_aiders_time() {
+        assert_eq!(header(&format!("TO LLM {T1}")), Some(Header::Request(T1)));
+        assert_eq!(
+            header(&format!("LLM RESPONSE {T1}\r\n")),
+            Some(Header::Response(T1))
+        );
+        for not in [
+            "TO LLM yesterday",
+            "TO LLM 2025-01-02 03:04:05",
+            "USER TO LLM 2025-01-02T03:04:05",
+            "TO LLM 2025-01-02T03:04:05Z",
+            "",
+        ] {
+            assert_eq!(header(not), None, "{not}");
+        }
+    }
+
+    #[test]
+    fn failed_attempts_ride_with_the_next_request_that_got_a_reply_or_the_last() {
+        let a = request("one", "first");
+        let b = request("two", "");
+        let c = request("two", "second");
+        let d = request("three", "");
+        let got = records(&format!("{a}{b}{c}{d}"));
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(got[0], (1, a.clone()));
+        assert_eq!(got[1], (6, format!("{b}{c}{d}")));
+        // Lines before the first request ride with it; a log of failed calls is one record.
+        let got = records(&format!("junk\n{b}{d}"));
+        assert_eq!(got, vec![(1, format!("junk\n{b}{d}"))]);
+        assert!(records("").is_empty());
+    }
+
+    #[test]
+    fn a_request_becomes_its_messages_and_the_reply() {
+        let text = format!(
+            "TO LLM {T1}\n-------\nSYSTEM Be brief.\nSYSTEM \nSYSTEM Use Python.\n-------\n\
+             USER fix it\nUSER\n-------\nASSISTANT Ok.\n-------\nUSER go on\n\
+             LLM RESPONSE 2025-01-02T03:04:09\nASSISTANT <think>\nASSISTANT why\n\
+             ASSISTANT </think>\nASSISTANT \nASSISTANT Done.\nASSISTANT \n"
+        );
+        let t = trajectory(&text);
+        assert_eq!(t["id"], format!("aider-llm-{T1}"));
+        let steps = t["content"].as_array().expect("steps");
+        let texts: Vec<&str> = steps.iter().filter_map(|s| s["content"].as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "Be brief.\n\nUse Python.",
+                "fix it\n",
+                "Ok.",
+                "go on",
+                "Done.\n"
+            ]
+        );
+        assert_eq!(steps[0]["name"], "system");
+        assert_eq!(steps[1]["source"], "user");
+        assert_eq!(steps[2]["class_"], "message_action");
+        assert_eq!(steps[4]["reasoning_content"], "why");
+        let aider = &t["details"]["aider"];
+        assert_eq!(aider["sent_at"], T1);
+        assert_eq!(aider["replied_at"], "2025-01-02T03:04:09");
+        // Every message kept: nothing left out to say.
+        assert!(t["details"]["source"]["left_out"].is_null());
+    }
+
+    #[test]
+    fn list_contents_images_and_the_first_versions_layout() {
+        // Since v0.49: a list content's keys, the text's later lines unprefixed.
+        let text = format!(
+            "TO LLM {T1}\n-------\nUSER type: text\nUSER text: see\n\nthis\nUSER type: image_url\n\
+             USER Image_url URL: data:image/png;base64,AA\nUSER cache_control: {{'type': 'ephemeral'}}\n\
+             -------\n-------\nUSER and?\nLLM RESPONSE {T1}\nASSISTANT A cat.\n"
+        );
+        let t = trajectory(&text);
+        let steps = t["content"].as_array().expect("steps");
+        let classes: Vec<&str> = steps.iter().filter_map(|s| s["class_"].as_str()).collect();
+        assert_eq!(
+            classes,
+            [
+                "text_observation",
+                "image_observation",
+                "text_observation",
+                "message_action"
+            ]
+        );
+        assert_eq!(steps[0]["content"], "see\n\nthis");
+        assert_eq!(steps[1]["content"], "data:image/png;base64,AA");
+        assert_eq!(t["details"]["aider"]["empty_messages"], 1);
+        // Before v0.49: messages between blank lines, an image as `Image URL:`.
+        let text = format!(
+            "TO LLM {T1}\n\nSYSTEM Be brief.\n\nUSER look\n\nUSER Image URL: http://x/a.png\n\
+             LLM RESPONSE {T1}\nASSISTANT Seen.\n"
+        );
+        let t = trajectory(&text);
+        let steps = t["content"].as_array().expect("steps");
+        assert_eq!(steps.len(), 4);
+        assert_eq!(steps[2]["class_"], "image_observation");
+        assert_eq!(steps[3]["content"], "Seen.");
+    }
+
+    #[test]
+    fn what_cannot_be_read_is_counted_or_refused_never_a_panic() {
+        // A message without a role and lines before the first request: counted.
+        let text = format!(
+            "stray\nTO LLM {T1}\n-------\nhello\n-------\nTOOL result\n-------\nUSER q\n\
+             LLM RESPONSE {T1}\nASSISTANT a\n"
+        );
+        let t = trajectory(&text);
+        let left = &t["details"]["source"]["left_out"];
+        assert_eq!(left["wrong_typed"], 2, "{left}");
+        assert_eq!(left["values"], 1, "{left}");
+        assert_eq!(left["messages"], serde_json::json!({"in": 4, "kept": 3}));
+        let steps = t["content"].as_array().expect("steps");
+        assert_eq!(steps[0]["name"], "tool");
+        // Nothing answered, nothing requested, not UTF-8: refused with a rule.
+        let rule = |text: &[u8]| match convert(&record(text)) {
+            Err(d) => d[0].rule.clone(),
+            Ok(_) => "converted".to_owned(),
+        };
+        assert_eq!(rule(request("q", "").as_bytes()), "empty-trajectory");
+        assert_eq!(rule(b"just text\n"), "not-a-unit");
+        assert_eq!(rule(b"TO LLM 2025-01-02T03:04:05\n\xff\n"), "not-utf8");
+        for odd in [
+            format!("TO LLM {T1}\n"),
+            format!("TO LLM {T1}\nLLM RESPONSE {T1}\nLLM RESPONSE {T1}\nASSISTANT x\n"),
+            format!("TO LLM {T1}\n-------\n-------\nLLM RESPONSE {T1}\nASSISTANT x\n"),
+            format!("TO LLM {T1}\n-------\nUSER type: text\nLLM RESPONSE {T1}\nASSISTANT\n"),
+        ] {
+            let _ = convert_text(&odd);
+        }
+    }
 }

@@ -532,10 +532,11 @@ pub(super) fn convert(
     }
     let reply = r.reply_text().unwrap_or_default();
     let lines: Vec<&str> = reply.split('\n').collect();
-    let step = match reasoning(&lines) {
+    let after = reasoning(&lines).and_then(|(thought, n)| Some((thought, lines.get(n..)?)));
+    let step = match after {
         // A reply of reasoning alone keeps its text as Aider logged it.
-        Some((thought, n)) if lines[n..].iter().any(|l| !l.trim().is_empty()) => {
-            let mut s = Step::message(lines[n..].join("\n"), None);
+        Some((thought, rest)) if rest.iter().any(|l| !l.trim().is_empty()) => {
+            let mut s = Step::message(rest.join("\n"), None);
             s.set_thought(None, Some(thought));
             s
         }

@@ -126,9 +126,16 @@ pub fn is_divider(line: &str) -> bool {
     (5..=9).contains(&t.len()) && t.bytes().all(|b| b == b'=')
 }
 
-/// `>>>>>>> REPLACE` (and `>>>>>>> UPDATED`).
+/// `<<<<<<< HEAD`, the opening marker of Aider 0.8 to 0.14 (summer 2023), whose blocks close
+/// with `>>>>>>> updated`. Not a [`is_search`] marker: the same line opens a git conflict, so
+/// it starts an edit only when the whole block is there, and is not reported unpaired.
+pub fn is_legacy_head(line: &str) -> bool {
+    marker(line, '<') == Some("HEAD")
+}
+
+/// `>>>>>>> REPLACE` (and `>>>>>>> UPDATED`, `>>>>>>> updated` of the first versions).
 pub fn is_replace(line: &str) -> bool {
-    marker(line, '>').is_some_and(|w| w == "REPLACE" || w == "UPDATED")
+    marker(line, '>').is_some_and(|w| w == "REPLACE" || w == "UPDATED" || w == "updated")
 }
 
 /// The word after 5 to 9 `c` and a space, as Aider's edit-block parser matches them.
@@ -240,7 +247,7 @@ impl<'a> Sorter<'a> {
                 self.status(no, line);
             }
         } else if let Some(p) = &mut self.prose {
-            if is_search(line) {
+            if is_search(line) || is_legacy_head(line) {
                 p.edit = true;
             } else if is_replace(line) {
                 p.edit = false;
@@ -394,6 +401,8 @@ mod tests {
         assert!(is_search("<<<<<<< ORIGINAL") && !is_search("<<<< SEARCH"));
         assert!(is_divider("=======") && !is_divider("===") && !is_divider("== =="));
         assert!(is_replace(">>>>>>> REPLACE") && is_replace(">>>>>>> UPDATED"));
+        assert!(is_legacy_head("<<<<<<< HEAD") && !is_search("<<<<<<< HEAD"));
+        assert!(is_replace(">>>>>>> updated") && !is_replace(">>>>>>> main"));
         assert!(!is_replace("> REPLACE"));
     }
 }

@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use super::blocks::{is_divider, is_replace, is_search};
+use super::blocks::{is_divider, is_legacy_head, is_replace, is_search};
 use crate::model::JsonObject;
 
 /// A piece of a reply.
@@ -141,6 +141,11 @@ impl Cutter<'_, '_> {
                     i + 1
                 }
             };
+        }
+        if is_legacy_head(line) {
+            if let Some(next) = self.search_block(i) {
+                return next;
+            }
         }
         if line.trim() == "*** Begin Patch" {
             if let Some(end) =
@@ -346,6 +351,21 @@ mod tests {
         assert_eq!(unpaired, [(4, "======="), (6, "REPLACE"), (8, "SEARCH")]);
         assert_eq!(pieces.len(), 1);
         assert!(matches!(&pieces[0], Piece::Text(t) if t.ends_with("nothing after")));
+    }
+
+    #[test]
+    fn the_2023_head_and_updated_markers_make_an_edit_and_a_git_conflict_does_not() {
+        let reply = "Here is the *edit block*:\n\n```java\nsrc\\\\A.java\n<<<<<<< HEAD\nold\n=======\nnew\n>>>>>>> updated\n```\nA conflict:\n```\n<<<<<<< HEAD\na\n>>>>>>> main\n```";
+        let lines: Vec<&str> = reply.lines().collect();
+        let (pieces, unpaired) = split(&lines, 1, Fenced::Shown, &[]);
+        assert!(unpaired.is_empty(), "{unpaired:?}");
+        assert_eq!(edits(&pieces), [("replace_in_file", Some("src\\\\A.java"))]);
+        let Piece::Edit(e) = &pieces[1] else { panic!() };
+        assert_eq!(
+            (e.kwargs["search"].as_str(), e.kwargs["replace"].as_str()),
+            (Some("old\n"), Some("new\n"))
+        );
+        assert!(matches!(&pieces[2], Piece::Text(t) if t.contains("<<<<<<< HEAD")));
     }
 
     #[test]

@@ -71,6 +71,16 @@ fn a_checkpoint_converts_each_session_with_its_agents_reader() {
         &only_file("pi"),
         json!({"session_id": "s-pi", "agent": "Agent"}),
     );
+    // A session Entire kept only the metadata of (no full.jsonl), as real checkpoints have.
+    let empty = root.join("a3/b2c4d5e6f7/3");
+    std::fs::create_dir_all(&empty).expect("dir");
+    std::fs::write(
+        empty.join("metadata.json"),
+        json!({"checkpoint_id": "a3b2c4d5e6f7", "session_id": "s-empty", "agent": "Claude Code",
+            "checkpoints_count": 0})
+        .to_string(),
+    )
+    .expect("write");
     std::fs::write(
         root.join("a3/b2c4d5e6f7/metadata.json"),
         json!({"checkpoint_id": "a3b2c4d5e6f7", "sessions": []}).to_string(),
@@ -80,6 +90,10 @@ fn a_checkpoint_converts_each_session_with_its_agents_reader() {
     assert_eq!(code, 0, "{stderr}");
     assert!(
         stderr.contains("skipped: an Entire checkpoint's summary"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("skipped: an Entire checkpoint session with no transcript"),
         "{stderr}"
     );
     assert_eq!(stderr.matches("detected entire").count(), 3, "{stderr}");
@@ -140,4 +154,39 @@ fn a_session_folder_converts_alone_and_other_inputs_are_refused() {
     let (code, out, _) = convert(&[&claude_sample()], Some("entire"), &[]);
     assert_ne!(code, 0);
     assert!(out.is_empty());
+}
+
+#[test]
+fn a_misnamed_agent_is_read_by_its_transcripts_format_and_a_bad_line_keeps_its_reason() {
+    let dir = tempfile::tempdir().expect("tmp");
+    // Early Entire versions named "Gemini CLI" for Claude Code sessions.
+    let folder = session(
+        dir.path(),
+        0,
+        &claude_sample(),
+        json!({"agent": "Gemini CLI"}),
+    );
+    let (code, out, stderr) = convert(&[&folder], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(out[0]["details"]["entire"]["reader"], "claude-code");
+    assert_eq!(out[0]["details"]["source"]["format"], "claude-code");
+    // Two of the transcript's lines written as one: rejected for what the line breaks.
+    let text = std::fs::read_to_string(folder.join("full.jsonl")).expect("read");
+    let lines: Vec<&str> = text.lines().collect();
+    let n = lines.len();
+    let glued = format!(
+        "{}\n{}{}\n",
+        lines[..n - 2].join("\n"),
+        lines[n - 2],
+        lines[n - 1]
+    );
+    std::fs::write(folder.join("full.jsonl"), glued).expect("write");
+    let (code, out, stderr) = convert(&[&folder], None, &[]);
+    assert_ne!(code, 0, "{stderr}");
+    assert_eq!(out.len(), 1, "{stderr}");
+    assert!(
+        stderr.contains(&format!("full.jsonl:{}: error[json-syntax]", n - 1)),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("not-a-unit"), "{stderr}");
 }

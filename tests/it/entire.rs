@@ -190,3 +190,30 @@ fn a_misnamed_agent_is_read_by_its_transcripts_format_and_a_bad_line_keeps_its_r
     );
     assert!(!stderr.contains("not-a-unit"), "{stderr}");
 }
+
+#[test]
+fn a_gemini_session_document_entire_copied_to_full_jsonl_is_read_whole() {
+    // Entire copies Gemini CLI's session file, one pretty-printed JSON document, to
+    // `full.jsonl`; early versions named no agent for it.
+    let lines = std::fs::read_to_string(only_file("gemini-cli")).expect("read");
+    let mut records = lines
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("json"));
+    let mut document = records.next().expect("header");
+    document["messages"] = Value::Array(records.collect());
+    let dir = tempfile::tempdir().expect("tmp");
+    let pretty = dir.path().join("session.json");
+    std::fs::write(
+        &pretty,
+        serde_json::to_string_pretty(&document).expect("json"),
+    )
+    .expect("write");
+    let folder = session(dir.path(), 0, &pretty, json!({"session_id": "g"}));
+    let (code, out, stderr) = convert(&[&folder], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(out[0]["details"]["entire"]["reader"], "gemini-cli");
+    let (code, alone, stderr) = convert(&[&pretty], Some("gemini-cli"), &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(out[0]["content"], alone[0]["content"]);
+    assert!(tool_actions_and_links(&out[0]).1);
+}

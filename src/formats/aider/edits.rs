@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use super::blocks::{is_divider, is_legacy_head, is_replace, is_search};
+use super::blocks::{is_divider, is_fence, is_legacy_head, is_replace, is_search};
 use crate::model::JsonObject;
 
 /// A piece of a reply.
@@ -80,10 +80,6 @@ pub fn split(
     }
     cut.text(lines.len());
     (cut.pieces, cut.unpaired)
-}
-
-fn is_fence(line: &str) -> bool {
-    line.trim_start().starts_with("```")
 }
 
 /// A file name as Aider's coders clean it: `**name**`, `` `name` ``, `name:`, `# name`.
@@ -199,6 +195,15 @@ impl Cutter<'_, '_> {
             if let Some(name) = before(start).and_then(path_line) {
                 path = Some(name);
                 start -= 1;
+            } else if let Some(name) = before(start)
+                .filter(|l| l.trim().is_empty())
+                .and_then(|_| before(start - 1))
+                .and_then(path_line)
+                .filter(|n| n.contains(['.', '/']))
+            {
+                // A Markdown formatter put a blank line between the file's name and the fence.
+                path = Some(name);
+                start -= 2;
             }
         } else if let Some(name) = before(start).and_then(path_line) {
             path = Some(name);
@@ -366,6 +371,33 @@ mod tests {
             (Some("old\n"), Some("new\n"))
         );
         assert!(matches!(&pieces[2], Piece::Text(t) if t.contains("<<<<<<< HEAD")));
+    }
+
+    #[test]
+    fn a_file_name_a_blank_line_from_the_fence_names_the_edit() {
+        let reply = "Changes:\n\napp/styles/app.css\n\n```css\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n```";
+        let lines: Vec<&str> = reply.lines().collect();
+        let (pieces, _) = split(&lines, 1, Fenced::Shown, &[]);
+        assert_eq!(
+            edits(&pieces),
+            [("replace_in_file", Some("app/styles/app.css"))]
+        );
+        assert_eq!(pieces[0], Piece::Text("Changes:".into()));
+        // A word that is no file name is not taken.
+        let reply = "Changes\n\n```css\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n```";
+        let lines: Vec<&str> = reply.lines().collect();
+        let (pieces, _) = split(&lines, 1, Fenced::Shown, &[]);
+        assert_eq!(edits(&pieces), [("replace_in_file", None)]);
+    }
+
+    #[test]
+    fn an_edit_in_aiders_source_tag_fence_names_its_file() {
+        let reply = "Updated:\n\nREADME.md\n<source>markdown\n<<<<<<< SEARCH\nold\n=======\nnew\n>>>>>>> REPLACE\n</source>\n\nDone.";
+        let lines: Vec<&str> = reply.lines().collect();
+        let (pieces, unpaired) = split(&lines, 1, Fenced::Shown, &[]);
+        assert!(unpaired.is_empty(), "{unpaired:?}");
+        assert_eq!(edits(&pieces), [("replace_in_file", Some("README.md"))]);
+        assert_eq!(pieces.last(), Some(&Piece::Text("Done.".into())));
     }
 
     #[test]

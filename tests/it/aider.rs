@@ -397,6 +397,7 @@ fn edits_are_actions_answered_by_applied_lines_errors_or_nothing() {
 fn the_first_versions_and_trimmed_files_read_the_same() {
     for (name, function, path) in [
         ("legacy", "replace_in_file", "app.py"),
+        ("head-updated", "replace_in_file", "main.go"),
         ("trimmed", "apply_diff", "lib.py"),
     ] {
         let (code, out, stderr) = convert(&[&fixture(name)], None, &[]);

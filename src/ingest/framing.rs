@@ -246,8 +246,22 @@ impl<R: BufRead> Framer<R> {
         }
     }
 
+    /// Whether the line the reader is at (starting with `{`) holds nothing else, as far as the
+    /// buffered bytes show.
+    fn lone_brace(&mut self) -> io::Result<bool> {
+        let chunk = self.reader.fill_buf()?;
+        let rest = chunk.get(1..).unwrap_or_default();
+        Ok(rest
+            .iter()
+            .find(|b| !matches!(b, b' ' | b'\t' | b'\r'))
+            .is_some_and(|&b| b == b'\n'))
+    }
+
     fn detect(&mut self) -> io::Result<Layout> {
         let layout = match (self.hint, self.skip_blank()?) {
+            // A lone `{` on the first line is no JSON line: a pretty-printed document under a
+            // lines name (Entire copies Gemini CLI's session document to `full.jsonl`).
+            (LayoutHint::Lines, Some(b'{')) if self.lone_brace()? => Layout::Documents,
             (LayoutHint::Lines, _) => Layout::Lines,
             (_, Some(b'[')) => {
                 self.consume(1);
@@ -676,6 +690,20 @@ mod tests {
                 ),
                 (3, "{\"b\": 2}".into(), None),
             ]
+        );
+    }
+
+    #[test]
+    fn a_pretty_printed_document_under_a_lines_name_is_one_document() {
+        let doc = "{\n  \"a\": [\n    1\n  ]\n}\n";
+        let got: Vec<Frame> = Framer::new(doc.as_bytes(), LayoutHint::Lines, 100).collect();
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!((got[0].line, got[0].error.as_ref()), (1, None));
+        // A JSON line that opens with `{` stays a line.
+        let lines = "{\"a\": 1}\n{\"b\": 2}\n";
+        assert_eq!(
+            Framer::new(lines.as_bytes(), LayoutHint::Lines, 100).count(),
+            2
         );
     }
 

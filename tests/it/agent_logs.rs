@@ -122,8 +122,6 @@ fn expect_of(file: &Path) -> Expect {
         "crush" => Expect::Reads("crush"),
         "opencode" if file.extension().is_some_and(|e| e == "db") => Expect::Reads("crush"),
         "opencode" => Expect::Reads("opencode"),
-        // The prompts log beside the chat history is not read (docs/formats/aider.md).
-        "aider" if file.to_string_lossy().ends_with(".aider.llm.history") => Expect::Refused,
         "aider" => Expect::Reads("aider"),
         "cline" => Expect::Refused,
         other => panic!(
@@ -519,6 +517,12 @@ fn source_calls(format: &str, file: &Path) -> Calls {
                 results.iter().map(String::as_str),
             )
         }
+        // The LLM history: the replies are kept as the model wrote them, no tool calls; a
+        // trajectory per request that got a reply (checked in llm_history_requests).
+        "aider" if file.to_string_lossy().ends_with(".aider.llm.history") => {
+            llm_history_requests(file);
+            Calls::default()
+        }
         "aider" => aider_calls(std::str::from_utf8(&bytes).expect("utf-8")),
         "qwen-code" => {
             // `functionCall` parts of the model's records, answered by the `functionResponse`
@@ -569,6 +573,41 @@ fn hermes_rows(file: &Path) -> Vec<Value> {
         })
         .expect("rows");
     rows.map(|r| r.expect("row")).collect()
+}
+
+/// Aider's LLM history: its `TO LLM <time>` requests counted by this test's own reading, the
+/// trajectories (one per request whose `LLM RESPONSE` has a line of text) and the failed
+/// attempts they list.
+fn llm_history_requests(file: &Path) {
+    let text = std::fs::read_to_string(file).expect("utf-8");
+    let mut requests = 0;
+    let mut replied = 0;
+    let mut in_reply = false;
+    let mut has_text = false;
+    for line in text.lines() {
+        if line.starts_with("TO LLM ") {
+            replied += usize::from(has_text);
+            requests += 1;
+            (in_reply, has_text) = (false, false);
+        } else if line.starts_with("LLM RESPONSE ") {
+            in_reply = true;
+        } else if in_reply && !line.trim().is_empty() {
+            has_text = true;
+        }
+    }
+    replied += usize::from(has_text);
+    let (code, out, stderr) = convert(&[file], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(out.len(), replied, "{stderr}");
+    let failed: usize = out
+        .iter()
+        .filter_map(|t| t["details"]["aider"]["failed_attempts"].as_array())
+        .map(Vec::len)
+        .sum();
+    assert_eq!(replied + failed, requests);
+    if file.ends_with("simple-calulator__.aider.llm.history") {
+        assert_eq!((requests, replied), (34, 20));
+    }
 }
 
 /// An Aider chat history's edits, read line by line: complete SEARCH/REPLACE blocks outside

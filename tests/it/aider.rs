@@ -1,7 +1,8 @@
 //! Aider chat histories: the corpus's real session (v0.82.2: models and edit formats switched
 //! mid-session, an edit-format error, rate-limit retries, unpaired markers) and histories of
 //! our own for the edit formats, the first versions' layout, files whose trailing spaces were
-//! trimmed, empty sessions, commands and the prompts log beside the chat history.
+//! trimmed, empty sessions, commands; Aider's LLM history (the corpus's, and logs of our own in
+//! both layouts Aider wrote), alone and beside the chat history.
 
 use std::path::{Path, PathBuf};
 
@@ -123,24 +124,177 @@ fn the_corpus_session_converts_with_every_edit_and_model() {
     assert_every_sft_target_accepts(&out, "aider corpus");
 }
 
+/// A log of the requests Aider sent, written for these tests (`NAME.aider.llm.history`).
+fn llm_fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("tests/fixtures/aider/{name}.aider.llm.history"))
+}
+
+/// The text of each step of `t`.
+fn texts(t: &Value) -> Vec<&str> {
+    t["content"]
+        .as_array()
+        .expect("content")
+        .iter()
+        .filter_map(|s| s["content"].as_str())
+        .collect()
+}
+
 #[test]
-fn the_prompts_log_is_declined_naming_the_chat_history() {
+fn the_corpus_llm_history_makes_a_trajectory_per_request_that_got_a_reply() {
     let Some(root) = agent_logs() else { return };
     let file = root.join("aider/simple-calulator__.aider.llm.history");
     let (code, out, stderr) = convert(&[&file], None, &[]);
-    assert_eq!(code, 2, "{stderr}");
-    assert!(out.is_empty());
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("detected aider"), "{stderr}");
+    // 34 requests: 20 replies, 14 rate-limited calls listed with the request after them.
+    assert_eq!(out.len(), 20);
+    assert_eq!(validate_adp(&out), 0);
+    let failed: Vec<usize> = out
+        .iter()
+        .filter_map(|t| t["details"]["aider"]["failed_attempts"].as_array())
+        .map(Vec::len)
+        .collect();
+    assert_eq!(failed, [9, 5]);
+    let ids: std::collections::HashSet<&str> =
+        out.iter().filter_map(|t| t["id"].as_str()).collect();
+    assert_eq!(ids.len(), 20);
+    for t in &out {
+        let steps = t["content"].as_array().expect("content");
+        assert_eq!(steps[0]["name"], "system", "{}", t["id"]);
+        assert_eq!(steps.last().expect("reply")["class_"], "message_action");
+        assert!(t["details"]["aider"]["sent_at"].is_string());
+    }
+    // The first request: the system prompt, Aider's example turns, the repo map, the ask.
+    assert!(texts(&out[0])[0].starts_with("Act as an expert software developer."));
+    assert!(texts(&out[0])
+        .last()
+        .is_some_and(|r| r.starts_with("This repository contains a simple web-based calculator")));
+    // qwen3's <think> block in a reply is its reasoning.
+    assert!(out.iter().any(|t| t["content"]
+        .as_array()
+        .and_then(|s| s.last())
+        .is_some_and(|r| r["reasoning_content"].is_string())));
+    assert_every_sft_target_accepts(&out, "aider llm history");
+}
+
+#[test]
+fn llm_history_requests_are_read_as_the_model_got_them() {
+    let (code, out, stderr) = convert(&[&llm_fixture("notes")], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(out.len(), 2, "the failed call rides with its retry");
+    assert_eq!(validate_adp(&out), 0);
+    let (first, retry) = (&out[0], &out[1]);
+    assert_eq!(first["id"], "aider-llm-2025-03-01T10:00:00");
+    assert_eq!(
+        step_classes(first),
+        [
+            "text_observation",
+            "text_observation",
+            "message_action",
+            "text_observation",
+            "message_action"
+        ]
+    );
+    let reply = &first["content"][4];
+    assert_eq!(reply["reasoning_content"], "A one-line rename.");
+    assert!(reply["content"]
+        .as_str()
+        .is_some_and(|c| c.starts_with("notes.py\n```\n<<<<<<< SEARCH")));
+    // The retry: a list content (an image, a cached text part), an empty message.
+    assert_eq!(retry["id"], "aider-llm-2025-03-01T10:01:09");
+    assert_eq!(
+        step_classes(retry),
+        [
+            "text_observation",
+            "text_observation",
+            "image_observation",
+            "text_observation",
+            "message_action",
+            "text_observation",
+            "message_action"
+        ]
+    );
+    assert_eq!(texts(retry)[3], "notes.py\n```\nprint(\"hello\")\n\n```");
+    let aider = &retry["details"]["aider"];
+    assert_eq!(
+        aider["failed_attempts"][0]["sent_at"],
+        "2025-03-01T10:01:00"
+    );
+    assert_eq!(aider["empty_messages"], 1);
+    let left = &retry["details"]["source"]["left_out"];
+    assert_eq!(left["lines"], 23, "{left}");
     assert!(
-        stderr.contains("closest: aider (Aider's log of the prompts sent"),
+        stderr.contains("23 lines left out, 6 of 7 messages kept"),
         "{stderr}"
     );
-    let (code, out, stderr) = convert(&[&file], Some("aider"), &[]);
+    assert_every_sft_target_accepts(&out, "aider llm fixture");
+
+    // Before v0.49: blank lines between messages; a failed call at the end rides with the
+    // request before it.
+    let (code, out, stderr) = convert(&[&llm_fixture("legacy")], Some("aider"), &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(out.len(), 1);
+    assert_eq!(
+        texts(&out[0]),
+        [
+            "Act as an expert software developer.\nTake requests for changes to the supplied code.",
+            "Add a docstring to main.",
+            "data:image/png;base64,AAAA",
+            "Here is the docstring."
+        ]
+    );
+    assert_eq!(
+        out[0]["details"]["aider"]["failed_attempts"][0]["sent_at"],
+        "2024-06-20T09:02:00"
+    );
+
+    // Only failed calls: nothing to train on, refused.
+    let (code, out, stderr) = convert(&[&llm_fixture("failed")], None, &[]);
     assert_eq!(code, 1, "{stderr}");
     assert!(out.is_empty());
     assert!(
-        stderr.contains("not-a-unit") && stderr.contains("not an Aider chat history"),
+        stderr.contains("empty-trajectory") && stderr.contains("2 request(s)"),
         "{stderr}"
     );
+}
+
+#[test]
+fn a_walk_reads_the_chat_history_not_the_llm_history_of_the_same_session() {
+    let dir = tempfile::tempdir().expect("dir");
+    let both = dir.path().join("both");
+    let alone = dir.path().join("alone");
+    std::fs::create_dir_all(&both).expect("dir");
+    std::fs::create_dir_all(&alone).expect("dir");
+    std::fs::copy(fixture("shop"), both.join("s.aider.chat.history.md")).expect("copy");
+    std::fs::copy(llm_fixture("notes"), both.join("s.aider.llm.history")).expect("copy");
+    std::fs::copy(llm_fixture("notes"), alone.join(".aider.llm.history")).expect("copy");
+    let (code, out, stderr) = convert(&[&both], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(out.len(), 1, "{stderr}");
+    assert!(out[0]["details"]["aider"]["log"].is_null());
+    assert!(
+        stderr
+            .contains("s.aider.llm.history: skipped: Aider's LLM history beside the chat history"),
+        "{stderr}"
+    );
+    // Given itself, or alone in its folder, the LLM history is read.
+    let (code, out, stderr) = convert(&[&both.join("s.aider.llm.history")], None, &[]);
+    assert_eq!((code, out.len()), (0, 2), "{stderr}");
+    let (code, out, stderr) = convert(&[&alone], None, &[]);
+    assert_eq!((code, out.len()), (0, 2), "{stderr}");
+    // A file of that name that does not start with a request is declined, saying why.
+    let odd = dir.path().join("odd.aider.llm.history");
+    std::fs::write(&odd, "notes\n").expect("write");
+    let (code, _, stderr) = convert(&[&odd], None, &[]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("closest: aider (named as Aider's LLM history, but its first line is not `TO LLM <time>`"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = convert(&[&odd], Some("aider"), &[]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("not-a-unit"), "{stderr}");
 }
 
 #[test]
@@ -243,6 +397,7 @@ fn edits_are_actions_answered_by_applied_lines_errors_or_nothing() {
 fn the_first_versions_and_trimmed_files_read_the_same() {
     for (name, function, path) in [
         ("legacy", "replace_in_file", "app.py"),
+        ("head-updated", "replace_in_file", "main.go"),
         ("trimmed", "apply_diff", "lib.py"),
     ] {
         let (code, out, stderr) = convert(&[&fixture(name)], None, &[]);

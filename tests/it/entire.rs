@@ -71,6 +71,16 @@ fn a_checkpoint_converts_each_session_with_its_agents_reader() {
         &only_file("pi"),
         json!({"session_id": "s-pi", "agent": "Agent"}),
     );
+    // A session Entire kept only the metadata of (no full.jsonl), as real checkpoints have.
+    let empty = root.join("a3/b2c4d5e6f7/3");
+    std::fs::create_dir_all(&empty).expect("dir");
+    std::fs::write(
+        empty.join("metadata.json"),
+        json!({"checkpoint_id": "a3b2c4d5e6f7", "session_id": "s-empty", "agent": "Claude Code",
+            "checkpoints_count": 0})
+        .to_string(),
+    )
+    .expect("write");
     std::fs::write(
         root.join("a3/b2c4d5e6f7/metadata.json"),
         json!({"checkpoint_id": "a3b2c4d5e6f7", "sessions": []}).to_string(),
@@ -80,6 +90,10 @@ fn a_checkpoint_converts_each_session_with_its_agents_reader() {
     assert_eq!(code, 0, "{stderr}");
     assert!(
         stderr.contains("skipped: an Entire checkpoint's summary"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("skipped: an Entire checkpoint session with no transcript"),
         "{stderr}"
     );
     assert_eq!(stderr.matches("detected entire").count(), 3, "{stderr}");
@@ -140,4 +154,66 @@ fn a_session_folder_converts_alone_and_other_inputs_are_refused() {
     let (code, out, _) = convert(&[&claude_sample()], Some("entire"), &[]);
     assert_ne!(code, 0);
     assert!(out.is_empty());
+}
+
+#[test]
+fn a_misnamed_agent_is_read_by_its_transcripts_format_and_a_bad_line_keeps_its_reason() {
+    let dir = tempfile::tempdir().expect("tmp");
+    // Early Entire versions named "Gemini CLI" for Claude Code sessions.
+    let folder = session(
+        dir.path(),
+        0,
+        &claude_sample(),
+        json!({"agent": "Gemini CLI"}),
+    );
+    let (code, out, stderr) = convert(&[&folder], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(out[0]["details"]["entire"]["reader"], "claude-code");
+    assert_eq!(out[0]["details"]["source"]["format"], "claude-code");
+    // Two of the transcript's lines written as one: rejected for what the line breaks.
+    let text = std::fs::read_to_string(folder.join("full.jsonl")).expect("read");
+    let lines: Vec<&str> = text.lines().collect();
+    let n = lines.len();
+    let glued = format!(
+        "{}\n{}{}\n",
+        lines[..n - 2].join("\n"),
+        lines[n - 2],
+        lines[n - 1]
+    );
+    std::fs::write(folder.join("full.jsonl"), glued).expect("write");
+    let (code, out, stderr) = convert(&[&folder], None, &[]);
+    assert_ne!(code, 0, "{stderr}");
+    assert_eq!(out.len(), 1, "{stderr}");
+    assert!(
+        stderr.contains(&format!("full.jsonl:{}: error[json-syntax]", n - 1)),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("not-a-unit"), "{stderr}");
+}
+
+#[test]
+fn a_gemini_session_document_entire_copied_to_full_jsonl_is_read_whole() {
+    // Entire copies Gemini CLI's session file, one pretty-printed JSON document, to
+    // `full.jsonl`; early versions named no agent for it.
+    let lines = std::fs::read_to_string(only_file("gemini-cli")).expect("read");
+    let mut records = lines
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("json"));
+    let mut document = records.next().expect("header");
+    document["messages"] = Value::Array(records.collect());
+    let dir = tempfile::tempdir().expect("tmp");
+    let pretty = dir.path().join("session.json");
+    std::fs::write(
+        &pretty,
+        serde_json::to_string_pretty(&document).expect("json"),
+    )
+    .expect("write");
+    let folder = session(dir.path(), 0, &pretty, json!({"session_id": "g"}));
+    let (code, out, stderr) = convert(&[&folder], None, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(out[0]["details"]["entire"]["reader"], "gemini-cli");
+    let (code, alone, stderr) = convert(&[&pretty], Some("gemini-cli"), &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(out[0]["content"], alone[0]["content"]);
+    assert!(tool_actions_and_links(&out[0]).1);
 }

@@ -107,9 +107,20 @@ fn has_break(line: &str) -> bool {
     line.ends_with("  ")
 }
 
-/// A line opening or closing a code fence.
-fn is_fence(line: &str) -> bool {
-    line.trim_start().starts_with("```")
+/// The tags Aider fences a file with when it holds backticks (its coders' `all_fences`:
+/// `<source>` … `</source>` and the like); the model answers in the same fence.
+const TAG_FENCES: [&str; 5] = ["source", "code", "pre", "codeblock", "sourcecode"];
+
+/// A line opening or closing a code fence: backticks, or one of Aider's tags.
+pub fn is_fence(line: &str) -> bool {
+    let t = line.trim_start();
+    let tag = |r: &str| {
+        let r = r.strip_prefix('/').unwrap_or(r);
+        TAG_FENCES
+            .iter()
+            .any(|f| r.strip_prefix(f).is_some_and(|rest| rest.starts_with('>')))
+    };
+    t.starts_with("```") || t.strip_prefix('<').is_some_and(tag)
 }
 
 /// `<<<<<<< SEARCH` (and `<<<<<<< ORIGINAL`, the earliest versions' name).
@@ -126,9 +137,16 @@ pub fn is_divider(line: &str) -> bool {
     (5..=9).contains(&t.len()) && t.bytes().all(|b| b == b'=')
 }
 
-/// `>>>>>>> REPLACE` (and `>>>>>>> UPDATED`).
+/// `<<<<<<< HEAD`, the opening marker of Aider 0.8 to 0.14 (summer 2023), whose blocks close
+/// with `>>>>>>> updated`. Not a [`is_search`] marker: the same line opens a git conflict, so
+/// it starts an edit only when the whole block is there, and is not reported unpaired.
+pub fn is_legacy_head(line: &str) -> bool {
+    marker(line, '<') == Some("HEAD")
+}
+
+/// `>>>>>>> REPLACE` (and `>>>>>>> UPDATED`, `>>>>>>> updated` of the first versions).
 pub fn is_replace(line: &str) -> bool {
-    marker(line, '>').is_some_and(|w| w == "REPLACE" || w == "UPDATED")
+    marker(line, '>').is_some_and(|w| w == "REPLACE" || w == "UPDATED" || w == "updated")
 }
 
 /// The word after 5 to 9 `c` and a space, as Aider's edit-block parser matches them.
@@ -151,6 +169,11 @@ fn mark_text<'a>(line: &'a str, prefix: &str) -> &'a str {
 struct Sorter<'a> {
     /// Aider's trailing spaces are there (some user or status line ends with them).
     strict: bool,
+    /// A Markdown formatter (Prettier) dropped them where a paragraph ends, before a blank
+    /// line, and kept them inside paragraphs: no line with them comes before a blank line.
+    paragraphs_trimmed: bool,
+    /// The line being read is followed by a blank line (or ends the session).
+    next_blank: bool,
     /// Written by the first versions (italic status lines, `---` before turns).
     legacy: bool,
     blocks: Vec<Block<'a>>,
@@ -173,8 +196,13 @@ impl<'a> Sorter<'a> {
         let strict = body
             .iter()
             .any(|(_, l)| (is_user_mark(l) || is_status_mark(l)) && has_break(l));
+        let paragraph_end = |i: usize| body.get(i + 1).is_none_or(|(_, l)| l.trim().is_empty());
+        let paragraphs_trimmed =
+            strict && !(0..body.len()).any(|i| has_break(body[i].1) && paragraph_end(i));
         Sorter {
             strict,
+            paragraphs_trimmed,
+            next_blank: false,
             legacy: false,
             blocks: Vec::new(),
             prose: None,
@@ -184,18 +212,24 @@ impl<'a> Sorter<'a> {
     }
 
     fn run(mut self, body: &[(u64, &'a str)]) -> Vec<Block<'a>> {
-        for &(no, line) in body {
+        for (i, &(no, line)) in body.iter().enumerate() {
+            self.next_blank = body.get(i + 1).is_none_or(|(_, l)| l.trim().is_empty());
             self.line(no, line);
         }
         self.end_prose();
         self.blocks
     }
 
+    /// Ends with Aider's line break, or ends a paragraph of a file a formatter trimmed.
+    fn breaks(&self, line: &str) -> bool {
+        has_break(line) || (self.paragraphs_trimmed && self.next_blank)
+    }
+
     /// True when a user or status line at this point ends the prose being read.
     fn ends_prose(&self, line: &str, p: &Prose<'_>) -> bool {
         self.previous_blank
             && if self.strict {
-                has_break(line)
+                self.breaks(line)
             } else {
                 !p.fence && !p.edit
             }
@@ -203,7 +237,7 @@ impl<'a> Sorter<'a> {
 
     fn line(&mut self, no: u64, line: &'a str) {
         if self.open_status {
-            self.open_status = !(self.strict && has_break(line));
+            self.open_status = !(self.strict && self.breaks(line));
             if let Some(Block::Status {
                 entries, continued, ..
             }) = self.blocks.last_mut()
@@ -240,7 +274,7 @@ impl<'a> Sorter<'a> {
                 self.status(no, line);
             }
         } else if let Some(p) = &mut self.prose {
-            if is_search(line) {
+            if is_search(line) || is_legacy_head(line) {
                 p.edit = true;
             } else if is_replace(line) {
                 p.edit = false;
@@ -268,8 +302,13 @@ impl<'a> Sorter<'a> {
             Some(rest) if self.legacy => rest.trim_start(),
             _ => text,
         };
+        // A formatter puts a blank line between the lines of one input (each a heading to it).
+        let command = |s: &str| s.starts_with('/') || s.starts_with('!');
+        let joined = |t: &str| {
+            !self.previous_blank || (self.paragraphs_trimmed && !command(t) && !command(text))
+        };
         match self.blocks.last_mut() {
-            Some(Block::User { text: t, .. }) if !self.previous_blank => {
+            Some(Block::User { text: t, .. }) if joined(t) => {
                 t.push('\n');
                 t.push_str(text);
             }
@@ -286,7 +325,7 @@ impl<'a> Sorter<'a> {
         } else {
             mark_text(line, "> ")
         };
-        self.status_entry(no, text, self.strict && !has_break(line));
+        self.status_entry(no, text, self.strict && !self.breaks(line));
     }
 
     /// Adds a status entry; `open` when the message goes on over the next lines.
@@ -351,6 +390,33 @@ mod tests {
     }
 
     #[test]
+    fn a_file_a_formatter_trimmed_at_paragraph_ends_keeps_its_turns() {
+        // Prettier drops the two spaces before a blank line and keeps them inside a paragraph.
+        let text = "# aider chat started at t\n\n> Aider v0.50.1  \n> Git repo: .git\n\n\
+                    #### /add a.md\n\n> Added a.md to the chat\n\n#### do it\n\nDone.\n\n\
+                    > Applied edit to a.md  \n> Commit 1a2b3c4 aider: x\n\n#### thanks\n\n#### and more\n";
+        let s = sessions(text, 1);
+        let users: Vec<&str> = s[0]
+            .blocks
+            .iter()
+            .filter_map(|b| match b {
+                Block::User { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            users,
+            ["/add a.md", "do it", "thanks\nand more"],
+            "{:?}",
+            s[0].blocks
+        );
+        assert!(s[0]
+            .blocks
+            .iter()
+            .any(|b| matches!(b, Block::Prose { lines, .. } if lines == &["Done."])));
+    }
+
+    #[test]
     fn a_status_message_of_several_lines_runs_to_its_line_break() {
         let text = "# aider chat started at t\n\n#### go  \n\nok\n\n> Tokens: 1k sent.  \n\
                     > # 1 SEARCH/REPLACE block failed to match!\n\n## Why\n<<<<<<< SEARCH\n\
@@ -394,6 +460,10 @@ mod tests {
         assert!(is_search("<<<<<<< ORIGINAL") && !is_search("<<<< SEARCH"));
         assert!(is_divider("=======") && !is_divider("===") && !is_divider("== =="));
         assert!(is_replace(">>>>>>> REPLACE") && is_replace(">>>>>>> UPDATED"));
+        assert!(is_legacy_head("<<<<<<< HEAD") && !is_search("<<<<<<< HEAD"));
+        assert!(is_fence("<source>markdown") && is_fence("</source>") && is_fence("```py"));
+        assert!(!is_fence("<sources>") && !is_fence("source"));
+        assert!(is_replace(">>>>>>> updated") && !is_replace(">>>>>>> main"));
         assert!(!is_replace("> REPLACE"));
     }
 }

@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use super::blocks::{is_divider, is_replace, is_search};
+use super::blocks::{is_divider, is_fence, is_legacy_head, is_replace, is_search};
 use crate::model::JsonObject;
 
 /// A piece of a reply.
@@ -82,10 +82,6 @@ pub fn split(
     (cut.pieces, cut.unpaired)
 }
 
-fn is_fence(line: &str) -> bool {
-    line.trim_start().starts_with("```")
-}
-
 /// A file name as Aider's coders clean it: `**name**`, `` `name` ``, `name:`, `# name`.
 fn clean_name(line: &str) -> String {
     let t = line.trim().trim_matches('*').trim_end_matches(':');
@@ -142,6 +138,11 @@ impl Cutter<'_, '_> {
                 }
             };
         }
+        if is_legacy_head(line) {
+            if let Some(next) = self.search_block(i) {
+                return next;
+            }
+        }
         if line.trim() == "*** Begin Patch" {
             if let Some(end) =
                 (i + 1..self.lines.len()).find(|&j| self.lines[j].trim() == "*** End Patch")
@@ -194,6 +195,15 @@ impl Cutter<'_, '_> {
             if let Some(name) = before(start).and_then(path_line) {
                 path = Some(name);
                 start -= 1;
+            } else if let Some(name) = before(start)
+                .filter(|l| l.trim().is_empty())
+                .and_then(|_| before(start - 1))
+                .and_then(path_line)
+                .filter(|n| n.contains(['.', '/']))
+            {
+                // A Markdown formatter put a blank line between the file's name and the fence.
+                path = Some(name);
+                start -= 2;
             }
         } else if let Some(name) = before(start).and_then(path_line) {
             path = Some(name);
@@ -346,6 +356,48 @@ mod tests {
         assert_eq!(unpaired, [(4, "======="), (6, "REPLACE"), (8, "SEARCH")]);
         assert_eq!(pieces.len(), 1);
         assert!(matches!(&pieces[0], Piece::Text(t) if t.ends_with("nothing after")));
+    }
+
+    #[test]
+    fn the_2023_head_and_updated_markers_make_an_edit_and_a_git_conflict_does_not() {
+        let reply = "Here is the *edit block*:\n\n```java\nsrc\\\\A.java\n<<<<<<< HEAD\nold\n=======\nnew\n>>>>>>> updated\n```\nA conflict:\n```\n<<<<<<< HEAD\na\n>>>>>>> main\n```";
+        let lines: Vec<&str> = reply.lines().collect();
+        let (pieces, unpaired) = split(&lines, 1, Fenced::Shown, &[]);
+        assert!(unpaired.is_empty(), "{unpaired:?}");
+        assert_eq!(edits(&pieces), [("replace_in_file", Some("src\\\\A.java"))]);
+        let Piece::Edit(e) = &pieces[1] else { panic!() };
+        assert_eq!(
+            (e.kwargs["search"].as_str(), e.kwargs["replace"].as_str()),
+            (Some("old\n"), Some("new\n"))
+        );
+        assert!(matches!(&pieces[2], Piece::Text(t) if t.contains("<<<<<<< HEAD")));
+    }
+
+    #[test]
+    fn a_file_name_a_blank_line_from_the_fence_names_the_edit() {
+        let reply = "Changes:\n\napp/styles/app.css\n\n```css\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n```";
+        let lines: Vec<&str> = reply.lines().collect();
+        let (pieces, _) = split(&lines, 1, Fenced::Shown, &[]);
+        assert_eq!(
+            edits(&pieces),
+            [("replace_in_file", Some("app/styles/app.css"))]
+        );
+        assert_eq!(pieces[0], Piece::Text("Changes:".into()));
+        // A word that is no file name is not taken.
+        let reply = "Changes\n\n```css\n<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n```";
+        let lines: Vec<&str> = reply.lines().collect();
+        let (pieces, _) = split(&lines, 1, Fenced::Shown, &[]);
+        assert_eq!(edits(&pieces), [("replace_in_file", None)]);
+    }
+
+    #[test]
+    fn an_edit_in_aiders_source_tag_fence_names_its_file() {
+        let reply = "Updated:\n\nREADME.md\n<source>markdown\n<<<<<<< SEARCH\nold\n=======\nnew\n>>>>>>> REPLACE\n</source>\n\nDone.";
+        let lines: Vec<&str> = reply.lines().collect();
+        let (pieces, unpaired) = split(&lines, 1, Fenced::Shown, &[]);
+        assert!(unpaired.is_empty(), "{unpaired:?}");
+        assert_eq!(edits(&pieces), [("replace_in_file", Some("README.md"))]);
+        assert_eq!(pieces.last(), Some(&Piece::Text("Done.".into())));
     }
 
     #[test]

@@ -5,12 +5,12 @@
 //! by `blocks`, replies cut into prose and edits by `edits`, and the steps built by
 //! `steps`. The mapping is in docs/formats/aider.md.
 //!
-//! `.aider.llm.history` (the prompts Aider sent, each request repeating the whole
-//! conversation) is not read: the chat history holds the same conversation once; a path of
-//! that name is declined with a word saying so.
+//! `.aider.llm.history` (the requests Aider sent, each repeating the whole conversation, and
+//! the model's replies) is read by `llm_history`: one trajectory per request that got a reply.
 
 mod blocks;
 mod edits;
+mod llm_history;
 mod reader;
 mod steps;
 
@@ -47,13 +47,18 @@ fn file_name(path: &Path) -> Option<&str> {
         .map(without_compression)
 }
 
+/// True when `path` is named as Aider's LLM history (`.aider.llm.history`, or ending so).
+fn is_llm_history(path: &str) -> bool {
+    file_name(Path::new(path)).is_some_and(|n| n.ends_with(LLM_HISTORY))
+}
+
 impl Converter for Aider {
     fn name(&self) -> &'static str {
         "aider"
     }
 
     fn description(&self) -> &'static str {
-        "Aider chat histories (.aider.chat.history.md, Markdown): one trajectory per session, edits as actions answered by Aider's \"Applied edit\" lines"
+        "Aider chat histories (.aider.chat.history.md, Markdown): one trajectory per session, edits as actions answered by Aider's \"Applied edit\" lines; Aider's LLM history (.aider.llm.history): one trajectory per request that got a reply"
     }
 
     /// Never from a first JSON record: a chat history is claimed by its name.
@@ -61,15 +66,34 @@ impl Converter for Aider {
         false
     }
 
-    /// A file named `.aider.chat.history.md` (or ending so: `repo__.aider.chat.history.md`).
+    /// A file named `.aider.chat.history.md` (or ending so: `repo__.aider.chat.history.md`), or
+    /// one named `.aider.llm.history` (or ending so) whose first line is `TO LLM <time>`.
     fn claims_path(&self, path: &Path) -> bool {
-        path.is_file() && file_name(path).is_some_and(|n| n.ends_with(CHAT_HISTORY))
+        path.is_file()
+            && file_name(path).is_some_and(|n| {
+                n.ends_with(CHAT_HISTORY)
+                    || (n.ends_with(LLM_HISTORY) && llm_history::starts_as_log(path))
+            })
     }
 
     fn decline_path(&self, path: &Path) -> Option<String> {
-        file_name(path).filter(|n| n.ends_with(LLM_HISTORY)).map(|_| {
-            format!("Aider's log of the prompts sent, which trajkit does not read: convert the chat history `{CHAT_HISTORY}` beside it")
-        })
+        file_name(path)
+            .filter(|n| n.ends_with(LLM_HISTORY) && !llm_history::starts_as_log(path))
+            .map(|_| {
+                "named as Aider's LLM history, but its first line is not `TO LLM <time>`".to_owned()
+            })
+    }
+
+    /// An LLM history met while walking a directory, beside the chat history of the same
+    /// session (`X.aider.llm.history` and `X.aider.chat.history.md`): the walk reads the chat
+    /// history only. Given itself, the LLM history is read.
+    fn beside_conversation(&self, path: &Path) -> Option<&'static str> {
+        let name = file_name(path)?;
+        let chat = format!("{}{CHAT_HISTORY}", name.strip_suffix(LLM_HISTORY)?);
+        ["", ".gz", ".zst"]
+            .iter()
+            .any(|z| path.with_file_name(format!("{chat}{z}")).is_file())
+            .then_some("Aider's LLM history beside the chat history of the same session, which is read instead (each request repeats the conversation); give the LLM history itself to read it")
     }
 
     fn duplicate_ids(&self) -> Option<DuplicateIds> {
@@ -81,10 +105,11 @@ impl Converter for Aider {
         path: &str,
         opts: &ConvertOptions,
     ) -> Option<io::Result<Box<dyn RecordSource>>> {
-        Some(boxed(reader::SessionRecords::open(
-            path,
-            opts.run.max_record_bytes,
-        )))
+        let limit = opts.run.max_record_bytes;
+        if is_llm_history(path) {
+            return Some(boxed(llm_history::Records::open(path, limit)));
+        }
+        Some(boxed(reader::SessionRecords::open(path, limit)))
     }
 
     fn convert(
@@ -92,6 +117,9 @@ impl Converter for Aider {
         record: &RawRecord,
         _map: &FormatOptions,
     ) -> Result<Vec<(Trajectory, AdpVersion)>, Vec<Diagnostic>> {
+        if is_llm_history(&record.provenance.file) {
+            return llm_history::convert(record);
+        }
         let refuse = |rule: &str, why: String| {
             vec![Diagnostic::error(&record.provenance, None, "", rule, why)]
         };
@@ -173,17 +201,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn claims_chat_histories_by_name_and_declines_the_llm_log() {
+    fn claims_chat_histories_by_name_and_llm_histories_by_name_and_first_line() {
         let dir = tempfile::tempdir().expect("dir");
         let chat = dir.path().join("repo__.aider.chat.history.md");
-        let llm = dir.path().join(".aider.llm.history");
+        let llm = dir.path().join("repo__.aider.llm.history");
+        let other = dir.path().join(".aider.llm.history");
         std::fs::write(&chat, "").expect("write");
-        std::fs::write(&llm, "").expect("write");
-        assert!(Aider.claims_path(&chat));
-        assert!(!Aider.claims_path(&llm) && !Aider.claims_path(dir.path()));
+        std::fs::write(&llm, "TO LLM 2025-01-02T03:04:05\n-------\nUSER hi\n").expect("write");
+        std::fs::write(&other, "TO LLM yesterday\n").expect("write");
+        assert!(Aider.claims_path(&chat) && Aider.claims_path(&llm));
+        assert!(!Aider.claims_path(&other) && !Aider.claims_path(dir.path()));
         assert!(Aider
-            .decline_path(&llm)
-            .is_some_and(|w| w.contains(CHAT_HISTORY)));
-        assert!(Aider.decline_path(&chat).is_none());
+            .decline_path(&other)
+            .is_some_and(|w| w.contains("TO LLM <time>")));
+        assert!(Aider.decline_path(&chat).is_none() && Aider.decline_path(&llm).is_none());
+        // Beside the chat history of its session, a walk skips the LLM history.
+        assert!(Aider.beside_conversation(&llm).is_some());
+        assert!(Aider.beside_conversation(&other).is_none());
+        assert!(Aider.beside_conversation(&chat).is_none());
     }
 }

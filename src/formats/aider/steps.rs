@@ -128,7 +128,7 @@ fn per_file(e: &str) -> Option<&str> {
 /// A leading reasoning block (`<think>…</think>`, `<thinking>`, `<reasoning>`, Aider's
 /// `<thinking-content-…>`): the reasoning, and how many lines it and the blank lines after it
 /// take.
-fn reasoning(lines: &[&str]) -> Option<(String, usize)> {
+pub(super) fn reasoning(lines: &[&str]) -> Option<(String, usize)> {
     let first = lines.first()?.trim_start();
     let tag = first.strip_prefix('<')?.split('>').next()?;
     let known =

@@ -16,6 +16,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -26,6 +27,7 @@ use crate::formats::kit::not_a_unit;
 use crate::formats::{lookup, Format};
 use crate::ingest::{boxed, FramedRecords, RawRecord, RecordSource};
 use crate::json::Node;
+use crate::validate::check::parse_json;
 use crate::validate::Diagnostic;
 
 /// Reads Entire checkpoint session folders.
@@ -67,17 +69,28 @@ fn session_metadata(dir: &Path) -> Option<Value> {
     if !dir.join(TRANSCRIPT).is_file() {
         return None;
     }
-    let text = std::fs::read(dir.join(METADATA)).ok()?;
+    checkpoint_metadata(&dir.join(METADATA))
+}
+
+/// The file `path` as Entire's metadata: an object with a string `checkpoint_id`.
+fn checkpoint_metadata(path: &Path) -> Option<Value> {
+    let text = std::fs::read(path).ok()?;
     let metadata: Value = serde_json::from_slice(&text).ok()?;
     metadata["checkpoint_id"].is_string().then_some(metadata)
 }
 
 /// The reader of the session's transcript `transcript`: the one of the agent `metadata` names,
-/// else the format detected from the transcript.
+/// unless the transcript is plainly another agent's (detected as another format: early Entire
+/// versions named "Gemini CLI" for Claude Code sessions); else the format detected from the
+/// transcript.
 fn reader_of(metadata: &Value, transcript: &str) -> io::Result<&'static dyn Converter> {
     let agent = metadata["agent"].as_str().unwrap_or_default();
     if let Some((_, name)) = AGENTS.iter().find(|(a, _)| *a == agent) {
-        return lookup(name).map_err(io::Error::other);
+        let named = lookup(name).map_err(io::Error::other)?;
+        return Ok(match detect_input(transcript) {
+            Ok(found) if found.name() != named.name() && found.name() != "adp" => found,
+            _ => named,
+        });
     }
     detect_input(transcript).map_err(|e| {
         io::Error::other(format!(
@@ -106,12 +119,21 @@ impl Converter for Entire {
         path.is_dir() && session_metadata(path).is_some()
     }
 
-    /// A checkpoint's own `metadata.json` (the summary of its sessions), beside the numbered
-    /// session folders.
+    /// A checkpoint's own `metadata.json` (the summary of its sessions, beside the numbered
+    /// session folders), or the `metadata.json` of a session folder Entire wrote no
+    /// `full.jsonl` in.
     fn beside_conversation(&self, path: &Path) -> Option<&'static str> {
         let dir = path.parent()?;
-        (path.file_name()? == METADATA && session_metadata(&dir.join("0")).is_some()).then_some(
-            "an Entire checkpoint's summary; its sessions are the numbered folders beside it",
+        if path.file_name()? != METADATA || dir.join(TRANSCRIPT).is_file() {
+            return None;
+        }
+        let metadata = checkpoint_metadata(path)?;
+        Some(
+            if metadata["sessions"].is_array() || dir.join("0").is_dir() {
+                "an Entire checkpoint's summary; its sessions are the numbered folders beside it"
+            } else {
+                "an Entire checkpoint session with no transcript (no full.jsonl beside its metadata): nothing to convert"
+            },
         )
     }
 
@@ -208,6 +230,39 @@ struct Parts<'a> {
     record: &'a RawValue,
 }
 
+/// Why a record did not parse as a wrapped one: when it is one whose agent's record is not JSON
+/// (two objects written on one line, a cut line), what the agent's record itself breaks, at
+/// its line; else it is no record of a session folder.
+fn unwrapped_problem(record: &RawRecord) -> Vec<Diagnostic> {
+    let Some(bytes) = agent_bytes(&record.bytes) else {
+        return not_a_unit(record, NOT_A_SESSION);
+    };
+    let inner = RawRecord {
+        provenance: record.provenance.clone(),
+        bytes: bytes.to_vec(),
+        error: None,
+    };
+    match parse_json(&inner) {
+        Err(d) => vec![*d],
+        Ok(_) => not_a_unit(record, NOT_A_SESSION),
+    }
+}
+
+/// The agent's record in `wrapped`, laid out as [`Wrapped`] writes it: `{"entire_session":`,
+/// the metadata, `,"reader":"<name>","record":`, the record, `}`.
+fn agent_bytes(wrapped: &[u8]) -> Option<&[u8]> {
+    let head = format!("{{\"{MARKER}\":");
+    let rest = wrapped.strip_prefix(head.as_bytes())?;
+    let mut metadata = serde_json::Deserializer::from_slice(rest).into_iter::<IgnoredAny>();
+    metadata.next()?.ok()?;
+    let rest = rest
+        .get(metadata.byte_offset()..)?
+        .strip_prefix(b",\"reader\":\"")?;
+    let name_end = rest.iter().position(|&b| b == b'"')?;
+    let rest = rest.get(name_end..)?.strip_prefix(b"\",\"record\":")?;
+    rest.strip_suffix(b"}")
+}
+
 /// Converts a wrapped record with its agent's reader, each trajectory's details getting
 /// `entire`: the session's metadata and the reader.
 fn each(
@@ -216,7 +271,7 @@ fn each(
     to: &mut PartialSink<'_>,
 ) -> Result<(), Vec<Diagnostic>> {
     let parts: Parts =
-        serde_json::from_slice(&record.bytes).map_err(|_| not_a_unit(record, NOT_A_SESSION))?;
+        serde_json::from_slice(&record.bytes).map_err(|_| unwrapped_problem(record))?;
     let reader = lookup(parts.reader).map_err(|_| not_a_unit(record, NOT_A_SESSION))?;
     let metadata: Value = serde_json::from_str(parts.metadata.get())
         .map_err(|_| not_a_unit(record, NOT_A_SESSION))?;

@@ -14,7 +14,6 @@ use std::ops::Range;
 use std::sync::OnceLock;
 
 use aho_corasick::AhoCorasick;
-use rayon::prelude::*;
 use regex::RegexSet;
 use regex_automata::util::primitives::NonMaxUsize;
 use regex_automata::{meta, Input, Match, PatternID};
@@ -139,14 +138,7 @@ pub struct Scanner {
     until: Vec<Option<meta::Regex>>,
     /// Texts shorter than this hold no match of any rule.
     shortest: usize,
-    /// A rule's pattern runs over a text of `part` bytes or more in several parts at once,
-    /// at most `parts` (0: as many as the threads of the pool).
-    part: usize,
-    parts: usize,
 }
-
-/// A text is searched in parts of at least this many bytes, in parallel.
-const PART_MIN: usize = 8 << 20;
 
 /// Texts shorter than this hold no match of any built-in rule.
 const SHORTEST_BUILTIN: usize = 7;
@@ -202,19 +194,8 @@ impl Scanner {
             patterns,
             until,
             shortest,
-            part: PART_MIN,
-            parts: 0,
             rules,
         })
-    }
-
-    /// How many parts a text of `len` bytes is searched in.
-    fn parts(&self, len: usize) -> usize {
-        let most = match self.parts {
-            0 => rayon::current_num_threads(),
-            n => n,
-        };
-        (len / self.part.max(1)).clamp(1, most.max(1))
     }
 
     /// The rules, in priority order; [`Found::rule`] indexes them.
@@ -321,8 +302,8 @@ impl Scanner {
 /// One [`Scanner::find_counted`]: the matches kept so far, and what the checks look up once
 /// for the whole text.
 ///
-/// Each candidate rule runs over the text in one or more [`Pass`]es (several, in parallel,
-/// on a long text: see [`Search::rule_matches`]); its matches are merged in when it is done.
+/// Each candidate rule runs over the text in a [`Pass`]; its matches are merged in when it is
+/// done.
 struct Search<'s, 't> {
     scanner: &'s Scanner,
     text: &'t str,
@@ -339,15 +320,11 @@ struct Search<'s, 't> {
 /// Bytes of the longest IPv4 address written as text (`255.255.255.255`).
 const IPV4_TEXT_MAX: usize = 15;
 
-/// Where a pass stops when its rule has no match after it: past every position.
+/// Where a pass goes on when its rule has no match after the last: past every position.
 const NO_MORE: usize = usize::MAX;
 
-/// Search starts a [`Pass`] notes, with how many matches it had kept before each: where a
-/// pass over the part before it may join it.
-const STARTS_NOTED: usize = 256;
-
-/// A pass over at least this many bytes searches with caches of its own rather than from the
-/// pattern's shared pool.
+/// A pass over a text of at least this many bytes searches with caches of its own rather than
+/// from the pattern's shared pool.
 const OWN_CACHE_MIN: usize = 256 << 10;
 
 impl<'s, 't> Search<'s, 't> {
@@ -382,76 +359,10 @@ impl<'s, 't> Search<'s, 't> {
     }
 
     /// The matches `rule` keeps, in text order, and what finding them cost.
-    ///
-    /// A pattern's matches are found one after the other, each search starting where the last
-    /// match ended: the matches depend only on where each search starts. A long text is cut
-    /// in parts, one pass per part runs from its start in parallel, noting its first search
-    /// starts; then, in order, where the matches before a part end is where its first search
-    /// really starts: when the part's pass searched from there too, its matches from there on
-    /// are the text's, else the part is searched again from there until the two meet (or to
-    /// its end). The matches are those of one pass over the whole text, whatever the parts.
     fn rule_matches(&self, rule: usize) -> (Vec<Found>, Work) {
-        let text = self.text;
-        let parts = self.scanner.parts(text.len());
-        let mut bounds: Vec<usize> = (0..parts)
-            .map(|i| {
-                let mut b = i * (text.len() / parts);
-                while !text.is_char_boundary(b) {
-                    b += 1;
-                }
-                b
-            })
-            .collect();
-        // The last pass goes on to the end (an empty match may be found at it).
-        bounds.push(text.len() + 1);
-        let passes: Vec<Pass> = if parts == 1 {
-            vec![Pass::over(self, rule, 0, bounds[1])]
-        } else {
-            (0..parts)
-                .into_par_iter()
-                .map(|i| Pass::over(self, rule, bounds[i], bounds[i + 1]))
-                .collect()
-        };
-        let mut work = Work::default();
-        let mut pieces: Vec<(Vec<Found>, usize)> = Vec::with_capacity(2 * parts);
-        let mut at = 0;
-        for pass in passes {
-            work.searches += pass.work.searches;
-            work.candidates += pass.work.candidates;
-            work.bytes += pass.work.bytes;
-            if at >= pass.to {
-                continue;
-            }
-            if at == pass.from {
-                at = pass.end;
-                pieces.push((pass.kept, 0));
-                continue;
-            }
-            let mut again = Pass::new(self, rule, at, pass.to);
-            let joined = again.run(at, &pass.starts);
-            work.searches += again.work.searches;
-            work.candidates += again.work.candidates;
-            work.bytes += again.work.bytes;
-            pieces.push((again.kept, 0));
-            match joined {
-                Joined::At(j) => {
-                    pieces.push((pass.kept, pass.starts[j].1));
-                    at = pass.end;
-                }
-                Joined::No(end) => at = end,
-            }
-        }
-        let mut pieces = pieces.into_iter().filter(|(v, from)| v.len() > *from);
-        let Some((mut kept, from)) = pieces.next() else {
-            return (Vec::new(), work);
-        };
-        kept.drain(..from);
-        let rest: Vec<(Vec<Found>, usize)> = pieces.collect();
-        kept.reserve_exact(rest.iter().map(|(v, from)| v.len() - from).sum());
-        for (v, from) in &rest {
-            kept.extend_from_slice(&v[*from..]);
-        }
-        (kept, work)
+        let mut pass = Pass::new(self, rule);
+        pass.run();
+        (pass.kept, pass.work)
     }
 
     /// Merges `kept`, the matches of the rule just run, into those kept, in text order.
@@ -474,26 +385,13 @@ impl<'s, 't> Search<'s, 't> {
     }
 }
 
-/// How a [`Pass::run`] ended.
-enum Joined {
-    /// At the search start noted at this index of the pass it was to join.
-    At(usize),
-    /// Without joining it, with its next search to start here ([`NO_MORE`]: none).
-    No(usize),
-}
-
-/// The matches of one rule from a position of the text on, searched one after the other:
-/// each checked and kept unless it overlaps a placeholder or an earlier rule's match. The
-/// placeholders and earlier matches are walked with cursors, never searched per match.
+/// The matches of one rule in the text, searched one after the other, each from where the last
+/// ended: each checked and kept unless it overlaps a placeholder or an earlier rule's match.
+/// The placeholders and earlier matches are walked with cursors, never searched per match.
 struct Pass<'a, 's, 't> {
     search: &'a Search<'s, 't>,
     rule: usize,
-    /// The part of the text the pass is for: it makes the searches that start before `to`.
-    from: usize,
-    to: usize,
-    /// Where the next search would have started after the last one (at or past `to`).
-    end: usize,
-    /// The pattern's and the end pattern's caches, on a long part.
+    /// The pattern's and the end pattern's caches, on a long text.
     cache: Option<meta::Cache>,
     until_cache: Option<meta::Cache>,
     slots: Vec<Option<NonMaxUsize>>,
@@ -509,23 +407,18 @@ struct Pass<'a, 's, 't> {
     /// Where the next search may start at the earliest: past the rest of a dotted number,
     /// which holds no address.
     resume: usize,
-    /// The first [`STARTS_NOTED`] search starts, with how many matches were kept before each.
-    starts: Vec<(usize, usize)>,
     work: Work,
 }
 
 impl<'a, 's, 't> Pass<'a, 's, 't> {
-    /// A pass of `rule` over `from..to`, yet to run.
-    fn new(search: &'a Search<'s, 't>, rule: usize, from: usize, to: usize) -> Self {
+    /// A pass of `rule` over the text, yet to run.
+    fn new(search: &'a Search<'s, 't>, rule: usize) -> Self {
         let scanner = search.scanner;
-        let own = to.min(search.text.len()) - from >= OWN_CACHE_MIN;
+        let own = search.text.len() >= OWN_CACHE_MIN;
         let pattern = &scanner.patterns[rule];
         Pass {
             search,
             rule,
-            from,
-            to,
-            end: from,
             cache: own.then(|| pattern.create_cache()),
             until_cache: (scanner.until[rule].as_ref())
                 .filter(|_| own)
@@ -533,39 +426,19 @@ impl<'a, 's, 't> Pass<'a, 's, 't> {
             slots: vec![None; pattern.group_info().slot_len()],
             until_found: None,
             kept: Vec::new(),
-            next_placeholder: (search.placeholders).partition_point(|p| p.end <= from),
-            next_found: search.found.partition_point(|f| f.span.end <= from),
+            next_placeholder: 0,
+            next_found: 0,
             resume: 0,
-            starts: Vec::new(),
             work: Work::default(),
         }
     }
 
-    /// A pass of `rule` over `from..to`, run.
-    fn over(search: &'a Search<'s, 't>, rule: usize, from: usize, to: usize) -> Self {
-        let mut pass = Pass::new(search, rule, from, to);
-        if let Joined::No(end) = pass.run(from, &[]) {
-            pass.end = end;
-        }
-        pass
-    }
-
-    /// Searches from `at` on, until a search would start at or after the pass's end, or at a
-    /// search start of `join` (sorted).
-    fn run(&mut self, mut at: usize, join: &[(usize, usize)]) -> Joined {
-        let last = join.last().map_or(0, |j| j.0);
-        while at < self.to && at <= self.search.text.len() {
-            if at <= last {
-                if let Ok(j) = join.binary_search_by_key(&at, |s| s.0) {
-                    return Joined::At(j);
-                }
-            }
-            if self.starts.len() < STARTS_NOTED {
-                self.starts.push((at, self.kept.len()));
-            }
+    /// Searches from the start of the text to its end.
+    fn run(&mut self) {
+        let mut at = 0;
+        while at <= self.search.text.len() {
             at = self.step(at);
         }
-        Joined::No(at)
     }
 
     /// One search from `at`, its match offered: where the next starts.
@@ -708,7 +581,7 @@ impl<'a, 's, 't> Pass<'a, 's, 't> {
             return;
         }
         if self.kept.len() == self.kept.capacity() {
-            reserve_at_rate(&mut self.kept, span.end - self.from, self.to - self.from);
+            reserve_at_rate(&mut self.kept, span.end, self.search.text.len());
         }
         self.kept.push(Found {
             rule: self.rule,
@@ -971,45 +844,6 @@ mod tests {
         "aB3+/x9Z",
         "a://b:<SECRET:url_password>@",
     ];
-
-    /// Texts searched in many small parts find what one pass over them finds: near matches,
-    /// secrets of every rule (some longer than a part, some crossing a cut), placeholders.
-    #[test]
-    fn a_text_searched_in_parts_finds_what_one_pass_finds() {
-        let key = "-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJB\n-----END RSA PRIVATE KEY-----";
-        let mut mixed = String::new();
-        for i in 0..300 {
-            mixed.push_str(&format!(
-                "line {i}: host 8.8.{}.4 pkg==1.2.3.{} mail ann{i}@mailhost.io \
-                 url a://b:c{i}@x postgres://u:Zq8rT2vLw{i}@db/m password=Q8zr2LmX0pTv{i} \
-                 {key} ghp_{} -----BEGIN PRIVATE KEY----- MIIE <SECRET:url_password> \
-                 2a00:1450:4001:81{}::200e 4111 1111 1111 1111 +1 (555) 010-0123 1.1.1.1.\n",
-                i % 250,
-                i % 7,
-                "A".repeat(36),
-                i % 10
-            ));
-        }
-        let mut texts: Vec<String> = NEAR_MATCHES.iter().map(|u| repeated(u, 40_000)).collect();
-        texts.push(mixed);
-        texts.push(format!("{}{}", "a://b:c@".repeat(5000), "x".repeat(30_000)));
-        for private_ips in [false, true] {
-            let whole = Scanner::builtin(private_ips);
-            for (part, parts) in [(97, 7), (1000, 3), (4096, 64)] {
-                let mut cut = whole.clone();
-                cut.part = part;
-                cut.parts = parts;
-                for text in &texts {
-                    let head: String = text.chars().take(40).collect();
-                    assert_eq!(
-                        cut.find(text),
-                        whole.find(text),
-                        "{head:?} in parts of {part}"
-                    );
-                }
-            }
-        }
-    }
 
     fn repeated(unit: &str, len: usize) -> String {
         unit.repeat(len / unit.len() + 1)

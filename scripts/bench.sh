@@ -9,7 +9,7 @@
 #   BENCH_ONLY=agents scripts/bench.sh [BYTES]  (only the agent-log conversions: Codex, Claude Code, ...)
 #   BENCH_ONLY=run scripts/bench.sh [BYTES]     (only `trajkit run` on a mixed input of 2 x BYTES)
 #   BENCH_ONLY=redact scripts/bench.sh [BYTES]  (only redact: the ADP input, then near-match texts
-#       of NEAR_BYTES each, default 100000000)
+#       of NEAR_BYTES each, default 100000000, as one message and as 1 MB messages)
 #   ADP_REPO=/path/to/agent-data-protocol BENCH_ONLY=run scripts/bench.sh
 #       also times ADP's agenttuning_os raw->std->SFT Python scripts against trajkit on the same
 #       ADP_BYTES of generated raw records (default 200 MB), run in ADP_REPO with PYTHONPATH=.
@@ -216,10 +216,11 @@ if [ "$BENCH_ONLY" = all ] || [ "$BENCH_ONLY" = export ]; then
   fi
 fi
 
-# redact: the ADP input, then adversarial near-match texts (each one trajectory whose one
-# message is NEAR_BYTES, default 100 MB, of a unit repeated: a match that fails its check, a
-# start without an end), each with its speed over the ADP input's (redaction is linear: it
-# should stay above a third).
+# redact: the ADP input, then adversarial near-match texts of NEAR_BYTES (default 100 MB) of a
+# unit repeated (a match that fails its check, a start without an end), in two shapes: one
+# trajectory whose one message is all of it ("one"), and trajectories of one 1 MB message each
+# ("1 MB each"); each with its speed over the ADP input's (redaction is linear: it should stay
+# above a third).
 if [ "$BENCH_ONLY" = all ] || [ "$BENCH_ONLY" = redact ]; then
   rm -f "$BENCH_DIR/out.jsonl"
   line=$(timed "$BIN" redact -q "$INPUT" -o "$BENCH_DIR/out.jsonl")
@@ -233,26 +234,31 @@ if [ "$BENCH_ONLY" = all ] || [ "$BENCH_ONLY" = redact ]; then
       '-----BEGIN RSA PRIVATE KEY-----\nMIIB' 'host=a;' '==1.2.3.4 8.8.8.8 ' 'password=aaaaaaa1 ' \
       'ghp_abc sk-ant-api03-x xoxb-1 glpat-x hf_ab AIzaB eyJa. ' 'aB3+/x9Z' \
       'a://b:<SECRET:url_password>@'; do
-    near="$BENCH_DIR/near-$(printf %s "$unit" | md5sum | cut -c1-8)-$NEAR_BYTES.jsonl"
-    if [ ! -s "$near" ]; then
-      python3 - "$near" "$NEAR_BYTES" "$unit" <<'PY'
+    for shape in one 1000000; do
+      near="$BENCH_DIR/near-$(printf %s "$unit" | md5sum | cut -c1-8)-$NEAR_BYTES-$shape.jsonl"
+      if [ ! -s "$near" ]; then
+        python3 - "$near" "$NEAR_BYTES" "$unit" "$shape" <<'PY'
 import json, sys
-path, size, unit = sys.argv[1], int(sys.argv[2]), sys.argv[3].replace("\\n", "\n")
-text = (unit * (size // len(unit) + 1))[:size]
-traj = {"schema_version": "1.5.0", "id": "near-match", "content": [
-    {"class_": "text_observation", "content": "Print the log.", "name": None, "source": "user"},
-    {"class_": "message_action", "content": text, "description": None}], "details": {}}
+path, size, unit, shape = sys.argv[1], int(sys.argv[2]), sys.argv[3].replace("\\n", "\n"), sys.argv[4]
+each = size if shape == "one" else int(shape)
+text = (unit * (each // len(unit) + 1))[:each]
 with open(path, "w") as f:
-    f.write(json.dumps(traj) + "\n")
+    for i in range(max(1, size // each)):
+        traj = {"schema_version": "1.5.0", "id": f"near-match-{i}", "content": [
+            {"class_": "text_observation", "content": "Print the log.", "name": None, "source": "user"},
+            {"class_": "message_action", "content": text, "description": None}], "details": {}}
+        f.write(json.dumps(traj) + "\n")
 PY
-    fi
-    SIZE=$(stat -L -c %s "$near")
-    line=$(timed "$BIN" redact -q "$near" -o "$BENCH_DIR/out.jsonl")
-    # (backslashes doubled: awk -v reads escapes)
-    show "redact near matches: ${unit//\\/\\\\}" "$line"
-    awk -v n="  speed over the ADP input's" -v a="$CORPUS_SIZE" -v t="$corpus_secs" -v b="$SIZE" \
-      -v s="${line% *}" 'BEGIN { printf "%-46s %.2f\n", n, (s > 0 && a > 0 ? (b / s) / (a / t) : 0) }'
-    rm -f "$BENCH_DIR/out.jsonl"
+      fi
+      SIZE=$(stat -L -c %s "$near")
+      line=$(timed "$BIN" redact -q "$near" -o "$BENCH_DIR/out.jsonl")
+      # (backslashes doubled: awk -v reads escapes)
+      if [ "$shape" = one ]; then what="one message"; else what="1 MB each"; fi
+      show "redact near matches, $what: ${unit//\\/\\\\}" "$line"
+      awk -v n="  speed over the ADP input's" -v a="$CORPUS_SIZE" -v t="$corpus_secs" -v b="$SIZE" \
+        -v s="${line% *}" 'BEGIN { printf "%-46s %.2f\n", n, (s > 0 && a > 0 ? (b / s) / (a / t) : 0) }'
+      rm -f "$BENCH_DIR/out.jsonl"
+    done
   done
   SIZE=$CORPUS_SIZE
   if [ "$BENCH_ONLY" = redact ]; then

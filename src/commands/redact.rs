@@ -12,7 +12,7 @@ use super::run::{run_plan, Output, Plan, RunError, Source, Unread};
 use crate::convert::ConvertOptions;
 use crate::engine::pipeline::{self, Flow, PipelineError, Progress, RunOptions, Sink};
 use crate::engine::rejects::RejectsWriter;
-use crate::engine::stage::{Ordered, Outputs, Stage, Step};
+use crate::engine::stage::{Note, Ordered, Outputs, Stage, Step};
 use crate::ingest::{Provenance, RawRecord};
 use crate::model::upgrade::UpgradeOptions;
 use crate::model::Trajectory;
@@ -88,6 +88,10 @@ impl Stage for RedactAsRead<'_> {
 
     fn ordered(&self) -> Box<dyn Ordered + '_> {
         self.0.ordered()
+    }
+
+    fn added_bytes(&self, note: &Note) -> usize {
+        self.0.added_bytes(note)
     }
 
     fn guard(&self, outputs: Outputs) -> Outputs {

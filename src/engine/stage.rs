@@ -68,6 +68,12 @@ pub trait Stage: Sync {
     /// The ordered half, fresh.
     fn ordered(&self) -> Box<dyn Ordered + '_>;
 
+    /// Bytes the stage added to the trajectory's text, as its note of a kept trajectory says
+    /// (the output line is sized for them rather than grown as it is written). None by default.
+    fn added_bytes(&self, _note: &Note) -> usize {
+        0
+    }
+
     /// What the run's rejects file and diagnostics become with this stage in the plan (a
     /// redacting stage masks them, so they hold nothing the outputs do not). As given by
     /// default.

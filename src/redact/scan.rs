@@ -11,8 +11,12 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
+use std::sync::OnceLock;
+
 use aho_corasick::AhoCorasick;
-use regex::{Regex, RegexSet};
+use regex::RegexSet;
+use regex_automata::util::primitives::NonMaxUsize;
+use regex_automata::{meta, Input, Match, PatternID};
 
 use super::checks;
 use super::rules::Check;
@@ -129,9 +133,9 @@ pub struct Scanner {
     set_rules: Vec<usize>,
     /// The keywords of the rules that have some, and the rule of each keyword.
     keywords: Option<(AhoCorasick, Vec<usize>)>,
-    patterns: Vec<Regex>,
+    patterns: Vec<meta::Regex>,
     /// The end pattern of each rule that has one ([`ActiveRule::until`]).
-    until: Vec<Option<Regex>>,
+    until: Vec<Option<meta::Regex>>,
     /// Texts shorter than this hold no match of any rule.
     shortest: usize,
 }
@@ -149,11 +153,13 @@ impl Scanner {
 
     /// Compiles `rules` (a rule file's patterns were compiled when it was read).
     pub fn new(rules: RuleSet) -> Result<Scanner, regex::Error> {
+        let compile =
+            |p: &str| meta::Regex::new(p).map_err(|e| regex::Error::Syntax(e.to_string()));
         let patterns = (rules.rules.iter())
-            .map(|r| Regex::new(&r.pattern))
+            .map(|r| compile(&r.pattern))
             .collect::<Result<Vec<_>, _>>()?;
         let until = (rules.rules.iter())
-            .map(|r| r.until.as_deref().map(Regex::new).transpose())
+            .map(|r| r.until.as_deref().map(compile).transpose())
             .collect::<Result<Vec<_>, _>>()?;
         let set_rules: Vec<usize> = (0..rules.rules.len())
             .filter(|&i| rules.rules[i].keywords.is_empty())
@@ -293,36 +299,33 @@ impl Scanner {
     }
 }
 
-/// One [`Scanner::find_counted`]: the matches kept so far, and what the checks looked up once
+/// One [`Scanner::find_counted`]: the matches kept so far, and what the checks look up once
 /// for the whole text.
 ///
-/// A rule's matches come in text order, so the kept matches of earlier rules and the
-/// placeholders are each walked once per rule, with a cursor, never searched per match; the
-/// rule's own matches are merged in when it is done.
+/// Each candidate rule runs over the text in a [`Pass`]; its matches are merged in when it is
+/// done.
 struct Search<'s, 't> {
     scanner: &'s Scanner,
     text: &'t str,
-    /// The placeholders already in the text, in order, and the first that may overlap the
-    /// current rule's next match.
+    /// The placeholders already in the text, in order.
     placeholders: Vec<Range<usize>>,
-    next_placeholder: usize,
-    /// The matches kept by earlier rules, in order (they never overlap), and the first that
-    /// may overlap the current rule's next match.
+    /// The matches kept by earlier rules, in order (they never overlap).
     found: Vec<Found>,
-    next_found: usize,
-    /// The matches of the current rule kept so far.
-    kept: Vec<Found>,
     /// The start of each dotted number the text pins as a version (`==1.2.3.4`, `-1.2.3.4`),
     /// sorted by the number: made when an IPv4 check first needs it.
-    pins: Option<Vec<usize>>,
-    /// Where the current rule's next search may start at the earliest: past the rest of a
-    /// dotted number, which holds no address.
-    resume: usize,
+    pins: OnceLock<Vec<usize>>,
     work: Work,
 }
 
 /// Bytes of the longest IPv4 address written as text (`255.255.255.255`).
 const IPV4_TEXT_MAX: usize = 15;
+
+/// Where a pass goes on when its rule has no match after the last: past every position.
+const NO_MORE: usize = usize::MAX;
+
+/// A pass over a text of at least this many bytes searches with caches of its own rather than
+/// from the pattern's shared pool.
+const OWN_CACHE_MIN: usize = 256 << 10;
 
 impl<'s, 't> Search<'s, 't> {
     fn new(
@@ -335,12 +338,8 @@ impl<'s, 't> Search<'s, 't> {
             scanner,
             text,
             placeholders,
-            next_placeholder: 0,
             found: Vec::new(),
-            next_found: 0,
-            kept: Vec::new(),
-            pins: None,
-            resume: 0,
+            pins: OnceLock::new(),
             work,
         }
     }
@@ -352,139 +351,247 @@ impl<'s, 't> Search<'s, 't> {
 
     /// Every match of `rule` in the text, each checked and kept unless it overlaps one kept.
     fn rule(&mut self, rule: usize) {
-        let scanner = self.scanner;
-        let pattern = &scanner.patterns[rule];
-        if let Some(until) = &scanner.until[rule] {
-            self.extended(rule, pattern, until);
-        } else if pattern.captures_len() == 1 {
-            self.whole(rule, pattern);
-        } else {
-            self.groups(rule, pattern);
-        }
-        self.merge();
+        let (kept, work) = self.rule_matches(rule);
+        self.work.searches += work.searches;
+        self.work.candidates += work.candidates;
+        self.work.bytes += work.bytes;
+        self.merge(kept);
     }
 
-    /// The matches of a pattern without groups. A check may say where the next match can
-    /// start at the earliest ([`Search::resume`]).
-    fn whole(&mut self, rule: usize, pattern: &Regex) {
-        let text = self.text;
-        let mut at = 0;
-        self.resume = 0;
-        while at <= text.len() {
-            self.work.searches += 1;
-            let Some(m) = pattern.find_at(text, at) else {
-                self.work.bytes += (text.len() - at) as u64;
-                break;
-            };
-            self.work.bytes += (m.end() - at) as u64;
-            self.offer(rule, m.range());
-            at = next_start(text, m.range()).max(self.resume);
-        }
+    /// The matches `rule` keeps, in text order, and what finding them cost.
+    fn rule_matches(&self, rule: usize) -> (Vec<Found>, Work) {
+        let mut pass = Pass::new(self, rule);
+        pass.run();
+        (pass.kept, pass.work)
     }
 
-    /// The matches of a pattern with groups: the group replaced is the rule's, or the first
-    /// that took part in the match, or the whole match. In a text with placeholders a match is
-    /// found first and its groups only when it does not lie in a placeholder (then every part
-    /// of it overlaps one): a redacted text holds many, some of which a pattern matches.
-    fn groups(&mut self, rule: usize, pattern: &Regex) {
-        let text = self.text;
-        let group = self.scanner.rules.rules[rule].group;
-        let mut locations = pattern.capture_locations();
-        let mut at = 0;
-        while at <= text.len() {
-            self.work.searches += 1;
-            let whole = if self.placeholders.is_empty() {
-                pattern.captures_read_at(&mut locations, text, at)
-            } else {
-                let Some(m) = pattern.find_at(text, at) else {
-                    self.work.bytes += (text.len() - at) as u64;
-                    break;
-                };
-                if self.inside_placeholder(&m.range()) {
-                    self.work.bytes += (m.end() - at) as u64;
-                    self.work.candidates += 1;
-                    at = next_start(text, m.range());
-                    continue;
+    /// Merges `kept`, the matches of the rule just run, into those kept, in text order.
+    fn merge(&mut self, kept: Vec<Found>) {
+        if self.found.is_empty() {
+            self.found = kept;
+        } else if !kept.is_empty() {
+            let earlier = std::mem::take(&mut self.found);
+            let mut merged = Vec::with_capacity(earlier.len() + kept.len());
+            let mut mine = kept.into_iter().peekable();
+            for f in earlier {
+                while let Some(k) = mine.next_if(|k| k.span.start < f.span.start) {
+                    merged.push(k);
                 }
-                // The same match (the one at its start), with its groups.
-                self.work.searches += 1;
-                self.work.bytes += m.len() as u64;
-                pattern.captures_read_at(&mut locations, text, m.start())
-            };
-            let Some(m) = whole else {
-                self.work.bytes += (text.len() - at) as u64;
-                break;
-            };
-            self.work.bytes += (m.end() - at) as u64;
-            let span = match group {
-                Some(g) => locations.get(g),
-                None => (1..locations.len())
-                    .find_map(|g| locations.get(g))
-                    .or(locations.get(0)),
-            };
-            if let Some((start, end)) = span {
-                self.offer(rule, start..end);
+                merged.push(f);
             }
-            at = next_start(text, m.range());
+            merged.extend(mine);
+            self.found = merged;
+        }
+    }
+}
+
+/// The matches of one rule in the text, searched one after the other, each from where the last
+/// ended: each checked and kept unless it overlaps a placeholder or an earlier rule's match.
+/// The placeholders and earlier matches are walked with cursors, never searched per match.
+struct Pass<'a, 's, 't> {
+    search: &'a Search<'s, 't>,
+    rule: usize,
+    /// The pattern's and the end pattern's caches, on a long text.
+    cache: Option<meta::Cache>,
+    until_cache: Option<meta::Cache>,
+    slots: Vec<Option<NonMaxUsize>>,
+    /// The end pattern's match last found for a rule with one: (searched from, the first end
+    /// at or after it). Later starts before it share it, and once none is found none is
+    /// looked for again.
+    until_found: Option<(usize, Option<Range<usize>>)>,
+    /// The matches kept.
+    kept: Vec<Found>,
+    /// The first placeholder and earlier match that may overlap the next match.
+    next_placeholder: usize,
+    next_found: usize,
+    /// Where the next search may start at the earliest: past the rest of a dotted number,
+    /// which holds no address.
+    resume: usize,
+    work: Work,
+}
+
+impl<'a, 's, 't> Pass<'a, 's, 't> {
+    /// A pass of `rule` over the text, yet to run.
+    fn new(search: &'a Search<'s, 't>, rule: usize) -> Self {
+        let scanner = search.scanner;
+        let own = search.text.len() >= OWN_CACHE_MIN;
+        let pattern = &scanner.patterns[rule];
+        Pass {
+            search,
+            rule,
+            cache: own.then(|| pattern.create_cache()),
+            until_cache: (scanner.until[rule].as_ref())
+                .filter(|_| own)
+                .map(meta::Regex::create_cache),
+            slots: vec![None; pattern.group_info().slot_len()],
+            until_found: None,
+            kept: Vec::new(),
+            next_placeholder: 0,
+            next_found: 0,
+            resume: 0,
+            work: Work::default(),
         }
     }
 
-    /// The matches of a rule with an end pattern: each match of `pattern`, extended to the end
-    /// of the first match of `until` after it when there is one. The end found is kept: later
-    /// starts before it share it, and once none is found none is looked for again.
-    fn extended(&mut self, rule: usize, pattern: &Regex, until: &Regex) {
-        let text = self.text;
-        // (searched from, the first end at or after it)
-        let mut end: Option<(usize, Option<Range<usize>>)> = None;
+    /// Searches from the start of the text to its end.
+    fn run(&mut self) {
         let mut at = 0;
-        while at <= text.len() {
-            self.work.searches += 1;
-            let Some(m) = pattern.find_at(text, at) else {
-                self.work.bytes += (text.len() - at) as u64;
-                break;
-            };
-            self.work.bytes += (m.end() - at) as u64;
-            let mut span = m.range();
-            let known = match &end {
-                Some((from, None)) => *from <= span.end,
-                Some((from, Some(e))) => *from <= span.end && span.end <= e.start,
-                None => false,
-            };
-            if !known {
-                self.work.searches += 1;
-                let next = until.find_at(text, span.end).map(|e| e.range());
-                self.work.bytes += (next.as_ref().map_or(text.len(), |e| e.end) - span.end) as u64;
-                end = Some((span.end, next));
-            }
-            if let Some((_, Some(e))) = &end {
-                span.end = e.end;
-            }
-            at = next_start(text, span.clone());
-            self.offer(rule, span);
+        while at <= self.search.text.len() {
+            at = self.step(at);
         }
     }
 
-    /// A match of `rule`: kept unless it is empty, overlaps a placeholder or a match kept, fails
-    /// the rule's check or is allowed. The spans offered for one rule come in text order.
-    fn offer(&mut self, rule: usize, span: Range<usize>) {
+    /// One search from `at`, its match offered: where the next starts.
+    fn step(&mut self, at: usize) -> usize {
+        let scanner = self.search.scanner;
+        let pattern = &scanner.patterns[self.rule];
+        self.work.searches += 1;
+        if scanner.until[self.rule].is_some() {
+            self.extended(at)
+        } else if pattern.group_info().group_len(PatternID::ZERO) == 1 {
+            self.whole(at)
+        } else {
+            self.groups(at)
+        }
+    }
+
+    /// The match of `pattern` from `at`, searched with `cache` when there is one.
+    fn find(
+        pattern: &meta::Regex,
+        cache: &mut Option<meta::Cache>,
+        text: &str,
+        at: usize,
+    ) -> Option<Match> {
+        let input = Input::new(text).span(at..text.len());
+        match cache {
+            Some(cache) => pattern.search_with(cache, &input),
+            None => pattern.search(&input),
+        }
+    }
+
+    /// A pattern without groups. A check may say where the next match can start at the
+    /// earliest ([`Pass::resume`]).
+    fn whole(&mut self, at: usize) -> usize {
+        let text = self.search.text;
+        let pattern = &self.search.scanner.patterns[self.rule];
+        let Some(m) = Self::find(pattern, &mut self.cache, text, at) else {
+            self.work.bytes += (text.len() - at) as u64;
+            return NO_MORE;
+        };
+        self.work.bytes += (m.end() - at) as u64;
+        self.offer(m.range());
+        next_start(text, m.range()).max(self.resume)
+    }
+
+    /// A pattern with groups: the group replaced is the rule's, or the first that took part in
+    /// the match, or the whole match. In a text with placeholders a match is found first and
+    /// its groups only when it does not lie in a placeholder (then every part of it overlaps
+    /// one): a redacted text holds many, some of which a pattern matches.
+    fn groups(&mut self, at: usize) -> usize {
+        let search = self.search;
+        let text = search.text;
+        let pattern = &search.scanner.patterns[self.rule];
+        let mut from = at;
+        if !search.placeholders.is_empty() {
+            let Some(m) = Self::find(pattern, &mut self.cache, text, at) else {
+                self.work.bytes += (text.len() - at) as u64;
+                return NO_MORE;
+            };
+            if self.inside_placeholder(&m.range()) {
+                self.work.bytes += (m.end() - at) as u64;
+                self.work.candidates += 1;
+                return next_start(text, m.range());
+            }
+            // The same match (the one at its start), with its groups.
+            self.work.searches += 1;
+            self.work.bytes += m.len() as u64;
+            from = m.start();
+        }
+        let input = Input::new(text).span(from..text.len());
+        let matched = match &mut self.cache {
+            Some(cache) => pattern.search_slots_with(cache, &input, &mut self.slots),
+            None => pattern.search_slots(&input, &mut self.slots),
+        };
+        let group = |g: usize| match (self.slots.get(2 * g), self.slots.get(2 * g + 1)) {
+            (Some(Some(s)), Some(Some(e))) => Some(s.get()..e.get()),
+            _ => None,
+        };
+        let whole = matched.and_then(|_| group(0));
+        let Some(whole) = whole else {
+            self.work.bytes += (text.len() - at) as u64;
+            return NO_MORE;
+        };
+        self.work.bytes += (whole.end - at) as u64;
+        let span = match search.scanner.rules.rules[self.rule].group {
+            Some(g) => group(g),
+            None => (1..self.slots.len() / 2)
+                .find_map(group)
+                .or_else(|| group(0)),
+        };
+        if let Some(span) = span {
+            self.offer(span);
+        }
+        next_start(text, whole)
+    }
+
+    /// A rule with an end pattern: the match of its pattern, extended to the end of the first
+    /// match of the end pattern after it when there is one.
+    fn extended(&mut self, at: usize) -> usize {
+        let text = self.search.text;
+        let scanner = self.search.scanner;
+        let pattern = &scanner.patterns[self.rule];
+        let Some(m) = Self::find(pattern, &mut self.cache, text, at) else {
+            self.work.bytes += (text.len() - at) as u64;
+            return NO_MORE;
+        };
+        self.work.bytes += (m.end() - at) as u64;
+        let mut span = m.range();
+        let known = match &self.until_found {
+            Some((from, None)) => *from <= span.end,
+            Some((from, Some(e))) => *from <= span.end && span.end <= e.start,
+            None => false,
+        };
+        if !known {
+            if let Some(until) = &scanner.until[self.rule] {
+                self.work.searches += 1;
+                let next =
+                    Self::find(until, &mut self.until_cache, text, span.end).map(|e| e.range());
+                self.work.bytes += (next.as_ref().map_or(text.len(), |e| e.end) - span.end) as u64;
+                self.until_found = Some((span.end, next));
+            }
+        }
+        if let Some((_, Some(e))) = &self.until_found {
+            span.end = e.end;
+        }
+        let next = next_start(text, span.clone());
+        self.offer(span);
+        next
+    }
+
+    /// A match of the pass's rule: kept unless it is empty, overlaps a placeholder or a match
+    /// kept, fails the rule's check or is allowed. The spans offered come in text order.
+    fn offer(&mut self, span: Range<usize>) {
         self.work.candidates += 1;
         if span.is_empty() || self.in_placeholder(&span) || self.overlaps_found(&span) {
             return;
         }
-        let scanner = self.scanner;
-        let r = &scanner.rules.rules[rule];
-        if !self.passes(r, &span) || scanner.rules.allow.value(&self.text[span.clone()]) {
+        let scanner = self.search.scanner;
+        let r = &scanner.rules.rules[self.rule];
+        if !self.passes(r, &span) || scanner.rules.allow.value(&self.search.text[span.clone()]) {
             return;
         }
         if self.kept.len() == self.kept.capacity() {
-            reserve_at_rate(&mut self.kept, span.end, self.text.len());
+            reserve_at_rate(&mut self.kept, span.end, self.search.text.len());
         }
-        self.kept.push(Found { rule, span });
+        self.kept.push(Found {
+            rule: self.rule,
+            span,
+        });
     }
 
-    /// `span` overlaps a placeholder; [`Search::next_placeholder`] is then the first that may.
+    /// `span` overlaps a placeholder; [`Pass::next_placeholder`] is then the first that may.
     fn in_placeholder(&mut self, span: &Range<usize>) -> bool {
-        let p = &self.placeholders;
+        let p = &self.search.placeholders;
         while p
             .get(self.next_placeholder)
             .is_some_and(|p| p.end <= span.start)
@@ -499,13 +606,13 @@ impl<'s, 't> Search<'s, 't> {
     fn inside_placeholder(&mut self, span: &Range<usize>) -> bool {
         !span.is_empty()
             && self.in_placeholder(span)
-            && (self.placeholders[self.next_placeholder]).end >= span.end
-            && (self.placeholders[self.next_placeholder]).start <= span.start
+            && (self.search.placeholders[self.next_placeholder]).end >= span.end
+            && (self.search.placeholders[self.next_placeholder]).start <= span.start
     }
 
     /// `span` overlaps a match an earlier rule kept.
     fn overlaps_found(&mut self, span: &Range<usize>) -> bool {
-        let f = &self.found;
+        let f = &self.search.found;
         while f
             .get(self.next_found)
             .is_some_and(|f| f.span.end <= span.start)
@@ -515,33 +622,11 @@ impl<'s, 't> Search<'s, 't> {
         f.get(self.next_found)
             .is_some_and(|f| f.span.start < span.end)
     }
-
-    /// Merges the current rule's matches into those kept, in text order.
-    fn merge(&mut self) {
-        if self.found.is_empty() {
-            std::mem::swap(&mut self.found, &mut self.kept);
-        } else if !self.kept.is_empty() {
-            let earlier = std::mem::take(&mut self.found);
-            let mut merged = Vec::with_capacity(earlier.len() + self.kept.len());
-            let mut mine = std::mem::take(&mut self.kept).into_iter().peekable();
-            for f in earlier {
-                while let Some(k) = mine.next_if(|k| k.span.start < f.span.start) {
-                    merged.push(k);
-                }
-                merged.push(f);
-            }
-            merged.extend(mine);
-            self.found = merged;
-        }
-        self.next_found = 0;
-        self.next_placeholder = 0;
-    }
-
     fn passes(&mut self, rule: &ActiveRule, span: &Range<usize>) -> bool {
-        let text = self.text;
+        let text = self.search.text;
         let s = &text[span.clone()];
         self.work.bytes += s.len() as u64;
-        let private_ips = self.scanner.rules.private_ips;
+        let private_ips = self.search.scanner.rules.private_ips;
         match rule.check {
             Check::None => true,
             Check::MinEntropy(bits) => checks::entropy(s) >= bits,
@@ -594,12 +679,15 @@ impl<'s, 't> Search<'s, 't> {
     /// `-NUMBER` (pip and easy_install print `pkg==8.5.0.96` then `Best match: pkg
     /// 8.5.0.96`). The pins are gathered in one pass over the text, the first time.
     fn pinned(&mut self, number: &str) -> bool {
-        let text = self.text.as_bytes();
-        if self.pins.is_none() {
+        let text = self.search.text.as_bytes();
+        let mut made = false;
+        let pins = self.search.pins.get_or_init(|| {
+            made = true;
+            pins(text)
+        });
+        if made {
             self.work.bytes += text.len() as u64;
-            self.pins = Some(pins(text));
         }
-        let pins = self.pins.as_deref().unwrap_or_default();
         let at = pins.partition_point(|&i| run(text, i) < number.as_bytes());
         pins.get(at)
             .is_some_and(|&i| run(text, i).starts_with(number.as_bytes()))
@@ -851,7 +939,7 @@ mod tests {
     fn a_key_cut_short_ends_at_its_base64_and_a_whole_one_at_its_end_line() {
         let s = Scanner::builtin(false);
         // The pattern as it was, a lazy `.*?` before the alternative: the outputs are the same.
-        let old = Regex::new(
+        let old = regex::Regex::new(
             r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----(?:(?s:.*?)-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\]*)",
         )
         .unwrap_or_else(|e| panic!("{e}"));
@@ -885,7 +973,7 @@ mod tests {
 
     #[test]
     fn placeholders_are_read_as_their_pattern_says() {
-        let pattern = Regex::new(r"<(?:SECRET|PII):[a-z0-9_]+(?::[0-9a-f]{8})?>")
+        let pattern = regex::Regex::new(r"<(?:SECRET|PII):[a-z0-9_]+(?::[0-9a-f]{8})?>")
             .unwrap_or_else(|e| panic!("{e}"));
         for text in [
             "a <SECRET:github_token> b <PII:email:0a1b2c3d>c",

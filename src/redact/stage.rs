@@ -6,9 +6,16 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{MaskedReporter, Redactor, Tally};
-use crate::engine::stage::{Ordered, Outputs, Sections, Stage, Step};
+use crate::engine::stage::{Note, Ordered, Outputs, Sections, Stage, Step};
 use crate::ingest::Provenance;
 use crate::model::Trajectory;
+
+/// The note of a redacted trajectory: the replacements per rule (indexed like
+/// [`super::Scanner::rules`]), and the bytes the placeholders added over what they replaced.
+struct Replaced {
+    counts: Vec<u64>,
+    grown: usize,
+}
 
 impl Stage for Redactor {
     fn kind(&self) -> &'static str {
@@ -16,14 +23,20 @@ impl Stage for Redactor {
     }
 
     fn apply(&self, traj: &mut Trajectory, prov: &Provenance) -> Step {
-        match self.redact_trajectory(traj, prov) {
-            Ok(counts) => Step::Kept(Some(Box::new(counts))),
+        match self.redact_counted(traj, prov) {
+            Ok((counts, grown)) => Step::Kept(Some(Box::new(Replaced { counts, grown }))),
             Err(d) => Step::Rejected(d),
         }
     }
 
     fn ordered(&self) -> Box<dyn Ordered + '_> {
         Box::new(Tally::new(self.scanner()))
+    }
+
+    fn added_bytes(&self, note: &Note) -> usize {
+        (note.as_ref())
+            .and_then(|n| n.downcast_ref::<Replaced>())
+            .map_or(0, |r| r.grown)
     }
 
     fn guard(&self, outputs: Outputs) -> Outputs {
@@ -39,8 +52,8 @@ impl Ordered for Tally {
     fn accept(&mut self, step: &Step) {
         match step {
             Step::Kept(note) => {
-                if let Some(counts) = note.as_ref().and_then(|n| n.downcast_ref::<Vec<u64>>()) {
-                    self.written(counts);
+                if let Some(r) = note.as_ref().and_then(|n| n.downcast_ref::<Replaced>()) {
+                    self.written(&r.counts);
                 }
             }
             Step::Dropped(_) => {}

@@ -390,7 +390,14 @@ impl Stages<'_> {
             return item;
         }
         if let Output::AdpLines(_) = self.plan.output {
-            let mut line = Vec::with_capacity(record.bytes.len() + 256);
+            // Sized for what the stages added: a long line is not copied as it grows.
+            let added: usize = (self.plan.stages.iter().zip(&item.steps))
+                .map(|(stage, step)| match step {
+                    Step::Kept(note) => stage.added_bytes(note),
+                    _ => 0,
+                })
+                .sum();
+            let mut line = Vec::with_capacity(record.bytes.len() + added + 256);
             match write_json(&mut line, &traj, &traj.id, prov) {
                 Ok(()) => item.line = Some(line),
                 // A trajectory serializes to JSON (its maps have text keys, its numbers are

@@ -104,6 +104,8 @@ pub struct Cache {
     split: Vec<Option<Caches>>,
     metaspace: Buffers,
     scratch: Tokens,
+    /// The tokens of [`ByteLevelBpe::encode_with`], kept from text to text.
+    out: Tokens,
 }
 
 /// Encoded stretches by their text, and the bytes they hold (text and tokens).
@@ -219,8 +221,13 @@ impl ByteLevelBpe {
         let (rest, crosses_second) = second.map_err(|_| "reading the merges panicked")??;
         ranked.extend(rest);
         let crosses_words = crosses_first || crosses_second;
-        if let (Words::Metaspace(m), false) = (&mut words, crosses_words) {
-            m.cut_before_words();
+        if let Words::Metaspace(m) = &mut words {
+            if !crosses_words {
+                m.cut_before_words();
+            }
+            for &(left, right, _) in &ranked {
+                m.merged(left, right);
+            }
         }
         let whole = match model.get("ignore_merges").and_then(Value::as_bool) {
             Some(true) if matches!(words, Words::Metaspace(_)) => {
@@ -271,6 +278,7 @@ impl ByteLevelBpe {
             metaspace: Buffers::default(),
             stretches: Stretches::default(),
             scratch: Tokens::default(),
+            out: Tokens::default(),
         }
     }
 
@@ -321,6 +329,20 @@ impl ByteLevelBpe {
             self.trim_offsets(out);
         }
         ok
+    }
+
+    /// `f` of the tokens of `text` ([`ByteLevelBpe::encode`]) in a buffer `cache` keeps;
+    /// `None` when the text must go to the library.
+    pub fn encode_with<T>(
+        &self,
+        text: &str,
+        cache: &mut Cache,
+        f: impl FnOnce(&Tokens) -> T,
+    ) -> Option<T> {
+        let mut out = std::mem::take(&mut cache.out);
+        let done = self.encode(text, cache, &mut out).then(|| f(&out));
+        cache.out = out;
+        done
     }
 
     /// Encodes `text[start..end]`, a stretch between raw added tokens, from the thread's

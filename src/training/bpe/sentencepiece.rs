@@ -8,7 +8,9 @@
 //! the text covers the text's first character, and each byte token covers its whole character.
 
 use foldhash::fast::FixedState;
-use hashbrown::HashMap;
+use std::hash::BuildHasher;
+
+use hashbrown::{HashMap, HashTable};
 use serde_json::Value;
 
 use super::merge::{Merges, Pieces};
@@ -69,7 +71,7 @@ pub struct Metaspace {
 pub struct Buffers {
     /// Words by their text (after [`PREPENDED`] when a `▁` was put before them): their tokens,
     /// each with its byte range from the word's start.
-    words: HashMap<Box<[u8]>, Box<[WordToken]>, FixedState>,
+    words: Words,
     key: Vec<u8>,
     /// A word's symbols, its tokens, and per character of it: the byte range it stands for
     /// and its length in bytes after normalizing.
@@ -90,6 +92,54 @@ struct Word {
     chars: usize,
     /// Whether its first character is the `▁` put before the text.
     prepended: bool,
+}
+
+/// The words a thread has encoded, in two buffers (their texts, their tokens) and a table of
+/// ranges into them: no allocation per word.
+#[derive(Debug, Default)]
+struct Words {
+    texts: Vec<u8>,
+    tokens: Vec<WordToken>,
+    /// Per word: its text's and its tokens' ranges in the buffers.
+    table: HashTable<(u32, u32, u32, u32)>,
+    hasher: FixedState,
+}
+
+impl Words {
+    /// The tokens of the word `text`.
+    fn get(&self, text: &[u8], hash: u64) -> Option<&[WordToken]> {
+        let &(_, _, a, b) = self.table.find(hash, |&(a, b, _, _)| {
+            self.texts.get(a as usize..b as usize) == Some(text)
+        })?;
+        self.tokens.get(a as usize..b as usize)
+    }
+
+    /// Keeps `tokens` of the word `text` (not there yet), first starting again when full.
+    fn insert(&mut self, text: &[u8], hash: u64, tokens: &[WordToken]) {
+        // At most CACHED_WORDS words of CACHED_WORD bytes (and as many tokens): u32 ranges.
+        if self.table.len() >= CACHED_WORDS {
+            self.texts.clear();
+            self.tokens.clear();
+            self.table.clear();
+        }
+        let Words {
+            texts,
+            tokens: all,
+            table,
+            hasher,
+        } = self;
+        let entry = (
+            texts.len() as u32,
+            (texts.len() + text.len()) as u32,
+            all.len() as u32,
+            (all.len() + tokens.len()) as u32,
+        );
+        texts.extend_from_slice(text);
+        all.extend_from_slice(tokens);
+        table.insert_unique(hash, entry, |&(a, b, _, _)| {
+            hasher.hash_one(&texts[a as usize..b as usize])
+        });
+    }
 }
 
 /// A token of a word: its id, and its byte range from the word's start.
@@ -401,21 +451,18 @@ impl Metaspace {
                 offsets.push((word.start + a as usize, word.start + b as usize));
             }
         };
-        if let Some(tokens) = buffers.words.get(key) {
+        let hash = buffers.words.hasher.hash_one(key);
+        if let Some(tokens) = buffers.words.get(key, hash) {
             push(tokens, ids, offsets);
             return true;
         }
-        let cached = key.len() <= CACHED_WORD;
-        let key: Option<Box<[u8]>> = cached.then(|| key.into());
         if !self.merge_word(word, text, merges, lens, buffers, pieces) {
             return false;
         }
         push(&buffers.tokens, ids, offsets);
-        if let Some(key) = key {
-            if buffers.words.len() >= CACHED_WORDS {
-                buffers.words.clear();
-            }
-            buffers.words.insert(key, buffers.tokens.as_slice().into());
+        let key = if word.prepended { &buffers.key } else { bytes };
+        if key.len() <= CACHED_WORD {
+            buffers.words.insert(key, hash, &buffers.tokens);
         }
         true
     }

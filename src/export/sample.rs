@@ -29,7 +29,7 @@ use super::tools::ToolSpec;
 use crate::choice::choice;
 use crate::training::generation::has_sentinel;
 use crate::training::template::{ChatTemplate, TemplateError};
-use crate::training::tokenize::{mask, TokenizerFile};
+use crate::training::tokenize::TokenizerFile;
 
 choice!(
     /// What happens to a trajectory longer than `--max-tokens`.
@@ -301,15 +301,11 @@ impl Training {
             }
             out
         };
-        let tokens = self
+        let (ids, trained) = self
             .tokenizer
-            .encode(text)
+            .encode_masked(text, &spans)
             .map_err(SampleError::Tokenizer)?;
-        let trained = mask(&tokens.offsets, &spans);
-        Ok(Sample {
-            ids: tokens.ids,
-            trained,
-        })
+        Ok(Sample { ids, trained })
     }
 
     /// Per message: whether `--train-on` picks it (assistant messages that may train).

@@ -131,6 +131,28 @@ impl TokenizerFile {
         .map_err(failed)?
     }
 
+    /// The ids of `text`'s tokens without special tokens ([`TokenizerFile::encode`]) and
+    /// their [`mask`] of `spans`. The own encoder's offsets go to a buffer its thread's cache
+    /// keeps (not to fresh memory for each text), and the ids are copied out at their size.
+    pub fn encode_masked(
+        &self,
+        text: &str,
+        spans: &[Range<usize>],
+    ) -> Result<(Vec<u32>, Vec<u8>), String> {
+        guard::call(|| {
+            let own = self.with_own(|own, cache| {
+                own.encode_with(text, cache, |t| (t.ids.clone(), mask(&t.offsets, spans)))
+            });
+            if let Some(Some(out)) = own {
+                return Ok(out);
+            }
+            let tokens = self.encode_with_library(text)?;
+            let trained = mask(&tokens.offsets, spans);
+            Ok((tokens.ids, trained))
+        })
+        .map_err(failed)?
+    }
+
     /// The number of tokens [`TokenizerFile::encode`] gives `text`.
     pub fn count(&self, text: &str) -> Result<usize, String> {
         guard::call(

@@ -151,6 +151,15 @@ impl Merges {
         known
     }
 
+    /// Merges the symbols `ids` and appends the result to `out`.
+    pub fn merge_symbols(&self, ids: &[u32], cache: &mut Pieces, out: &mut Vec<u32>) {
+        match ids {
+            [] => {}
+            [one] => out.push(*one),
+            _ => self.merge(ids, cache, out),
+        }
+    }
+
     /// Merges `ids` (at least two) and appends the result to `out`.
     fn merge(&self, ids: &[u32], cache: &mut Pieces, out: &mut Vec<u32>) {
         if ids.len() <= SHORT {

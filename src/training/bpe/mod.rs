@@ -31,6 +31,7 @@ mod sentencepiece;
 mod split;
 
 use std::borrow::Cow;
+use std::hash::BuildHasher;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use aho_corasick::{AhoCorasick, MatchKind};
@@ -104,6 +105,8 @@ pub struct Cache {
     split: Vec<Option<Caches>>,
     metaspace: Buffers,
     scratch: Tokens,
+    /// The tokens of [`ByteLevelBpe::encode_with`], kept from text to text.
+    out: Tokens,
 }
 
 /// Encoded stretches by their text, and the bytes they hold (text and tokens).
@@ -111,9 +114,27 @@ pub struct Cache {
 struct Stretches {
     map: HashMap<Arc<str>, Arc<[StretchToken]>, FixedState>,
     bytes: usize,
+    /// The shared cache's: hashes of the stretches longer than [`STRETCH_AT_ONCE`] encoded
+    /// once and not kept. Such a stretch is kept when it comes again: most of a session's
+    /// text comes once, and copying it (with its tokens) into the caches cost more than the
+    /// lookups saved.
+    seen: hashbrown::HashSet<u64, FixedState>,
 }
 
 impl Stretches {
+    /// Whether a stretch of `len` bytes and hash `hash`, just encoded, is to be kept: a short
+    /// one at once, a longer one when it was seen before (else it is noted as seen).
+    fn keeps(&mut self, len: usize, hash: u64) -> bool {
+        if len <= STRETCH_AT_ONCE || self.seen.remove(&hash) {
+            return true;
+        }
+        if self.seen.len() >= SEEN_STRETCHES {
+            self.seen.clear();
+        }
+        self.seen.insert(hash);
+        false
+    }
+
     /// Keeps `tokens` of `text`, first starting again when the cache is full.
     fn insert(&mut self, text: Arc<str>, tokens: Arc<[StretchToken]>) {
         let bytes = text.len() + std::mem::size_of_val(&*tokens);
@@ -131,6 +152,10 @@ type StretchToken = (u32, u32, u32);
 
 /// Stretches longer than this are encoded every time, not kept.
 const STRETCH_LEN: usize = 1 << 20;
+/// Stretches up to this long are kept the first time they are encoded.
+const STRETCH_AT_ONCE: usize = 64;
+/// The shared cache notes this many stretches seen once, then starts again.
+const SEEN_STRETCHES: usize = 1 << 20;
 /// A stretch cache (a thread's, or the shared one) keeps stretches of this many bytes in all
 /// (text and tokens), then starts again.
 const STRETCH_BYTES: usize = 32 << 20;
@@ -219,8 +244,13 @@ impl ByteLevelBpe {
         let (rest, crosses_second) = second.map_err(|_| "reading the merges panicked")??;
         ranked.extend(rest);
         let crosses_words = crosses_first || crosses_second;
-        if let (Words::Metaspace(m), false) = (&mut words, crosses_words) {
-            m.cut_before_words();
+        if let Words::Metaspace(m) = &mut words {
+            if !crosses_words {
+                m.cut_before_words();
+            }
+            for &(left, right, _) in &ranked {
+                m.merged(left, right);
+            }
         }
         let whole = match model.get("ignore_merges").and_then(Value::as_bool) {
             Some(true) if matches!(words, Words::Metaspace(_)) => {
@@ -271,6 +301,7 @@ impl ByteLevelBpe {
             metaspace: Buffers::default(),
             stretches: Stretches::default(),
             scratch: Tokens::default(),
+            out: Tokens::default(),
         }
     }
 
@@ -323,8 +354,22 @@ impl ByteLevelBpe {
         ok
     }
 
+    /// `f` of the tokens of `text` ([`ByteLevelBpe::encode`]) in a buffer `cache` keeps;
+    /// `None` when the text must go to the library.
+    pub fn encode_with<T>(
+        &self,
+        text: &str,
+        cache: &mut Cache,
+        f: impl FnOnce(&Tokens) -> T,
+    ) -> Option<T> {
+        let mut out = std::mem::take(&mut cache.out);
+        let done = self.encode(text, cache, &mut out).then(|| f(&out));
+        cache.out = out;
+        done
+    }
+
     /// Encodes `text[start..end]`, a stretch between raw added tokens, from the thread's
-    /// cache or the shared one, or encoded and kept in both.
+    /// cache or the shared one, or encoded (and kept in both: see [`Stretches::keeps`]).
     fn encode_stretch(
         &self,
         text: &str,
@@ -358,7 +403,8 @@ impl ByteLevelBpe {
         if !self.encode_normalized(text, start, end, cache, out) {
             return false;
         }
-        if stretch.len() <= STRETCH_LEN {
+        let hash = || FixedState::default().hash_one(stretch);
+        if stretch.len() <= STRETCH_LEN && shared().keeps(stretch.len(), hash()) {
             let relative = |o: usize| o.saturating_sub(start) as u32;
             let tokens: Arc<[_]> = (out.ids[from..].iter().zip(&out.offsets[from..]))
                 .map(|(&id, &(a, b))| (id, relative(a), relative(b)))

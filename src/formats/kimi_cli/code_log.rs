@@ -7,7 +7,7 @@
 //! [`Built`]: a `context.append_message` is a message (`toolCalls` as `tool_calls`); the
 //! `context.append_loop_event` events of a step (`content.part` text or think, `tool.call`)
 //! gather into one assistant message, ended by a `tool.result` (a tool message), a message, a
-//! `step.end` or a compaction. The system prompt of `config.update` is the system prompt;
+//! step's beginning or end, or a compaction. The system prompt of `config.update` is the system prompt;
 //! `context.apply_compaction` is listed in `compactions` and its summary kept as a step;
 //! `usage.record` is listed in `usage_records`; the other records are Kimi's bookkeeping,
 //! counted as lines left out.
@@ -260,7 +260,7 @@ impl<'a> CodeLog<'a> {
                     ]));
                 }
             }
-            Some("step.end") => {
+            Some("step.begin" | "step.end") => {
                 self.flush(built);
                 built.calls.left.lines += 1;
             }

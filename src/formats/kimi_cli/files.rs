@@ -381,6 +381,22 @@ mod tests {
                 }
             )
         );
+        let code = "/h/.kimi-code/sessions/wd_p_1a/session_9f";
+        assert_eq!(
+            named(&format!("{code}/agents/main/wire.jsonl")),
+            ("session_9f".into(), Kind::Session)
+        );
+        assert_eq!(
+            named(&format!("{code}/agents/agent-2/wire.jsonl")),
+            (
+                "session_9f/agents/agent-2".into(),
+                Kind::Subagent {
+                    parent: "session_9f".into(),
+                    via: "agent",
+                    name: "agent-2".into()
+                }
+            )
+        );
         assert_eq!(name_of("-"), None);
     }
 

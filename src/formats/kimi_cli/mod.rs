@@ -114,7 +114,7 @@ impl Converter for KimiCli {
     }
 
     fn description(&self) -> &'static str {
-        "Kimi CLI context files (~/.kimi/sessions/: <session>.jsonl, context.jsonl, subagents' files): OpenAI-style messages with _checkpoint / _usage / _system_prompt lines"
+        "Kimi CLI context files (~/.kimi/sessions/: <session>.jsonl, context.jsonl, subagents' files): OpenAI-style messages with _checkpoint / _usage / _system_prompt lines; Kimi Code agent logs (~/.kimi-code/sessions/: agents/<agent>/wire.jsonl)"
     }
 
     /// A file starting with one of Kimi's pseudo-role lines (`is_pseudo_line`): every

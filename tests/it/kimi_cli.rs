@@ -278,3 +278,103 @@ fn other_chat_readers_do_not_take_a_kimi_file() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("missing-id"));
 }
+
+/// A Kimi Code agent log (`.kimi-code/sessions/wd_<project>/session_<uuid>/agents/<agent>/
+/// wire.jsonl`, protocol 1.4): the conversation of each agent rebuilt from its messages and
+/// loop events, every call linked to its result, the subagent linked to its parent through
+/// the session's `state.json` and the parent's `Agent` call, bookkeeping counted.
+#[test]
+fn a_kimi_code_agent_log_converts_with_its_subagent() {
+    let session = fixtures().join("code/wd_shop_4e1f/session_0b7c2d9e-1a3f-4e5b-8c6d-7e8f9a0b1c2d");
+    let main = session.join("agents/main/wire.jsonl");
+    let sub = session.join("agents/agent-0/wire.jsonl");
+    let (code, out, err) = convert(&[&main, &sub], None, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(err.matches("detected kimi-cli").count(), 2, "{err}");
+    assert_eq!(validate_adp(&out), 0);
+    assert_every_sft_target_accepts(&out, "kimi code fixture");
+    let (parent, agent) = (&out[0], &out[1]);
+    assert_eq!(parent["id"], "session_0b7c2d9e-1a3f-4e5b-8c6d-7e8f9a0b1c2d");
+    assert_eq!(
+        step_classes(parent),
+        vec![
+            "text_observation",  // the system prompt
+            "text_observation",  // the user's request
+            "image_observation", // and its image
+            "api_action",        // Read
+            "code_action",       // Bash with only a command
+            "text_observation",
+            "text_observation",
+            "api_action", // Agent
+            "text_observation",
+            "text_observation", // the system reminder
+            "text_observation", // the compaction's summary
+            "message_action",
+        ]
+    );
+    let (actions, linked) = tool_actions_and_links(parent);
+    assert_eq!(actions, 3);
+    assert!(linked);
+    let steps = parent["content"].as_array().expect("content");
+    assert_eq!(steps[0]["name"], "system");
+    assert_eq!(steps[3]["description"], "Reading the cart code.");
+    assert_eq!(
+        steps[3]["reasoning_content"],
+        "I should read the cart module first."
+    );
+    assert_eq!(steps[4]["content"], "python -m pytest -q");
+    // A result keeps Kimi's note after the output.
+    assert!(steps[5]["content"]
+        .as_str()
+        .is_some_and(|t| t.ends_with("<system>2 lines read from file.</system>")));
+    assert_eq!(steps[9]["source"], "environment");
+    assert_eq!(steps[10]["name"], "compaction");
+    assert_eq!(steps[11]["reasoning_content"], "Drop the + 1.");
+    let kimi = &parent["details"]["kimi_cli"];
+    assert_eq!(kimi["protocol_version"], "1.4");
+    assert_eq!(kimi["created_at"], 1785751200000u64);
+    assert_eq!(kimi["model"], "moonshot-ai/kimi-demo");
+    assert_eq!(kimi["error_results"][0]["tool_call_id"], "Bash_1");
+    assert_eq!(kimi["compactions"][0]["step"], 10);
+    assert_eq!(kimi["compactions"][0]["record"]["compactedCount"], 9);
+    assert_eq!(kimi["usage_records"].as_array().map(Vec::len), Some(2));
+    assert_eq!(
+        kimi["subagents"][0]["trajectory_id"],
+        "session_0b7c2d9e-1a3f-4e5b-8c6d-7e8f9a0b1c2d/agents/agent-0"
+    );
+    let left = &parent["details"]["source"]["left_out"];
+    // tools, configs without a new prompt (x2), turn.prompt, llm.request, approval,
+    // step.begin (x3), step.end (x3), compaction begin/complete, turn.ended.
+    assert_eq!(left["lines"], 15);
+    assert_eq!(left["messages"]["in"], left["messages"]["kept"]);
+    // The subagent names its parent and the call that spawned it.
+    assert_eq!(agent["id"], kimi["subagents"][0]["trajectory_id"]);
+    let link = &agent["details"]["kimi_cli"]["agent"];
+    assert_eq!(
+        link["parent_trajectory_id"],
+        "session_0b7c2d9e-1a3f-4e5b-8c6d-7e8f9a0b1c2d"
+    );
+    assert_eq!(link["spawned_by"]["tool_call_id"], "Agent_2");
+    assert_eq!(link["spawned_by"]["line"], 20);
+    let (actions, linked) = tool_actions_and_links(agent);
+    assert_eq!((actions, linked), (1, true));
+    assert_eq!(step_classes(agent).last(), Some(&"message_action"));
+}
+
+/// Walking a folder of Kimi Code sessions reads each agent's log and skips the session's
+/// `state.json`, saying why.
+#[test]
+fn walking_kimi_code_sessions_reads_the_logs_and_skips_state_json() {
+    let (code, out, err) = convert(&[&fixtures().join("code")], None, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.len(), 2, "{err}");
+    assert!(err.contains("state.json: skipped"), "{err}");
+    let agent = out
+        .iter()
+        .find(|t| t["details"]["kimi_cli"]["file_kind"] == "subagent")
+        .expect("the subagent");
+    assert_eq!(
+        agent["details"]["kimi_cli"]["agent"]["spawned_by"]["tool_call_id"],
+        "Agent_2"
+    );
+}

@@ -103,6 +103,25 @@ pub(super) fn name_of(path: &str) -> Option<Named> {
     let stem = name.rsplit_once('.').map_or(name, |(s, _)| s);
     let stem = if stem.is_empty() { name } else { stem };
     let session_folder = folder(path, 1);
+    if let ("wire", Some(agent), Some("agents"), Some(session)) =
+        (stem, session_folder, folder(path, 2), folder(path, 3))
+    {
+        // A Kimi Code agent log: `<session>/agents/<main|agent-N>/wire.jsonl`.
+        if agent == "main" {
+            return Some(Named {
+                id: session.to_owned(),
+                kind: Kind::Session,
+            });
+        }
+        return Some(Named {
+            id: format!("{session}/agents/{agent}"),
+            kind: Kind::Subagent {
+                parent: session.to_owned(),
+                via: "agent",
+                name: agent.to_owned(),
+            },
+        });
+    }
     if stem == "context" {
         if let (Some(agent), Some("subagents"), Some(session)) =
             (session_folder, folder(path, 2), folder(path, 3))
@@ -179,6 +198,13 @@ fn parent_file(path: &Path) -> Option<(PathBuf, String)> {
         return None;
     };
     let dir = path.parent()?;
+    if base_name(text).starts_with("wire.") {
+        // A Kimi Code agent: the session's `state.json` names the agent that spawned it.
+        let session = dir.parent()?.parent()?;
+        let agent = parent_agent(path)?;
+        let log = session.join("agents").join(agent).join(base_name(text));
+        return Some((log, format!("{AGENT_ID}{name}")));
+    }
     match via {
         "agent" => Some((
             dir.parent()?.parent()?.join("context.jsonl"),
@@ -196,6 +222,23 @@ fn parent_file(path: &Path) -> Option<(PathBuf, String)> {
             ))
         }
     }
+}
+
+/// The agent that spawned the Kimi Code agent whose log is at `path`
+/// (`<session>/agents/<agent>/wire.jsonl`): its `parentAgentId` in the session's
+/// `state.json`.
+pub(super) fn parent_agent(path: &Path) -> Option<String> {
+    if !base_name(path.to_str()?).starts_with("wire.") {
+        return None;
+    }
+    let agent = path.parent()?;
+    let state = agent.parent()?.parent()?.join("state.json");
+    let text = fs::read_to_string(state).ok()?;
+    let state: Value = serde_json::from_str(&text).ok()?;
+    let name = agent.file_name()?.to_str()?;
+    state["agents"][name]["parentAgentId"]
+        .as_str()
+        .map(str::to_owned)
 }
 
 /// The line of a tool result in the session file at `parent` whose text holds `needle`: its
@@ -220,10 +263,15 @@ fn spawning_result(parent: &Path, needle: &str, max_bytes: usize) -> Option<(u64
         let Ok(v) = serde_json::from_slice::<Value>(&buf) else {
             continue;
         };
-        if v["role"] != "tool" {
+        // A context file's tool message, or a Kimi Code log's `tool.result` event.
+        let id = if v["role"] == "tool" {
+            &v["tool_call_id"]
+        } else if v["event"]["type"] == "tool.result" {
+            &v["event"]["toolCallId"]
+        } else {
             continue;
-        }
-        if let Some(id) = v["tool_call_id"].as_str() {
+        };
+        if let Some(id) = id.as_str() {
             return Some((line, id.to_owned()));
         }
     }
@@ -234,6 +282,9 @@ fn spawning_result(parent: &Path, needle: &str, max_bytes: usize) -> Option<(u64
 /// in the same run) and a result of it names this file.
 pub(super) fn spawn_keys(path: &str, inputs: &[String], max_bytes: usize) -> Map<String, Value> {
     let mut keys = Map::new();
+    if let Some(agent) = parent_agent(Path::new(path)) {
+        keys.insert("parent_agent".into(), Value::String(agent));
+    }
     let Some((parent, needle)) = parent_file(Path::new(path)) else {
         return keys;
     };
@@ -327,6 +378,22 @@ mod tests {
                     parent: "s9".into(),
                     via: "agent",
                     name: "a1b2".into()
+                }
+            )
+        );
+        let code = "/h/.kimi-code/sessions/wd_p_1a/session_9f";
+        assert_eq!(
+            named(&format!("{code}/agents/main/wire.jsonl")),
+            ("session_9f".into(), Kind::Session)
+        );
+        assert_eq!(
+            named(&format!("{code}/agents/agent-2/wire.jsonl")),
+            (
+                "session_9f/agents/agent-2".into(),
+                Kind::Subagent {
+                    parent: "session_9f".into(),
+                    via: "agent",
+                    name: "agent-2".into()
                 }
             )
         );

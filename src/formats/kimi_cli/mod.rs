@@ -5,6 +5,7 @@
 //! `_checkpoint`, `_usage`). One trajectory per file; its steps are built in `steps.rs`. The
 //! mapping is in docs/formats/kimi-cli.md.
 
+mod code_log;
 mod files;
 mod folder;
 mod steps;
@@ -24,6 +25,7 @@ use crate::json::Node;
 use crate::model::{JsonObject, Trajectory};
 use crate::validate::Diagnostic;
 
+use code_log::{is_code_header, is_code_header_node, CodeLog};
 use files::{name_of, spawn_keys, subagent_suffix, Kind, AGENT_ID, TRANSCRIPT_SAVED};
 use steps::Built;
 
@@ -112,13 +114,14 @@ impl Converter for KimiCli {
     }
 
     fn description(&self) -> &'static str {
-        "Kimi CLI context files (~/.kimi/sessions/: <session>.jsonl, context.jsonl, subagents' files): OpenAI-style messages with _checkpoint / _usage / _system_prompt lines"
+        "Kimi CLI context files (~/.kimi/sessions/: <session>.jsonl, context.jsonl, subagents' files): OpenAI-style messages with _checkpoint / _usage / _system_prompt lines; Kimi Code agent logs (~/.kimi-code/sessions/: agents/<agent>/wire.jsonl)"
     }
 
     /// A file starting with one of Kimi's pseudo-role lines (`is_pseudo_line`): every
     /// context file Kimi writes does (`_checkpoint` 0 before 1.21, `_system_prompt` after).
+    /// Or the header of a Kimi Code agent log (`is_code_header`, `code_log.rs`).
     fn sniff(&self, first: &Value) -> bool {
-        is_pseudo_line(first)
+        is_pseudo_line(first) || is_code_header(first)
     }
 
     /// A file of chat messages that starts with a message (an OpenAI chat to `openai`) is
@@ -129,7 +132,7 @@ impl Converter for KimiCli {
     }
 
     fn decline(&self, first: &Value) -> Option<String> {
-        is_wire_line(first).then(|| {
+        (is_wire_line(first) && !is_code_header(first)).then(|| {
             "a Kimi Code wire.jsonl event log (a `metadata` header or `{timestamp, message: {type, payload}}` events), not a context file: convert the session's context.jsonl".to_owned()
         })
     }
@@ -138,6 +141,21 @@ impl Converter for KimiCli {
     /// Kimi's files beside it): read whole, its subagents included (`folder.rs`).
     fn claims_path(&self, path: &Path) -> bool {
         folder::is_session_folder(path)
+    }
+
+    /// Kimi Code's index files beside its agent logs: a session's `state.json` (beside an
+    /// `agents/` folder) and the sessions' `session_index.jsonl` (beside `sessions/`).
+    fn beside_conversation(&self, path: &Path) -> Option<&'static str> {
+        let dir = path.parent()?;
+        match path.file_name()?.to_str()? {
+            "state.json" if dir.join("agents").is_dir() => Some(
+                "a Kimi Code session's state.json: the agent logs it names (agents/<agent>/wire.jsonl) are read",
+            ),
+            "session_index.jsonl" if dir.join("sessions").is_dir() => Some(
+                "Kimi Code's index of sessions: the agent logs under sessions/ are read",
+            ),
+            _ => None,
+        }
     }
 
     fn open_source(
@@ -180,7 +198,7 @@ fn list<'a>(items: Vec<Node<'a>>) -> Option<Node<'a>> {
 /// The subagents a session's results name: a `ReadContext` result's "Transcript saved to:
 /// `<path>`", an `Agent` result's `agent_id: <id>` line; each with the call and the trajectory
 /// id its file converts to (named after this session's id, as `files::name_of` names it).
-fn subagents<'a>(built: &Built<'a>, own: &str, kind: &Kind) -> Vec<Node<'a>> {
+fn subagents<'a>(built: &Built<'a>, own: &str, kind: &Kind, code: bool) -> Vec<Node<'a>> {
     let mut out = Vec::new();
     if *kind != Kind::Session {
         return out;
@@ -207,7 +225,8 @@ fn subagents<'a>(built: &Built<'a>, own: &str, kind: &Kind) -> Vec<Node<'a>> {
                 .find_map(|l| l.trim().strip_prefix(AGENT_ID))
                 .map(|agent| {
                     let agent = agent.trim().to_owned();
-                    let trajectory = format!("{own}/subagents/{agent}");
+                    let folder = if code { "agents" } else { "subagents" };
+                    let trajectory = format!("{own}/{folder}/{agent}");
                     ("agent_id", agent, trajectory)
                 })
         } else {
@@ -239,8 +258,19 @@ fn to_partial<'a>(
         ));
     };
     let mut built = Built::new(LeftOut::new("details.kimi_cli"));
-    for (line, entry) in bundle_node_lines(bundle) {
-        built.line(line, entry);
+    let mut lines = bundle_node_lines(bundle).peekable();
+    let mut code = lines
+        .peek()
+        .filter(|(_, first)| is_code_header_node(first))
+        .map(|_| CodeLog::new());
+    for (line, entry) in lines {
+        match &mut code {
+            Some(log) => log.line(&mut built, line, entry),
+            None => built.line(line, entry),
+        }
+    }
+    if let Some(log) = &mut code {
+        log.finish(&mut built);
     }
     built.finish();
     if built.calls.content.is_empty() {
@@ -252,7 +282,7 @@ fn to_partial<'a>(
         ));
     }
     built.calls.left.messages = Some((built.messages_in, built.messages_kept));
-    let spawned = subagents(&built, &named.id, &named.kind);
+    let spawned = subagents(&built, &named.id, &named.kind, code.is_some());
     let mut kimi: Vec<(Cow<'a, str>, Node<'a>)> = Vec::new();
     let mut put = |key: &'static str, value: Option<Node<'a>>| {
         if let Some(v) = value {
@@ -271,7 +301,15 @@ fn to_partial<'a>(
         Kind::Subagent { parent, via, name } => put(
             "agent",
             Some(Node::object([
-                ("parent_trajectory_id", Node::from(parent.clone())),
+                (
+                    "parent_trajectory_id",
+                    match bundle["parent_agent"].as_str() {
+                        Some(agent) if agent != "main" => {
+                            Node::from(format!("{parent}/agents/{agent}"))
+                        }
+                        _ => Node::from(parent.clone()),
+                    },
+                ),
                 ("via", Node::from(*via)),
                 ("name", Node::from(name.clone())),
                 ("spawned_by", bundle["spawned_by"].clone()),
@@ -286,6 +324,16 @@ fn to_partial<'a>(
         "system_prompt_line",
         built.system_prompt_line.map(Node::from),
     );
+    if let Some(log) = code {
+        for (key, value) in log.header {
+            put(key, Some(value));
+        }
+        put("model", log.model);
+        put("first_time", log.first_time);
+        put("last_time", log.last_time);
+        put("compactions", list(log.compactions));
+        put("usage_records", list(log.usage_records));
+    }
     put("checkpoints", list(lists.checkpoints));
     put("usage", list(lists.usage));
     put("subagents", list(spawned));
@@ -344,6 +392,10 @@ mod tests {
         assert!(KimiCli
             .decline(&json!({"role": "user", "content": "hi"}))
             .is_none());
+        // Kimi Code's agent log (protocol 1.4 on) is read: its header has `created_at`.
+        let code =
+            json!({"type": "metadata", "protocol_version": "1.4", "created_at": 1785751200000u64});
+        assert!(KimiCli.sniff(&code) && KimiCli.decline(&code).is_none());
     }
 
     #[test]

@@ -24,6 +24,7 @@ use crate::ingest::{FrameError, Provenance, RawRecord, RecordSource};
 use crate::model::{AdpVersion, JsonObject, Source, Step, Trajectory};
 use crate::validate::Diagnostic;
 
+use super::chunk::Chunk;
 use super::steps::reasoning;
 
 /// What starts a request.
@@ -76,48 +77,6 @@ pub(super) fn starts_as_log(path: &Path) -> bool {
 
 // ---------------------------------------------------------------------------------------------
 // Records
-
-/// How much of an oversized record a rejection shows.
-const PREVIEW: usize = 4096;
-
-/// The lines of one request or more.
-#[derive(Default)]
-struct Chunk {
-    bytes: Vec<u8>,
-    /// The 1-based line it starts on.
-    line: u64,
-    /// It holds a request whose reply is not empty.
-    replied: bool,
-    /// Its size when it grew past the record limit (its bytes are then a preview).
-    too_large: Option<u64>,
-}
-
-impl Chunk {
-    fn size(&self) -> u64 {
-        self.too_large.unwrap_or(self.bytes.len() as u64)
-    }
-
-    fn push(&mut self, text: &[u8], limit: usize) {
-        let size = self.size() + text.len() as u64;
-        if self.too_large.is_some() || size > limit as u64 {
-            self.too_large = Some(size);
-            let room = PREVIEW.saturating_sub(self.bytes.len());
-            self.bytes.extend_from_slice(&text[..room.min(text.len())]);
-        } else {
-            self.bytes.extend_from_slice(text);
-        }
-    }
-
-    /// `other`'s lines appended to these.
-    fn absorb(&mut self, other: Chunk, limit: usize) {
-        let size = self.size() + other.size();
-        self.push(&other.bytes, limit);
-        if self.too_large.is_some() || other.too_large.is_some() {
-            self.too_large = Some(size);
-        }
-        self.replied |= other.replied;
-    }
-}
 
 /// The requests of one log, a record per request that got a reply (with the failed attempts
 /// around it), read line by line: memory holds two requests at a time.
@@ -176,7 +135,7 @@ impl Records {
     /// Files the request just read: one with a reply is held (with the attempts before it;
     /// the one held before goes out), one without waits for the next with a reply.
     fn close(&mut self, chunk: Chunk) {
-        if chunk.replied {
+        if chunk.kept {
             let chunk = match self.pending.take() {
                 Some(mut before) => {
                     before.absorb(chunk, self.limit);
@@ -249,7 +208,7 @@ impl Records {
                     if let Some(Header::Response(_)) = head {
                         *replying = true;
                     } else if *replying && !buf.trim_ascii().is_empty() {
-                        chunk.replied = true;
+                        chunk.kept = true;
                     }
                     chunk.push(&buf, self.limit);
                 }

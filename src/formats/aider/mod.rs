@@ -9,6 +9,7 @@
 //! the model's replies) is read by `llm_history`: one trajectory per request that got a reply.
 
 mod blocks;
+mod chunk;
 mod edits;
 mod llm_history;
 mod reader;

@@ -12,6 +12,8 @@ use std::sync::Arc;
 use crate::ingest::open::open;
 use crate::ingest::{FrameError, Provenance, RawRecord, RecordSource};
 
+use super::chunk::Chunk;
+
 /// True when `line` (without its line break) starts a session: `# aider chat started at …`
 /// (`# Aider chat started at …` in the earliest versions).
 pub fn is_session_header(line: &str) -> bool {
@@ -45,57 +47,6 @@ const CONFIRMATION: &str = "? (Y)es/(N)o";
 pub fn is_confirmation(text: &str) -> bool {
     text.contains(CONFIRMATION)
 }
-
-/// The lines of one session (or of several, when sessions without a turn ride along).
-#[derive(Default)]
-struct Chunk {
-    bytes: Vec<u8>,
-    /// The 1-based line it starts on.
-    line: u64,
-    /// It holds a user turn.
-    has_turn: bool,
-    /// Its size when it grew past the record limit (its bytes are then a preview).
-    too_large: Option<u64>,
-}
-
-impl Chunk {
-    /// A chunk starting on `line`, with room for `room` bytes.
-    fn start(line: u64, room: usize) -> Chunk {
-        Chunk {
-            bytes: Vec::with_capacity(room),
-            line,
-            ..Chunk::default()
-        }
-    }
-
-    fn push(&mut self, text: &[u8], limit: usize) {
-        let size = self.size() + text.len() as u64;
-        if self.too_large.is_some() || size > limit as u64 {
-            self.too_large = Some(size);
-            let room = PREVIEW.saturating_sub(self.bytes.len());
-            self.bytes.extend_from_slice(&text[..room.min(text.len())]);
-        } else {
-            self.bytes.extend_from_slice(text);
-        }
-    }
-
-    fn size(&self) -> u64 {
-        self.too_large.unwrap_or(self.bytes.len() as u64)
-    }
-
-    /// `other`'s lines appended to these.
-    fn absorb(&mut self, other: Chunk, limit: usize) {
-        let size = self.size() + other.size();
-        self.push(&other.bytes, limit);
-        if self.too_large.is_some() || other.too_large.is_some() {
-            self.too_large = Some(size);
-        }
-        self.has_turn |= other.has_turn;
-    }
-}
-
-/// How much of an oversized session a rejected record shows.
-const PREVIEW: usize = 4096;
 
 /// The most room a session starts with.
 const MAX_ROOM: usize = 1 << 20;
@@ -165,7 +116,7 @@ impl SessionRecords {
     /// out), one without rides with the held session or waits for the first one with a turn.
     fn close(&mut self, chunk: Chunk) {
         self.room = chunk.bytes.len().min(MAX_ROOM);
-        if chunk.has_turn {
+        if chunk.kept {
             let mut chunk = chunk;
             if let Some(mut leading) = self.leading.take() {
                 leading.absorb(chunk, self.limit);
@@ -217,7 +168,7 @@ impl SessionRecords {
                     }
                     let (line, room) = (self.line, self.room);
                     let chunk = self.current.get_or_insert_with(|| Chunk::start(line, room));
-                    chunk.has_turn |= is_user_turn(&buf);
+                    chunk.kept |= is_user_turn(&buf);
                     chunk.push(&buf, self.limit);
                 }
                 Err(e) => {

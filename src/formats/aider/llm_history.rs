@@ -537,14 +537,14 @@ mod tests {
 
     /// The records of `text`: their first line and text.
     fn records(text: &str) -> Vec<(u64, String)> {
-        let dir = tempfile::tempdir().expect("dir");
+        let dir = tempfile::tempdir().expect("dir"); // ok: test code
         let path = dir.path().join(".aider.llm.history");
-        std::fs::write(&path, text).expect("write");
-        Records::open(path.to_str().expect("utf-8"), 1 << 20)
-            .expect("open")
+        std::fs::write(&path, text).expect("write"); // ok: test code
+        Records::open(path.to_str().expect("utf-8"), 1 << 20) // ok: test code
+            .expect("open") // ok: test code
             .map(|r| {
                 assert!(r.error.is_none());
-                let text = String::from_utf8(r.bytes).expect("utf-8");
+                let text = String::from_utf8(r.bytes).expect("utf-8"); // ok: test code
                 (r.provenance.line, text)
             })
             .collect()
@@ -578,9 +578,14 @@ mod tests {
     }
 
     fn trajectory(text: &str) -> Value {
-        let out = convert_text(text).expect("converts");
+        let out = convert_text(text).expect("converts"); // ok: test code
         assert_eq!(out.len(), 1);
-        serde_json::to_value(&out[0].0).expect("json")
+        serde_json::to_value(&out[0].0).expect("json") // ok: test code
+    }
+
+    /// The steps of trajectory `t`.
+    fn steps_of(t: &Value) -> &[Value] {
+        t["content"].as_array().expect("steps") // ok: test code
     }
 
     #[test]
@@ -627,7 +632,7 @@ mod tests {
         );
         let t = trajectory(&text);
         assert_eq!(t["id"], format!("aider-llm-{T1}"));
-        let steps = t["content"].as_array().expect("steps");
+        let steps = steps_of(&t);
         let texts: Vec<&str> = steps.iter().filter_map(|s| s["content"].as_str()).collect();
         assert_eq!(
             texts,
@@ -659,7 +664,7 @@ mod tests {
              -------\n-------\nUSER and?\nLLM RESPONSE {T1}\nASSISTANT A cat.\n"
         );
         let t = trajectory(&text);
-        let steps = t["content"].as_array().expect("steps");
+        let steps = steps_of(&t);
         let classes: Vec<&str> = steps.iter().filter_map(|s| s["class_"].as_str()).collect();
         assert_eq!(
             classes,
@@ -679,7 +684,7 @@ mod tests {
              LLM RESPONSE {T1}\nASSISTANT Seen.\n"
         );
         let t = trajectory(&text);
-        let steps = t["content"].as_array().expect("steps");
+        let steps = steps_of(&t);
         assert_eq!(steps.len(), 4);
         assert_eq!(steps[2]["class_"], "image_observation");
         assert_eq!(steps[3]["content"], "Seen.");
@@ -697,7 +702,7 @@ mod tests {
         assert_eq!(left["wrong_typed"], 2, "{left}");
         assert_eq!(left["values"], 1, "{left}");
         assert_eq!(left["messages"], serde_json::json!({"in": 4, "kept": 3}));
-        let steps = t["content"].as_array().expect("steps");
+        let steps = steps_of(&t);
         assert_eq!(steps[0]["name"], "tool");
         // Nothing answered, nothing requested, not UTF-8: refused with a rule.
         let rule = |text: &[u8]| match convert(&record(text)) {

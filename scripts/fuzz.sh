@@ -15,9 +15,6 @@
 #   FUZZ_JOBS       parallel fuzzing processes per target (default 1)
 #   FUZZ_CODEGEN_UNITS  codegen units of the fuzz build (default 1, cargo fuzz's: the fastest
 #                   runs); CI's smoke sets 16, which builds in less time for slightly slower runs
-#   FUZZ_OPT_LEVEL  optimization level of the fuzz build (default 3, cargo fuzz's); CI's smoke
-#                   sets 1: on a 2-core host the instrumented build of every dependency takes
-#                   about 7.5 min instead of 9.5, and a 15 s run still executes thousands of inputs
 #
 # Exit status: 0 when no target found anything; otherwise libFuzzer's, and the crashing input is
 # in fuzz/artifacts/<target>/ (turn it into a regression test, then delete it).
@@ -38,10 +35,6 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
   exit 2
 fi
 BUILD=(-s "$SANITIZER" --codegen-units "${FUZZ_CODEGEN_UNITS:-1}")
-if [ -n "${FUZZ_OPT_LEVEL:-}" ]; then
-  # Exported, so that `cargo fuzz run` below sees the build it made and does not rebuild.
-  export CARGO_PROFILE_RELEASE_OPT_LEVEL="$FUZZ_OPT_LEVEL"
-fi
 if [ "$SANITIZER" != none ]; then
   # Sanitizers are unstable compiler options; the stable toolchain accepts them this way. The
   # instrumented build goes to a target directory of its own, so the two builds do not

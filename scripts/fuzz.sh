@@ -149,7 +149,7 @@ for target in "${TARGETS[@]}"; do
     asan="${asan:+$asan:}detect_leaks=0"
   fi
   (cd fuzz && ASAN_OPTIONS="$asan" cargo fuzz run "${BUILD[@]}" "$target" "corpus/$target" -- \
-      -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=4096 -max_len=262144 \
+      -max_total_time="$SECONDS_EACH" -timeout=30 -rss_limit_mb=4096 -max_len=262144 \
       -print_final_stats=1 "${extra[@]}") >"$log" 2>&1 || failed=$?
   # The final stats (executions, coverage, peak memory), and what went wrong if anything did.
   grep -E '^(stat::(number_of_executed_units|new_units_added|peak_rss_mb)|#[0-9]+ +DONE)' "$log" || true
